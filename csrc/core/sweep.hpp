@@ -1,0 +1,406 @@
+// pau native interval core: the exact device-activity sweep.
+//
+// Conventions (stated once, here and in pau.core):
+//   * time is int64 nanoseconds; every interval is half-open [start, end);
+//     two intervals that touch (a.end == b.start) do not overlap;
+//   * an event of kind k makes bit k of the "mask" set while it runs; the sweep
+//     accumulates, per rank and per window, the exact time spent under each of
+//     the 2^6 masks. Every other figure (exclusive time by priority, idle,
+//     union busy, |communication ∩ compute|) is a fixed linear map of that
+//     64-bin histogram, so it is computed outside the kernel and the kernel
+//     needs no notion of priority.
+//   * conservation: the bins of a rank (over all its windows and the time
+//     outside windows) sum to span_end - span_start exactly, by construction:
+//     the cursor t only moves forward and every move adds (new t - old t) to
+//     exactly one bin.
+//
+// This header knows nothing of Python; the bindings live in csrc/bindings/.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace pau::core {
+
+constexpr int kNumKinds = 6;  // compute, communication, memcpy, memset, sync, other
+constexpr int kNumMasks = 1 << kNumKinds;
+constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();
+
+// Why a feed stopped. Rows are 0-based positions in the fed arrays.
+enum class Code : int32_t {
+    ok = 0,
+    negative_rank = 1,
+    negative_start = 2,
+    end_before_start = 3,
+    unknown_kind = 4,
+    unsorted = 5,  // start_ns decreased within a rank: the caller re-feeds in order
+};
+
+struct FeedResult {
+    Code code = Code::ok;
+    int64_t row = -1;
+};
+
+// The sparse output: one row per (rank, window, mask) with non-zero time.
+// window == -1 is "outside every window" (or the whole span when the sweep has
+// no windows); otherwise it is an index into the windows given to the Sweep.
+struct Histogram {
+    std::vector<int32_t> rank;
+    std::vector<int64_t> window;
+    std::vector<uint8_t> mask;
+    std::vector<int64_t> duration;
+    // The accounted span of every rank, in the order ranks were first seen.
+    std::vector<int32_t> span_rank;
+    std::vector<int64_t> span_start;
+    std::vector<int64_t> span_end;
+};
+
+class Sweep {
+  public:
+    // Windows: parallel arrays of n_windows rows, any order. A row with rank -1
+    // applies to every rank. `row_id` is the caller's row number, used only in
+    // error messages. Span: parallel arrays, at most one row per rank; ranks
+    // without a row get [first event start, last event end). A bucket width > 0
+    // instead makes fixed windows [k*width, (k+1)*width), named by their start.
+    Sweep(const int32_t* win_rank, const int64_t* win_start, const int64_t* win_end,
+          const int64_t* win_row, int64_t n_windows, const int32_t* span_rank,
+          const int64_t* span_start, const int64_t* span_end, int64_t n_spans,
+          int64_t bucket_width = 0)
+        : has_windows_(n_windows > 0), bucket_(bucket_width) {
+        if (bucket_width < 0) throw std::invalid_argument("windows: bucket width must be > 0");
+        if (bucket_width > 0 && n_windows > 0)
+            throw std::invalid_argument("windows: give either a table of windows or a bucket width");
+        index_windows(win_rank, win_start, win_end, win_row, n_windows);
+        for (int64_t i = 0; i < n_spans; ++i) {
+            if (span_rank[i] < 0) throw std::invalid_argument("span: rank must be >= 0");
+            if (span_end[i] < span_start[i])
+                throw std::invalid_argument("span: end_ns < start_ns at row " + std::to_string(i));
+            if (find(span_rank[i]) != nullptr)
+                throw std::invalid_argument("span: rank " + std::to_string(span_rank[i]) +
+                                            " has more than one row (second at row " +
+                                            std::to_string(i) + ")");
+            RankState& s = create(span_rank[i]);
+            s.span_start = span_start[i];
+            s.span_end = span_end[i];
+            s.fixed_span = true;
+            s.t = span_start[i];
+        }
+    }
+
+    // Feed events in order. Within one rank, start_ns must not decrease across
+    // all feeds; ranks may interleave freely. `kind_idx` indexes `kind_map`, which
+    // maps to a kind code 0..5 or -1 (unknown). `order` (optional) is a
+    // permutation to read the arrays through.
+    template <typename IdxT>
+    FeedResult feed(const int32_t* rank, const int64_t* start, const int64_t* end,
+                    const IdxT* kind_idx, const int8_t* kind_map, int64_t map_size, int64_t n,
+                    const int64_t* order = nullptr) {
+        for (int64_t j = 0; j < n; ++j) {
+            const int64_t i = order ? order[j] : j;
+            const int32_t r = rank[i];
+            const int64_t st = start[i];
+            const int64_t en = end[i];
+            const int64_t ki = static_cast<int64_t>(kind_idx[i]);
+            if (r < 0) return {Code::negative_rank, i};
+            if (st < 0) return {Code::negative_start, i};
+            if (en < st) return {Code::end_before_start, i};
+            if (ki < 0 || ki >= map_size || kind_map[ki] < 0) return {Code::unknown_kind, i};
+            RankState& s = state(r);
+            if (st < s.last_start) return {Code::unsorted, i};
+            s.last_start = st;
+            if (!s.started) {
+                s.started = true;
+                if (!s.fixed_span) {
+                    s.span_start = st;
+                    s.t = st;
+                }
+            }
+            if (en > s.max_end) s.max_end = en;
+            advance(s, st);
+            const int k = kind_map[ki];
+            const uint8_t bit = static_cast<uint8_t>(1u << k);
+            if (s.active & bit) {
+                if (en > s.ce[k]) s.ce[k] = en;
+            } else {
+                s.active |= bit;
+                s.ce[k] = en;
+            }
+        }
+        return {};
+    }
+
+    // Close every rank at its span end and return the histogram. The Sweep is
+    // spent afterwards.
+    Histogram finish() {
+        for (auto& p : states_) {
+            RankState& s = *p;
+            if (!s.started && !s.fixed_span) continue;
+            const int64_t target = s.fixed_span ? s.span_end : s.max_end;
+            if (!s.fixed_span) s.span_end = target;
+            advance(s, target);
+            if (has_windows_ && s.wpos < s.wins.size()) flush(s, s.wins[s.wpos], s.cur);
+            if (bucket_ > 0 && s.bucket >= 0) flush(s, s.bucket * bucket_, s.cur);
+            flush(s, -1, s.out);
+            hist_.span_rank.push_back(s.rank);
+            hist_.span_start.push_back(s.span_start);
+            hist_.span_end.push_back(std::max(s.span_start, s.span_end));
+        }
+        return std::move(hist_);
+    }
+
+    int64_t rank_count() const { return static_cast<int64_t>(states_.size()); }
+
+  private:
+    struct Bins {
+        int64_t v[kNumMasks] = {0};
+        uint64_t touched = 0;
+    };
+    struct RankState {
+        int32_t rank = 0;
+        bool started = false;
+        bool fixed_span = false;
+        uint8_t active = 0;                 // kinds with an open merged interval
+        int64_t t = 0;                      // time before t is accounted
+        int64_t span_start = 0;
+        int64_t span_end = kOpen;           // open until finish() for default spans
+        int64_t last_start = std::numeric_limits<int64_t>::min();
+        int64_t max_end = 0;
+        int64_t ce[kNumKinds] = {0};        // end of the open merged interval per kind
+        std::vector<int64_t> wins;          // this rank's windows, sorted by start
+        size_t wpos = 0;
+        int64_t bucket = -1;                // bucket index of `cur` in bucket mode
+        Bins cur;                           // the window at wpos
+        Bins out;                           // outside every window (or the whole span)
+    };
+
+    RankState* find(int32_t r) {
+        if (static_cast<size_t>(r) < direct_.size()) return direct_[r];
+        auto it = sparse_.find(r);
+        return it == sparse_.end() ? nullptr : it->second;
+    }
+
+    RankState& create(int32_t r) {
+        states_.push_back(std::make_unique<RankState>());
+        RankState* s = states_.back().get();
+        s->rank = r;
+        if (r < kDirectLimit) {
+            if (static_cast<size_t>(r) >= direct_.size()) direct_.resize(static_cast<size_t>(r) + 1, nullptr);
+            direct_[r] = s;
+        } else {
+            sparse_[r] = s;
+        }
+        if (has_windows_) build_windows(*s);
+        return *s;
+    }
+
+    RankState& state(int32_t r) {
+        if (r == last_rank_ && last_state_ != nullptr) return *last_state_;
+        RankState* s = find(r);
+        if (s == nullptr) s = &create(r);
+        last_rank_ = r;
+        last_state_ = s;
+        return *s;
+    }
+
+    // Move the cursor of rank s to `target`, closing the merged intervals that
+    // end on the way. Intervals are merged per kind (touching ones included),
+    // so only the earliest open end can change the mask before `target`.
+    void advance(RankState& s, int64_t target) {
+        while (s.active) {
+            int64_t cm = kOpen;
+            for (uint32_t m = s.active; m; m &= m - 1) {
+                const int k = __builtin_ctz(m);
+                if (s.ce[k] < cm) cm = s.ce[k];
+            }
+            if (cm > target) break;
+            if (cm > s.t) {
+                add(s, s.t, cm, s.active);
+                s.t = cm;
+            }
+            for (uint32_t m = s.active; m; m &= m - 1) {
+                const int k = __builtin_ctz(m);
+                if (s.ce[k] == cm) s.active &= static_cast<uint8_t>(~(1u << k));
+            }
+        }
+        if (target > s.t) {
+            add(s, s.t, target, s.active);
+            s.t = target;
+        }
+    }
+
+    void add(RankState& s, int64_t a, int64_t b, uint8_t mask) {
+        if (a < s.span_start) a = s.span_start;
+        if (b > s.span_end) b = s.span_end;
+        if (a >= b) return;
+        if (bucket_ > 0) {
+            while (a < b) {
+                const int64_t k = a / bucket_;  // a >= 0
+                const int64_t lo = k * bucket_;
+                const int64_t hi = lo > kOpen - bucket_ ? kOpen : lo + bucket_;
+                if (k != s.bucket) {
+                    if (s.bucket >= 0) flush(s, s.bucket * bucket_, s.cur);
+                    s.bucket = k;
+                }
+                const int64_t c = std::min(b, hi);
+                put(s.cur, mask, c - a);
+                a = c;
+            }
+            return;
+        }
+        if (!has_windows_) {
+            s.out.v[mask] += b - a;
+            s.out.touched |= 1ull << mask;
+            return;
+        }
+        while (a < b) {
+            if (s.wpos >= s.wins.size()) {
+                put(s.out, mask, b - a);
+                return;
+            }
+            const int64_t w = s.wins[s.wpos];
+            const int64_t ws = wstart_[w], we = wend_[w];
+            if (we <= a) {  // window already over (zero-length ones included)
+                flush(s, w, s.cur);
+                ++s.wpos;
+            } else if (a < ws) {
+                const int64_t c = std::min(b, ws);
+                put(s.out, mask, c - a);
+                a = c;
+            } else {
+                const int64_t c = std::min(b, we);
+                put(s.cur, mask, c - a);
+                a = c;
+            }
+        }
+    }
+
+    static void put(Bins& bins, uint8_t mask, int64_t d) {
+        bins.v[mask] += d;
+        bins.touched |= 1ull << mask;
+    }
+
+    void flush(RankState& s, int64_t window, Bins& bins) {
+        for (uint64_t m = bins.touched; m; m &= m - 1) {
+            const int k = __builtin_ctzll(m);
+            if (bins.v[k] != 0) {
+                hist_.rank.push_back(s.rank);
+                hist_.window.push_back(window);
+                hist_.mask.push_back(static_cast<uint8_t>(k));
+                hist_.duration.push_back(bins.v[k]);
+            }
+            bins.v[k] = 0;
+        }
+        bins.touched = 0;
+    }
+
+    void index_windows(const int32_t* wr, const int64_t* ws, const int64_t* we, const int64_t* wrow,
+                       int64_t n) {
+        wstart_.assign(ws, ws + n);
+        wend_.assign(we, we + n);
+        wrow_.assign(wrow, wrow + n);
+        std::vector<int64_t> idx(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+            if (wr[i] < -1) throw std::invalid_argument("windows: rank must be >= -1 (row " + std::to_string(wrow[i]) + ")");
+            if (we[i] < ws[i]) throw std::invalid_argument("windows: end_ns < start_ns at row " + std::to_string(wrow[i]));
+            idx[static_cast<size_t>(i)] = i;
+        }
+        std::sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+            if (wr[a] != wr[b]) return wr[a] < wr[b];
+            if (ws[a] != ws[b]) return ws[a] < ws[b];
+            return we[a] < we[b];
+        });
+        for (int64_t i : idx) {
+            if (wr[i] == -1) global_wins_.push_back(i);
+            else own_wins_[wr[i]].push_back(i);
+        }
+        check_disjoint(global_wins_, -1);
+    }
+
+    void check_disjoint(const std::vector<int64_t>& w, int32_t rank) const {
+        // Sorted by start; zero-length windows cover no time and may sit anywhere.
+        int64_t reach = std::numeric_limits<int64_t>::min(), holder = -1;
+        for (int64_t i : w) {
+            if (wstart_[i] == wend_[i]) continue;
+            if (wstart_[i] < reach) {
+                throw std::invalid_argument(
+                    "windows: rows " + std::to_string(wrow_[holder]) + " and " +
+                    std::to_string(wrow_[i]) + " overlap on rank " +
+                    (rank < 0 ? std::string("-1 (every rank)") : std::to_string(rank)) +
+                    "; windows of one rank must be disjoint so that they sum to the whole");
+            }
+            reach = wend_[i];
+            holder = i;
+        }
+    }
+
+    void build_windows(RankState& s) {
+        auto it = own_wins_.find(s.rank);
+        if (it == own_wins_.end()) {
+            s.wins = global_wins_;
+            return;
+        }
+        const auto& own = it->second;
+        s.wins.resize(own.size() + global_wins_.size());
+        std::merge(own.begin(), own.end(), global_wins_.begin(), global_wins_.end(), s.wins.begin(),
+                   [&](int64_t a, int64_t b) {
+                       return wstart_[a] != wstart_[b] ? wstart_[a] < wstart_[b] : wend_[a] < wend_[b];
+                   });
+        check_disjoint(s.wins, s.rank);
+    }
+
+    static constexpr int32_t kDirectLimit = 1 << 22;
+
+    bool has_windows_;
+    int64_t bucket_;
+    std::vector<int64_t> wstart_, wend_, wrow_;
+    std::vector<int64_t> global_wins_;
+    std::unordered_map<int32_t, std::vector<int64_t>> own_wins_;
+
+    std::vector<std::unique_ptr<RankState>> states_;
+    std::vector<RankState*> direct_;
+    std::unordered_map<int32_t, RankState*> sparse_;
+    int32_t last_rank_ = -1;
+    RankState* last_state_ = nullptr;
+    Histogram hist_;
+};
+
+// A permutation that orders rows by (rank, start). Ties keep no particular
+// order: the sweep's result does not depend on the order of equal starts.
+inline std::vector<int64_t> order_by_rank_start(const int32_t* rank, const int64_t* start, int64_t n) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    // Counting sort by rank (through a dense id), then sort each rank's run by start.
+    std::unordered_map<int32_t, int64_t> dense;
+    std::vector<int32_t> ranks;
+    std::vector<int64_t> id(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+        auto [it, fresh] = dense.try_emplace(rank[i], static_cast<int64_t>(ranks.size()));
+        if (fresh) ranks.push_back(rank[i]);
+        id[static_cast<size_t>(i)] = it->second;
+    }
+    // Dense ids in rank order, so runs come out sorted by rank.
+    std::vector<int64_t> by_rank(ranks.size());
+    for (size_t i = 0; i < ranks.size(); ++i) by_rank[i] = static_cast<int64_t>(i);
+    std::sort(by_rank.begin(), by_rank.end(), [&](int64_t a, int64_t b) { return ranks[a] < ranks[b]; });
+    std::vector<int64_t> pos(ranks.size());
+    for (size_t i = 0; i < by_rank.size(); ++i) pos[static_cast<size_t>(by_rank[i])] = static_cast<int64_t>(i);
+    std::vector<int64_t> offset(ranks.size() + 1, 0);
+    for (int64_t i = 0; i < n; ++i) ++offset[static_cast<size_t>(pos[static_cast<size_t>(id[static_cast<size_t>(i)])]) + 1];
+    for (size_t i = 0; i < ranks.size(); ++i) offset[i + 1] += offset[i];
+    std::vector<int64_t> fill(offset.begin(), offset.end() - 1);
+    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(fill[static_cast<size_t>(pos[static_cast<size_t>(id[static_cast<size_t>(i)])])]++)] = i;
+    for (size_t g = 0; g < ranks.size(); ++g) {
+        auto b = order.begin() + offset[g], e = order.begin() + offset[g + 1];
+        if (!std::is_sorted(b, e, [&](int64_t x, int64_t y) { return start[x] < start[y]; }))
+            std::sort(b, e, [&](int64_t x, int64_t y) { return start[x] < start[y]; });
+    }
+    return order;
+}
+
+}  // namespace pau::core

@@ -1,0 +1,14 @@
+// The private extension module pau._core: it only registers the bindings.
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+void bind_sweep(py::module_& m);
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "pau's native core (private: use pau.core)";
+#ifdef PAU_VERSION
+    m.attr("__version__") = PAU_VERSION;
+#endif
+    bind_sweep(m);
+}

@@ -1,0 +1,34 @@
+"""Build of pau's native core (pau._core) with pybind11.
+
+Opt-in environment variables:
+  PAU_NATIVE=1    add -march=native (never on by default: such builds crash on older CPUs)
+  PAU_SANITIZE=1  build with AddressSanitizer and UndefinedBehaviorSanitizer
+"""
+
+import os
+from glob import glob
+
+from pybind11.setup_helpers import Pybind11Extension, build_ext
+from setuptools import setup
+
+VERSION = "0.1.0"
+
+compile_args = ["-O3"]
+link_args = []
+if os.environ.get("PAU_NATIVE") == "1":
+    compile_args.append("-march=native")
+if os.environ.get("PAU_SANITIZE") == "1":
+    compile_args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
+    link_args += ["-fsanitize=address,undefined"]
+
+ext = Pybind11Extension(
+    "pau._core",
+    sorted(glob("csrc/*.cpp") + glob("csrc/bindings/*.cpp")),  # sorted: reproducible builds
+    cxx_std=17,
+    define_macros=[("PAU_VERSION", f'"{VERSION}"')],
+    extra_compile_args=compile_args,
+    extra_link_args=link_args,
+    depends=sorted(glob("csrc/core/*.hpp")),
+)
+
+setup(version=VERSION, ext_modules=[ext], cmdclass={"build_ext": build_ext})

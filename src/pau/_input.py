@@ -1,0 +1,255 @@
+"""Turning what callers hand us into columns the native core can read.
+
+Adapters only: no accounting happens here. Whole columns cross into the core as
+numpy views of Arrow buffers (zero-copy where the layout allows it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InvalidRowError, SchemaError
+
+KINDS = ("compute", "communication", "memcpy", "memset", "sync", "other")
+KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+INT64_MAX = np.iinfo(np.int64).max
+
+EVENT_COLUMNS = ("rank", "start_ns", "end_ns", "kind")
+
+
+def as_table(obj: Any, what: str) -> pa.Table:
+    """Convert a table-like input to a ``pyarrow.Table`` once.
+
+    Accepted: ``pyarrow.Table``/``RecordBatch``/``RecordBatchReader``, anything with
+    the Arrow PyCapsule stream interface (``__arrow_c_stream__``), a pandas
+    ``DataFrame`` or a ``dict`` of arrays.
+    """
+    if isinstance(obj, pa.Table):
+        return obj
+    if isinstance(obj, pa.RecordBatch):
+        return pa.Table.from_batches([obj])
+    if isinstance(obj, pa.RecordBatchReader):
+        return obj.read_all()
+    if isinstance(obj, dict):
+        return pa.table({k: np.asarray(v) if not isinstance(v, (pa.Array, pa.ChunkedArray)) else v
+                         for k, v in obj.items()})
+    if hasattr(obj, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(obj).read_all()
+    mod = type(obj).__module__
+    if mod.startswith("pandas"):
+        return pa.Table.from_pandas(obj, preserve_index=False)
+    raise TypeError(
+        f"{what}: expected a pyarrow.Table, an object with __arrow_c_stream__, a pandas "
+        f"DataFrame or a dict of numpy arrays, got {type(obj).__name__}"
+    )
+
+
+def iter_batches(obj: Any, what: str) -> Iterator[pa.RecordBatch]:
+    """Batches of a table-like input, without materializing a stream."""
+    if isinstance(obj, pa.RecordBatchReader):
+        yield from obj
+        return
+    if hasattr(obj, "__arrow_c_stream__") and not isinstance(obj, (pa.Table, pa.RecordBatch)):
+        yield from pa.RecordBatchReader.from_stream(obj)
+        return
+    yield from as_table(obj, what).to_batches()
+
+
+def _column(batch: pa.RecordBatch | pa.Table, name: str, table: str) -> pa.Array:
+    idx = batch.schema.get_field_index(name)
+    if idx < 0:
+        raise SchemaError(
+            table, name, f"is missing (columns present: {', '.join(batch.schema.names) or 'none'})",
+            f"add a '{name}' column; see DESIGN §2.1 for the events schema",
+        )
+    col = batch.column(idx)
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    return col
+
+
+def _first_true(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def time_column(arr: pa.Array, name: str, table: str, row0: int = 0) -> np.ndarray:
+    """An int64 nanosecond view of a time column (int or timestamp)."""
+    t = arr.type
+    if pa.types.is_timestamp(t):
+        if t.unit == "ns":
+            arr = arr.view(pa.int64())
+        else:
+            factor = {"s": 10**9, "ms": 10**6, "us": 10**3}[t.unit]
+            raw = arr.view(pa.int64())
+            vals = raw.to_numpy(zero_copy_only=False)
+            if arr.null_count == 0:
+                too_big = np.abs(vals) > INT64_MAX // factor
+                if too_big.any():
+                    raise InvalidRowError(
+                        table, name, row0 + _first_true(too_big),
+                        f"{vals[too_big][0]} {t.unit} overflows int64 nanoseconds",
+                        "store times closer to the epoch", int(too_big.sum()))
+                return vals * factor
+            return pc.multiply_checked(raw, factor)  # nulls: validated later
+    elif pa.types.is_integer(t):
+        if t != pa.int64():
+            if pa.types.is_unsigned_integer(t) and t.bit_width == 64:
+                vals = arr.to_numpy(zero_copy_only=False)
+                if arr.null_count == 0 and (vals > INT64_MAX).any():
+                    bad = vals > INT64_MAX
+                    raise InvalidRowError(table, name, row0 + _first_true(bad),
+                                          f"{vals[bad][0]} does not fit in int64 nanoseconds",
+                                          "store times as int64 nanoseconds", int(bad.sum()))
+            arr = arr.cast(pa.int64(), safe=False)
+    else:
+        raise SchemaError(
+            table, name, f"has type {t}, not int64 nanoseconds",
+            "convert to int64 nanoseconds (or timestamp[ns]); floats are not accepted because "
+            "they cannot hold nanosecond times exactly",
+        )
+    if arr.null_count:
+        return arr  # the caller validates nulls before reading values
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def rank_column(arr: pa.Array, table: str, name: str = "rank", row0: int = 0):
+    t = arr.type
+    if not pa.types.is_integer(t):
+        raise SchemaError(table, name, f"has type {t}, not int32",
+                          "give ranks as integers (one rank = one accelerator)")
+    if t != pa.int32():
+        if arr.null_count == 0:
+            vals = arr.to_numpy(zero_copy_only=False)
+            bad = (vals > np.iinfo(np.int32).max) | (vals < np.iinfo(np.int32).min)
+            if bad.any():
+                raise InvalidRowError(table, name, row0 + _first_true(bad),
+                                      f"{vals[bad][0]} does not fit in int32",
+                                      "number ranks from 0", int(bad.sum()))
+        arr = arr.cast(pa.int32(), safe=False)
+    if arr.null_count:
+        return arr
+    return arr.to_numpy(zero_copy_only=False)
+
+
+@dataclass
+class KindColumn:
+    indices: np.ndarray      # integer indices into `dictionary`
+    dictionary: pa.Array     # strings
+    codes: np.ndarray        # int8: dictionary position -> kind code, -1 if unknown
+
+
+def kind_column(arr: pa.Array, table: str) -> KindColumn:
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        if not (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
+            raise SchemaError(table, "kind", f"is a dictionary of {t.value_type}, not of strings",
+                              "encode kinds as strings such as 'compute'")
+    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        arr = pc.dictionary_encode(arr.cast(pa.string()) if pa.types.is_string_view(t) else arr)
+    else:
+        raise SchemaError(table, "kind", f"has type {t}, not dictionary<string> or string",
+                          "give kinds as strings: " + ", ".join(KINDS))
+    dictionary = arr.dictionary
+    codes = np.array([KIND_CODE.get(v, -1) for v in dictionary.to_pylist()], dtype=np.int8)
+    indices = arr.indices
+    if indices.null_count:
+        indices = indices.fill_null(0)  # nulls are caught by validation before use
+    return KindColumn(indices.to_numpy(zero_copy_only=False), dictionary, codes)
+
+
+# Reasons, in the order they are checked; the first that applies names the row.
+REASONS = (
+    "ok",
+    "null rank",
+    "null start_ns",
+    "null end_ns",
+    "null kind",
+    "negative rank",
+    "negative start_ns",
+    "end_ns before start_ns",
+    "unknown kind",
+)
+_REASON_COLUMN = {1: "rank", 2: "start_ns", 3: "end_ns", 4: "kind", 5: "rank", 6: "start_ns",
+                  7: "end_ns", 8: "kind"}
+_REASON_FIX = {
+    1: "give every event the rank (accelerator) it ran on",
+    2: "give every event its start time",
+    3: "give every event its end time (an event still running has no place in a finished trace)",
+    4: "give every event a kind",
+    5: "ranks are accelerator indices >= 0",
+    6: "times are nanoseconds since an epoch and must be >= 0; shift the trace",
+    7: "correct the times; zero-length events (end_ns == start_ns) are allowed",
+    8: "map it to one of " + ", ".join(KINDS) + " (the pau.io readers do this for profiler traces)",
+}
+
+
+def row_reasons(batch: pa.RecordBatch | pa.Table, table: str = "events") -> np.ndarray:
+    """A reason code per row (0 = usable), vectorized. The slow path: only run
+    when the native core reports a problem or quarantine is asked for."""
+    n = batch.num_rows
+    reasons = np.zeros(n, dtype=np.int8)
+    rank = _column(batch, "rank", table)
+    start = _column(batch, "start_ns", table)
+    end = _column(batch, "end_ns", table)
+    kind = _column(batch, "kind", table)
+
+    def mark(mask, code):
+        sel = (reasons == 0) & mask
+        reasons[sel] = code
+
+    for code, arr in ((1, rank), (2, start), (3, end), (4, kind)):
+        if arr.null_count:
+            mark(np.asarray(arr.is_null()), code)
+    r = rank_column(rank.fill_null(0) if rank.null_count else rank, table)
+    s = time_column(start.fill_null(0) if start.null_count else start, "start_ns", table)
+    e = time_column(end.fill_null(0) if end.null_count else end, "end_ns", table)
+    k = kind_column(kind, table)
+    mark(r < 0, 5)
+    mark(s < 0, 6)
+    mark(e < s, 7)
+    mark(k.codes[k.indices] < 0 if len(k.codes) else np.ones(n, bool), 8)
+    return reasons
+
+
+def raise_first(batch: pa.RecordBatch | pa.Table, reasons: np.ndarray, row0: int, table: str = "events"):
+    bad = np.flatnonzero(reasons)
+    i = int(bad[0])
+    code = int(reasons[i])
+    col = _REASON_COLUMN[code]
+    detail = REASONS[code]
+    if code in (5, 6, 7):
+        v = _column(batch, col, table)[i].as_py()
+        detail += f" ({col} = {v}" + (f", start_ns = {_column(batch, 'start_ns', table)[i].as_py()})"
+                                      if code == 7 else ")")
+    elif code == 8:
+        detail = f"unknown kind {_column(batch, 'kind', table)[i].as_py()!r}"
+    raise InvalidRowError(table, col, row0 + i, detail, _REASON_FIX[code], int(bad.size))
+
+
+@dataclass
+class EventColumns:
+    rank: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    kind: KindColumn
+    rows: int
+
+
+def event_columns(batch: pa.RecordBatch | pa.Table, table: str = "events", row0: int = 0):
+    """Columns for the core, or None when some value needs row-level validation."""
+    rank = _column(batch, "rank", table)
+    start = _column(batch, "start_ns", table)
+    end = _column(batch, "end_ns", table)
+    kind = _column(batch, "kind", table)
+    r = rank_column(rank, table, row0=row0)
+    s = time_column(start, "start_ns", table, row0)
+    e = time_column(end, "end_ns", table, row0)
+    k = kind_column(kind, table)
+    if not all(isinstance(x, np.ndarray) for x in (r, s, e)) or kind.null_count:
+        return None
+    return EventColumns(r, s, e, k, batch.num_rows)

@@ -1,0 +1,609 @@
+"""pau.core: the public API.
+
+Conventions (DESIGN §1), stated once here and in ``csrc/core/sweep.hpp``:
+
+* Time is ``int64`` nanoseconds and every interval is half-open ``[start_ns, end_ns)``:
+  two intervals that touch (``a.end_ns == b.start_ns``) do not overlap, and a
+  zero-length event covers no time.
+* Accelerator time is counted per rank (one rank = one accelerator), exactly, in
+  integers. Every classification **conserves** time: for each rank the labelled
+  durations sum to the rank's accounted span.
+* Tables in and out are ``pyarrow.Table``. Inputs may also be anything with the Arrow
+  PyCapsule stream interface, a pandas ``DataFrame`` or a ``dict`` of numpy arrays.
+* Bad rows raise a :mod:`pau.errors` exception naming column, row and fix; with
+  ``on_invalid="quarantine"`` they are returned beside the result instead, with a
+  reason per row, and counted.
+
+Output tables use ``dictionary<int8, string>`` for label columns (``activity``,
+``state``, ``kinds``): cheap at scale, and compared like strings by pyarrow.compute.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from . import _core
+from ._input import (
+    KINDS,
+    REASONS,
+    _column,
+    as_table,
+    event_columns,
+    iter_batches,
+    raise_first,
+    rank_column,
+    row_reasons,
+    time_column,
+)
+from .errors import InvalidWindowsError, SchemaError, UnsortedInputError
+
+__all__ = [
+    "KINDS",
+    "ACTIVITIES",
+    "STATES",
+    "DEFAULT_PRIORITY",
+    "Ledger",
+    "Overlap",
+    "Quarantined",
+    "classify",
+    "classify_dataset",
+    "ledger",
+    "overlap",
+]
+
+#: Activities of the exclusive ledger: the kinds, then ``idle`` (no device event).
+ACTIVITIES = KINDS + ("idle",)
+#: Default priority when kinds overlap on a rank, highest first (DESIGN §2.1).
+DEFAULT_PRIORITY = KINDS
+#: Lifecycle states of the ledger (DESIGN §2.3).
+STATES = (
+    "productive",
+    "pending",
+    "rolled_back",
+    "checkpoint",
+    "checkpoint.lost",
+    "checkpoint.unused",
+    "initialization",
+    "recovery.outage",
+    "recovery.reinit",
+    "recovery.restore",
+    "eval",
+    "data_wait",
+    "custom",
+    "unattributed",
+)
+
+_IDLE = len(KINDS)
+_COMPUTE_BIT = 1 << KINDS.index("compute")
+_COMM_BIT = 1 << KINDS.index("communication")
+_UNSORTED = 5
+_MASK_NAMES = tuple(
+    "+".join(k for i, k in enumerate(KINDS) if m >> i & 1) or "idle" for m in range(1 << len(KINDS))
+)
+
+
+def _label(values: Sequence[str], idx: np.ndarray) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(
+        pa.array(np.asarray(idx, dtype=np.int8)), pa.array(list(values), pa.string())
+    )
+
+
+def _activity_of_mask(priority: Sequence[str] | None) -> np.ndarray:
+    """For each of the 64 masks, the ACTIVITIES index of the kind that wins it."""
+    prio = tuple(DEFAULT_PRIORITY if priority is None else priority)
+    if sorted(prio) != sorted(KINDS):
+        raise ValueError(
+            f"priority: expected an ordering of all of {', '.join(KINDS)} (highest first), "
+            f"got {list(prio)}"
+        )
+    out = np.full(1 << len(KINDS), _IDLE, dtype=np.int8)
+    for m in range(1, 1 << len(KINDS)):
+        out[m] = next(KINDS.index(k) for k in prio if m >> KINDS.index(k) & 1)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# windows and spans
+
+
+@dataclass
+class _Plan:
+    """Everything the sweep needs besides the events: windows and spans."""
+
+    mode: str = "none"  # none | list | bucket
+    bucket: int = 0
+    win_rank: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    win_start: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    win_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    win_row: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    win_id: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    span_rank: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    span_start: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    span_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+
+    def sweep(self) -> _core.Sweep:
+        try:
+            return _core.Sweep(self.win_rank, self.win_start, self.win_end, self.win_row,
+                               self.span_rank, self.span_start, self.span_end, self.bucket)
+        except ValueError as exc:
+            raise InvalidWindowsError(str(exc)) from None
+
+
+def _interval_columns(obj: Any, what: str):
+    t = as_table(obj, what)
+    for name in ("rank", "start_ns", "end_ns"):
+        col = _column(t, name, what)
+        if col.null_count:
+            row = int(np.flatnonzero(np.asarray(col.is_null()))[0])
+            raise InvalidWindowsError(f"{what}: column '{name}', row {row}: null. Fix: every "
+                                      f"{what} row needs rank, start_ns and end_ns")
+    r = rank_column(_column(t, "rank", what), what)
+    s = time_column(_column(t, "start_ns", what), "start_ns", what)
+    e = time_column(_column(t, "end_ns", what), "end_ns", what)
+    bad = np.flatnonzero((e < s) | (s < 0))
+    if bad.size:
+        raise InvalidWindowsError(
+            f"{what}: row {int(bad[0])}: start_ns={int(s[bad[0]])}, end_ns={int(e[bad[0]])}. "
+            f"Fix: {what} need 0 <= start_ns <= end_ns"
+        )
+    return t, np.ascontiguousarray(r), np.ascontiguousarray(s), np.ascontiguousarray(e)
+
+
+def _plan(windows: Any, span: Any) -> _Plan:
+    plan = _Plan()
+    if windows is not None:
+        if isinstance(windows, (int, np.integer)) and not isinstance(windows, bool):
+            if windows <= 0:
+                raise InvalidWindowsError(f"windows: a bucket width must be > 0 ns, got {windows}")
+            plan.mode, plan.bucket = "bucket", int(windows)
+        else:
+            t, r, s, e = _interval_columns(windows, "windows")
+            if (r < -1).any():
+                row = int(np.flatnonzero(r < -1)[0])
+                raise InvalidWindowsError(f"windows: column 'rank', row {row}: {r[row]}. Fix: "
+                                          "ranks are >= 0, or -1 for a window of every rank")
+            ids = (np.arange(len(r), dtype=np.int64) if "window" not in t.column_names
+                   else time_column(_column(t, "window", "windows"), "window", "windows"))
+            if not isinstance(ids, np.ndarray):
+                raise InvalidWindowsError("windows: column 'window' has nulls. Fix: give every "
+                                          "window an id, or drop the column to number them by row")
+            # Window indices follow start order, so output comes out in time order.
+            order = np.lexsort((e, s))
+            plan.mode = "list"
+            plan.win_rank, plan.win_start, plan.win_end = r[order], s[order], e[order]
+            plan.win_row, plan.win_id = order.astype(np.int64), np.asarray(ids, np.int64)[order]
+    if span is not None:
+        _, r, s, e = _interval_columns(span, "span")
+        plan.span_rank, plan.span_start, plan.span_end = r, s, e
+    return plan
+
+
+# ---------------------------------------------------------------------------
+# running the sweep
+
+
+class Quarantined(NamedTuple):
+    """What ``on_invalid="quarantine"`` returns: the result and the rows set aside.
+
+    ``quarantine`` has the input's columns plus ``row`` (0-based row in the input)
+    and ``reason``.
+    """
+
+    result: Any
+    quarantine: pa.Table
+
+
+class _Reorder(Exception):
+    """The input is not start-ordered within a rank; the caller re-feeds in order."""
+
+
+def _check_on_invalid(on_invalid: str) -> None:
+    if on_invalid not in ("raise", "quarantine"):
+        raise ValueError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+
+
+def _split_invalid(batch, row0: int, table: str = "events"):
+    """(usable rows, quarantined rows or None) of one batch."""
+    reasons = row_reasons(batch, table)
+    bad = reasons != 0
+    if not bad.any():
+        return batch, None
+    idx = np.flatnonzero(bad)
+    q = batch.take(pa.array(idx))
+    q = q.append_column("row", pa.array(idx + row0, pa.int64()))
+    q = q.append_column("reason", pa.array(np.asarray(REASONS, dtype=object)[reasons[idx]], pa.string()))
+    if isinstance(q, pa.RecordBatch):
+        q = pa.Table.from_batches([q])
+    return batch.filter(pa.array(~bad)), q
+
+
+def _feed_batches(sweep, batches: Iterable, on_invalid: str, quarantine: list, *,
+                  reorder_ok: bool, source: str = "events") -> int:
+    """Feed batches into the sweep; returns the number of input rows seen."""
+    row0 = 0
+    for batch in batches:
+        n = batch.num_rows
+        if on_invalid == "quarantine":
+            batch, q = _split_invalid(batch, row0)
+            if q is not None:
+                quarantine.append(q)
+        cols = event_columns(batch, row0=row0)
+        if cols is None:
+            raise_first(batch, row_reasons(batch), row0)
+        code, row = sweep.feed(cols.rank, cols.start, cols.end, cols.kind.indices, cols.kind.codes)
+        if code == _UNSORTED:
+            if reorder_ok:
+                raise _Reorder()
+            raise UnsortedInputError(
+                f"{source}: column 'start_ns', row {row0 + row}: start_ns decreases within rank "
+                f"{int(cols.rank[row])}. Fix: streamed sources must be ordered by start_ns within "
+                "each rank (pau.synth and pau's writers do so); sort the file by (rank, start_ns), "
+                "or load it and call pau.core.classify, which sorts."
+            )
+        if code != 0:
+            raise_first(batch, row_reasons(batch), row0)
+        row0 += n
+    return row0
+
+
+def _hist_of_table(table: pa.Table, plan: _Plan, on_invalid: str):
+    """Sweep an in-memory table; returns (histogram, quarantine table or None, rows)."""
+    quarantine: list = []
+    if on_invalid == "quarantine":
+        table, q = _split_invalid(table, 0)
+        if q is not None:
+            quarantine.append(q)
+        on_invalid = "raise"
+    sweep = plan.sweep()
+    try:
+        rows = _feed_batches(sweep, table.to_batches(), on_invalid, quarantine, reorder_ok=True)
+    except _Reorder:
+        # Unsorted within a rank: feed once more through a (rank, start) permutation.
+        cols = event_columns(table.combine_chunks())
+        order = _core.order_by_rank_start(cols.rank, cols.start)
+        sweep = plan.sweep()
+        code, row = sweep.feed(cols.rank, cols.start, cols.end, cols.kind.indices, cols.kind.codes, order)
+        if code != 0:
+            raise_first(table, row_reasons(table), 0)
+        rows = table.num_rows
+    return sweep.finish(), (pa.concat_tables(quarantine) if quarantine else None), rows
+
+
+# ---------------------------------------------------------------------------
+# shaping the histogram into tables
+
+
+def _slots(rank: np.ndarray, window: np.ndarray):
+    """Unique (rank, window) pairs in order and each input pair's slot."""
+    if rank.size == 0:
+        return rank.astype(np.int32), window.astype(np.int64), np.empty(0, np.int64)
+    order = np.lexsort((window, rank))
+    r, w = rank[order], window[order]
+    new = np.empty(r.size, bool)
+    new[0] = True
+    new[1:] = (r[1:] != r[:-1]) | (w[1:] != w[:-1])
+    slot_sorted = np.cumsum(new) - 1
+    inverse = np.empty(r.size, np.int64)
+    inverse[order] = slot_sorted
+    return r[new], w[new], inverse
+
+
+def _slot_frame(hist: dict, plan: _Plan):
+    """Slots of the output and the slot of every histogram row.
+
+    Every accounted rank gets a slot for each of its windows (even one the span
+    never reaches: zeros), plus a slot for time outside all windows when it has
+    some. Without windows the one slot per rank is the whole span.
+    """
+    h_rank = hist["rank"]
+    h_win = hist["window"]
+    ranks = np.unique(hist["span_rank"])
+    if plan.mode == "list":
+        own = plan.win_rank >= 0
+        own_idx = np.flatnonzero(own & np.isin(plan.win_rank, ranks))
+        glob_idx = np.flatnonzero(~own)
+        exp_rank = np.concatenate([plan.win_rank[own_idx], np.repeat(ranks, glob_idx.size)])
+        exp_win = np.concatenate([own_idx, np.tile(glob_idx, ranks.size)]).astype(np.int64)
+    elif plan.mode == "none":
+        exp_rank, exp_win = ranks, np.full(ranks.size, -1, np.int64)
+    else:
+        exp_rank, exp_win = np.empty(0, np.int32), np.empty(0, np.int64)
+    all_rank = np.concatenate([exp_rank.astype(np.int32), h_rank])
+    all_win = np.concatenate([exp_win, h_win])
+    s_rank, s_win, inverse = _slots(all_rank, all_win)
+    return s_rank, s_win, inverse[exp_rank.size:]
+
+
+def _window_column(plan: _Plan, s_win: np.ndarray) -> pa.Array:
+    if plan.mode == "bucket":
+        return pa.array(s_win, pa.int64())
+    ids = np.where(s_win >= 0, plan.win_id[np.maximum(s_win, 0)] if plan.win_id.size else 0, 0)
+    return pa.array(ids, pa.int64(), mask=s_win < 0)
+
+
+def _exclusive(hist: dict, plan: _Plan, priority) -> pa.Table:
+    act = _activity_of_mask(priority)
+    s_rank, s_win, slot = _slot_frame(hist, plan)
+    n_act = len(ACTIVITIES)
+    mat = np.zeros((s_rank.size, n_act), np.int64)
+    np.add.at(mat, (slot, act[hist["mask"]]), hist["duration"])
+    cols = {"rank": pa.array(np.repeat(s_rank, n_act), pa.int32())}
+    if plan.mode != "none":
+        w = _window_column(plan, s_win)
+        cols["window"] = w.take(pa.array(np.repeat(np.arange(s_rank.size), n_act)))
+    cols["activity"] = _label(ACTIVITIES, np.tile(np.arange(n_act), s_rank.size))
+    cols["duration_ns"] = pa.array(mat.ravel(), pa.int64())
+    return pa.table(cols)
+
+
+def _spans_table(hist: dict) -> pa.Table:
+    order = np.argsort(hist["span_rank"], kind="stable")
+    return pa.table({
+        "rank": pa.array(hist["span_rank"][order], pa.int32()),
+        "start_ns": pa.array(hist["span_start"][order], pa.int64()),
+        "end_ns": pa.array(hist["span_end"][order], pa.int64()),
+    })
+
+
+def _with_counts(table: pa.Table, rows: int, quarantined: int) -> pa.Table:
+    meta = dict(table.schema.metadata or {})
+    meta[b"pau.rows"] = str(rows).encode()
+    meta[b"pau.quarantined_rows"] = str(quarantined).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def _result(table: pa.Table, quarantine, on_invalid: str, source_schema=None):
+    if on_invalid != "quarantine":
+        return table
+    if quarantine is None:
+        empty = {"row": pa.array([], pa.int64()), "reason": pa.array([], pa.string())}
+        quarantine = pa.table(empty)
+    return Quarantined(table, quarantine)
+
+
+# ---------------------------------------------------------------------------
+# public API
+
+
+def classify(
+    events: Any,
+    *,
+    windows: Any = None,
+    span: Any = None,
+    priority: Sequence[str] | None = None,
+    on_invalid: str = "raise",
+):
+    """Exclusive accelerator time per rank and activity.
+
+    At every instant of a rank's span the highest-priority kind running wins; time
+    with no event is ``idle``. So communication hidden under compute counts as
+    compute, and ``communication`` here is *exposed* communication.
+
+    Parameters
+    ----------
+    events : table-like
+        Columns ``rank`` (int), ``start_ns``, ``end_ns`` (int64 ns or ``timestamp``),
+        ``kind`` (string or dictionary of strings, one of :data:`KINDS`). Any order;
+        overlapping, touching and zero-length events are allowed. Other columns
+        (``stream``, ``name``...) are ignored.
+    windows : table-like or int, optional
+        Either intervals ``rank, start_ns, end_ns`` (optional ``window`` id, default
+        the row number; ``rank = -1`` means every rank), disjoint within a rank, or
+        an int: fixed buckets of that many ns, ``[k*w, (k+1)*w)``, named by their
+        start. Every window of a rank gets a row per activity (zeros included); time
+        of the span outside every window comes in rows whose ``window`` is null, so
+        the windows of a rank always sum to its whole span.
+    span : table-like, optional
+        ``rank, start_ns, end_ns``: the accounted span per rank. Events are clipped to
+        it and uncovered time is idle; a rank listed here with no events is all idle.
+        Ranks without a row get ``[first event start, last event end)``.
+    priority : sequence of str, optional
+        All of :data:`KINDS`, highest first. Default :data:`DEFAULT_PRIORITY`.
+    on_invalid : {"raise", "quarantine"}
+        ``"raise"`` (default) raises :class:`pau.errors.InvalidRowError` on the
+        first bad row. ``"quarantine"`` classifies the usable rows and returns
+        :class:`Quarantined` ``(table, quarantine)``.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``rank, [window,] activity, duration_ns``, one row per rank (and window) and
+        activity in :data:`ACTIVITIES` order. Schema metadata ``pau.rows`` and
+        ``pau.quarantined_rows`` count the input.
+    """
+    _check_on_invalid(on_invalid)
+    plan = _plan(windows, span)
+    table = as_table(events, "events")
+    hist, quarantine, rows = _hist_of_table(table, plan, on_invalid)
+    out = _exclusive(hist, plan, priority)
+    nq = 0 if quarantine is None else quarantine.num_rows
+    return _result(_with_counts(out, rows, nq), quarantine, on_invalid)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The overlap matrix and the communication/compute overlap ratio.
+
+    ``matrix``: ``rank, [window,] kinds, duration_ns`` — time during which exactly
+    the kinds named (joined with ``+`` in :data:`KINDS` order; ``idle`` for none)
+    were running; only non-zero rows. Sums to each rank's span.
+
+    ``ratio``: ``rank, [window,] communication_ns, overlap_ns, ratio`` with
+    ``overlap_ns = |communication ∩ compute|`` and ``ratio = overlap_ns /
+    communication_ns``, null when a rank has no communication (never NaN).
+    """
+
+    matrix: pa.Table
+    ratio: pa.Table
+
+
+def _overlap_tables(hist: dict, plan: _Plan) -> Overlap:
+    s_rank, s_win, slot = _slot_frame(hist, plan)
+    order = np.lexsort((hist["mask"], slot))
+    m = hist["mask"][order]
+    cols = {"rank": pa.array(hist["rank"][order], pa.int32())}
+    win = _window_column(plan, s_win) if plan.mode != "none" else None
+    if win is not None:
+        cols["window"] = win.take(pa.array(slot[order]))
+    cols["kinds"] = pa.DictionaryArray.from_arrays(pa.array(m.astype(np.int8)),
+                                                   pa.array(_MASK_NAMES, pa.string()))
+    cols["duration_ns"] = pa.array(hist["duration"][order], pa.int64())
+    matrix = pa.table(cols)
+
+    d = hist["duration"]
+    comm = np.zeros(s_rank.size, np.int64)
+    both = np.zeros(s_rank.size, np.int64)
+    has_comm = (hist["mask"] & _COMM_BIT) != 0
+    np.add.at(comm, slot[has_comm], d[has_comm])
+    has_both = has_comm & ((hist["mask"] & _COMPUTE_BIT) != 0)
+    np.add.at(both, slot[has_both], d[has_both])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = both / comm
+    rcols = {"rank": pa.array(s_rank, pa.int32())}
+    if win is not None:
+        rcols["window"] = win
+    rcols["communication_ns"] = pa.array(comm)
+    rcols["overlap_ns"] = pa.array(both)
+    rcols["ratio"] = pa.array(ratio, pa.float64(), mask=comm == 0)
+    return Overlap(matrix, pa.table(rcols))
+
+
+def overlap(events: Any, *, windows: Any = None, span: Any = None, on_invalid: str = "raise"):
+    """The full overlap matrix per rank, and the communication/compute overlap ratio.
+
+    Parameters are those of :func:`classify`. Returns :class:`Overlap` (or
+    :class:`Quarantined` wrapping it with ``on_invalid="quarantine"``).
+    """
+    _check_on_invalid(on_invalid)
+    plan = _plan(windows, span)
+    hist, quarantine, _ = _hist_of_table(as_table(events, "events"), plan, on_invalid)
+    return _result(_overlap_tables(hist, plan), quarantine, on_invalid)
+
+
+def classify_dataset(
+    source: Any,
+    *,
+    windows: Any = None,
+    span: Any = None,
+    priority: Sequence[str] | None = None,
+    on_invalid: str = "raise",
+    batch_rows: int | None = None,
+    progress: bool | None = None,
+):
+    """:func:`classify` on a Parquet file or directory, streamed.
+
+    Row groups are read one at a time (the next one is read ahead on a second
+    thread while the native core, GIL released, sweeps the current one), so memory
+    is bounded by a row group, not by the input. The result is identical to
+    :func:`classify` on the whole table.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, list of paths, pyarrow.RecordBatchReader or stream
+        A Parquet file, a directory of them (hive partitions such as ``rank=3/`` fill
+        a missing column), or any Arrow stream of record batches.
+    batch_rows : int, optional
+        Split row groups into batches of at most this many rows.
+    progress : bool, optional
+        Show a progress bar on stderr (default: when stderr is a terminal).
+
+    The source must be ordered by ``start_ns`` within each rank (ranks may
+    interleave); otherwise :class:`pau.errors.UnsortedInputError` names the row.
+    Other parameters are those of :func:`classify`.
+    """
+    _check_on_invalid(on_invalid)
+    plan = _plan(windows, span)
+    from . import io as _io
+
+    batches = _io.stream_events(source, batch_rows=batch_rows, progress=progress)
+    quarantine: list = []
+    sweep = plan.sweep()
+    try:
+        rows = _feed_batches(sweep, batches, on_invalid, quarantine, reorder_ok=False,
+                             source=str(source) if isinstance(source, (str, os.PathLike)) else "events")
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
+    hist = sweep.finish()
+    out = _exclusive(hist, plan, priority)
+    q = pa.concat_tables(quarantine) if quarantine else None
+    return _result(_with_counts(out, rows, 0 if q is None else q.num_rows), q, on_invalid)
+
+
+class Ledger:
+    """The ledger of accelerator time: lifecycle state × device activity per rank.
+
+    ``table`` is tidy: ``rank, [window,] state, activity, duration_ns`` with only
+    non-zero rows; for every rank the rows sum to its accounted span
+    (``spans``). Until lifecycle attribution is given, ``state`` is
+    ``unattributed``; without events, ``activity`` is ``unknown``.
+    """
+
+    def __init__(self, table: pa.Table, spans: pa.Table, quarantine: pa.Table | None = None):
+        self.table = table
+        self.spans = spans
+        self.quarantine = quarantine
+
+    def accountable_ns(self) -> int:
+        """Accounted accelerator time over all ranks, in ns (a Python int: exact)."""
+        s = self.spans
+        return int(sum(int(x) for x in (np.asarray(s["end_ns"]) - np.asarray(s["start_ns"]))))
+
+    def by(self, *keys: str) -> pa.Table:
+        """Total ``duration_ns`` grouped by the given columns (e.g. ``"activity"``)."""
+        return self.table.group_by(list(keys)).aggregate([("duration_ns", "sum")]).rename_columns(
+            list(keys) + ["duration_ns"])
+
+    def summary(self) -> dict:
+        """A plain dict of headline figures (ns are Python ints; hours are floats)."""
+        acc = self.accountable_ns()
+        by_act = {r["activity"]: int(r["duration_ns"]) for r in self.by("activity").to_pylist()}
+        return {
+            "ranks": self.spans.num_rows,
+            "accountable_ns": acc,
+            "accountable_accelerator_hours": acc / 3.6e12,
+            "activity_ns": by_act,
+        }
+
+    def __repr__(self) -> str:
+        return f"Ledger(ranks={self.spans.num_rows}, rows={self.table.num_rows})"
+
+
+def ledger(
+    events: Any = None,
+    lifecycle: Any = None,
+    *,
+    as_of: int | None = None,
+    windows: Any = None,
+    rules: Any = None,
+    span: Any = None,
+    on_invalid: str = "raise",
+) -> Ledger:
+    """The ledger of DESIGN §2.3.
+
+    With only ``events``, ``state`` is ``unattributed`` and each rank's span is its
+    first event start to last event end (or ``span``). Lifecycle attribution
+    (``lifecycle``, ``as_of``, ``rules``) is not implemented yet and raises
+    ``NotImplementedError`` rather than returning a ledger without it.
+    """
+    _check_on_invalid(on_invalid)
+    if lifecycle is not None or as_of is not None or rules is not None:
+        raise NotImplementedError("pau.core.ledger: lifecycle attribution is not available yet; "
+                                  "pass events only")
+    if events is None:
+        raise ValueError("ledger: give events (and, once supported, a lifecycle)")
+    plan = _plan(windows, span)
+    hist, quarantine, rows = _hist_of_table(as_table(events, "events"), plan, on_invalid)
+    ex = _exclusive(hist, plan, None)
+    ex = ex.filter(pa.array(np.asarray(ex["duration_ns"]) != 0))
+    state = _label(STATES, np.full(ex.num_rows, STATES.index("unattributed")))
+    pos = 2 if "window" in ex.column_names else 1
+    table = _with_counts(ex.add_column(pos, "state", state), rows,
+                         0 if quarantine is None else quarantine.num_rows)
+    return Ledger(table, _spans_table(hist), quarantine)

@@ -1,0 +1,57 @@
+"""Exceptions raised by pau.
+
+Every exception is a ``ValueError`` subclass and says three things: which column (or
+argument), which row, and how to fix it. They are raised instead of silently dropping
+input; callers who prefer to keep going pass ``on_invalid="quarantine"`` and receive
+the offending rows in a separate table with a reason per row.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PauError",
+    "SchemaError",
+    "InvalidRowError",
+    "InvalidWindowsError",
+    "UnsortedInputError",
+]
+
+
+class PauError(ValueError):
+    """Base class of every error pau raises about its input."""
+
+
+class SchemaError(PauError):
+    """A column is missing or has a type pau cannot use."""
+
+    def __init__(self, table: str, column: str, problem: str, fix: str):
+        self.table = table
+        self.column = column
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{table}: column '{column}' {problem}. Fix: {fix}")
+
+
+class InvalidRowError(PauError):
+    """A row holds a value pau cannot account for (null, negative, reversed, unknown)."""
+
+    def __init__(self, table: str, column: str, row: int, reason: str, fix: str, count: int = 1):
+        self.table = table
+        self.column = column
+        self.row = row
+        self.reason = reason
+        self.fix = fix
+        self.count = count
+        more = f" ({count} rows in all)" if count > 1 else ""
+        super().__init__(
+            f"{table}: column '{column}', row {row}: {reason}{more}. Fix: {fix}, "
+            f"or pass on_invalid='quarantine' to set such rows aside."
+        )
+
+
+class InvalidWindowsError(PauError):
+    """Windows or spans that cannot partition time (overlapping, reversed)."""
+
+
+class UnsortedInputError(PauError):
+    """A streamed source is not ordered by start_ns within each rank."""
