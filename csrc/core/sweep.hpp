@@ -102,38 +102,13 @@ class Sweep {
     FeedResult feed(const int32_t* rank, const int64_t* start, const int64_t* end,
                     const IdxT* kind_idx, const int8_t* kind_map, int64_t map_size, int64_t n,
                     const int64_t* order = nullptr) {
-        for (int64_t j = 0; j < n; ++j) {
-            const int64_t i = order ? order[j] : j;
-            const int32_t r = rank[i];
-            const int64_t st = start[i];
-            const int64_t en = end[i];
-            const int64_t ki = static_cast<int64_t>(kind_idx[i]);
-            if (r < 0) return {Code::negative_rank, i};
-            if (st < 0) return {Code::negative_start, i};
-            if (en < st) return {Code::end_before_start, i};
-            if (ki < 0 || ki >= map_size || kind_map[ki] < 0) return {Code::unknown_kind, i};
-            RankState& s = state(r);
-            if (st < s.last_start) return {Code::unsorted, i};
-            s.last_start = st;
-            if (!s.started) {
-                s.started = true;
-                if (!s.fixed_span) {
-                    s.span_start = st;
-                    s.t = st;
-                }
-            }
-            if (en > s.max_end) s.max_end = en;
-            advance(s, st);
-            const int k = kind_map[ki];
-            const uint8_t bit = static_cast<uint8_t>(1u << k);
-            if (s.active & bit) {
-                if (en > s.ce[k]) s.ce[k] = en;
-            } else {
-                s.active |= bit;
-                s.ce[k] = en;
-            }
+        const bool windowed = has_windows_ || bucket_ > 0;
+        if (order) {
+            return windowed ? feed_impl<IdxT, true, true>(rank, start, end, kind_idx, kind_map, map_size, n, order)
+                            : feed_impl<IdxT, true, false>(rank, start, end, kind_idx, kind_map, map_size, n, order);
         }
-        return {};
+        return windowed ? feed_impl<IdxT, false, true>(rank, start, end, kind_idx, kind_map, map_size, n, order)
+                        : feed_impl<IdxT, false, false>(rank, start, end, kind_idx, kind_map, map_size, n, order);
     }
 
     // Close every rank at its span end and return the histogram. The Sweep is
@@ -144,7 +119,12 @@ class Sweep {
             if (!s.started && !s.fixed_span) continue;
             const int64_t target = s.fixed_span ? s.span_end : s.max_end;
             if (!s.fixed_span) s.span_end = target;
-            advance(s, target);
+            Hot h{};
+            load(h, s);
+            if (has_windows_ || bucket_ > 0) advance<true>(h, s, target);
+            else advance<false>(h, s, target);
+            store(h, s);
+            if (!(has_windows_ || bucket_ > 0)) s.out.touched = ~0ull;
             if (has_windows_ && s.wpos < s.wins.size()) flush(s, s.wins[s.wpos], s.cur);
             if (bucket_ > 0 && s.bucket >= 0) flush(s, s.bucket * bucket_, s.cur);
             flush(s, -1, s.out);
@@ -172,13 +152,126 @@ class Sweep {
         int64_t span_end = kOpen;           // open until finish() for default spans
         int64_t last_start = std::numeric_limits<int64_t>::min();
         int64_t max_end = 0;
-        int64_t ce[kNumKinds] = {0};        // end of the open merged interval per kind
+        int64_t ce[kNumKinds] = {kOpen, kOpen, kOpen, kOpen, kOpen, kOpen};  // open ends; kOpen = inactive
         std::vector<int64_t> wins;          // this rank's windows, sorted by start
         size_t wpos = 0;
         int64_t bucket = -1;                // bucket index of `cur` in bucket mode
         Bins cur;                           // the window at wpos
         Bins out;                           // outside every window (or the whole span)
     };
+
+    // The cursor of one rank, copied into locals while that rank's events stream
+    // by: the histogram stores cannot alias it, so it stays in registers.
+    struct Hot {
+        int64_t t;
+        int64_t next;           // earliest open end among active kinds (kOpen if none)
+        int64_t knext;          // the kind that owns `next`
+        uint32_t active;        // kinds with an open merged interval
+        int64_t ce[kNumKinds];  // open end of the merged interval per kind; kOpen = inactive
+        int64_t last_start;
+        int64_t max_end;
+        int64_t lo, hi;         // the span, for clipping
+        int64_t* bins;          // where unwindowed time goes
+    };
+
+    template <typename IdxT, bool Ordered, bool Windowed>
+    FeedResult feed_impl(const int32_t* rank, const int64_t* start, const int64_t* end,
+                         const IdxT* kind_idx, const int8_t* kind_map, int64_t map_size, int64_t n,
+                         const int64_t* order) {
+        RankState* s = last_state_;
+        int32_t cur = s ? last_rank_ : -1;
+        Hot h{};
+        if (s) load(h, *s);
+        FeedResult res;
+        for (int64_t j = 0; j < n; ++j) {
+            const int64_t i = Ordered ? order[j] : j;
+            const int32_t r = rank[i];
+            const int64_t st = start[i];
+            const int64_t en = end[i];
+            const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(kind_idx[i]));
+            const int64_t k = ki < static_cast<uint64_t>(map_size) ? kind_map[ki] : -1;
+            // One predictable branch for all row checks (unsigned difference: no overflow).
+            const int64_t len = static_cast<int64_t>(static_cast<uint64_t>(en) - static_cast<uint64_t>(st));
+            if (__builtin_expect((static_cast<int64_t>(r) | st | len | k) < 0, 0)) {
+                if (r < 0) res = {Code::negative_rank, i};
+                else if (st < 0) res = {Code::negative_start, i};
+                else if (en < st) res = {Code::end_before_start, i};
+                else res = {Code::unknown_kind, i};
+                break;
+            }
+            if (__builtin_expect(r != cur, 0)) {
+                if (s) store(h, *s);
+                s = &state(r);
+                cur = r;
+                if (!s->started) {  // a rank's first event always arrives through here
+                    s->started = true;
+                    if (!s->fixed_span) {
+                        s->span_start = st;
+                        s->t = st;
+                    }
+                }
+                load(h, *s);
+            }
+            if (__builtin_expect(st < h.last_start, 0)) {
+                res = {Code::unsorted, i};
+                break;
+            }
+            h.last_start = st;
+            h.max_end = en > h.max_end ? en : h.max_end;
+            advance<Windowed>(h, *s, st);
+            const uint32_t bit = 1u << k;
+            if (h.active & bit) {
+                if (en > h.ce[k]) {
+                    h.ce[k] = en;
+                    if (k == h.knext) refresh(h);
+                }
+            } else {
+                h.active |= bit;
+                h.ce[k] = en;
+                if (en < h.next) {
+                    h.next = en;
+                    h.knext = k;
+                }
+            }
+        }
+        if (s) store(h, *s);
+        last_state_ = s;
+        last_rank_ = cur;
+        return res;
+    }
+
+    // Recompute the earliest open end; visits only the active kinds (usually
+    // none or one once the interval that just closed is gone).
+    static void refresh(Hot& h) {
+        int64_t m = kOpen, km = 0;
+        for (uint32_t a = h.active; a; a &= a - 1) {
+            const int k = __builtin_ctz(a);
+            const bool lt = h.ce[k] < m;
+            m = lt ? h.ce[k] : m;
+            km = lt ? k : km;
+        }
+        h.next = m;
+        h.knext = km;
+    }
+
+    static void load(Hot& h, RankState& s) {
+        h.t = s.t;
+        for (int k = 0; k < kNumKinds; ++k) h.ce[k] = s.ce[k];
+        h.last_start = s.last_start;
+        h.max_end = s.max_end;
+        h.active = s.active;
+        h.lo = s.span_start;
+        h.hi = s.span_end;
+        h.bins = s.out.v;
+        refresh(h);
+    }
+    static void store(const Hot& h, RankState& s) {
+        s.t = h.t;
+        for (int k = 0; k < kNumKinds; ++k) s.ce[k] = h.ce[k];
+        s.last_start = h.last_start;
+        s.max_end = h.max_end;
+        s.active = static_cast<uint8_t>(h.active);
+    }
 
     RankState* find(int32_t r) {
         if (static_cast<size_t>(r) < direct_.size()) return direct_[r];
@@ -209,29 +302,36 @@ class Sweep {
         return *s;
     }
 
-    // Move the cursor of rank s to `target`, closing the merged intervals that
-    // end on the way. Intervals are merged per kind (touching ones included),
-    // so only the earliest open end can change the mask before `target`.
-    void advance(RankState& s, int64_t target) {
-        while (s.active) {
-            int64_t cm = kOpen;
-            for (uint32_t m = s.active; m; m &= m - 1) {
-                const int k = __builtin_ctz(m);
-                if (s.ce[k] < cm) cm = s.ce[k];
+    // Move the cursor h of rank s to `target`, closing the merged intervals that
+    // end on the way, earliest first. Intervals are merged per kind (touching
+    // ones included), so only the earliest open end (h.next) can change the mask
+    // before `target`.
+    template <bool Windowed>
+    void advance(Hot& h, RankState& s, int64_t target) {
+        while (h.next <= target && h.active) {
+            if (h.next > h.t) {
+                account<Windowed>(h, s, h.t, h.next);
+                h.t = h.next;
             }
-            if (cm > target) break;
-            if (cm > s.t) {
-                add(s, s.t, cm, s.active);
-                s.t = cm;
-            }
-            for (uint32_t m = s.active; m; m &= m - 1) {
-                const int k = __builtin_ctz(m);
-                if (s.ce[k] == cm) s.active &= static_cast<uint8_t>(~(1u << k));
-            }
+            h.active &= ~(1u << h.knext);
+            h.ce[h.knext] = kOpen;
+            refresh(h);
         }
-        if (target > s.t) {
-            add(s, s.t, target, s.active);
-            s.t = target;
+        if (target > h.t) {
+            account<Windowed>(h, s, h.t, target);
+            h.t = target;
+        }
+    }
+
+    template <bool Windowed>
+    void account(Hot& h, RankState& s, int64_t a, int64_t b) {
+        if (Windowed) {
+            add(s, a, b, static_cast<uint8_t>(h.active));
+        } else {
+            a = a < h.lo ? h.lo : a;
+            b = b > h.hi ? h.hi : b;
+            const int64_t d = b - a;
+            h.bins[h.active] += d > 0 ? d : 0;
         }
     }
 
