@@ -485,6 +485,30 @@ def overlap(events: Any, *, windows: Any = None, span: Any = None, on_invalid: s
     return _result(_overlap_tables(hist, plan), quarantine, on_invalid)
 
 
+def _is_path_source(obj: Any) -> bool:
+    return isinstance(obj, (str, os.PathLike)) or (
+        isinstance(obj, (list, tuple)) and bool(obj) and all(isinstance(x, (str, os.PathLike)) for x in obj))
+
+
+def _hist_of_source(source: Any, plan: _Plan, on_invalid: str, *, batch_rows=None, progress=None):
+    """Sweep a Parquet path (streamed) or an in-memory table-like input."""
+    if not _is_path_source(source) and not isinstance(source, pa.RecordBatchReader) and not (
+            hasattr(source, "__arrow_c_stream__") and not isinstance(source, (pa.Table, pa.RecordBatch))):
+        return _hist_of_table(as_table(source, "events"), plan, on_invalid)
+    from . import io as _io
+
+    batches = _io.stream_events(source, batch_rows=batch_rows, progress=progress)
+    quarantine: list = []
+    sweep = plan.sweep()
+    name = str(source) if isinstance(source, (str, os.PathLike)) else "events"
+    try:
+        rows = _feed_batches(sweep, batches, on_invalid, quarantine, reorder_ok=False, source=name)
+    finally:
+        batches.close()
+    q = pa.concat_tables(quarantine) if quarantine else None
+    return sweep.finish(), q, rows
+
+
 def classify_dataset(
     source: Any,
     *,
@@ -518,21 +542,8 @@ def classify_dataset(
     """
     _check_on_invalid(on_invalid)
     plan = _plan(windows, span)
-    from . import io as _io
-
-    batches = _io.stream_events(source, batch_rows=batch_rows, progress=progress)
-    quarantine: list = []
-    sweep = plan.sweep()
-    try:
-        rows = _feed_batches(sweep, batches, on_invalid, quarantine, reorder_ok=False,
-                             source=str(source) if isinstance(source, (str, os.PathLike)) else "events")
-    finally:
-        close = getattr(batches, "close", None)
-        if close is not None:
-            close()
-    hist = sweep.finish()
+    hist, q, rows = _hist_of_source(source, plan, on_invalid, batch_rows=batch_rows, progress=progress)
     out = _exclusive(hist, plan, priority)
-    q = pa.concat_tables(quarantine) if quarantine else None
     return _result(_with_counts(out, rows, 0 if q is None else q.num_rows), q, on_invalid)
 
 
@@ -584,11 +595,13 @@ def ledger(
     rules: Any = None,
     span: Any = None,
     on_invalid: str = "raise",
+    progress: bool | None = None,
 ) -> Ledger:
     """The ledger of DESIGN §2.3.
 
     With only ``events``, ``state`` is ``unattributed`` and each rank's span is its
-    first event start to last event end (or ``span``). Lifecycle attribution
+    first event start to last event end (or ``span``). ``events`` may be a table-like
+    input or a Parquet file/directory, which is streamed as in :func:`classify_dataset`. Lifecycle attribution
     (``lifecycle``, ``as_of``, ``rules``) is not implemented yet and raises
     ``NotImplementedError`` rather than returning a ledger without it.
     """
@@ -599,7 +612,7 @@ def ledger(
     if events is None:
         raise ValueError("ledger: give events (and, once supported, a lifecycle)")
     plan = _plan(windows, span)
-    hist, quarantine, rows = _hist_of_table(as_table(events, "events"), plan, on_invalid)
+    hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
     ex = _exclusive(hist, plan, None)
     ex = ex.filter(pa.array(np.asarray(ex["duration_ns"]) != 0))
     state = _label(STATES, np.full(ex.num_rows, STATES.index("unattributed")))

@@ -1,0 +1,35 @@
+"""Type stub of pau's private native module (see csrc/). Use pau.core instead."""
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+class Sweep:
+    def __init__(
+        self,
+        win_rank: npt.NDArray[np.int32],
+        win_start: npt.NDArray[np.int64],
+        win_end: npt.NDArray[np.int64],
+        win_row: npt.NDArray[np.int64],
+        span_rank: npt.NDArray[np.int32],
+        span_start: npt.NDArray[np.int64],
+        span_end: npt.NDArray[np.int64],
+        bucket: int = 0,
+    ) -> None: ...
+    def feed(
+        self,
+        rank: npt.NDArray[np.int32],
+        start: npt.NDArray[np.int64],
+        end: npt.NDArray[np.int64],
+        kind_idx: npt.NDArray[np.integer],
+        kind_map: npt.NDArray[np.int8],
+        order: npt.NDArray[np.int64] | None = None,
+    ) -> tuple[int, int]: ...
+    def finish(self) -> dict[str, np.ndarray]: ...
+    @property
+    def rank_count(self) -> int: ...
+
+def order_by_rank_start(
+    rank: npt.NDArray[np.int32], start: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]: ...

@@ -1,0 +1,137 @@
+"""The ``pau`` command line.
+
+``pau report`` (no path) analyzes a built-in synthetic 8-rank run; ``pau report PATH``
+analyzes a Parquet events file or directory, streamed. Printing lives here, never in
+the kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from . import core, errors
+
+# Columns of the report: (heading, activities summed into it).
+_COLUMNS = (
+    ("compute", ("compute",)),
+    ("exposed comm", ("communication",)),
+    ("memcpy", ("memcpy",)),
+    ("other", ("memset", "sync", "other")),
+    ("idle", ("idle",)),
+)
+
+
+def _seconds(ns: int) -> str:
+    return f"{ns / 1e9:,.3f} s"
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:5.1f}%" if whole else "    -"
+
+
+def render_report(table: pa.Table, title: str) -> str:
+    """The per-rank table of a :func:`pau.core.classify` result, as text."""
+    ranks = np.asarray(table["rank"])
+    acts = np.asarray(table["activity"].to_numpy(zero_copy_only=False)).astype(str)
+    dur = np.asarray(table["duration_ns"])
+    uniq = np.unique(ranks)
+    per = {r: {} for r in uniq.tolist()}
+    for r, a, d in zip(ranks.tolist(), acts.tolist(), dur.tolist()):
+        per[r][a] = per[r].get(a, 0) + d  # Python ints: exact
+
+    head = ["rank"] + [h for h, _ in _COLUMNS] + ["span"]
+    rows = []
+    totals = [0] * len(_COLUMNS)
+    for r in uniq.tolist():
+        span = sum(per[r].values())
+        vals = [sum(per[r].get(a, 0) for a in acts_) for _, acts_ in _COLUMNS]
+        totals = [t + v for t, v in zip(totals, vals)]
+        rows.append([str(r)] + [f"{_seconds(v)} {_pct(v, span)}" for v in vals] + [_seconds(span)])
+    whole = sum(totals)
+    rows.append(["total"] + [f"{_seconds(v)} {_pct(v, whole)}" for v in totals] + [_seconds(whole)])
+    widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
+    fmt = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    lines = [title, "", fmt(head), fmt(["-" * w for w in widths])]
+    lines += [fmt(x) for x in rows[:-1]] + [fmt(["-" * w for w in widths]), fmt(rows[-1])]
+    lines.append("")
+    lines.append(f"accountable: {len(uniq)} ranks, {whole / 3.6e12:,.4f} accelerator-hours; "
+                 f"exposed communication is communication not hidden under compute")
+    return "\n".join(lines)
+
+
+def _write(table: pa.Table, path: str, fmt: str | None) -> None:
+    fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+    elif fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        plain = pa.table({n: (c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c)
+                          for n, c in zip(table.column_names, table.columns)})
+        pcsv.write_csv(plain, path)
+    elif fmt == "json":
+        with open(path, "w") as f:
+            json.dump(table.to_pylist(), f, indent=1)
+            f.write("\n")
+    else:
+        raise SystemExit(f"pau: --out {path!r}: unknown format {fmt!r}; use .parquet, .csv or .json "
+                         "(or --out-format)")
+
+
+def _report(args: argparse.Namespace) -> int:
+    if args.path is None:
+        from . import synth
+
+        events = synth.training_run(ranks=args.ranks, steps=args.steps, seed=args.seed,
+                                    straggler=(args.straggler, 1.25) if args.straggler >= 0 else None)
+        title = (f"pau report: built-in synthetic run ({args.ranks} ranks, {args.steps} steps, "
+                 f"seed {args.seed}, {events.num_rows:,} events"
+                 + (f", straggler rank {args.straggler} x1.25)" if args.straggler >= 0 else ")"))
+    else:
+        events = args.path
+        title = f"pau report: {args.path}"
+    led = core.ledger(events, progress=args.progress)
+    table = led.table.select(["rank", "activity", "duration_ns"])
+    print(render_report(table, title))
+    if args.out:
+        _write(led.table, args.out, args.out_format)
+        print(f"ledger written to {args.out} ({led.table.num_rows} rows)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pau", description="Productive accelerator utilization.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser("report", help="per-rank ledger of accelerator time")
+    rep.add_argument("path", nargs="?", help="Parquet events file or directory (default: a built-in "
+                     "synthetic 8-rank run)")
+    rep.add_argument("--out", help="write the ledger table to this file (.parquet, .csv, .json)")
+    rep.add_argument("--out-format", choices=("parquet", "csv", "json"), help="format of --out")
+    rep.add_argument("--ranks", type=int, default=8, help="built-in run: number of ranks")
+    rep.add_argument("--steps", type=int, default=200, help="built-in run: number of steps")
+    rep.add_argument("--seed", type=int, default=0, help="built-in run: seed")
+    rep.add_argument("--straggler", type=int, default=3,
+                     help="built-in run: rank slowed by 1.25x (-1 for none)")
+    prog = rep.add_mutually_exclusive_group()
+    prog.add_argument("--progress", dest="progress", action="store_true", default=None,
+                      help="show a progress bar (default: when stderr is a terminal)")
+    prog.add_argument("--no-progress", dest="progress", action="store_false")
+    args = parser.parse_args(argv)
+    try:
+        return _report(args)
+    except (errors.PauError, FileNotFoundError) as exc:
+        print(f"pau: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
