@@ -473,33 +473,51 @@ class Sweep {
 
 // A permutation that orders rows by (rank, start). Ties keep no particular
 // order: the sweep's result does not depend on the order of equal starts.
+// Counting sort by rank (through dense ids in rank order), then each rank's run
+// is sorted as contiguous (start, row) pairs unless it is already in order.
 inline std::vector<int64_t> order_by_rank_start(const int32_t* rank, const int64_t* start, int64_t n) {
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    // Counting sort by rank (through a dense id), then sort each rank's run by start.
     std::unordered_map<int32_t, int64_t> dense;
     std::vector<int32_t> ranks;
-    std::vector<int64_t> id(static_cast<size_t>(n));
+    std::vector<int32_t> id(static_cast<size_t>(n));
+    int32_t prev = 0;
+    int32_t prev_id = -1;
     for (int64_t i = 0; i < n; ++i) {
-        auto [it, fresh] = dense.try_emplace(rank[i], static_cast<int64_t>(ranks.size()));
-        if (fresh) ranks.push_back(rank[i]);
-        id[static_cast<size_t>(i)] = it->second;
+        if (prev_id < 0 || rank[i] != prev) {
+            auto [it, fresh] = dense.try_emplace(rank[i], static_cast<int64_t>(ranks.size()));
+            if (fresh) ranks.push_back(rank[i]);
+            prev = rank[i];
+            prev_id = static_cast<int32_t>(it->second);
+        }
+        id[static_cast<size_t>(i)] = prev_id;
     }
-    // Dense ids in rank order, so runs come out sorted by rank.
-    std::vector<int64_t> by_rank(ranks.size());
-    for (size_t i = 0; i < ranks.size(); ++i) by_rank[i] = static_cast<int64_t>(i);
+    const size_t g = ranks.size();
+    std::vector<int64_t> by_rank(g);
+    for (size_t i = 0; i < g; ++i) by_rank[i] = static_cast<int64_t>(i);
     std::sort(by_rank.begin(), by_rank.end(), [&](int64_t a, int64_t b) { return ranks[a] < ranks[b]; });
-    std::vector<int64_t> pos(ranks.size());
-    for (size_t i = 0; i < by_rank.size(); ++i) pos[static_cast<size_t>(by_rank[i])] = static_cast<int64_t>(i);
-    std::vector<int64_t> offset(ranks.size() + 1, 0);
-    for (int64_t i = 0; i < n; ++i) ++offset[static_cast<size_t>(pos[static_cast<size_t>(id[static_cast<size_t>(i)])]) + 1];
-    for (size_t i = 0; i < ranks.size(); ++i) offset[i + 1] += offset[i];
-    std::vector<int64_t> fill(offset.begin(), offset.end() - 1);
-    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(fill[static_cast<size_t>(pos[static_cast<size_t>(id[static_cast<size_t>(i)])])]++)] = i;
-    for (size_t g = 0; g < ranks.size(); ++g) {
-        auto b = order.begin() + offset[g], e = order.begin() + offset[g + 1];
-        if (!std::is_sorted(b, e, [&](int64_t x, int64_t y) { return start[x] < start[y]; }))
-            std::sort(b, e, [&](int64_t x, int64_t y) { return start[x] < start[y]; });
+    std::vector<int64_t> pos(g);
+    for (size_t i = 0; i < g; ++i) pos[static_cast<size_t>(by_rank[i])] = static_cast<int64_t>(i);
+    std::vector<int64_t> offset(g + 1, 0);
+    for (int64_t i = 0; i < n; ++i) ++offset[static_cast<size_t>(pos[id[static_cast<size_t>(i)]]) + 1];
+    for (size_t i = 0; i < g; ++i) offset[i + 1] += offset[i];
+    std::vector<std::pair<int64_t, int64_t>> keyed(static_cast<size_t>(n));
+    {
+        std::vector<int64_t> fill(offset.begin(), offset.end() - 1);
+        for (int64_t i = 0; i < n; ++i) {
+            const size_t p = static_cast<size_t>(fill[static_cast<size_t>(pos[id[static_cast<size_t>(i)]])]++);
+            keyed[p] = {start[i], i};
+        }
     }
+    std::vector<int64_t>().swap(pos);
+    std::vector<int32_t>().swap(id);
+    for (size_t k = 0; k < g; ++k) {
+        auto b = keyed.begin() + offset[k], e = keyed.begin() + offset[k + 1];
+        auto by_start = [](const std::pair<int64_t, int64_t>& x, const std::pair<int64_t, int64_t>& y) {
+            return x.first < y.first;
+        };
+        if (!std::is_sorted(b, e, by_start)) std::sort(b, e, by_start);
+    }
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = keyed[static_cast<size_t>(i)].second;
     return order;
 }
 
