@@ -72,8 +72,9 @@ class Sweep {
     Sweep(const int32_t* win_rank, const int64_t* win_start, const int64_t* win_end,
           const int64_t* win_row, int64_t n_windows, const int32_t* span_rank,
           const int64_t* span_start, const int64_t* span_end, int64_t n_spans,
-          int64_t bucket_width = 0)
-        : has_windows_(n_windows > 0), bucket_(bucket_width) {
+          int64_t bucket_width = 0, int32_t part = 0, int32_t parts = 1)
+        : has_windows_(n_windows > 0), bucket_(bucket_width), part_(part), parts_(parts) {
+        if (parts < 1 || part < 0 || part >= parts) throw std::invalid_argument("part must be in [0, parts)");
         if (bucket_width < 0) throw std::invalid_argument("windows: bucket width must be > 0");
         if (bucket_width > 0 && n_windows > 0)
             throw std::invalid_argument("windows: give either a table of windows or a bucket width");
@@ -86,6 +87,7 @@ class Sweep {
                 throw std::invalid_argument("span: rank " + std::to_string(span_rank[i]) +
                                             " has more than one row (second at row " +
                                             std::to_string(i) + ")");
+            if (!owns(span_rank[i])) continue;
             RankState& s = create(span_rank[i]);
             s.span_start = span_start[i];
             s.span_end = span_end[i];
@@ -179,7 +181,7 @@ class Sweep {
                          const IdxT* kind_idx, const int8_t* kind_map, int64_t map_size, int64_t n,
                          const int64_t* order) {
         RankState* s = last_state_;
-        int32_t cur = s ? last_rank_ : -1;
+        int32_t cur = last_rank_;
         Hot h{};
         if (s) load(h, *s);
         FeedResult res;
@@ -201,8 +203,10 @@ class Sweep {
             }
             if (__builtin_expect(r != cur, 0)) {
                 if (s) store(h, *s);
-                s = &state(r);
                 cur = r;
+                s = nullptr;
+                if (!owns(r)) continue;  // another part's rank
+                s = &state(r);
                 if (!s->started) {  // a rank's first event always arrives through here
                     s->started = true;
                     if (!s->fixed_span) {
@@ -212,6 +216,7 @@ class Sweep {
                 }
                 load(h, *s);
             }
+            if (s == nullptr) continue;
             if (__builtin_expect(st < h.last_start, 0)) {
                 res = {Code::unsorted, i};
                 break;
@@ -457,8 +462,11 @@ class Sweep {
 
     static constexpr int32_t kDirectLimit = 1 << 22;
 
+    bool owns(int32_t r) const { return parts_ == 1 || r % parts_ == part_; }
+
     bool has_windows_;
     int64_t bucket_;
+    int32_t part_, parts_;  // this sweep takes the ranks r with r % parts == part
     std::vector<int64_t> wstart_, wend_, wrow_;
     std::vector<int64_t> global_wins_;
     std::unordered_map<int32_t, std::vector<int64_t>> own_wins_;

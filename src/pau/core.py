@@ -126,10 +126,11 @@ class _Plan:
     span_start: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     span_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
-    def sweep(self) -> _core.Sweep:
+    def sweep(self, part: int = 0, parts: int = 1) -> _core.Sweep:
         try:
             return _core.Sweep(self.win_rank, self.win_start, self.win_end, self.win_row,
-                               self.span_rank, self.span_start, self.span_end, self.bucket)
+                               self.span_rank, self.span_start, self.span_end, self.bucket,
+                               part, parts)
         except ValueError as exc:
             raise InvalidWindowsError(str(exc)) from None
 
@@ -251,27 +252,75 @@ def _feed_batches(sweep, batches: Iterable, on_invalid: str, quarantine: list, *
     return row0
 
 
-def _hist_of_table(table: pa.Table, plan: _Plan, on_invalid: str):
+#: In-memory inputs at least this long are swept on several threads (by rank).
+PARALLEL_MIN_ROWS = 2_000_000
+
+
+def _parts(threads: int | None, rows: int) -> int:
+    if threads is None:
+        return 1 if rows < PARALLEL_MIN_ROWS else max(1, min(os.cpu_count() or 1, 8))
+    if threads < 1:
+        raise ValueError(f"threads: expected a positive number, got {threads}")
+    return int(threads)
+
+
+def _merge_hists(hists: list) -> dict:
+    if len(hists) == 1:
+        return hists[0]
+    return {k: np.concatenate([h[k] for h in hists]) for k in hists[0]}
+
+
+def _sweep_parts(plan: _Plan, cols: list, parts: int, order=None):
+    """Sweep column batches on `parts` threads, each taking the ranks r with
+    r % parts == its part (the core releases the GIL). Returns the merged
+    histogram, or (code, row, batch index) of the first problem a part met."""
+
+    def run(part):
+        sweep = plan.sweep(part, parts)
+        for b, c in enumerate(cols):
+            code, row = sweep.feed(c.rank, c.start, c.end, c.kind.indices, c.kind.codes, order)
+            if code != 0:
+                return (code, row, b)
+        return sweep.finish()
+
+    if parts == 1:
+        results = [run(0)]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=parts) as pool:
+            results = list(pool.map(run, range(parts)))
+    problems = [r for r in results if isinstance(r, tuple)]
+    if problems:
+        return min(problems, key=lambda p: (p[2], p[1]))
+    return _merge_hists(results)
+
+
+def _hist_of_table(table: pa.Table, plan: _Plan, on_invalid: str, threads: int | None = None):
     """Sweep an in-memory table; returns (histogram, quarantine table or None, rows)."""
-    quarantine: list = []
+    quarantine, rows = None, table.num_rows
     if on_invalid == "quarantine":
-        table, q = _split_invalid(table, 0)
-        if q is not None:
-            quarantine.append(q)
-        on_invalid = "raise"
-    sweep = plan.sweep()
-    try:
-        rows = _feed_batches(sweep, table.to_batches(), on_invalid, quarantine, reorder_ok=True)
-    except _Reorder:
-        # Unsorted within a rank: feed once more through a (rank, start) permutation.
-        cols = event_columns(table.combine_chunks())
-        order = _core.order_by_rank_start(cols.rank, cols.start)
-        sweep = plan.sweep()
-        code, row = sweep.feed(cols.rank, cols.start, cols.end, cols.kind.indices, cols.kind.codes, order)
-        if code != 0:
-            raise_first(table, row_reasons(table), 0)
-        rows = table.num_rows
-    return sweep.finish(), (pa.concat_tables(quarantine) if quarantine else None), rows
+        table, quarantine = _split_invalid(table, 0)
+    batches = table.to_batches()
+    cols, row0 = [], 0
+    for batch in batches:
+        c = event_columns(batch, row0=row0)
+        if c is None:
+            raise_first(batch, row_reasons(batch), row0)
+        cols.append(c)
+        row0 += batch.num_rows
+    parts = _parts(threads, table.num_rows)
+    out = _sweep_parts(plan, cols, parts)
+    if isinstance(out, tuple) and out[0] == _UNSORTED:
+        # Unsorted within a rank: sweep once more through a (rank, start) permutation.
+        cols = [event_columns(table.combine_chunks())]
+        order = _core.order_by_rank_start(cols[0].rank, cols[0].start)
+        out = _sweep_parts(plan, cols, parts, order)
+        batches = [table]
+    if isinstance(out, tuple):
+        b = out[2]
+        raise_first(batches[b], row_reasons(batches[b]), sum(x.num_rows for x in batches[:b]))
+    return out, quarantine, rows
 
 
 # ---------------------------------------------------------------------------
@@ -377,6 +426,7 @@ def classify(
     span: Any = None,
     priority: Sequence[str] | None = None,
     on_invalid: str = "raise",
+    threads: int | None = None,
 ):
     """Exclusive accelerator time per rank and activity.
 
@@ -408,6 +458,10 @@ def classify(
         ``"raise"`` (default) raises :class:`pau.errors.InvalidRowError` on the
         first bad row. ``"quarantine"`` classifies the usable rows and returns
         :class:`Quarantined` ``(table, quarantine)``.
+    threads : int, optional
+        Threads to sweep on, each taking the ranks ``r`` with ``r % threads == i``.
+        Default: one below :data:`PARALLEL_MIN_ROWS` rows, else one per core (up to
+        8). The result does not depend on it.
 
     Returns
     -------
@@ -419,7 +473,7 @@ def classify(
     _check_on_invalid(on_invalid)
     plan = _plan(windows, span)
     table = as_table(events, "events")
-    hist, quarantine, rows = _hist_of_table(table, plan, on_invalid)
+    hist, quarantine, rows = _hist_of_table(table, plan, on_invalid, threads)
     out = _exclusive(hist, plan, priority)
     nq = 0 if quarantine is None else quarantine.num_rows
     return _result(_with_counts(out, rows, nq), quarantine, on_invalid)
@@ -473,7 +527,8 @@ def _overlap_tables(hist: dict, plan: _Plan) -> Overlap:
     return Overlap(matrix, pa.table(rcols))
 
 
-def overlap(events: Any, *, windows: Any = None, span: Any = None, on_invalid: str = "raise"):
+def overlap(events: Any, *, windows: Any = None, span: Any = None, on_invalid: str = "raise",
+            threads: int | None = None):
     """The full overlap matrix per rank, and the communication/compute overlap ratio.
 
     Parameters are those of :func:`classify`. Returns :class:`Overlap` (or
@@ -481,7 +536,7 @@ def overlap(events: Any, *, windows: Any = None, span: Any = None, on_invalid: s
     """
     _check_on_invalid(on_invalid)
     plan = _plan(windows, span)
-    hist, quarantine, _ = _hist_of_table(as_table(events, "events"), plan, on_invalid)
+    hist, quarantine, _ = _hist_of_table(as_table(events, "events"), plan, on_invalid, threads)
     return _result(_overlap_tables(hist, plan), quarantine, on_invalid)
 
 
