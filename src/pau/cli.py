@@ -131,6 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (errors.PauError, FileNotFoundError) as exc:
         print(f"pau: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `pau report | head`: the reader left; not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,80 @@
+"""`pau report`: the main job."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+import pau.core as pc
+from pau import cli, synth
+
+
+def _rows(out: str) -> dict:
+    """rank -> the printed cells of that row."""
+    rows = {}
+    for line in out.splitlines():
+        cells = line.split()
+        if cells and (cells[0].isdigit() or cells[0] == "total"):
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_builtin_run_prints_eight_ranks_and_totals(capsys):
+    assert cli.main(["report", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    rows = _rows(out)
+    assert sorted(k for k in rows if k != "total") == [str(r) for r in range(8)]
+    assert "total" in rows
+    # Every row's percentages sum to 100 (within print rounding).
+    for cells in rows.values():
+        pcts = [float(c.rstrip("%")) for c in cells if c.endswith("%")]
+        assert len(pcts) == 5 and abs(sum(pcts) - 100.0) < 0.3
+    # The straggler (rank 3) computes more and waits less in collectives.
+    comp = {r: float(rows[r][1]) for r in rows if r != "total"}
+    assert max(comp, key=comp.get) == "3"
+
+
+def test_report_numbers_match_classify(tmp_path, capsys):
+    events = synth.training_run(ranks=2, steps=20, seed=4)
+    path = tmp_path / "ev.parquet"
+    synth.write_parquet(events, path)
+    assert cli.main(["report", str(path), "--no-progress"]) == 0
+    rows = _rows(capsys.readouterr().out)
+    t = pc.classify(events).to_pylist()
+    compute0 = sum(r["duration_ns"] for r in t if r["rank"] == 0 and r["activity"] == "compute")
+    assert rows["0"][1] == f"{compute0 / 1e9:,.3f}"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_out_writes_the_ledger(tmp_path, capsys, fmt):
+    out = tmp_path / f"ledger.{fmt}"
+    assert cli.main(["report", "--steps", "20", "--no-progress", "--out", str(out)]) == 0
+    led = pc.ledger(synth.training_run(ranks=8, steps=20, seed=0, straggler=(3, 1.25)))
+    if fmt == "json":
+        rows = json.loads(out.read_text())
+        assert len(rows) == led.table.num_rows
+        assert sum(r["duration_ns"] for r in rows) == led.accountable_ns()
+    elif fmt == "parquet":
+        t = pq.read_table(out)
+        assert t.column_names == ["rank", "state", "activity", "duration_ns"]
+        assert sum(t["duration_ns"].to_pylist()) == led.accountable_ns()
+    else:
+        lines = out.read_text().splitlines()
+        assert lines[0] == '"rank","state","activity","duration_ns"'
+        assert len(lines) == led.table.num_rows + 1
+
+
+def test_missing_path_is_an_error_not_a_zero(tmp_path, capsys):
+    assert cli.main(["report", str(tmp_path / "nope.parquet"), "--no-progress"]) == 2
+    assert "nope.parquet" in capsys.readouterr().err
+
+
+def test_console_script_runs():
+    res = subprocess.run([sys.executable, "-m", "pau.cli", "report", "--steps", "5", "--no-progress"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "total" in res.stdout
