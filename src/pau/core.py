@@ -50,33 +50,14 @@ __all__ = [
     "Ledger",
     "Overlap",
     "Quarantined",
+    "attribute",
     "classify",
     "classify_dataset",
     "ledger",
     "overlap",
 ]
 
-#: Activities of the exclusive ledger: the kinds, then ``idle`` (no device event).
-ACTIVITIES = KINDS + ("idle",)
-#: Default priority when kinds overlap on a rank, highest first (DESIGN §2.1).
-DEFAULT_PRIORITY = KINDS
-#: Lifecycle states of the ledger (DESIGN §2.3).
-STATES = (
-    "productive",
-    "pending",
-    "rolled_back",
-    "checkpoint",
-    "checkpoint.lost",
-    "checkpoint.unused",
-    "initialization",
-    "recovery.outage",
-    "recovery.reinit",
-    "recovery.restore",
-    "eval",
-    "data_wait",
-    "custom",
-    "unattributed",
-)
+from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, STATES  # noqa: E402
 
 _IDLE = len(KINDS)
 _COMPUTE_BIT = 1 << KINDS.index("compute")
@@ -602,43 +583,39 @@ def classify_dataset(
     return _result(_with_counts(out, rows, 0 if q is None else q.num_rows), q, on_invalid)
 
 
-class Ledger:
-    """The ledger of accelerator time: lifecycle state × device activity per rank.
+from ._ledger import UNKNOWN_ACTIVITY, Ledger, tidy  # noqa: E402
 
-    ``table`` is tidy: ``rank, [window,] state, activity, duration_ns`` with only
-    non-zero rows; for every rank the rows sum to its accounted span
-    (``spans``). Until lifecycle attribution is given, ``state`` is
-    ``unattributed``; without events, ``activity`` is ``unknown``.
+
+def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "raise"):
+    """Every accountable nanosecond of every rank, in exactly one lifecycle state.
+
+    Applies DESIGN §2.2 (states, precedence, lineage rule) to a lifecycle table; the
+    rules pau adds where the design is silent are in :mod:`pau.lifecycle`.
+
+    Parameters
+    ----------
+    lifecycle : table-like
+        Columns ``record, start_ns`` and any of ``attempt, rank, end_ns, step,
+        block_end_ns, durable_ns, ok, kind, tokens`` (missing columns are null).
+    as_of : int, optional
+        The instant (ns) the ledger is computed as of: later records and time are
+        ignored, open attempts are running. Default: the latest instant in the table.
+    on_invalid : {"raise", "quarantine"}
+
+    Returns
+    -------
+    pyarrow.Table
+        ``rank, start_ns, end_ns, state, attempt, step, cause``: disjoint intervals,
+        sorted by rank and time, covering each rank's accountable time exactly.
+        ``cause`` is the failure a ``rolled_back`` interval is charged to.
     """
+    from .lifecycle import attribute_rows
 
-    def __init__(self, table: pa.Table, spans: pa.Table, quarantine: pa.Table | None = None):
-        self.table = table
-        self.spans = spans
-        self.quarantine = quarantine
-
-    def accountable_ns(self) -> int:
-        """Accounted accelerator time over all ranks, in ns (a Python int: exact)."""
-        s = self.spans
-        return int(sum(int(x) for x in (np.asarray(s["end_ns"]) - np.asarray(s["start_ns"]))))
-
-    def by(self, *keys: str) -> pa.Table:
-        """Total ``duration_ns`` grouped by the given columns (e.g. ``"activity"``)."""
-        return self.table.group_by(list(keys)).aggregate([("duration_ns", "sum")]).rename_columns(
-            list(keys) + ["duration_ns"])
-
-    def summary(self) -> dict:
-        """A plain dict of headline figures (ns are Python ints; hours are floats)."""
-        acc = self.accountable_ns()
-        by_act = {r["activity"]: int(r["duration_ns"]) for r in self.by("activity").to_pylist()}
-        return {
-            "ranks": self.spans.num_rows,
-            "accountable_ns": acc,
-            "accountable_accelerator_hours": acc / 3.6e12,
-            "activity_ns": by_act,
-        }
-
-    def __repr__(self) -> str:
-        return f"Ledger(ranks={self.spans.num_rows}, rows={self.table.num_rows})"
+    _check_on_invalid(on_invalid)
+    att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid)
+    if on_invalid == "quarantine":
+        return Quarantined(att.intervals, att.quarantine)
+    return att.intervals
 
 
 def ledger(
@@ -647,31 +624,97 @@ def ledger(
     *,
     as_of: int | None = None,
     windows: Any = None,
-    rules: Any = None,
+    rules: Sequence[str] | None = None,
     span: Any = None,
     on_invalid: str = "raise",
     progress: bool | None = None,
 ) -> Ledger:
-    """The ledger of DESIGN §2.3.
+    """The ledger of DESIGN §2.3: lifecycle state × device activity, per rank.
 
-    With only ``events``, ``state`` is ``unattributed`` and each rank's span is its
-    first event start to last event end (or ``span``). ``events`` may be a table-like
-    input or a Parquet file/directory, which is streamed as in :func:`classify_dataset`. Lifecycle attribution
-    (``lifecycle``, ``as_of``, ``rules``) is not implemented yet and raises
-    ``NotImplementedError`` rather than returning a ledger without it.
+    Parameters
+    ----------
+    events : table-like or Parquet path, optional
+        Device events (see :func:`classify`); a path is streamed.
+    lifecycle : table-like, optional
+        The lifecycle table (see :func:`attribute`). The state intervals become the
+        windows of the native sweep, so each state gets the exact activity time
+        inside it; events outside every accountable interval are not counted.
+    as_of : int, optional
+        See :func:`attribute`.
+    windows : table-like or int, optional
+        Only without a lifecycle: adds a ``window`` column (see :func:`classify`).
+    rules : sequence of str, optional
+        The priority of kinds when they overlap (see :func:`classify`).
+    span : table-like, optional
+        Only without a lifecycle: the accounted span per rank.
+
+    Returns
+    -------
+    Ledger
+        With only events, ``state`` is ``unattributed`` and a rank's accountable time
+        is its span; with only a lifecycle, ``activity`` is ``unknown``.
     """
     _check_on_invalid(on_invalid)
-    if lifecycle is not None or as_of is not None or rules is not None:
-        raise NotImplementedError("pau.core.ledger: lifecycle attribution is not available yet; "
-                                  "pass events only")
+    if events is None and lifecycle is None:
+        raise ValueError("ledger: give events, a lifecycle, or both")
+    act_of_mask = _activity_of_mask(rules)
+    unattributed = STATES.index("unattributed")
+    if lifecycle is None:
+        if as_of is not None:
+            raise ValueError("ledger: as_of applies to a lifecycle; give one, or drop as_of")
+        plan = _plan(windows, span)
+        hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
+        if plan.mode == "none":
+            win = None
+        else:
+            s_rank, s_win, slot = _slot_frame(hist, plan)
+            wcol = np.asarray(_window_column(plan, s_win).fill_null(-1))
+            win = wcol[slot]
+        table = tidy(hist["rank"], np.full(hist["rank"].size, unattributed), act_of_mask[hist["mask"]],
+                     hist["duration"], win)
+        if win is not None:
+            w = np.asarray(table["window"])
+            table = table.set_column(1, "window", pa.array(w, pa.int64(), mask=w < 0))
+        spans = _spans_table(hist)
+        accountable = pa.table({"rank": spans["rank"], "accountable_ns": pa.array(
+            np.asarray(spans["end_ns"]) - np.asarray(spans["start_ns"]), pa.int64())})
+        return Ledger(_with_counts(table, rows, 0 if quarantine is None else quarantine.num_rows),
+                      accountable, quarantine=quarantine)
+
+    from .lifecycle import attribute_rows
+
+    if windows is not None or span is not None:
+        raise ValueError("ledger: windows and span apply to events-only ledgers; with a lifecycle "
+                         "the accountable records set the span")
+    att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid)
+    iv = att.intervals
+    i_rank = np.asarray(iv["rank"])
+    i_start = np.asarray(iv["start_ns"])
+    i_end = np.asarray(iv["end_ns"])
+    i_state = np.asarray(iv["state"].combine_chunks().indices if iv.num_rows else np.empty(0, np.int8))
     if events is None:
-        raise ValueError("ledger: give events (and, once supported, a lifecycle)")
-    plan = _plan(windows, span)
+        table = tidy(i_rank, i_state, np.full(i_rank.size, UNKNOWN_ACTIVITY), i_end - i_start)
+        return Ledger(table, att.accountable, attribution=att, quarantine=att.quarantine, has_events=False)
+    # The state intervals are the windows; the accounted span of a rank runs from
+    # its first to its last interval, and time in gaps (not accountable) falls
+    # outside every window and is dropped.
+    plan = _Plan(mode="list")
+    plan.win_rank = i_rank.astype(np.int32)
+    plan.win_start, plan.win_end = i_start, i_end
+    plan.win_row = np.arange(i_rank.size, dtype=np.int64)
+    plan.win_id = plan.win_row
+    ranks = np.asarray(att.accountable["rank"])
+    first = np.searchsorted(i_rank, ranks, side="left")
+    last = np.searchsorted(i_rank, ranks, side="right") - 1
+    plan.span_rank = ranks.astype(np.int32)
+    plan.span_start = i_start[first]
+    plan.span_end = i_end[last]
     hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
-    ex = _exclusive(hist, plan, None)
-    ex = ex.filter(pa.array(np.asarray(ex["duration_ns"]) != 0))
-    state = _label(STATES, np.full(ex.num_rows, STATES.index("unattributed")))
-    pos = 2 if "window" in ex.column_names else 1
-    table = _with_counts(ex.add_column(pos, "state", state), rows,
-                         0 if quarantine is None else quarantine.num_rows)
-    return Ledger(table, _spans_table(hist), quarantine)
+    inside = hist["window"] >= 0
+    w = hist["window"][inside]
+    table = tidy(hist["rank"][inside], i_state[w], act_of_mask[hist["mask"][inside]], hist["duration"][inside])
+    nq = (0 if quarantine is None else quarantine.num_rows)
+    q = quarantine if att.quarantine is None else (att.quarantine if quarantine is None else None)
+    if att.quarantine is not None and quarantine is not None:
+        q = {"events": quarantine, "lifecycle": att.quarantine}
+    return Ledger(_with_counts(table, rows, nq), att.accountable, attribution=att, quarantine=q)

@@ -1,0 +1,230 @@
+"""The Ledger object and its derived figures (DESIGN §2.3).
+
+Sums of time are exact Python ints; hours and ratios are floats derived from them
+at the edge. Ratios with a zero denominator are ``None`` (null), never NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ._vocab import ACTIVITIES, STATES
+
+NS_PER_HOUR = 3_600 * 10**9
+_UNKNOWN = "unknown"
+
+
+def _ratio(a: int, b: int):
+    return a / b if b else None
+
+
+class Ledger:
+    """The ledger of accelerator time: lifecycle state × device activity per rank.
+
+    Attributes
+    ----------
+    table : pyarrow.Table
+        Tidy: ``rank, [window,] state, activity, duration_ns``, non-zero rows only.
+        For every rank the rows sum exactly to its accountable time.
+    accountable : pyarrow.Table
+        ``rank, accountable_ns`` — the time each rank is billed to the job.
+    intervals : pyarrow.Table or None
+        The state intervals (:func:`pau.core.attribute`) when a lifecycle was given.
+    quarantine : pyarrow.Table or None
+        Rows set aside with ``on_invalid="quarantine"``.
+
+    Without a lifecycle ``state`` is ``unattributed``; without events ``activity`` is
+    ``unknown``.
+    """
+
+    def __init__(self, table: pa.Table, accountable: pa.Table, *, attribution=None,
+                 quarantine: pa.Table | None = None, has_events: bool = True):
+        self.table = table
+        self.accountable = accountable
+        self._att = attribution
+        self.intervals = None if attribution is None else attribution.intervals
+        self.quarantine = quarantine
+        self.has_events = has_events
+
+    # -- plain sums ---------------------------------------------------------
+
+    def accountable_ns(self) -> int:
+        """Accountable accelerator time over all ranks, in ns (exact)."""
+        return int(sum(self.accountable["accountable_ns"].to_pylist()))
+
+    def by(self, *keys: str) -> pa.Table:
+        """Total ``duration_ns`` grouped by the given columns (e.g. ``"state"``)."""
+        keys = list(keys)
+        out = self.table.group_by(keys).aggregate([("duration_ns", "sum")])
+        return out.rename_columns(keys + ["duration_ns"])
+
+    def state_ns(self) -> dict:
+        """ns per state (every state, zeros included)."""
+        out = dict.fromkeys(STATES, 0)
+        for r in self.by("state").to_pylist():
+            out[r["state"]] += int(r["duration_ns"])
+        return out
+
+    def activity_ns(self) -> dict:
+        out = {}
+        for r in self.by("activity").to_pylist():
+            out[r["activity"]] = out.get(r["activity"], 0) + int(r["duration_ns"])
+        return out
+
+    def _cell(self, state: str, activity: str) -> int:
+        return sum(int(r["duration_ns"]) for r in self.by("state", "activity").to_pylist()
+                   if r["state"] == state and r["activity"] == activity)
+
+    def cause_ns(self) -> dict:
+        """Rolled-back ns per cause (the failure that threw the work away)."""
+        if self.intervals is None:
+            return {}
+        iv = self.intervals
+        rb = iv.filter(pa.compute.equal(iv["state"], "rolled_back"))
+        out: dict = {}
+        for c, s, e in zip(rb["cause"].to_pylist(), rb["start_ns"].to_pylist(), rb["end_ns"].to_pylist()):
+            out[c] = out.get(c, 0) + (e - s)
+        return out
+
+    def cycles(self) -> pa.Table:
+        """Preserved model cycles: spans between consecutive durable checkpoints on
+        the lineage, with the steps they hold and the productive time of those steps.
+
+        Cycle ``k`` holds the lineage steps in ``(checkpoint[k-1], checkpoint[k]]``
+        (the first from the start of the lineage).
+        """
+        empty = pa.table({"cycle": pa.array([], pa.int64()), "from_step": pa.array([], pa.int64()),
+                          "to_step": pa.array([], pa.int64()), "steps": pa.array([], pa.int64()),
+                          "productive_ns": pa.array([], pa.int64())})
+        if self._att is None or self._att.lineage_ckpt_steps.size == 0:
+            return empty
+        att = self._att
+        marks = np.unique(att.lineage_ckpt_steps)
+        prod = att.step_state == STATES.index("productive")
+        steps = att.step_rows.step[prod]
+        dur = (att.step_rows_end[prod] - att.step_rows.start[prod])
+        lo = np.concatenate([[np.iinfo(np.int64).min], marks[:-1]])
+        rows = []
+        for k, (a, b) in enumerate(zip(lo, marks)):
+            sel = (steps > a) & (steps <= b)
+            rows.append((k, None if k == 0 else int(a), int(b), int(np.unique(steps[sel]).size),
+                         int(dur[sel].sum())))
+        return pa.table({
+            "cycle": pa.array([r[0] for r in rows], pa.int64()),
+            "from_step": pa.array([r[1] for r in rows], pa.int64()),
+            "to_step": pa.array([r[2] for r in rows], pa.int64()),
+            "steps": pa.array([r[3] for r in rows], pa.int64()),
+            "productive_ns": pa.array([r[4] for r in rows], pa.int64()),
+        })
+
+    # -- headline figures ----------------------------------------------------
+
+    def summary(self) -> dict:
+        """Headline figures as a plain dict (ns and counts are exact ints).
+
+        Keys: ranks, as_of, accountable_ns, accountable_accelerator_hours,
+        productive_ns (step level: all time of lineage steps),
+        productive_accelerator_hours, productive_strict_ns (productive × compute;
+        None without events), goodput, goodput_strict, pending_ns, state_ns,
+        badput_ns (accountable time that is neither productive nor pending),
+        badput_by_cause_ns (rolled-back time per failure cause), failures,
+        mtbf_s, preserved_steps, preserved_tokens, preserved_model_cycles,
+        accountable_ns_per_preserved_step, accountable_ns_per_model_cycle,
+        activity_ns.
+        """
+        acc = self.accountable_ns()
+        states = self.state_ns()
+        prod = states["productive"]
+        strict = self._cell("productive", "compute") if self.has_events else None
+        out = {
+            "ranks": self.accountable.num_rows,
+            "as_of": None if self._att is None else self._att.as_of,
+            "accountable_ns": acc,
+            "accountable_accelerator_hours": acc / NS_PER_HOUR,
+            "productive_ns": prod,
+            "productive_accelerator_hours": prod / NS_PER_HOUR,
+            "productive_strict_ns": strict,
+            "goodput": _ratio(prod, acc) if self._att is not None else None,
+            "goodput_strict": _ratio(strict, acc) if (self._att is not None and strict is not None) else None,
+            "pending_ns": states["pending"],
+            "state_ns": states,
+            "badput_ns": acc - prod - states["pending"] if self._att is not None else None,
+            "badput_by_cause_ns": self.cause_ns(),
+            "activity_ns": self.activity_ns(),
+        }
+        if self._att is None:
+            out.update(failures=None, mtbf_s=None, preserved_steps=None, preserved_tokens=None,
+                       preserved_model_cycles=None, accountable_ns_per_preserved_step=None,
+                       accountable_ns_per_model_cycle=None)
+            return out
+        att = self._att
+        nfail = len(att.failures_all)
+        steps = att.preserved_steps
+        cycles = int(np.unique(att.lineage_ckpt_steps).size)
+        out.update(
+            failures=nfail,
+            mtbf_s=(att.wall_ns / nfail / 1e9) if nfail else None,
+            preserved_steps=steps,
+            preserved_tokens=att.preserved_tokens,
+            preserved_model_cycles=cycles,
+            accountable_ns_per_preserved_step=(acc // steps if acc % steps == 0 else acc / steps) if steps else None,
+            accountable_ns_per_model_cycle=(acc / cycles) if cycles else None,
+        )
+        return out
+
+    def summary_table(self) -> pa.Table:
+        """:meth:`summary` as a table: ``metric, value`` (float64) and ``exact``
+        (int64: the exact figure for ns and counts, null for ratios)."""
+        rows = []
+        for k, v in self.summary().items():
+            if isinstance(v, dict):
+                for kk, vv in v.items():
+                    rows.append((f"{k}.{kk}", vv))
+            else:
+                rows.append((k, v))
+        return pa.table({
+            "metric": pa.array([r[0] for r in rows], pa.string()),
+            "value": pa.array([None if r[1] is None else float(r[1]) for r in rows], pa.float64()),
+            "exact": pa.array([r[1] if isinstance(r[1], int) and not isinstance(r[1], bool) else None
+                               for r in rows], pa.int64()),
+        })
+
+    def __repr__(self) -> str:
+        return f"Ledger(ranks={self.accountable.num_rows}, rows={self.table.num_rows})"
+
+
+def tidy(rank, state, activity, duration, window=None) -> pa.Table:
+    """Aggregate (rank, [window,] state, activity) -> duration, non-zero rows only,
+    sorted; exact int64 sums."""
+    rank = np.asarray(rank, np.int64)
+    state = np.asarray(state, np.int64)
+    activity = np.asarray(activity, np.int64)
+    duration = np.asarray(duration, np.int64)
+    cols = [rank] + ([np.asarray(window, np.int64)] if window is not None else []) + [state, activity]
+    if rank.size == 0:
+        uniq = [c[:0] for c in cols]
+        sums = duration[:0]
+    else:
+        order = np.lexsort(cols[::-1])
+        sc = [c[order] for c in cols]
+        new = np.ones(rank.size, bool)
+        new[1:] = np.any([c[1:] != c[:-1] for c in sc], axis=0)
+        idx = np.cumsum(new) - 1
+        sums = np.zeros(int(idx[-1]) + 1, np.int64)
+        np.add.at(sums, idx, duration[order])
+        uniq = [c[new] for c in sc]
+    keep = sums != 0
+    acts = ACTIVITIES + (_UNKNOWN,)
+    out = {"rank": pa.array(uniq[0][keep], pa.int32())}
+    if window is not None:
+        out["window"] = pa.array(uniq[1][keep], pa.int64())
+    out["state"] = pa.DictionaryArray.from_arrays(pa.array(uniq[-2][keep].astype(np.int8)),
+                                                  pa.array(list(STATES)))
+    out["activity"] = pa.DictionaryArray.from_arrays(pa.array(uniq[-1][keep].astype(np.int8)),
+                                                     pa.array(list(acts)))
+    out["duration_ns"] = pa.array(sums[keep], pa.int64())
+    return pa.table(out)
+
+
+UNKNOWN_ACTIVITY = len(ACTIVITIES)
