@@ -91,28 +91,38 @@ def _rank_runs(rank):
 
 
 @kernel
-def layer(b_rank, b_start, b_end, s_rank, s_start, s_end, o_rank, o_start, o_end):
-    """Stack three layers of disjoint intervals, each sorted by (rank, start).
+def layer(b_rank, b_start, b_end, b_state, b_att, b_step, b_cause,
+          s_rank, s_start, s_end, s_state, s_att, s_step, s_cause,
+          o_rank, o_start, o_end, o_state, o_att, o_step, o_cause, att_ids, null):
+    """Stack three layers of disjoint labelled intervals, each sorted by (rank, start).
 
     ``b`` (background) covers the accounted time; ``s`` (steps) lies above it and
-    ``o`` (overlay) above both. Returns ``(rank, start, end, layer, row)`` of the
-    maximal pieces of b's coverage labelled by the top layer there (0 = b, 1 = s,
-    2 = o); parts of s and o outside b are not returned.
+    ``o`` (overlay) above both. Labels per interval: state (int8), attempt (dense
+    index, -1 = none), step (``null`` = none), cause (-1 = none). Returns the
+    maximal pieces of b's coverage labelled by the top layer there, as output
+    columns: rank, start, end, state, attempt id, step, cause, and the null masks
+    of the last three; parts of s and o outside b are not returned.
     """
     nb, ns, no = b_rank.size, s_rank.size, o_rank.size
     cap = 2 * (nb + ns + no) + 1
     r_rank = np.empty(cap, np.int32)
     r_start = np.empty(cap, np.int64)
     r_end = np.empty(cap, np.int64)
-    r_layer = np.empty(cap, np.int8)
-    r_row = np.empty(cap, np.int64)
+    r_state = np.empty(cap, np.int8)
+    r_att = np.empty(cap, np.int32)
+    r_step = np.empty(cap, np.int64)
+    r_cause = np.empty(cap, np.int16)
+    n_att = np.empty(cap, np.bool_)
+    n_step = np.empty(cap, np.bool_)
+    n_cause = np.empty(cap, np.bool_)
     m = 0
     js = 0
     jo = 0
     ib = 0
+    last_layer = -1
+    last_row = -1
     while ib < nb:
         r = b_rank[ib]
-        # bring the other layers to rank r
         while js < ns and s_rank[js] < r:
             js += 1
         while jo < no and o_rank[jo] < r:
@@ -150,16 +160,134 @@ def layer(b_rank, b_start, b_end, s_rank, s_start, s_end, o_rank, o_start, o_end
                     lay, row = 1, js
                 else:
                     lay, row = 0, ib
-                if (m > 0 and r_layer[m - 1] == lay and r_row[m - 1] == row
-                        and r_end[m - 1] == t and r_rank[m - 1] == r):
+                if m > 0 and last_layer == lay and last_row == row and r_end[m - 1] == t and r_rank[m - 1] == r:
                     r_end[m - 1] = nxt
                 else:
+                    if lay == 2:
+                        st, a, sp, c = o_state[row], o_att[row], o_step[row], o_cause[row]
+                    elif lay == 1:
+                        st, a, sp, c = s_state[row], s_att[row], s_step[row], s_cause[row]
+                    else:
+                        st, a, sp, c = b_state[row], b_att[row], b_step[row], b_cause[row]
                     r_rank[m] = r
                     r_start[m] = t
                     r_end[m] = nxt
-                    r_layer[m] = lay
-                    r_row[m] = row
+                    r_state[m] = st
+                    n_att[m] = a < 0
+                    r_att[m] = att_ids[a] if a >= 0 else 0
+                    n_step[m] = sp == null
+                    r_step[m] = sp
+                    n_cause[m] = c < 0
+                    r_cause[m] = c if c >= 0 else 0
+                    last_layer = lay
+                    last_row = row
                     m += 1
                 t = nxt
             ib += 1
-    return r_rank[:m], r_start[:m], r_end[:m], r_layer[:m], r_row[:m]
+    return (r_rank[:m], r_start[:m], r_end[:m], r_state[:m], r_att[:m], r_step[:m], r_cause[:m],
+            n_att[:m], n_step[:m], n_cause[:m])
+
+
+@kernel
+def rank_order(rdense, start, n_ranks):
+    """A stable counting sort of rows by dense rank, and whether each rank's rows
+    then come in non-decreasing start order (if not, the caller sorts fully)."""
+    n = rdense.size
+    count = np.zeros(n_ranks + 1, np.int64)
+    for i in range(n):
+        count[rdense[i] + 1] += 1
+    for r in range(n_ranks):
+        count[r + 1] += count[r]
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        r = rdense[i]
+        order[count[r]] = i
+        count[r] += 1
+    ok = True
+    for j in range(1, n):
+        a = order[j - 1]
+        b = order[j]
+        if rdense[a] == rdense[b] and start[b] < start[a]:
+            ok = False
+            break
+    return order, ok
+
+
+@kernel
+def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ranks,
+               base, head, on, pend, null, rank_values, att_cause, states):
+    """Check, cut and label step executions, in (rank, start) order.
+
+    Per row i (visited through ``order``): its member interval ``[ms, me]`` of
+    (attempt, rank) must contain its start; a missing or late end is cut at ``me``
+    (the step was in flight); steps of one rank must not overlap and step numbers
+    must increase within an attempt. The state is productive (lineage step, done),
+    pending (last attempt still running) or rolled back (charged to the cause of
+    its attempt); ``states`` gives their codes.
+
+    Returns sorted columns (rank, start, end, state, attempt, step, cause), the token
+    sum of productive rows, and an error ``(code, row, other row)``: 0 none, 1 not a
+    member, 2 starts outside the attempt, 3 overlaps the previous step, 4 step
+    number does not increase.
+    """
+    n = order.size
+    o_rank = np.empty(n, np.int32)
+    o_start = np.empty(n, np.int64)
+    o_end = np.empty(n, np.int64)
+    o_state = np.empty(n, np.int8)
+    o_att = np.empty(n, np.int32)
+    o_step = np.empty(n, np.int64)
+    o_cause = np.empty(n, np.int16)
+    tok = 0
+    prev = -1
+    code = 0
+    bad = -1
+    other = -1
+    for j in range(n):
+        i = order[j]
+        r = rdense[i]
+        a = att[i]
+        k = a * n_ranks + r
+        ms = mstart[k]
+        me = mend[k]
+        s = start[i]
+        if ms == null:
+            code, bad = 1, i
+            break
+        if s < ms or s > me:
+            code, bad = 2, i
+            break
+        e = end[i]
+        flight = e == null or e > me
+        if flight:
+            e = me
+        if e < s:
+            e = s
+        st = step[i]
+        if prev >= 0 and rdense[prev] == r:
+            if s < o_end[j - 1]:
+                code, bad, other = 3, i, prev
+                break
+            if att[prev] == a and st <= step[prev]:
+                code, bad, other = 4, i, prev
+                break
+        b = base[a]
+        h = head[a]
+        c = -1
+        if on[a] and h != null and (b == null or st > b) and st <= h and not flight:
+            state = states[0]
+            tok += tokens[i]
+        elif pend[a]:
+            state = states[1]
+        else:
+            state = states[2]
+            c = att_cause[a]
+        o_rank[j] = rank_values[r]
+        o_start[j] = s
+        o_end[j] = e
+        o_state[j] = state
+        o_att[j] = a
+        o_step[j] = st
+        o_cause[j] = c
+        prev = i
+    return o_rank, o_start, o_end, o_state, o_att, o_step, o_cause, tok, code, bad, other

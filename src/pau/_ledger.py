@@ -102,8 +102,8 @@ class Ledger:
         att = self._att
         marks = np.unique(att.lineage_ckpt_steps)
         prod = att.step_state == STATES.index("productive")
-        steps = att.step_rows.step[prod]
-        dur = (att.step_rows_end[prod] - att.step_rows.start[prod])
+        steps = att.step_num[prod]
+        dur = att.step_end[prod] - att.step_start[prod]
         lo = np.concatenate([[np.iinfo(np.int64).min], marks[:-1]])
         rows = []
         for k, (a, b) in enumerate(zip(lo, marks)):

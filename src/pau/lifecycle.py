@@ -322,7 +322,10 @@ class Lineage:
     last: int             # dense index of the last attempt
 
 
-def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list) -> Lineage:
+def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
+             last_done_step) -> Lineage:
+    """The lineage rule of DESIGN §2.2. ``last_done_step(a)`` gives the highest step
+    attempt ``a`` (dense) completed (NULL if none)."""
     n = A.ids.size
     base = np.full(n, NULL, np.int64)
     head = np.full(n, NULL, np.int64)
@@ -348,10 +351,6 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list) 
                 continue
             w = cand[np.argmax(C.durable[cand])]
             used[a] = (stp, int(C.attempt[w]))
-    steps = x.take(np.flatnonzero(x.rec == _STEP))
-    sa = A.dense(steps.attempt)
-    done = (steps.end != NULL) & (steps.end <= as_of)
-
     cur = n - 1
     h = None
     seen = set()
@@ -360,8 +359,8 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list) 
         b = used[cur][0] if cur in used else NULL
         if h is None:  # the last attempt
             if A.completed[cur]:
-                mine = done & (sa == cur)
-                h = int(steps.step[mine].max()) if mine.any() else b
+                h = last_done_step(cur)
+                h = b if h == NULL else h
             else:
                 mine = (C.attempt == cur) & (C.durable != NULL)
                 h = int(C.step[mine].max()) if mine.any() else b
@@ -378,22 +377,130 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list) 
 
 
 # ---------------------------------------------------------------------------
-# membership and expansion of rank -1
+# step records: the bulk of a lifecycle, kept as plain numeric columns
 
 
-def _expand(rows: _Rows, members_of: dict) -> _Rows:
-    """Rows with rank -1 repeated for every member rank of their attempt."""
+@dataclass
+class _Steps:
+    row: np.ndarray
+    attempt: np.ndarray
+    rank: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    step: np.ndarray
+    tokens: np.ndarray
+
+    def take(self, idx) -> "_Steps":
+        return _Steps(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+
+    def __len__(self) -> int:
+        return self.row.size
+
+
+def _record_codes(table: pa.Table) -> np.ndarray:
+    col = _column(table, "record", "lifecycle")
+    if pa.types.is_dictionary(col.type):
+        lookup = {r: i for i, r in enumerate(RECORDS)}
+        codes = np.array([lookup.get(v, -1) for v in col.dictionary.to_pylist()] + [-1], np.int8)
+        idx = np.asarray(col.indices.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+        return codes[idx]
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        raise SchemaError("lifecycle", "record", f"has type {col.type}, not string",
+                          "name each record: " + ", ".join(RECORDS))
+    codes = pc.index_in(col, value_set=pa.array(RECORDS))
+    return np.asarray(codes.fill_null(-1).to_numpy(zero_copy_only=False), np.int8)
+
+
+def _num(t: pa.Table, name: str, n: int, fill=NULL) -> np.ndarray:
+    """An int64 column with `fill` for nulls (or all `fill` when absent)."""
+    if name not in t.column_names:
+        return np.full(n, fill, np.int64)
+    col = _column(t, name, "lifecycle")
+    if not (pa.types.is_integer(col.type) or pa.types.is_timestamp(col.type)):
+        raise SchemaError("lifecycle", name, f"has type {col.type}, not an integer",
+                          "give times as int64 nanoseconds and ids as integers")
+    if pa.types.is_timestamp(col.type):
+        vals = time_column(col.fill_null(0) if col.null_count else col, name, "lifecycle")
+    else:
+        vals = (col.fill_null(0) if col.null_count else col).to_numpy(zero_copy_only=False)
+    vals = np.asarray(vals, np.int64)
+    if col.null_count:
+        vals = vals.copy()
+        vals[np.asarray(col.is_null())] = fill
+    return vals
+
+
+def _read_steps(t: pa.Table, rows: np.ndarray) -> _Steps:
+    """The step rows' columns: read whole (zero-copy where there are no nulls) and
+    indexed, which beats filtering the Arrow table when most rows are steps."""
+    n = t.num_rows
+    contiguous = rows.size > 0 and int(rows[-1]) - int(rows[0]) + 1 == rows.size
+    pick = slice(int(rows[0]), int(rows[-1]) + 1) if contiguous else rows
+
+    def col(name, fill=NULL):
+        return _num(t, name, n, fill)[pick]
+
+    return _Steps(rows, col("attempt"), col("rank", -1), col("start_ns"), col("end_ns"), col("step"),
+                  col("tokens", 0))
+
+
+def _step_reasons(st: _Steps) -> np.ndarray:
+    """The reason each of these (bad) step rows cannot be used."""
+    out = np.full(len(st), None, dtype=object)
+    for i in range(len(st)):
+        out[i] = ("null start_ns" if st.start[i] == NULL else "negative time" if st.start[i] < 0
+                  else "end_ns before start_ns" if st.end[i] != NULL and st.end[i] < st.start[i]
+                  else "rank below -1" if st.rank[i] < -1 else "missing attempt" if st.attempt[i] == NULL
+                  else "missing step")
+    return out
+
+
+def _dense_lut(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Position of each value in the sorted unique `keys`, -1 if absent (vectorized)."""
+    if keys.size == 0:
+        return np.full(values.shape, -1, np.int64)
+    lo, hi = int(keys[0]), int(keys[-1])
+    if hi - lo < 1 << 24:
+        lut = np.full(hi - lo + 2, -1, np.int64)
+        lut[keys - lo] = np.arange(keys.size)
+        v = values - lo
+        v = np.where((v < 0) | (v > hi - lo), hi - lo + 1, v)
+        return lut[v]
+    pos = np.minimum(np.searchsorted(keys, values), keys.size - 1)
+    return np.where(keys[pos] == values, pos, -1)
+
+
+def _present(values: np.ndarray) -> np.ndarray:
+    """Sorted unique non-negative values (bincount when the range is small)."""
+    v = values[values >= 0] if (values < 0).any() else values
+    if v.size == 0:
+        return np.empty(0, np.int64)
+    if int(v.max()) < 1 << 24:
+        return np.flatnonzero(np.bincount(v)).astype(np.int64)
+    return np.unique(v)
+
+
+def _expand(rows, members_of: dict):
+    """Rows with rank -1 repeated for every member rank of their attempt; the
+    copies carry no tokens (a row's tokens count once)."""
     allr = rows.rank < 0
     if not allr.any():
         return rows
     idx_all = np.flatnonzero(allr)
-    counts = np.array([members_of.get(int(a), np.empty(0, np.int64)).size for a in rows.attempt[idx_all]])
+    none = np.empty(0, np.int64)
+    lists = [members_of.get(int(a), none) for a in rows.attempt[idx_all]]
+    counts = np.array([m.size for m in lists], np.int64)
     rep = np.repeat(idx_all, counts)
-    ranks = np.concatenate([members_of.get(int(a), np.empty(0, np.int64)) for a in rows.attempt[idx_all]]
-                           or [np.empty(0, np.int64)])
+    ranks = np.concatenate(lists) if lists else none
     keep = np.flatnonzero(~allr)
     out = rows.take(np.concatenate([keep, rep]))
     out.rank = np.concatenate([rows.rank[keep], ranks]).astype(np.int64)
+    if hasattr(out, "tokens") and rep.size:
+        first = np.ones(rep.size, bool)
+        first[1:] = rep[1:] != rep[:-1]
+        tok = out.tokens.copy()
+        tok[keep.size:][~first] = 0
+        out.tokens = tok
     return out
 
 
@@ -403,29 +510,31 @@ def _expand(rows: _Rows, members_of: dict) -> _Rows:
 
 @dataclass
 class Attribution:
-    """Everything :func:`attribute` knows: the state intervals and what led to them."""
+    """Everything :func:`attribute_rows` knows: the state intervals and what led to them."""
 
     intervals: pa.Table
     as_of: int
     attempts: _Attempts
     lineage: Lineage
     checkpoints: _Checkpoints
-    step_rows: _Rows          # expanded step executions (sorted by rank, start)
-    step_rows_end: np.ndarray  # their ends, cut at the attempt end / as_of
-    step_state: np.ndarray
+    step_num: np.ndarray       # step executions in (rank, start) order: step number,
+    step_start: np.ndarray     # start,
+    step_end: np.ndarray       # end cut at the attempt end / as_of,
+    step_state: np.ndarray     # index in STATES
     lineage_ckpt_steps: np.ndarray
-    failures_all: list        # failure records, plus attempts that failed without one
-    wall_ns: int              # as_of minus the earliest accountable start
+    failures_all: list         # failure records, plus attempts that failed without one
+    wall_ns: int               # as_of minus the earliest accountable start
     preserved_steps: int
     preserved_tokens: int
-    accountable: pa.Table     # rank, accountable_ns
+    accountable: pa.Table      # rank, accountable_ns
     quarantine: pa.Table | None = None
 
 
-def _as_of(x: _Rows, as_of) -> int:
+def _as_of(x: _Rows, st: _Steps, as_of) -> int:
     if as_of is not None:
         return int(as_of)
     vals = [c[c != NULL] for c in (x.start, x.end, x.block_end, x.durable)]
+    vals += [st.start, st.end[st.end != NULL]] if len(st) else []
     vals = [v for v in vals if v.size]
     if not vals:
         raise PauError("lifecycle: the table has no times; give records with start_ns")
@@ -435,276 +544,270 @@ def _as_of(x: _Rows, as_of) -> int:
 def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=None) -> Attribution:
     """Validate a lifecycle table and attribute every accountable ns (see module doc)."""
     table = as_table(lifecycle, "lifecycle")
-    x = _read(table)
-    reasons = _row_reasons(x)
-    bad = ~np.equal(reasons, None)
+    _column(table, "start_ns", "lifecycle")
+    codes = _record_codes(table)
+    is_step = codes == _STEP
+    small_rows = np.flatnonzero(~is_step)
+    step_rows = np.flatnonzero(is_step)
+    x = _read(table.take(pa.array(small_rows)) if small_rows.size < table.num_rows else table)
+    x.row = small_rows
+    st = _read_steps(table, step_rows)
+
     quarantine = []  # (original rows, reasons)
-    if bad.any():
+    x_reasons = _row_reasons(x)
+    x_bad = ~np.equal(x_reasons, None)
+    s_bad = ((st.start == NULL) | (st.start < 0) | ((st.end != NULL) & (st.end < st.start))
+             | (st.rank < -1) | (st.attempt == NULL) | (st.step == NULL))
+    if x_bad.any() or s_bad.any():
+        s_idx = np.flatnonzero(s_bad)
+        s_reasons = _step_reasons(st.take(s_idx))
+        rows_bad = np.concatenate([x.row[x_bad], st.row[s_idx]])
+        why_bad = np.concatenate([x_reasons[x_bad], s_reasons])
         if on_invalid != "quarantine":
-            i = int(np.flatnonzero(bad)[0])
-            r = reasons[i]
+            k = int(np.argmin(rows_bad))
+            r, row = why_bad[k], int(rows_bad[k])
             detail = r
-            if r == "unknown record":
-                detail = f"unknown record {x._names[i]!r}"
-            elif r in ("unknown phase kind", "unknown attempt kind"):
-                detail = f"{r} {x.kind[i]!r}"
-            raise _err(_REASON_COLUMN[r], x.row[i], detail, _ROW_FIX[r], int(bad.sum()))
-        quarantine.append((x.row[bad], reasons[bad]))
-        x = x.take(np.flatnonzero(~bad))
-    as_of = _as_of(x, as_of)
+            if k < int(x_bad.sum()):
+                xi = np.flatnonzero(x_bad)[k]
+                if r == "unknown record":
+                    detail = f"unknown record {x._names[xi]!r}"
+                elif r in ("unknown phase kind", "unknown attempt kind"):
+                    detail = f"{r} {x.kind[xi]!r}"
+            raise _err(_REASON_COLUMN[r], row, detail, _ROW_FIX[r], int(rows_bad.size))
+        quarantine.append((rows_bad, why_bad))
+        x = x.take(np.flatnonzero(~x_bad))
+        st = st.take(np.flatnonzero(~s_bad))
+    as_of = _as_of(x, st, as_of)
     x = x.take(np.flatnonzero(x.start <= as_of))
+    if (st.start > as_of).any():
+        st = st.take(np.flatnonzero(st.start <= as_of))
     while True:
         strict: list = []
-        res = _attribute(x, as_of, ranks, strict, on_invalid)
+        res = _attribute(x, st, as_of, ranks, strict)
         if not strict:
             break
         if on_invalid != "quarantine":
             row, col, reason, fix = min(strict, key=lambda p: p[0])
             raise _err(col, row, reason, fix, len(strict))
-        rows = np.array(sorted({int(p[0]) for p in strict}), np.int64)
+        drop = np.array(sorted({int(p[0]) for p in strict}), np.int64)
         why = {int(p[0]): p[2] for p in reversed(strict)}
-        quarantine.append((rows, np.array([why[r] for r in rows], dtype=object)))
-        x = x.take(np.flatnonzero(~np.isin(x.row, rows)))
+        quarantine.append((drop, np.array([why[r] for r in drop], dtype=object)))
+        x = x.take(np.flatnonzero(~np.isin(x.row, drop)))
+        st = st.take(np.flatnonzero(~np.isin(st.row, drop)))
     res.quarantine = _quarantine_table(table, quarantine) if on_invalid == "quarantine" else None
     return res
 
 
-def _attribute(x: _Rows, as_of: int, ranks, strict: list, on_invalid: str):
-    """One attempt at attribution; returns None after appending to `strict` when a
+_STEP_ERRORS = {
+    1: ("rank", "step on rank {r}, which is not a member of attempt {a}",
+        "give the attempt a row for that rank, or fix the step's rank"),
+    2: ("start_ns", "step starts at {s}, outside attempt {a} on rank {r} [{ms}, {me}]",
+        "records must start inside their attempt on that rank"),
+    3: ("start_ns", "step {k} overlaps step {k2} (row {row2}) on rank {r}",
+        "steps of one rank must not overlap"),
+    4: ("step", "step {k} does not come after step {k2} (row {row2}) in attempt {a} on rank {r}",
+        "record each optimizer step once per rank and attempt, numbered upwards"),
+}
+
+
+def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
+    """One pass of attribution; returns None after appending to `strict` when a
     relational problem (a row that contradicts others) is found."""
     A = _attempts(x, as_of, strict)
     if strict:
         return None
+    nA = A.ids.size
+    step_att = _dense_lut(st.attempt, np.sort(A.ids))
+    if step_att.size and (step_att < 0).any():
+        j = int(np.flatnonzero(step_att < 0)[0])
+        strict.append((st.row[j], "attempt", f"attempt {st.attempt[j]} has no attempt record",
+                       "add an 'attempt' row (start_ns, end_ns, kind) for it"))
+        return None
+    # dense index in A's (start) order
+    sorted_ids = np.sort(A.ids)
+    to_a = A.dense(sorted_ids)
+    step_att = to_a[step_att] if step_att.size else step_att
 
-    # Ranks and accountable time.
+    # Ranks, membership and accountable time.
     acc = x.take(np.flatnonzero(x.rec == _ACC))
-    known = set(np.unique(x.rank[x.rank >= 0]).tolist())
+    known = set(np.unique(x.rank[x.rank >= 0]).tolist()) | set(_present(st.rank).tolist())
     if ranks is not None:
-        known |= set(int(r) for r in ranks)
+        known |= {int(r) for r in ranks}
     att_rows = x.take(np.flatnonzero(x.rec == _ATT))
-    members_of: dict = {}
-    mem_rank, mem_att = [], []
-    for i in range(len(att_rows)):
-        a, r = int(att_rows.attempt[i]), int(att_rows.rank[i])
-        if r >= 0:
-            rs = [r]
-        elif len(acc):
-            t0 = att_rows.start[i]
-            acc_end = np.where(acc.end == NULL, as_of, acc.end)
-            rs = np.unique(acc.rank[(acc.start <= t0) & (acc_end > t0)]).tolist()
+    acc_end_raw = np.where(acc.end == NULL, as_of, acc.end)
+    # Membership: (dense attempt, rank) -> [start, end). Per-rank rows first (they
+    # carry their own interval, still ended by the attempt's failure), then rank -1
+    # rows for the ranks accountable at the attempt start.
+    att_d = A.dense(att_rows.attempt)
+    own = np.flatnonzero(att_rows.rank >= 0)
+    own_end = np.where((att_rows.end[own] == NULL) | (att_rows.end[own] > as_of), A.end[att_d[own]],
+                       np.minimum(att_rows.end[own], A.end[att_d[own]]))
+    parts = [(att_d[own], att_rows.rank[own], att_rows.start[own],
+              np.maximum(own_end, att_rows.start[own]))]
+    for i in np.flatnonzero(att_rows.rank < 0):
+        a, t0 = int(att_d[i]), att_rows.start[i]
+        if len(acc):
+            rs = np.unique(acc.rank[(acc.start <= t0) & (acc_end_raw > t0)])
         else:
-            rs = sorted(known)
-        if not rs and r < 0 and not known and not len(acc):
-            raise _err("rank", att_rows.row[i], "attempt with rank -1 but no rank is known",
-                       "give accountable records, per-rank attempt rows, or events")
-        for rr in rs:
-            mem_rank.append(rr)
-            mem_att.append(a)
-    mem_rank = np.array(mem_rank, np.int64)
-    mem_att = np.array(mem_att, np.int64)
-    if mem_rank.size:
-        pairs = np.unique(np.stack([mem_att, mem_rank]), axis=1)
-        mem_att, mem_rank = pairs[0], pairs[1]
-    for a in np.unique(mem_att):
-        members_of[int(a)] = mem_rank[mem_att == a]
-    mem_d = A.dense(mem_att)
-    mem_start = A.start[mem_d] if mem_d.size else np.empty(0, np.int64)
-    mem_end = A.end[mem_d] if mem_d.size else np.empty(0, np.int64)
-    # Per-rank attempt rows carry their own interval (elastic membership), still
-    # ended by the attempt's failure.
-    mem_start = mem_start.copy()
-    mem_end = mem_end.copy()
-    for i in np.flatnonzero(att_rows.rank >= 0):
-        sel = (mem_att == att_rows.attempt[i]) & (mem_rank == att_rows.rank[i])
-        mem_start[sel] = att_rows.start[i]
-        e = att_rows.end[i]
-        if e != NULL and e <= as_of:
-            mem_end[sel] = np.minimum(mem_end[sel], e)
-    mem_end = np.maximum(mem_end, mem_start)
+            rs = np.array(sorted(known), np.int64)
+            if not rs.size:
+                strict.append((att_rows.row[i], "rank", "attempt with rank -1 but no rank is known",
+                               "give accountable records, per-rank attempt rows, or events"))
+                return None
+        parts.append((np.full(rs.size, a), rs, np.full(rs.size, A.start[a]), np.full(rs.size, A.end[a])))
+    mem_att, mem_rank, mem_start, mem_end = (np.concatenate([p[k] for p in parts]).astype(np.int64)
+                                             for k in range(4))
+    _, first = np.unique(mem_att * (1 << 32) + mem_rank, return_index=True)
+    mem_att, mem_rank, mem_start, mem_end = mem_att[first], mem_rank[first], mem_start[first], mem_end[first]
+    members_of = {int(A.ids[a]): np.sort(mem_rank[mem_att == a]) for a in np.unique(mem_att)}
 
     if len(acc):
-        acc_rank = acc.rank
-        acc_start = acc.start
-        acc_end = np.minimum(np.where(acc.end == NULL, as_of, acc.end), as_of)
+        acc_rank, acc_start = acc.rank, acc.start
+        acc_end = np.minimum(acc_end_raw, as_of)
     else:
-        ur = np.unique(mem_rank)
-        acc_rank = ur
-        acc_start = np.array([mem_start[mem_rank == r].min() for r in ur], np.int64)
-        acc_end = np.array([mem_end[mem_rank == r].max() for r in ur], np.int64)
+        acc_rank = np.unique(mem_rank)
+        acc_start = np.array([mem_start[mem_rank == r].min() for r in acc_rank], np.int64)
+        acc_end = np.array([mem_end[mem_rank == r].max() for r in acc_rank], np.int64)
     acc_end = np.maximum(acc_end, acc_start)
 
-    # Every other record, expanded to ranks and checked against its attempt.
-    rec_all = x.take(np.flatnonzero(np.isin(x.rec, (_PHASE, _STEP, _CKPT, _REST))))
-    rec_all = _expand(rec_all, members_of)
-    d = A.dense(rec_all.attempt)
-    # the member interval of (attempt, rank)
-    key_m = mem_att * (1 << 32) + mem_rank
-    key_r = rec_all.attempt * (1 << 32) + rec_all.rank
-    order_m = np.argsort(key_m)
-    pos = np.searchsorted(key_m, key_r, sorter=order_m) if key_m.size else np.zeros(key_r.size, np.int64)
-    pos = np.minimum(pos, max(key_m.size - 1, 0))
-    found = (key_m.size > 0) & (key_m[order_m[pos]] == key_r) if key_m.size else np.zeros(key_r.size, bool)
-    mpos = order_m[pos] if key_m.size else pos
-    ms = np.where(found, mem_start[mpos] if key_m.size else 0, 0)
-    me = np.where(found, mem_end[mpos] if key_m.size else 0, 0)
-    not_member = ~found
-    outside = found & ((rec_all.start < ms) | (rec_all.start > me))
-    for mask, why in ((not_member, "rank {r} is not a member of attempt {a}"),
-                      (outside, "starts at {s}, outside attempt {a} on rank {r} [{ms}, {me})")):
-        for j in np.flatnonzero(mask)[:1]:
-            strict.append((rec_all.row[j], "start_ns" if mask is outside else "rank",
-                           f"{RECORDS[rec_all.rec[j]]} " + why.format(
-                               r=rec_all.rank[j], a=rec_all.attempt[j], s=rec_all.start[j],
-                               ms=ms[j], me=me[j]),
-                           "records must start inside their attempt on that rank"))
-        if mask.any() and on_invalid == "quarantine":
-            for j in np.flatnonzero(mask)[1:]:
-                strict.append((rec_all.row[j], "start_ns", "record outside its attempt",
-                               "records must start inside their attempt on that rank"))
+    rank_values = np.unique(np.concatenate([np.array(sorted(known), np.int64), acc_rank, mem_rank]))
+    nR = max(rank_values.size, 1)
+    m_start = np.full(nA * nR, NULL, np.int64)
+    m_end = np.full(nA * nR, NULL, np.int64)
+    mk = mem_att * nR + _dense_lut(mem_rank, rank_values)
+    m_start[mk] = mem_start
+    m_end[mk] = mem_end
+
+    # Small records (phases, saves, restores) expanded to ranks, checked, cut.
+    rec = _expand(x.take(np.flatnonzero(np.isin(x.rec, (_PHASE, _CKPT, _REST)))), members_of)
+    d = A.dense(rec.attempt)
+    rd = _dense_lut(rec.rank, rank_values)
+    k = d * nR + np.maximum(rd, 0)
+    ms = np.where(rd >= 0, m_start[k] if k.size else 0, NULL)
+    me = np.where(rd >= 0, m_end[k] if k.size else 0, NULL)
+    for j in np.flatnonzero((ms == NULL) | (rec.start < ms) | (rec.start > me)):
+        why = (f"rank {rec.rank[j]} is not a member of attempt {rec.attempt[j]}" if ms[j] == NULL else
+               f"starts at {rec.start[j]}, outside attempt {rec.attempt[j]} on rank {rec.rank[j]} "
+               f"[{ms[j]}, {me[j]}]")
+        strict.append((rec.row[j], "rank" if ms[j] == NULL else "start_ns", f"{RECORDS[rec.rec[j]]} {why}",
+                       "records must start inside their attempt on that rank"))
     if strict:
         return None
-    keep = found & ~outside
-    rec_all = rec_all.take(np.flatnonzero(keep))
-    ms, me, d = ms[keep], me[keep], d[keep]
 
-    # Ends: missing or late ends are cut at the attempt end.
     def cut(end):
-        e = np.where(end == NULL, me, end)
-        return np.maximum(np.minimum(e, me), rec_all.start)
+        e = np.where((end == NULL) | (end > me), me, end)
+        return np.maximum(e, rec.start)
 
-    end = cut(rec_all.end)
-    block = cut(rec_all.block_end)
+    end = cut(rec.end)
+    block = cut(rec.block_end)
 
+    # Steps: expand, order by (rank, start), then check/cut/label in one kernel pass.
+    if len(st) and (st.rank < 0).any():
+        st = _expand(st, members_of)
+        step_att = A.dense(st.attempt)
+    s_rd = _dense_lut(st.rank, rank_values)
     C = _checkpoints(x, A, as_of)
-    L = _lineage(x, A, C, as_of, strict)
+
+    def last_done_step(a):
+        sel = (step_att == a) & (st.end != NULL) & (st.end <= as_of)
+        if not sel.any():
+            return NULL
+        # a step done after its attempt ended does not count
+        sel &= st.end <= A.end[a]
+        return int(st.step[sel].max()) if sel.any() else NULL
+
+    L = _lineage(x, A, C, as_of, strict, last_done_step)
     if strict:
         return None
-
-    # --- steps layer
-    is_step = rec_all.rec == _STEP
-    si = np.flatnonzero(is_step)
-    st = rec_all.take(si)
-    s_end = end[si]
-    s_att = d[si]
-    in_flight = (st.end == NULL) | (st.end > s_end)
-    s_order = np.lexsort((st.start, st.rank))
-    st, s_end, s_att, in_flight = st.take(s_order), s_end[s_order], s_att[s_order], in_flight[s_order]
-    if st.rank.size > 1:
-        same = st.rank[1:] == st.rank[:-1]
-        overlap = same & (st.start[1:] < s_end[:-1])
-        if overlap.any():
-            j = int(np.flatnonzero(overlap)[0]) + 1
-            strict.append((st.row[j], "start_ns",
-                           f"step {st.step[j]} overlaps step {st.step[j - 1]} on rank {st.rank[j]} "
-                           f"(row {st.row[j - 1]})", "steps of one rank must not overlap"))
-            for k in np.flatnonzero(overlap)[1:] + 1:
-                strict.append((st.row[k], "start_ns", "overlapping step", "steps of one rank must not overlap"))
-        dup = same & (st.step[1:] == st.step[:-1]) & (s_att[1:] == s_att[:-1])
-        if dup.any() and not overlap.any():
-            j = int(np.flatnonzero(dup)[0]) + 1
-            strict.append((st.row[j], "step", f"step {st.step[j]} appears twice in attempt "
-                           f"{st.attempt[j]} on rank {st.rank[j]}", "record each step once per rank and attempt"))
-    if strict:
+    pend = np.zeros(nA, bool)
+    if nA:
+        pend[L.last] = A.running[L.last]
+    order, ok = _kernels.rank_order(s_rd, st.start, nR)
+    if not ok:
+        order = np.lexsort((st.start, s_rd))
+    # Causes as codes into a small dictionary.
+    cause_names = sorted({c for c in A.cause if c is not None} | {"superseded"})
+    cause_code = {c: i for i, c in enumerate(cause_names)}
+    att_cause = np.array([cause_code[c if c is not None else "superseded"] for c in A.cause], np.int16)
+    s_states = np.array([S["productive"], S["pending"], S["rolled_back"]], np.int8)
+    (s_rank, s_start, s_end, s_state, s_att, s_step, s_cause, tokens, code, i, i2) = _kernels.steps_pass(
+        order, s_rd, step_att, st.start, st.end, st.step, st.tokens, m_start, m_end, nR,
+        L.base, L.head, L.on, pend, NULL, rank_values.astype(np.int32), att_cause, s_states)
+    if code:
+        col, why, fix = _STEP_ERRORS[int(code)]
+        a = int(A.ids[step_att[i]])
+        strict.append((st.row[i], col, why.format(
+            r=st.rank[i], a=a, s=st.start[i], ms=m_start[step_att[i] * nR + s_rd[i]],
+            me=m_end[step_att[i] * nR + s_rd[i]], k=st.step[i], k2=st.step[i2] if i2 >= 0 else None,
+            row2=st.row[i2] if i2 >= 0 else None), fix))
         return None
 
-    base = L.base[s_att]
-    head = L.head[s_att]
-    in_range = (L.on[s_att] & (head != NULL) & ((base == NULL) | (st.step > base)) & (st.step <= head)
-                & ~in_flight)
-    pending = (~in_range) & (s_att == L.last) & A.running[s_att] if s_att.size else np.zeros(0, bool)
-    s_state = np.where(in_range, S["productive"], np.where(pending, S["pending"], S["rolled_back"]))
-    s_cause = np.where(s_state == S["rolled_back"], A.cause[s_att] if s_att.size else None, None)
-    s_cause = np.array([c if (c is not None or s != S["rolled_back"]) else "superseded"
-                        for c, s in zip(s_cause, s_state)], dtype=object)
-
-    # --- background layer: accountable (outage) < attempts (unattributed) < init/restore
-    first = 0
-    ph = rec_all.rec == _PHASE
-    is_init = ph & np.isin(rec_all.kind, INIT_KINDS)
-    is_rest = rec_all.rec == _REST
+    # --- background: accountable (outage) < attempts (unattributed) < init/restore
+    ph = rec.rec == _PHASE
+    is_init = ph & np.isin(rec.kind, INIT_KINDS)
+    is_rest = rec.rec == _REST
     bi = np.flatnonzero(is_init | is_rest)
-    b_rank = np.concatenate([acc_rank, mem_rank, rec_all.rank[bi]]).astype(np.int32)
-    b_start = np.concatenate([acc_start, mem_start, rec_all.start[bi]])
+    b_rank = np.concatenate([acc_rank, mem_rank, rec.rank[bi]]).astype(np.int32)
+    b_start = np.concatenate([acc_start, mem_start, rec.start[bi]])
     b_end = np.concatenate([acc_end, mem_end, end[bi]])
     b_level = np.concatenate([np.zeros(acc_rank.size, np.int8), np.ones(mem_rank.size, np.int8),
                               np.full(bi.size, 2, np.int8)])
-    init_state = np.where(d[bi] == first, S["initialization"], S["recovery.reinit"])
     b_state = np.concatenate([np.full(acc_rank.size, S["recovery.outage"]),
                               np.full(mem_rank.size, S["unattributed"]),
-                              np.where(is_rest[bi], S["recovery.restore"], init_state)])
-    b_attempt = np.concatenate([np.full(acc_rank.size, NULL), mem_att, rec_all.attempt[bi]])
-    b_step = np.concatenate([np.full(acc_rank.size + mem_rank.size, NULL),
-                             np.where(is_rest[bi], rec_all.step[bi], NULL)])
+                              np.where(is_rest[bi], S["recovery.restore"],
+                                       np.where(d[bi] == 0, S["initialization"], S["recovery.reinit"]))])
+    b_att = np.concatenate([np.full(acc_rank.size, -1), mem_att, d[bi]]).astype(np.int32)
+    b_step = np.concatenate([np.full(acc_rank.size + mem_rank.size, NULL), np.where(is_rest[bi], rec.step[bi], NULL)])
     B = _kernels.paint(b_rank, b_start, b_end, b_level, np.lexsort((b_start, b_rank)))
 
     # --- overlay: eval/custom/data_wait < checkpoint
     oph = np.flatnonzero(ph & ~is_init)
-    oci = np.flatnonzero(rec_all.rec == _CKPT)
-    ck_att, ck_step = d[oci], rec_all.step[oci]
-    cidx = _ckpt_index(C, ck_att, ck_step)
-    durable = C.durable[cidx] != NULL
-    on_line = (L.on[ck_att] & (L.head[ck_att] != NULL) & (ck_step <= L.head[ck_att])
-               & ((L.base[ck_att] == NULL) | (ck_step > L.base[ck_att])))
+    oci = np.flatnonzero(rec.rec == _CKPT)
+    ck_att, ck_step = d[oci], rec.step[oci]
+    durable = C.durable[_ckpt_index(C, ck_att, ck_step)] != NULL
+    on_line = _on_lineage(L, ck_att, ck_step)
     ck_state = np.where(~durable, S["checkpoint.lost"], np.where(on_line, S["checkpoint"], S["checkpoint.unused"]))
-    o_rank = np.concatenate([rec_all.rank[oph], rec_all.rank[oci]]).astype(np.int32)
-    o_start = np.concatenate([rec_all.start[oph], rec_all.start[oci]])
+    o_rank = np.concatenate([rec.rank[oph], rec.rank[oci]]).astype(np.int32)
+    o_start = np.concatenate([rec.start[oph], rec.start[oci]])
     o_end = np.concatenate([end[oph], block[oci]])
     o_level = np.concatenate([np.zeros(oph.size, np.int8), np.ones(oci.size, np.int8)])
-    o_state = np.concatenate([np.array([S[k] for k in rec_all.kind[oph]], np.int64).reshape(-1), ck_state])
-    o_attempt = np.concatenate([rec_all.attempt[oph], rec_all.attempt[oci]])
+    o_state = np.concatenate([np.array([S[kd] for kd in rec.kind[oph]], np.int64).reshape(-1), ck_state])
+    o_att = np.concatenate([d[oph], ck_att])
     o_step = np.concatenate([np.full(oph.size, NULL), ck_step])
     O = _kernels.paint(o_rank, o_start, o_end, o_level, np.lexsort((o_start, o_rank)))
 
-    pr, ps, pe, pl, pw = _kernels.layer(B[0], B[1], B[2], st.rank.astype(np.int32), st.start, s_end,
-                                        O[0], O[1], O[2])
-    # labels of each piece
-    state = np.empty(pr.size, np.int64)
-    attempt = np.empty(pr.size, np.int64)
-    step = np.empty(pr.size, np.int64)
-    cause = np.full(pr.size, None, dtype=object)
-    for lay, (rows_of, st_arr, at_arr, sp_arr, ca_arr) in enumerate((
-            (B[3], b_state, b_attempt, b_step, None),
-            (None, s_state, st.attempt, st.step, s_cause),
-            (O[3], o_state, o_attempt, o_step, None))):
-        sel = pl == lay
-        src = pw[sel] if rows_of is None else rows_of[pw[sel]]
-        state[sel] = st_arr[src]
-        attempt[sel] = at_arr[src]
-        step[sel] = sp_arr[src]
-        if ca_arr is not None:
-            cause[sel] = ca_arr[src]
+    (pr, ps, pe, state, att_id, step, cause, null_att, null_step, null_cause) = _kernels.layer(
+        B[0], B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]],
+        np.full(B[3].size, -1, np.int16),
+        s_rank, s_start, s_end, s_state, s_att, s_step, s_cause,
+        O[0], O[1], O[2], o_state[O[3]].astype(np.int8), o_att[O[3]].astype(np.int32), o_step[O[3]],
+        np.full(O[3].size, -1, np.int16), A.ids.astype(np.int32), NULL)
     intervals = pa.table({
-        "rank": pa.array(pr, pa.int32()),
-        "start_ns": pa.array(ps, pa.int64()),
-        "end_ns": pa.array(pe, pa.int64()),
-        "state": pa.DictionaryArray.from_arrays(pa.array(state.astype(np.int8)), pa.array(list(STATES))),
-        "attempt": pa.array(attempt, pa.int32(), mask=attempt == NULL) if attempt.size else pa.array([], pa.int32()),
-        "step": pa.array(step, pa.int64(), mask=step == NULL),
-        "cause": pa.array(cause, pa.string()).dictionary_encode(),
+        "rank": pr,
+        "start_ns": ps,
+        "end_ns": pe,
+        "state": pa.DictionaryArray.from_arrays(pa.array(state), pa.array(list(STATES))),
+        "attempt": pa.array(att_id, pa.int32(), mask=null_att),
+        "step": pa.array(step, pa.int64(), mask=null_step),
+        "cause": pa.DictionaryArray.from_arrays(pa.array(cause, pa.int16(), mask=null_cause),
+                                                pa.array(cause_names, pa.string())),
     })
-    lineage_ckpts = np.sort(C.step[(C.durable != NULL) & _on_lineage(L, C.attempt, C.step)])
+
     fail_ids = {f[0] for f in A.failures}
     failures_all = list(A.failures) + [
-        (int(A.ids[i]), int(A.end[i]), A.cause[i]) for i in range(A.ids.size)
-        if not A.running[i] and A.cause[i] in ("failed", "preempted") and int(A.ids[i]) not in fail_ids]
+        (int(A.ids[a]), int(A.end[a]), A.cause[a]) for a in range(nA)
+        if not A.running[a] and A.cause[a] in ("failed", "preempted") and int(A.ids[a]) not in fail_ids]
     prod = s_state == S["productive"]
-    preserved_steps = int(np.unique(st.step[prod]).size)
-    step_x = x.take(np.flatnonzero(x.rec == _STEP))
-    if prod.any() and len(step_x):
-        pk = np.unique(s_att[prod] * (1 << 40) + st.step[prod])
-        xk = A.dense(step_x.attempt) * (1 << 40) + step_x.step
-        preserved_tokens = int(step_x.tokens[np.isin(xk, pk)].sum())
-    else:
-        preserved_tokens = 0
-    acc_ns = np.zeros(0, np.int64)
-    ur = np.unique(pr)
-    if ur.size:
-        acc_ns = np.zeros(ur.size, np.int64)
-        np.add.at(acc_ns, np.searchsorted(ur, pr), pe - ps)
+    preserved_steps = int(_present(s_step[prod] - s_step[prod].min()).size) if prod.any() else 0
+    # pieces come sorted by rank: exact per-rank sums with reduceat
+    cuts = np.flatnonzero(np.r_[True, pr[1:] != pr[:-1]]) if pr.size else np.empty(0, np.int64)
+    ur = pr[cuts]
+    acc_ns = np.add.reduceat(pe - ps, cuts) if pr.size else np.zeros(0, np.int64)
     accountable = pa.table({"rank": pa.array(ur, pa.int32()), "accountable_ns": pa.array(acc_ns, pa.int64())})
+    lineage_ckpts = np.sort(C.step[(C.durable != NULL) & _on_lineage(L, C.attempt, C.step)])
     wall = int(as_of - acc_start.min()) if acc_start.size else 0
-    return Attribution(intervals, as_of, A, L, C, st, s_end, s_state, lineage_ckpts, failures_all, wall,
-                       preserved_steps, preserved_tokens, accountable)
+    return Attribution(intervals, as_of, A, L, C, s_step, s_start, s_end, s_state, lineage_ckpts,
+                       failures_all, wall, preserved_steps, int(tokens), accountable)
 
 
 def _on_lineage(L: Lineage, att, step):

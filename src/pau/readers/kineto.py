@@ -1,0 +1,817 @@
+"""PyTorch profiler (Kineto) traces -> pau's events and lifecycle tables.
+
+A Kineto trace is the Chrome-trace JSON that ``torch.profiler`` writes, one file per
+rank, plain or gzip. :func:`read_kineto` reads a file or a directory of them with a
+streaming native parser (``pau._core.KinetoParser``): the file is decompressed in
+chunks and only the fields pau needs are kept, so memory follows the output (the
+device events), not the file.
+
+What becomes what
+-----------------
+* **Device events** are the complete events (``"ph": "X"``) whose category is one of
+  :attr:`Rules.categories`: by default ``kernel``/``Kernel`` (GPU kernels),
+  ``gpu_memcpy``/``Memcpy``, ``gpu_memset``/``Memset``, ``cuda_sync`` (stream and
+  event waits that Kineto places on the device timeline) and ``mtia_ccp_events``
+  (MTIA command processor events). Host-side categories (``cpu_op``/``Operator``,
+  ``cuda_runtime``/``Runtime``, ``cuda_driver``, ``mtia_runtime``,
+  ``python_function``, ``user_annotation``, ``gpu_user_annotation``, ``Trace``...) are
+  not device activity: they are counted, and the kernel launches among them date
+  each kernel to its profiler step.
+* Each device event gets a **kind** (DESIGN §2.1) from its category, then from its
+  name: a ``kernel`` whose name matches :attr:`Rules.communication` (NCCL, RCCL, MSCCL,
+  HCCL) is ``communication``, other kernels are ``compute``; MTIA events are named by
+  :attr:`Rules.names`. :class:`Rules` is a plain dataclass: extend it.
+* **Steps**: every ``ProfilerStep#N`` annotation (host side) becomes a lifecycle
+  ``step`` record (attempt 0) for each rank of its file, and each device event's
+  ``step`` is the step during which it was launched (its launch is found through the
+  ``correlation`` id; events without a launch are dated by their own start).
+* **Ranks** come from ``distributedInfo.rank``. A file without one gets the number in
+  its name (``rank-3``, ``rank_3``, ``rank3``), else the smallest rank no other file
+  claims, in file-name order; either way with a warning. Two files claiming one rank
+  raise :class:`DuplicateRankError`. A file holding several devices gives one rank per
+  device: then every (file, device) pair is a rank, numbered from 0 in order of (file
+  rank, device id), and :attr:`KinetoTrace.ranks` maps them back (with a warning).
+
+Time
+----
+``ts`` and ``dur`` are microseconds written as decimal text. They are converted from
+the text to int64 nanoseconds exactly (digits, not doubles), so a trace with
+nanosecond resolution (``"ts": 4458676522690.655``) keeps it. Kineto writes ``ts``
+relative to ``baseTimeNanoseconds`` when that key is present (newer traces; their
+``displayTimeUnit`` of ``"ms"`` or ``"ns"`` only affects viewers): pau adds it, so
+``start_ns`` is always nanoseconds since the Unix epoch. Older traces write absolute
+microseconds; some of those carry a fraction too, but at today's epoch their writer
+rounded it to the nearest 0.25 us (a double), which pau keeps as written.
+:attr:`KinetoTrace.ranks` says which resolution each file has (``time_resolution``).
+
+Bad input
+---------
+Every problem is a :class:`TraceError` (a :class:`pau.errors.PauError`, hence a
+``ValueError``) naming the file and, where it applies, the byte offset in the
+decompressed JSON and its line: empty files, truncated or corrupt gzip, malformed
+JSON, files that are not Kineto traces, device events without ``ts``/``dur``, files
+without device events. With ``on_invalid="quarantine"`` bad events and unusable files
+are set aside in :attr:`KinetoTrace.quarantine` with a reason and counted in
+:attr:`KinetoTrace.warnings` instead; files that cannot be parsed at all still raise.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .. import _core
+from ..core import KINDS
+from ..errors import PauError
+
+__all__ = [
+    "DEFAULT_RULES",
+    "DuplicateRankError",
+    "InvalidEventError",
+    "KinetoTrace",
+    "NameRule",
+    "NoDeviceEventsError",
+    "Rules",
+    "TraceError",
+    "TraceFormatError",
+    "read_kineto",
+]
+
+#: Bytes of decompressed JSON handed to the native parser at a time.
+CHUNK_BYTES = 8 << 20
+
+
+# ---------------------------------------------------------------------------
+# errors
+
+
+class TraceError(PauError):
+    """A trace file pau cannot use as it is.
+
+    Attributes: ``path``, ``offset`` (byte offset in the decompressed JSON, or None),
+    ``line`` (1-based, or None), ``problem`` and ``fix``.
+    """
+
+    def __init__(self, path: str, problem: str, fix: str, offset: int | None = None,
+                 line: int | None = None):
+        self.path = path
+        self.offset = offset
+        self.line = line
+        self.problem = problem
+        self.fix = fix
+        where = ""
+        if offset is not None:
+            where = f", byte {offset}" + (f" (line {line})" if line is not None else "")
+        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
+
+
+class TraceFormatError(TraceError):
+    """Not readable as a Kineto trace: empty, truncated, corrupt, malformed JSON, or
+    another format."""
+
+
+class InvalidEventError(TraceError):
+    """A device event (or a step annotation) without a usable ``ts`` or ``dur``."""
+
+
+class NoDeviceEventsError(TraceError):
+    """A trace with no device activity (a CPU-only profile, or unknown categories)."""
+
+
+class DuplicateRankError(TraceError):
+    """Two files claim the same rank."""
+
+
+# ---------------------------------------------------------------------------
+# classification rules
+
+
+class NameRule(NamedTuple):
+    """``kind`` for device events of ``category`` (``"*"``: any) whose name matches
+    ``pattern`` (:func:`re.search`)."""
+
+    category: str
+    pattern: str
+    kind: str
+
+
+#: Trace category -> kind. Categories not listed are host activity.
+DEFAULT_CATEGORIES: Mapping[str, str] = {
+    "kernel": "compute",
+    "Kernel": "compute",            # old Kineto format
+    "gpu_memcpy": "memcpy",
+    "Memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "Memset": "memset",
+    "cuda_sync": "sync",            # Stream Sync, Event Sync, Context Sync, Stream Wait Event
+    "mtia_ccp_events": "other",     # refined by DEFAULT_NAME_RULES
+}
+
+#: Kernel names that are communication (matched with re.search, any case).
+DEFAULT_COMMUNICATION: tuple[str, ...] = (
+    r"(?i)^(?:void\s+)?nccl",      # ncclKernel_*, ncclDevKernel_*, ncclkernel_* (NCCL, and RCCL on ROCm)
+    r"(?i)^(?:void\s+)?rccl",      # RCCL builds that prefix their own name
+    r"(?i)^(?:void\s+)?msccl",     # MSCCL / MSCCL++
+    r"(?i)^(?:void\s+)?(?:hccl|hcom)",  # HCCL (Ascend)
+)
+
+#: Name rules tried before the category's default kind.
+DEFAULT_NAME_RULES: tuple[NameRule, ...] = (
+    NameRule("mtia_ccp_events", r"^(?:pe_exe|merge|remote)$", "compute"),   # processing-element jobs
+    NameRule("mtia_ccp_events", r"^dma", "memcpy"),                         # dma_request
+    NameRule("mtia_ccp_events", r"^event_(?:wait|record)$", "sync"),
+)
+
+#: Categories known to be host activity (not reported as unknown).
+HOST_CATEGORIES = frozenset({
+    "cpu_op", "Operator", "user_annotation", "gpu_user_annotation", "cuda_runtime", "Runtime",
+    "cuda_driver", "Driver", "python_function", "Python", "Trace", "mtia_runtime",
+    "cpu_instant_event", "overhead", "Overhead", "cuda_profiler_range", "fwdbwd", "ac2g",
+    "async", "async_gpu", "python", "xpu_runtime", "xpu_driver", "privateuse1_runtime",
+    "privateuse1_driver",
+})
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How Kineto events become pau kinds.
+
+    A complete event is device activity when its category is a key of ``categories``.
+    Its kind is then, in order: the kind of the first :class:`NameRule` in ``names``
+    that applies; ``communication`` when the category's kind is ``compute`` and the
+    name matches a pattern of ``communication``; else ``categories[category]``.
+
+    Extend rather than rebuild::
+
+        rules = Rules().extend(communication=[r"^my_allreduce"],
+                               categories={"xpu_kernel": "compute"})
+    """
+
+    categories: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_CATEGORIES))
+    communication: Sequence[str] = DEFAULT_COMMUNICATION
+    names: Sequence[NameRule] = DEFAULT_NAME_RULES
+
+    def __post_init__(self):
+        object.__setattr__(self, "categories", dict(self.categories))
+        object.__setattr__(self, "communication", tuple(self.communication))
+        object.__setattr__(self, "names", tuple(NameRule(*r) for r in self.names))
+        for cat, kind in self.categories.items():
+            if kind not in KINDS:
+                raise ValueError(f"rules.categories[{cat!r}] = {kind!r}: expected one of {', '.join(KINDS)}")
+        for rule in self.names:
+            if rule.kind not in KINDS:
+                raise ValueError(f"rules.names: {rule}: kind must be one of {', '.join(KINDS)}")
+        try:
+            comm = [re.compile(p) for p in self.communication]
+            names = [(r.category, re.compile(r.pattern), r.kind) for r in self.names]
+        except re.error as exc:
+            raise ValueError(f"rules: bad regular expression {exc.pattern!r}: {exc}") from None
+        object.__setattr__(self, "_comm", comm)
+        object.__setattr__(self, "_names", names)
+
+    def extend(self, *, categories: Mapping[str, str] | None = None,
+               communication: Iterable[str] = (), names: Iterable[Sequence[str]] = ()) -> "Rules":
+        """A copy with more rules; the new ones take precedence."""
+        cats = dict(self.categories)
+        cats.update(categories or {})
+        return Rules(cats, tuple(communication) + self.communication,
+                     tuple(NameRule(*r) for r in names) + self.names)
+
+    def classify(self, category: str, name: str) -> str | None:
+        """The kind of one event, or None when its category is not device activity."""
+        base = self.categories.get(category)
+        if base is None:
+            return None
+        for cat, pattern, kind in self._names:  # type: ignore[attr-defined]
+            if (cat == "*" or cat == category) and pattern.search(name):
+                return kind
+        if base == "compute" and any(p.search(name) for p in self._comm):  # type: ignore[attr-defined]
+            return "communication"
+        return base
+
+
+DEFAULT_RULES = Rules()
+
+
+# ---------------------------------------------------------------------------
+# parsing files
+
+
+@dataclass
+class _File:
+    """One parsed file: raw columns from the native parser, before rank assignment."""
+
+    path: str
+    rows: dict
+    order: np.ndarray          # device rows sorted by (device, ts)
+    aside: dict
+    meta: dict
+    strings: list
+    rank: int = -1
+    rank_source: str = ""
+
+    def cat_counts(self) -> Counter:
+        counts = self.meta["cat_counts"]
+        return Counter({self.strings[i]: int(counts[i]) for i in np.flatnonzero(counts)})
+
+
+def trace_files(path: str | os.PathLike) -> list[str]:
+    """The trace files of ``path``: itself, or the ``.json``/``.gz`` files of a directory
+    (not recursive), in name order."""
+    p = os.fspath(path)
+    if os.path.isfile(p):
+        return [p]
+    if not os.path.isdir(p):
+        raise FileNotFoundError(f"no Kineto trace file or directory at {p!r}")
+    names = sorted(n for n in os.listdir(p) if not n.startswith(".") and n.endswith((".json", ".gz"))
+                   and os.path.isfile(os.path.join(p, n)))
+    if not names:
+        raise FileNotFoundError(f"no trace files (*.json, *.json.gz) in {p!r}")
+    return [os.path.join(p, n) for n in names]
+
+
+def _chunks(f, size: int, prefetch: bool):
+    """Memoryviews of successive chunks of ``f``; with ``prefetch`` the next chunk is
+    decompressed on a second thread while the caller parses this one (zlib and the
+    native parser both release the GIL)."""
+    if not prefetch:
+        buf = bytearray(size)
+        view = memoryview(buf)
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                return
+            yield view[:n]
+    bufs = (bytearray(size), bytearray(size))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        k = 0
+        pending = pool.submit(f.readinto, bufs[0])
+        while True:
+            n = pending.result()
+            if not n:
+                return
+            current = memoryview(bufs[k])[:n]
+            k ^= 1
+            pending = pool.submit(f.readinto, bufs[k])
+            yield current
+
+
+def _parse_file(path: str, device_categories: list[str], prefetch: bool = False,
+                chunk_bytes: int = CHUNK_BYTES) -> _File:
+    parser = _core.KinetoParser(device_categories)
+    fix_gzip = "re-copy or re-export the trace; a truncated file usually means the profiler was interrupted"
+    with open(path, "rb") as raw:
+        is_gzip = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        f = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip else raw
+        try:
+            for chunk in _chunks(f, chunk_bytes, prefetch):
+                if not parser.feed(chunk):
+                    break
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise TraceFormatError(
+                path, f"the gzip stream is truncated or corrupt after {parser.bytes_seen} bytes of JSON "
+                f"({exc})", fix_gzip, offset=parser.bytes_seen) from None
+        parser.finish()
+    if parser.error is not None:
+        message, offset, line = parser.error
+        if message.startswith("unexpected end of input"):
+            fix = fix_gzip
+        elif message.startswith("the file is empty"):
+            fix = "the profiler wrote nothing: check that the trace handler ran (prof.export_chrome_trace)"
+        else:
+            fix = "give a PyTorch profiler trace (Chrome trace JSON, plain or .gz)"
+        raise TraceFormatError(path, message, fix, offset=offset, line=line)
+    res = parser.result()
+    meta = res["meta"]
+    if meta["format"] == 1 and not meta["has_events_key"]:
+        raise TraceFormatError(path, "not a Kineto trace: a JSON object without a \"traceEvents\" array",
+                               "give a PyTorch profiler trace (Chrome trace JSON, plain or .gz)")
+    return _File(path, res["rows"], res["device_order"], res["set_aside"], meta, res["strings"])
+
+
+def _parse_all(paths: list[str], device_categories: list[str], threads: int | None = None) -> list[_File]:
+    if len(paths) == 1:
+        return [_parse_file(paths[0], device_categories, prefetch=True)]
+    workers = threads or min(len(paths), os.cpu_count() or 1)
+    if workers <= 1:
+        return [_parse_file(p, device_categories) for p in paths]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda p: _parse_file(p, device_categories), paths))
+
+
+_RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")
+
+
+def _assign_ranks(files: list[_File], warnings: list[str]) -> None:
+    """Set ``rank`` and ``rank_source`` of every file (see the module docstring)."""
+    claimed: dict[int, _File] = {}
+    pending = []
+    for f in files:
+        r = f.meta["rank"]
+        if r is not None and r < 0:
+            warnings.append(f"{f.path}: distributedInfo.rank is {r}, not a rank; ignored")
+            r = None
+        if r is not None:
+            f.rank, f.rank_source = int(r), "distributedInfo"
+        else:
+            m = _RANK_IN_NAME.search(os.path.basename(f.path))
+            if m:
+                f.rank, f.rank_source = int(m.group(1)), "file name"
+            else:
+                pending.append(f)
+                continue
+        other = claimed.get(f.rank)
+        if other is not None:
+            raise DuplicateRankError(
+                f.path, f"rank {f.rank} (from its {f.rank_source}) is also claimed by {other.path} "
+                f"(from its {other.rank_source})",
+                "give each rank's trace its own directory entry once; remove the duplicate or the stale file")
+        claimed[f.rank] = f
+    free = 0
+    for f in pending:
+        while free in claimed:
+            free += 1
+        f.rank, f.rank_source = free, "assigned"
+        claimed[free] = f
+    for f in files:
+        if f.rank_source == "file name":
+            warnings.append(f"{f.path}: no distributedInfo.rank in the trace; rank {f.rank} taken from "
+                            "the file name")
+        elif f.rank_source == "assigned":
+            warnings.append(f"{f.path}: no distributedInfo.rank in the trace nor a rank in its file name; "
+                            f"assigned rank {f.rank} (the smallest rank no other file claims, in file-name "
+                            "order)")
+
+
+# ---------------------------------------------------------------------------
+# assembling tables
+
+
+def _checked_add(a: np.ndarray, b, what: str, path: str) -> np.ndarray:
+    """a + b in int64, raising instead of wrapping around."""
+    if a.size == 0:
+        return a.astype(np.int64)
+    lo, hi = int(a.min()), int(a.max())
+    bl, bh = (int(b.min()), int(b.max())) if isinstance(b, np.ndarray) else (int(b), int(b))
+    if hi + bh > np.iinfo(np.int64).max or lo + bl < np.iinfo(np.int64).min:
+        raise TraceFormatError(path, f"{what} overflows int64 nanoseconds",
+                               "check baseTimeNanoseconds and the event times")
+    return a + b
+
+
+_STEP_NAME = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
+
+
+def _steps(f: _File) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start_ns, end_ns, step) of the file's host-side ProfilerStep annotations,
+    sorted by start (times with the base time added)."""
+    rows = f.rows
+    host = rows["is_device"] == 0
+    ids = np.unique(rows["name"][host]) if host.any() else np.empty(0, np.int32)
+    step_of_id = {int(i): int(m.group(1)) for i in ids if (m := _STEP_NAME.match(f.strings[i]))}
+    if not step_of_id:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    gpu_anno = {i for i, s in enumerate(f.strings) if s == "gpu_user_annotation"}
+    sel = host & np.isin(rows["name"], np.fromiter(step_of_id, np.int32))
+    if gpu_anno:
+        sel &= ~np.isin(rows["cat"], np.fromiter(gpu_anno, np.int32))
+    idx = np.flatnonzero(sel)
+    base = f.meta["base_time_ns"] or 0
+    start = _checked_add(rows["ts_ns"][idx], base, "a step start", f.path)
+    end = _checked_add(start, rows["dur_ns"][idx], "a step end", f.path)
+    step = np.array([step_of_id[int(i)] for i in rows["name"][idx]], np.int64)
+    order = np.argsort(start, kind="stable")
+    return start[order], end[order], step[order]
+
+
+def _launch_times(f: _File, dev_idx: np.ndarray) -> np.ndarray:
+    """For each device row, the ts of the host event with the same correlation id
+    (the launch), or -1 when there is none. Times without the base time."""
+    rows = f.rows
+    corr = rows["correlation"]
+    host = np.flatnonzero((rows["is_device"] == 0) & (corr >= 0))
+    out = np.full(dev_idx.size, -1, np.int64)
+    if host.size == 0 or dev_idx.size == 0:
+        return out
+    hc = corr[host]
+    order = np.argsort(hc, kind="stable")
+    hc_sorted, ts_sorted = hc[order], rows["ts_ns"][host][order]
+    dc = corr[dev_idx]
+    pos = np.searchsorted(hc_sorted, dc)
+    ok = (dc >= 0) & (pos < hc_sorted.size)
+    ok[ok] = hc_sorted[pos[ok]] == dc[ok]
+    out[ok] = ts_sorted[pos[ok]]
+    return out
+
+
+def _step_of(times: np.ndarray, st: np.ndarray, en: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """Step number containing each time ([start, end) of the latest step starting at or
+    before it), -1 for none."""
+    if st.size == 0:
+        return np.full(times.size, -1, np.int64)
+    pos = np.searchsorted(st, times, side="right") - 1
+    inside = pos >= 0
+    inside[inside] = times[inside] < en[pos[inside]]
+    return np.where(inside, step[np.maximum(pos, 0)], -1)
+
+
+def _kinds(f: _File, dev_idx: np.ndarray, rules: Rules) -> np.ndarray:
+    """int8 kind codes of device rows, classifying each distinct (category, name) once."""
+    n_str = len(f.strings)
+    key = f.rows["cat"][dev_idx].astype(np.int64) * n_str + f.rows["name"][dev_idx]
+    uniq, inverse = np.unique(key, return_inverse=True)
+    codes = np.empty(uniq.size, np.int8)
+    for j, k in enumerate(uniq.tolist()):
+        kind = rules.classify(f.strings[k // n_str], f.strings[k % n_str])
+        codes[j] = KINDS.index(kind) if kind is not None else -1
+    return codes[inverse.reshape(-1)]
+
+
+_QUARANTINE_SCHEMA = pa.schema([
+    ("source_file", pa.string()), ("offset", pa.int64()), ("line", pa.int64()),
+    ("category", pa.string()), ("name", pa.string()), ("reason", pa.string()),
+])
+
+_REASONS = {
+    1: 'missing "ts"',
+    2: 'missing "dur"',
+    3: '"ts" is not a number of microseconds within the int64 nanosecond range',
+    4: '"dur" is not a number of microseconds within the int64 nanosecond range',
+    5: 'negative "dur"',
+}
+
+_LIFECYCLE_SCHEMA = pa.schema([
+    ("record", pa.string()), ("attempt", pa.int32()), ("rank", pa.int32()),
+    ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("step", pa.int64()),
+    ("block_end_ns", pa.int64()), ("durable_ns", pa.int64()), ("ok", pa.bool_()),
+    ("kind", pa.string()), ("tokens", pa.int64()),
+])
+
+_RANKS_SCHEMA = pa.schema([
+    ("rank", pa.int32()), ("file_rank", pa.int32()), ("rank_source", pa.string()),
+    ("device", pa.int64()), ("device_name", pa.string()), ("world_size", pa.int64()),
+    ("backend", pa.string()), ("pid", pa.int64()), ("source_file", pa.string()),
+    ("format", pa.string()), ("time_resolution", pa.string()), ("base_time_ns", pa.int64()),
+    ("events", pa.int64()), ("steps", pa.int64()),
+])
+
+
+@dataclass
+class KinetoTrace:
+    """What :func:`read_kineto` returns.
+
+    Attributes
+    ----------
+    events : pyarrow.Table
+        Device events (DESIGN §2.1), ordered by ``(rank, start_ns)``: ``rank:int32,
+        stream:int32, start_ns:int64, end_ns:int64, kind:dictionary<int8,string>,
+        name:dictionary<int32,string>, step:int64`` (the ``ProfilerStep`` the event was
+        launched in, null outside every step), ``bytes:int64`` (copies and fills; null
+        otherwise). ``stream`` is -1 for device-wide events (``Event Sync``).
+    lifecycle : pyarrow.Table
+        DESIGN §2.2 columns; one ``step`` record per ``ProfilerStep#N`` annotation and
+        rank (attempt 0), from the host-side annotation's start and end.
+    ranks : pyarrow.Table
+        One row per rank: ``rank, file_rank, rank_source`` (``distributedInfo``, ``file
+        name`` or ``assigned``), ``device, device_name, world_size, backend, pid`` (the
+        host process), ``source_file, format`` (``traceEvents`` or ``array``),
+        ``time_resolution`` (``ns`` when some time has a sub-microsecond part),
+        ``base_time_ns, events, steps``.
+    warnings : list of str
+        Everything pau assumed or set aside, with counts.
+    quarantine : pyarrow.Table
+        With ``on_invalid="quarantine"``: ``source_file, offset, line, category, name,
+        reason`` of each event or file set aside (empty otherwise).
+    """
+
+    events: pa.Table
+    lifecycle: pa.Table
+    ranks: pa.Table
+    warnings: list = field(default_factory=list)
+    quarantine: pa.Table = field(default_factory=lambda: _QUARANTINE_SCHEMA.empty_table())
+
+    def spans(self) -> pa.Table:
+        """``rank, start_ns, end_ns``: the profiled window of each rank, from the first
+        to the last instant covered by its device events or its steps. Pass it as
+        ``span=`` to :func:`pau.core.classify` to count the idle time at the edges
+        (the default span is first to last device event)."""
+        parts = []
+        for t in (self.events, self.lifecycle):
+            if t.num_rows:
+                parts.append(t.select(["rank", "start_ns", "end_ns"]))
+        if not parts:
+            return pa.table({"rank": pa.array([], pa.int32()), "start_ns": pa.array([], pa.int64()),
+                             "end_ns": pa.array([], pa.int64())})
+        t = pa.concat_tables(parts)
+        g = t.group_by("rank").aggregate([("start_ns", "min"), ("end_ns", "max")])
+        g = g.rename_columns(["rank", "start_ns", "end_ns"]).sort_by("rank")
+        return g.select(["rank", "start_ns", "end_ns"])
+
+    def __repr__(self) -> str:
+        return (f"KinetoTrace(ranks={self.ranks.num_rows}, events={self.events.num_rows}, "
+                f"steps={self.lifecycle.num_rows}, warnings={len(self.warnings)})")
+
+
+def _device_names(f: _File) -> dict[int, str]:
+    names = {int(i): n for i, n in zip(f.meta["device_ids"], f.meta["device_names"]) if n}
+    for pid, label in zip(f.meta["label_pids"], f.meta["labels"]):
+        if label and label != "CPU":
+            names.setdefault(int(pid), label)
+    return names
+
+
+def _host_pid(f: _File) -> int | None:
+    for pid, label in zip(f.meta["label_pids"], f.meta["labels"]):
+        if label == "CPU":
+            return int(pid)
+    host = f.rows["pid"][(f.rows["is_device"] == 0) & (f.rows["pid"] >= 0)]
+    if host.size:
+        vals, counts = np.unique(host, return_counts=True)
+        return int(vals[np.argmax(counts)])
+    return None
+
+
+def _check_on_invalid(on_invalid: str) -> None:
+    if on_invalid not in ("raise", "quarantine"):
+        raise ValueError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+
+
+def _set_aside(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None:
+    a = f.aside
+    if a["offset"].size == 0:
+        return
+    reasons = Counter(_REASONS[int(r)] for r in a["reason"])
+    if on_invalid == "raise":
+        cat, name = f.strings[int(a["cat"][0])], f.strings[int(a["name"][0])]
+        more = f" ({a['offset'].size} such events in this file: "
+        more += ", ".join(f"{n} {r}" for r, n in reasons.most_common()) + ")"
+        raise InvalidEventError(
+            f.path, f"{cat or 'uncategorized'} event {name!r}: {_REASONS[int(a['reason'][0])]}{more}",
+            "repair the trace, or pass on_invalid='quarantine' to set such events aside",
+            offset=int(a["offset"][0]), line=int(a["line"][0]))
+    n = a["offset"].size
+    quarantine.append(pa.table({
+        "source_file": pa.array([f.path] * n, pa.string()),
+        "offset": pa.array(a["offset"], pa.int64()),
+        "line": pa.array(a["line"], pa.int64()),
+        "category": pa.array([f.strings[int(i)] for i in a["cat"]], pa.string()),
+        "name": pa.array([f.strings[int(i)] for i in a["name"]], pa.string()),
+        "reason": pa.array([_REASONS[int(r)] for r in a["reason"]], pa.string()),
+    }, schema=_QUARANTINE_SCHEMA))
+    warnings.append(f"{f.path}: {n} events set aside (" +
+                    ", ".join(f"{k} {r}" for r, k in reasons.most_common()) + "); see .quarantine")
+
+
+def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[str]) -> KinetoTrace:
+    quarantine: list[pa.Table] = []
+    usable: list[_File] = []
+    for f in files:
+        _set_aside(f, on_invalid, quarantine, warnings)
+        unknown = {c: n for c, n in f.cat_counts().items()
+                   if c not in rules.categories and c not in HOST_CATEGORIES}
+        if unknown:
+            warnings.append(f"{f.path}: complete events of categories not in Rules.categories were not "
+                            "counted as device activity: " +
+                            ", ".join(f"{c or '(none)'} {n}" for c, n in sorted(unknown.items())) +
+                            "; add the category to Rules.categories if it is device work")
+        if f.order.size == 0:
+            counts = f.cat_counts()
+            detail = ", ".join(f"{c or '(none)'} {n}" for c, n in counts.most_common(6)) or "none"
+            problem = (f"no device events: {f.meta['complete_events']} complete events, none of a device "
+                       f"category ({detail})")
+            fix = ("profile with the device activity on (torch.profiler ProfilerActivity.CUDA, or the "
+                   "device's activity), add the device's category to Rules.categories, or pass "
+                   "on_invalid='quarantine' to skip such files")
+            if on_invalid == "raise":
+                raise NoDeviceEventsError(f.path, problem, fix)
+            warnings.append(f"{f.path}: {problem}; skipped")
+            quarantine.append(pa.table({
+                "source_file": [f.path], "offset": pa.array([None], pa.int64()),
+                "line": pa.array([None], pa.int64()), "category": pa.array([None], pa.string()),
+                "name": pa.array([None], pa.string()), "reason": ["no device events"]},
+                schema=_QUARANTINE_SCHEMA))
+        usable.append(f)
+
+    # Ranks: one per file, or one per (file, device) when a file holds several devices.
+    devices = {id(f): np.unique(f.rows["device"][f.order]) for f in usable}
+    multi = any(d.size > 1 for d in devices.values())
+    if multi:
+        pairs = sorted((f.rank, int(d), k) for k, f in enumerate(usable) for d in devices[id(f)])
+        rank_of = {(k, d): r for r, (_, d, k) in enumerate(pairs)}
+        shown = ", ".join(f"{os.path.basename(usable[k].path)} device {d} -> rank {r}"
+                          for (k, d), r in list(rank_of.items())[:8])
+        warnings.append("a file holds several devices: every (file, device) pair is a rank, numbered in "
+                        f"order of (file rank, device id): {shown}" + (" ..." if len(rank_of) > 8 else ""))
+    else:
+        rank_of = {(k, int(d)): f.rank for k, f in enumerate(usable) for d in devices[id(f)]}
+
+    names: dict[str, int] = {}
+    blocks, life, rank_rows = [], [], []
+    for k, f in enumerate(usable):
+        rows, idx = f.rows, f.order
+        base = f.meta["base_time_ns"] or 0
+        st_s, st_e, st_n = _steps(f)
+        dev = rows["device"][idx]
+        start = _checked_add(rows["ts_ns"][idx], base, "an event start", f.path)
+        end = _checked_add(start, rows["dur_ns"][idx], "an event end", f.path)
+        launch = _launch_times(f, idx)
+        when = np.where(launch >= 0, launch + base, start)
+        step = _step_of(when, st_s, st_e, st_n)
+        kinds = _kinds(f, idx, rules)
+        local = rows["name"][idx]
+        uniq_local, inv = np.unique(local, return_inverse=True)
+        glob = np.array([names.setdefault(f.strings[i], len(names)) for i in uniq_local.tolist()], np.int32)
+        name_ids = glob[inv.reshape(-1)] if uniq_local.size else np.empty(0, np.int32)
+        stream = rows["stream"][idx]
+        nbytes = rows["bytes"][idx]
+        dev_names = _device_names(f)
+        pid = _host_pid(f)
+        res = "ns" if f.meta["sub_us"] else "us"
+        fmt = {1: "traceEvents", 2: "array"}.get(f.meta["format"], "unknown")
+        split = np.flatnonzero(np.diff(dev)) + 1 if dev.size else np.empty(0, np.int64)
+        bounds = [0, *split.tolist(), dev.size]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            if a == b:
+                continue
+            d = int(dev[a])
+            r = rank_of[(k, d)]
+            blocks.append((r, {
+                "stream": stream[a:b], "start_ns": start[a:b], "end_ns": end[a:b], "kind": kinds[a:b],
+                "name": name_ids[a:b], "step": step[a:b], "bytes": nbytes[a:b]}))
+            if st_s.size:
+                life.append((r, st_s, st_e, st_n))
+            rank_rows.append({
+                "rank": r, "file_rank": f.rank, "rank_source": f.rank_source, "device": d,
+                "device_name": dev_names.get(d), "world_size": f.meta["world_size"],
+                "backend": f.meta["backend"] or None, "pid": pid, "source_file": f.path, "format": fmt,
+                "time_resolution": res, "base_time_ns": f.meta["base_time_ns"], "events": b - a,
+                "steps": int(st_s.size)})
+        if dev.size == 0:
+            rank_rows.append({
+                "rank": f.rank, "file_rank": f.rank, "rank_source": f.rank_source, "device": None,
+                "device_name": None, "world_size": f.meta["world_size"], "backend": f.meta["backend"] or None,
+                "pid": pid, "source_file": f.path, "format": fmt, "time_resolution": res,
+                "base_time_ns": f.meta["base_time_ns"], "events": 0, "steps": int(st_s.size)})
+
+    blocks.sort(key=lambda x: x[0])
+    if blocks:
+        cat = {c: np.concatenate([b[c] for _, b in blocks]) for c in blocks[0][1]}
+        rank = np.concatenate([np.full(b["start_ns"].size, r, np.int32) for r, b in blocks])
+    else:
+        cat = {"stream": np.empty(0, np.int64), "start_ns": np.empty(0, np.int64),
+               "end_ns": np.empty(0, np.int64), "kind": np.empty(0, np.int8),
+               "name": np.empty(0, np.int32), "step": np.empty(0, np.int64), "bytes": np.empty(0, np.int64)}
+        rank = np.empty(0, np.int32)
+    if (cat["kind"] < 0).any():  # pragma: no cover - every device category maps to a kind
+        raise AssertionError("unclassified device event")
+    stream = cat["stream"]
+    if stream.size and (stream.max() > np.iinfo(np.int32).max or stream.min() < np.iinfo(np.int32).min):
+        stream = np.where((stream > np.iinfo(np.int32).max) | (stream < np.iinfo(np.int32).min), -1, stream)
+    name_dict = pa.array(list(names), pa.string())
+    events = pa.table({
+        "rank": pa.array(rank, pa.int32()),
+        "stream": pa.array(stream.astype(np.int32), pa.int32()),
+        "start_ns": pa.array(cat["start_ns"], pa.int64()),
+        "end_ns": pa.array(cat["end_ns"], pa.int64()),
+        "kind": pa.DictionaryArray.from_arrays(pa.array(cat["kind"], pa.int8()), pa.array(KINDS, pa.string())),
+        "name": pa.DictionaryArray.from_arrays(pa.array(cat["name"], pa.int32()), name_dict),
+        "step": pa.array(cat["step"], pa.int64(), mask=cat["step"] < 0),
+        "bytes": pa.array(cat["bytes"], pa.int64(), mask=cat["bytes"] < 0),
+    })
+
+    life.sort(key=lambda x: x[0])
+    if life:
+        lr = np.concatenate([np.full(s.size, r, np.int32) for r, s, _, _ in life])
+        ls = np.concatenate([s for _, s, _, _ in life])
+        le = np.concatenate([e for _, _, e, _ in life])
+        ln = np.concatenate([n for _, _, _, n in life])
+    else:
+        lr, ls, le, ln = (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64),
+                          np.empty(0, np.int64))
+    n = lr.size
+    null64 = pa.nulls(n, pa.int64())
+    lifecycle = pa.table({
+        "record": pa.array(["step"] * n, pa.string()), "attempt": pa.array(np.zeros(n, np.int32)),
+        "rank": pa.array(lr, pa.int32()), "start_ns": pa.array(ls, pa.int64()),
+        "end_ns": pa.array(le, pa.int64()), "step": pa.array(ln, pa.int64()),
+        "block_end_ns": null64, "durable_ns": null64, "ok": pa.nulls(n, pa.bool_()),
+        "kind": pa.nulls(n, pa.string()), "tokens": null64}, schema=_LIFECYCLE_SCHEMA)
+
+    rank_rows.sort(key=lambda r: (r["rank"], r["device"] is None))
+    ranks = pa.Table.from_pylist(rank_rows, schema=_RANKS_SCHEMA)
+    q = pa.concat_tables(quarantine) if quarantine else _QUARANTINE_SCHEMA.empty_table()
+    return KinetoTrace(events, lifecycle, ranks, warnings, q)
+
+
+def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: Rules | None = None,
+                on_invalid: str = "raise", threads: int | None = None) -> KinetoTrace:
+    """Read PyTorch profiler (Kineto) traces into pau's tables.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or sequence of them
+        A trace file (``.json`` or gzip, whatever its name), a directory of them (one
+        file per rank; ``*.json`` and ``*.gz``, not recursive), or a list of files.
+        Both the current format (``{"traceEvents": [...]}``) and the old one (a
+        top-level array) are read.
+    rules : Rules, optional
+        How categories and kernel names become kinds. Default :data:`DEFAULT_RULES`.
+    on_invalid : {"raise", "quarantine"}
+        ``"raise"`` (default): a device event without a usable ``ts``/``dur``, or a file
+        without device events, raises a :class:`TraceError`. ``"quarantine"``: they are
+        set aside in :attr:`KinetoTrace.quarantine` and counted in the warnings.
+        Unreadable files (empty, truncated, malformed, not a trace) raise either way.
+    threads : int, optional
+        Files parsed at once (default: one per core, up to the number of files).
+
+    Returns
+    -------
+    KinetoTrace
+        ``.events``, ``.lifecycle``, ``.ranks``, ``.warnings``, ``.quarantine``.
+
+    Raises
+    ------
+    TraceFormatError, InvalidEventError, NoDeviceEventsError, DuplicateRankError
+        All :class:`pau.errors.PauError`: they name the file, and the byte offset and
+        line where they apply.
+
+    Examples
+    --------
+    >>> trace = read_kineto("traces/")                        # doctest: +SKIP
+    >>> pau.core.classify(trace.events, span=trace.spans())  # doctest: +SKIP
+    """
+    _check_on_invalid(on_invalid)
+    rules = DEFAULT_RULES if rules is None else rules
+    if not isinstance(rules, Rules):
+        raise TypeError(f"rules: expected a pau.readers.kineto.Rules, got {type(rules).__name__}")
+    if isinstance(path, (str, os.PathLike)):
+        paths = trace_files(path)
+    else:
+        paths = [p for item in path for p in trace_files(item)]
+        if not paths:
+            raise FileNotFoundError("read_kineto: no paths given")
+    warnings: list[str] = []
+    files = _parse_all(paths, sorted(rules.categories), threads)
+    _assign_ranks(files, warnings)
+    return _assemble(files, rules, on_invalid, warnings)
+
+
+def _load_files(path: Any, rules: Rules | None = None) -> list[_File]:
+    """Parsed files with ranks assigned, for adapters that need the host-side rows too
+    (pau.compat.hta)."""
+    rules = DEFAULT_RULES if rules is None else rules
+    paths = trace_files(path) if isinstance(path, (str, os.PathLike)) else [
+        p for item in path for p in trace_files(item)]
+    files = _parse_all(paths, sorted(rules.categories))
+    _assign_ranks(files, [])
+    return files
