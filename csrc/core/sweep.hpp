@@ -123,6 +123,7 @@ class Sweep {
             if (!s.fixed_span) s.span_end = target;
             Hot h{};
             load(h, s);
+            if (has_windows_ || bucket_ > 0) set_route(h, route(s, h.t));
             if (has_windows_ || bucket_ > 0) advance<true>(h, s, target);
             else advance<false>(h, s, target);
             store(h, s);
@@ -174,6 +175,9 @@ class Sweep {
         int64_t max_end;
         int64_t lo, hi;         // the span, for clipping
         int64_t* bins;          // where unwindowed time goes
+        // Windowed sweeps: time in [dlo, dhi) goes to *dest without further checks.
+        int64_t dlo, dhi;
+        Bins* dest;
     };
 
     template <typename IdxT, bool Ordered, bool Windowed>
@@ -183,7 +187,10 @@ class Sweep {
         RankState* s = last_state_;
         int32_t cur = last_rank_;
         Hot h{};
-        if (s) load(h, *s);
+        if (s) {
+            load(h, *s);
+            if (Windowed) set_route(h, route(*s, h.t));
+        }
         FeedResult res;
         for (int64_t j = 0; j < n; ++j) {
             const int64_t i = Ordered ? order[j] : j;
@@ -215,6 +222,7 @@ class Sweep {
                     }
                 }
                 load(h, *s);
+                if (Windowed) set_route(h, route(*s, h.t));
             }
             if (s == nullptr) continue;
             if (__builtin_expect(st < h.last_start, 0)) {
@@ -331,13 +339,59 @@ class Sweep {
     template <bool Windowed>
     void account(Hot& h, RankState& s, int64_t a, int64_t b) {
         if (Windowed) {
-            add(s, a, b, static_cast<uint8_t>(h.active));
+            if (a >= h.dlo && b <= h.dhi) {  // inside the current window (or gap)
+                h.dest->v[h.active] += b - a;
+                h.dest->touched |= 1ull << h.active;
+            } else {
+                add(s, a, b, static_cast<uint8_t>(h.active));
+                set_route(h, route(s, b));
+            }
         } else {
             a = a < h.lo ? h.lo : a;
             b = b > h.hi ? h.hi : b;
             const int64_t d = b - a;
             h.bins[h.active] += d > 0 ? d : 0;
         }
+    }
+
+    // Where time from t on goes, until the next window (or bucket) boundary.
+    // Returned by value so that the caller's cursor never has its address taken
+    // (it stays in registers; stores through `dest` cannot alias it).
+    struct Route {
+        int64_t lo, hi;
+        Bins* dest;
+    };
+    Route route(RankState& s, int64_t t) const {
+        const int64_t lo = std::max(t, s.span_start);
+        int64_t hi = 0;
+        Bins* dest = nullptr;
+        if (bucket_ > 0) {
+            const int64_t k = lo / bucket_;
+            if (k == s.bucket) {
+                const int64_t base = k * bucket_;
+                hi = base > kOpen - bucket_ ? kOpen : base + bucket_;
+                dest = &s.cur;
+            }
+        } else if (s.wpos >= s.wins.size()) {
+            hi = kOpen;
+            dest = &s.out;
+        } else {
+            const int64_t w = s.wins[s.wpos];
+            if (lo < wstart_[w]) {
+                hi = wstart_[w];
+                dest = &s.out;
+            } else if (lo < wend_[w]) {
+                hi = wend_[w];
+                dest = &s.cur;
+            }
+        }
+        if (dest == nullptr) return {1, 0, &s.out};  // at a boundary: the slow path decides
+        return {lo, std::min(hi, s.span_end), dest};
+    }
+    static void set_route(Hot& h, const Route& r) {
+        h.dlo = r.lo;
+        h.dhi = r.hi;
+        h.dest = r.dest;
     }
 
     void add(RankState& s, int64_t a, int64_t b, uint8_t mask) {

@@ -201,19 +201,28 @@ def tidy(rank, state, activity, duration, window=None) -> pa.Table:
     state = np.asarray(state, np.int64)
     activity = np.asarray(activity, np.int64)
     duration = np.asarray(duration, np.int64)
-    cols = [rank] + ([np.asarray(window, np.int64)] if window is not None else []) + [state, activity]
-    if rank.size == 0:
-        uniq = [c[:0] for c in cols]
-        sums = duration[:0]
+    n_act = len(ACTIVITIES) + 1
+    if window is None:
+        # Dense cells: (rank, state, activity) has few values per rank.
+        ranks, rdense = np.unique(rank, return_inverse=True)
+        cells = np.zeros(ranks.size * len(STATES) * n_act, np.int64)
+        np.add.at(cells, (rdense * len(STATES) + state) * n_act + activity, duration)
+        idx = np.flatnonzero(cells)
+        uniq = [ranks[idx // (len(STATES) * n_act)], (idx // n_act) % len(STATES), idx % n_act]
+        sums = cells[idx]
     else:
-        order = np.lexsort(cols[::-1])
-        sc = [c[order] for c in cols]
-        new = np.ones(rank.size, bool)
-        new[1:] = np.any([c[1:] != c[:-1] for c in sc], axis=0)
-        idx = np.cumsum(new) - 1
-        sums = np.zeros(int(idx[-1]) + 1, np.int64)
-        np.add.at(sums, idx, duration[order])
-        uniq = [c[new] for c in sc]
+        cols = [rank, np.asarray(window, np.int64), state, activity]
+        if rank.size == 0:
+            uniq, sums = [c[:0] for c in cols], duration[:0]
+        else:
+            order = np.lexsort(cols[::-1])
+            sc = [c[order] for c in cols]
+            new = np.ones(rank.size, bool)
+            new[1:] = np.any([c[1:] != c[:-1] for c in sc], axis=0)
+            idx = np.cumsum(new) - 1
+            sums = np.zeros(int(idx[-1]) + 1, np.int64)
+            np.add.at(sums, idx, duration[order])
+            uniq = [c[new] for c in sc]
     keep = sums != 0
     acts = ACTIVITIES + (_UNKNOWN,)
     out = {"rank": pa.array(uniq[0][keep], pa.int32())}
