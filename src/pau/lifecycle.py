@@ -323,7 +323,7 @@ class Lineage:
 
 
 def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
-             last_done_step) -> Lineage:
+             last_done_step, has_steps=None) -> Lineage:
     """The lineage rule of DESIGN §2.2. ``last_done_step(a)`` gives the highest step
     attempt ``a`` (dense) completed (NULL if none)."""
     n = A.ids.size
@@ -351,7 +351,15 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
                 continue
             w = cand[np.argmax(C.durable[cand])]
             used[a] = (stp, int(C.attempt[w]))
+    # The chain starts at the last attempt that did something: an attempt with no
+    # step, no restore and no durable checkpoint (one still initializing, or one
+    # that died before it restored) neither keeps nor discards earlier work, so
+    # restarting does not flip the ledger back and forth.
     cur = n - 1
+    restored = set(A.dense(rest.attempt).tolist()) if len(rest) else set()
+    while (cur > 0 and has_steps is not None and not has_steps[cur] and cur not in restored
+           and not ((C.attempt == cur) & (C.durable != NULL)).any()):
+        cur -= 1
     h = None
     seen = set()
     while cur >= 0 and cur not in seen:
@@ -716,7 +724,8 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
         sel &= st.end <= A.end[a]
         return int(st.step[sel].max()) if sel.any() else NULL
 
-    L = _lineage(x, A, C, as_of, strict, last_done_step)
+    has_steps = np.bincount(step_att, minlength=nA)[:nA] > 0 if step_att.size else np.zeros(nA, bool)
+    L = _lineage(x, A, C, as_of, strict, last_done_step, has_steps)
     if strict:
         return None
     pend = np.zeros(nA, bool)
