@@ -53,7 +53,9 @@ def test_report_numbers_match_classify(tmp_path, capsys):
 def test_out_writes_the_ledger(tmp_path, capsys, fmt):
     out = tmp_path / f"ledger.{fmt}"
     assert cli.main(["report", "--steps", "20", "--no-progress", "--out", str(out)]) == 0
-    led = pc.ledger(synth.training_run(ranks=8, steps=20, seed=0, straggler=(3, 1.25)))
+    job = synth.training_job(ranks=8, steps=20, seed=0, mtbf_s=150.0, checkpoint_every=50,
+                             kernels_per_step=24, straggler=(3, 1.25))
+    led = pc.ledger(job.events, job.lifecycle)
     if fmt == "json":
         rows = json.loads(out.read_text())
         assert len(rows) == led.table.num_rows
@@ -66,6 +68,31 @@ def test_out_writes_the_ledger(tmp_path, capsys, fmt):
         lines = out.read_text().splitlines()
         assert lines[0] == '"rank","state","activity","duration_ns"'
         assert len(lines) == led.table.num_rows + 1
+
+
+def test_builtin_run_shows_goodput_and_waste_by_cause(capsys):
+    assert cli.main(["report", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    job = synth.training_job(ranks=8, steps=400, seed=0, mtbf_s=150.0, checkpoint_every=50,
+                             kernels_per_step=24, straggler=(3, 1.25))
+    s = pc.ledger(job.events, job.lifecycle).summary()
+    assert f"goodput {100 * s['goodput']:.1f} %" in out
+    assert "rolled-back work by cause:" in out
+    for cause in s["badput_by_cause_ns"]:
+        assert cause in out
+    assert f"failures {s['failures']}," in out
+
+
+def test_lifecycle_option_reads_parquet(tmp_path, capsys):
+    job = synth.training_job(ranks=2, steps=30, seed=2, mtbf_s=20.0, checkpoint_every=10,
+                             kernels_per_step=8)
+    ev, lc = tmp_path / "ev.parquet", tmp_path / "lc.parquet"
+    synth.write_parquet(job.events, ev)
+    pq.write_table(job.lifecycle, lc)
+    assert cli.main(["report", str(ev), "--lifecycle", str(lc), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    g = pc.ledger(job.events, job.lifecycle).summary()["goodput"]
+    assert f"goodput {100 * g:.1f} %" in out
 
 
 def test_missing_path_is_an_error_not_a_zero(tmp_path, capsys):

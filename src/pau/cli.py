@@ -66,6 +66,35 @@ def render_report(table: pa.Table, title: str) -> str:
     return "\n".join(lines)
 
 
+def _hours(ns: int) -> str:
+    return f"{ns / 3.6e12:,.3f} h"
+
+
+def render_goodput(led) -> str:
+    """The goodput section: time per lifecycle state, waste by cause, headline figures."""
+    s = led.summary()
+    acc = s["accountable_ns"]
+    lines = ["", f"goodput {100 * s['goodput']:.1f} % of {_hours(acc)} accountable accelerator time"
+             + (f" (strict, productive x compute: {100 * s['goodput_strict']:.1f} %)"
+                if s["goodput_strict"] is not None else ""), ""]
+    width = max(len(k) for k in s["state_ns"])
+    for state, ns in s["state_ns"].items():
+        if ns:
+            lines.append(f"  {state:<{width}}  {_hours(ns):>12}  {_pct(ns, acc)}")
+    if s["badput_by_cause_ns"]:
+        lines += ["", "rolled-back work by cause:"]
+        for cause, ns in sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {cause:<{width}}  {_hours(ns):>12}  {_pct(ns, acc)}")
+    lines.append("")
+    mtbf = f", MTBF {s['mtbf_s']:,.0f} s" if s["mtbf_s"] else ""
+    per_step = s["accountable_ns_per_preserved_step"]
+    lines.append(f"failures {s['failures']}{mtbf}; preserved steps {s['preserved_steps']:,}, "
+                 f"model cycles {s['preserved_model_cycles']}; "
+                 + (f"{per_step / 1e9:,.2f} accelerator-s per preserved step" if per_step else
+                    "no preserved step"))
+    return "\n".join(lines)
+
+
 def _write(table: pa.Table, path: str, fmt: str | None) -> None:
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
     if fmt == "parquet":
@@ -88,20 +117,29 @@ def _write(table: pa.Table, path: str, fmt: str | None) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    lifecycle = None
     if args.path is None:
         from . import synth
 
-        events = synth.training_run(ranks=args.ranks, steps=args.steps, seed=args.seed,
-                                    straggler=(args.straggler, 1.25) if args.straggler >= 0 else None)
+        job = synth.training_job(ranks=args.ranks, steps=args.steps, seed=args.seed, mtbf_s=150.0,
+                                 checkpoint_every=50, kernels_per_step=24,
+                                 straggler=(args.straggler, 1.25) if args.straggler >= 0 else None)
+        events, lifecycle = job.events, job.lifecycle
         title = (f"pau report: built-in synthetic run ({args.ranks} ranks, {args.steps} steps, "
-                 f"seed {args.seed}, {events.num_rows:,} events"
+                 f"seed {args.seed}, {events.num_rows:,} events, failures at a 150 s MTBF"
                  + (f", straggler rank {args.straggler} x1.25)" if args.straggler >= 0 else ")"))
     else:
         events = args.path
         title = f"pau report: {args.path}"
-    led = core.ledger(events, progress=args.progress)
+    if args.lifecycle:
+        import pyarrow.parquet as pq
+
+        lifecycle = pq.read_table(args.lifecycle)
+    led = core.ledger(events, lifecycle, progress=args.progress)
     table = led.table.select(["rank", "activity", "duration_ns"])
     print(render_report(table, title))
+    if lifecycle is not None:
+        print(render_goodput(led))
     if args.out:
         _write(led.table, args.out, args.out_format)
         print(f"ledger written to {args.out} ({led.table.num_rows} rows)")
@@ -117,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--out", help="write the ledger table to this file (.parquet, .csv, .json)")
     rep.add_argument("--out-format", choices=("parquet", "csv", "json"), help="format of --out")
     rep.add_argument("--ranks", type=int, default=8, help="built-in run: number of ranks")
-    rep.add_argument("--steps", type=int, default=200, help="built-in run: number of steps")
+    rep.add_argument("--lifecycle", help="Parquet lifecycle table (DESIGN 2.2) for the goodput ledger")
+    rep.add_argument("--steps", type=int, default=400, help="built-in run: number of steps")
     rep.add_argument("--seed", type=int, default=0, help="built-in run: seed")
     rep.add_argument("--straggler", type=int, default=3,
                      help="built-in run: rank slowed by 1.25x (-1 for none)")
