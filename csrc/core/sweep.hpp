@@ -256,8 +256,17 @@ class Sweep {
     // Recompute the earliest open end; visits only the active kinds (usually
     // none or one once the interval that just closed is gone).
     static void refresh(Hot& h) {
-        int64_t m = kOpen, km = 0;
-        for (uint32_t a = h.active; a; a &= a - 1) {
+        uint32_t a = h.active;
+        if (!a) {
+            h.next = kOpen;
+            h.knext = 0;
+            return;
+        }
+        // Start from an active kind, so an open end of exactly kOpen (an event
+        // ending at INT64_MAX) still names the kind that owns it.
+        int64_t km = __builtin_ctz(a);
+        int64_t m = h.ce[km];
+        for (a &= a - 1; a; a &= a - 1) {
             const int k = __builtin_ctz(a);
             const bool lt = h.ce[k] < m;
             m = lt ? h.ce[k] : m;
