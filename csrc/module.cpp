@@ -4,6 +4,7 @@
 namespace py = pybind11;
 
 void bind_sweep(py::module_& m);
+void bind_kineto(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "pau's native core (private: use pau.core)";
@@ -11,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
     m.attr("__version__") = PAU_VERSION;
 #endif
     bind_sweep(m);
+    bind_kineto(m);
 }

@@ -20,7 +20,14 @@ import pyarrow.parquet as pq
 
 from ._input import EVENT_COLUMNS, iter_batches
 
-__all__ = ["stream_events", "parquet_files"]
+__all__ = ["stream_events", "parquet_files", "read_kineto"]
+
+
+def read_kineto(path, **kwargs):
+    """Read PyTorch profiler (Kineto) traces: see :func:`pau.readers.kineto.read_kineto`."""
+    from .readers.kineto import read_kineto as _read
+
+    return _read(path, **kwargs)
 
 
 def parquet_files(source: str | os.PathLike) -> list[tuple[str, dict]]:

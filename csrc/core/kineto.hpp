@@ -1,0 +1,1228 @@
+// pau native Kineto reader: a streaming parser for PyTorch profiler traces.
+//
+// A Kineto trace is Chrome trace JSON, either an object {"traceEvents": [...],
+// "distributedInfo": {...}, ...} (current) or a bare top-level array of events
+// (old). Traces reach gigabytes, and a JSON tree of one costs ~10x its size, so
+// this parser never builds a tree. The caller feeds the (decompressed) bytes in
+// chunks of any size; the parser walks the top-level structure as a small state
+// machine and, for each element of traceEvents, reads only the fields pau needs
+// into columns, skipping the rest (operator shapes, call stacks...). Memory is
+// the output columns plus the current chunk plus at most one event that
+// straddles two chunks.
+//
+// Resumability: every step of the state machine either consumes a complete unit
+// (a key and its value, or one event) or consumes nothing and asks for more
+// data; so a step that runs out of bytes is simply retried from the same place
+// once more bytes are there. Chunks are parsed where they lie, without a copy;
+// only the unit that straddles a chunk boundary is copied (with the start of the
+// next chunk) and scanned twice.
+//
+// Exact time: "ts" and "dur" are microseconds written as decimal text (for
+// example 1712195495522456.125). They are converted from the text to int64
+// nanoseconds with integer arithmetic, never through a double, which would
+// lose the nanoseconds at today's epoch (a double holds ~0.25 us there).
+// Digits below the nanosecond (not written by Kineto) are rounded half away
+// from zero.
+//
+// Which events are kept: complete events ("ph": "X") whose category is one of
+// the device categories given to the parser, plus the host events other
+// analyses need: those with an args.correlation (kernel launches: they tell
+// which profiler step a kernel belongs to), those with an args.stream, and
+// ProfilerStep annotations. Everything else is only counted, per category.
+//
+// Malformed input never aborts: the parser stops and reports what it expected,
+// at which byte offset (in the decompressed stream) and line. Kept events that
+// lack a field or hold an impossible value are set aside with a reason, so the
+// caller can raise or quarantine them.
+//
+// This header knows nothing of Python; the bindings live in csrc/bindings/.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace pau::kineto {
+
+// Why a kept event was set aside.
+enum class Invalid : int32_t {
+    missing_ts = 1,
+    missing_dur = 2,
+    bad_ts = 3,        // not a number, or out of the int64 nanosecond range
+    bad_dur = 4,
+    negative_dur = 5,
+};
+
+inline const char* invalid_reason(Invalid r) {
+    switch (r) {
+        case Invalid::missing_ts: return "missing \"ts\"";
+        case Invalid::missing_dur: return "missing \"dur\"";
+        case Invalid::bad_ts: return "\"ts\" is not a number of microseconds within the int64 nanosecond range";
+        case Invalid::bad_dur: return "\"dur\" is not a number of microseconds within the int64 nanosecond range";
+        case Invalid::negative_dur: return "negative \"dur\"";
+    }
+    return "invalid";
+}
+
+// Interned strings (categories and names). Views point into a deque, whose
+// elements never move, so the map can be keyed by string_view without a copy
+// per lookup.
+class StringTable {
+  public:
+    int32_t intern(std::string_view s) {
+        auto it = index_.find(s);
+        if (it != index_.end()) return it->second;
+        store_.emplace_back(s);
+        const int32_t id = static_cast<int32_t>(store_.size() - 1);
+        index_.emplace(std::string_view(store_.back()), id);
+        return id;
+    }
+    const std::deque<std::string>& strings() const { return store_; }
+    size_t size() const { return store_.size(); }
+
+  private:
+    std::deque<std::string> store_;
+    std::unordered_map<std::string_view, int32_t> index_;
+};
+
+// One row per kept event, columns in file order.
+struct Rows {
+    std::vector<int64_t> ts_ns;        // "ts" as written (relative to baseTimeNanoseconds if any)
+    std::vector<int64_t> dur_ns;
+    std::vector<int32_t> cat;          // StringTable ids
+    std::vector<int32_t> name;
+    std::vector<int64_t> device;       // args.device, else an integer pid, else -1
+    std::vector<int64_t> stream;       // args.stream as an integer, else -1
+    std::vector<int64_t> correlation;  // args.correlation, else -1
+    std::vector<int64_t> bytes;        // args.bytes, else -1
+    std::vector<int64_t> pid;          // integer pid, else -1
+    std::vector<uint8_t> is_device;    // 1 when the category is a device category
+};
+
+struct SetAside {
+    std::vector<int64_t> offset;  // byte offset of the event in the decompressed stream
+    std::vector<int64_t> line;    // 1-based line of that offset
+    std::vector<int32_t> reason;  // Invalid
+    std::vector<int32_t> cat;
+    std::vector<int32_t> name;
+};
+
+// What the trace says about itself, beside the events.
+struct Meta {
+    int32_t format = 0;  // 0 unknown, 1 object with traceEvents, 2 top-level array
+    bool has_events_key = false;
+    bool has_distributed_info = false;
+    bool has_rank = false;
+    int64_t rank = -1;
+    bool has_world_size = false;
+    int64_t world_size = -1;
+    std::string backend;
+    bool has_base_time = false;
+    int64_t base_time_ns = 0;
+    std::string display_time_unit;
+    std::vector<int64_t> device_ids;      // deviceProperties[i].id
+    std::vector<std::string> device_names;
+    std::vector<int64_t> label_pids;      // process_labels / process_name metadata events
+    std::vector<std::string> labels;
+    std::vector<std::string> process_names;
+    int64_t elements = 0;                 // elements of the events array
+    int64_t complete_events = 0;          // "ph": "X"
+    std::vector<int64_t> cat_counts;      // complete events per StringTable id (categories only)
+    bool ts_fraction_syntax = false;      // some "ts" literal has a fraction or exponent
+    bool ts_missing = false;              // some element has no "ts"
+    bool sub_us = false;                  // some kept ts/dur is not a whole microsecond
+    bool sub_ns = false;                  // some kept ts/dur had non-zero digits below the nanosecond
+};
+
+namespace detail {
+
+inline bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// The first '"' or '\\' in [p, end), or end. Strings dominate a trace (keys,
+// kernel names), so this reads 8 bytes per step: a byte equal to the pattern
+// becomes zero after the xor, and (y - 0x01..) & ~y & 0x80.. flags zero bytes
+// (exactly at the lowest one, which is the one used).
+inline const char* find_quote_or_backslash(const char* p, const char* end) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && (defined(__GNUC__) || defined(__clang__))
+    constexpr uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    constexpr uint64_t quotes = ones * '"', slashes = ones * '\\';
+    while (end - p >= 8) {
+        uint64_t w;
+        std::memcpy(&w, p, 8);
+        const uint64_t a = w ^ quotes, b = w ^ slashes;
+        const uint64_t m = ((a - ones) & ~a & highs) | ((b - ones) & ~b & highs);
+        if (m) return p + (__builtin_ctzll(m) >> 3);
+        p += 8;
+    }
+#endif
+    while (p < end && *p != '"' && *p != '\\') ++p;
+    return p;
+}
+
+// Decimal JSON number text -> value * 10^scale as int64, rounded half away from
+// zero. Exact: up to 19 significant digits are accumulated as an integer and the
+// decimal point is applied by integer multiplication or division (never through
+// a double). Returns false when the text is not a number or the result does not
+// fit in int64. `inexact` is set when non-zero digits below the result's unit
+// were rounded away.
+inline bool decimal_to_int(std::string_view s, int scale, int64_t* out, bool* inexact) {
+    size_t i = 0;
+    const size_t n = s.size();
+    bool neg = false;
+    if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+    uint64_t mant = 0;     // the first (up to) 19 significant digits
+    int kept = 0;
+    int64_t exp10 = 0;     // value = (mant + rest) * 10^exp10, 0 <= rest < 1
+    int first = -1;        // the first digit dropped beyond the 19 kept (-1: none)
+    bool rest = false;     // a non-zero digit was dropped after that one
+    bool any = false;
+    auto take = [&](int d, bool fraction) {
+        any = true;
+        if (kept == 0 && d == 0) {  // leading zero: not significant
+            if (fraction) --exp10;
+            return;
+        }
+        if (kept < 19) {
+            mant = mant * 10 + static_cast<uint64_t>(d);
+            ++kept;
+            if (fraction) --exp10;
+        } else {
+            if (first < 0) first = d;
+            else rest |= d != 0;
+            if (!fraction) ++exp10;
+        }
+    };
+    while (i < n && s[i] >= '0' && s[i] <= '9') take(s[i++] - '0', false);
+    if (i < n && s[i] == '.') {
+        ++i;
+        while (i < n && s[i] >= '0' && s[i] <= '9') take(s[i++] - '0', true);
+    }
+    if (!any) return false;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        ++i;
+        bool eneg = false;
+        if (i < n && (s[i] == '-' || s[i] == '+')) eneg = s[i++] == '-';
+        int64_t e = 0;
+        bool edigits = false;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; ++i) {
+            edigits = true;
+            if (e < 100000) e = e * 10 + (s[i] - '0');
+        }
+        if (!edigits) return false;
+        exp10 += eneg ? -e : e;
+    }
+    if (i != n) return false;
+    *inexact = false;
+    const int64_t e = exp10 + scale;
+    uint64_t v;
+    if (mant == 0) {
+        v = 0;
+    } else if (e > 0 && first >= 0) {
+        return false;  // 19 digits and more before the unit: beyond int64
+    } else if (e >= 0) {
+        // An integer in the result's unit, save dropped digits just below it
+        // (e == 0): they round it.
+        v = mant;
+        for (int64_t k = 0; k < e; ++k) {
+            if (v > std::numeric_limits<uint64_t>::max() / 10) return false;
+            v *= 10;
+        }
+        if (first >= 5) ++v;
+        *inexact = first > 0 || rest;
+    } else if (-e > 19) {
+        v = 0;  // mant < 10^19 <= 10^-e / 10: below half a unit
+        *inexact = true;
+    } else {
+        uint64_t p = 1;
+        for (int64_t k = 0; k < -e; ++k) p *= 10;
+        v = mant / p;
+        const uint64_t r = mant % p;
+        // The dropped digits are below one unit of mant, so (r + them) >= p/2
+        // exactly when r >= p/2 (p/2 is an integer: p is a power of ten >= 10).
+        if (r >= p / 2) ++v;
+        *inexact = r != 0 || first > 0 || rest;
+    }
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    return true;
+}
+
+}  // namespace detail
+
+class Parser {
+  public:
+    // `device_categories`: the trace categories ("kernel", "gpu_memcpy"...) whose
+    // complete events are device activity.
+    explicit Parser(const std::vector<std::string>& device_categories) {
+        for (const auto& c : device_categories) device_cats_.push_back(strings_.intern(c));
+        std::sort(device_cats_.begin(), device_cats_.end());
+        device_cat_flag_.assign(strings_.size(), 0);
+        for (int32_t c : device_cats_) device_cat_flag_[static_cast<size_t>(c)] = 1;
+    }
+
+    // Feed the next chunk of the decompressed stream. Returns false once the
+    // input is known to be malformed (see error_message()); later feeds are
+    // ignored.
+    bool feed(const char* data, size_t n) {
+        if (failed_) return false;
+        size_t off = 0;  // bytes of `data` before the in-place window
+        if (!tail_.empty()) {
+            // A unit straddles the previous chunk's end: complete it in tail_,
+            // appending only as much of `data` as it needs (doubling), then go
+            // on in place. Bytes appended beyond it are parsed again in place.
+            const size_t old = tail_.size();
+            size_t grow = std::max<size_t>(old, 4096);
+            for (;;) {
+                const size_t take = std::min(n - off, grow);
+                tail_.append(data + off, take);
+                off += take;
+                window(tail_.data(), tail_.size());
+                run();
+                if (failed_) return false;
+                if (pos_ >= old) break;
+                if (off == n) {
+                    keep_tail();
+                    return true;
+                }
+                grow *= 2;
+            }
+            off = pos_ - old;
+            discard_consumed();
+            tail_.clear();
+        }
+        // No copy: parse the caller's bytes where they are; keep the unfinished tail.
+        window(data + off, n - off);
+        run();
+        if (failed_) return false;
+        keep_tail();
+        return true;
+    }
+
+    // The stream ended. Returns false when it ended inside the JSON document
+    // (a truncated file) or held no document at all.
+    bool finish() {
+        if (failed_) return false;
+        run();
+        if (failed_) return false;
+        skip_ws_at_pos();
+        if (state_ == State::start) return fail(pos_, "the file is empty (no JSON document)");
+        if (state_ != State::done)
+            return fail(win_len_, std::string("unexpected end of input ") + where() +
+                                         ": the file is truncated (or its writer was interrupted)");
+        return true;
+    }
+
+    bool failed() const { return failed_; }
+    const std::string& error_message() const { return error_; }
+    int64_t error_offset() const { return error_offset_; }
+    int64_t error_line() const { return error_line_; }
+    int64_t bytes_seen() const { return base_offset_ + static_cast<int64_t>(win_len_); }
+
+    Rows& rows() { return rows_; }
+    SetAside& set_aside() { return aside_; }
+    Meta& meta() {
+        meta_.cat_counts.resize(strings_.size(), 0);
+        return meta_;
+    }
+    const StringTable& strings() const { return strings_; }
+
+    // Positions of the device rows ordered by (device, ts); ties keep file order.
+    std::vector<int64_t> device_order() const {
+        std::vector<int64_t> idx;
+        const size_t n = rows_.ts_ns.size();
+        for (size_t i = 0; i < n; ++i)
+            if (rows_.is_device[i]) idx.push_back(static_cast<int64_t>(i));
+        auto less = [&](int64_t a, int64_t b) {
+            if (rows_.device[a] != rows_.device[b]) return rows_.device[a] < rows_.device[b];
+            return rows_.ts_ns[a] < rows_.ts_ns[b];
+        };
+        if (!std::is_sorted(idx.begin(), idx.end(), less)) std::stable_sort(idx.begin(), idx.end(), less);
+        return idx;
+    }
+
+  private:
+    enum class State { start, obj_key, obj_after, arr_item, arr_after, done };
+    enum class Step { ok, more, error };
+
+    // A cursor over the buffered bytes; `more` means the buffer ended first.
+    struct Cur {
+        const char* p;
+        const char* end;
+    };
+
+    // ---------------------------------------------------------------- driver
+
+    void run() {
+        while (!failed_) {
+            Step s = step();
+            if (s != Step::ok) break;
+        }
+    }
+
+    Step step() {
+        skip_ws_at_pos();
+        if (pos_ >= win_len_) return Step::more;
+        const char c = win_[pos_];
+        switch (state_) {
+            case State::start:
+                if (static_cast<unsigned char>(c) == 0xEF && base_offset_ + static_cast<int64_t>(pos_) == 0) {
+                    // A UTF-8 byte order mark.
+                    if (win_len_ - pos_ < 3) return Step::more;
+                    if (static_cast<unsigned char>(win_[pos_ + 1]) == 0xBB &&
+                        static_cast<unsigned char>(win_[pos_ + 2]) == 0xBF) {
+                        pos_ += 3;
+                        return Step::ok;
+                    }
+                }
+                if (c == '{') {
+                    meta_.format = 1;
+                    state_ = State::obj_key;
+                    first_ = true;
+                    ++pos_;
+                    return Step::ok;
+                }
+                if (c == '[') {
+                    meta_.format = 2;
+                    state_ = State::arr_item;
+                    in_top_array_ = true;
+                    first_ = true;
+                    ++pos_;
+                    return Step::ok;
+                }
+                fail(pos_, std::string("not a Kineto trace: a trace is a JSON object with \"traceEvents\" or a JSON "
+                                       "array of events, but the file starts with ") + describe(c));
+                return Step::error;
+            case State::obj_key:
+                if (c == '}' && first_) {
+                    state_ = State::done;
+                    ++pos_;
+                    return Step::ok;
+                }
+                return top_member();
+            case State::obj_after:
+                if (c == ',') {
+                    state_ = State::obj_key;
+                    first_ = false;
+                    ++pos_;
+                    return Step::ok;
+                }
+                if (c == '}') {
+                    state_ = State::done;
+                    ++pos_;
+                    return Step::ok;
+                }
+                fail(pos_, std::string("malformed JSON: expected ',' or '}' after a top-level member, found ") + describe(c));
+                return Step::error;
+            case State::arr_item:
+                if (c == ']') {
+                    if (!first_) {
+                        fail(pos_, "malformed JSON: ']' after ',' (a trailing comma) in the events array");
+                        return Step::error;
+                    }
+                    end_array();
+                    ++pos_;
+                    return Step::ok;
+                }
+                return event();
+            case State::arr_after:
+                if (c == ',') {
+                    state_ = State::arr_item;
+                    first_ = false;
+                    ++pos_;
+                    return Step::ok;
+                }
+                if (c == ']') {
+                    end_array();
+                    ++pos_;
+                    return Step::ok;
+                }
+                fail(pos_, std::string("malformed JSON: expected ',' or ']' after an event, found ") + describe(c));
+                return Step::error;
+            case State::done:
+                fail(pos_, std::string("malformed JSON: data after the end of the document: ") + describe(c));
+                return Step::error;
+        }
+        return Step::error;
+    }
+
+    void end_array() {
+        state_ = in_top_array_ ? State::done : State::obj_after;
+        in_top_array_ = false;
+    }
+
+    // One top-level member "key": value. Nothing is consumed unless all of it is
+    // buffered (except traceEvents, where only the key and '[' are consumed).
+    Step top_member() {
+        Cur c{win_ + pos_, win_ + win_len_};
+        std::string_view key;
+        Step s = string(c, &key);
+        if (s != Step::ok) return s;
+        s = expect(c, ':', "':' after a key");
+        if (s != Step::ok) return s;
+        if (key == "traceEvents") {
+            skip_ws(c);
+            if (c.p >= c.end) return Step::more;
+            if (*c.p != '[') {
+                fail_at(c.p, std::string("not a Kineto trace: \"traceEvents\" is not an array (found ") + describe(*c.p) + ")");
+                return Step::error;
+            }
+            ++c.p;
+            meta_.has_events_key = true;
+            pos_ = static_cast<size_t>(c.p - win_);
+            state_ = State::arr_item;
+            first_ = true;
+            return Step::ok;
+        }
+        skip_ws(c);
+        const char* vstart = c.p;
+        s = value(c);
+        if (s != Step::ok) return s;
+        std::string_view v(vstart, static_cast<size_t>(c.p - vstart));
+        s = top_value(key, v);
+        if (s != Step::ok) return s;
+        pos_ = static_cast<size_t>(c.p - win_);
+        state_ = State::obj_after;
+        return Step::ok;
+    }
+
+    // The top-level values pau reads; `v` is one complete JSON value.
+    Step top_value(std::string_view key, std::string_view v) {
+        Cur c{v.data(), v.data() + v.size()};
+        if (key == "distributedInfo") {
+            if (v.empty() || v[0] != '{') return Step::ok;  // not an object: no rank
+            meta_.has_distributed_info = true;
+            return object(c, [&](std::string_view k, Cur& vc) -> Step {
+                if (k == "rank" || k == "world_size") {
+                    std::string_view num;
+                    Step s = number_or_skip(vc, &num);
+                    if (s != Step::ok) return s;
+                    int64_t x;
+                    if (!num.empty() && integer(num, &x)) {
+                        if (k == "rank") {
+                            meta_.has_rank = true;
+                            meta_.rank = x;
+                        } else {
+                            meta_.has_world_size = true;
+                            meta_.world_size = x;
+                        }
+                    }
+                    return Step::ok;
+                }
+                if (k == "backend") return string_or_skip(vc, &meta_.backend);
+                return value(vc);
+            });
+        }
+        if (key == "deviceProperties") {
+            if (v.empty() || v[0] != '[') return Step::ok;
+            return array(c, [&](Cur& ec) -> Step {
+                skip_ws(ec);
+                if (ec.p < ec.end && *ec.p != '{') return value(ec);
+                int64_t id = -1;
+                std::string name;
+                Step s = object(ec, [&](std::string_view k, Cur& vc) -> Step {
+                    if (k == "id") {
+                        std::string_view num;
+                        Step s2 = number_or_skip(vc, &num);
+                        if (s2 == Step::ok && !num.empty()) integer(num, &id);
+                        return s2;
+                    }
+                    if (k == "name") return string_or_skip(vc, &name);
+                    return value(vc);
+                });
+                if (s == Step::ok) {
+                    meta_.device_ids.push_back(id);
+                    meta_.device_names.push_back(std::move(name));
+                }
+                return s;
+            });
+        }
+        if (key == "baseTimeNanoseconds") {
+            int64_t x;
+            if (!v.empty() && integer(v, &x)) {
+                meta_.has_base_time = true;
+                meta_.base_time_ns = x;
+            }
+            return Step::ok;
+        }
+        if (key == "displayTimeUnit") return string_or_skip(c, &meta_.display_time_unit);
+        return Step::ok;
+    }
+
+    // ---------------------------------------------------------------- events
+
+    struct Event {
+        std::string_view ph, cat, name, ts, dur;
+        bool has_ts = false, has_dur = false, ts_is_number = true, dur_is_number = true;
+        bool pid_int = false;
+        int64_t pid = -1;
+        bool has_device = false, has_stream = false, has_corr = false, has_bytes = false;
+        int64_t device = -1, stream = -1, corr = -1, bytes = -1;
+        std::string arg_name, arg_labels;  // metadata events
+        bool has_arg_name = false, has_arg_labels = false;
+    };
+
+    Step event() {
+        const char* start = win_ + pos_;
+        Cur c{start, win_ + win_len_};
+        if (*c.p != '{') {
+            // Not an event object: skip it, but it must still be valid JSON.
+            Step s = value(c);
+            if (s != Step::ok) return s;
+            ++meta_.elements;
+            pos_ = static_cast<size_t>(c.p - win_);
+            state_ = State::arr_after;
+            return Step::ok;
+        }
+        Event e;
+        scratch_used_ = 0;
+        Step s = object(c, [&](std::string_view k, Cur& vc) -> Step { return event_member(k, vc, e); });
+        if (s != Step::ok) return s;
+        ++meta_.elements;
+        commit(e, base_offset_ + static_cast<int64_t>(start - win_));
+        pos_ = static_cast<size_t>(c.p - win_);
+        state_ = State::arr_after;
+        return Step::ok;
+    }
+
+    Step event_member(std::string_view k, Cur& c, Event& e) {
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        switch (k.size()) {
+            case 2:
+                if (k == "ph") return string_view_or_skip(c, &e.ph);
+                if (k == "ts") return time_field(c, &e.ts, &e.has_ts, &e.ts_is_number, true);
+                break;
+            case 3:
+                if (k == "cat") return string_view_or_skip(c, &e.cat);
+                if (k == "dur") return time_field(c, &e.dur, &e.has_dur, &e.dur_is_number, false);
+                if (k == "pid") {
+                    std::string_view num;
+                    if (*c.p == '"') return value(c);
+                    Step s = number_or_skip(c, &num);
+                    if (s == Step::ok && !num.empty()) e.pid_int = integer(num, &e.pid);
+                    return s;
+                }
+                break;
+            case 4:
+                if (k == "name") return string_view_or_skip(c, &e.name);
+                if (k == "args") {
+                    if (*c.p != '{') return value(c);
+                    return object(c, [&](std::string_view ak, Cur& vc) -> Step { return arg_member(ak, vc, e); });
+                }
+                break;
+            default:
+                break;
+        }
+        return value(c);
+    }
+
+    Step arg_member(std::string_view k, Cur& c, Event& e) {
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        bool* has = nullptr;
+        int64_t* out = nullptr;
+        if (k == "device") {
+            has = &e.has_device;
+            out = &e.device;
+        } else if (k == "stream") {
+            has = &e.has_stream;
+            out = &e.stream;
+        } else if (k == "correlation") {
+            has = &e.has_corr;
+            out = &e.corr;
+        } else if (k == "bytes") {
+            has = &e.has_bytes;
+            out = &e.bytes;
+        } else if (k == "name") {
+            e.has_arg_name = true;
+            return string_or_skip(c, &e.arg_name);
+        } else if (k == "labels") {
+            e.has_arg_labels = true;
+            return string_or_skip(c, &e.arg_labels);
+        } else {
+            return value(c);
+        }
+        if (*c.p == '"') {  // a number written as a string ("stream": "7"): read it if it is one
+            std::string s;
+            Step st = string_or_skip(c, &s);
+            if (st != Step::ok) return st;
+            size_t a = 0, b = s.size();
+            while (a < b && detail::is_ws(s[a])) ++a;
+            while (b > a && detail::is_ws(s[b - 1])) --b;
+            int64_t x;
+            if (a < b && integer(std::string_view(s).substr(a, b - a), &x)) {
+                *has = true;
+                *out = x;
+            }
+            return Step::ok;
+        }
+        std::string_view num;
+        Step s = number_or_skip(c, &num);
+        if (s != Step::ok || num.empty()) return s;
+        int64_t x;
+        if (integer(num, &x)) {
+            *has = true;
+            *out = x;
+        } else {
+            // A float such as 7.0: its integer part, like Python's int().
+            bool inexact;
+            if (detail::decimal_to_int(num, 0, &x, &inexact)) {
+                *has = true;
+                *out = x;
+            }
+        }
+        return Step::ok;
+    }
+
+    Step time_field(Cur& c, std::string_view* out, bool* has, bool* is_number, bool is_ts) {
+        *has = true;
+        if (*c.p == '"' || *c.p == '{' || *c.p == '[' || *c.p == 't' || *c.p == 'f' || *c.p == 'n') {
+            *is_number = false;
+            if (is_ts) meta_.ts_fraction_syntax = true;  // not an integer column for pandas-based tools
+            return value(c);
+        }
+        Step s = number(c, out);
+        if (s == Step::ok && is_ts) {
+            for (char ch : *out)
+                if (ch == '.' || ch == 'e' || ch == 'E') {
+                    meta_.ts_fraction_syntax = true;
+                    break;
+                }
+        }
+        return s;
+    }
+
+    static bool contains(std::string_view s, std::string_view sub) { return s.find(sub) != std::string_view::npos; }
+
+    void commit(const Event& e, int64_t offset) {
+        if (!e.has_ts) meta_.ts_missing = true;
+        if (e.ph == "M") {
+            if (e.pid_int && (e.name == "process_labels" || e.name == "process_name")) {
+                meta_.label_pids.push_back(e.pid);
+                meta_.labels.push_back(e.name == "process_labels" && e.has_arg_labels ? e.arg_labels : std::string());
+                meta_.process_names.push_back(e.name == "process_name" && e.has_arg_name ? e.arg_name : std::string());
+            }
+            return;
+        }
+        if (e.ph != "X") return;
+        ++meta_.complete_events;
+        const int32_t cat = strings_.intern(e.cat);
+        if (static_cast<size_t>(cat) >= meta_.cat_counts.size()) meta_.cat_counts.resize(strings_.size(), 0);
+        ++meta_.cat_counts[static_cast<size_t>(cat)];
+        const bool device = static_cast<size_t>(cat) < device_cat_flag_.size() && device_cat_flag_[static_cast<size_t>(cat)];
+        const bool keep = device || e.has_corr || e.has_stream || contains(e.name, "ProfilerStep");
+        if (!keep) return;
+        const int32_t name = strings_.intern(e.name);
+        Invalid bad{};
+        int64_t ts = 0, dur = 0;
+        bool ts_inexact = false, dur_inexact = false;
+        if (!e.has_ts) bad = Invalid::missing_ts;
+        else if (!e.ts_is_number || !detail::decimal_to_int(e.ts, 3, &ts, &ts_inexact)) bad = Invalid::bad_ts;
+        else if (!e.has_dur) bad = Invalid::missing_dur;
+        else if (!e.dur_is_number || !detail::decimal_to_int(e.dur, 3, &dur, &dur_inexact)) bad = Invalid::bad_dur;
+        else if (dur < 0) bad = Invalid::negative_dur;
+        if (bad != Invalid{}) {
+            aside_.offset.push_back(offset);
+            aside_.line.push_back(line_of(offset));
+            aside_.reason.push_back(static_cast<int32_t>(bad));
+            aside_.cat.push_back(cat);
+            aside_.name.push_back(name);
+            return;
+        }
+        meta_.sub_us |= (ts % 1000) != 0 || (dur % 1000) != 0 || ts_inexact || dur_inexact;
+        meta_.sub_ns |= ts_inexact || dur_inexact;
+        rows_.ts_ns.push_back(ts);
+        rows_.dur_ns.push_back(dur);
+        rows_.cat.push_back(cat);
+        rows_.name.push_back(name);
+        rows_.device.push_back(e.has_device ? e.device : (e.pid_int ? e.pid : -1));
+        rows_.stream.push_back(e.has_stream ? e.stream : -1);
+        rows_.correlation.push_back(e.has_corr ? e.corr : -1);
+        rows_.bytes.push_back(e.has_bytes ? e.bytes : -1);
+        rows_.pid.push_back(e.pid_int ? e.pid : -1);
+        rows_.is_device.push_back(device ? 1 : 0);
+    }
+
+    // ---------------------------------------------------------------- JSON tokens
+    // Each returns ok (value consumed), more (the buffer ended first: the caller
+    // retries the whole unit later) or error (failed_ is set).
+
+    // Most calls find no whitespace at all ("a":1), or one space (", "): test
+    // that first, on a local copy of the cursor.
+    static void skip_ws(Cur& c) {
+        const char* p = c.p;
+        const char* const end = c.end;
+        if (p < end && static_cast<unsigned char>(*p) > ' ') return;
+        while (p < end && detail::is_ws(*p)) ++p;
+        c.p = p;
+    }
+
+    Step expect(Cur& c, char ch, const char* what) {
+        if (c.p < c.end && *c.p == ch) {
+            ++c.p;
+            return Step::ok;
+        }
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        if (*c.p != ch) {
+            fail_at(c.p, std::string("malformed JSON: expected ") + what + ", found " + describe(*c.p));
+            return Step::error;
+        }
+        ++c.p;
+        return Step::ok;
+    }
+
+    // A string; `out` views the raw bytes when there is no escape, else the
+    // unescaped text in scratch storage that lives until the next event.
+    Step string(Cur& c, std::string_view* out) {
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        if (*c.p != '"') {
+            fail_at(c.p, std::string("malformed JSON: expected a string, found ") + describe(*c.p));
+            return Step::error;
+        }
+        const char* s = c.p + 1;
+        const char* q = s;
+        bool escaped = false;
+        for (;;) {
+            q = detail::find_quote_or_backslash(q, c.end);
+            if (q >= c.end) return Step::more;
+            if (*q == '"') break;
+            escaped = true;
+            q += 2;  // the backslash and the character it escapes
+            if (q > c.end) return Step::more;
+        }
+        c.p = q + 1;
+        if (!escaped) {
+            *out = std::string_view(s, static_cast<size_t>(q - s));
+            return Step::ok;
+        }
+        return unescape(s, q, out);
+    }
+
+    Step unescape(const char* s, const char* e, std::string_view* out) {
+        if (scratch_.size() <= scratch_used_) scratch_.resize(scratch_used_ + 1);
+        std::string& o = scratch_[scratch_used_++];
+        o.clear();
+        for (const char* p = s; p < e; ++p) {
+            if (*p != '\\') {
+                o.push_back(*p);
+                continue;
+            }
+            ++p;
+            switch (*p) {
+                case '"': o.push_back('"'); break;
+                case '\\': o.push_back('\\'); break;
+                case '/': o.push_back('/'); break;
+                case 'b': o.push_back('\b'); break;
+                case 'f': o.push_back('\f'); break;
+                case 'n': o.push_back('\n'); break;
+                case 'r': o.push_back('\r'); break;
+                case 't': o.push_back('\t'); break;
+                case 'u': {
+                    if (e - p < 5) {
+                        fail_at(p, "malformed JSON: incomplete \\u escape");
+                        return Step::error;
+                    }
+                    uint32_t cp = 0;
+                    if (!hex4(p + 1, &cp)) {
+                        fail_at(p, "malformed JSON: bad \\u escape");
+                        return Step::error;
+                    }
+                    p += 4;
+                    if (cp >= 0xD800 && cp < 0xDC00 && e - p >= 7 && p[1] == '\\' && p[2] == 'u') {
+                        uint32_t lo = 0;
+                        if (hex4(p + 3, &lo) && lo >= 0xDC00 && lo < 0xE000) {
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                            p += 6;
+                        }
+                    }
+                    utf8(cp, o);
+                    break;
+                }
+                default:
+                    fail_at(p, std::string("malformed JSON: bad escape \\") + describe(*p));
+                    return Step::error;
+            }
+        }
+        *out = std::string_view(o);
+        return Step::ok;
+    }
+
+    static bool hex4(const char* p, uint32_t* out) {
+        uint32_t v = 0;
+        for (int i = 0; i < 4; ++i) {
+            const char ch = p[i];
+            v <<= 4;
+            if (ch >= '0' && ch <= '9') v |= static_cast<uint32_t>(ch - '0');
+            else if (ch >= 'a' && ch <= 'f') v |= static_cast<uint32_t>(ch - 'a' + 10);
+            else if (ch >= 'A' && ch <= 'F') v |= static_cast<uint32_t>(ch - 'A' + 10);
+            else return false;
+        }
+        *out = v;
+        return true;
+    }
+
+    static void utf8(uint32_t cp, std::string& o) {
+        if (cp < 0x80) {
+            o.push_back(static_cast<char>(cp));
+        } else if (cp < 0x800) {
+            o.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+            o.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        } else if (cp < 0x10000) {
+            o.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+            o.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+            o.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        } else {
+            o.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+            o.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+            o.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+            o.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        }
+    }
+
+    Step string_view_or_skip(Cur& c, std::string_view* out) {
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        if (*c.p != '"') return value(c);
+        return string(c, out);
+    }
+
+    Step string_or_skip(Cur& c, std::string* out) {
+        std::string_view v;
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        if (*c.p != '"') return value(c);
+        Step s = string(c, &v);
+        if (s == Step::ok) out->assign(v.data(), v.size());
+        return s;
+    }
+
+    // A JSON number (grammar checked); `out` views its text.
+    Step number(Cur& c, std::string_view* out) {
+        const char* s = c.p;
+        const char* p = c.p;
+        const char* const end = c.end;
+        auto digit = [end](const char* q) { return q < end && static_cast<unsigned char>(*q - '0') <= 9; };
+        if (p < c.end && *p == '-') ++p;
+        if (p >= c.end) return Step::more;
+        if (!digit(p)) {
+            fail_at(p, std::string("malformed JSON: expected a number, found ") + describe(*p));
+            return Step::error;
+        }
+        if (*p == '0') ++p;
+        else
+            while (digit(p)) ++p;
+        if (p < c.end && *p == '.') {
+            ++p;
+            if (p >= c.end) return Step::more;
+            if (!digit(p)) {
+                fail_at(p, "malformed JSON: expected digits after '.'");
+                return Step::error;
+            }
+            while (digit(p)) ++p;
+        }
+        if (p < c.end && (*p == 'e' || *p == 'E')) {
+            ++p;
+            if (p < c.end && (*p == '+' || *p == '-')) ++p;
+            if (p >= c.end) return Step::more;
+            if (!digit(p)) {
+                fail_at(p, "malformed JSON: expected digits in an exponent");
+                return Step::error;
+            }
+            while (digit(p)) ++p;
+        }
+        // A number at the very end of the buffer may continue in the next chunk.
+        if (p >= c.end) return Step::more;
+        *out = std::string_view(s, static_cast<size_t>(p - s));
+        c.p = p;
+        return Step::ok;
+    }
+
+    Step number_or_skip(Cur& c, std::string_view* out) {
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        if (*c.p == '-' || (*c.p >= '0' && *c.p <= '9')) return number(c, out);
+        *out = std::string_view();
+        return value(c);
+    }
+
+    static bool integer(std::string_view s, int64_t* out) {
+        size_t i = 0;
+        bool neg = false;
+        if (i < s.size() && s[i] == '-') {
+            neg = true;
+            ++i;
+        }
+        if (i >= s.size()) return false;
+        uint64_t v = 0;
+        for (; i < s.size(); ++i) {
+            if (s[i] < '0' || s[i] > '9') return false;
+            if (v > (std::numeric_limits<uint64_t>::max() - 9) / 10) return false;
+            v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+        }
+        if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+        *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+        return true;
+    }
+
+    Step literal(Cur& c, const char* word) {
+        const size_t n = std::strlen(word);
+        for (size_t i = 0; i < n; ++i) {
+            if (c.p + i >= c.end) return Step::more;
+            if (c.p[i] != word[i]) {
+                fail_at(c.p, std::string("malformed JSON: unexpected ") + describe(*c.p));
+                return Step::error;
+            }
+        }
+        c.p += n;
+        return Step::ok;
+    }
+
+    // Skip one value of any kind, checking its grammar.
+    Step value(Cur& c) {
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        switch (*c.p) {
+            case '{':
+                return object(c, [&](std::string_view, Cur& vc) { return value(vc); });
+            case '[':
+                return array(c, [&](Cur& ec) { return value(ec); });
+            case '"': {
+                // Skip without unescaping: find the closing quote only.
+                const char* q = c.p + 1;
+                for (;;) {
+                    q = detail::find_quote_or_backslash(q, c.end);
+                    if (q >= c.end) return Step::more;
+                    if (*q == '"') break;
+                    q += 2;
+                    if (q > c.end) return Step::more;
+                }
+                c.p = q + 1;
+                return Step::ok;
+            }
+            case 't': return literal(c, "true");
+            case 'f': return literal(c, "false");
+            case 'n': return literal(c, "null");
+            default: {
+                std::string_view num;
+                return number(c, &num);
+            }
+        }
+    }
+
+    // An object; `member(key, cursor)` consumes each value.
+    template <typename F>
+    Step object(Cur& c, F&& member) {
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        if (*c.p != '{') {
+            fail_at(c.p, std::string("malformed JSON: expected '{', found ") + describe(*c.p));
+            return Step::error;
+        }
+        if (++depth_ > kMaxDepth) return too_deep(c);
+        ++c.p;
+        skip_ws(c);
+        if (c.p >= c.end) return leave(Step::more);
+        if (*c.p == '}') {
+            ++c.p;
+            return leave(Step::ok);
+        }
+        for (;;) {
+            std::string_view key;
+            Step s = string(c, &key);
+            if (s != Step::ok) return leave(s);
+            s = expect(c, ':', "':' after a key");
+            if (s != Step::ok) return leave(s);
+            s = member(key, c);
+            if (s != Step::ok) return leave(s);
+            skip_ws(c);
+            if (c.p >= c.end) return leave(Step::more);
+            if (*c.p == ',') {
+                ++c.p;
+                continue;
+            }
+            if (*c.p == '}') {
+                ++c.p;
+                return leave(Step::ok);
+            }
+            fail_at(c.p, std::string("malformed JSON: expected ',' or '}' in an object, found ") + describe(*c.p));
+            return leave(Step::error);
+        }
+    }
+
+    template <typename F>
+    Step array(Cur& c, F&& element) {
+        skip_ws(c);
+        if (c.p >= c.end) return Step::more;
+        if (*c.p != '[') {
+            fail_at(c.p, std::string("malformed JSON: expected '[', found ") + describe(*c.p));
+            return Step::error;
+        }
+        if (++depth_ > kMaxDepth) return too_deep(c);
+        ++c.p;
+        skip_ws(c);
+        if (c.p >= c.end) return leave(Step::more);
+        if (*c.p == ']') {
+            ++c.p;
+            return leave(Step::ok);
+        }
+        for (;;) {
+            Step s = element(c);
+            if (s != Step::ok) return leave(s);
+            skip_ws(c);
+            if (c.p >= c.end) return leave(Step::more);
+            if (*c.p == ',') {
+                ++c.p;
+                continue;
+            }
+            if (*c.p == ']') {
+                ++c.p;
+                return leave(Step::ok);
+            }
+            fail_at(c.p, std::string("malformed JSON: expected ',' or ']' in an array, found ") + describe(*c.p));
+            return leave(Step::error);
+        }
+    }
+
+    Step leave(Step s) {
+        --depth_;
+        return s;
+    }
+
+    Step too_deep(Cur& c) {
+        --depth_;
+        fail_at(c.p, "JSON nested more than 256 levels deep");
+        return Step::error;
+    }
+
+    // ---------------------------------------------------------------- buffer and errors
+
+    void skip_ws_at_pos() {
+        while (pos_ < win_len_ && detail::is_ws(win_[pos_])) ++pos_;
+    }
+
+    // The bytes being parsed: the caller's chunk (in place) or tail_.
+    void window(const char* p, size_t n) {
+        win_ = p;
+        win_len_ = n;
+    }
+
+    // Move past the consumed prefix of the window, counting its lines first so
+    // that errors can name a line.
+    void discard_consumed() {
+        lines_before_ += count_lines(win_, win_ + pos_);
+        base_offset_ += static_cast<int64_t>(pos_);
+        win_ += pos_;
+        win_len_ -= pos_;
+        pos_ = 0;
+        line_cursor_ = base_offset_;
+        line_cursor_lines_ = lines_before_;
+    }
+
+    // After a feed: keep the unconsumed bytes (at most one unfinished unit) in
+    // tail_, since the caller's chunk is gone after it returns.
+    void keep_tail() {
+        const char* from = win_ + pos_;
+        const size_t n = win_len_ - pos_;
+        const bool in_tail = !tail_.empty() && win_ >= tail_.data() && win_ <= tail_.data() + tail_.size();
+        discard_consumed();
+        if (in_tail) tail_.erase(0, static_cast<size_t>(from - tail_.data()));
+        else tail_.assign(from, n);
+        window(tail_.data(), tail_.size());
+    }
+
+    // 1-based line of an absolute offset inside the buffer. Offsets asked for only
+    // grow (events are met in order), so counting resumes where it stopped.
+    int64_t line_of(int64_t offset) {
+        if (offset < line_cursor_) {
+            line_cursor_ = base_offset_;
+            line_cursor_lines_ = lines_before_;
+        }
+        const char* a = win_ + (line_cursor_ - base_offset_);
+        const char* b = win_ + (offset - base_offset_);
+        line_cursor_lines_ += count_lines(a, b);
+        line_cursor_ = offset;
+        return line_cursor_lines_ + 1;
+    }
+
+    // Newlines in [a, b): memchr hops from one to the next, fast both for
+    // single-line traces and for pretty-printed ones.
+    static int64_t count_lines(const char* a, const char* b) {
+        int64_t n = 0;
+        while (a < b) {
+            const void* hit = std::memchr(a, '\n', static_cast<size_t>(b - a));
+            if (!hit) break;
+            ++n;
+            a = static_cast<const char*>(hit) + 1;
+        }
+        return n;
+    }
+
+    static std::string describe(char c) {
+        if (c >= 0x20 && c < 0x7f) return std::string("'") + c + "'";
+        static const char* hex = "0123456789abcdef";
+        const unsigned char u = static_cast<unsigned char>(c);
+        return std::string("byte 0x") + hex[u >> 4] + hex[u & 15];
+    }
+
+    std::string where() const {
+        switch (state_) {
+            case State::start: return "before the document";
+            case State::obj_key:
+            case State::obj_after: return "in the top-level object";
+            case State::arr_item:
+            case State::arr_after:
+                return "inside the events array after " + std::to_string(meta_.elements) + " events";
+            case State::done: return "after the document";
+        }
+        return "";
+    }
+
+    bool fail(size_t buffer_pos, const std::string& msg) {
+        failed_ = true;
+        error_offset_ = base_offset_ + static_cast<int64_t>(buffer_pos);
+        error_line_ = line_of(error_offset_);
+        error_ = msg;
+        return false;
+    }
+
+    void fail_at(const char* p, const std::string& msg) { fail(static_cast<size_t>(p - win_), msg); }
+
+    static constexpr int kMaxDepth = 256;
+
+    std::string tail_;           // an unfinished unit carried over to the next chunk
+    const char* win_ = nullptr;  // the bytes being parsed: the caller's chunk or tail_
+    size_t win_len_ = 0;
+    size_t pos_ = 0;             // consumed up to here in the window
+    int64_t base_offset_ = 0;    // absolute offset of win_[0]
+    int64_t lines_before_ = 0;   // newlines before win_[0]
+    int64_t line_cursor_ = 0;
+    int64_t line_cursor_lines_ = 0;
+    State state_ = State::start;
+    bool first_ = true;
+    bool in_top_array_ = false;
+    int depth_ = 0;
+    bool failed_ = false;
+    std::string error_;
+    int64_t error_offset_ = -1;
+    int64_t error_line_ = -1;
+
+    StringTable strings_;
+    std::vector<int32_t> device_cats_;
+    std::vector<uint8_t> device_cat_flag_;
+    std::deque<std::string> scratch_;  // a deque: growing it never moves a string that a view points into
+    size_t scratch_used_ = 0;
+    Rows rows_;
+    SetAside aside_;
+    Meta meta_;
+};
+
+}  // namespace pau::kineto
