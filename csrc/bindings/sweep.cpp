@@ -87,7 +87,7 @@ void bind_sweep(py::module_& m) {
     py::class_<Sweep>(m, "Sweep")
         .def(py::init([](const carray<int32_t>& wr, const carray<int64_t>& ws, const carray<int64_t>& we,
                          const carray<int64_t>& wrow, const carray<int32_t>& sr, const carray<int64_t>& ss,
-                         const carray<int64_t>& se, int64_t bucket, int32_t part, int32_t parts) {
+                         const carray<int64_t>& se, int64_t bucket) {
                  const py::ssize_t nw = wr.shape(0), ns = sr.shape(0);
                  check_len(ws, nw, "windows.start_ns");
                  check_len(we, nw, "windows.end_ns");
@@ -95,11 +95,10 @@ void bind_sweep(py::module_& m) {
                  check_len(ss, ns, "span.start_ns");
                  check_len(se, ns, "span.end_ns");
                  return new Sweep(wr.data(), ws.data(), we.data(), wrow.data(), nw, sr.data(), ss.data(),
-                                  se.data(), ns, bucket, part, parts);
+                                  se.data(), ns, bucket);
              }),
              py::arg("win_rank"), py::arg("win_start"), py::arg("win_end"), py::arg("win_row"),
-             py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("bucket") = 0,
-             py::arg("part") = 0, py::arg("parts") = 1)
+             py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("bucket") = 0)
         .def("feed", &feed, py::arg("rank"), py::arg("start"), py::arg("end"), py::arg("kind_idx"),
              py::arg("kind_map"), py::arg("order") = py::none(),
              "Feed one batch; returns (code, row), code 0 when every row was taken.")

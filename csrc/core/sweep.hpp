@@ -72,9 +72,8 @@ class Sweep {
     Sweep(const int32_t* win_rank, const int64_t* win_start, const int64_t* win_end,
           const int64_t* win_row, int64_t n_windows, const int32_t* span_rank,
           const int64_t* span_start, const int64_t* span_end, int64_t n_spans,
-          int64_t bucket_width = 0, int32_t part = 0, int32_t parts = 1)
-        : has_windows_(n_windows > 0), bucket_(bucket_width), part_(part), parts_(parts) {
-        if (parts < 1 || part < 0 || part >= parts) throw std::invalid_argument("part must be in [0, parts)");
+          int64_t bucket_width = 0)
+        : has_windows_(n_windows > 0), bucket_(bucket_width), clip_(n_spans > 0) {
         if (bucket_width < 0) throw std::invalid_argument("windows: bucket width must be > 0");
         if (bucket_width > 0 && n_windows > 0)
             throw std::invalid_argument("windows: give either a table of windows or a bucket width");
@@ -87,7 +86,6 @@ class Sweep {
                 throw std::invalid_argument("span: rank " + std::to_string(span_rank[i]) +
                                             " has more than one row (second at row " +
                                             std::to_string(i) + ")");
-            if (!owns(span_rank[i])) continue;
             RankState& s = create(span_rank[i]);
             s.span_start = span_start[i];
             s.span_end = span_end[i];
@@ -105,12 +103,16 @@ class Sweep {
                     const IdxT* kind_idx, const int8_t* kind_map, int64_t map_size, int64_t n,
                     const int64_t* order = nullptr) {
         const bool windowed = has_windows_ || bucket_ > 0;
-        if (order) {
-            return windowed ? feed_impl<IdxT, true, true>(rank, start, end, kind_idx, kind_map, map_size, n, order)
-                            : feed_impl<IdxT, true, false>(rank, start, end, kind_idx, kind_map, map_size, n, order);
+        if (windowed) {
+            return order ? feed_impl<IdxT, true, true, true>(rank, start, end, kind_idx, kind_map, map_size, n, order)
+                         : feed_impl<IdxT, false, true, true>(rank, start, end, kind_idx, kind_map, map_size, n, order);
         }
-        return windowed ? feed_impl<IdxT, false, true>(rank, start, end, kind_idx, kind_map, map_size, n, order)
-                        : feed_impl<IdxT, false, false>(rank, start, end, kind_idx, kind_map, map_size, n, order);
+        if (clip_) {
+            return order ? feed_impl<IdxT, true, false, true>(rank, start, end, kind_idx, kind_map, map_size, n, order)
+                         : feed_impl<IdxT, false, false, true>(rank, start, end, kind_idx, kind_map, map_size, n, order);
+        }
+        return order ? feed_impl<IdxT, true, false, false>(rank, start, end, kind_idx, kind_map, map_size, n, order)
+                     : feed_impl<IdxT, false, false, false>(rank, start, end, kind_idx, kind_map, map_size, n, order);
     }
 
     // Close every rank at its span end and return the histogram. The Sweep is
@@ -119,7 +121,12 @@ class Sweep {
         for (auto& p : states_) {
             RankState& s = *p;
             if (!s.started && !s.fixed_span) continue;
-            const int64_t target = s.fixed_span ? s.span_end : s.max_end;
+            // Without a given span a rank ends at its last event end: every event
+            // either ended before the cursor or still holds its kind's open end.
+            int64_t last = s.t;
+            for (int k = 0; k < kNumKinds; ++k)
+                if ((s.active >> k & 1) && s.ce[k] > last) last = s.ce[k];
+            const int64_t target = s.fixed_span ? s.span_end : last;
             if (!s.fixed_span) s.span_end = target;
             Hot h{};
             load(h, s);
@@ -154,7 +161,6 @@ class Sweep {
         int64_t span_start = 0;
         int64_t span_end = kOpen;           // open until finish() for default spans
         int64_t last_start = std::numeric_limits<int64_t>::min();
-        int64_t max_end = 0;
         int64_t ce[kNumKinds] = {kOpen, kOpen, kOpen, kOpen, kOpen, kOpen};  // open ends; kOpen = inactive
         std::vector<int64_t> wins;          // this rank's windows, sorted by start
         size_t wpos = 0;
@@ -172,7 +178,6 @@ class Sweep {
         uint32_t active;        // kinds with an open merged interval
         int64_t ce[kNumKinds];  // open end of the merged interval per kind; kOpen = inactive
         int64_t last_start;
-        int64_t max_end;
         int64_t lo, hi;         // the span, for clipping
         int64_t* bins;          // where unwindowed time goes
         // Windowed sweeps: time in [dlo, dhi) goes to *dest without further checks.
@@ -180,7 +185,9 @@ class Sweep {
         Bins* dest;
     };
 
-    template <typename IdxT, bool Ordered, bool Windowed>
+    // Clip: some rank has a given span (without one, a rank's cursor never leaves
+    // [first start, last end), so no clipping is needed).
+    template <typename IdxT, bool Ordered, bool Windowed, bool Clip>
     FeedResult feed_impl(const int32_t* rank, const int64_t* start, const int64_t* end,
                          const IdxT* kind_idx, const int8_t* kind_map, int64_t map_size, int64_t n,
                          const int64_t* order) {
@@ -211,8 +218,6 @@ class Sweep {
             if (__builtin_expect(r != cur, 0)) {
                 if (s) store(h, *s);
                 cur = r;
-                s = nullptr;
-                if (!owns(r)) continue;  // another part's rank
                 s = &state(r);
                 if (!s->started) {  // a rank's first event always arrives through here
                     s->started = true;
@@ -224,14 +229,12 @@ class Sweep {
                 load(h, *s);
                 if (Windowed) set_route(h, route(*s, h.t));
             }
-            if (s == nullptr) continue;
             if (__builtin_expect(st < h.last_start, 0)) {
                 res = {Code::unsorted, i};
                 break;
             }
             h.last_start = st;
-            h.max_end = en > h.max_end ? en : h.max_end;
-            advance<Windowed>(h, *s, st);
+            advance<Windowed, Clip>(h, *s, st);
             const uint32_t bit = 1u << k;
             if (h.active & bit) {
                 if (en > h.ce[k]) {
@@ -280,7 +283,6 @@ class Sweep {
         h.t = s.t;
         for (int k = 0; k < kNumKinds; ++k) h.ce[k] = s.ce[k];
         h.last_start = s.last_start;
-        h.max_end = s.max_end;
         h.active = s.active;
         h.lo = s.span_start;
         h.hi = s.span_end;
@@ -291,7 +293,6 @@ class Sweep {
         s.t = h.t;
         for (int k = 0; k < kNumKinds; ++k) s.ce[k] = h.ce[k];
         s.last_start = h.last_start;
-        s.max_end = h.max_end;
         s.active = static_cast<uint8_t>(h.active);
     }
 
@@ -328,11 +329,11 @@ class Sweep {
     // end on the way, earliest first. Intervals are merged per kind (touching
     // ones included), so only the earliest open end (h.next) can change the mask
     // before `target`.
-    template <bool Windowed>
+    template <bool Windowed, bool Clip = true>
     void advance(Hot& h, RankState& s, int64_t target) {
         while (h.next <= target && h.active) {
             if (h.next > h.t) {
-                account<Windowed>(h, s, h.t, h.next);
+                account<Windowed, Clip>(h, s, h.t, h.next);
                 h.t = h.next;
             }
             h.active &= ~(1u << h.knext);
@@ -340,12 +341,12 @@ class Sweep {
             refresh(h);
         }
         if (target > h.t) {
-            account<Windowed>(h, s, h.t, target);
+            account<Windowed, Clip>(h, s, h.t, target);
             h.t = target;
         }
     }
 
-    template <bool Windowed>
+    template <bool Windowed, bool Clip>
     void account(Hot& h, RankState& s, int64_t a, int64_t b) {
         if (Windowed) {
             if (a >= h.dlo && b <= h.dhi) {  // inside the current window (or gap)
@@ -355,11 +356,13 @@ class Sweep {
                 add(s, a, b, static_cast<uint8_t>(h.active));
                 set_route(h, route(s, b));
             }
-        } else {
+        } else if (Clip) {
             a = a < h.lo ? h.lo : a;
             b = b > h.hi ? h.hi : b;
             const int64_t d = b - a;
             h.bins[h.active] += d > 0 ? d : 0;
+        } else {
+            h.bins[h.active] += b - a;  // callers pass a < b inside the span
         }
     }
 
@@ -525,11 +528,9 @@ class Sweep {
 
     static constexpr int32_t kDirectLimit = 1 << 22;
 
-    bool owns(int32_t r) const { return parts_ == 1 || r % parts_ == part_; }
-
     bool has_windows_;
     int64_t bucket_;
-    int32_t part_, parts_;  // this sweep takes the ranks r with r % parts == part
+    bool clip_;  // some rank has a given span: time must be clipped to it
     std::vector<int64_t> wstart_, wend_, wrow_;
     std::vector<int64_t> global_wins_;
     std::unordered_map<int32_t, std::vector<int64_t>> own_wins_;

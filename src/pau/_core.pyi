@@ -16,8 +16,6 @@ class Sweep:
         span_start: npt.NDArray[np.int64],
         span_end: npt.NDArray[np.int64],
         bucket: int = 0,
-        part: int = 0,
-        parts: int = 1,
     ) -> None: ...
     def feed(
         self,

@@ -69,7 +69,7 @@ def _column(batch: pa.RecordBatch | pa.Table, name: str, table: str) -> pa.Array
         )
     col = batch.column(idx)
     if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     return col
 
 
@@ -86,14 +86,15 @@ def time_column(arr: pa.Array, name: str, table: str, row0: int = 0) -> np.ndarr
         else:
             factor = {"s": 10**9, "ms": 10**6, "us": 10**3}[t.unit]
             raw = arr.view(pa.int64())
-            vals = raw.to_numpy(zero_copy_only=False)
+            vals = (raw.fill_null(0) if arr.null_count else raw).to_numpy(zero_copy_only=False)
+            # Not np.abs: it leaves INT64_MIN negative, which would wrap to 0 ns.
+            too_big = (vals > INT64_MAX // factor) | (vals < -(INT64_MAX // factor))
+            if too_big.any():
+                raise InvalidRowError(
+                    table, name, row0 + _first_true(too_big),
+                    f"{vals[too_big][0]} {t.unit} overflows int64 nanoseconds",
+                    "store times closer to the epoch", int(too_big.sum()))
             if arr.null_count == 0:
-                too_big = np.abs(vals) > INT64_MAX // factor
-                if too_big.any():
-                    raise InvalidRowError(
-                        table, name, row0 + _first_true(too_big),
-                        f"{vals[too_big][0]} {t.unit} overflows int64 nanoseconds",
-                        "store times closer to the epoch", int(too_big.sum()))
                 return vals * factor
             return pc.multiply_checked(raw, factor)  # nulls: validated later
     elif pa.types.is_integer(t):
@@ -159,6 +160,8 @@ def kind_column(arr: pa.Array, table: str) -> KindColumn:
     indices = arr.indices
     if indices.null_count:
         indices = indices.fill_null(0)  # nulls are caught by validation before use
+    if indices.type == pa.uint64():  # the core reads up to 32-bit unsigned indices
+        indices = indices.cast(pa.int64())
     return KindColumn(indices.to_numpy(zero_copy_only=False), dictionary, codes)
 
 

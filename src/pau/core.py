@@ -20,6 +20,7 @@ Output tables use ``dictionary<int8, string>`` for label columns (``activity``,
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
@@ -40,7 +41,7 @@ from ._input import (
     row_reasons,
     time_column,
 )
-from .errors import InvalidWindowsError, SchemaError, UnsortedInputError
+from .errors import InvalidWindowsError, PauError, SchemaError, UnsortedInputError
 
 __all__ = [
     "KINDS",
@@ -78,7 +79,7 @@ def _activity_of_mask(priority: Sequence[str] | None) -> np.ndarray:
     """For each of the 64 masks, the ACTIVITIES index of the kind that wins it."""
     prio = tuple(DEFAULT_PRIORITY if priority is None else priority)
     if sorted(prio) != sorted(KINDS):
-        raise ValueError(
+        raise PauError(
             f"priority: expected an ordering of all of {', '.join(KINDS)} (highest first), "
             f"got {list(prio)}"
         )
@@ -107,11 +108,10 @@ class _Plan:
     span_start: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     span_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
-    def sweep(self, part: int = 0, parts: int = 1) -> _core.Sweep:
+    def sweep(self) -> _core.Sweep:
         try:
             return _core.Sweep(self.win_rank, self.win_start, self.win_end, self.win_row,
-                               self.span_rank, self.span_start, self.span_end, self.bucket,
-                               part, parts)
+                               self.span_rank, self.span_start, self.span_end, self.bucket)
         except ValueError as exc:
             raise InvalidWindowsError(str(exc)) from None
 
@@ -186,7 +186,16 @@ class _Reorder(Exception):
 
 def _check_on_invalid(on_invalid: str) -> None:
     if on_invalid not in ("raise", "quarantine"):
-        raise ValueError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+        raise PauError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+
+
+def _feed(sweep, *args):
+    """Sweep.feed; windows are checked when a rank is first met, so their errors
+    surface here."""
+    try:
+        return sweep.feed(*args)
+    except ValueError as exc:
+        raise InvalidWindowsError(str(exc)) from None
 
 
 def _split_invalid(batch, row0: int, table: str = "events"):
@@ -210,19 +219,22 @@ def _feed_batches(sweep, batches: Iterable, on_invalid: str, quarantine: list, *
     row0 = 0
     for batch in batches:
         n = batch.num_rows
+        kept = None  # input positions of the rows left after quarantine
         if on_invalid == "quarantine":
             batch, q = _split_invalid(batch, row0)
             if q is not None:
                 quarantine.append(q)
+                kept = np.setdiff1d(np.arange(n), np.asarray(q["row"]) - row0)
         cols = event_columns(batch, row0=row0)
         if cols is None:
             raise_first(batch, row_reasons(batch), row0)
-        code, row = sweep.feed(cols.rank, cols.start, cols.end, cols.kind.indices, cols.kind.codes)
+        code, row = _feed(sweep, cols.rank, cols.start, cols.end, cols.kind.indices, cols.kind.codes)
         if code == _UNSORTED:
             if reorder_ok:
                 raise _Reorder()
             raise UnsortedInputError(
-                f"{source}: column 'start_ns', row {row0 + row}: start_ns decreases within rank "
+                f"{source}: column 'start_ns', row {row0 + (row if kept is None else int(kept[row]))}: "
+                f"start_ns decreases within rank "
                 f"{int(cols.rank[row])}. Fix: streamed sources must be ordered by start_ns within "
                 "each rank (pau.synth and pau's writers do so); sort the file by (rank, start_ns), "
                 "or load it and call pau.core.classify, which sorts."
@@ -241,7 +253,7 @@ def _parts(threads: int | None, rows: int) -> int:
     if threads is None:
         return 1 if rows < PARALLEL_MIN_ROWS else max(1, min(os.cpu_count() or 1, 8))
     if threads < 1:
-        raise ValueError(f"threads: expected a positive number, got {threads}")
+        raise PauError(f"threads: expected a positive number, got {threads}")
     return int(threads)
 
 
@@ -251,26 +263,70 @@ def _merge_hists(hists: list) -> dict:
     return {k: np.concatenate([h[k] for h in hists]) for k in hists[0]}
 
 
-def _sweep_parts(plan: _Plan, cols: list, parts: int, order=None):
-    """Sweep column batches on `parts` threads, each taking the ranks r with
-    r % parts == its part (the core releases the GIL). Returns the merged
-    histogram, or (code, row, batch index) of the first problem a part met."""
+def _rank_split(cols: list, parts: int):
+    """Split rank-sorted input into `parts` row ranges at rank boundaries.
 
-    def run(part):
-        sweep = plan.sweep(part, parts)
-        for b, c in enumerate(cols):
-            code, row = sweep.feed(c.rank, c.start, c.end, c.kind.indices, c.kind.codes, order)
+    Returns, per part, its pieces ``[(batch index, row slice)]`` and its rank range,
+    or None when the rows are not sorted by rank (then parts would have to scan
+    every row, which costs more than it saves on few cores)."""
+    if not cols:
+        return None
+    rank = cols[0].rank if len(cols) == 1 else np.concatenate([c.rank for c in cols])
+    n = rank.size
+    if n < parts or (n > 1 and (rank[1:] < rank[:-1]).any()):
+        return None
+    cuts = sorted({0, n} | {int(np.searchsorted(rank, rank[(j * n) // parts], "left"))
+                            for j in range(1, parts)})
+    offsets = np.cumsum([0] + [c.rows for c in cols])
+    out = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        if hi <= lo:
+            continue
+        pieces = []
+        for b in range(len(cols)):
+            a, z = max(lo, offsets[b]), min(hi, offsets[b + 1])
+            if a < z:
+                pieces.append((b, slice(int(a - offsets[b]), int(z - offsets[b]))))
+        out.append((pieces, int(rank[lo]), int(rank[hi - 1])))
+    return out
+
+
+def _sweep_parts(plan: _Plan, cols: list, parts: int, order=None):
+    """Sweep column batches, on several threads when that pays (the core releases
+    the GIL). Rank-sorted input is split into row ranges at rank boundaries; other
+    input runs on one thread. Returns the merged histogram, or (code, row, batch
+    index) of the first problem met."""
+
+    def run(pieces, span_sel=None):
+        p = plan if span_sel is None else dataclasses.replace(
+            plan, span_rank=plan.span_rank[span_sel], span_start=plan.span_start[span_sel],
+            span_end=plan.span_end[span_sel])
+        sweep = p.sweep()
+        for b, sl in pieces:
+            c = cols[b]
+            code, row = _feed(sweep, c.rank[sl], c.start[sl], c.end[sl], c.kind.indices[sl], c.kind.codes,
+                                   None if order is None else order[sl])
             if code != 0:
-                return (code, row, b)
+                return (code, row + (sl.start or 0), b)
         return sweep.finish()
 
-    if parts == 1:
-        results = [run(0)]
+    whole = [(b, slice(0, c.rows)) for b, c in enumerate(cols)]
+    split = _rank_split(cols, parts) if (parts > 1 and order is None) else None
+    if split is None or len(split) == 1:
+        results = [run(whole)]
     else:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=parts) as pool:
-            results = list(pool.map(run, range(parts)))
+        sr = plan.span_rank
+        taken = np.zeros(sr.size, bool)
+        jobs = []
+        for pieces, lo, hi in split:
+            sel = (sr >= lo) & (sr <= hi)
+            taken |= sel
+            jobs.append((pieces, sel))
+        jobs[0] = (jobs[0][0], jobs[0][1] | ~taken)  # spans of ranks without events
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            results = list(pool.map(lambda j: run(*j), jobs))
     problems = [r for r in results if isinstance(r, tuple)]
     if problems:
         return min(problems, key=lambda p: (p[2], p[1]))
@@ -440,9 +496,10 @@ def classify(
         first bad row. ``"quarantine"`` classifies the usable rows and returns
         :class:`Quarantined` ``(table, quarantine)``.
     threads : int, optional
-        Threads to sweep on, each taking the ranks ``r`` with ``r % threads == i``.
-        Default: one below :data:`PARALLEL_MIN_ROWS` rows, else one per core (up to
-        8). The result does not depend on it.
+        Threads to sweep on. Input sorted by rank is split into row ranges at rank
+        boundaries, one per thread; other input is swept on one thread. Default: one
+        below :data:`PARALLEL_MIN_ROWS` rows, else one per core (up to 8). The result
+        does not depend on it.
 
     Returns
     -------
@@ -664,17 +721,15 @@ def ledger(
             raise ValueError("ledger: as_of applies to a lifecycle; give one, or drop as_of")
         plan = _plan(windows, span)
         hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
-        if plan.mode == "none":
-            win = None
-        else:
+        slot = None
+        if plan.mode != "none":
             s_rank, s_win, slot = _slot_frame(hist, plan)
-            wcol = np.asarray(_window_column(plan, s_win).fill_null(-1))
-            win = wcol[slot]
+        # Aggregate by slot (unique per rank and window, "outside" included), then name
+        # the windows: a user's window id may be any integer, -1 included.
         table = tidy(hist["rank"], np.full(hist["rank"].size, unattributed), act_of_mask[hist["mask"]],
-                     hist["duration"], win)
-        if win is not None:
-            w = np.asarray(table["window"])
-            table = table.set_column(1, "window", pa.array(w, pa.int64(), mask=w < 0))
+                     hist["duration"], slot)
+        if slot is not None:
+            table = table.set_column(1, "window", _window_column(plan, s_win).take(table["window"]))
         spans = _spans_table(hist)
         accountable = pa.table({"rank": spans["rank"], "accountable_ns": pa.array(
             np.asarray(spans["end_ns"]) - np.asarray(spans["start_ns"]), pa.int64())})
