@@ -1,0 +1,74 @@
+"""Lifecycle attribution and the full ledger (issue: lifecycle ledger).
+
+* Attribution throughput on ``10M`` step records across 1,024 ranks and 50 attempts
+  (``pau.synth.lifecycle_records``), in step records per second.
+* The full ledger (events x lifecycle) against the events-only classification of the
+  same events: the state intervals become windows of the native sweep.
+
+Every benchmark asserts its answer: conservation against the accountable time, and
+the ledger's activity totals equal to the events-only classification restricted to
+accountable time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import pau.core as pc
+from pau import synth
+from bench_config import SEED, scaled
+
+
+@pytest.fixture(scope="module")
+def records():
+    n = scaled(10_000_000)
+    per_attempt = max(2, n // (1024 * 50))  # steps per rank and attempt
+    return synth.lifecycle_records(n, ranks=1024, attempts=50, seed=SEED,
+                                   checkpoint_every=max(1, min(50, per_attempt // 2)))
+
+
+@pytest.fixture(scope="module")
+def job():
+    # About 2M events over 8 ranks with failures, checkpoints and restarts.
+    steps = max(20, int(scaled(2_000_000) / 8 / 150))
+    return synth.training_job(ranks=8, steps=steps, seed=SEED, mtbf_s=steps / 3, checkpoint_every=25,
+                              kernels_per_step=96)
+
+
+def test_attribution_throughput(benchmark, records, report_note):
+    n_steps = int(pa.compute.sum(pa.compute.equal(records["record"], "step")).as_py())
+    iv = benchmark(pc.attribute, records)
+    # Conservation: per rank, the intervals sum to the accountable time.
+    led = pc.ledger(lifecycle=records)
+    assert int(pa.compute.sum(pa.compute.subtract(iv["end_ns"], iv["start_ns"])).as_py()) \
+        == led.accountable_ns()
+    prod = iv.filter(pa.compute.equal(iv["state"], "productive"))
+    assert prod.num_rows > 0
+    if benchmark.stats:
+        med = benchmark.stats.stats.median
+        report_note(f"attribute: {n_steps:,} step records in {med * 1e3:.0f} ms "
+                    f"= {n_steps / med / 1e6:.1f} M step records/s")
+
+
+@pytest.mark.parametrize("what", ["classify", "ledger"])
+def test_full_ledger_vs_classify(benchmark, job, what, report_note):
+    benchmark.group = "full ledger vs events-only"
+    if what == "classify":
+        out = benchmark(pc.classify, job.events)
+        assert sum(out["duration_ns"].to_pylist()) > 0
+    else:
+        led = benchmark(pc.ledger, job.events, job.lifecycle)
+        assert sum(led.table["duration_ns"].to_pylist()) == led.accountable_ns()
+        # Inside accountable time, activities equal the events-only classification
+        # clipped to the same spans (the job's events all lie in accountable time).
+        ex = pc.classify(job.events)
+        busy = {a: sum(r["duration_ns"] for r in ex.to_pylist() if r["activity"] == a)
+                for a in pc.KINDS}
+        got = led.activity_ns()
+        for a in pc.KINDS:
+            assert got.get(a, 0) == busy[a], a
+    if benchmark.stats:
+        report_note(f"{what} on {job.events.num_rows:,} events: "
+                    f"{benchmark.stats.stats.median * 1e3:.0f} ms (median)")
