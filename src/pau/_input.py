@@ -176,9 +176,12 @@ REASONS = (
     "negative start_ns",
     "end_ns before start_ns",
     "unknown kind",
+    "rank does not fit in int32",
+    "start_ns does not fit in int64 nanoseconds",
+    "end_ns does not fit in int64 nanoseconds",
 )
 _REASON_COLUMN = {1: "rank", 2: "start_ns", 3: "end_ns", 4: "kind", 5: "rank", 6: "start_ns",
-                  7: "end_ns", 8: "kind"}
+                  7: "end_ns", 8: "kind", 9: "rank", 10: "start_ns", 11: "end_ns"}
 _REASON_FIX = {
     1: "give every event the rank (accelerator) it ran on",
     2: "give every event its start time",
@@ -188,7 +191,29 @@ _REASON_FIX = {
     6: "times are nanoseconds since an epoch and must be >= 0; shift the trace",
     7: "correct the times; zero-length events (end_ns == start_ns) are allowed",
     8: "map it to one of " + ", ".join(KINDS) + " (the pau.io readers do this for profiler traces)",
+    9: "number ranks from 0 (one rank = one accelerator)",
+    10: "store times as int64 nanoseconds, closer to the epoch",
+    11: "store times as int64 nanoseconds, closer to the epoch",
 }
+
+
+def _unconvertible(arr: pa.Array, bits: int) -> np.ndarray | None:
+    """Rows whose integer (or timestamp) value does not fit a signed `bits`-bit
+    integer of the target unit (int32 ranks, int64 ns); None if every row fits."""
+    t = arr.type
+    if pa.types.is_timestamp(t):
+        if t.unit == "ns":
+            return None
+        factor = {"s": 10**9, "ms": 10**6, "us": 10**3}[t.unit]
+        vals = arr.view(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        bad = (vals > INT64_MAX // factor) | (vals < -(INT64_MAX // factor))
+    elif pa.types.is_integer(t) and t.bit_width >= bits:
+        vals = arr.fill_null(0).to_numpy(zero_copy_only=False)
+        hi = (1 << (bits - 1)) - 1
+        bad = vals > hi if pa.types.is_unsigned_integer(t) else (vals > hi) | (vals < -hi - 1)
+    else:
+        return None
+    return bad if bad.any() else None
 
 
 def row_reasons(batch: pa.RecordBatch | pa.Table, table: str = "events") -> np.ndarray:
@@ -208,6 +233,16 @@ def row_reasons(batch: pa.RecordBatch | pa.Table, table: str = "events") -> np.n
     for code, arr in ((1, rank), (2, start), (3, end), (4, kind)):
         if arr.null_count:
             mark(np.asarray(arr.is_null()), code)
+    # Values that do not convert are reasons too (so quarantine can take them);
+    # they are zeroed before conversion.
+    converted = []
+    for code, arr, bits in ((9, rank, 32), (10, start, 64), (11, end, 64)):
+        bad = _unconvertible(arr, bits)
+        if bad is not None:
+            mark(bad, code)
+            arr = pc.if_else(pa.array(bad), pa.scalar(0, arr.type), arr)
+        converted.append(arr)
+    rank, start, end = converted
     r = rank_column(rank.fill_null(0) if rank.null_count else rank, table)
     s = time_column(start.fill_null(0) if start.null_count else start, "start_ns", table)
     e = time_column(end.fill_null(0) if end.null_count else end, "end_ns", table)
@@ -231,6 +266,8 @@ def raise_first(batch: pa.RecordBatch | pa.Table, reasons: np.ndarray, row0: int
                                       if code == 7 else ")")
     elif code == 8:
         detail = f"unknown kind {_column(batch, 'kind', table)[i].as_py()!r}"
+    elif code in (9, 10, 11):
+        detail += f" ({_column(batch, col, table)[i].as_py()})"
     raise InvalidRowError(table, col, row0 + i, detail, _REASON_FIX[code], int(bad.size))
 
 

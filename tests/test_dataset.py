@@ -1,0 +1,158 @@
+"""classify_dataset: Parquet files, directories, hive partitions and Arrow streams give
+exactly what classify gives on the same rows loaded in memory."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import pau.core as core
+
+KINDS = ("compute", "communication", "memcpy", "memset", "sync", "other")
+
+
+@pytest.fixture(scope="module")
+def events() -> pa.Table:
+    """4 ranks x 300 events, sorted by (rank, start_ns); overlaps, ties, zero-length."""
+    rng = np.random.default_rng(7)
+    n_per, ranks = 300, 4
+    rank = np.repeat(np.arange(ranks, dtype=np.int32), n_per)
+    start = np.concatenate([np.sort(rng.integers(0, 5_000, n_per)) for _ in range(ranks)])
+    end = start + rng.choice([0, 1, 3, 10, 40, 200], rank.size)
+    kind = pa.DictionaryArray.from_arrays(
+        pa.array(rng.integers(0, len(KINDS), rank.size).astype(np.int8)), pa.array(KINDS))
+    return pa.table({"rank": rank, "stream": pa.array(rng.integers(0, 3, rank.size), pa.int32()),
+                     "start_ns": pa.array(start, pa.int64()), "end_ns": pa.array(end, pa.int64()),
+                     "kind": kind})
+
+
+@pytest.fixture(scope="module")
+def expected(events):
+    return core.classify(events)
+
+
+def test_single_file(tmp_path, events, expected):
+    path = tmp_path / "events.parquet"
+    pq.write_table(events, path, row_group_size=128)
+    assert pq.ParquetFile(path).num_row_groups > 1
+    for batch_rows in (None, 1, 50, 10_000):
+        out = core.classify_dataset(path, batch_rows=batch_rows, progress=False)
+        assert out.equals(expected)
+        assert out.schema.metadata[b"pau.rows"] == str(events.num_rows).encode()
+    assert core.classify_dataset(str(path), progress=False).equals(expected)
+
+
+def test_ranks_interleaved_in_time_order(tmp_path, events, expected):
+    # start order overall (ranks interleave): still start-ordered within each rank
+    path = tmp_path / "by_time.parquet"
+    pq.write_table(events.sort_by([("start_ns", "ascending")]), path, row_group_size=100)
+    assert core.classify_dataset(path, progress=False).equals(expected)
+
+
+def test_directory_of_files(tmp_path, events, expected):
+    d = tmp_path / "dir"
+    d.mkdir()
+    # split by rank into several files, one with several row groups
+    for r in range(4):
+        part = events.filter(pc.equal(events["rank"], r))
+        pq.write_table(part, d / f"part-{r}.parquet", row_group_size=70)
+    assert core.classify_dataset(d, progress=False).equals(expected)
+    # a list of files is a source too
+    files = sorted(str(p) for p in d.iterdir())
+    assert core.classify_dataset(files, progress=False).equals(expected)
+
+
+def test_directory_split_in_time(tmp_path, events, expected):
+    # files hold consecutive time ranges of every rank, in path order
+    d = tmp_path / "time"
+    d.mkdir()
+    t = events.sort_by([("start_ns", "ascending")])
+    for i, off in enumerate(range(0, t.num_rows, 400)):
+        pq.write_table(t.slice(off, 400), d / f"chunk-{i:03d}.parquet")
+    assert core.classify_dataset(d, progress=False).equals(expected)
+
+
+def test_hive_partitions_fill_the_rank_column(tmp_path, events, expected):
+    d = tmp_path / "hive"
+    for r in range(4):
+        part = events.filter(pc.equal(events["rank"], r)).drop_columns(["rank"])
+        (d / f"rank={r}").mkdir(parents=True)
+        pq.write_table(part, d / f"rank={r}" / "events.parquet", row_group_size=90)
+    assert "rank" not in pq.read_schema(d / "rank=2" / "events.parquet").names
+    out = core.classify_dataset(d, progress=False)
+    assert out.equals(expected)
+    assert out.schema.field("rank").type == pa.int32()
+
+
+def test_record_batch_reader_and_capsule(events, expected):
+    reader = pa.RecordBatchReader.from_batches(events.schema, events.to_batches(max_chunksize=64))
+    assert core.classify_dataset(reader).equals(expected)
+
+    class Stream:
+        def __arrow_c_stream__(self, requested_schema=None):
+            return events.__arrow_c_stream__(requested_schema)
+
+    assert core.classify_dataset(Stream(), batch_rows=33).equals(expected)
+
+
+def test_in_memory_table_is_accepted(events, expected):
+    # not a stream: loaded as a table, so it may be in any order
+    shuffled = events.take(np.random.default_rng(1).permutation(events.num_rows))
+    assert core.classify_dataset(shuffled).equals(expected)
+
+
+def test_windows_span_and_priority(tmp_path, events):
+    path = tmp_path / "events.parquet"
+    pq.write_table(events, path, row_group_size=100)
+    windows = pa.table({"rank": pa.array([-1, 2], pa.int32()), "start_ns": [0, 3000],
+                        "end_ns": [1000, 3500]})
+    span = pa.table({"rank": pa.array([1, 9], pa.int32()), "start_ns": [100, 0],
+                     "end_ns": [4000, 50]})
+    prio = ["memcpy", "sync", "compute", "other", "memset", "communication"]
+    for kw in (dict(windows=windows), dict(windows=700), dict(span=span),
+               dict(windows=windows, span=span, priority=prio)):
+        assert core.classify_dataset(path, progress=False, **kw).equals(
+            core.classify(events, **kw)), kw
+
+
+def test_ledger_streams_a_path(tmp_path, events):
+    path = tmp_path / "events.parquet"
+    pq.write_table(events, path, row_group_size=100)
+    assert core.ledger(str(path)).table.equals(core.ledger(events).table)
+
+
+def test_progress_bar(tmp_path, events, capsys):
+    path = tmp_path / "events.parquet"
+    pq.write_table(events, path, row_group_size=500)
+    core.classify_dataset(path, progress=True)
+    err = capsys.readouterr().err
+    assert "1,200/1,200 rows" in err
+    assert err.endswith("\n")
+    core.classify_dataset(path, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_missing_source(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        core.classify_dataset(tmp_path / "nope.parquet", progress=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError):
+        core.classify_dataset(tmp_path / "empty", progress=False)
+
+
+def test_quarantine_matches_classify(tmp_path, events):
+    bad = events.slice(0, 3)
+    bad = bad.set_column(bad.schema.get_field_index("end_ns"), "end_ns",
+                         pa.array([-1, 0, -5], pa.int64()))  # end before start
+    t = pa.concat_tables([events.slice(0, 500), bad, events.slice(500)])
+    t = t.sort_by([("rank", "ascending"), ("start_ns", "ascending")])
+    path = tmp_path / "events.parquet"
+    pq.write_table(t, path, row_group_size=97)
+    res = core.classify_dataset(path, on_invalid="quarantine", progress=False)
+    mem = core.classify(t, on_invalid="quarantine")
+    assert res.result.equals(mem.result)
+    assert res.quarantine["row"].to_pylist() == mem.quarantine["row"].to_pylist()
+    assert res.quarantine["reason"].to_pylist() == ["end_ns before start_ns"] * 3
