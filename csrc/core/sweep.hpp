@@ -79,13 +79,16 @@ class Sweep {
             throw std::invalid_argument("windows: give either a table of windows or a bucket width");
         index_windows(win_rank, win_start, win_end, win_row, n_windows);
         for (int64_t i = 0; i < n_spans; ++i) {
-            if (span_rank[i] < 0) throw std::invalid_argument("span: rank must be >= 0");
+            if (span_rank[i] < 0)
+                throw std::invalid_argument("span: column 'rank', row " + std::to_string(i) +
+                                            ": negative rank. Fix: ranks are accelerator indices >= 0");
             if (span_end[i] < span_start[i])
-                throw std::invalid_argument("span: end_ns < start_ns at row " + std::to_string(i));
+                throw std::invalid_argument("span: column 'end_ns', row " + std::to_string(i) +
+                                            ": end_ns < start_ns. Fix: a span is [start_ns, end_ns)");
             if (find(span_rank[i]) != nullptr)
                 throw std::invalid_argument("span: rank " + std::to_string(span_rank[i]) +
                                             " has more than one row (second at row " +
-                                            std::to_string(i) + ")");
+                                            std::to_string(i) + "). Fix: give one span per rank");
             RankState& s = create(span_rank[i]);
             s.span_start = span_start[i];
             s.span_end = span_end[i];
@@ -504,7 +507,7 @@ class Sweep {
                     "windows: rows " + std::to_string(wrow_[holder]) + " and " +
                     std::to_string(wrow_[i]) + " overlap on rank " +
                     (rank < 0 ? std::string("-1 (every rank)") : std::to_string(rank)) +
-                    "; windows of one rank must be disjoint so that they sum to the whole");
+                    ". Fix: make the windows of one rank disjoint, so that they sum to the whole");
             }
             reach = wend_[i];
             holder = i;

@@ -172,8 +172,8 @@ def _plan(windows: Any, span: Any) -> _Plan:
 class Quarantined(NamedTuple):
     """What ``on_invalid="quarantine"`` returns: the result and the rows set aside.
 
-    ``quarantine`` has the input's columns plus ``row`` (0-based row in the input)
-    and ``reason``.
+    ``quarantine`` has the columns that were read (all of a table's; the event
+    columns of a streamed file) plus ``row`` (0-based row in the input) and ``reason``.
     """
 
     result: Any
@@ -195,7 +195,9 @@ def _feed(sweep, *args):
     try:
         return sweep.feed(*args)
     except ValueError as exc:
-        raise InvalidWindowsError(str(exc)) from None
+        if str(exc).startswith("windows:"):
+            raise InvalidWindowsError(str(exc)) from None
+        raise
 
 
 def _split_invalid(batch, row0: int, table: str = "events"):
