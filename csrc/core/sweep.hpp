@@ -186,6 +186,7 @@ class Sweep {
         // Windowed sweeps: time in [dlo, dhi) goes to *dest without further checks.
         int64_t dlo, dhi;
         Bins* dest;
+        uint64_t dtouched;      // masks added to *dest, not yet recorded in dest->touched
     };
 
     // Clip: some rank has a given span (without one, a rank's cursor never leaves
@@ -292,7 +293,8 @@ class Sweep {
         h.bins = s.out.v;
         refresh(h);
     }
-    static void store(const Hot& h, RankState& s) {
+    static void store(Hot& h, RankState& s) {
+        commit(h);
         s.t = h.t;
         for (int k = 0; k < kNumKinds; ++k) s.ce[k] = h.ce[k];
         s.last_start = h.last_start;
@@ -354,10 +356,10 @@ class Sweep {
         if (Windowed) {
             if (a >= h.dlo && b <= h.dhi) {  // inside the current window (or gap)
                 h.dest->v[h.active] += b - a;
-                h.dest->touched |= 1ull << h.active;
+                // kept in a register: a store to one hot word would chain every add
+                h.dtouched |= 1ull << h.active;
             } else {
-                add(s, a, b, static_cast<uint8_t>(h.active));
-                set_route(h, route(s, b));
+                set_route(h, slow_account(s, h.dest, h.dtouched, a, b, static_cast<uint8_t>(h.active)));
             }
         } else if (Clip) {
             a = a < h.lo ? h.lo : a;
@@ -407,6 +409,20 @@ class Sweep {
         h.dlo = r.lo;
         h.dhi = r.hi;
         h.dest = r.dest;
+        h.dtouched = 0;
+    }
+    // Crossing a window (or bucket) boundary: rare, kept out of line so the hot
+    // loop stays small.
+    // Takes the cursor's fields by value: its address must not escape the hot loop.
+    __attribute__((noinline)) Route slow_account(RankState& s, Bins* dest, uint64_t dtouched, int64_t a,
+                                                 int64_t b, uint8_t mask) {
+        if (dest) dest->touched |= dtouched;
+        add(s, a, b, mask);
+        return route(s, b);
+    }
+    static void commit(Hot& h) {
+        if (h.dest) h.dest->touched |= h.dtouched;
+        h.dtouched = 0;
     }
 
     void add(RankState& s, int64_t a, int64_t b, uint8_t mask) {
