@@ -101,7 +101,8 @@ def layer(b_rank, b_start, b_end, b_state, b_att, b_step, b_cause,
     index, -1 = none), step (``null`` = none), cause (-1 = none). Returns the
     maximal pieces of b's coverage labelled by the top layer there, as output
     columns: rank, start, end, state, attempt id, step, cause, and the null masks
-    of the last three; parts of s and o outside b are not returned.
+    of the last three; then the accountable time per rank (ranks, ns). Parts of s
+    and o outside b are not returned.
     """
     nb, ns, no = b_rank.size, s_rank.size, o_rank.size
     cap = 2 * (nb + ns + no) + 1
@@ -115,6 +116,9 @@ def layer(b_rank, b_start, b_end, b_state, b_att, b_step, b_cause,
     n_att = np.empty(cap, np.bool_)
     n_step = np.empty(cap, np.bool_)
     n_cause = np.empty(cap, np.bool_)
+    acc_rank = np.empty(nb, np.int32)  # accountable time per rank, ranks in order
+    acc_ns = np.zeros(nb, np.int64)
+    nr = 0
     m = 0
     js = 0
     jo = 0
@@ -128,10 +132,14 @@ def layer(b_rank, b_start, b_end, b_state, b_att, b_step, b_cause,
         while jo < no and o_rank[jo] < r:
             jo += 1
         t = b_start[ib]
+        acc_rank[nr] = r
+        nr += 1
         while ib < nb and b_rank[ib] == r:
             if t < b_start[ib]:
                 t = b_start[ib]
             be = b_end[ib]
+            if be > t:
+                acc_ns[nr - 1] += be - t
             while t < be:
                 while js < ns and s_rank[js] == r and s_end[js] <= t:
                     js += 1
@@ -185,7 +193,7 @@ def layer(b_rank, b_start, b_end, b_state, b_att, b_step, b_cause,
                 t = nxt
             ib += 1
     return (r_rank[:m], r_start[:m], r_end[:m], r_state[:m], r_att[:m], r_step[:m], r_cause[:m],
-            n_att[:m], n_step[:m], n_cause[:m])
+            n_att[:m], n_step[:m], n_cause[:m], acc_rank[:nr], acc_ns[:nr])
 
 
 @kernel
@@ -230,7 +238,7 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
     member, 2 starts outside the attempt, 3 overlaps the previous step, 4 step
     number does not increase.
     """
-    n = order.size
+    n = order.size if order.size else rdense.size  # an empty order: rows already in order
     o_rank = np.empty(n, np.int32)
     o_start = np.empty(n, np.int64)
     o_end = np.empty(n, np.int64)
@@ -244,7 +252,7 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
     bad = -1
     other = -1
     for j in range(n):
-        i = order[j]
+        i = order[j] if order.size else j
         r = rdense[i]
         a = att[i]
         k = a * n_ranks + r
@@ -291,3 +299,37 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
         o_cause[j] = c
         prev = i
     return o_rank, o_start, o_end, o_state, o_att, o_step, o_cause, tok, code, bad, other
+
+
+@kernel
+def count_bad_steps(start, end, rank, attempt, step, null):
+    """Step rows that cannot be used: null or negative start, end before start, rank
+    below -1, missing attempt or step. One pass; the caller explains them."""
+    bad = 0
+    for i in range(start.size):
+        s = start[i]
+        e = end[i]
+        if (s == null or s < 0 or (e != null and e < s) or rank[i] < -1
+                or attempt[i] == null or step[i] == null):
+            bad += 1
+    return bad
+
+
+@kernel
+def lut_map(values, lo, lut):
+    """``lut[v - lo]`` per value, -1 outside the table."""
+    out = np.empty(values.size, np.int64)
+    n = lut.size
+    for i in range(values.size):
+        v = values[i] - lo
+        out[i] = lut[v] if 0 <= v < n else -1
+    return out
+
+
+@kernel
+def ordered(rdense, start):
+    """Whether rows already come by (dense rank, start)."""
+    for i in range(1, rdense.size):
+        if rdense[i] < rdense[i - 1] or (rdense[i] == rdense[i - 1] and start[i] < start[i - 1]):
+            return False
+    return True

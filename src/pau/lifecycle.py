@@ -464,16 +464,14 @@ def _step_reasons(st: _Steps) -> np.ndarray:
 
 
 def _dense_lut(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Position of each value in the sorted unique `keys`, -1 if absent (vectorized)."""
+    """Position of each value in the sorted unique `keys`, -1 if absent."""
     if keys.size == 0:
         return np.full(values.shape, -1, np.int64)
     lo, hi = int(keys[0]), int(keys[-1])
     if hi - lo < 1 << 24:
-        lut = np.full(hi - lo + 2, -1, np.int64)
+        lut = np.full(hi - lo + 1, -1, np.int64)
         lut[keys - lo] = np.arange(keys.size)
-        v = values - lo
-        v = np.where((v < 0) | (v > hi - lo), hi - lo + 1, v)
-        return lut[v]
+        return _kernels.lut_map(np.asarray(values), lo, lut)
     pos = np.minimum(np.searchsorted(keys, values), keys.size - 1)
     return np.where(keys[pos] == values, pos, -1)
 
@@ -564,9 +562,11 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     quarantine = []  # (original rows, reasons)
     x_reasons = _row_reasons(x)
     x_bad = ~np.equal(x_reasons, None)
-    s_bad = ((st.start == NULL) | (st.start < 0) | ((st.end != NULL) & (st.end < st.start))
-             | (st.rank < -1) | (st.attempt == NULL) | (st.step == NULL))
-    if x_bad.any() or s_bad.any():
+    n_bad = _kernels.count_bad_steps(st.start, st.end, st.rank, st.attempt, st.step, NULL) if len(st) else 0
+    s_bad = (((st.start == NULL) | (st.start < 0) | ((st.end != NULL) & (st.end < st.start))
+              | (st.rank < -1) | (st.attempt == NULL) | (st.step == NULL)) if n_bad
+             else np.zeros(len(st), bool))
+    if x_bad.any() or n_bad:
         s_idx = np.flatnonzero(s_bad)
         s_reasons = _step_reasons(st.take(s_idx))
         rows_bad = np.concatenate([x.row[x_bad], st.row[s_idx]])
@@ -731,9 +731,12 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
     pend = np.zeros(nA, bool)
     if nA:
         pend[L.last] = A.running[L.last]
-    order, ok = _kernels.rank_order(s_rd, st.start, nR)
-    if not ok:
-        order = np.lexsort((st.start, s_rd))
+    if _kernels.ordered(s_rd, st.start):
+        order = np.empty(0, np.int64)  # already in (rank, start) order
+    else:
+        order, ok = _kernels.rank_order(s_rd, st.start, nR)
+        if not ok:
+            order = np.lexsort((st.start, s_rd))
     # Causes as codes into a small dictionary.
     cause_names = sorted({c for c in A.cause if c is not None} | {"superseded"})
     cause_code = {c: i for i, c in enumerate(cause_names)}
@@ -785,7 +788,7 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
     o_step = np.concatenate([np.full(oph.size, NULL), ck_step])
     O = _kernels.paint(o_rank, o_start, o_end, o_level, np.lexsort((o_start, o_rank)))
 
-    (pr, ps, pe, state, att_id, step, cause, null_att, null_step, null_cause) = _kernels.layer(
+    (pr, ps, pe, state, att_id, step, cause, null_att, null_step, null_cause, ur, acc_ns) = _kernels.layer(
         B[0], B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]],
         np.full(B[3].size, -1, np.int16),
         s_rank, s_start, s_end, s_state, s_att, s_step, s_cause,
@@ -808,10 +811,6 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
         if not A.running[a] and A.cause[a] in ("failed", "preempted") and int(A.ids[a]) not in fail_ids]
     prod = s_state == S["productive"]
     preserved_steps = int(_present(s_step[prod] - s_step[prod].min()).size) if prod.any() else 0
-    # pieces come sorted by rank: exact per-rank sums with reduceat
-    cuts = np.flatnonzero(np.r_[True, pr[1:] != pr[:-1]]) if pr.size else np.empty(0, np.int64)
-    ur = pr[cuts]
-    acc_ns = np.add.reduceat(pe - ps, cuts) if pr.size else np.zeros(0, np.int64)
     accountable = pa.table({"rank": pa.array(ur, pa.int32()), "accountable_ns": pa.array(acc_ns, pa.int64())})
     lineage_ckpts = np.sort(C.step[(C.durable != NULL) & _on_lineage(L, C.attempt, C.step)])
     wall = int(as_of - acc_start.min()) if acc_start.size else 0
