@@ -1,14 +1,26 @@
 """Readers that turn other tools' files into pau's tables (DESIGN §5).
 
 Each reader lives in its own module and returns pau's tables (``events``,
-``lifecycle``...) plus what it learned about the input, without analysing it:
-analysis is :mod:`pau.core`'s job.
+``lifecycle``, ``requests``...) plus what it learned about the input, without
+analysing it: analysis is :mod:`pau.core`'s job.
 
 * :mod:`pau.readers.kineto`: PyTorch profiler (Kineto) Chrome-trace JSON.
+* :mod:`pau.readers.nsys`: Nsight Systems SQLite exports.
+* :mod:`pau.readers.mllog`: MLPerf ``:::MLLOG`` result logs.
+* :mod:`pau.readers.serving`: vLLM / AIPerf / GenAI-Perf per-request results.
+* :mod:`pau.readers.detect`: which of them a path needs.
 """
 
 from __future__ import annotations
 
+from .detect import FORMATS, UnknownFormatError, detect_format
 from .kineto import KinetoTrace, Rules, read_kineto
+from .mllog import MLLogError, MLLogRun, mllog_summary, read_mllog
+from .nsys import NsysTrace, read_nsys
+from .serving import REQUESTS_SCHEMA, ServingFormatError, ServingResults, read_serving
 
-__all__ = ["KinetoTrace", "Rules", "read_kineto"]
+__all__ = [
+    "FORMATS", "KinetoTrace", "MLLogError", "MLLogRun", "NsysTrace", "REQUESTS_SCHEMA", "Rules",
+    "ServingFormatError", "ServingResults", "UnknownFormatError", "detect_format", "mllog_summary",
+    "read_kineto", "read_mllog", "read_nsys", "read_serving",
+]

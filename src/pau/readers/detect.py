@@ -1,0 +1,130 @@
+"""Which reader a path needs, from its content (not its name).
+
+:func:`detect_format` returns one of ``"parquet"``, ``"kineto"``, ``"nsys"``,
+``"mllog"``, ``"serving"``. Rules, on the first bytes of a file (decompressed when
+gzip):
+
+* ``PAR1`` magic -> parquet; ``SQLite format 3`` with a ``StringIds`` table -> nsys;
+* a ``:::MLLOG`` line among the first 256 KiB -> mllog;
+* JSON with ``"traceEvents"``, or a top-level array of objects with ``"ph"`` -> kineto;
+* JSON with ``"ttfts"``/``"input_lens"`` (vLLM), ``"experiments"`` (GenAI-Perf) or a
+  first line with ``"metadata"`` and ``"request_start_ns"`` (AIPerf jsonl) -> serving.
+
+A directory takes the format of its files: ``*.parquet`` -> parquet, else the first
+readable file that is recognised (all recognised files must agree).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import sqlite3
+import pathlib
+import zlib
+
+from ..errors import PauError
+
+__all__ = ["FORMATS", "UnknownFormatError", "detect_format"]
+
+FORMATS = ("parquet", "kineto", "nsys", "mllog", "serving")
+
+_HEAD = 256 * 1024
+
+
+class UnknownFormatError(PauError):
+    """No reader recognises the file."""
+
+    def __init__(self, path: str, problem: str):
+        self.path, self.problem = path, problem
+        super().__init__(f"{path}: {problem}. Fix: give one of {', '.join(FORMATS)} "
+                         "(PyTorch profiler JSON, Nsight Systems .sqlite export, MLPerf :::MLLOG log, "
+                         "vLLM/AIPerf/GenAI-Perf results, pau Parquet), or pass the format explicitly")
+
+
+def _head(path: str) -> bytes:
+    with open(path, "rb") as f:
+        raw = f.read(_HEAD)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as g:
+                return g.read(_HEAD)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise UnknownFormatError(path, f"a gzip file that cannot be decompressed ({exc})") from None
+    return raw
+
+
+def _is_nsys(path: str) -> bool:
+    uri = pathlib.Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
+    try:
+        con = sqlite3.connect(uri, uri=True)
+        try:
+            return bool(con.execute("SELECT 1 FROM sqlite_master WHERE name='StringIds'").fetchall())
+        finally:
+            con.close()
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _detect_file(path: str) -> str:
+    if os.path.getsize(path) == 0:
+        raise UnknownFormatError(path, "the file is empty")
+    head = _head(path)
+    if head[:4] == b"PAR1":
+        return "parquet"
+    if head[:16] == b"SQLite format 3\x00":
+        if _is_nsys(path):
+            return "nsys"
+        raise UnknownFormatError(path, "a SQLite database that is not an Nsight Systems export (no StringIds)")
+    text = head.decode("utf-8", errors="replace")
+    if ":::MLLOG" in text:
+        return "mllog"
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        if re.search(r'"traceEvents"\s*:', text) or re.search(r'"(?:schemaVersion|distributedInfo|deviceProperties)"\s*:', text):
+            return "kineto"
+        if re.search(r'"(?:ttfts|input_lens|itls)"\s*:', text) or re.search(r'"experiments"\s*:', text):
+            return "serving"
+        first = stripped.split("\n", 1)[0]
+        if '"metadata"' in first and '"request_start_ns"' in first:
+            return "serving"
+    if stripped.startswith("[") and re.search(r'"ph"\s*:', text):
+        return "kineto"
+    raise UnknownFormatError(path, "the content matches no known format")
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """The format of a file or directory (see the module docstring).
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path``.
+    UnknownFormatError
+        Empty, unrecognised, or a directory mixing formats.
+    """
+    p = os.fspath(path)
+    if os.path.isfile(p):
+        return _detect_file(p)
+    if not os.path.isdir(p):
+        raise FileNotFoundError(f"nothing at {p!r}")
+    files = sorted(str(f) for f in pathlib.Path(p).rglob("*") if f.is_file() and not f.name.startswith("."))
+    if any(f.endswith(".parquet") for f in files):
+        return "parquet"
+    found: dict[str, str] = {}
+    for f in files:
+        if f.endswith((".md", ".csv", ".nsys-rep")) or os.path.getsize(f) == 0:
+            continue
+        try:
+            found.setdefault(_detect_file(f), f)
+        except UnknownFormatError:
+            continue
+    if not found:
+        raise UnknownFormatError(p, f"a directory with no recognised file among {len(files)} files")
+    # MLPerf folders hold system JSONs beside the logs: the logs decide.
+    if "mllog" in found:
+        return "mllog"
+    if len(found) > 1:
+        raise UnknownFormatError(p, "a directory mixing formats: " +
+                                 ", ".join(f"{k} ({os.path.basename(v)})" for k, v in sorted(found.items())))
+    return next(iter(found))

@@ -1,0 +1,384 @@
+"""MLPerf ``:::MLLOG`` result logs -> pau's lifecycle table.
+
+An MLPerf training result (``results/<system>/<benchmark>/result_N.txt``) is a text log
+in which the ``mlperf_logging`` lines are ``:::MLLOG {json}``, possibly after a prefix
+(``0: ``, ``[1,0]<stdout>:``, a host name...). :func:`read_mllog` keeps those lines and
+ignores every other line. Logs written by every rank repeat each line: identical lines
+(same key, time, value and metadata) are counted once.
+
+What becomes what (DESIGN §2.2, all records attempt 0)
+------------------------------------------------------
+* ``init_start``/``init_stop`` -> ``phase`` ``init`` (first start to last stop).
+* ``run_start``/``run_stop`` -> the run. ``time_to_train_ns = run_stop - run_start``
+  (the MLPerf score). The ``attempt`` record spans the first ``init_start`` (or
+  ``run_start``) to ``run_stop``, so that initialization lies inside the attempt as
+  DESIGN §2.2 requires (outside any attempt it would be counted as outage). Its kind
+  is ``completed`` when ``run_stop``'s ``metadata.status`` is ``success``, else
+  ``failed`` with a ``failure`` record at ``run_stop`` (kind ``aborted``, or the status
+  written). A log without ``run_stop`` is a ``failed`` attempt ending at the last
+  MLLOG time in the file, with a ``failure`` of kind ``no_run_stop`` and a warning.
+* ``block_start``/``block_stop`` -> ``step`` records; when a log has no blocks,
+  ``epoch_start``/``epoch_stop`` are used instead. Starts and stops are paired in
+  order (first open, first closed). ``step`` is the ordinal of the block (epoch) in the
+  run, 1, 2, ... (MLPerf blocks are the unit of progress MLPerf logs; a true optimizer
+  step count is not in the log). A block still open at the end of the run ends there.
+  ``tokens`` is null.
+* ``eval_start``/``eval_stop`` -> ``phase`` ``eval``.
+* ``accountable``: one record per accelerator, over the attempt. The accelerator count
+  is ``number_of_nodes * accelerators_per_node`` from the system description JSON:
+  ``<submitter>/systems/<system>.json`` beside ``<submitter>/results/<system>/...``
+  (the MLPerf layout), else a ``:::SYSJSON {json}`` line in the log, else ``system=``.
+  Without one, a single accelerator is assumed, with a warning. All other records use
+  ``rank = -1`` (every accelerator of the attempt).
+
+Time is ``time_ms`` (epoch milliseconds) times 10**6, exact (integers; a fractional
+``time_ms`` is converted from its decimal text, not a float).
+
+A directory is read as one run per result file: every ``result_*.txt`` below it
+(recursively), else every ``*.txt``/``*.log`` with an MLLOG line, in path order.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import os
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import PauError
+
+__all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
+
+_LIFECYCLE_SCHEMA = pa.schema([
+    ("record", pa.string()), ("attempt", pa.int32()), ("rank", pa.int32()),
+    ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("step", pa.int64()),
+    ("block_end_ns", pa.int64()), ("durable_ns", pa.int64()), ("ok", pa.bool_()),
+    ("kind", pa.string()), ("tokens", pa.int64()),
+])
+
+_MARK = ":::MLLOG"
+_SYSMARK = ":::SYSJSON"
+
+
+class MLLogError(PauError):
+    """An MLPerf log pau cannot use. Attributes: ``path``, ``line`` (1-based or None),
+    ``problem``, ``fix``."""
+
+    def __init__(self, path: str, problem: str, fix: str, line: int | None = None):
+        self.path, self.line, self.problem, self.fix = path, line, problem, fix
+        where = f", line {line}" if line is not None else ""
+        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
+
+
+@dataclass
+class MLLogRun:
+    """One MLPerf result log, as :func:`read_mllog` returns it.
+
+    Attributes
+    ----------
+    lifecycle : pyarrow.Table
+        DESIGN §2.2 records (see the module docstring).
+    path : str
+    benchmark, submitter, system : str or None
+        From ``submission_benchmark``, ``submission_org``, ``submission_platform`` (or the
+        system JSON's ``system_name``).
+    status : str
+        ``success``, ``aborted`` (or another status written), or ``no_run_stop``.
+    accelerators : int
+        Ranks in ``lifecycle`` (1 when unknown, see ``accelerators_source``).
+    accelerators_source : str
+        ``system json <path>``, ``SYSJSON line``, ``argument`` or ``assumed``.
+    accelerator_model : str or None
+    init_ns, time_to_train_ns : int or None
+        ``init_stop - init_start``; ``run_stop - run_start`` (None without ``run_stop``).
+    start_ns, end_ns : int
+        The attempt (first ``init_start`` or ``run_start`` to ``run_stop`` or last line).
+    blocks, evals : int
+    warnings : list of str
+    """
+
+    lifecycle: pa.Table
+    path: str
+    benchmark: str | None
+    submitter: str | None
+    system: str | None
+    status: str
+    accelerators: int
+    accelerators_source: str
+    accelerator_model: str | None
+    init_ns: int | None
+    time_to_train_ns: int | None
+    start_ns: int
+    end_ns: int
+    blocks: int
+    evals: int
+    warnings: list = field(default_factory=list)
+
+    @property
+    def accelerator_hours(self) -> float:
+        """Accountable accelerator-hours: accelerators x attempt length."""
+        return self.accelerators * (self.end_ns - self.start_ns) / 3.6e12
+
+    def __repr__(self) -> str:
+        return (f"MLLogRun({os.path.basename(self.path)!r}, benchmark={self.benchmark!r}, "
+                f"status={self.status!r}, accelerators={self.accelerators}, "
+                f"time_to_train_ns={self.time_to_train_ns}, warnings={len(self.warnings)})")
+
+
+def _time_ns(v: Any) -> int | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int):
+        return v * 1_000_000
+    if isinstance(v, decimal.Decimal):
+        ns = v * 1_000_000
+        return int(ns.to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
+    return None
+
+
+def _as_int(v: Any) -> int | None:
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _system_json(path: pathlib.Path) -> pathlib.Path | None:
+    # <submitter>/results/<system>/<benchmark>/result_N.txt -> <submitter>/systems/<system>.json
+    p = path.resolve()
+    if len(p.parents) >= 4 and p.parents[2].name == "results":
+        cand = p.parents[3] / "systems" / f"{p.parents[1].name}.json"
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _parse(path: str) -> tuple[list[tuple[int, dict]], dict | None, dict]:
+    """(line number, record) of the distinct MLLOG lines, the SYSJSON object, counts."""
+    dec = json.JSONDecoder(parse_float=decimal.Decimal)
+    seen: set[str] = set()
+    out: list[tuple[int, dict]] = []
+    sysjson = None
+    counts = {"lines": 0, "mllog": 0, "duplicate": 0, "malformed": 0, "first_malformed": None}
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        for no, line in enumerate(f, 1):
+            counts["lines"] += 1
+            i = line.find(_MARK)
+            if i < 0:
+                j = line.find(_SYSMARK)
+                if j >= 0 and sysjson is None:
+                    try:
+                        obj, _ = dec.raw_decode(line[j + len(_SYSMARK):].lstrip())
+                        sysjson = obj if isinstance(obj, dict) else None
+                    except ValueError:
+                        pass
+                continue
+            counts["mllog"] += 1
+            text = line[i + len(_MARK):].strip()
+            try:
+                obj, _ = dec.raw_decode(text)
+            except ValueError:
+                obj = None
+            if not isinstance(obj, dict) or not isinstance(obj.get("key"), str) or _time_ns(obj.get("time_ms")) is None:
+                counts["malformed"] += 1
+                counts["first_malformed"] = counts["first_malformed"] or no
+                continue
+            if text in seen:
+                counts["duplicate"] += 1
+                continue
+            seen.add(text)
+            out.append((no, obj))
+    return out, sysjson, counts
+
+
+def _pairs(starts: list[int], stops: list[int], end: int) -> list[tuple[int, int]]:
+    """Pair starts and stops in order; a start with no stop ends at ``end``."""
+    out, si = [], 0
+    stops = sorted(stops)
+    for s in sorted(starts):
+        while si < len(stops) and stops[si] < s:
+            si += 1
+        if si < len(stops):
+            out.append((s, stops[si]))
+            si += 1
+        else:
+            out.append((s, max(s, end)))
+    return out
+
+
+def _read_one(path: str, system: Any) -> MLLogRun:
+    if os.path.getsize(path) == 0:
+        raise MLLogError(path, "the file is empty", "give an MLPerf result log (result_N.txt)")
+    recs, sysjson, counts = _parse(path)
+    warnings: list[str] = []
+    if not recs:
+        if counts["malformed"]:
+            raise MLLogError(path, f"all {counts['malformed']} :::MLLOG lines are malformed (bad JSON, or no "
+                             "key/time_ms)", "give an intact MLPerf log; a truncated copy loses its lines",
+                             line=counts["first_malformed"])
+        raise MLLogError(path, f"no :::MLLOG lines in {counts['lines']} lines: not an MLPerf result log",
+                         "give an MLPerf training result log (result_N.txt)")
+    if counts["malformed"]:
+        warnings.append(f"{path}: {counts['malformed']} malformed :::MLLOG lines ignored (first at line "
+                        f"{counts['first_malformed']})")
+    if counts["duplicate"]:
+        warnings.append(f"{path}: {counts['duplicate']} repeated :::MLLOG lines (one per rank) counted once")
+
+    by_key: dict[str, list[tuple[int, dict]]] = {}
+    for _, r in recs:
+        by_key.setdefault(r["key"], []).append((_time_ns(r["time_ms"]), r))
+    times = lambda k: sorted(t for t, _ in by_key.get(k, []))  # noqa: E731
+    value = lambda k: by_key[k][0][1].get("value") if k in by_key else None  # noqa: E731
+
+    run_start, run_stop = times("run_start"), times("run_stop")
+    init_start, init_stop = times("init_start"), times("init_stop")
+    last = max(t for t, _ in ((_time_ns(r["time_ms"]), r) for _, r in recs))
+    if not run_start:
+        raise MLLogError(path, "no run_start line: the run never started training",
+                         "give a complete MLPerf result log; a log cut before run_start has no run to account")
+    start = init_start[0] if init_start else run_start[0]
+    if run_stop:
+        end = run_stop[-1]
+        stop_rec = [r for t, r in by_key["run_stop"] if t == end][0]
+        md = stop_rec.get("metadata") if isinstance(stop_rec.get("metadata"), dict) else {}
+        status = str(md.get("status", "unknown"))
+        if status != "success":
+            warnings.append(f"{path}: run_stop status is {status!r}: a failed attempt")
+    else:
+        end, status = last, "no_run_stop"
+        warnings.append(f"{path}: no run_stop line: a failed attempt ending at the last MLLOG line")
+    ok = status == "success"
+
+    # Accelerators.
+    source, info = "assumed", None
+    if system is not None:
+        info = json.loads(pathlib.Path(system).read_text()) if isinstance(system, (str, os.PathLike)) else dict(system)
+        source = "argument"
+    else:
+        sj = _system_json(pathlib.Path(path))
+        if sj is not None:
+            try:
+                info, source = json.loads(sj.read_text()), f"system json {sj}"
+            except ValueError:
+                warnings.append(f"{sj}: not valid JSON; system description ignored")
+        if info is None and sysjson is not None:
+            info, source = sysjson, "SYSJSON line"
+    n_acc = None
+    if info is not None:
+        nodes, per = _as_int(info.get("number_of_nodes")), _as_int(info.get("accelerators_per_node"))
+        if nodes is not None and per is not None and nodes * per > 0:
+            n_acc = nodes * per
+        else:
+            warnings.append(f"{path}: system description ({source}) has no usable number_of_nodes x "
+                            f"accelerators_per_node ({info.get('number_of_nodes')!r} x "
+                            f"{info.get('accelerators_per_node')!r})")
+    if n_acc is None:
+        n_acc, source = 1, "assumed"
+        warnings.append(f"{path}: accelerator count unknown (no system description JSON); one accelerator "
+                        "assumed: pass system= to read_mllog")
+
+    rows: list[dict] = []
+
+    def add(record, s, e, *, rank=-1, attempt=0, step=None, kind=None):
+        rows.append({"record": record, "attempt": attempt, "rank": rank, "start_ns": s, "end_ns": e,
+                     "step": step, "kind": kind})
+
+    for r in range(n_acc):
+        add("accountable", start, end, rank=r, attempt=None)
+    add("attempt", start, end, kind="completed" if ok else "failed")
+    if init_start:
+        init_end = init_stop[-1] if init_stop else run_start[0]
+        if not init_stop:
+            warnings.append(f"{path}: init_start without init_stop; init taken to end at run_start")
+        add("phase", init_start[0], max(init_start[0], init_end), kind="init")
+    unit = "block" if "block_start" in by_key else "epoch"
+    steps = _pairs(times(f"{unit}_start"), times(f"{unit}_stop"), end)
+    for k, (s, e) in enumerate(steps, 1):
+        add("step", s, max(s, min(e, end)), step=k)
+    evals = _pairs(times("eval_start"), times("eval_stop"), end)
+    for s, e in evals:
+        add("phase", s, e, kind="eval")
+    if not ok:
+        add("failure", end, None, kind="aborted" if status in ("aborted", "unknown") else status)
+    order = {"accountable": 0, "attempt": 1}
+    rows.sort(key=lambda x: (order.get(x["record"], 2), x["start_ns"]))
+    table = pa.Table.from_pylist(
+        [{**x, "block_end_ns": None, "durable_ns": None, "ok": None, "tokens": None} for x in rows],
+        schema=_LIFECYCLE_SCHEMA)
+    return MLLogRun(
+        lifecycle=table, path=path, benchmark=value("submission_benchmark"),
+        submitter=value("submission_org") or (info or {}).get("submitter"),
+        system=value("submission_platform") or (info or {}).get("system_name"),
+        status=status, accelerators=n_acc, accelerators_source=source,
+        accelerator_model=(info or {}).get("accelerator_model_name"),
+        init_ns=(init_stop[-1] - init_start[0]) if init_start and init_stop else None,
+        time_to_train_ns=(run_stop[-1] - run_start[0]) if run_stop else None,
+        start_ns=start, end_ns=end, blocks=len(steps), evals=len(evals), warnings=warnings)
+
+
+def mllog_files(path: str | os.PathLike) -> list[str]:
+    """The result logs under a directory (see the module docstring)."""
+    root = pathlib.Path(path)
+    found = sorted(p for p in root.rglob("result_*.txt") if p.is_file())
+    if not found:
+        found = sorted(p for ext in ("*.txt", "*.log") for p in root.rglob(ext)
+                       if p.is_file() and _MARK.encode() in p.read_bytes())
+    if not found:
+        raise FileNotFoundError(f"no MLPerf result logs (result_*.txt, or *.txt/*.log with :::MLLOG lines) "
+                                f"under {os.fspath(path)!r}")
+    return [os.fspath(p) for p in found]
+
+
+def read_mllog(path: str | os.PathLike, *, system: Any = None) -> MLLogRun | list[MLLogRun]:
+    """Read MLPerf ``:::MLLOG`` result logs into lifecycle tables.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A result log (one run), or a directory (one run per result file, see the module
+        docstring).
+    system : path, mapping or None
+        The system description (``number_of_nodes``, ``accelerators_per_node``...); by
+        default found beside the results in the MLPerf layout or in a ``:::SYSJSON`` line.
+
+    Returns
+    -------
+    MLLogRun, or a list of them (one per file, in path order) for a directory.
+
+    Raises
+    ------
+    MLLogError
+        Empty file, no (well-formed) ``:::MLLOG`` lines, no ``run_start``.
+    """
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        return [_read_one(f, system) for f in mllog_files(p)]
+    if not os.path.isfile(p):
+        raise FileNotFoundError(f"no MLPerf result log or directory at {p!r}")
+    return _read_one(p, system)
+
+
+def mllog_summary(runs: MLLogRun | list[MLLogRun]) -> pa.Table:
+    """One row per run: ``file, benchmark, submitter, system, status, accelerators,
+    init_ns, time_to_train_ns, attempt_ns, accelerator_hours, productive_accelerator_hours,
+    goodput``. Productive time is the run's blocks (steps) when it succeeded, 0 when it
+    failed (an MLPerf run that did not reach its target trains nothing usable)."""
+    runs = [runs] if isinstance(runs, MLLogRun) else list(runs)
+    rows = []
+    for r in runs:
+        life = r.lifecycle.filter(pc.equal(r.lifecycle["record"], "step"))
+        step_ns = sum(e - s for s, e in zip(life["start_ns"].to_pylist(), life["end_ns"].to_pylist())
+                      if e is not None)
+        prod = r.accelerators * step_ns / 3.6e12 if r.status == "success" else 0.0
+        acc = r.accelerator_hours
+        rows.append({"file": r.path, "benchmark": r.benchmark, "submitter": r.submitter, "system": r.system,
+                     "status": r.status, "accelerators": r.accelerators, "init_ns": r.init_ns,
+                     "time_to_train_ns": r.time_to_train_ns, "attempt_ns": r.end_ns - r.start_ns,
+                     "accelerator_hours": acc, "productive_accelerator_hours": prod,
+                     "goodput": prod / acc if acc > 0 else None})
+    return pa.Table.from_pylist(rows)
