@@ -105,3 +105,42 @@ def test_console_script_runs():
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "total" in res.stdout
+
+
+DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _need(path):
+    if not path.exists():
+        pytest.skip(f"shared data not found at {path}")
+    return path
+
+
+def test_report_detects_kineto_and_matches_the_reader(capsys):
+    path = _need(DATA / "kineto" / "hta-trace_filter")
+    assert cli.main(["report", str(path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "(kineto)" in out
+    from pau import io
+
+    tr = io.read_kineto(path)
+    t = pc.classify(tr.events, span=tr.spans()).to_pylist()
+    idle0 = sum(r["duration_ns"] for r in t if r["rank"] == 0 and r["activity"] == "idle")
+    assert f"{idle0 / 1e9:,.3f}" in _rows(out)["0"]
+
+
+def test_report_on_mlperf_results_lists_runs(capsys):
+    path = _need(DATA / "mlperf" / "training_v4.0" / "NVIDIA")
+    assert cli.main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "(mllog)" in out and "time_to_train_ns" in out and "aborted" in out
+
+
+def test_convert_then_report_gives_the_same_ledger(tmp_path, capsys):
+    path = _need(DATA / "nsys" / "icon_isc25" / "gpu.sqlite")
+    assert cli.main(["convert", str(path), str(tmp_path / "out")]) == 0
+    conv = pc.classify_dataset(str(tmp_path / "out" / "events.parquet"))
+    from pau import io
+
+    ref = pc.classify(io.read_nsys(path).events)
+    assert conv.select(["rank", "activity", "duration_ns"]).to_pylist() == ref.to_pylist()

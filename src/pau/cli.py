@@ -116,8 +116,40 @@ def _write(table: pa.Table, path: str, fmt: str | None) -> None:
                          "(or --out-format)")
 
 
+def _load(path: str, fmt: str | None):
+    """(format, events, lifecycle, extra) of a path, read with the right reader."""
+    from . import io
+
+    fmt = fmt or io.detect_format(path)
+    if fmt == "parquet":
+        return fmt, path, None, None
+    if fmt == "kineto":
+        tr = io.read_kineto(path)
+        return fmt, tr.events, None, tr
+    if fmt == "nsys":
+        tr = io.read_nsys(path)
+        lc = tr.lifecycle if tr.lifecycle is not None and tr.lifecycle.num_rows else None
+        return fmt, tr.events, lc, tr
+    if fmt == "mllog":
+        return fmt, None, None, io.read_mllog(path)
+    if fmt == "serving":
+        return fmt, None, None, io.read_serving(path)
+    raise SystemExit(f"pau: unknown --format {fmt!r}")
+
+
+def _print_table(t: pa.Table) -> None:
+    cols = t.column_names
+    rows = [[("" if v is None else f"{v:,.4f}" if isinstance(v, float) else str(v)) for v in r.values()]
+            for r in t.to_pylist()]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    print("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
+    for r in rows:
+        print("  ".join(v.rjust(w) for v, w in zip(r, widths)))
+
+
 def _report(args: argparse.Namespace) -> int:
     lifecycle = None
+    extra = None
     if args.path is None:
         from . import synth
 
@@ -129,13 +161,29 @@ def _report(args: argparse.Namespace) -> int:
                  f"seed {args.seed}, {events.num_rows:,} events, failures at a 150 s MTBF"
                  + (f", straggler rank {args.straggler} x1.25)" if args.straggler >= 0 else ")"))
     else:
-        events = args.path
-        title = f"pau report: {args.path}"
+        fmt, events, lifecycle, extra = _load(args.path, args.format)
+        title = f"pau report: {args.path} ({fmt})"
+        if fmt == "mllog":
+            from .readers.mllog import mllog_summary
+
+            print(title + "\n")
+            _print_table(mllog_summary(extra).select(
+                ["file", "benchmark", "status", "accelerators", "time_to_train_ns", "accelerator_hours",
+                 "goodput"]))
+            return 0
+        if fmt == "serving":
+            req = extra.requests
+            print(title + "\n")
+            st = req.group_by("status").aggregate([("request_id", "count")]).rename_columns(
+                ["status", "requests"])
+            _print_table(st)
+            return 0
     if args.lifecycle:
         import pyarrow.parquet as pq
 
         lifecycle = pq.read_table(args.lifecycle)
-    led = core.ledger(events, lifecycle, progress=args.progress)
+    span = extra.spans() if hasattr(extra, "spans") and lifecycle is None else None
+    led = core.ledger(events, lifecycle, progress=args.progress, span=span)
     table = led.table.select(["rank", "activity", "duration_ns"])
     print(render_report(table, title))
     if lifecycle is not None:
@@ -143,6 +191,34 @@ def _report(args: argparse.Namespace) -> int:
     if args.out:
         _write(led.table, args.out, args.out_format)
         print(f"ledger written to {args.out} ({led.table.num_rows} rows)")
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    """Write what a reader finds to pau's Parquet layout: events/lifecycle/requests."""
+    import pyarrow.parquet as pq
+
+    fmt, events, lifecycle, extra = _load(args.path, args.format)
+    os.makedirs(args.out_dir, exist_ok=True)
+    written = []
+    if fmt == "mllog":
+        runs = extra if isinstance(extra, list) else [extra]
+        parts = [r.lifecycle.append_column("run", pa.array([i] * r.lifecycle.num_rows, pa.int32()))
+                 for i, r in enumerate(runs)]
+        lifecycle = pa.concat_tables(parts) if parts else None
+    if fmt == "serving":
+        pq.write_table(extra.requests, os.path.join(args.out_dir, "requests.parquet"))
+        written.append("requests.parquet")
+    if isinstance(events, pa.Table):
+        from .synth import write_parquet
+
+        write_parquet(events.sort_by([("rank", "ascending"), ("start_ns", "ascending")]),
+                      os.path.join(args.out_dir, "events.parquet"))
+        written.append("events.parquet")
+    if lifecycle is not None:
+        pq.write_table(lifecycle, os.path.join(args.out_dir, "lifecycle.parquet"))
+        written.append("lifecycle.parquet")
+    print(f"pau convert: {args.path} ({fmt}) -> {args.out_dir}: {', '.join(written) or 'nothing'}")
     return 0
 
 
@@ -164,9 +240,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog.add_argument("--progress", dest="progress", action="store_true", default=None,
                       help="show a progress bar (default: when stderr is a terminal)")
     prog.add_argument("--no-progress", dest="progress", action="store_false")
+    rep.add_argument("--format", choices=("parquet", "kineto", "nsys", "mllog", "serving"),
+                     help="input format (default: detected from the content)")
+    conv = sub.add_parser("convert", help="write a trace/log/results file to pau's Parquet layout")
+    conv.add_argument("path")
+    conv.add_argument("out_dir")
+    conv.add_argument("--format", choices=("parquet", "kineto", "nsys", "mllog", "serving"))
     args = parser.parse_args(argv)
     try:
-        return _report(args)
+        return _convert(args) if args.command == "convert" else _report(args)
     except (errors.PauError, FileNotFoundError) as exc:
         print(f"pau: {exc}", file=sys.stderr)
         return 2

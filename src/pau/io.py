@@ -20,14 +20,44 @@ import pyarrow.parquet as pq
 
 from ._input import EVENT_COLUMNS, iter_batches
 
-__all__ = ["stream_events", "parquet_files", "read_kineto"]
+__all__ = ["stream_events", "parquet_files", "read_kineto", "read_nsys", "read_mllog", "read_serving",
+           "detect_format"]
 
 
 def read_kineto(path, **kwargs):
-    """Read PyTorch profiler (Kineto) traces: see :func:`pau.readers.kineto.read_kineto`."""
+    """PyTorch profiler (Kineto) traces: see :func:`pau.readers.kineto.read_kineto`."""
     from .readers.kineto import read_kineto as _read
 
     return _read(path, **kwargs)
+
+
+def read_nsys(path, **kwargs):
+    """Nsight Systems SQLite exports: see :func:`pau.readers.nsys.read_nsys`."""
+    from .readers.nsys import read_nsys as _read
+
+    return _read(path, **kwargs)
+
+
+def read_mllog(path, **kwargs):
+    """MLPerf ``:::MLLOG`` result logs: see :func:`pau.readers.mllog.read_mllog`."""
+    from .readers.mllog import read_mllog as _read
+
+    return _read(path, **kwargs)
+
+
+def read_serving(path, **kwargs):
+    """Serving benchmark results: see :func:`pau.readers.serving.read_serving`."""
+    from .readers.serving import read_serving as _read
+
+    return _read(path, **kwargs)
+
+
+def detect_format(path) -> str:
+    """``parquet``, ``kineto``, ``nsys``, ``mllog`` or ``serving``: see
+    :func:`pau.readers.detect.detect_format`."""
+    from .readers.detect import detect_format as _detect
+
+    return _detect(path)
 
 
 def parquet_files(source: str | os.PathLike) -> list[tuple[str, dict]]:
