@@ -56,6 +56,12 @@ __all__ = [
     "classify_dataset",
     "ledger",
     "overlap",
+    "requests",
+    "RequestLedger",
+    "OUTCOMES",
+    "cost",
+    "checkpoint_advice",
+    "checkpoint_interval",
 ]
 
 from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, STATES  # noqa: E402
@@ -775,3 +781,14 @@ def ledger(
     if att.quarantine is not None and quarantine is not None:
         q = {"events": quarantine, "lifecycle": att.quarantine}
     return Ledger(_with_counts(table, rows, nq), att.accountable, attribution=att, quarantine=q)
+
+
+# Economics of useful work (DESIGN §3-4) live in pau.economics; the public names are here.
+from .economics import (  # noqa: E402
+    OUTCOMES,
+    RequestLedger,
+    checkpoint_advice,
+    checkpoint_interval,
+    cost,
+    requests,
+)
