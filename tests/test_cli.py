@@ -144,3 +144,14 @@ def test_convert_then_report_gives_the_same_ledger(tmp_path, capsys):
 
     ref = pc.classify(io.read_nsys(path).events)
     assert conv.select(["rank", "activity", "duration_ns"]).to_pylist() == ref.to_pylist()
+
+
+def test_price_adds_cost_per_useful_output(capsys):
+    assert cli.main(["report", "--steps", "60", "--price", "3", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    job = synth.training_job(ranks=8, steps=60, seed=0, mtbf_s=150.0, checkpoint_every=50,
+                             kernels_per_step=24, straggler=(3, 1.25))
+    c = pc.cost(pc.ledger(job.events, job.lifecycle), {"per_accelerator_hour": 3.0})
+    # accountable hours x $3, as printed
+    assert f"total ${c['total_cost']:,.2f}" in out
+    assert f"${c['cost_per_preserved_step']:,.4f} per preserved step" in out

@@ -95,6 +95,30 @@ def render_goodput(led) -> str:
     return "\n".join(lines)
 
 
+def render_cost(led, price: float, power_path: str | None) -> str:
+    """Cost (and energy) per useful output at a price per accelerator-hour."""
+    power = None
+    if power_path:
+        import pyarrow.parquet as pq
+
+        power = pq.read_table(power_path)
+    c = core.cost(led, {"per_accelerator_hour": price}, power=power)
+    lines = ["", f"cost at ${price:,.2f} per accelerator-hour: total ${c['total_cost']:,.2f}, "
+             f"of which waste ${c['waste_cost']:,.2f}"]
+    for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
+                       ("cost_per_preserved_step", "per preserved step"),
+                       ("cost_per_preserved_model_cycle", "per preserved model cycle"),
+                       ("cost_per_million_preserved_tokens", "per million preserved tokens")):
+        if c.get(key) is not None:
+            lines.append(f"  ${c[key]:,.4f} {label}")
+    if c.get("waste_cost_by_cause"):
+        lines.append("  waste by cause: " + ", ".join(
+            f"{k} ${v:,.2f}" for k, v in sorted(c["waste_cost_by_cause"].items(), key=lambda kv: -kv[1])))
+    for key in sorted(k for k in c if k.startswith("energy") and isinstance(c[k], (int, float))):
+        lines.append(f"  {key.replace('_', ' ')}: {c[key]:,.4g}")
+    return "\n".join(lines)
+
+
 def _write(table: pa.Table, path: str, fmt: str | None) -> None:
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
     if fmt == "parquet":
@@ -188,6 +212,10 @@ def _report(args: argparse.Namespace) -> int:
     print(render_report(table, title))
     if lifecycle is not None:
         print(render_goodput(led))
+        if args.price is not None:
+            print(render_cost(led, args.price, args.power))
+    elif args.price is not None:
+        print("\n(--price needs a lifecycle: cost per useful output is cost per preserved work)")
     if args.out:
         _write(led.table, args.out, args.out_format)
         print(f"ledger written to {args.out} ({led.table.num_rows} rows)")
@@ -233,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--ranks", type=int, default=8, help="built-in run: number of ranks")
     rep.add_argument("--lifecycle", help="Parquet lifecycle table (DESIGN 2.2) for the goodput ledger")
     rep.add_argument("--steps", type=int, default=400, help="built-in run: number of steps")
+    rep.add_argument("--price", type=float, help="price per accelerator-hour: adds cost per useful output")
+    rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy")
     rep.add_argument("--seed", type=int, default=0, help="built-in run: seed")
     rep.add_argument("--straggler", type=int, default=3,
                      help="built-in run: rank slowed by 1.25x (-1 for none)")
