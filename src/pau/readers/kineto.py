@@ -499,12 +499,7 @@ _QUARANTINE_SCHEMA = pa.schema([
 #: Why the native parser set an event aside, by code.
 _REASONS = {int(k): v for k, v in _core.kineto_invalid_reasons().items()}
 
-_LIFECYCLE_SCHEMA = pa.schema([
-    ("record", pa.string()), ("attempt", pa.int32()), ("rank", pa.int32()),
-    ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("step", pa.int64()),
-    ("block_end_ns", pa.int64()), ("durable_ns", pa.int64()), ("ok", pa.bool_()),
-    ("kind", pa.string()), ("tokens", pa.int64()),
-])
+from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA  # noqa: E402
 
 _RANKS_SCHEMA = pa.schema([
     ("rank", pa.int32()), ("file_rank", pa.int32()), ("rank_source", pa.string()),

@@ -54,12 +54,7 @@ from ..errors import PauError
 
 __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
 
-_LIFECYCLE_SCHEMA = pa.schema([
-    ("record", pa.string()), ("attempt", pa.int32()), ("rank", pa.int32()),
-    ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("step", pa.int64()),
-    ("block_end_ns", pa.int64()), ("durable_ns", pa.int64()), ("ok", pa.bool_()),
-    ("kind", pa.string()), ("tokens", pa.int64()),
-])
+from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA  # noqa: E402
 
 _MARK = ":::MLLOG"
 _SYSMARK = ":::SYSJSON"

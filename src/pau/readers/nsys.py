@@ -91,12 +91,7 @@ _NVTX_RANGE_TYPES = (59, 60)
 
 _FIX_EXPORT = "export the report again with `nsys export --type sqlite <report>.nsys-rep`"
 
-_LIFECYCLE_SCHEMA = pa.schema([
-    ("record", pa.string()), ("attempt", pa.int32()), ("rank", pa.int32()),
-    ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("step", pa.int64()),
-    ("block_end_ns", pa.int64()), ("durable_ns", pa.int64()), ("ok", pa.bool_()),
-    ("kind", pa.string()), ("tokens", pa.int64()),
-])
+from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA  # noqa: E402
 
 _RANKS_SCHEMA = pa.schema([
     ("rank", pa.int32()), ("device", pa.int64()), ("device_name", pa.string()),
