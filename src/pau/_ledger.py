@@ -32,19 +32,23 @@ class Ledger:
     intervals : pyarrow.Table or None
         The state intervals (:func:`pau.core.attribute`) when a lifecycle was given.
     quarantine : pyarrow.Table or None
-        Rows set aside with ``on_invalid="quarantine"``.
+        Event rows set aside with ``on_invalid="quarantine"``.
+    lifecycle_quarantine : pyarrow.Table or None
+        Lifecycle rows set aside with ``on_invalid="quarantine"``.
 
     Without a lifecycle ``state`` is ``unattributed``; without events ``activity`` is
     ``unknown``.
     """
 
     def __init__(self, table: pa.Table, accountable: pa.Table, *, attribution=None,
-                 quarantine: pa.Table | None = None, has_events: bool = True):
+                 quarantine: pa.Table | None = None, lifecycle_quarantine: pa.Table | None = None,
+                 has_events: bool = True):
         self.table = table
         self.accountable = accountable
         self._att = attribution
         self.intervals = None if attribution is None else attribution.intervals
         self.quarantine = quarantine
+        self.lifecycle_quarantine = lifecycle_quarantine
         self.has_events = has_events
 
     # -- plain sums ---------------------------------------------------------

@@ -757,7 +757,8 @@ def ledger(
     i_state = np.asarray(iv["state"].combine_chunks().indices if iv.num_rows else np.empty(0, np.int8))
     if events is None:
         table = tidy(i_rank, i_state, np.full(i_rank.size, UNKNOWN_ACTIVITY), i_end - i_start)
-        return Ledger(table, att.accountable, attribution=att, quarantine=att.quarantine, has_events=False)
+        return Ledger(table, att.accountable, attribution=att, lifecycle_quarantine=att.quarantine,
+                      has_events=False)
     # The state intervals are the windows; the accounted span of a rank runs from
     # its first to its last interval, and time in gaps (not accountable) falls
     # outside every window and is dropped.
@@ -776,11 +777,9 @@ def ledger(
     inside = hist["window"] >= 0
     w = hist["window"][inside]
     table = tidy(hist["rank"][inside], i_state[w], act_of_mask[hist["mask"][inside]], hist["duration"][inside])
-    nq = (0 if quarantine is None else quarantine.num_rows)
-    q = quarantine if att.quarantine is None else (att.quarantine if quarantine is None else None)
-    if att.quarantine is not None and quarantine is not None:
-        q = {"events": quarantine, "lifecycle": att.quarantine}
-    return Ledger(_with_counts(table, rows, nq), att.accountable, attribution=att, quarantine=q)
+    nq = 0 if quarantine is None else quarantine.num_rows
+    return Ledger(_with_counts(table, rows, nq), att.accountable, attribution=att, quarantine=quarantine,
+                  lifecycle_quarantine=att.quarantine)
 
 
 # Economics of useful work (DESIGN §3-4) live in pau.economics; the public names are here.
