@@ -238,8 +238,44 @@ class Sweep {
                 break;
             }
             h.last_start = st;
-            advance<Windowed, Clip>(h, *s, st);
             const uint32_t bit = 1u << k;
+            // Fast paths for the common shapes of a stream (kernels one after another,
+            // nothing else running): same result as the general path below.
+            if (h.active == bit) {
+                const int64_t c = h.ce[k];
+                if (st <= c) {  // overlaps or touches its kind's open interval: extend it
+                    if (en > c) {
+                        h.ce[k] = en;
+                        h.next = en;
+                    }
+                    continue;  // the mask does not change at st: no time to account yet
+                }
+                if (c > h.t) {  // under {k}
+                    account<Windowed, Clip>(h, *s, h.t, c);
+                    h.t = c;
+                }
+                h.active = 0;
+                if (st > h.t) {  // idle gap (the cursor never moves back: a span may start later)
+                    account<Windowed, Clip>(h, *s, h.t, st);
+                    h.t = st;
+                }
+                h.active = bit;
+                h.ce[k] = en;
+                h.next = en;
+                continue;
+            }
+            if (h.active == 0) {
+                if (st > h.t) {
+                    account<Windowed, Clip>(h, *s, h.t, st);  // idle
+                    h.t = st;
+                }
+                h.active = bit;
+                h.ce[k] = en;
+                h.next = en;
+                h.knext = k;
+                continue;
+            }
+            advance<Windowed, Clip>(h, *s, st);
             if (h.active & bit) {
                 if (en > h.ce[k]) {
                     h.ce[k] = en;
