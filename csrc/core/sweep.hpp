@@ -195,6 +195,8 @@ class Sweep {
     FeedResult feed_impl(const int32_t* rank, const int64_t* start, const int64_t* end,
                          const IdxT* kind_idx, const int8_t* kind_map, int64_t map_size, int64_t n,
                          const int64_t* order) {
+        int8_t byte_map[256];
+        for (int b = 0; b < 256; ++b) byte_map[b] = b < map_size ? kind_map[b] : -1;
         RankState* s = last_state_;
         int32_t cur = last_rank_;
         Hot h{};
@@ -208,8 +210,13 @@ class Sweep {
             const int32_t r = rank[i];
             const int64_t st = start[i];
             const int64_t en = end[i];
-            const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(kind_idx[i]));
-            const int64_t k = ki < static_cast<uint64_t>(map_size) ? kind_map[ki] : -1;
+            int64_t k;
+            if constexpr (sizeof(IdxT) == 1) {  // byte indices: a full table, no bound check
+                k = byte_map[static_cast<uint8_t>(kind_idx[i])];
+            } else {
+                const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(kind_idx[i]));
+                k = ki < static_cast<uint64_t>(map_size) ? kind_map[ki] : -1;
+            }
             // One predictable branch for all row checks (unsigned difference: no overflow).
             const int64_t len = static_cast<int64_t>(static_cast<uint64_t>(en) - static_cast<uint64_t>(st));
             if (__builtin_expect((static_cast<int64_t>(r) | st | len | k) < 0, 0)) {
