@@ -155,3 +155,20 @@ def test_price_adds_cost_per_useful_output(capsys):
     # accountable hours x $3, as printed
     assert f"total ${c['total_cost']:,.2f}" in out
     assert f"${c['cost_per_preserved_step']:,.4f} per preserved step" in out
+
+
+def test_compare_two_runs(tmp_path, capsys):
+    runs = []
+    for name, mtbf in (("a", 150.0), ("b", 600.0)):
+        job = synth.training_job(ranks=4, steps=60, seed=1, mtbf_s=mtbf, checkpoint_every=20,
+                                 kernels_per_step=8)
+        d = tmp_path / name
+        d.mkdir()
+        synth.write_parquet(job.events, d / "events.parquet")
+        pq.write_table(job.lifecycle, d / "lifecycle.parquet")
+        runs.append((str(d), pc.ledger(job.events, job.lifecycle)))
+    assert cli.main(["compare", runs[0][0], runs[1][0]]) == 0
+    out = capsys.readouterr().out
+    expected = pc.compare(runs[0][1], runs[1][1], labels=(runs[0][0], runs[1][0])).render()
+    assert out.strip() == expected.strip()
+    assert "accelerator-seconds per preserved step, by cause" in out

@@ -250,6 +250,27 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_ledger(path: str):
+    """The ledger of a run folder in pau's layout (events.parquet, lifecycle.parquet)."""
+    import pyarrow.parquet as pq
+
+    ev = os.path.join(path, "events.parquet")
+    lc = os.path.join(path, "lifecycle.parquet")
+    if not os.path.exists(lc):
+        raise SystemExit(f"pau compare: {path!r} has no lifecycle.parquet (write one with pau convert "
+                         "or pau.synth)")
+    return core.ledger(ev if os.path.exists(ev) else None, pq.read_table(lc))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    a, b = _run_ledger(args.a), _run_ledger(args.b)
+    pa_ = {"per_accelerator_hour": args.price_a} if args.price_a is not None else None
+    pb_ = {"per_accelerator_hour": args.price_b} if args.price_b is not None else None
+    cmp = core.compare(a, b, prices_a=pa_, prices_b=pb_, labels=(args.a, args.b))
+    print(cmp.render())
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pau", description="Productive accelerator utilization.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -276,8 +297,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     conv.add_argument("path")
     conv.add_argument("out_dir")
     conv.add_argument("--format", choices=("parquet", "kineto", "nsys", "mllog", "serving"))
+    cmpp = sub.add_parser("compare", help="two runs side by side on the same useful-output denominators")
+    cmpp.add_argument("a", help="run folder with lifecycle.parquet (and events.parquet)")
+    cmpp.add_argument("b")
+    cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
+    cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
     args = parser.parse_args(argv)
     try:
+        if args.command == "compare":
+            return _compare(args)
         return _convert(args) if args.command == "convert" else _report(args)
     except (errors.PauError, FileNotFoundError) as exc:
         print(f"pau: {exc}", file=sys.stderr)

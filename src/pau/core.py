@@ -62,6 +62,10 @@ __all__ = [
     "cost",
     "checkpoint_advice",
     "checkpoint_interval",
+    "stragglers",
+    "compare",
+    "interference",
+    "colocated",
 ]
 
 from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, STATES  # noqa: E402
@@ -791,3 +795,6 @@ from .economics import (  # noqa: E402
     cost,
     requests,
 )
+
+# Stragglers, comparisons and interference (DESIGN §4) live in pau.analysis.
+from .analysis import colocated, compare, interference, stragglers  # noqa: E402

@@ -1,0 +1,363 @@
+"""pau.analysis: stragglers, compare, co-location and interference (DESIGN §4).
+
+Hand-checkable examples with the arithmetic written next to them, the Alibaba PAI
+mini-batch traces (real stragglers), and a property test of the straggler waits
+against a slow, obviously correct twin written below.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from fractions import Fraction
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pau.analysis as A
+import pau.core as core
+import pau.synth as synth
+from pau.errors import InvalidRowError, PauError
+
+S = 10**9
+DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+MINIBATCH = DATA / "cluster" / "alibaba" / "gpu-v2020" / "mini-batch-time"
+
+
+# ---------------------------------------------------------------------------
+# stragglers
+
+
+def _steps(rows):
+    """``(rank, step, end_ns)`` tuples -> a step table."""
+    return pa.table({"rank": pa.array([r[0] for r in rows], pa.int32()),
+                     "step": pa.array([r[1] for r in rows], pa.int64()),
+                     "end_ns": pa.array([r[2] for r in rows], pa.int64())})
+
+
+def test_stragglers_four_ranks_by_hand():
+    # Step 1 ends at 10, 12, 15, 11 s on ranks 0..3: max 15 (rank 2).
+    #   waits: 15-10=5, 15-12=3, 0, 15-11=4 -> 12 s charged to rank 2.
+    # Step 2 ends at 30, 25, 26, 29: max 30 (rank 0).
+    #   waits: 0, 5, 4, 1 -> 10 s charged to rank 0.
+    # Step 3 ends at 40, 40, 38, 39: tie at 40 -> the lower rank (0) is charged
+    #   0+0+2+1 = 3 s.
+    rows = [(0, 1, 10), (1, 1, 12), (2, 1, 15), (3, 1, 11),
+            (0, 2, 30), (1, 2, 25), (2, 2, 26), (3, 2, 29),
+            (0, 3, 40), (1, 3, 40), (2, 3, 38), (3, 3, 39)]
+    # Input order does not matter and the caller's table is left alone.
+    t = _steps([(r, k, e * S) for r, k, e in reversed(rows)])
+    before = t.to_pydict()
+    res = A.stragglers(t)
+    assert t.to_pydict() == before
+    tab = res.table.to_pydict()
+    assert tab["step"] == [1] * 4 + [2] * 4 + [3] * 4
+    assert tab["rank"] == [0, 1, 2, 3] * 3
+    assert tab["wait_ns"] == [x * S for x in (5, 3, 0, 4, 0, 5, 4, 1, 0, 0, 2, 1)]
+    assert tab["charged_ns"] == [x * S for x in (0, 0, 12, 0, 10, 0, 0, 0, 3, 0, 0, 0)]
+    assert tab["slowest"] == [False, False, True, False, True, False, False, False, True, False, False, False]
+    ranks = res.ranks.to_pydict()
+    # Rank 0: slowest in steps 2 and 3 (2/3), charged 10+3 = 13 s of 25 s.
+    # Rank 2: slowest in step 1 (1/3), charged 12 s of 25 s.
+    assert ranks["slowest_steps"] == [2, 0, 1, 0]
+    assert ranks["charged_ns"] == [13 * S, 0, 12 * S, 0]
+    assert ranks["wait_ns"] == [5 * S, 8 * S, 6 * S, 6 * S]
+    assert ranks["charged_accelerator_seconds"] == [13.0, 0.0, 12.0, 0.0]
+    assert ranks["charged_share"] == [13 / 25, 0.0, 12 / 25, 0.0]
+    # Persistent: share >= 20 % and > 1/4. Rank 0 (2/3), rank 2 (1/3 and 12/25).
+    assert res.persistent == [0, 2]
+    assert res.summary()["wait_ns"] == 25 * S
+    assert "persistent stragglers" in res.render()
+
+
+def test_stragglers_from_lifecycle_steps_keyed_by_attempt():
+    # Step 5 runs in attempt 1 (cut: rank 1 never ends it) and again in attempt 2.
+    # Attempt 1, step 5: only rank 0 has an end -> one row, no wait; the open row
+    # is counted in in_flight. Attempt 2, step 5: ends 100, 107 -> rank 0 waits 7.
+    lc = pa.table({
+        "record": ["accountable", "step", "step", "step", "step", "checkpoint_save"],
+        "attempt": pa.array([None, 1, 1, 2, 2, 2], pa.int32()),
+        "rank": pa.array([0, 0, 1, 0, 1, 0], pa.int32()),
+        "step": pa.array([None, 5, 5, 5, 5, 5], pa.int64()),
+        "start_ns": pa.array([0, 10, 10, 90, 90, 110], pa.int64()),
+        "end_ns": pa.array([200, 20, None, 100, 107, None], pa.int64()),
+    })
+    res = A.stragglers(lc)
+    assert res.in_flight == 1
+    assert res.table.to_pydict()["attempt"] == [1, 2, 2]
+    assert res.table["wait_ns"].to_pylist() == [0, 7, 0]
+    assert res.table["charged_ns"].to_pylist() == [0, 0, 7]
+
+
+def test_stragglers_invalid_rows():
+    t = _steps([(0, 1, 10), (1, 1, 12), (1, 1, 13)])
+    with pytest.raises(InvalidRowError, match="duplicate"):
+        A.stragglers(t)
+    res, q = A.stragglers(t, on_invalid="quarantine")
+    assert q["row"].to_pylist() == [2]  # the second (step 1, rank 1) row
+    assert res.table["wait_ns"].to_pylist() == [2, 0]
+    with pytest.raises(InvalidRowError, match="rank -1"):
+        A.stragglers(_steps([(-1, 1, 10)]))
+    empty = A.stragglers(_steps([]))
+    assert empty.table.num_rows == 0 and empty.persistent == []
+
+
+def _ref_waits(rows):
+    """Slow twin: per step, max end minus each end; the sum charged to the first
+    rank (lowest) at the max."""
+    by_step: dict = {}
+    for r, k, e in rows:
+        by_step.setdefault(k, {})[r] = e
+    wait, charged = {}, {}
+    for k, ends in by_step.items():
+        m = max(ends.values())
+        slow = min(r for r, e in ends.items() if e == m)
+        for r, e in ends.items():
+            wait[(k, r)] = m - e
+            charged[(k, r)] = 0
+        charged[(k, slow)] = sum(m - e for e in ends.values())
+    return wait, charged
+
+
+@st.composite
+def step_rows(draw):
+    ranks = draw(st.integers(1, 5))
+    steps = draw(st.integers(0, 6))
+    rows = []
+    for k in range(steps):
+        present = draw(st.lists(st.integers(0, ranks - 1), min_size=1, max_size=ranks, unique=True))
+        for r in present:
+            rows.append((r, k, draw(st.integers(0, 40))))  # small range: many ties
+    perm = draw(st.permutations(range(len(rows))))
+    return [rows[i] for i in perm]
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200)
+@given(step_rows())
+def test_stragglers_property_matches_twin(rows):
+    res = A.stragglers(_steps(rows))
+    tab = res.table.to_pydict()
+    wait, charged = _ref_waits(rows)
+    got_w = {(k, r): w for k, r, w in zip(tab["step"], tab["rank"], tab["wait_ns"])}
+    got_c = {(k, r): c for k, r, c in zip(tab["step"], tab["rank"], tab["charged_ns"])}
+    assert got_w == wait
+    assert got_c == charged
+    # Per step the charged wait equals sum over ranks of (max_end - end), on one rank.
+    for k in {k for _, k, _ in rows}:
+        ends = [e for _, kk, e in rows if kk == k]
+        total = sum(max(ends) - e for e in ends)
+        assert sum(c for (kk, _), c in got_c.items() if kk == k) == total
+        assert sum(w for (kk, _), w in got_w.items() if kk == k) == total
+    assert sum(tab["slowest"]) == len({k for _, k, _ in rows})
+    assert sum(res.ranks["charged_ns"].to_pylist()) == sum(res.ranks["wait_ns"].to_pylist())
+
+
+@pytest.mark.skipif(not MINIBATCH.exists(), reason=f"Alibaba mini-batch data not found at {MINIBATCH}")
+def test_alibaba_minibatch_persistent_stragglers():
+    # Expected sets derived independently with pandas on the raw CSVs: per sampled
+    # iteration, the worker with the largest batch_time_norm, counted, and the wait
+    # (max - own) summed and charged to it. Job 4: workers 5..8 have mean batch
+    # times 258-328 against ~62 for workers 1-4 and 9; workers 7 and 8 are slowest
+    # in 44 % and 22 % of iterations, 5 and 6 carry 36 % and 21 % of the wait.
+    # Job 2: worker 5 (mean 908 vs 686-856) is slowest in 233 of 254 iterations.
+    expected = {1: [0, 1], 2: [5], 3: [0, 1], 4: [5, 6, 7, 8]}
+    iterations = {1: 300, 2: 254, 3: 249, 4: 2183}
+    for job, want in expected.items():
+        t = A.read_alibaba_minibatch(MINIBATCH / f"job_{job}_norm.csv")
+        assert t.column_names[:4] == ["rank", "step", "start_ns", "end_ns"]
+        res, q = A.stragglers(t, on_invalid="quarantine")
+        # job 2 repeats one (worker, iteration) row: set aside, not dropped silently
+        assert q.num_rows == (1 if job == 2 else 0)
+        assert res.summary()["steps"] == iterations[job]
+        assert res.ranks.num_rows == 10
+        assert res.persistent == want, job
+        assert sum(res.ranks["charged_ns"].to_pylist()) == res.summary()["wait_ns"]
+    # Job 1, iteration 1 (first lines of the file): worker 1 is slowest at 509 units;
+    # worker 0 (476) waits 33 units = 33 ms at the default 1 ms per unit.
+    t = A.read_alibaba_minibatch(MINIBATCH / "job_1_norm.csv")
+    first = A.stragglers(t).table.slice(0, 2).to_pydict()
+    assert first["wait_ns"] == [33_000_000, 0]
+
+
+# ---------------------------------------------------------------------------
+# compare
+
+
+def _uniform_job(ranks: int, init_s: int, steps: int, step_s: int) -> pa.Table:
+    """A lifecycle: ``ranks`` accelerators, an init phase, ``steps`` steps, no failure."""
+    end = (init_s + steps * step_s) * S
+    recs = [("accountable", None, r, 0, end, None, None) for r in range(ranks)]
+    recs.append(("attempt", 1, -1, 0, end, None, "completed"))
+    recs.append(("phase", 1, -1, 0, init_s * S, None, "init"))
+    for k in range(1, steps + 1):
+        s0 = (init_s + (k - 1) * step_s) * S
+        recs.append(("step", 1, -1, s0, s0 + step_s * S, k, None))
+    cols = list(zip(*recs))
+    return pa.table({"record": pa.array(cols[0], pa.string()), "attempt": pa.array(cols[1], pa.int32()),
+                     "rank": pa.array(cols[2], pa.int32()), "start_ns": pa.array(cols[3], pa.int64()),
+                     "end_ns": pa.array(cols[4], pa.int64()), "step": pa.array(cols[5], pa.int64()),
+                     "kind": pa.array(cols[6], pa.string())})
+
+
+def test_compare_1024_accelerators_vs_512_faster():
+    # a: 1,024 accelerators at $2/h, init 10 s, 10 steps of 10 s -> 110 s each.
+    #    accountable 1,024 x 110 = 112,640 acc-s; per step 11,264 acc-s
+    #    (productive 1,024 x 100 / 10 = 10,240; initialization 1,024 x 10 / 10 = 1,024).
+    #    cost 112,640 / 3,600 x 2 = $62.5778; per step $6.25778.
+    # b: 512 faster accelerators at $5/h, init 10 s, 10 steps of 5 s -> 60 s each.
+    #    accountable 512 x 60 = 30,720 acc-s; per step 3,072
+    #    (productive 512 x 50 / 10 = 2,560; initialization 512 x 10 / 10 = 512).
+    #    cost 30,720 / 3,600 x 5 = $42.6667; per step $4.26667.
+    # Difference per step: 11,264 - 3,072 = 8,192 = productive 7,680 + initialization 512.
+    la = core.ledger(lifecycle=_uniform_job(1024, 10, 10, 10))
+    lb = core.ledger(lifecycle=_uniform_job(512, 10, 10, 5))
+    r = A.compare(la, lb, prices_a={"per_accelerator_hour": 2.0}, prices_b={"per_accelerator_hour": 5.0},
+                  labels=("1024 x A", "512 x B"))
+    m = {row["metric"]: row for row in r.table.to_pylist()}
+    assert m["ranks"]["a"] == 1024 and m["ranks"]["b"] == 512
+    assert m["accelerator_seconds_per_preserved_step"]["a"] == 11_264
+    assert m["accelerator_seconds_per_preserved_step"]["b"] == 3_072
+    assert m["accelerator_seconds_per_preserved_step"]["difference"] == 8_192
+    assert m["goodput"]["a"] == pytest.approx(100 / 110) and m["goodput"]["b"] == pytest.approx(50 / 60)
+    assert m["preserved_steps"]["difference"] == 0
+    assert m["total_cost"]["a"] == pytest.approx(112_640 / 3_600 * 2)
+    assert m["cost_per_preserved_step"]["a"] == pytest.approx(6.257777, rel=1e-6)
+    assert m["cost_per_preserved_step"]["b"] == pytest.approx(4.266666, rel=1e-6)
+    assert r.exact == {"productive": 7_680 * S, "initialization": 512 * S, "total": 8_192 * S}
+    c = {row["cause"]: row for row in r.by_cause.to_pylist()}
+    assert c["productive"]["difference"] == 7_680 and c["initialization"]["difference"] == 512
+    # cost per step of initialization: a 1,024 x 10 s x $2/h / 10 = $0.568889; b 512 x 10 x $5/h / 10 = $0.711111
+    assert c["initialization"]["cost_difference"] == pytest.approx(1024 * 10 * 2 / 3600 / 10 - 512 * 10 * 5 / 3600 / 10)
+    text = r.render()
+    assert "1024 x A" in text and "initialization" in text
+
+
+def test_compare_synthetic_jobs_decomposition_is_exact():
+    ja = synth.training_job(ranks=4, steps=200, seed=3, events=False, mtbf_s=100)
+    jb = synth.training_job(ranks=4, steps=200, seed=4, events=False, mtbf_s=300)
+    la = core.ledger(lifecycle=ja.lifecycle, as_of=ja.as_of)
+    lb = core.ledger(lifecycle=jb.lifecycle, as_of=jb.as_of)
+    r = A.compare(la, lb)
+    sa, sb = la.summary(), lb.summary()
+    total = Fraction(sa["accountable_ns"], sa["preserved_steps"]) - Fraction(sb["accountable_ns"], sb["preserved_steps"])
+    assert r.exact["total"] == total
+    # The state contributions sum exactly (in rationals) to the total difference.
+    assert sum(v for k, v in r.exact.items() if k != "total") == total
+    for k, v in r.exact.items():
+        if k != "total":
+            assert v == Fraction(sa["state_ns"][k], sa["preserved_steps"]) - Fraction(sb["state_ns"][k], sb["preserved_steps"])
+    bc = r.by_cause.to_pydict()
+    states = [d for d, kind in zip(bc["difference"], bc["kind"]) if kind == "state"]
+    assert sum(states) == pytest.approx(float(total) / S, rel=1e-12)
+    # Failure rows split rolled_back by cause.
+    fail = sum(d for d, kind in zip(bc["a"], bc["kind"]) if kind == "failure")
+    assert fail == pytest.approx(sa["state_ns"]["rolled_back"] / sa["preserved_steps"] / S)
+    assert "cost_difference" not in r.by_cause.column_names
+    with pytest.raises(PauError, match="one side"):
+        A.compare(la, lb, prices_a={"per_accelerator_hour": 1.0})
+    with pytest.raises(TypeError):
+        A.compare(la, "b")
+
+
+# ---------------------------------------------------------------------------
+# co-location and interference
+
+
+def test_two_job_colocation_and_interference():
+    # Job x holds ranks 0 and 1 for 0-20 s; job y holds rank 1 for 10-30 s.
+    # They share rank 1 on [10, 20) s.
+    alloc = {"job": np.array(["x", "x", "y"]), "rank": np.array([0, 1, 1]),
+             "start_ns": np.array([0, 0, 10 * S]), "end_ns": np.array([20 * S, 20 * S, 30 * S])}
+    win = A.colocated(alloc)
+    assert win.to_pylist() == [{"rank": 1, "start_ns": 10 * S, "end_ns": 20 * S, "jobs": ["x", "y"], "n_jobs": 2}]
+    # Progress: x does 100 steps alone on [0,10) -> isolated 10/s; 60 steps shared on
+    # [10,20) -> 6/s. y does 40 requests shared on [10,20) -> 4/s and 50 alone on
+    # [20,30) -> isolated 5/s.
+    # Normalized progress: x 6/10 = 0.6 (slowdown 1/0.6 = 1.667), y 4/5 = 0.8 (1.25).
+    # System throughput 0.6 + 0.8 = 1.4; fairness 0.6 / 0.8 = 0.75.
+    # Lost output: x 10/s x 10 s - 60 = 40 steps; y 5 x 10 - 40 = 10 requests.
+    # y's SLO attainment: 0.99 alone, 0.90 shared -> loss 0.09.
+    prog = pa.table({"job": ["x", "x", "y", "y"],
+                     "start_ns": pa.array([0, 10 * S, 10 * S, 20 * S], pa.int64()),
+                     "end_ns": pa.array([10 * S, 20 * S, 20 * S, 30 * S], pa.int64()),
+                     "progress": pa.array([100, 60, 40, 50], pa.int64()),
+                     "slo_attainment": pa.array([None, None, 0.90, 0.99], pa.float64())})
+    res = A.interference(prog, windows=win)
+    t = {r["job"]: r for r in res.table.to_pylist()}
+    assert t["x"]["normalized_progress"] == pytest.approx(0.6)
+    assert t["y"]["normalized_progress"] == pytest.approx(0.8)
+    assert t["x"]["slowdown"] == pytest.approx(10 / 6)
+    assert t["y"]["slowdown"] == pytest.approx(1.25)
+    assert t["x"]["lost_output"] == pytest.approx(40) and t["y"]["lost_output"] == pytest.approx(10)
+    assert t["x"]["isolated_rate_source"] == "measured"
+    assert t["x"]["colocated_ns"] == 10 * S
+    assert t["x"]["slo_attainment_loss"] is None
+    assert t["y"]["slo_attainment_loss"] == pytest.approx(0.09)
+    s = res.summary()
+    assert s["system_throughput"] == pytest.approx(1.4)
+    assert s["fairness"] == pytest.approx(0.75)
+    assert s["lost_output"] == pytest.approx(50)
+    assert "fairness" in res.render()
+    # A given isolated rate wins over the measured one: x at 12/s -> 6/12 = 0.5.
+    res2 = A.interference(prog, {"x": 12}, windows=win)
+    assert res2.table.to_pylist()[0]["normalized_progress"] == pytest.approx(0.5)
+    assert res2.table.to_pylist()[0]["isolated_rate_source"] == "given"
+
+
+def test_interference_errors_and_colocated_edges():
+    # Touching allocations do not overlap (half-open), and a job's own two rows on
+    # a rank are one job.
+    alloc = {"job": np.array([1, 2, 1, 1]), "rank": np.array([0, 0, 3, 3]),
+             "start_ns": np.array([0, 10, 0, 5]), "end_ns": np.array([10, 20, 8, 9])}
+    assert A.colocated(alloc).num_rows == 0
+    # Three jobs: pieces with different job sets stay separate; equal ones merge.
+    alloc = {"job": np.array(["a", "b", "c", "a"]), "rank": np.array([0, 0, 0, 0]),
+             "start_ns": np.array([0, 0, 5, 10]), "end_ns": np.array([10, 20, 15, 20])}
+    got = [(r["start_ns"], r["end_ns"], r["jobs"]) for r in A.colocated(alloc).to_pylist()]
+    assert got == [(0, 5, ["a", "b"]), (5, 15, ["a", "b", "c"]), (15, 20, ["a", "b"])]
+    prog = pa.table({"job": ["x"], "start_ns": pa.array([0], pa.int64()), "end_ns": pa.array([10], pa.int64()),
+                     "progress": pa.array([5], pa.int64())})
+    with pytest.raises(PauError, match="never ran alone"):
+        A.interference(prog)
+    part = {"start_ns": [5], "end_ns": [20], "jobs": [["x"]]}
+    with pytest.raises(InvalidRowError, match="partly co-located"):
+        A.interference(prog, {"x": 1.0}, windows=pa.table(part))
+
+
+@st.composite
+def allocations(draw):
+    n = draw(st.integers(0, 7))
+    rows = []
+    for _ in range(n):
+        s = draw(st.integers(0, 12))
+        rows.append((draw(st.sampled_from("abc")), draw(st.integers(0, 2)), s, s + draw(st.integers(0, 6))))
+    return rows
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200)
+@given(allocations())
+def test_colocated_property_matches_twin(rows):
+    # Slow twin: at every integer instant t (all times are integers), the jobs whose
+    # allocation [s, e) on the rank covers t.
+    want = {}
+    for rank in range(3):
+        for t in range(20):
+            jobs = sorted({j for j, r, s, e in rows if r == rank and s <= t < e})
+            if len(jobs) >= 2:
+                want[(rank, t)] = jobs
+    tab = {"job": np.array([r[0] for r in rows], dtype=object).astype(str) if rows else np.array([], str),
+           "rank": np.array([r[1] for r in rows], np.int64), "start_ns": np.array([r[2] for r in rows], np.int64),
+           "end_ns": np.array([r[3] for r in rows], np.int64)}
+    out = A.colocated(tab).to_pylist()
+    got = {}
+    for row in out:
+        assert row["n_jobs"] == len(row["jobs"]) >= 2
+        for t in range(row["start_ns"], row["end_ns"]):
+            assert (row["rank"], t) not in got
+            got[(row["rank"], t)] = row["jobs"]
+    assert got == want
+    # maximal: adjacent rows on a rank never carry the same jobs
+    for p, q in zip(out, out[1:]):
+        assert not (p["rank"] == q["rank"] and p["end_ns"] == q["start_ns"] and p["jobs"] == q["jobs"])
