@@ -139,7 +139,7 @@ def test_report_on_mlperf_results_lists_runs(capsys):
 def test_convert_then_report_gives_the_same_ledger(tmp_path, capsys):
     path = _need(DATA / "nsys" / "icon_isc25" / "gpu.sqlite")
     assert cli.main(["convert", str(path), str(tmp_path / "out")]) == 0
-    conv = pc.classify_dataset(str(tmp_path / "out" / "events.parquet"))
+    conv = pc.classify_dataset(str(tmp_path / "out" / "events"))
     from pau import io
 
     ref = pc.classify(io.read_nsys(path).events)

@@ -238,11 +238,10 @@ def _convert(args: argparse.Namespace) -> int:
         pq.write_table(extra.requests, os.path.join(args.out_dir, "requests.parquet"))
         written.append("requests.parquet")
     if isinstance(events, pa.Table):
-        from .synth import write_parquet
+        from .io import write_dataset
 
-        write_parquet(events.sort_by([("rank", "ascending"), ("start_ns", "ascending")]),
-                      os.path.join(args.out_dir, "events.parquet"))
-        written.append("events.parquet")
+        write_dataset(events, os.path.join(args.out_dir, "events"), overwrite=True)
+        written.append("events/ (partitioned by job and rank)")
     if lifecycle is not None:
         pq.write_table(lifecycle, os.path.join(args.out_dir, "lifecycle.parquet"))
         written.append("lifecycle.parquet")
@@ -254,7 +253,8 @@ def _run_ledger(path: str):
     """The ledger of a run folder in pau's layout (events.parquet, lifecycle.parquet)."""
     import pyarrow.parquet as pq
 
-    ev = os.path.join(path, "events.parquet")
+    ev = next((p for p in (os.path.join(path, "events"), os.path.join(path, "events.parquet"))
+               if os.path.exists(p)), "")
     lc = os.path.join(path, "lifecycle.parquet")
     if not os.path.exists(lc):
         raise SystemExit(f"pau compare: {path!r} has no lifecycle.parquet (write one with pau convert "
