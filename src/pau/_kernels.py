@@ -248,6 +248,8 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
     o_cause = np.empty(n, np.int16)
     tok = 0
     prev = -1
+    last_full = -1
+    last_full_end = 0
     code = 0
     bad = -1
     other = -1
@@ -272,13 +274,17 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
         if e < s:
             e = s
         st = step[i]
-        if prev >= 0 and rdense[prev] == r:
-            if s < o_end[j - 1]:
-                code, bad, other = 3, i, prev
+        # Half-open: an empty step overlaps nothing, and it does not hide the
+        # previous non-empty step from the next one.
+        if e > s:
+            if last_full >= 0 and rdense[last_full] == r and s < last_full_end:
+                code, bad, other = 3, i, last_full
                 break
-            if att[prev] == a and st <= step[prev]:
-                code, bad, other = 4, i, prev
-                break
+            last_full = i
+            last_full_end = e
+        if prev >= 0 and rdense[prev] == r and att[prev] == a and st <= step[prev]:
+            code, bad, other = 4, i, prev
+            break
         b = base[a]
         h = head[a]
         c = -1

@@ -356,7 +356,7 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
     # that died before it restored) neither keeps nor discards earlier work, so
     # restarting does not flip the ledger back and forth.
     cur = n - 1
-    restored = set(A.dense(rest.attempt).tolist()) if len(rest) else set()
+    restored = set(used)  # a failed restore establishes nothing
     while (cur > 0 and has_steps is not None and not has_steps[cur] and cur not in restored
            and not ((C.attempt == cur) & (C.durable != NULL)).any()):
         cur -= 1
@@ -655,7 +655,9 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
     for i in np.flatnonzero(att_rows.rank < 0):
         a, t0 = int(att_d[i]), att_rows.start[i]
         if len(acc):
-            rs = np.unique(acc.rank[(acc.start <= t0) & (acc_end_raw > t0)])
+            # an open accountable row (no end) covers every later instant, as_of included
+            open_end = np.where(acc.end == NULL, np.iinfo(np.int64).max, acc.end)
+            rs = np.unique(acc.rank[(acc.start <= t0) & (open_end > t0)])
         else:
             rs = np.array(sorted(known), np.int64)
             if not rs.size:

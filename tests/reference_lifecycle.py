@@ -1,0 +1,358 @@
+"""A slow, obviously correct twin of pau's lifecycle attribution.
+
+It replays a lifecycle second by second, per rank, in plain Python, applying the
+rules of DESIGN §2.2 and docs/lifecycle.md directly. It shares no code with pau.
+
+Input: a list of dicts, one per lifecycle record, with the keys ``record, attempt,
+rank, start, end, step, block, durable, ok, kind`` (``start/end/block/durable`` are
+``start_ns/end_ns/block_end_ns/durable_ns`` in small integer units -- the tests use
+seconds -- and missing keys are null; ``rank`` defaults to -1 and ``ok`` to True).
+``tests/lifecycle_cases.table`` turns the same dicts into a pau table in ns.
+
+Output: :func:`attribute` gives, per rank, the list of ``(second, state, attempt,
+step, cause)`` for every accountable second ``[t, t+1)`` in order. :func:`replay`
+also exposes what led there (attempts, lineage, step executions).
+
+Invalid input (what pau rejects, and what the docs leave open) raises ``Invalid``;
+the property generators must never produce it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+INIT_KINDS = ("init", "compile", "data_warmup")
+OVERLAY_KINDS = ("eval", "custom", "data_wait")
+
+# precedence of the levels painted on one rank (higher wins)
+OUTAGE, MEMBER, INIT_RESTORE, STEP, PHASE, CHECKPOINT = range(6)
+
+
+class Invalid(ValueError):
+    """Input the reference does not accept (pau rejects it, or the docs leave it open)."""
+
+
+@dataclass
+class Rec:
+    index: int
+    record: str
+    attempt: int | None
+    rank: int
+    start: int
+    end: int | None
+    step: int | None
+    block: int | None
+    durable: int | None
+    ok: bool
+    kind: str | None
+
+
+def _rec(i: int, d: dict) -> Rec:
+    ok = d.get("ok")
+    rank = d.get("rank")
+    return Rec(i, d["record"], d.get("attempt"), -1 if rank is None else rank, d["start"], d.get("end"),
+               d.get("step"), d.get("block"), d.get("durable"), True if ok is None else ok, d.get("kind"))
+
+
+@dataclass
+class Attempt:
+    id: int
+    start: int
+    end: int            # effective end (<= as_of)
+    running: bool
+    completed: bool
+    cause: str | None   # what rolled-back work of this attempt is charged to
+
+
+@dataclass
+class Execution:
+    """One step execution on one rank."""
+    rank: int
+    attempt: int
+    step: int
+    start: int
+    end: int            # cut at the member end
+    in_flight: bool
+    state: str
+    cause: str | None
+
+
+@dataclass
+class Replay:
+    as_of: int
+    attempts: list               # Attempt, in order of start
+    members: dict                # (attempt, rank) -> (start, end)
+    accountable: dict            # rank -> sorted list of accountable seconds
+    used_restore: dict           # attempt -> (step, writer attempt)
+    lineage: dict                # attempt -> (base, head), in chain order from the start
+    executions: list             # Execution
+    seconds: dict = field(default_factory=dict)  # rank -> [(t, state, attempt, step, cause)]
+
+
+def replay(rows: list, as_of: int | None = None, *, failed_restore_starts_chain: bool = False) -> Replay:
+    """Attribute every accountable second of every rank.
+
+    ``failed_restore_starts_chain``: by default an attempt "did something" (and so can
+    start the lineage chain) only through a step, an ok restore (the restore it
+    actually used) or a durable checkpoint; True also counts restores that failed.
+    """
+    recs = [_rec(i, d) for i, d in enumerate(rows)]
+
+    # -- as_of: default is the latest instant in the table; later records are ignored
+    if as_of is None:
+        as_of = max(v for r in recs for v in (r.start, r.end, r.block, r.durable) if v is not None)
+    recs = [r for r in recs if r.start <= as_of]
+
+    # -- attempts
+    att_rows = [r for r in recs if r.record == "attempt"]
+    ids = sorted({r.attempt for r in att_rows})
+    for r in recs:
+        if r.record != "accountable" and r.attempt not in ids:
+            raise Invalid(f"row {r.index}: attempt {r.attempt} has no attempt record")
+    start, row_end, kind = {}, {}, {}
+    for a in ids:
+        mine = [r for r in att_rows if r.attempt == a]
+        start[a] = min(r.start for r in mine)
+        ends = [r.end for r in mine]
+        row_end[a] = None if None in ends else max(ends)
+        kinds = [r.kind for r in mine if r.kind is not None]
+        kind[a] = kinds[0] if kinds else None
+    order = sorted(ids, key=lambda a: (start[a], a))
+    first_failure = {}
+    for a in ids:
+        fails = sorted((r.start, r.kind or "unknown") for r in recs if r.record == "failure" and r.attempt == a)
+        if fails:
+            if len(fails) > 1 and fails[0][0] == fails[1][0] and fails[0][1] != fails[1][1]:
+                raise Invalid(f"attempt {a}: two failures at the same time with different causes")
+            first_failure[a] = fails[0]
+
+    attempts = []
+    for i, a in enumerate(order):
+        known_end = row_end[a] if row_end[a] is not None and row_end[a] <= as_of else None
+        running = completed = False
+        if a in first_failure:                     # a failure ends the attempt
+            ft, cause = first_failure[a]
+            end = ft if known_end is None else min(known_end, ft)
+        elif known_end is not None:
+            end = known_end
+            if kind[a] in (None, "completed"):
+                cause, completed = None, True
+            elif kind[a] in ("failed", "preempted"):
+                cause = kind[a]
+            else:
+                raise Invalid(f"attempt {a}: kind {kind[a]!r} with an end")
+        elif i + 1 < len(order):                   # no end, not last: ends at the next start
+            end, cause = start[order[i + 1]], "superseded"
+        else:                                      # unknown end at as_of: running
+            end, cause, running = as_of, None, True
+        end = max(min(end, as_of), start[a])
+        attempts.append(Attempt(a, start[a], end, running, completed, cause))
+    A = {x.id: x for x in attempts}
+
+    # -- ranks, membership, accountable time
+    known = {r.rank for r in recs if r.rank >= 0}
+    acc_rows = [r for r in recs if r.record == "accountable"]
+    members = {}
+    for r in att_rows:                             # per-rank rows first
+        if r.rank >= 0 and (r.attempt, r.rank) not in members:
+            e = A[r.attempt].end if r.end is None or r.end > as_of else min(r.end, A[r.attempt].end)
+            members[(r.attempt, r.rank)] = (r.start, max(e, r.start))
+    for r in att_rows:                             # rank -1: accountable at its start, or every known rank
+        if r.rank < 0:
+            if acc_rows:
+                ranks = {c.rank for c in acc_rows if c.start <= r.start and (c.end is None or r.start < c.end)}
+            else:
+                ranks = known
+                if not ranks:
+                    raise Invalid(f"row {r.index}: attempt with rank -1 but no rank is known")
+            for k in sorted(ranks):
+                members.setdefault((r.attempt, k), (A[r.attempt].start, A[r.attempt].end))
+
+    accountable = {}
+    if acc_rows:
+        for c in acc_rows:
+            e = as_of if c.end is None else min(c.end, as_of)
+            accountable.setdefault(c.rank, set()).update(range(c.start, e))
+        for (a, k), (ms, me) in members.items():
+            if not set(range(ms, me)) <= accountable.get(k, set()):
+                raise Invalid(f"rank {k} is a member of attempt {a} outside its accountable time")
+    else:
+        for k in {k for (_, k) in members}:
+            spans = [v for (a, kk), v in members.items() if kk == k]
+            accountable[k] = set(range(min(s for s, _ in spans), max(e for _, e in spans)))
+    accountable = {k: sorted(v) for k, v in accountable.items() if v}
+
+    def member_ranks(r: Rec) -> list:
+        if r.rank >= 0:
+            if (r.attempt, r.rank) not in members:
+                raise Invalid(f"row {r.index}: rank {r.rank} is not a member of attempt {r.attempt}")
+            return [r.rank]
+        return sorted(k for (a, k) in members if a == r.attempt)
+
+    def window(r: Rec, k: int) -> tuple:
+        ms, me = members[(r.attempt, k)]
+        if not ms <= r.start <= me:
+            raise Invalid(f"row {r.index}: starts at {r.start}, outside attempt {r.attempt} on rank {k}")
+        return ms, me
+
+    def cut(v, me, s):
+        """An end cut at the member end (null = still open then)."""
+        return max(me if v is None or v > me else v, s)
+
+    # -- checkpoints: one per (attempt, step); shards are durable when the last is, ok if all are
+    saves = {}
+    for r in recs:
+        if r.record == "checkpoint_save":
+            saves.setdefault((r.attempt, r.step), []).append(r)
+
+    def durable_at(key):
+        """When checkpoint `key` counts (ok and durable <= as_of), else None."""
+        shards = saves.get(key, [])
+        if not shards or not all(s.ok for s in shards) or any(s.durable is None for s in shards):
+            return None
+        d = max(s.durable for s in shards)
+        return d if d <= as_of else None
+
+    # -- the restore each attempt actually used: its last ok restore, reading the latest
+    #    durable save of that step made before the restore started, by another attempt
+    used = {}
+    for r in sorted((r for r in recs if r.record == "restore" and r.ok), key=lambda r: (r.start, r.index)):
+        cands = [(durable_at(key), key[0]) for key in saves
+                 if key[1] == r.step and key[0] != r.attempt
+                 and durable_at(key) is not None and durable_at(key) <= r.start]
+        if not cands:
+            raise Invalid(f"row {r.index}: restore of step {r.step}, but no ok checkpoint was durable before")
+        cands.sort()
+        if len(cands) > 1 and cands[-1][0] == cands[-2][0]:
+            raise Invalid(f"row {r.index}: two saves of step {r.step} durable at the same time")
+        used[r.attempt] = (r.step, cands[-1][1])
+
+    # -- the lineage chain, from the last attempt that did something
+    step_rows = [r for r in recs if r.record == "step"]
+
+    def did_something(a: int) -> bool:
+        restored = (a in used) or (failed_restore_starts_chain and any(
+            r.record == "restore" and r.attempt == a for r in recs))
+        return (any(r.attempt == a for r in step_rows) or restored
+                or any(durable_at(key) is not None for key in saves if key[0] == a))
+
+    lineage = {}
+    active = [a for a in order if did_something(a)]
+    if active:
+        cur = active[-1]
+        base = used[cur][0] if cur in used else None
+        if A[cur].completed:
+            done = [r.step for r in step_rows if r.attempt == cur and r.end is not None and r.end <= A[cur].end]
+            head = max(done) if done else base
+        else:
+            mine = [key[1] for key in saves if key[0] == cur and durable_at(key) is not None]
+            head = max(mine) if mine else base
+        if base is not None and head is not None and head < base:
+            head = base
+        while True:
+            lineage[cur] = (base, head)
+            if cur not in used:
+                break
+            head, cur = used[cur]
+            if cur in lineage:
+                raise Invalid("the restores form a cycle")
+            base = used[cur][0] if cur in used else None
+
+    def on_lineage(a: int, k: int) -> bool:
+        if a not in lineage:
+            return False
+        base, head = lineage[a]
+        return head is not None and k <= head and (base is None or k > base)
+
+    last = order[-1] if order else None
+
+    # -- step executions
+    executions = []
+    for r in step_rows:
+        for k in member_ranks(r):
+            ms, me = window(r, k)
+            in_flight = r.end is None or r.end > me
+            if on_lineage(r.attempt, r.step) and not in_flight:
+                state, cause = "productive", None
+            elif r.attempt == last and A[r.attempt].running:
+                state, cause = "pending", None
+            else:
+                state, cause = "rolled_back", A[r.attempt].cause or "superseded"
+            executions.append(Execution(k, r.attempt, r.step, r.start, cut(r.end, me, r.start), in_flight,
+                                        state, cause))
+    for i, x in enumerate(executions):           # half-open: touching or empty steps do not overlap
+        for y in executions[i + 1:]:
+            if x.rank != y.rank:
+                continue
+            if max(x.start, y.start) < min(x.end, y.end):
+                raise Invalid(f"rank {x.rank}: step {y.step} overlaps step {x.step}")
+            if x.attempt == y.attempt and (x.step == y.step or (x.start - y.start) * (x.step - y.step) < 0):
+                raise Invalid(f"rank {x.rank}: steps {x.step} and {y.step} are not numbered upwards")
+
+    # -- every labelled interval, per rank: (level, start, end, label)
+    spans = {}
+
+    def put(k, level, s, e, label):
+        if e > s:
+            spans.setdefault(k, []).append((level, s, e, label))
+
+    for (a, k), (ms, me) in members.items():
+        put(k, MEMBER, ms, me, ("unattributed", a, None, None))
+    for e in executions:
+        put(e.rank, STEP, e.start, e.end, (e.state, e.attempt, e.step, e.cause))
+    first = order[0] if order else None
+    for r in recs:
+        if r.record not in ("phase", "restore", "checkpoint_save"):
+            continue
+        for k in member_ranks(r):
+            ms, me = window(r, k)
+            if r.record == "restore":
+                put(k, INIT_RESTORE, r.start, cut(r.end, me, r.start), ("recovery.restore", r.attempt, r.step, None))
+            elif r.record == "phase" and r.kind in INIT_KINDS:
+                state = "initialization" if r.attempt == first else "recovery.reinit"
+                put(k, INIT_RESTORE, r.start, cut(r.end, me, r.start), (state, r.attempt, None, None))
+            elif r.record == "phase" and r.kind in OVERLAY_KINDS:
+                put(k, PHASE, r.start, cut(r.end, me, r.start), (r.kind, r.attempt, None, None))
+            elif r.record == "phase":
+                raise Invalid(f"row {r.index}: unknown phase kind {r.kind!r}")
+            else:
+                if durable_at((r.attempt, r.step)) is None:
+                    state = "checkpoint.lost"
+                elif on_lineage(r.attempt, r.step):
+                    state = "checkpoint"
+                else:
+                    state = "checkpoint.unused"
+                put(k, CHECKPOINT, r.start, cut(r.block, me, r.start), (state, r.attempt, r.step, None))
+
+    # -- replay: each accountable second of each rank gets the label of the highest level
+    seconds = {}
+    for k, secs in sorted(accountable.items()):
+        out = []
+        for t in secs:
+            covering = [(lv, lab) for (lv, s, e, lab) in spans.get(k, []) if s <= t < e]
+            if not covering:
+                out.append((t, "recovery.outage", None, None, None))
+                continue
+            top = max(lv for lv, _ in covering)
+            labels = {lab for lv, lab in covering if lv == top}
+            if len(labels) > 1:
+                raise Invalid(f"rank {k}, second {t}: records of equal precedence overlap: {labels}")
+            out.append((t, *labels.pop()))
+        seconds[k] = out
+    res = Replay(as_of, attempts, members, accountable, used, lineage, executions)
+    res.seconds = seconds
+    return res
+
+
+def attribute(rows: list, as_of: int | None = None, **kw) -> dict:
+    """Per rank, ``[(second, state, attempt, step, cause), ...]`` for every accountable second."""
+    return replay(rows, as_of, **kw).seconds
+
+
+def state_totals(seconds: dict) -> dict:
+    """Seconds per state, over all ranks (states with time only)."""
+    out: dict = {}
+    for secs in seconds.values():
+        for _, state, *_ in secs:
+            out[state] = out.get(state, 0) + 1
+    return out
