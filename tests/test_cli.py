@@ -107,13 +107,11 @@ def test_console_script_runs():
     assert "total" in res.stdout
 
 
-DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data"
+from shared_data import ROOT as DATA, shared  # noqa: E402
 
 
 def _need(path):
-    if not path.exists():
-        pytest.skip(f"shared data not found at {path}")
-    return path
+    return shared(*path.relative_to(DATA).parts)
 
 
 def test_report_detects_kineto_and_matches_the_reader(capsys):

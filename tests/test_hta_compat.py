@@ -25,14 +25,11 @@ pd = pytest.importorskip("pandas")
 from pau.compat import hta  # noqa: E402
 from pau.readers.kineto import NoDeviceEventsError  # noqa: E402
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "kineto"
+from shared_data import shared  # noqa: E402
 
 
 def sample(name: str) -> pathlib.Path:
-    path = DATA / name
-    if not path.exists():
-        pytest.skip(f"Kineto sample {name!r} not found at {path} (shared data absent)")
-    return path
+    return shared("kineto", *name.split("/"))
 
 
 # rank, idle_time_us, compute_time_us, non_compute_time_us, kernel_time_us,

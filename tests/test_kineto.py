@@ -38,14 +38,11 @@ from pau.readers.kineto import (
     read_kineto,
 )
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "kineto"
+from shared_data import shared  # noqa: E402
 
 
 def sample(name: str) -> pathlib.Path:
-    path = DATA / name
-    if not path.exists():
-        pytest.skip(f"Kineto sample {name!r} not found at {path} (shared data absent)")
-    return path
+    return shared("kineto", *name.split("/"))
 
 
 # sample -> (ranks as (rank, rank_source, device, time_resolution, format),
