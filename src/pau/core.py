@@ -763,13 +763,21 @@ def ledger(
         table = tidy(i_rank, i_state, np.full(i_rank.size, UNKNOWN_ACTIVITY), i_end - i_start)
         return Ledger(table, att.accountable, attribution=att, lifecycle_quarantine=att.quarantine,
                       has_events=False)
-    # The state intervals are the windows; the accounted span of a rank runs from
-    # its first to its last interval, and time in gaps (not accountable) falls
-    # outside every window and is dropped.
+    # The windows of the sweep are the runs of one state: consecutive intervals of a
+    # rank in the same state that touch become one window (the ledger sums by state,
+    # so this changes nothing but the number of window boundaries the sweep crosses).
+    # A rank's accounted span runs from its first to its last interval; time in gaps
+    # (not accountable) falls outside every window and is not counted.
+    run = np.ones(i_rank.size, bool)
+    if i_rank.size:
+        run[1:] = (i_rank[1:] != i_rank[:-1]) | (i_state[1:] != i_state[:-1]) | (i_start[1:] != i_end[:-1])
+    heads = np.flatnonzero(run)
+    tails = np.r_[heads[1:], i_rank.size] - 1
+    w_state = i_state[heads]
     plan = _Plan(mode="list")
-    plan.win_rank = i_rank.astype(np.int32)
-    plan.win_start, plan.win_end = i_start, i_end
-    plan.win_row = np.arange(i_rank.size, dtype=np.int64)
+    plan.win_rank = i_rank[heads].astype(np.int32)
+    plan.win_start, plan.win_end = i_start[heads], i_end[tails]
+    plan.win_row = np.arange(heads.size, dtype=np.int64)
     plan.win_id = plan.win_row
     ranks = np.asarray(att.accountable["rank"])
     first = np.searchsorted(i_rank, ranks, side="left")
@@ -780,7 +788,7 @@ def ledger(
     hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
     inside = hist["window"] >= 0
     w = hist["window"][inside]
-    table = tidy(hist["rank"][inside], i_state[w], act_of_mask[hist["mask"][inside]], hist["duration"][inside])
+    table = tidy(hist["rank"][inside], w_state[w], act_of_mask[hist["mask"][inside]], hist["duration"][inside])
     nq = 0 if quarantine is None else quarantine.num_rows
     return Ledger(_with_counts(table, rows, nq), att.accountable, attribution=att, quarantine=quarantine,
                   lifecycle_quarantine=att.quarantine)
