@@ -81,7 +81,8 @@ def test_write_dataset_layout(archive, run):
 
 
 def test_write_dataset_round_trip(archive, expected):
-    assert core.classify_dataset(archive, progress=False).equals(expected)
+    assert core.classify_dataset(archive, progress=False).equals(expected)  # one thread per rank file
+    assert core.classify_dataset(archive, progress=False, workers=1).equals(expected)  # streamed
 
 
 def test_rank_column_dropped_comes_from_the_folder(tmp_path, run, expected):
@@ -239,7 +240,7 @@ def test_changed_partition_and_other_plan_are_recomputed(archive, tmp_path, run,
         dst = root / "job=job0" / f"rank={r}" / "part-0.parquet"
         shutil.copy2(src, dst)
     counted.clear()
-    want = core.classify_dataset(root, progress=False)
+    want = core.classify_dataset(root, progress=False, workers=1)
     assert dist.classify_partitions(root, results_dir=results).equals(want)
     assert counted == ["rank=0"]
     # Other windows: another plan, so nothing is reused.

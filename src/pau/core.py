@@ -614,6 +614,22 @@ def _hist_of_source(source: Any, plan: _Plan, on_invalid: str, *, batch_rows=Non
     return sweep.finish(), q, rows
 
 
+def _rank_partitioned(source, on_invalid: str, batch_rows, workers) -> bool:
+    """Whether a dataset can be swept one partition per thread: a directory whose
+    files each hold one rank (hive ``rank=R`` folders, no rank twice)."""
+    if workers is not None and workers < 1:
+        raise PauError(f"workers: expected a positive number, got {workers}")
+    if (workers == 1 or (workers is None and (os.cpu_count() or 1) < 2) or on_invalid != "raise"
+            or batch_rows is not None or not isinstance(source, (str, os.PathLike))
+            or not os.path.isdir(source)):
+        return False
+    from .io import parquet_files
+
+    files = parquet_files(source)
+    ranks = [keys.get("rank") for _, keys in files]
+    return len(files) > 1 and None not in ranks and len(set(ranks)) == len(ranks)
+
+
 def classify_dataset(
     source: Any,
     *,
@@ -623,6 +639,7 @@ def classify_dataset(
     on_invalid: str = "raise",
     batch_rows: int | None = None,
     progress: bool | None = None,
+    workers: int | None = None,
 ):
     """:func:`classify` on a Parquet file or directory, streamed.
 
@@ -640,12 +657,21 @@ def classify_dataset(
         Split row groups into batches of at most this many rows.
     progress : bool, optional
         Show a progress bar on stderr (default: when stderr is a terminal).
+    workers : int, optional
+        A directory in pau's layout (one file per rank: ``rank=R/`` folders, see
+        :func:`pau.io.write_dataset`) is swept one partition per thread
+        (:func:`pau.distributed.classify_partitions`); default one thread per core.
+        ``workers=1`` streams everything on one thread. The result is the same.
 
     The source must be ordered by ``start_ns`` within each rank (ranks may
     interleave); otherwise :class:`pau.errors.UnsortedInputError` names the row.
     Other parameters are those of :func:`classify`.
     """
     _check_on_invalid(on_invalid)
+    if _rank_partitioned(source, on_invalid, batch_rows, workers):
+        from .distributed import classify_partitions
+
+        return classify_partitions(source, workers=workers, windows=windows, span=span, priority=priority)
     plan = _plan(windows, span)
     hist, q, rows = _hist_of_source(source, plan, on_invalid, batch_rows=batch_rows, progress=progress)
     out = _exclusive(hist, plan, priority)
