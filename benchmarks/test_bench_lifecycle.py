@@ -12,7 +12,6 @@ accountable time.
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pytest
 

@@ -11,12 +11,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pau.core as pc
-from pau import errors
 import reference_lifecycle as ref
 from lifecycle_cases import S, example_a, example_b, table
 

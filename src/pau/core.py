@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -35,13 +35,12 @@ from ._input import (
     _column,
     as_table,
     event_columns,
-    iter_batches,
     raise_first,
     rank_column,
     row_reasons,
     time_column,
 )
-from .errors import InvalidWindowsError, PauError, SchemaError, UnsortedInputError
+from .errors import InvalidWindowsError, PauError, UnsortedInputError
 
 __all__ = [
     "KINDS",

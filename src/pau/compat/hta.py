@@ -136,7 +136,6 @@ def _ranks(trace_dir: Any, *, exact: bool = False, last_step: bool = False) -> l
         # Launch time of each GPU row: the last host row with its correlation id.
         with_corr = corr != -1
         hc = np.flatnonzero(cpu & with_corr)
-        runtime = np.full(name.size, np.nan)
         if hc.size:
             order = np.argsort(corr[hc], kind="stable")
             keys = corr[hc][order]
