@@ -271,6 +271,35 @@ class Sweep {
                 h.next = en;
                 continue;
             }
+            const uint32_t obit = h.active & ~bit;
+            if ((h.active & bit) && obit && !(obit & (obit - 1))) {
+                // Its kind and one other kind are open (a kernel under a collective).
+                const int o = __builtin_ctz(obit);
+                const int64_t c = h.ce[k], co = h.ce[o];
+                if (st <= c) {  // extends its kind's open interval
+                    if (en > c) {
+                        h.ce[k] = en;
+                        if (h.knext == k) refresh(h);
+                    }
+                    continue;
+                }
+                if (co > st) {  // its kind closed before st, the other runs on past st
+                    if (c > h.t) {
+                        account<Windowed, Clip>(h, *s, h.t, c);
+                        h.t = c;
+                    }
+                    h.active = obit;
+                    if (st > h.t) {
+                        account<Windowed, Clip>(h, *s, h.t, st);
+                        h.t = st;
+                    }
+                    h.active = obit | bit;
+                    h.ce[k] = en;
+                    h.next = en < co ? en : co;
+                    h.knext = en < co ? k : o;
+                    continue;
+                }
+            }
             if (h.active == 0) {
                 if (st > h.t) {
                     account<Windowed, Clip>(h, *s, h.t, st);  // idle
