@@ -21,6 +21,7 @@ Output tables use ``dictionary<int8, string>`` for label columns (``activity``,
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Sequence
@@ -84,7 +85,19 @@ def _label(values: Sequence[str], idx: np.ndarray) -> pa.DictionaryArray:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _activity_of_mask_cached(priority: tuple) -> np.ndarray:
+    out = _activity_of_mask_uncached(priority)
+    out.setflags(write=False)
+    return out
+
+
 def _activity_of_mask(priority: Sequence[str] | None) -> np.ndarray:
+    """For each of the 64 masks, the ACTIVITIES index of the kind that wins it."""
+    return _activity_of_mask_cached(tuple(DEFAULT_PRIORITY if priority is None else priority))
+
+
+def _activity_of_mask_uncached(priority: Sequence[str] | None) -> np.ndarray:
     """For each of the 64 masks, the ACTIVITIES index of the kind that wins it."""
     prio = tuple(DEFAULT_PRIORITY if priority is None else priority)
     if sorted(prio) != sorted(KINDS):
@@ -257,7 +270,7 @@ def _feed_batches(sweep, batches: Iterable, on_invalid: str, quarantine: list, *
 
 
 #: In-memory inputs at least this long are swept on several threads (by rank).
-PARALLEL_MIN_ROWS = 2_000_000
+PARALLEL_MIN_ROWS = 500_000
 
 
 def _parts(threads: int | None, rows: int) -> int:
