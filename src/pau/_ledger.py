@@ -86,10 +86,11 @@ class Ledger:
             return {}
         iv = self.intervals
         rb = iv.filter(pa.compute.equal(iv["state"], "rolled_back"))
-        out: dict = {}
-        for c, s, e in zip(rb["cause"].to_pylist(), rb["start_ns"].to_pylist(), rb["end_ns"].to_pylist()):
-            out[c] = out.get(c, 0) + (e - s)
-        return out
+        if rb.num_rows == 0:
+            return {}
+        t = pa.table({"cause": rb["cause"].cast(pa.string()),
+                      "ns": pa.compute.subtract(rb["end_ns"], rb["start_ns"])})
+        return {r["cause"]: int(r["ns_sum"]) for r in t.group_by("cause").aggregate([("ns", "sum")]).to_pylist()}
 
     def cycles(self) -> pa.Table:
         """Preserved model cycles: spans between consecutive durable checkpoints on
