@@ -113,7 +113,8 @@ def _int_col(t: pa.Table, name: str, n: int, reasons: dict) -> np.ndarray:
                       "give times as int64 nanoseconds and ids as integers")
 
 
-def _read(lifecycle) -> _Rows:
+def _read(lifecycle, rec=None) -> _Rows:
+    """The table's columns; `rec` (record codes) when the caller has them already."""
     t = as_table(lifecycle, "lifecycle")
     n = t.num_rows
     for required in ("record", "start_ns"):
@@ -124,8 +125,9 @@ def _read(lifecycle) -> _Rows:
         raise SchemaError("lifecycle", "record", f"has type {rec_col.type}, not string",
                           "name each record: " + ", ".join(RECORDS))
     rec_names = np.asarray(rec_col.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
-    lookup = {r: i for i, r in enumerate(RECORDS)}
-    rec = np.array([lookup.get(x, -1) if x is not None else -1 for x in rec_names], np.int8)
+    if rec is None:
+        lookup = {r: i for i, r in enumerate(RECORDS)}
+        rec = np.array([lookup.get(x, -1) if x is not None else -1 for x in rec_names], np.int8)
     cols = {name: _int_col(t, name, n, {}) for name in
             ("attempt", "rank", "start_ns", "end_ns", "step", "block_end_ns", "durable_ns", "tokens")}
     if "ok" in t.column_names:
@@ -298,8 +300,11 @@ def _checkpoints(x: _Rows, A: _Attempts, as_of: int) -> _Checkpoints:
         e = np.empty(0, np.int64)
         return _Checkpoints(e, e, e, np.empty(0, bool))
     da = A.dense(ck.attempt)
-    key = np.stack([da, ck.step])
-    uniq, inv = np.unique(key, axis=1, return_inverse=True)
+    if ((ck.step >= 0) & (ck.step < 1 << 40)).all():  # (attempt, step) in one int64
+        ukey, inv = np.unique(da * (1 << 40) + ck.step, return_inverse=True)
+        uniq = np.stack([ukey >> 40, ukey & ((1 << 40) - 1)])
+    else:
+        uniq, inv = np.unique(np.stack([da, ck.step]), axis=1, return_inverse=True)
     inv = inv.ravel()
     m = uniq.shape[1]
     dur = np.where(ck.durable == NULL, np.iinfo(np.int64).max, ck.durable)
@@ -555,7 +560,8 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     is_step = codes == _STEP
     small_rows = np.flatnonzero(~is_step)
     step_rows = np.flatnonzero(is_step)
-    x = _read(table.take(pa.array(small_rows)) if small_rows.size < table.num_rows else table)
+    x = _read(table.take(pa.array(small_rows)) if small_rows.size < table.num_rows else table,
+              codes[small_rows])
     x.row = small_rows
     st = _read_steps(table, step_rows)
 
