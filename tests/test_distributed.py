@@ -256,3 +256,16 @@ def test_bad_arguments(archive):
         dist.classify_partitions(archive, workers=0)
     with pytest.raises(PauError):
         dist.classify_partitions(42)
+
+
+def test_ledger_over_a_partitioned_archive_equals_in_memory(tmp_path):
+    # The lifecycle's state intervals are the windows of every partition's sweep; the
+    # partitions run one per thread and their histograms merge (disjoint ranks).
+    from pau import synth
+
+    job = synth.training_job(ranks=4, steps=120, seed=3, mtbf_s=40.0, checkpoint_every=20,
+                             kernels_per_step=16)
+    pio.write_dataset(job.events, tmp_path)
+    led = core.ledger(str(tmp_path), job.lifecycle)
+    assert led.table.equals(core.ledger(job.events, job.lifecycle).table)
+    assert sum(led.table["duration_ns"].to_pylist()) == led.accountable_ns()

@@ -607,8 +607,15 @@ def _is_path_source(obj: Any) -> bool:
         isinstance(obj, (list, tuple)) and bool(obj) and all(isinstance(x, (str, os.PathLike)) for x in obj))
 
 
-def _hist_of_source(source: Any, plan: _Plan, on_invalid: str, *, batch_rows=None, progress=None):
-    """Sweep a Parquet path (streamed) or an in-memory table-like input."""
+def _hist_of_source(source: Any, plan: _Plan, on_invalid: str, *, batch_rows=None, progress=None,
+                    workers=None):
+    """Sweep a Parquet path (streamed, or one partition per thread for pau's
+    rank-partitioned layout) or an in-memory table-like input."""
+    if _rank_partitioned(source, on_invalid, batch_rows, workers):
+        from .distributed import merged_hist
+
+        hist, rows = merged_hist(source, plan, workers=workers)
+        return hist, None, rows
     if not _is_path_source(source) and not isinstance(source, pa.RecordBatchReader) and not (
             hasattr(source, "__arrow_c_stream__") and not isinstance(source, (pa.Table, pa.RecordBatch))):
         return _hist_of_table(as_table(source, "events"), plan, on_invalid)
@@ -680,12 +687,9 @@ def classify_dataset(
     Other parameters are those of :func:`classify`.
     """
     _check_on_invalid(on_invalid)
-    if _rank_partitioned(source, on_invalid, batch_rows, workers):
-        from .distributed import classify_partitions
-
-        return classify_partitions(source, workers=workers, windows=windows, span=span, priority=priority)
     plan = _plan(windows, span)
-    hist, q, rows = _hist_of_source(source, plan, on_invalid, batch_rows=batch_rows, progress=progress)
+    hist, q, rows = _hist_of_source(source, plan, on_invalid, batch_rows=batch_rows, progress=progress,
+                                    workers=workers)
     out = _exclusive(hist, plan, priority)
     return _result(_with_counts(out, rows, 0 if q is None else q.num_rows), q, on_invalid)
 

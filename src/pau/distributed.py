@@ -262,7 +262,19 @@ def classify_partitions(
     return _reduce(hists, parts, plan, priority, computed=len(todo))
 
 
-def _reduce(hists: list, parts: list, plan: _Plan, priority, *, computed: int) -> pa.Table:
+def merged_hist(source: Any, plan: _Plan, *, workers: int | None = None) -> tuple[dict, int]:
+    """The histogram of a rank-partitioned source, one partition per thread, and the
+    number of rows read (for :mod:`pau.core`: classify_dataset and ledger)."""
+    parts = partitions(source)
+    hists: list = [None] * len(parts)
+    for i, hist in _submit_all([(i, p, k) for i, (p, k) in enumerate(parts)], plan, None, None, workers):
+        hists[i] = hist
+    return _combine(hists, parts, plan)
+
+
+def _combine(hists: list, parts: list, plan: _Plan) -> tuple[dict, int]:
+    """Merge per-partition histograms (disjoint ranks); sweep spans of ranks without
+    events once. Returns (histogram, rows)."""
     rows = sum(int(h.pop("rows")) for h in hists)
     seen: dict = {}
     for (path, _), h in zip(parts, hists):
@@ -278,7 +290,11 @@ def _reduce(hists: list, parts: list, plan: _Plan, priority, *, computed: int) -
         p = dataclasses.replace(plan, span_rank=plan.span_rank[rest], span_start=plan.span_start[rest],
                                 span_end=plan.span_end[rest])
         hists.append({k: np.asarray(v) for k, v in p.sweep().finish().items()})
-    hist = _merge_hists(hists)
+    return _merge_hists(hists), rows
+
+
+def _reduce(hists: list, parts: list, plan: _Plan, priority, *, computed: int) -> pa.Table:
+    hist, rows = _combine(hists, parts, plan)
     out = _with_counts(_exclusive(hist, plan, priority), rows, 0)
     meta = dict(out.schema.metadata)
     meta[b"pau.partitions"] = str(len(parts)).encode()
