@@ -552,6 +552,15 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
 # co-location and interference
 
 
+def _jobs(t: pa.Table, table: str, fix: str) -> tuple[np.ndarray, pa.Array]:
+    """The ``job`` column as codes, refusing nulls."""
+    job = _column(t, "job", table)
+    if job.null_count:
+        raise InvalidRowError(table, "job", int(np.flatnonzero(_null_mask(job))[0]), "null job", fix,
+                              job.null_count)
+    return _job_codes(job)
+
+
 def _job_codes(col) -> tuple[np.ndarray, pa.Array]:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
@@ -584,11 +593,7 @@ def colocated(allocations: Any) -> pa.Table:
         a maximal interval.
     """
     t = as_table(allocations, "allocations")
-    job = _column(t, "job", "allocations")
-    if job.null_count:
-        raise InvalidRowError("allocations", "job", int(np.flatnonzero(_null_mask(job))[0]), "null job",
-                              "give every allocation its job", job.null_count)
-    jc, jobs = _job_codes(job)
+    jc, jobs = _jobs(t, "allocations", "give every allocation its job")
     rank, rnull = _ints(t, "rank", "allocations")
     s, snull = _times(t, "start_ns", "allocations")
     e, enull = _times(t, "end_ns", "allocations")
@@ -736,11 +741,7 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
         normalized progress, fairness = min / max normalized progress.
     """
     t = as_table(progress, "progress")
-    job = _column(t, "job", "progress")
-    if job.null_count:
-        raise InvalidRowError("progress", "job", int(np.flatnonzero(_null_mask(job))[0]), "null job",
-                              "give every window its job", job.null_count)
-    jc, jobs = _job_codes(job)
+    jc, jobs = _jobs(t, "progress", "give every window its job")
     s, snull = _times(t, "start_ns", "progress")
     e, enull = _times(t, "end_ns", "progress")
     pcol = _column(t, "progress", "progress")
