@@ -554,3 +554,43 @@ def test_ledger_needs_events_or_lifecycle(events):
         core.ledger()
     with pytest.raises(ValueError, match="as_of"):
         core.ledger(events, as_of=5)
+
+
+def _rank_runs_table(ranks: list[int]) -> pa.Table:
+    """One 10 ns compute event every 20 ns per rank, in the given rank order."""
+    n = len(ranks)
+    rank = np.asarray(ranks, np.int32)
+    start = np.zeros(n, np.int64)
+    for r in np.unique(rank):
+        m = rank == r
+        start[m] = np.arange(m.sum()) * 20
+    return pa.table({
+        "rank": pa.array(rank),
+        "start_ns": pa.array(start),
+        "end_ns": pa.array(start + 10),
+        "kind": pa.array(["compute"] * n).dictionary_encode(),
+    })
+
+
+def test_threads_fall_back_when_a_rank_is_out_of_order():
+    """The thread split reads a sample of the rank column only; a rank that shows up
+    out of order between the sampled rows puts one rank into two parts, which the
+    parts' results reveal, and the input is swept again on one thread."""
+    ranks = [0] * 500 + [1] * 500 + [2] * 500 + [3] * 500
+    ranks[1001] = 0  # between two sampled rows (every 2000 / 64 = 31st row)
+    t = _rank_runs_table(ranks)
+    assert len(core._rank_split([core.event_columns(t)], 2)) == 2  # the sample saw no disorder
+    assert np.all(np.diff(np.asarray(ranks)[[min(1999, j * 2000 // 64) for j in range(65)]]) >= 0)
+    one = core.classify(t, threads=1)
+    assert core.classify(t, threads=2).equals(one)
+    busy = {r["rank"]: r["duration_ns"] for r in one.to_pylist() if r["activity"] == "compute"}
+    assert busy == {0: 501 * 10, 1: 500 * 10, 2: 499 * 10, 3: 500 * 10}
+
+
+def test_threads_split_sorted_ranks():
+    t = _rank_runs_table([0] * 300 + [1] * 10 + [2] * 700 + [5] * 5)
+    one = core.classify(t, threads=1)
+    for threads in (2, 3, 4):
+        assert core.classify(t, threads=threads).equals(one)
+    parts = core._rank_split([core.event_columns(t)], 2)
+    assert [(lo, hi) for _, lo, hi in parts] == [(0, 1), (2, 5)]

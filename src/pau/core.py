@@ -288,38 +288,76 @@ def _merge_hists(hists: list) -> dict:
 
 
 def _rank_split(cols: list, parts: int):
-    """Split rank-sorted input into `parts` row ranges at rank boundaries.
+    """Split input into `parts` row ranges at rank boundaries, assuming it is sorted
+    by rank, without reading every row.
 
     Returns, per part, its pieces ``[(batch index, row slice)]`` and its rank range,
-    or None when the rows are not sorted by rank (then parts would have to scan
-    every row, which costs more than it saves on few cores)."""
+    or None when a sample of the rank column shows it is not sorted (then the input
+    is swept on one thread). The assumption is checked for free afterwards: the
+    parts' sweeps are valid together exactly when no rank shows up in two of them
+    (:func:`_sweep_parts` checks, and sweeps again on one thread otherwise)."""
     if not cols:
         return None
-    rank = cols[0].rank if len(cols) == 1 else np.concatenate([c.rank for c in cols])
-    n = rank.size
-    if n < parts or (n > 1 and (rank[1:] < rank[:-1]).any()):
-        return None
-    cuts = sorted({0, n} | {int(np.searchsorted(rank, rank[(j * n) // parts], "left"))
-                            for j in range(1, parts)})
     offsets = np.cumsum([0] + [c.rows for c in cols])
+    n = int(offsets[-1])
+    if n < parts:
+        return None
+
+    def rank_at(i: int) -> int:
+        b = int(np.searchsorted(offsets, i, "right")) - 1
+        return int(cols[b].rank[i - offsets[b]])
+
+    sample = [rank_at(min(n - 1, (j * n) // 64)) for j in range(65)]
+    if any(x > y for x, y in zip(sample, sample[1:])):
+        return None
+
+    def first_at_least(v: int) -> int:  # lower bound on (assumed) sorted ranks
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if rank_at(mid) < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    cuts = sorted({0, n} | {first_at_least(rank_at((j * n) // parts)) for j in range(1, parts)})
     out = []
     for lo, hi in zip(cuts[:-1], cuts[1:]):
         if hi <= lo:
             continue
         pieces = []
         for b in range(len(cols)):
-            a, z = max(lo, offsets[b]), min(hi, offsets[b + 1])
-            if a < z:
-                pieces.append((b, slice(int(a - offsets[b]), int(z - offsets[b]))))
-        out.append((pieces, int(rank[lo]), int(rank[hi - 1])))
+            x, z = max(lo, offsets[b]), min(hi, offsets[b + 1])
+            if x < z:
+                pieces.append((b, slice(int(x - offsets[b]), int(z - offsets[b]))))
+        out.append((pieces, rank_at(lo), rank_at(hi - 1)))
     return out
+
+
+_POOL = (None, 0)
+
+
+def _pool():
+    """One pool of sweep threads per process (the core releases the GIL); kept, as
+    starting threads on every call costs as much as sweeping 100k events. A forked
+    child gets a pool of its own: its parent's threads do not exist there."""
+    global _POOL
+    pool, pid = _POOL
+    if pool is None or pid != os.getpid():
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=max(2, min(os.cpu_count() or 1, 8)),
+                                  thread_name_prefix="pau-sweep")
+        _POOL = (pool, os.getpid())
+    return pool
 
 
 def _sweep_parts(plan: _Plan, cols: list, parts: int, order=None):
     """Sweep column batches, on several threads when that pays (the core releases
-    the GIL). Rank-sorted input is split into row ranges at rank boundaries; other
-    input runs on one thread. Returns the merged histogram, or (code, row, batch
-    index) of the first problem met."""
+    the GIL). Input sorted by rank is split into row ranges at rank boundaries;
+    other input runs on one thread. Returns the merged histogram, or (code, row,
+    batch index) of the first problem met."""
 
     def run(pieces, span_sel=None):
         p = plan if span_sel is None else dataclasses.replace(
@@ -339,8 +377,6 @@ def _sweep_parts(plan: _Plan, cols: list, parts: int, order=None):
     if split is None or len(split) == 1:
         results = [run(whole)]
     else:
-        from concurrent.futures import ThreadPoolExecutor
-
         sr = plan.span_rank
         taken = np.zeros(sr.size, bool)
         jobs = []
@@ -349,8 +385,12 @@ def _sweep_parts(plan: _Plan, cols: list, parts: int, order=None):
             taken |= sel
             jobs.append((pieces, sel))
         jobs[0] = (jobs[0][0], jobs[0][1] | ~taken)  # spans of ranks without events
-        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-            results = list(pool.map(lambda j: run(*j), jobs))
+        results = list(_pool().map(lambda j: run(*j), jobs))
+        if not any(isinstance(r, tuple) for r in results):
+            seen = np.concatenate([r["span_rank"] for r in results])
+            if np.unique(seen).size != seen.size:
+                # A rank in two parts: the rank column was not sorted after all.
+                results = [run(whole)]
     problems = [r for r in results if isinstance(r, tuple)]
     if problems:
         return min(problems, key=lambda p: (p[2], p[1]))
