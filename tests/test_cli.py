@@ -170,3 +170,33 @@ def test_compare_two_runs(tmp_path, capsys):
     expected = pc.compare(runs[0][1], runs[1][1], labels=(runs[0][0], runs[1][0])).render()
     assert out.strip() == expected.strip()
     assert "accelerator-seconds per preserved step, by cause" in out
+
+
+def test_report_on_an_archive_shows_progress_only_when_asked_or_on_a_terminal(tmp_path, capsys, monkeypatch):
+    import io as _io
+
+    from pau import io as pio
+
+    events = synth.training_run(ranks=2, steps=20, seed=4)
+    pio.write_dataset(events, tmp_path / "archive")
+    path = str(tmp_path / "archive")
+    total = f"{events.num_rows:,}"
+    assert cli.main(["report", path]) == 0  # stderr is not a terminal here: no bar
+    out = capsys.readouterr()
+    assert out.err == "" and _rows(out.out)["0"]
+    assert cli.main(["report", path, "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    assert cli.main(["report", path, "--progress"]) == 0
+    err = capsys.readouterr().err
+    assert f"2/2 partitions  {total}/{total} rows" in err.split("\r")[-1]
+
+    class FakeTTY(_io.StringIO):
+        def isatty(self):
+            return True
+
+    for flags, shown in (([], True), (["--no-progress"], False)):
+        tty = FakeTTY()
+        monkeypatch.setattr(sys, "stderr", tty)
+        assert cli.main(["report", path] + flags) == 0
+        monkeypatch.undo()
+        assert (f"{total}/{total} rows" in tty.getvalue()) is shown

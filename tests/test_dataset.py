@@ -3,6 +3,9 @@ exactly what classify gives on the same rows loaded in memory."""
 
 from __future__ import annotations
 
+import io
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -124,15 +127,56 @@ def test_ledger_streams_a_path(tmp_path, events):
     assert core.ledger(str(path)).table.equals(core.ledger(events).table)
 
 
-def test_progress_bar(tmp_path, events, capsys):
+class FakeTTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar(tmp_path, events, monkeypatch, capsys):
     path = tmp_path / "events.parquet"
     pq.write_table(events, path, row_group_size=500)
-    core.classify_dataset(path, progress=True)
-    err = capsys.readouterr().err
-    assert "1,200/1,200 rows" in err
-    assert err.endswith("\n")
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert core.classify_dataset(path, progress=True).equals(core.classify(events))
+    err = tty.getvalue()
+    assert err.startswith("\r[") and err.endswith("\n")
+    assert "1/1 partitions  1,200/1,200 rows" in err.split("\r")[-1]
+    monkeypatch.undo()
+    core.classify_dataset(path, progress=True)  # stderr is not a terminal: no bar
     core.classify_dataset(path, progress=False)
+    core.classify_dataset(path)
     assert capsys.readouterr().err == ""
+
+
+def test_bar_is_throttled_and_draws_the_last_snapshot():
+    from pau._progress import Bar, Progress
+
+    now = [0.0]
+    out = io.StringIO()
+    bar = Bar(out, clock=lambda: now[0])
+    for k in range(1, 101):  # 100 updates in 0.99 s: about 10 drawn
+        bar(Progress(k, 100, 10 * k, 1000, now[0], 10.0))
+        now[0] += 0.01
+    assert 9 <= bar.drawn <= 11
+    bar.close()
+    last = out.getvalue().rstrip("\n").split("\r")[-1]
+    assert "100/100 partitions  1,000/1,000 rows" in last and "#" * 30 in last
+    assert out.getvalue().count("\n") == 1
+
+
+def test_progress_callable_on_a_stream(tmp_path, events):
+    path = tmp_path / "events.parquet"
+    pq.write_table(events, path, row_group_size=100)
+    seen = []
+    assert core.classify_dataset(path, progress=seen.append, workers=1).equals(core.classify(events))
+    rows = [p.rows_done for p in seen]
+    assert rows == sorted(rows) and rows[-1] == events.num_rows
+    assert seen[-1].partitions_done == seen[-1].partitions_total == 1
+    assert {p.rows_total for p in seen} == {events.num_rows}
+    seen.clear()
+    reader = pa.RecordBatchReader.from_batches(events.schema, events.to_batches(max_chunksize=64))
+    assert core.classify_dataset(reader, progress=seen.append).equals(core.classify(events))
+    assert seen[-1].rows_done == events.num_rows and seen[-1].rows_total is None
 
 
 def test_missing_source(tmp_path):

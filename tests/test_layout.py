@@ -40,4 +40,9 @@ def test_errors_are_value_errors():
     from pau import errors
 
     for name in errors.__all__:
-        assert issubclass(getattr(errors, name), ValueError)
+        if name == "Interrupted":
+            # Ctrl-C is not bad input: `except ValueError` must not swallow it.
+            assert issubclass(errors.Interrupted, KeyboardInterrupt)
+            assert not issubclass(errors.Interrupted, ValueError)
+        else:
+            assert issubclass(getattr(errors, name), ValueError)

@@ -171,6 +171,18 @@ def _print_table(t: pa.Table) -> None:
         print("  ".join(v.rjust(w) for v, w in zip(r, widths)))
 
 
+def _progress_arg(flag: bool | None):
+    """``--progress``: a bar on stderr even when it is not a terminal; default: a bar
+    when stderr is a terminal; ``--no-progress``: none."""
+    if flag is None:
+        return True
+    if flag:
+        from ._progress import Bar
+
+        return Bar(sys.stderr)
+    return False
+
+
 def _report(args: argparse.Namespace) -> int:
     lifecycle = None
     extra = None
@@ -207,7 +219,7 @@ def _report(args: argparse.Namespace) -> int:
 
         lifecycle = pq.read_table(args.lifecycle)
     span = extra.spans() if hasattr(extra, "spans") and lifecycle is None else None
-    led = core.ledger(events, lifecycle, progress=args.progress, span=span)
+    led = core.ledger(events, lifecycle, progress=_progress_arg(args.progress), span=span)
     table = led.table.select(["rank", "activity", "duration_ns"])
     print(render_report(table, title))
     if lifecycle is not None:
@@ -289,8 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                      help="built-in run: rank slowed by 1.25x (-1 for none)")
     prog = rep.add_mutually_exclusive_group()
     prog.add_argument("--progress", dest="progress", action="store_true", default=None,
-                      help="show a progress bar (default: when stderr is a terminal)")
-    prog.add_argument("--no-progress", dest="progress", action="store_false")
+                      help="show a progress bar on stderr for a Parquet path even when stderr is not "
+                      "a terminal (default: only when it is one)")
+    prog.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     rep.add_argument("--format", choices=("parquet", "kineto", "nsys", "mllog", "serving"),
                      help="input format (default: detected from the content)")
     conv = sub.add_parser("convert", help="write a trace/log/results file to pau's Parquet layout")
@@ -310,6 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (errors.PauError, FileNotFoundError) as exc:
         print(f"pau: {exc}", file=sys.stderr)
         return 2
+    except errors.Interrupted as exc:  # Ctrl-C: say what was kept
+        print(f"\npau: {exc}", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # e.g. `pau report | head`: the reader left; not an error
         sys.stderr.close()
         return 0

@@ -648,19 +648,28 @@ def _is_path_source(obj: Any) -> bool:
 
 
 def _hist_of_source(source: Any, plan: _Plan, on_invalid: str, *, batch_rows=None, progress=None,
-                    workers=None):
+                    workers=None, memory_budget=None):
     """Sweep a Parquet path (streamed, or one partition per thread for pau's
     rank-partitioned layout) or an in-memory table-like input."""
-    if _rank_partitioned(source, on_invalid, batch_rows, workers):
+    if _is_path_source(source):
+        from .distributed import check_job_ranks, partitions
+
+        check_job_ranks(partitions(source))
+    if _rank_partitioned(source, batch_rows, workers):
         from .distributed import merged_hist
 
-        hist, rows = merged_hist(source, plan, workers=workers)
-        return hist, None, rows
+        return merged_hist(source, plan, workers=workers, on_invalid=on_invalid, progress=progress,
+                           memory_budget=memory_budget)
     if not _is_path_source(source) and not isinstance(source, pa.RecordBatchReader) and not (
             hasattr(source, "__arrow_c_stream__") and not isinstance(source, (pa.Table, pa.RecordBatch))):
         return _hist_of_table(as_table(source, "events"), plan, on_invalid)
     from . import io as _io
 
+    if memory_budget is not None and _is_path_source(source):
+        from .distributed import _footprints, parse_memory_budget, partitions
+
+        # One stream: the row group being swept and the next one read ahead.
+        _footprints(partitions(source), parse_memory_budget(memory_budget))
     batches = _io.stream_events(source, batch_rows=batch_rows, progress=progress)
     quarantine: list = []
     sweep = plan.sweep()
@@ -673,12 +682,12 @@ def _hist_of_source(source: Any, plan: _Plan, on_invalid: str, *, batch_rows=Non
     return sweep.finish(), q, rows
 
 
-def _rank_partitioned(source, on_invalid: str, batch_rows, workers) -> bool:
+def _rank_partitioned(source, batch_rows, workers) -> bool:
     """Whether a dataset can be swept one partition per thread: a directory whose
     files each hold one rank (hive ``rank=R`` folders, no rank twice)."""
     if workers is not None and workers < 1:
         raise PauError(f"workers: expected a positive number, got {workers}")
-    if (workers == 1 or (workers is None and (os.cpu_count() or 1) < 2) or on_invalid != "raise"
+    if (workers == 1 or (workers is None and (os.cpu_count() or 1) < 2)
             or batch_rows is not None or not isinstance(source, (str, os.PathLike))
             or not os.path.isdir(source)):
         return False
@@ -697,8 +706,10 @@ def classify_dataset(
     priority: Sequence[str] | None = None,
     on_invalid: str = "raise",
     batch_rows: int | None = None,
-    progress: bool | None = None,
+    progress: Any = None,
     workers: int | None = None,
+    memory_budget: int | str | None = None,
+    by_job: bool = False,
 ):
     """:func:`classify` on a Parquet file or directory, streamed.
 
@@ -714,22 +725,44 @@ def classify_dataset(
         a missing column), or any Arrow stream of record batches.
     batch_rows : int, optional
         Split row groups into batches of at most this many rows.
-    progress : bool, optional
-        Show a progress bar on stderr (default: when stderr is a terminal).
+    progress : None, bool or callable
+        None/False (default): nothing. True: a one-line bar on stderr (partitions,
+        rows, rows per second) when stderr is a terminal. A callable receives
+        :class:`pau.distributed.Progress` snapshots on the calling thread; if it raises
+        ``KeyboardInterrupt`` the run stops as on Ctrl-C.
     workers : int, optional
         A directory in pau's layout (one file per rank: ``rank=R/`` folders, see
         :func:`pau.io.write_dataset`) is swept one partition per thread
         (:func:`pau.distributed.classify_partitions`); default one thread per core.
         ``workers=1`` streams everything on one thread. The result is the same.
+    memory_budget : int or str, optional
+        Bytes (or ``"2GiB"``) for the row groups in memory at once: bounds the
+        partitions swept at once and the threads (see
+        :func:`pau.distributed.classify_partitions` and ``docs/archive.md``).
+        :class:`pau.errors.MemoryBudgetError` when one row group does not fit.
+    by_job : bool, default False
+        For archives partitioned by job and rank: classify each job apart and add a
+        ``job`` column (:func:`pau.distributed.classify_partitions`). Without it, a
+        rank number found under two ``job=`` folders raises :class:`pau.errors.PauError`
+        (ranks are numbered per job; merging them would mix two accelerators).
 
     The source must be ordered by ``start_ns`` within each rank (ranks may
     interleave); otherwise :class:`pau.errors.UnsortedInputError` names the row.
     Other parameters are those of :func:`classify`.
     """
     _check_on_invalid(on_invalid)
+    if by_job:
+        if not _is_path_source(source):
+            raise PauError("by_job=True: the source must be a directory partitioned by job (job=J/), "
+                           f"got {type(source).__name__}")
+        from .distributed import classify_partitions
+
+        return classify_partitions(source, workers=workers, windows=windows, span=span, priority=priority,
+                                   on_invalid=on_invalid, progress=progress, memory_budget=memory_budget,
+                                   by_job=True)
     plan = _plan(windows, span)
     hist, q, rows = _hist_of_source(source, plan, on_invalid, batch_rows=batch_rows, progress=progress,
-                                    workers=workers)
+                                    workers=workers, memory_budget=memory_budget)
     out = _exclusive(hist, plan, priority)
     return _result(_with_counts(out, rows, 0 if q is None else q.num_rows), q, on_invalid)
 
@@ -778,7 +811,7 @@ def ledger(
     rules: Sequence[str] | None = None,
     span: Any = None,
     on_invalid: str = "raise",
-    progress: bool | None = None,
+    progress: Any = None,
 ) -> Ledger:
     """The ledger of DESIGN §2.3: lifecycle state × device activity, per rank.
 
@@ -798,6 +831,8 @@ def ledger(
         The priority of kinds when they overlap (see :func:`classify`).
     span : table-like, optional
         Only without a lifecycle: the accounted span per rank.
+    progress : None, bool or callable
+        For a path of events: as in :func:`classify_dataset`.
 
     Returns
     -------

@@ -1,7 +1,7 @@
 """Exceptions raised by pau.
 
-Every exception is a ``ValueError`` subclass and says three things: which column (or
-argument), which row, and how to fix it. They are raised instead of silently dropping
+Every exception about input is a ``ValueError`` subclass and says three things: which
+column (or argument), which row, and how to fix it. They are raised instead of silently dropping
 input; callers who prefer to keep going pass ``on_invalid="quarantine"`` and receive
 the offending rows in a separate table with a reason per row.
 """
@@ -14,6 +14,8 @@ __all__ = [
     "InvalidRowError",
     "InvalidWindowsError",
     "UnsortedInputError",
+    "MemoryBudgetError",
+    "Interrupted",
 ]
 
 
@@ -55,3 +57,20 @@ class InvalidWindowsError(PauError):
 
 class UnsortedInputError(PauError):
     """A streamed source is not ordered by start_ns within each rank."""
+
+
+class MemoryBudgetError(PauError):
+    """``memory_budget`` is smaller than what one row group needs in memory."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C (or a ``progress`` callback raising KeyboardInterrupt).
+
+    Still a ``KeyboardInterrupt`` (not a ``ValueError``: nothing is wrong with the
+    input). ``saved`` partitions of ``total`` have their results in ``results_dir``
+    (None when there is none); re-running with the same ``results_dir`` resumes.
+    """
+
+    def __init__(self, message: str, *, saved: int, total: int, results_dir: str | None):
+        self.saved, self.total, self.results_dir = saved, total, results_dir
+        super().__init__(message)

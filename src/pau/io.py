@@ -9,8 +9,6 @@ caller works on the current one (pyarrow releases the GIL while decoding).
 from __future__ import annotations
 
 import os
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
@@ -22,7 +20,8 @@ import pyarrow.parquet as pq
 from ._input import EVENT_COLUMNS, iter_batches
 
 __all__ = ["stream_events", "parquet_files", "read_kineto", "read_nsys", "read_mllog", "read_serving",
-           "detect_format", "write_dataset", "read_dataset", "layout_version", "LAYOUT_VERSION"]
+           "detect_format", "write_dataset", "read_dataset", "layout_version", "LAYOUT_VERSION",
+           "row_group_bytes"]
 
 
 def read_kineto(path, **kwargs):
@@ -77,28 +76,41 @@ def parquet_files(source: str | os.PathLike) -> list[tuple[str, dict]]:
     return out
 
 
-class _Progress:
-    """A one-line progress bar on stderr: rows, rows per second, elapsed time."""
+def row_group_bytes(path: str | os.PathLike, columns=EVENT_COLUMNS, keys: dict | None = None) -> list[int]:
+    """Estimated bytes one row group of ``path`` takes once read (the ``columns`` as
+    Arrow arrays), per row group, from the Parquet footer alone.
 
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled, self.done = total, enabled, 0
-        self.t0 = time.perf_counter()
-
-    def update(self, rows: int) -> None:
-        self.done += rows
-        if not self.enabled:
-            return
-        dt = max(time.perf_counter() - self.t0, 1e-9)
-        frac = self.done / self.total if self.total else 1.0
-        bar = "#" * int(30 * frac)
-        sys.stderr.write(f"\r[{bar:<30}] {self.done:,}/{self.total:,} rows "
-                         f"{self.done / dt / 1e6:6.1f} M rows/s {dt:6.1f} s")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+    Fixed-width columns cost ``rows x width`` (plus a validity bitmap); dictionary
+    columns their indices plus the column's uncompressed size in the file (an upper
+    bound of the dictionary); other columns their uncompressed size plus offsets.
+    A column missing from the file but named by a hive key (``rank``) costs 4 bytes
+    a row. The Parquet "uncompressed" size alone would be far too low for pau's
+    delta-encoded times (about 2 bytes a value against 8 in memory).
+    """
+    pf = pq.ParquetFile(os.fspath(path))
+    schema = pf.schema_arrow
+    meta = pf.metadata
+    out = []
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        rows = rg.num_rows
+        stored = {rg.column(j).path_in_schema: rg.column(j).total_uncompressed_size
+                  for j in range(rg.num_columns)}
+        total = 0
+        for c in columns:
+            if c not in schema.names:
+                total += 4 * rows if c in (keys or {}) else 0
+                continue
+            t = schema.field(c).type
+            bitmap = (rows + 7) // 8
+            if pa.types.is_dictionary(t):
+                total += rows * t.index_type.bit_width // 8 + bitmap + stored.get(c, 0)
+            elif getattr(t, "bit_width", 0) >= 8:
+                total += rows * t.bit_width // 8 + bitmap
+            else:
+                total += stored.get(c, 0) + 8 * rows + bitmap
+        out.append(int(total))
+    return out
 
 
 def _row_group_reads(files, columns, batch_rows):
@@ -121,28 +133,50 @@ def _row_group_reads(files, columns, batch_rows):
 
 
 def stream_events(source: Any, *, columns=EVENT_COLUMNS, batch_rows: int | None = None,
-                  progress: bool | None = None) -> Iterator[pa.RecordBatch]:
-    """Record batches of the events columns from a Parquet file/directory or a stream."""
+                  progress: Any = None, read_ahead: bool = True) -> Iterator[pa.RecordBatch]:
+    """Record batches of the events columns from a Parquet file/directory or a stream.
+
+    ``progress``: None/False (default) nothing; True a bar on stderr when it is a
+    terminal; a callable receives :class:`pau.distributed.Progress` snapshots (one
+    partition is one file). ``read_ahead``: read the next row group on a second
+    thread while the caller works on the current one."""
+    from ._progress import tracker
+
     if not isinstance(source, (str, os.PathLike, list, tuple)):
-        yield from _sliced(iter_batches(source, "events"), batch_rows)
+        track = tracker(progress, 0, None)
+        try:
+            for batch in _sliced(iter_batches(source, "events"), batch_rows):
+                yield batch
+                track.add_rows(0, batch.num_rows)
+                track.poll()
+            track._emit()
+        finally:
+            track.close()
         return
     paths = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     files = [f for p in paths for f in parquet_files(p)]
-    reads = list(_row_group_reads(files, list(columns), batch_rows))
-    total = sum(n for _, n in reads)
-    bar = _Progress(total, sys.stderr.isatty() if progress is None else progress)
+    reads = []  # (read, rows, index of the file, last row group of its file)
+    for k, f in enumerate(files):
+        rg = list(_row_group_reads([f], list(columns), batch_rows))
+        reads += [(read, n, k, j == len(rg) - 1) for j, (read, n) in enumerate(rg)]
+    track = tracker(progress, len(files), sum(r[1] for r in reads))
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(reads[0][0]) if reads else None
-            for k in range(len(reads)):
-                table = pending.result()
-                pending = pool.submit(reads[k + 1][0]) if k + 1 < len(reads) else None
+            ahead = (lambda k: pool.submit(reads[k][0])) if read_ahead else None
+            pending = ahead(0) if reads and ahead else None
+            for k, (read, rows, part, last) in enumerate(reads):
+                table = pending.result() if ahead else read()
+                pending = ahead(k + 1) if ahead and k + 1 < len(reads) else None
                 for batch in _sliced(table.to_batches(), batch_rows):
                     yield batch
-                bar.update(table.num_rows)
                 del table
+                track.add_rows(part, rows)
+                if last:
+                    track.partition_done(part)
+                else:
+                    track.poll()
     finally:
-        bar.close()
+        track.close()
 
 
 def _sliced(batches, batch_rows):
