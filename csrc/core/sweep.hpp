@@ -189,10 +189,10 @@ class Sweep {
         int64_t last_start;
         int64_t lo, hi;         // the span, for clipping
         int64_t* bins;          // where unwindowed time goes
-        // Windowed sweeps: time in [dlo, dhi) goes to *dest without further checks.
-        int64_t dlo, dhi;
+        // Windowed sweeps: time from the cursor t up to dhi goes to *dest without
+        // further checks (see route).
+        int64_t dhi;
         Bins* dest;
-        uint64_t dtouched;      // masks added to *dest, not yet recorded in dest->touched
     };
 
     // Clip: some rank has a given span (without one, a rank's cursor never leaves
@@ -251,91 +251,117 @@ class Sweep {
                 break;
             }
             h.last_start = st;
-            const uint32_t bit = 1u << k;
-            // Fast paths for the common shapes of a stream (kernels one after another,
-            // nothing else running): same result as the general path below.
-            if (h.active == bit) {
-                const int64_t c = h.ce[k];
-                if (st <= c) {  // overlaps or touches its kind's open interval: extend it
-                    if (en > c) {
-                        h.ce[k] = en;
-                        h.next = en;
-                    }
-                    continue;  // the mask does not change at st: no time to account yet
-                }
-                if (c > h.t) {  // under {k}
-                    account<Windowed, Clip>(h, *s, h.t, c);
-                    h.t = c;
-                }
-                h.active = 0;
-                if (st > h.t) {  // idle gap (the cursor never moves back: a span may start later)
-                    account<Windowed, Clip>(h, *s, h.t, st);
-                    h.t = st;
-                }
-                h.active = bit;
-                h.ce[k] = en;
-                h.next = en;
-                continue;
-            }
-            const uint32_t obit = h.active & ~bit;
-            if ((h.active & bit) && obit && !(obit & (obit - 1))) {
-                // Its kind and one other kind are open (a kernel under a collective).
-                const int o = __builtin_ctz(obit);
-                const int64_t c = h.ce[k], co = h.ce[o];
-                if (st <= c) {  // extends its kind's open interval
-                    if (en > c) {
-                        h.ce[k] = en;
-                        if (h.knext == k) refresh(h);
-                    }
-                    continue;
-                }
-                if (co > st) {  // its kind closed before st, the other runs on past st
-                    if (c > h.t) {
-                        account<Windowed, Clip>(h, *s, h.t, c);
-                        h.t = c;
-                    }
-                    h.active = obit;
-                    if (st > h.t) {
-                        account<Windowed, Clip>(h, *s, h.t, st);
-                        h.t = st;
-                    }
-                    h.active = obit | bit;
-                    h.ce[k] = en;
-                    h.next = en < co ? en : co;
-                    h.knext = en < co ? k : o;
-                    continue;
-                }
-            }
-            if (h.active == 0) {
-                if (st > h.t) {
-                    account<Windowed, Clip>(h, *s, h.t, st);  // idle
-                    h.t = st;
-                }
-                h.active = bit;
-                h.ce[k] = en;
-                h.next = en;
-                h.knext = k;
-                continue;
-            }
-            advance<Windowed, Clip>(h, *s, st);
-            if (h.active & bit) {
-                if (en > h.ce[k]) {
-                    h.ce[k] = en;
-                    if (k == h.knext) refresh(h);
+            if (Windowed) {
+                // Time from the cursor to st is accounted while this event is taken:
+                // when both lie in the current window (or gap between windows), which
+                // also lies inside the span, all of it lands in one place and the
+                // plain, unclipped accounting applies (one compare per event instead
+                // of a window check per accounted piece).
+                if (__builtin_expect(st < h.dhi, 1)) {
+                    take<false, false>(h, *s, st, en, k);
+                } else {  // out of line, on a copy: the cursor's address must not escape
+                    Hot c = h;
+                    take_crossing(c, *s, st, en, k);
+                    h = c;
                 }
             } else {
-                h.active |= bit;
-                h.ce[k] = en;
-                if (en < h.next) {
-                    h.next = en;
-                    h.knext = k;
-                }
+                take<false, Clip>(h, *s, st, en, k);
             }
         }
         if (s) store(h, *s);
         last_state_ = s;
         last_rank_ = cur;
         return res;
+    }
+
+    // Take one event [st, en) of kind k into the cursor of rank s, accounting the
+    // time before st. Windowed: route every accounted piece (see account).
+    template <bool Windowed, bool Clip>
+    PAU_HOT void take(Hot& h, RankState& s, int64_t st, int64_t en, int64_t k) {
+        const uint32_t bit = 1u << k;
+        // Fast paths for the common shapes of a stream (kernels one after another,
+        // nothing else running): same result as the general path below.
+        if (h.active == bit) {
+            const int64_t c = h.ce[k];
+            if (st <= c) {  // overlaps or touches its kind's open interval: extend it
+                if (en > c) {
+                    h.ce[k] = en;
+                    h.next = en;
+                }
+                return;  // the mask does not change at st: no time to account yet
+            }
+            if (c > h.t) {  // under {k}
+                account<Windowed, Clip>(h, s, h.t, c);
+                h.t = c;
+            }
+            h.active = 0;
+            if (st > h.t) {  // idle gap (the cursor never moves back: a span may start later)
+                account<Windowed, Clip>(h, s, h.t, st);
+                h.t = st;
+            }
+            h.active = bit;
+            h.ce[k] = en;
+            h.next = en;
+            return;
+        }
+        const uint32_t obit = h.active & ~bit;
+        if ((h.active & bit) && obit && !(obit & (obit - 1))) {
+            // Its kind and one other kind are open (a kernel under a collective).
+            const int o = __builtin_ctz(obit);
+            const int64_t c = h.ce[k], co = h.ce[o];
+            if (st <= c) {  // extends its kind's open interval
+                if (en > c) {
+                    h.ce[k] = en;
+                    if (h.knext == k) refresh(h);
+                }
+                return;
+            }
+            if (co > st) {  // its kind closed before st, the other runs on past st
+                if (c > h.t) {
+                    account<Windowed, Clip>(h, s, h.t, c);
+                    h.t = c;
+                }
+                h.active = obit;
+                if (st > h.t) {
+                    account<Windowed, Clip>(h, s, h.t, st);
+                    h.t = st;
+                }
+                h.active = obit | bit;
+                h.ce[k] = en;
+                h.next = en < co ? en : co;
+                h.knext = en < co ? k : o;
+                return;
+            }
+        }
+        if (h.active == 0) {
+            if (st > h.t) {
+                account<Windowed, Clip>(h, s, h.t, st);  // idle
+                h.t = st;
+            }
+            h.active = bit;
+            h.ce[k] = en;
+            h.next = en;
+            h.knext = k;
+            return;
+        }
+        advance<Windowed, Clip>(h, s, st);
+        if (h.active & bit) {
+            if (en > h.ce[k]) {
+                h.ce[k] = en;
+                if (k == h.knext) refresh(h);
+            }
+        } else {
+            h.active |= bit;
+            h.ce[k] = en;
+            if (en < h.next) {
+                h.next = en;
+                h.knext = k;
+            }
+        }
+    }
+
+    __attribute__((noinline)) void take_crossing(Hot& h, RankState& s, int64_t st, int64_t en, int64_t k) {
+        take<true, true>(h, s, st, en, k);
     }
 
     // Recompute the earliest open end; visits only the active kinds (usually
@@ -372,7 +398,6 @@ class Sweep {
         refresh(h);
     }
     PAU_HOT static void store(Hot& h, RankState& s) {
-        commit(h);
         s.t = h.t;
         for (int k = 0; k < kNumKinds; ++k) s.ce[k] = h.ce[k];
         s.last_start = h.last_start;
@@ -432,12 +457,10 @@ class Sweep {
     template <bool Windowed, bool Clip>
     PAU_HOT void account(Hot& h, RankState& s, int64_t a, int64_t b) {
         if (Windowed) {
-            if (a >= h.dlo && b <= h.dhi) {  // inside the current window (or gap)
+            if (b <= h.dhi) {  // inside the current window (or gap); a is the cursor
                 h.dest->v[h.active] += b - a;
-                // kept in a register: a store to one hot word would chain every add
-                h.dtouched |= 1ull << h.active;
             } else {
-                set_route(h, slow_account(s, h.dest, h.dtouched, a, b, static_cast<uint8_t>(h.active)));
+                set_route(h, slow_account(s, a, b, static_cast<uint8_t>(h.active)));
             }
         } else if (Clip) {
             a = a < h.lo ? h.lo : a;
@@ -453,7 +476,7 @@ class Sweep {
     // Returned by value so that the caller's cursor never has its address taken
     // (it stays in registers; stores through `dest` cannot alias it).
     struct Route {
-        int64_t lo, hi;
+        int64_t hi;  // time in [cursor, hi) goes to dest
         Bins* dest;
     };
     Route route(RankState& s, int64_t t) const {
@@ -480,27 +503,26 @@ class Sweep {
                 dest = &s.cur;
             }
         }
-        if (dest == nullptr) return {1, 0, &s.out};  // at a boundary: the slow path decides
-        return {lo, std::min(hi, s.span_end), dest};
+        // At a boundary, or with the cursor before the span: no piece may take the
+        // fast route (times are >= 0, so nothing ends at or before -1); the slow path
+        // decides. Hence a piece [t, b) with b <= hi always starts inside the route.
+        if (dest == nullptr || t < s.span_start) return {-1, &s.out};
+        return {std::min(hi, s.span_end), dest};
     }
+    // Every bin of a route's destination counts as touched (flush then visits all 64
+    // and emits the non-zero ones): the hot loop keeps no per-add bookkeeping.
     static void set_route(Hot& h, const Route& r) {
-        h.dlo = r.lo;
         h.dhi = r.hi;
         h.dest = r.dest;
-        h.dtouched = 0;
+        h.dest->touched = ~0ull;
+        h.bins = r.dest->v;
     }
     // Crossing a window (or bucket) boundary: rare, kept out of line so the hot
     // loop stays small.
     // Takes the cursor's fields by value: its address must not escape the hot loop.
-    __attribute__((noinline)) Route slow_account(RankState& s, Bins* dest, uint64_t dtouched, int64_t a,
-                                                 int64_t b, uint8_t mask) {
-        if (dest) dest->touched |= dtouched;
+    __attribute__((noinline)) Route slow_account(RankState& s, int64_t a, int64_t b, uint8_t mask) {
         add(s, a, b, mask);
         return route(s, b);
-    }
-    static void commit(Hot& h) {
-        if (h.dest) h.dest->touched |= h.dtouched;
-        h.dtouched = 0;
     }
 
     void add(RankState& s, int64_t a, int64_t b, uint8_t mask) {
