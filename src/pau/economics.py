@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import _core
 from . import _econ_kernels as K
 from ._input import _column, as_table, time_column
 from ._ledger import NS_PER_HOUR, Ledger
@@ -405,53 +406,33 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     if busy is not None:
         b_rep_arr, b_s, b_e = _busy_columns(busy)
         r_codes, b_codes, names = _replica_codes(_one(t["replica"]), _one(b_rep_arr))
-        # phases: prefill [arrival, first token or end), decode [first token, end)
+        if n > _core.ATTRIB_MAX_ROWS:
+            raise PauError(f"requests: {n} rows; attribution handles up to {_core.ATTRIB_MAX_ROWS} at "
+                           f"once. Fix: split the requests by replica")
+        # phases: prefill [arrival, first token or end), decode [first token, end);
+        # rejected requests and requests without an end hold none (replica code -1)
         ran = (code != 3) & end_ok
-        p_end_pre = np.where(ft_ok, ft, end)
-        pre = np.flatnonzero(ran)
-        dcd = np.flatnonzero(ran & ft_ok)
-        p_req = np.concatenate([pre, dcd]).astype(np.int64)
-        p_rep = r_codes[p_req]
-        p_start = np.concatenate([arr[pre], ft[dcd]])
-        p_end = np.concatenate([p_end_pre[pre], end[dcd]])
-        p_w = np.concatenate([wp * tin[pre], wd * tout[dcd]]).astype(np.int64)
-        p_phase = np.concatenate([np.zeros(pre.size, np.int8), np.ones(dcd.size, np.int8)])
-        if n > K.MAX_REQUESTS:
-            raise PauError(f"requests: {n} rows; attribution handles up to {K.MAX_REQUESTS} at once. "
-                           f"Fix: split the requests by replica")
-        po = np.lexsort((p_start, p_rep))
-        bo = np.lexsort((b_s, b_codes))
-        p_attr, b_idle, ok = K.attribute_busy(
-            np.ascontiguousarray(p_rep[po]), np.ascontiguousarray(p_start[po]),
-            np.ascontiguousarray(p_end[po]), np.ascontiguousarray(p_w[po]),
-            np.ascontiguousarray(p_req[po]), np.ascontiguousarray(b_codes[bo]),
-            np.ascontiguousarray(b_s[bo]), np.ascontiguousarray(b_e[bo]))
-        if not ok:
-            raise PauError(f"weights: the total weight of the requests in flight on one replica "
-                           f"exceeds {K.MAX_WEIGHT}, where exact integer attribution would overflow. "
+        nrep = len(names)
+        a_pre, a_dec, idle, overflow = _core.attribute_busy(
+            np.where(ran, r_codes, -1).astype(np.int32), arr, np.where(ft_ok, ft, -1), end, tin, tout,
+            wp, wd, b_codes.astype(np.int32), b_s, b_e, nrep)
+        if overflow is not None:
+            raise PauError(f"weights: the total weight of the requests in flight on replica "
+                           f"{names[overflow[0]].as_py()!r} (at {overflow[1]} ns) exceeds "
+                           f"{_core.ATTRIB_MAX_WEIGHT}, where exact integer attribution would overflow. "
                            f"Fix: use smaller phase weights (e.g. 1 and 1)")
-        attr_phase = np.empty_like(p_attr)
-        attr_phase[po] = p_attr
-        idle = np.empty_like(b_idle)
-        idle[bo] = b_idle
-        a_pre = np.zeros(n, np.int64)
-        a_dec = np.zeros(n, np.int64)
-        np.add.at(a_pre, p_req[p_phase == 0], attr_phase[p_phase == 0])
-        np.add.at(a_dec, p_req[p_phase == 1], attr_phase[p_phase == 1])
         a_tot = a_pre + a_dec
         out["attributed_prefill_ns"] = pa.array(a_pre, pa.int64())
         out["attributed_decode_ns"] = pa.array(a_dec, pa.int64())
         out["attributed_ns"] = pa.array(a_tot, pa.int64())
-        # per replica, exact
-        nrep = len(names)
-        cols = {"busy_ns": np.zeros(nrep, np.int64), "idle_ns": np.zeros(nrep, np.int64)}
-        np.add.at(cols["busy_ns"], b_codes, b_e - b_s)
-        np.add.at(cols["idle_ns"], b_codes, idle)
+        # per replica, exact int64 sums
+        b_key = b_codes.astype(np.int32)
+        cols = {"busy_ns": _core.sum_by_key(b_key, b_e - b_s, nrep),
+                "idle_ns": _core.sum_by_key(b_key, idle, nrep)}
+        by_outcome = _core.sum_by_key(np.where(r_codes >= 0, r_codes * len(OUTCOMES) + outcome, -1)
+                                      .astype(np.int32), a_tot, nrep * len(OUTCOMES)).reshape(nrep, len(OUTCOMES))
         for i, o in ((0, "accepted"), (1, "late"), (2, "failed"), (4, "cancelled")):
-            v = np.zeros(nrep, np.int64)
-            sel = outcome == i
-            np.add.at(v, r_codes[sel & (r_codes >= 0)], a_tot[sel & (r_codes >= 0)])
-            cols[f"{o}_ns"] = v
+            cols[f"{o}_ns"] = by_outcome[:, i]
         present = np.zeros(nrep, bool)
         present[b_codes] = True
         present[r_codes[r_codes >= 0]] = True
