@@ -72,16 +72,24 @@ void bind_econ(py::module_& m) {
           "(prefill_ns, decode_ns, idle_ns, overflow) with overflow None or (replica, time_ns).");
     m.def(
         "sum_by_key",
-        [](const carray<int32_t>& key, const carray<int64_t>& value, int32_t n_keys) {
+        [](const carray<int32_t>& key, const carray<int64_t>& value, int32_t n_keys, const py::object& sub_obj,
+           int32_t n_sub) {
             const py::ssize_t n = key.ndim() == 1 ? key.shape(0) : -1;
             check_len(value, n, "value", "key");
+            carray<int8_t> sub;
+            if (!sub_obj.is_none()) {
+                sub = sub_obj.cast<carray<int8_t>>();
+                check_len(sub, n, "sub", "key");
+            }
+            const int8_t* sp = sub_obj.is_none() ? nullptr : sub.data();
             std::vector<int64_t> out;
             {
-                py::gil_scoped_release release;  // plain buffers kept alive by the caller
-                out = pau::core::sum_by_key(key.data(), value.data(), n, n_keys);
+                py::gil_scoped_release release;  // plain buffers kept alive by this frame
+                out = pau::core::sum_by_key(key.data(), value.data(), n, n_keys, sp, sub_obj.is_none() ? 1 : n_sub);
             }
             return to_numpy(std::move(out));
         },
-        py::arg("key"), py::arg("value"), py::arg("n_keys"),
-        "Exact int64 sums of value per key in [0, n_keys); keys < 0 are skipped.");
+        py::arg("key"), py::arg("value"), py::arg("n_keys"), py::arg("sub") = py::none(), py::arg("n_sub") = 1,
+        "Exact int64 sums of value per key in [0, n_keys) (per (key, sub) pair, flattened, when sub is "
+        "given); keys < 0 are skipped.");
 }

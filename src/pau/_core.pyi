@@ -56,7 +56,11 @@ def attribute_busy(
     """(prefill_ns, decode_ns per request, idle_ns per busy row, overflow); see csrc/core/attrib.hpp."""
 
 def sum_by_key(
-    key: npt.NDArray[np.int32], value: npt.NDArray[np.int64], n_keys: int
+    key: npt.NDArray[np.int32],
+    value: npt.NDArray[np.int64],
+    n_keys: int,
+    sub: npt.NDArray[np.int8] | None = None,
+    n_sub: int = 1,
 ) -> npt.NDArray[np.int64]: ...
 
 class KinetoParser:

@@ -137,7 +137,8 @@ def _int_column(t: pa.Table, name: str, table: str, *, required: bool):
     return vals, null
 
 
-def _time(t: pa.Table, name: str, table: str, *, required: bool):
+def _time(t: pa.Table, name: str, table: str, *, required: bool, fill: int = 0):
+    """(int64 ns values with nulls as ``fill``, null mask) of a time column, or None."""
     if t.schema.get_field_index(name) < 0:
         if required:
             _column(t, name, table)
@@ -145,7 +146,7 @@ def _time(t: pa.Table, name: str, table: str, *, required: bool):
     col = _column(t, name, table)
     null = np.asarray(col.is_null()) if col.null_count else np.zeros(len(col), bool)
     if col.null_count:
-        col = pc.if_else(col.is_null(), pa.scalar(0, col.type), col)
+        col = col.fill_null(pa.scalar(fill, col.type))
     return np.asarray(time_column(col, name, table), np.int64), null
 
 
@@ -192,23 +193,30 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
         _column(t, name, "requests")
     arr, arr_null = _time(t, "arrival_ns", "requests", required=True)
     end, end_null = _time(t, "end_ns", "requests", required=True)
-    ft = _time(t, "first_token_ns", "requests", required=False)
-    ft, ft_null = ft if ft is not None else (np.zeros(n, np.int64), np.ones(n, bool))
+    # no first token reads as -1 (what the native attribution expects)
+    ft = _time(t, "first_token_ns", "requests", required=False, fill=-1)
+    ft, ft_null = ft if ft is not None else (np.full(n, -1, np.int64), np.ones(n, bool))
     toks = []
     for name in ("input_tokens", "output_tokens"):
         c = _int_column(t, name, "requests", required=False)
         toks.append(c if c is not None else (np.zeros(n, np.int64), np.ones(n, bool)))
     (tin, tin_null), (tout, tout_null) = toks
     st = _column(t, "status", "requests")
-    if pa.types.is_dictionary(st.type):
-        st = st.cast(st.type.value_type)
-    if not (pa.types.is_string(st.type) or pa.types.is_large_string(st.type)):
+    vt = st.type.value_type if pa.types.is_dictionary(st.type) else st.type
+    if not (pa.types.is_string(vt) or pa.types.is_large_string(vt)):
         raise SchemaError("requests", "status", f"has type {st.type}, not string",
                           "give status as strings: " + ", ".join(STATUSES))
     st_null = np.asarray(st.is_null()) if st.null_count else np.zeros(n, bool)
-    code = np.full(n, -1, np.int8)
-    for s, o in _STATUS_OUTCOME.items():
-        code[np.asarray(pc.fill_null(pc.equal(st, s), False))] = o
+    lut = np.array([_STATUS_OUTCOME[s] for s in STATUSES] + [-1], np.int8)  # -1: unknown or null
+    if pa.types.is_dictionary(st.type):
+        # one lookup per dictionary value, then a gather of the indices
+        pos = pc.index_in(st.dictionary, value_set=pa.array(STATUSES, vt)).fill_null(len(STATUSES))
+        idx = st.indices.fill_null(0) if st.null_count else st.indices
+        code = lut[np.asarray(pos)][idx.to_numpy(zero_copy_only=False)]
+        if st.null_count:
+            code[st_null] = -1
+    else:
+        code = lut[np.asarray(pc.index_in(st, value_set=pa.array(STATUSES, vt)).fill_null(len(STATUSES)))]
     rep = _column(t, "replica", "requests")
     rep_null = np.asarray(rep.is_null()) if rep.null_count else np.zeros(n, bool)
 
@@ -246,7 +254,8 @@ def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array):
     if pa.types.is_dictionary(both.type):
         both = both.cast(both.type.value_type)
     enc = pc.dictionary_encode(both)
-    idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    idx = (enc.indices.fill_null(-1) if enc.null_count else enc.indices).to_numpy(zero_copy_only=False)
+    idx = idx.astype(np.int32, copy=False)  # -1: null replica
     return idx[: len(req_rep)], idx[len(req_rep):], enc.dictionary
 
 
@@ -384,7 +393,7 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         "output_tokens": pa.array(tout, pa.int64()),
     }
     acc = outcome == 0
-    counts = {o: int((outcome == i).sum()) for i, o in enumerate(OUTCOMES)}
+    counts = dict(zip(OUTCOMES, np.bincount(outcome, minlength=len(OUTCOMES)).tolist()))
     counts["accepted_input_tokens"] = int(tin[acc].sum())
     counts["accepted_output_tokens"] = int(tout[acc].sum())
 
@@ -414,8 +423,7 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         ran = (code != 3) & end_ok
         nrep = len(names)
         a_pre, a_dec, idle, overflow = _core.attribute_busy(
-            np.where(ran, r_codes, -1).astype(np.int32), arr, np.where(ft_ok, ft, -1), end, tin, tout,
-            wp, wd, b_codes.astype(np.int32), b_s, b_e, nrep)
+            np.where(ran, r_codes, np.int32(-1)), arr, ft, end, tin, tout, wp, wd, b_codes, b_s, b_e, nrep)
         if overflow is not None:
             raise PauError(f"weights: the total weight of the requests in flight on replica "
                            f"{names[overflow[0]].as_py()!r} (at {overflow[1]} ns) exceeds "
@@ -426,11 +434,9 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         out["attributed_decode_ns"] = pa.array(a_dec, pa.int64())
         out["attributed_ns"] = pa.array(a_tot, pa.int64())
         # per replica, exact int64 sums
-        b_key = b_codes.astype(np.int32)
-        cols = {"busy_ns": _core.sum_by_key(b_key, b_e - b_s, nrep),
-                "idle_ns": _core.sum_by_key(b_key, idle, nrep)}
-        by_outcome = _core.sum_by_key(np.where(r_codes >= 0, r_codes * len(OUTCOMES) + outcome, -1)
-                                      .astype(np.int32), a_tot, nrep * len(OUTCOMES)).reshape(nrep, len(OUTCOMES))
+        cols = {"busy_ns": _core.sum_by_key(b_codes, b_e - b_s, nrep),
+                "idle_ns": _core.sum_by_key(b_codes, idle, nrep)}
+        by_outcome = _core.sum_by_key(r_codes, a_tot, nrep, outcome, len(OUTCOMES)).reshape(nrep, len(OUTCOMES))
         for i, o in ((0, "accepted"), (1, "late"), (2, "failed"), (4, "cancelled")):
             cols[f"{o}_ns"] = by_outcome[:, i]
         present = np.zeros(nrep, bool)
