@@ -112,10 +112,12 @@ struct Divider {
 __attribute__((target_clones("avx2", "default")))
 #endif
 inline void count_bonus(const int64_t* key, int64_t* bonus, size_t na, int64_t left) {
+    // key is padded with -1 up to a multiple of 4 (keys are >= 0): no scalar tail
+    const size_t m = (na + 3) & ~size_t{3};
     for (size_t i = 0; i < na; ++i) {
         const int64_t ki = key[i];
         int64_t above = 0;
-        for (size_t j = 0; j < na; ++j) above += key[j] > ki;
+        for (size_t j = 0; j < m; ++j) above += key[j] > ki;
         bonus[i] = above < left;
     }
 }
@@ -241,7 +243,7 @@ class Sweeper {
         const int64_t S = equal ? static_cast<int64_t>(na) : s.wsum;
         const int64_t q = len / S, rr = len % S;
         const Divider div(static_cast<uint64_t>(S));
-        if (key_.size() < na) key_.resize(na), sel_.resize(na), bonus_.resize(na);
+        if (key_.size() < na + 4) key_.resize(na + 4), sel_.resize(na + 4), bonus_.resize(na + 4);
         int64_t given = 0;
         for (size_t i = 0; i < na; ++i) {
             const int64_t w = equal ? 1 : h[i].w;
@@ -257,6 +259,7 @@ class Sweeper {
         if (left <= 0) return true;
         int64_t thr;
         if (na <= 64) {
+            for (size_t i = na; i < ((na + 3) & ~size_t{3}); ++i) key_[i] = -1;
             count_bonus(key_.data(), bonus_.data(), na, left);
             for (size_t i = 0; i < na; ++i) h[i].attr += bonus_[i];
             return true;
