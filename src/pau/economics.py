@@ -534,24 +534,41 @@ def _price_per_ns(prices: dict, keys: np.ndarray, what: str):
     if "per_accelerator_hour" in prices:
         p = prices["per_accelerator_hour"]
         return np.full(keys.size, float(p) / NS_PER_HOUR)
-    table = prices["per_rank_hour"]
+    by_type = "per_type_hour" in prices
+    table = prices["per_type_hour"] if by_type else prices["per_rank_hour"]
+    types = prices.get("types", {})
     out = np.empty(keys.size, np.float64)
-    for i, k in enumerate(keys.tolist()):
+    for i, k in enumerate(keys.tolist()):  # one per rank or replica, not per request
+        if by_type:
+            if k not in types:
+                raise PauError(f"prices: types has no accelerator type for {what} {k!r}. Fix: map every "
+                               f"{what} to its type, e.g. types={{{k!r}: 'H100'}}")
+            k = types[k]
         if k not in table:
-            raise PauError(f"prices: per_rank_hour has no price for {what} {k!r}. Fix: give a price "
-                           f"for every {what}, or use per_accelerator_hour")
+            name = "per_type_hour" if by_type else "per_rank_hour"
+            raise PauError(f"prices: {name} has no price for {'type' if by_type else what} {k!r}. "
+                           f"Fix: give a price for every {'accelerator type used' if by_type else what}, "
+                           f"or use per_accelerator_hour")
         out[i] = float(table[k]) / NS_PER_HOUR
     return out
 
 
 def _check_prices(prices: dict) -> None:
-    given = [k for k in ("per_accelerator_hour", "per_rank_hour", "total") if k in prices]
+    given = [k for k in ("per_accelerator_hour", "per_rank_hour", "per_type_hour", "total") if k in prices]
     if len(given) != 1:
-        raise PauError("prices: give exactly one of per_accelerator_hour, per_rank_hour or total "
-                       f"(got {sorted(prices)})")
-    extra = set(prices) - {"per_accelerator_hour", "per_rank_hour", "total", "accelerators"}
+        raise PauError("prices: give exactly one of per_accelerator_hour, per_rank_hour, per_type_hour "
+                       f"or total (got {sorted(prices)})")
+    extra = set(prices) - {"per_accelerator_hour", "per_rank_hour", "per_type_hour", "types", "total",
+                           "accelerators"}
     if extra:
         raise PauError(f"prices: unknown key {sorted(extra)[0]!r}")
+    if ("types" in prices) != ("per_type_hour" in prices):
+        raise PauError("prices: per_type_hour and types go together. Fix: give per_type_hour={type: "
+                       "price} and types={rank or replica: type}")
+    if "types" in prices and not isinstance(prices["types"], dict):
+        raise PauError("prices: types must be a dict {rank or replica: accelerator type}")
+    if given[0] in ("per_rank_hour", "per_type_hour") and not isinstance(prices[given[0]], dict):
+        raise PauError(f"prices: {given[0]} must be a dict of prices per hour")
     v = prices[given[0]]
     vals = list(v.values()) if isinstance(v, dict) else [v]
     for x in vals:
@@ -573,8 +590,10 @@ def cost(ledger_or_requests: Any, prices: dict, *, power: Any = None) -> dict:
         (:func:`requests`).
     prices : dict
         Exactly one of ``{"per_accelerator_hour": x}``, ``{"per_rank_hour": {rank:
-        x}}`` (for a RequestLedger: keyed by replica) or ``{"total": dollars}`` (a
-        fully allocated cost for the period). For a Ledger the billed time is its
+        x}}`` (for a RequestLedger: keyed by replica), ``{"per_type_hour": {type: x},
+        "types": {rank: type}}`` (prices by accelerator type, with each rank's or
+        replica's type) or ``{"total": dollars}`` (a fully allocated cost for the
+        period). For a Ledger the billed time is its
         accountable time; for a RequestLedger it is ``accelerators * window`` when
         ``prices["accelerators"]`` is given, else the busy time.
     power : table-like, optional
@@ -698,10 +717,10 @@ def _cost_requests(rl: RequestLedger, prices: dict, power) -> dict:
         if billed is None:
             raise PauError("prices: a per-hour price needs billed time. Fix: give requests(..., busy=...) "
                            "or prices['accelerators'] (billed = accelerators x window), or a 'total'")
-        if "per_rank_hour" in prices:
+        if "per_rank_hour" in prices or "per_type_hour" in prices:
             if rl.replicas is None or "accelerators" in prices:
-                raise PauError("prices: per_rank_hour for requests prices each replica's busy time. "
-                               "Fix: give requests(..., busy=...) and no 'accelerators'")
+                raise PauError("prices: per_rank_hour / per_type_hour for requests price each replica's "
+                               "busy time. Fix: give requests(..., busy=...) and no 'accelerators'")
             keys = np.array(rl.replicas["replica"].to_pylist(), dtype=object)
             total = float((np.asarray(rl.replicas["busy_ns"]) * _price_per_ns(prices, keys, "replica")).sum())
         else:
@@ -715,7 +734,7 @@ def _cost_requests(rl: RequestLedger, prices: dict, power) -> dict:
         idle = s["idle_ns"] + (billed - busy)
         parts = {"accepted": s["productive_ns"], "late": s["late_ns"], "failed": s["failed_ns"],
                  "cancelled": s["cancelled_ns"], "idle": idle}
-        if "per_rank_hour" in prices:
+        if "per_rank_hour" in prices or "per_type_hour" in prices:
             keys = np.array(rl.replicas["replica"].to_pylist(), dtype=object)
             pr = _price_per_ns(prices, keys, "replica")
             r = rl.replicas
