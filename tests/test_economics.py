@@ -257,3 +257,20 @@ def test_prices_by_accelerator_type():
         E.cost(led, {"per_type_hour": {"H100": 4.0}, "types": {0: "H100", 1: "A100"}})
     with pytest.raises(PauError, match="go together"):
         E.cost(led, {"per_accelerator_hour": 4.0, "types": {0: "H100"}})
+
+
+def test_timestamp_columns_with_missing_first_token():
+    # microsecond timestamps; request 1 errored before its first token. Busy [0, 10 us):
+    # request 0 prefills [0, 2 us) with 3 tokens, decodes [2, 10 us) with 5; request 1
+    # prefills [0, 4 us) with 1 token. [0, 2 us): 2000 ns split 3:1 -> 1500, 500;
+    # [2, 4 us): 5:1 -> 1666.67, 333.33 -> 1666 + 1 (larger remainder) = 1667, 333;
+    # [4, 10 us): 6000 to request 0. So 1500 + 1667 + 6000 = 9167 and 500 + 333 = 833.
+    us = pa.timestamp("us")
+    req = pa.table({"request_id": [0, 1], "replica": ["r", "r"],
+                    "arrival_ns": pa.array([0, 0], us), "first_token_ns": pa.array([2, None], us),
+                    "end_ns": pa.array([10, 4], us), "input_tokens": [3, 1], "output_tokens": [5, 0],
+                    "status": ["ok", "error"]})
+    busy = {"replica": np.array(["r"], object), "start_ns": np.array([0]), "end_ns": np.array([10_000])}
+    rl = E.requests(req, busy=busy)
+    assert rl.table["attributed_ns"].to_pylist() == [9167, 833]
+    assert rl.table["ttft_ns"].to_pylist() == [2000, None]

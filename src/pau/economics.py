@@ -137,8 +137,8 @@ def _int_column(t: pa.Table, name: str, table: str, *, required: bool):
     return vals, null
 
 
-def _time(t: pa.Table, name: str, table: str, *, required: bool, fill: int = 0):
-    """(int64 ns values with nulls as ``fill``, null mask) of a time column, or None."""
+def _time(t: pa.Table, name: str, table: str, *, required: bool):
+    """(int64 ns values with nulls as 0, null mask) of a time column, or None."""
     if t.schema.get_field_index(name) < 0:
         if required:
             _column(t, name, table)
@@ -146,7 +146,7 @@ def _time(t: pa.Table, name: str, table: str, *, required: bool, fill: int = 0):
     col = _column(t, name, table)
     null = np.asarray(col.is_null()) if col.null_count else np.zeros(len(col), bool)
     if col.null_count:
-        col = col.fill_null(pa.scalar(fill, col.type))
+        col = col.fill_null(pa.scalar(0, col.type))
     return np.asarray(time_column(col, name, table), np.int64), null
 
 
@@ -193,9 +193,10 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
         _column(t, name, "requests")
     arr, arr_null = _time(t, "arrival_ns", "requests", required=True)
     end, end_null = _time(t, "end_ns", "requests", required=True)
-    # no first token reads as -1 (what the native attribution expects)
-    ft = _time(t, "first_token_ns", "requests", required=False, fill=-1)
+    ft = _time(t, "first_token_ns", "requests", required=False)
     ft, ft_null = ft if ft is not None else (np.full(n, -1, np.int64), np.ones(n, bool))
+    if ft_null.any():
+        ft = np.where(ft_null, np.int64(-1), ft)  # no first token: -1, as the native sweep reads it
     toks = []
     for name in ("input_tokens", "output_tokens"):
         c = _int_column(t, name, "requests", required=False)
