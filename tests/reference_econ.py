@@ -1,4 +1,5 @@
-"""Slow, obviously correct twins of the kernels in ``pau._econ_kernels``.
+"""Slow, obviously correct twins of the economics kernels (the native
+``pau._core.attribute_busy``, csrc/core/attrib.hpp).
 
 Plain Python ints and ``fractions.Fraction``; no numpy, no sorting tricks.
 """
@@ -10,7 +11,7 @@ from fractions import Fraction
 
 
 def attribute_busy(phases, busy):
-    """Twin of ``attribute_busy``.
+    """Twin of the native ``attribute_busy`` (per phase rather than per request).
 
     ``phases``: list of ``(replica, start, end, weight, request_row)``; ``busy``:
     list of ``(replica, start, end)``. Returns ``(attr per phase, idle per busy)``.

@@ -222,3 +222,55 @@ def test_invalid_rows_raise_or_quarantine():
         E.cost(res, {"total": 1, "per_accelerator_hour": 2})
     with pytest.raises(PauError, match="slo"):
         E.requests(_req(rows[:1]), slo={"latency": 5})
+
+
+def test_prices_by_accelerator_type():
+    # Requests: 4 replicas busy the whole hour [0, 1 h); h0, h1 are H100 at $4/h, a0, a1
+    # A100 at $2/h. h0, a0 each run one accepted request all hour; h1 and a1 run nothing.
+    # Total 2 * $4 + 2 * $2 = $12; accepted h0 $4 + a0 $2 = $6; idle h1 $4 + a1 $2 = $6;
+    # $12 / 2 accepted = $6 per accepted request.
+    rows = [(0, "h0", 0, S, H, 10, 100, "ok"), (1, "a0", 0, S, H, 10, 100, "ok")]
+    reps = np.array(["h0", "h1", "a0", "a1"], object)
+    busy = {"replica": reps, "start_ns": np.zeros(4, np.int64), "end_ns": np.full(4, H)}
+    rl = E.requests(_req(rows), busy=busy)
+    prices = {"per_type_hour": {"H100": 4.0, "A100": 2.0},
+              "types": {"h0": "H100", "h1": "H100", "a0": "A100", "a1": "A100"}}
+    c = E.cost(rl, prices)
+    assert c["total_cost"] == pytest.approx(12.0)
+    assert c["cost_by_outcome"]["accepted"] == pytest.approx(6.0)
+    assert c["cost_by_outcome"]["idle"] == pytest.approx(6.0)
+    assert c["cost_per_accepted_request"] == pytest.approx(6.0)
+    # the same prices written per replica give the same answer
+    per_rank = {"per_rank_hour": {r: prices["per_type_hour"][t] for r, t in prices["types"].items()}}
+    assert E.cost(rl, per_rank)["total_cost"] == pytest.approx(12.0)
+    # Training ledger: rank 0 (H100) accountable 1 h, rank 1 (A100) 2 h: 1 * $4 + 2 * $2 = $8
+    ev = {"rank": np.array([0, 1], np.int32), "stream": np.zeros(2, np.int32),
+          "start_ns": np.zeros(2, np.int64), "end_ns": np.array([H, 2 * H]),
+          "kind": np.array(["compute", "compute"], object)}
+    led = pc.ledger(ev)
+    cl = E.cost(led, {"per_type_hour": {"H100": 4.0, "A100": 2.0}, "types": {0: "H100", 1: "A100"}})
+    assert cl["total_cost"] == pytest.approx(8.0)
+    # a rank without a type, a type without a price, types without per_type_hour: raise
+    with pytest.raises(PauError, match="types has no accelerator type for rank 1"):
+        E.cost(led, {"per_type_hour": {"H100": 4.0}, "types": {0: "H100"}})
+    with pytest.raises(PauError, match="per_type_hour has no price for type 'A100'"):
+        E.cost(led, {"per_type_hour": {"H100": 4.0}, "types": {0: "H100", 1: "A100"}})
+    with pytest.raises(PauError, match="go together"):
+        E.cost(led, {"per_accelerator_hour": 4.0, "types": {0: "H100"}})
+
+
+def test_timestamp_columns_with_missing_first_token():
+    # microsecond timestamps; request 1 errored before its first token. Busy [0, 10 us):
+    # request 0 prefills [0, 2 us) with 3 tokens, decodes [2, 10 us) with 5; request 1
+    # prefills [0, 4 us) with 1 token. [0, 2 us): 2000 ns split 3:1 -> 1500, 500;
+    # [2, 4 us): 5:1 -> 1666.67, 333.33 -> 1666 + 1 (larger remainder) = 1667, 333;
+    # [4, 10 us): 6000 to request 0. So 1500 + 1667 + 6000 = 9167 and 500 + 333 = 833.
+    us = pa.timestamp("us")
+    req = pa.table({"request_id": [0, 1], "replica": ["r", "r"],
+                    "arrival_ns": pa.array([0, 0], us), "first_token_ns": pa.array([2, None], us),
+                    "end_ns": pa.array([10, 4], us), "input_tokens": [3, 1], "output_tokens": [5, 0],
+                    "status": ["ok", "error"]})
+    busy = {"replica": np.array(["r"], object), "start_ns": np.array([0]), "end_ns": np.array([10_000])}
+    rl = E.requests(req, busy=busy)
+    assert rl.table["attributed_ns"].to_pylist() == [9167, 833]
+    assert rl.table["ttft_ns"].to_pylist() == [2000, None]

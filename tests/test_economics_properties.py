@@ -112,3 +112,94 @@ def test_large_lengths_split_exactly(length, tokens):
     for p, a in zip(ref.request_phases(rows), attr):
         want[p[4]] += a
     assert got == want and sum(got) == length
+
+
+# --------------------------------------------------------------------------- native sweep
+# Edge cases on purpose: several replicas, zero-length and touching busy intervals,
+# busy intervals with nothing in flight, overlapping busy rows on one replica (two
+# accelerators), zero-token requests, equal timestamps, and logs both in arrival
+# order (the sweep's one-pass path) and shuffled (its sort-once path).
+
+
+@st.composite
+def serving_case(draw):
+    replicas = draw(st.integers(1, 3))
+    rows = []
+    for i in range(draw(st.integers(0, 12))):
+        status = draw(st.sampled_from(STATUSES))
+        arrival = draw(st.integers(0, 40))
+        has_ft = status == "ok" or draw(st.booleans())
+        ft = arrival + draw(st.sampled_from([0, 0, 1, 5, 13])) if has_ft else None
+        end = (ft if ft is not None else arrival) + draw(st.sampled_from([0, 1, 4, 9, 30]))
+        if status == "rejected" and draw(st.booleans()):
+            ft, end = None, None
+        rows.append({"request_id": i, "replica": draw(st.integers(0, replicas - 1)), "arrival_ns": arrival,
+                     "first_token_ns": ft, "end_ns": end,
+                     "input_tokens": draw(st.sampled_from([0, 0, 1, 3, 512])),
+                     "output_tokens": draw(st.sampled_from([0, 0, 1, 2, 77])), "status": status})
+    if draw(st.booleans()):
+        rows.sort(key=lambda r: r["arrival_ns"])  # arrival order: the one-pass path
+    busy = []
+    for rep in range(replicas + draw(st.integers(0, 1))):  # maybe a replica with no request
+        t = draw(st.integers(0, 20))
+        for _ in range(draw(st.integers(0, 4))):
+            length = draw(st.sampled_from([0, 1, 7, 25]))
+            busy.append((rep, t, t + length))
+            t += length + draw(st.sampled_from([0, 0, 3]))  # 0: touching
+        if draw(st.booleans()):  # a second accelerator overlapping the first
+            s = draw(st.integers(0, 50))
+            busy.append((rep, s, s + draw(st.integers(0, 40))))
+    busy = draw(st.permutations(busy))
+    return rows, busy
+
+
+def _want(rows, busy, w=(1, 1)):
+    """(prefill ns, decode ns per request, idle ns per busy row) from the slow twin."""
+    phases = ref.request_phases(rows, *w)
+    attr, idle = ref.attribute_busy(phases, busy)
+    pre, dec = [0] * len(rows), [0] * len(rows)
+    seen = set()
+    for p, a in zip(phases, attr):
+        (dec if p[4] in seen else pre)[p[4]] += a  # a request's prefill comes before its decode
+        seen.add(p[4])
+    return pre, dec, idle
+
+
+@settings(**SETTINGS)
+@given(serving_case(), st.sampled_from([(1, 1), (2, 5), (0, 1), (1, 0), (0, 0)]))
+def test_native_sweep_matches_twin_per_phase(case, w):
+    rows, busy = case
+    req, b = _tables(rows, busy)
+    out = E.requests(req, busy=b, weights={"prefill": w[0], "decode": w[1]})
+    pre, dec, idle = _want(rows, busy, w)
+    assert out.table["attributed_prefill_ns"].to_pylist() == pre
+    assert out.table["attributed_decode_ns"].to_pylist() == dec
+    assert out.busy["idle_ns"].to_pylist() == idle
+    # conservation per busy interval and in total, to the ns
+    busy_ns = sum(e - s for _, s, e in busy)
+    assert sum(pre) + sum(dec) + sum(idle) == busy_ns == out.summary()["busy_ns"]
+    for r in out.replicas.to_pylist():
+        assert (r["accepted_ns"] + r["late_ns"] + r["failed_ns"] + r["cancelled_ns"] + r["idle_ns"]
+                == r["busy_ns"])
+
+
+def test_native_sweep_rejects_bad_codes_and_overflow():
+    import numpy as np
+    import pytest
+
+    from pau import _core
+    from pau.errors import PauError
+
+    one = np.array([0], np.int64)
+    with pytest.raises(ValueError, match="replica code out of range"):
+        _core.attribute_busy(np.array([3], np.int32), one, one, one + 5, one, one, 1, 1,
+                             np.array([0], np.int32), one, one + 5, 1)
+    # two requests of 2**31 tokens in flight together: S > ATTRIB_MAX_WEIGHT, raise, never round
+    rows = [{"request_id": i, "replica": 0, "arrival_ns": 0, "first_token_ns": 0, "end_ns": 10,
+             "input_tokens": 0, "output_tokens": 2**31, "status": "ok"} for i in range(2)]
+    req, b = _tables(rows, [(0, 0, 10)])
+    with pytest.raises(PauError, match="exceeds 3037000499"):
+        E.requests(req, busy=b)
+    # the same requests outside every busy interval hold no time and raise nothing
+    req, b = _tables(rows, [(0, 10, 20)])
+    assert E.requests(req, busy=b).busy["idle_ns"].to_pylist() == [10]

@@ -34,6 +34,35 @@ def order_by_rank_start(
     rank: npt.NDArray[np.int32], start: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]: ...
 
+ATTRIB_MAX_WEIGHT: int
+ATTRIB_MAX_ROWS: int
+
+def attribute_busy(
+    replica: npt.NDArray[np.int32],
+    arrival: npt.NDArray[np.int64],
+    first_token: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    input_tokens: npt.NDArray[np.int64],
+    output_tokens: npt.NDArray[np.int64],
+    prefill_weight: int,
+    decode_weight: int,
+    busy_replica: npt.NDArray[np.int32],
+    busy_start: npt.NDArray[np.int64],
+    busy_end: npt.NDArray[np.int64],
+    n_replicas: int,
+) -> tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], tuple[int, int] | None
+]:
+    """(prefill_ns, decode_ns per request, idle_ns per busy row, overflow); see csrc/core/attrib.hpp."""
+
+def sum_by_key(
+    key: npt.NDArray[np.int32],
+    value: npt.NDArray[np.int64],
+    n_keys: int,
+    sub: npt.NDArray[np.int8] | None = None,
+    n_sub: int = 1,
+) -> npt.NDArray[np.int64]: ...
+
 class KinetoParser:
     """Streaming Chrome-trace (Kineto) tokenizer; see pau.readers.kineto."""
 

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import _core
 from . import _econ_kernels as K
 from ._input import _column, as_table, time_column
 from ._ledger import NS_PER_HOUR, Ledger
@@ -137,6 +138,7 @@ def _int_column(t: pa.Table, name: str, table: str, *, required: bool):
 
 
 def _time(t: pa.Table, name: str, table: str, *, required: bool):
+    """(int64 ns values with nulls as 0, null mask) of a time column, or None."""
     if t.schema.get_field_index(name) < 0:
         if required:
             _column(t, name, table)
@@ -144,7 +146,7 @@ def _time(t: pa.Table, name: str, table: str, *, required: bool):
     col = _column(t, name, table)
     null = np.asarray(col.is_null()) if col.null_count else np.zeros(len(col), bool)
     if col.null_count:
-        col = pc.if_else(col.is_null(), pa.scalar(0, col.type), col)
+        col = col.fill_null(pa.scalar(0, col.type))
     return np.asarray(time_column(col, name, table), np.int64), null
 
 
@@ -192,22 +194,30 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
     arr, arr_null = _time(t, "arrival_ns", "requests", required=True)
     end, end_null = _time(t, "end_ns", "requests", required=True)
     ft = _time(t, "first_token_ns", "requests", required=False)
-    ft, ft_null = ft if ft is not None else (np.zeros(n, np.int64), np.ones(n, bool))
+    ft, ft_null = ft if ft is not None else (np.full(n, -1, np.int64), np.ones(n, bool))
+    if ft_null.any():
+        ft = np.where(ft_null, np.int64(-1), ft)  # no first token: -1, as the native sweep reads it
     toks = []
     for name in ("input_tokens", "output_tokens"):
         c = _int_column(t, name, "requests", required=False)
         toks.append(c if c is not None else (np.zeros(n, np.int64), np.ones(n, bool)))
     (tin, tin_null), (tout, tout_null) = toks
     st = _column(t, "status", "requests")
-    if pa.types.is_dictionary(st.type):
-        st = st.cast(st.type.value_type)
-    if not (pa.types.is_string(st.type) or pa.types.is_large_string(st.type)):
+    vt = st.type.value_type if pa.types.is_dictionary(st.type) else st.type
+    if not (pa.types.is_string(vt) or pa.types.is_large_string(vt)):
         raise SchemaError("requests", "status", f"has type {st.type}, not string",
                           "give status as strings: " + ", ".join(STATUSES))
     st_null = np.asarray(st.is_null()) if st.null_count else np.zeros(n, bool)
-    code = np.full(n, -1, np.int8)
-    for s, o in _STATUS_OUTCOME.items():
-        code[np.asarray(pc.fill_null(pc.equal(st, s), False))] = o
+    lut = np.array([_STATUS_OUTCOME[s] for s in STATUSES] + [-1], np.int8)  # -1: unknown or null
+    if pa.types.is_dictionary(st.type):
+        # one lookup per dictionary value, then a gather of the indices
+        pos = pc.index_in(st.dictionary, value_set=pa.array(STATUSES, vt)).fill_null(len(STATUSES))
+        idx = st.indices.fill_null(0) if st.null_count else st.indices
+        code = lut[np.asarray(pos)][idx.to_numpy(zero_copy_only=False)]
+        if st.null_count:
+            code[st_null] = -1
+    else:
+        code = lut[np.asarray(pc.index_in(st, value_set=pa.array(STATUSES, vt)).fill_null(len(STATUSES)))]
     rep = _column(t, "replica", "requests")
     rep_null = np.asarray(rep.is_null()) if rep.null_count else np.zeros(n, bool)
 
@@ -245,7 +255,8 @@ def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array):
     if pa.types.is_dictionary(both.type):
         both = both.cast(both.type.value_type)
     enc = pc.dictionary_encode(both)
-    idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    idx = (enc.indices.fill_null(-1) if enc.null_count else enc.indices).to_numpy(zero_copy_only=False)
+    idx = idx.astype(np.int32, copy=False)  # -1: null replica
     return idx[: len(req_rep)], idx[len(req_rep):], enc.dictionary
 
 
@@ -383,7 +394,7 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         "output_tokens": pa.array(tout, pa.int64()),
     }
     acc = outcome == 0
-    counts = {o: int((outcome == i).sum()) for i, o in enumerate(OUTCOMES)}
+    counts = dict(zip(OUTCOMES, np.bincount(outcome, minlength=len(OUTCOMES)).tolist()))
     counts["accepted_input_tokens"] = int(tin[acc].sum())
     counts["accepted_output_tokens"] = int(tout[acc].sum())
 
@@ -405,53 +416,30 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     if busy is not None:
         b_rep_arr, b_s, b_e = _busy_columns(busy)
         r_codes, b_codes, names = _replica_codes(_one(t["replica"]), _one(b_rep_arr))
-        # phases: prefill [arrival, first token or end), decode [first token, end)
+        if n > _core.ATTRIB_MAX_ROWS:
+            raise PauError(f"requests: {n} rows; attribution handles up to {_core.ATTRIB_MAX_ROWS} at "
+                           f"once. Fix: split the requests by replica")
+        # phases: prefill [arrival, first token or end), decode [first token, end);
+        # rejected requests and requests without an end hold none (replica code -1)
         ran = (code != 3) & end_ok
-        p_end_pre = np.where(ft_ok, ft, end)
-        pre = np.flatnonzero(ran)
-        dcd = np.flatnonzero(ran & ft_ok)
-        p_req = np.concatenate([pre, dcd]).astype(np.int64)
-        p_rep = r_codes[p_req]
-        p_start = np.concatenate([arr[pre], ft[dcd]])
-        p_end = np.concatenate([p_end_pre[pre], end[dcd]])
-        p_w = np.concatenate([wp * tin[pre], wd * tout[dcd]]).astype(np.int64)
-        p_phase = np.concatenate([np.zeros(pre.size, np.int8), np.ones(dcd.size, np.int8)])
-        if n > K.MAX_REQUESTS:
-            raise PauError(f"requests: {n} rows; attribution handles up to {K.MAX_REQUESTS} at once. "
-                           f"Fix: split the requests by replica")
-        po = np.lexsort((p_start, p_rep))
-        bo = np.lexsort((b_s, b_codes))
-        p_attr, b_idle, ok = K.attribute_busy(
-            np.ascontiguousarray(p_rep[po]), np.ascontiguousarray(p_start[po]),
-            np.ascontiguousarray(p_end[po]), np.ascontiguousarray(p_w[po]),
-            np.ascontiguousarray(p_req[po]), np.ascontiguousarray(b_codes[bo]),
-            np.ascontiguousarray(b_s[bo]), np.ascontiguousarray(b_e[bo]))
-        if not ok:
-            raise PauError(f"weights: the total weight of the requests in flight on one replica "
-                           f"exceeds {K.MAX_WEIGHT}, where exact integer attribution would overflow. "
+        nrep = len(names)
+        a_pre, a_dec, idle, overflow = _core.attribute_busy(
+            np.where(ran, r_codes, np.int32(-1)), arr, ft, end, tin, tout, wp, wd, b_codes, b_s, b_e, nrep)
+        if overflow is not None:
+            raise PauError(f"weights: the total weight of the requests in flight on replica "
+                           f"{names[overflow[0]].as_py()!r} (at {overflow[1]} ns) exceeds "
+                           f"{_core.ATTRIB_MAX_WEIGHT}, where exact integer attribution would overflow. "
                            f"Fix: use smaller phase weights (e.g. 1 and 1)")
-        attr_phase = np.empty_like(p_attr)
-        attr_phase[po] = p_attr
-        idle = np.empty_like(b_idle)
-        idle[bo] = b_idle
-        a_pre = np.zeros(n, np.int64)
-        a_dec = np.zeros(n, np.int64)
-        np.add.at(a_pre, p_req[p_phase == 0], attr_phase[p_phase == 0])
-        np.add.at(a_dec, p_req[p_phase == 1], attr_phase[p_phase == 1])
         a_tot = a_pre + a_dec
         out["attributed_prefill_ns"] = pa.array(a_pre, pa.int64())
         out["attributed_decode_ns"] = pa.array(a_dec, pa.int64())
         out["attributed_ns"] = pa.array(a_tot, pa.int64())
-        # per replica, exact
-        nrep = len(names)
-        cols = {"busy_ns": np.zeros(nrep, np.int64), "idle_ns": np.zeros(nrep, np.int64)}
-        np.add.at(cols["busy_ns"], b_codes, b_e - b_s)
-        np.add.at(cols["idle_ns"], b_codes, idle)
+        # per replica, exact int64 sums
+        cols = {"busy_ns": _core.sum_by_key(b_codes, b_e - b_s, nrep),
+                "idle_ns": _core.sum_by_key(b_codes, idle, nrep)}
+        by_outcome = _core.sum_by_key(r_codes, a_tot, nrep, outcome, len(OUTCOMES)).reshape(nrep, len(OUTCOMES))
         for i, o in ((0, "accepted"), (1, "late"), (2, "failed"), (4, "cancelled")):
-            v = np.zeros(nrep, np.int64)
-            sel = outcome == i
-            np.add.at(v, r_codes[sel & (r_codes >= 0)], a_tot[sel & (r_codes >= 0)])
-            cols[f"{o}_ns"] = v
+            cols[f"{o}_ns"] = by_outcome[:, i]
         present = np.zeros(nrep, bool)
         present[b_codes] = True
         present[r_codes[r_codes >= 0]] = True
@@ -547,24 +535,41 @@ def _price_per_ns(prices: dict, keys: np.ndarray, what: str):
     if "per_accelerator_hour" in prices:
         p = prices["per_accelerator_hour"]
         return np.full(keys.size, float(p) / NS_PER_HOUR)
-    table = prices["per_rank_hour"]
+    by_type = "per_type_hour" in prices
+    table = prices["per_type_hour"] if by_type else prices["per_rank_hour"]
+    types = prices.get("types", {})
     out = np.empty(keys.size, np.float64)
-    for i, k in enumerate(keys.tolist()):
+    for i, k in enumerate(keys.tolist()):  # one per rank or replica, not per request
+        if by_type:
+            if k not in types:
+                raise PauError(f"prices: types has no accelerator type for {what} {k!r}. Fix: map every "
+                               f"{what} to its type, e.g. types={{{k!r}: 'H100'}}")
+            k = types[k]
         if k not in table:
-            raise PauError(f"prices: per_rank_hour has no price for {what} {k!r}. Fix: give a price "
-                           f"for every {what}, or use per_accelerator_hour")
+            name = "per_type_hour" if by_type else "per_rank_hour"
+            raise PauError(f"prices: {name} has no price for {'type' if by_type else what} {k!r}. "
+                           f"Fix: give a price for every {'accelerator type used' if by_type else what}, "
+                           f"or use per_accelerator_hour")
         out[i] = float(table[k]) / NS_PER_HOUR
     return out
 
 
 def _check_prices(prices: dict) -> None:
-    given = [k for k in ("per_accelerator_hour", "per_rank_hour", "total") if k in prices]
+    given = [k for k in ("per_accelerator_hour", "per_rank_hour", "per_type_hour", "total") if k in prices]
     if len(given) != 1:
-        raise PauError("prices: give exactly one of per_accelerator_hour, per_rank_hour or total "
-                       f"(got {sorted(prices)})")
-    extra = set(prices) - {"per_accelerator_hour", "per_rank_hour", "total", "accelerators"}
+        raise PauError("prices: give exactly one of per_accelerator_hour, per_rank_hour, per_type_hour "
+                       f"or total (got {sorted(prices)})")
+    extra = set(prices) - {"per_accelerator_hour", "per_rank_hour", "per_type_hour", "types", "total",
+                           "accelerators"}
     if extra:
         raise PauError(f"prices: unknown key {sorted(extra)[0]!r}")
+    if ("types" in prices) != ("per_type_hour" in prices):
+        raise PauError("prices: per_type_hour and types go together. Fix: give per_type_hour={type: "
+                       "price} and types={rank or replica: type}")
+    if "types" in prices and not isinstance(prices["types"], dict):
+        raise PauError("prices: types must be a dict {rank or replica: accelerator type}")
+    if given[0] in ("per_rank_hour", "per_type_hour") and not isinstance(prices[given[0]], dict):
+        raise PauError(f"prices: {given[0]} must be a dict of prices per hour")
     v = prices[given[0]]
     vals = list(v.values()) if isinstance(v, dict) else [v]
     for x in vals:
@@ -586,8 +591,10 @@ def cost(ledger_or_requests: Any, prices: dict, *, power: Any = None) -> dict:
         (:func:`requests`).
     prices : dict
         Exactly one of ``{"per_accelerator_hour": x}``, ``{"per_rank_hour": {rank:
-        x}}`` (for a RequestLedger: keyed by replica) or ``{"total": dollars}`` (a
-        fully allocated cost for the period). For a Ledger the billed time is its
+        x}}`` (for a RequestLedger: keyed by replica), ``{"per_type_hour": {type: x},
+        "types": {rank: type}}`` (prices by accelerator type, with each rank's or
+        replica's type) or ``{"total": dollars}`` (a fully allocated cost for the
+        period). For a Ledger the billed time is its
         accountable time; for a RequestLedger it is ``accelerators * window`` when
         ``prices["accelerators"]`` is given, else the busy time.
     power : table-like, optional
@@ -711,10 +718,10 @@ def _cost_requests(rl: RequestLedger, prices: dict, power) -> dict:
         if billed is None:
             raise PauError("prices: a per-hour price needs billed time. Fix: give requests(..., busy=...) "
                            "or prices['accelerators'] (billed = accelerators x window), or a 'total'")
-        if "per_rank_hour" in prices:
+        if "per_rank_hour" in prices or "per_type_hour" in prices:
             if rl.replicas is None or "accelerators" in prices:
-                raise PauError("prices: per_rank_hour for requests prices each replica's busy time. "
-                               "Fix: give requests(..., busy=...) and no 'accelerators'")
+                raise PauError("prices: per_rank_hour / per_type_hour for requests price each replica's "
+                               "busy time. Fix: give requests(..., busy=...) and no 'accelerators'")
             keys = np.array(rl.replicas["replica"].to_pylist(), dtype=object)
             total = float((np.asarray(rl.replicas["busy_ns"]) * _price_per_ns(prices, keys, "replica")).sum())
         else:
@@ -728,7 +735,7 @@ def _cost_requests(rl: RequestLedger, prices: dict, power) -> dict:
         idle = s["idle_ns"] + (billed - busy)
         parts = {"accepted": s["productive_ns"], "late": s["late_ns"], "failed": s["failed_ns"],
                  "cancelled": s["cancelled_ns"], "idle": idle}
-        if "per_rank_hour" in prices:
+        if "per_rank_hour" in prices or "per_type_hour" in prices:
             keys = np.array(rl.replicas["replica"].to_pylist(), dtype=object)
             pr = _price_per_ns(prices, keys, "replica")
             r = rl.replicas
