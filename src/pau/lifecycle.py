@@ -491,26 +491,46 @@ def _present(values: np.ndarray) -> np.ndarray:
     return np.unique(v)
 
 
-def _expand(rows, members_of: dict):
+@dataclass
+class _Members:
+    """The member ranks of each attempt, as flat arrays: attempt ``ids[j]`` has the
+    sorted ranks ``ranks[offsets[j]:offsets[j + 1]]``."""
+
+    ids: np.ndarray      # sorted attempt ids
+    offsets: np.ndarray
+    ranks: np.ndarray
+
+    @classmethod
+    def of(cls, att_ids: np.ndarray, ranks: np.ndarray) -> "_Members":
+        order = np.lexsort((ranks, att_ids))
+        a, r = att_ids[order], ranks[order]
+        ids, counts = np.unique(a, return_counts=True)
+        return cls(ids.astype(np.int64), np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+                   r.astype(np.int64))
+
+
+def _expand(rows, members: _Members):
     """Rows with rank -1 repeated for every member rank of their attempt; the
     copies carry no tokens (a row's tokens count once)."""
     allr = rows.rank < 0
     if not allr.any():
         return rows
     idx_all = np.flatnonzero(allr)
-    none = np.empty(0, np.int64)
-    lists = [members_of.get(int(a), none) for a in rows.attempt[idx_all]]
-    counts = np.array([m.size for m in lists], np.int64)
+    att = rows.attempt[idx_all]
+    pos = np.minimum(np.searchsorted(members.ids, att), max(members.ids.size - 1, 0))
+    found = (members.ids[pos] == att) if members.ids.size else np.zeros(att.size, bool)
+    first = np.where(found, members.offsets[pos] if members.ids.size else 0, 0)
+    counts = np.where(found, members.offsets[pos + 1] - first if members.ids.size else 0, 0)
     rep = np.repeat(idx_all, counts)
-    ranks = np.concatenate(lists) if lists else none
+    # The k-th copy of a row takes its attempt's k-th member.
+    within = np.arange(rep.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    ranks = members.ranks[np.repeat(first, counts) + within]
     keep = np.flatnonzero(~allr)
     out = rows.take(np.concatenate([keep, rep]))
     out.rank = np.concatenate([rows.rank[keep], ranks]).astype(np.int64)
     if hasattr(out, "tokens") and rep.size:
-        first = np.ones(rep.size, bool)
-        first[1:] = rep[1:] != rep[:-1]
         tok = out.tokens.copy()
-        tok[keep.size:][~first] = 0
+        tok[keep.size:][within != 0] = 0
         out.tokens = tok
     return out
 
@@ -675,7 +695,7 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
                                              for k in range(4))
     _, first = np.unique(mem_att * (1 << 32) + mem_rank, return_index=True)
     mem_att, mem_rank, mem_start, mem_end = mem_att[first], mem_rank[first], mem_start[first], mem_end[first]
-    members_of = {int(A.ids[a]): np.sort(mem_rank[mem_att == a]) for a in np.unique(mem_att)}
+    members = _Members.of(A.ids[mem_att], mem_rank)
 
     if len(acc):
         acc_rank, acc_start = acc.rank, acc.start
@@ -695,7 +715,7 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
     m_end[mk] = mem_end
 
     # Small records (phases, saves, restores) expanded to ranks, checked, cut.
-    rec = _expand(x.take(np.flatnonzero(np.isin(x.rec, (_PHASE, _CKPT, _REST)))), members_of)
+    rec = _expand(x.take(np.flatnonzero(np.isin(x.rec, (_PHASE, _CKPT, _REST)))), members)
     d = A.dense(rec.attempt)
     rd = _dense_lut(rec.rank, rank_values)
     k = d * nR + np.maximum(rd, 0)
@@ -719,7 +739,7 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
 
     # Steps: expand, order by (rank, start), then check/cut/label in one kernel pass.
     if len(st) and (st.rank < 0).any():
-        st = _expand(st, members_of)
+        st = _expand(st, members)
         step_att = A.dense(st.attempt)
     s_rd = _dense_lut(st.rank, rank_values)
     C = _checkpoints(x, A, as_of)
