@@ -16,10 +16,11 @@
   too) are measured, and pau's HTA-compatible figures must equal HTA's.
 
 HTA is not a dependency of pau: install it in a separate environment and point
-``PAU_HTA_PYTHON`` at its interpreter (default ``/tmp/hta-venv/bin/python``)::
+``PAU_HTA_PYTHON`` at its interpreter::
 
-    python3 -m venv /tmp/hta-venv
-    /tmp/hta-venv/bin/pip install HolisticTraceAnalysis==0.5.0
+    python3 -m venv hta-venv
+    hta-venv/bin/pip install HolisticTraceAnalysis==0.5.0
+    export PAU_HTA_PYTHON=$PWD/hta-venv/bin/python
 
 Without it the comparison is skipped with a message. ``PAU_BENCH_KINETO_COPIES``
 (default 10, about 84 MB of JSON and 405,000 events) sets the size of the trace;
@@ -45,7 +46,7 @@ import pau.core
 from pau.readers.kineto import read_kineto
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "kineto"
-HTA_PYTHON = os.environ.get("PAU_HTA_PYTHON", "/tmp/hta-venv/bin/python")
+HTA_PYTHON = os.environ.get("PAU_HTA_PYTHON", "")
 
 
 def sample(name: str) -> pathlib.Path:
@@ -237,7 +238,7 @@ def _mb(x: int) -> str:
 
 
 def test_against_hta(big_trace, report_note):
-    if not os.path.exists(HTA_PYTHON):
+    if not HTA_PYTHON or not os.path.exists(HTA_PYTHON):
         pytest.skip(f"HolisticTraceAnalysis 0.5.0 not found: no interpreter at {HTA_PYTHON} (set "
                     "PAU_HTA_PYTHON; see this module's docstring to install it in a separate venv)")
     folder, n, fmt = big_trace
