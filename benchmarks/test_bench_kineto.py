@@ -239,8 +239,9 @@ def _mb(x: int) -> str:
 
 def test_against_hta(big_trace, report_note):
     if not HTA_PYTHON or not os.path.exists(HTA_PYTHON):
-        pytest.skip(f"HolisticTraceAnalysis 0.5.0 not found: no interpreter at {HTA_PYTHON} (set "
-                    "PAU_HTA_PYTHON; see this module's docstring to install it in a separate venv)")
+        where = f"no interpreter at {HTA_PYTHON}" if HTA_PYTHON else "PAU_HTA_PYTHON is not set"
+        pytest.skip(f"HolisticTraceAnalysis 0.5.0 not found: {where} (see this module's docstring "
+                    "to install it in a separate venv)")
     folder, n, fmt = big_trace
     size = sum(p.stat().st_size for p in folder.iterdir())
     ours = _probe(sys.executable, PAU_PROBE, folder)
