@@ -339,3 +339,325 @@ def ordered(rdense, start):
         if rdense[i] < rdense[i - 1] or (rdense[i] == rdense[i - 1] and start[i] < start[i - 1]):
             return False
     return True
+
+
+# ---------------------------------------------------------------------------
+# the one-pass path of attribution: record codes, a scan of the step columns,
+# and steps labelled while they are layered (no step arrays written and read back)
+
+
+@kernel
+def record_codes(offsets, data, names_offsets, names_data, step_code, out):
+    """Code of each string of an Arrow string array (``offsets`` into ``data``): its
+    index among the names (``names_offsets`` into ``names_data``), -1 if none.
+
+    Writes ``out`` and returns ``(count, first, last)`` of the rows whose code is
+    ``step_code`` (first/last -1 when none). Null rows are the caller's to mark.
+    """
+    n = out.size
+    k = names_offsets.size - 1
+    cnt = 0
+    first = -1
+    last = -1
+    for i in range(n):
+        s = offsets[i]
+        length = offsets[i + 1] - s
+        code = -1
+        for c in range(k):
+            ns = names_offsets[c]
+            if names_offsets[c + 1] - ns != length:
+                continue
+            same = True
+            for b in range(length):
+                if data[s + b] != names_data[ns + b]:
+                    same = False
+                    break
+            if same:
+                code = c
+                break
+        out[i] = code
+        if code == step_code:
+            cnt += 1
+            if first < 0:
+                first = i
+            last = i
+    return cnt, first, last
+
+
+_RANK_LIMIT = 1 << 24  # ranks counted in a presence table up to this value
+
+
+@kernel
+def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n):
+    """One pass over the step columns: what attribution needs before it can label.
+
+    Returns ``(bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen,
+    rank_over, att_count, att_max_step, att_max_end, att_out)``:
+
+    * ``bad``: rows that cannot be used (null or negative start, end before start,
+      rank below -1, missing attempt or step); the other figures are only meaningful
+      when it is 0.
+    * ``after``: rows starting after ``cut``; ``max_start``/``max_end``: the latest
+      start and non-null end (``null`` if none).
+    * ``ordered``: rows come by (rank, start); ``neg_rank``: rows with rank -1;
+      ``step_min``: the smallest step number.
+    * ``rank_seen[r]``: rank ``r`` has a row (ranks up to ``_RANK_LIMIT``; ``rank_over``
+      counts rows above it).
+    * per attempt id ``att_lo + j`` (``j < att_n``): rows, the highest step and the
+      latest end among rows that ended; ``att_out`` counts rows outside that range.
+    """
+    n = start.size
+    bad = 0
+    after = 0
+    neg_rank = 0
+    rank_over = 0
+    att_out = 0
+    ordered = True
+    max_start = null
+    max_end = null
+    step_min = np.iinfo(np.int64).max
+    rank_seen = np.zeros(1024, np.bool_)
+    att_count = np.zeros(att_n, np.int64)
+    att_max_step = np.full(att_n, null, np.int64)
+    att_max_end = np.full(att_n, null, np.int64)
+    pr = np.int64(-2)
+    ps = np.int64(0)
+    for i in range(n):
+        s = np.int64(start[i])
+        e = np.int64(end[i])
+        r = np.int64(rank[i])
+        a = np.int64(attempt[i])
+        k = np.int64(step[i])
+        if s == null or s < 0 or (e != null and e < s) or r < -1 or a == null or k == null:
+            bad += 1
+            continue
+        if s > cut:
+            after += 1
+        if s > max_start:
+            max_start = s
+        if e != null and e > max_end:
+            max_end = e
+        if r < pr or (r == pr and s < ps):
+            ordered = False
+        pr = r
+        ps = s
+        if k < step_min:
+            step_min = k
+        if r < 0:
+            neg_rank += 1
+        elif r < rank_seen.size:
+            rank_seen[r] = True
+        elif r < _RANK_LIMIT:
+            grown = np.zeros(min(max(2 * rank_seen.size, r + 1), _RANK_LIMIT), np.bool_)
+            grown[:rank_seen.size] = rank_seen
+            rank_seen = grown
+            rank_seen[r] = True
+        else:
+            rank_over += 1
+        j = a - att_lo
+        if 0 <= j < att_n:
+            att_count[j] += 1
+            if e != null:
+                if k > att_max_step[j]:
+                    att_max_step[j] = k
+                if e > att_max_end[j]:
+                    att_max_end[j] = e
+        else:
+            att_out += 1
+    return (bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen, rank_over,
+            att_count, att_max_step, att_max_end, att_out)
+
+
+@kernel
+def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
+                   order, rank, att, start, end, step, tokens,
+                   rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks,
+                   base, head, on, pend, att_cause, states, pres_lo, pres,
+                   o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null,
+                   r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause):
+    """:func:`steps_pass` and :func:`layer` in one pass, writing the output columns.
+
+    The step rows are read where they are (``order`` visits them by rank and start;
+    empty = already in order), their dense rank and attempt come from the lookup
+    tables ``rank_lut[rank - rank_lo]`` and ``att_lut[att - att_lo]``, and each is
+    checked, cut and labelled (the rules of :func:`steps_pass`) when the layering
+    reaches it, so no step array is written and read back. Background ``b`` and
+    overlay ``o`` are as in :func:`layer`, without causes. Outputs go to the ``r_*``
+    arrays (capacity ``2 * (nb + ns + no) + 1``) and the Arrow validity bitmaps
+    ``v_*`` (zeroed; bit set = valid). ``pres`` (zeroed, or empty to skip) marks the
+    productive step numbers, from ``pres_lo``.
+
+    Returns ``(m, nr, acc_rank, acc_ns, valid_att, valid_step, valid_cause, tokens,
+    preserved, code, row, other)``: output rows, the ranks with accountable time and
+    their ns, valid counts of the three nullable columns, the token sum and the
+    distinct step numbers of productive rows, and the first step error in (rank,
+    start) order as in :func:`steps_pass` (then the outputs are incomplete).
+
+    One flat loop, one output piece per turn, so that the step code exists once:
+    a helper called per step would pay a reference count per array argument.
+    """
+    nb, no = b_rank.size, o_rank.size
+    ns = order.size if order.size else rank.size
+    done = np.iinfo(np.int64).max  # the cursor's rank when no step is left
+    acc_rank = np.empty(nb, np.int32)
+    acc_ns = np.zeros(nb, np.int64)
+    # the current step (the cursor) and what its checks remember
+    c_rank, c_start, c_end, c_state, c_att, c_step, c_cause = done, 0, 0, 0, 0, 0, -1
+    p_row, p_rank, p_att, p_step = -1, -1, -1, 0      # the previous step
+    f_row, f_rank, f_end = -1, -1, 0                  # the last non-empty step
+    tok = 0
+    npres = 0
+    va = 0
+    vs = 0
+    vc = 0
+    nr = 0
+    m = 0
+    j = -1  # position of the cursor in order
+    jo = 0
+    ib = 0
+    last_layer = -1
+    last_row = -1
+    if nb:
+        r = np.int64(b_rank[0])
+        t = b_start[0]
+        be = b_end[0]
+        acc_rank[0] = r
+        nr = 1
+        if be > t:
+            acc_ns[0] += be - t
+    else:
+        r = done
+        t = done
+        be = done
+    c_rank = -1  # nothing loaded yet: the first turn loads step 0
+    while True:
+        # Move the cursor past steps before (r, t); with r = done, past all.
+        while c_rank < r or (c_rank == r and c_rank != done and c_end <= t):
+            j += 1
+            if j >= ns:
+                c_rank = done
+                break
+            i = order[j] if order.size else j
+            rv = np.int64(rank[i])
+            rd = rank_lut[rv - rank_lo]
+            a = att_lut[np.int64(att[i]) - att_lo]
+            k = a * n_ranks + rd
+            ms = mstart[k]
+            me = mend[k]
+            s = start[i]
+            if ms == null:
+                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 1, i, -1)
+            if s < ms or s > me:
+                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 2, i, -1)
+            e = end[i]
+            flight = e == null or e > me
+            if flight:
+                e = me
+            if e < s:
+                e = s
+            sn = step[i]
+            # Half-open: an empty step overlaps nothing, and it does not hide the
+            # previous non-empty step from the next one.
+            if e > s:
+                if f_row >= 0 and f_rank == rd and s < f_end:
+                    return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 3, i, f_row)
+                f_row, f_rank, f_end = i, rd, e
+            if p_row >= 0 and p_rank == rd and p_att == a and sn <= p_step:
+                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 4, i, p_row)
+            p_row, p_rank, p_att, p_step = i, rd, a, sn
+            b = base[a]
+            h = head[a]
+            c_cause = -1
+            if on[a] and h != null and (b == null or sn > b) and sn <= h and not flight:
+                c_state = states[0]
+                tok += tokens[i]
+                if pres.size:
+                    q = sn - pres_lo
+                    if pres[q] == 0:
+                        pres[q] = 1
+                        npres += 1
+            elif pend[a]:
+                c_state = states[1]
+            else:
+                c_state = states[2]
+                c_cause = att_cause[a]
+            c_rank, c_start, c_end, c_att, c_step = rv, s, e, a, sn
+        if ib >= nb:
+            break
+        while jo < no and (o_rank[jo] < r or (o_rank[jo] == r and o_end[jo] <= t)):
+            jo += 1
+        if t < be:
+            nxt = be
+            in_s = False
+            in_o = False
+            if c_rank == r:
+                if c_start <= t:
+                    in_s = True
+                    if c_end < nxt:
+                        nxt = c_end
+                elif c_start < nxt:
+                    nxt = c_start
+            if jo < no and o_rank[jo] == r:
+                if o_start[jo] <= t:
+                    in_o = True
+                    if o_end[jo] < nxt:
+                        nxt = o_end[jo]
+                elif o_start[jo] < nxt:
+                    nxt = o_start[jo]
+            if in_o:
+                lay, row = 2, jo
+            elif in_s:
+                lay, row = 1, j
+            else:
+                lay, row = 0, ib
+            if m > 0 and last_layer == lay and last_row == row and r_end[m - 1] == t and r_rank[m - 1] == r:
+                r_end[m - 1] = nxt
+            else:
+                if lay == 2:
+                    sv, av, pv, cv = np.int64(o_state[row]), np.int64(o_att[row]), o_step[row], -1
+                elif lay == 1:
+                    sv, av, pv, cv = np.int64(c_state), c_att, c_step, np.int64(c_cause)
+                else:
+                    sv, av, pv, cv = np.int64(b_state[row]), np.int64(b_att[row]), b_step[row], -1
+                r_rank[m] = r
+                r_start[m] = t
+                r_end[m] = nxt
+                r_state[m] = sv
+                bit = np.uint8(1 << (m & 7))
+                if av >= 0:
+                    r_att[m] = att_ids[av]
+                    v_att[m >> 3] |= bit
+                    va += 1
+                else:
+                    r_att[m] = 0
+                r_step[m] = pv
+                if pv != null:
+                    v_step[m >> 3] |= bit
+                    vs += 1
+                if cv >= 0:
+                    r_cause[m] = cv
+                    v_cause[m >> 3] |= bit
+                    vc += 1
+                else:
+                    r_cause[m] = 0
+                last_layer = lay
+                last_row = row
+                m += 1
+            t = nxt
+        if t >= be:  # the next background piece, maybe of the next rank
+            ib += 1
+            if ib < nb:
+                if np.int64(b_rank[ib]) != r:
+                    r = np.int64(b_rank[ib])
+                    t = b_start[ib]
+                    acc_rank[nr] = r
+                    nr += 1
+                elif t < b_start[ib]:
+                    t = b_start[ib]
+                be = b_end[ib]
+                if be > t:
+                    acc_ns[nr - 1] += be - t
+            else:
+                r = done  # check the steps the layering never reached
+                t = done
+    return (m, nr, acc_rank[:nr], acc_ns[:nr], va, vs, vc, tok, npres, 0, -1, -1)
