@@ -347,15 +347,18 @@ def ordered(rdense, start):
 
 
 @kernel
-def record_codes(offsets, data, names_offsets, names_data, step_code, out):
+def record_codes(offsets, data, lut, names_offsets, names_data, step_code, key4, code4, out):
     """Code of each string of an Arrow string array (``offsets`` into ``data``): its
     index among the names (``names_offsets`` into ``names_data``), -1 if none.
 
-    Writes ``out`` and returns ``(count, first, last)`` of the rows whose code is
+    ``lut[length * 256 + first byte]`` is the one name a string can be (-1: none;
+    lengths below 32), so each string is compared with at most one name; ``key4``
+    (the 4 bytes of name ``code4`` as a little-endian uint32, or 0 if none) is tried
+    first. Writes
+    ``out`` and returns ``(count, first, last)`` of the rows whose code is
     ``step_code`` (first/last -1 when none). Null rows are the caller's to mark.
     """
     n = out.size
-    k = names_offsets.size - 1
     cnt = 0
     first = -1
     last = -1
@@ -363,18 +366,18 @@ def record_codes(offsets, data, names_offsets, names_data, step_code, out):
         s = offsets[i]
         length = offsets[i + 1] - s
         code = -1
-        for c in range(k):
-            ns = names_offsets[c]
-            if names_offsets[c + 1] - ns != length:
-                continue
-            same = True
-            for b in range(length):
-                if data[s + b] != names_data[ns + b]:
-                    same = False
-                    break
-            if same:
+        if length == 4 and (np.uint32(data[s]) | (np.uint32(data[s + 1]) << 8) | (np.uint32(data[s + 2]) << 16)
+                            | (np.uint32(data[s + 3]) << 24)) == key4:
+            code = code4  # the bulk of a lifecycle: one comparison
+        elif 0 < length < 32:
+            c = lut[length * 256 + data[s]]
+            if c >= 0:
+                ns = names_offsets[c]
                 code = c
-                break
+                for b in range(1, length):
+                    if data[s + b] != names_data[ns + b]:
+                        code = -1
+                        break
         out[i] = code
         if code == step_code:
             cnt += 1
@@ -517,6 +520,11 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     ib = 0
     last_layer = -1
     last_row = -1
+    last_rank = np.int64(-1)
+    last_end = np.int64(0)
+    ba = np.uint8(0)
+    bs = np.uint8(0)
+    bc = np.uint8(0)
     if nb:
         r = np.int64(b_rank[0])
         t = b_start[0]
@@ -610,7 +618,7 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 lay, row = 1, j
             else:
                 lay, row = 0, ib
-            if m > 0 and last_layer == lay and last_row == row and r_end[m - 1] == t and r_rank[m - 1] == r:
+            if last_layer == lay and last_row == row and last_end == t and last_rank == r:
                 r_end[m - 1] = nxt
             else:
                 if lay == 2:
@@ -623,26 +631,36 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 r_start[m] = t
                 r_end[m] = nxt
                 r_state[m] = sv
+                # validity bits gather in a byte, stored when it is full
                 bit = np.uint8(1 << (m & 7))
                 if av >= 0:
                     r_att[m] = att_ids[av]
-                    v_att[m >> 3] |= bit
+                    ba |= bit
                     va += 1
                 else:
                     r_att[m] = 0
                 r_step[m] = pv
                 if pv != null:
-                    v_step[m >> 3] |= bit
+                    bs |= bit
                     vs += 1
                 if cv >= 0:
                     r_cause[m] = cv
-                    v_cause[m >> 3] |= bit
+                    bc |= bit
                     vc += 1
                 else:
                     r_cause[m] = 0
+                if m & 7 == 7:
+                    v_att[m >> 3] = ba
+                    v_step[m >> 3] = bs
+                    v_cause[m >> 3] = bc
+                    ba = np.uint8(0)
+                    bs = np.uint8(0)
+                    bc = np.uint8(0)
                 last_layer = lay
                 last_row = row
+                last_rank = r
                 m += 1
+            last_end = nxt
             t = nxt
         if t >= be:  # the next background piece, maybe of the next rank
             ib += 1
@@ -660,4 +678,8 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
             else:
                 r = done  # check the steps the layering never reached
                 t = done
+    if m & 7:
+        v_att[m >> 3] = ba
+        v_step[m >> 3] = bs
+        v_cause[m >> 3] = bc
     return (m, nr, acc_rank[:nr], acc_ns[:nr], va, vs, vc, tok, npres, 0, -1, -1)

@@ -175,14 +175,25 @@ _REASON_COLUMN = {
 }
 
 
+def _at(n: int, idx: np.ndarray) -> np.ndarray:
+    """A mask of `n` rows, true at `idx`."""
+    mask = np.zeros(n, bool)
+    mask[idx] = True
+    return mask
+
+
 def _row_reasons(x: _Rows) -> np.ndarray:
     """A reason string per row (None = usable) for problems visible in one row."""
     n = len(x)
     out = np.full(n, None, dtype=object)
 
+    free = np.ones(n, bool)
+
     def mark(mask, reason):
-        sel = mask & np.equal(out, None)
-        out[sel] = reason
+        sel = mask & free
+        if sel.any():
+            out[sel] = reason
+            free[sel] = False
 
     mark(x.rec < 0, "unknown record")
     mark(x.start == NULL, "null start_ns")
@@ -197,13 +208,14 @@ def _row_reasons(x: _Rows) -> np.ndarray:
     mark((x.rec != _ACC) & (x.rec >= 0) & (x.attempt == NULL), "missing attempt")
     mark(np.isin(x.rec, (_STEP, _CKPT, _REST)) & (x.step == NULL), "missing step")
     mark((x.rec == _ACC) & (x.rank < 0), "accountable rank must be >= 0")
-    is_phase = x.rec == _PHASE
-    if is_phase.any():
-        mark(is_phase & ~np.isin(x.kind, PHASE_KINDS), "unknown phase kind")
-    is_att = x.rec == _ATT
-    if is_att.any():
-        bad_kind = ~np.isin(x.kind, ATTEMPT_KINDS) & ~np.equal(x.kind, None)
-        mark(is_att & bad_kind, "unknown attempt kind")
+    # kinds compared on the rows concerned only (object arrays compare slowly)
+    ph = np.flatnonzero(x.rec == _PHASE)
+    if ph.size:
+        mark(_at(n, ph[~np.isin(x.kind[ph], PHASE_KINDS)]), "unknown phase kind")
+    att = np.flatnonzero(x.rec == _ATT)
+    if att.size:
+        k = x.kind[att]
+        mark(_at(n, att[~np.isin(k, ATTEMPT_KINDS) & ~np.equal(k, None)]), "unknown attempt kind")
     return out
 
 
@@ -395,7 +407,7 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
 
 @dataclass
 class _Steps:
-    row: np.ndarray
+    row: np.ndarray       # or a range: one run of rows (an array only when needed)
     attempt: np.ndarray
     rank: np.ndarray
     start: np.ndarray
@@ -404,14 +416,21 @@ class _Steps:
     tokens: np.ndarray
 
     def take(self, idx) -> "_Steps":
-        return _Steps(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+        row = np.arange(self.row.start, self.row.stop, dtype=np.int64) if isinstance(self.row, range) else self.row
+        return _Steps(row[idx], *(getattr(self, f)[idx] for f in list(self.__dataclass_fields__)[1:]))
 
     def __len__(self) -> int:
-        return self.row.size
+        return len(self.row)
 
 
 _NAMES_OFFSETS = np.cumsum([0] + [len(r) for r in RECORDS]).astype(np.int64)
 _NAMES_DATA = np.frombuffer("".join(RECORDS).encode(), np.uint8)
+# The one candidate name of a string, by (length, first byte): unique for RECORDS.
+_NAMES_LUT = np.full(32 * 256, -1, np.int8)
+for _i, _r in enumerate(RECORDS):
+    assert len(_r) < 32 and _NAMES_LUT[len(_r) * 256 + ord(_r[0])] == -1
+    _NAMES_LUT[len(_r) * 256 + ord(_r[0])] = _i
+_KEY4 = np.uint32(int.from_bytes(RECORDS[_STEP].encode(), "little") if len(RECORDS[_STEP]) == 4 else 0)
 
 
 def _record_codes(table: pa.Table):
@@ -432,6 +451,7 @@ def _record_codes(table: pa.Table):
         codes = np.empty(table.num_rows, np.int8)
         off_type = np.int32 if pa.types.is_string(col.type) else np.int64
         row0 = 0
+        count, first, last, nulls = 0, -1, -1, False
         for chunk in col.chunks:
             n = len(chunk)
             if n == 0:
@@ -440,10 +460,18 @@ def _record_codes(table: pa.Table):
             offsets = np.frombuffer(off_buf, off_type, n + 1, chunk.offset * np.dtype(off_type).itemsize)
             data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.empty(0, np.uint8)
             out = codes[row0:row0 + n]
-            _kernels.record_codes(offsets, data, _NAMES_OFFSETS, _NAMES_DATA, _STEP, out)
+            c, f, la = _kernels.record_codes(offsets, data, _NAMES_LUT, _NAMES_OFFSETS, _NAMES_DATA, _STEP,
+                                                  _KEY4, _STEP, out)
+            if c:
+                count += int(c)
+                first = row0 + int(f) if first < 0 else first
+                last = row0 + int(la)
             if chunk.null_count:
                 out[np.asarray(chunk.is_null())] = -1
+                nulls = True
             row0 += n
+        if not nulls:
+            return codes, count, first, last
     else:
         raise SchemaError("lifecycle", "record", f"has type {col.type}, not string",
                           "name each record: " + ", ".join(RECORDS))
@@ -458,6 +486,8 @@ def _num_array(col, name: str, fill=NULL) -> np.ndarray:
     if not (pa.types.is_integer(col.type) or pa.types.is_timestamp(col.type)):
         raise SchemaError("lifecycle", name, f"has type {col.type}, not an integer",
                           "give times as int64 nanoseconds and ids as integers")
+    if col.type == pa.int64() and col.null_count:
+        return col.fill_null(pa.scalar(fill, pa.int64())).to_numpy()  # one pass, no mask
     if pa.types.is_timestamp(col.type):
         vals = time_column(col.fill_null(0) if col.null_count else col, name, "lifecycle")
     else:
@@ -507,13 +537,13 @@ def _read_step_range(t: pa.Table, lo: int, count: int) -> _Steps:
             return arr.to_numpy(zero_copy_only=True)
         return _num_array(arr, name, fill)
 
-    return _Steps(np.arange(lo, lo + count, dtype=np.int64), col("attempt"), col("rank", -1), col("start_ns"),
+    return _Steps(range(lo, lo + count), col("attempt"), col("rank", -1), col("start_ns"),
                   col("end_ns"), col("step"), col("tokens", 0))
 
 
 def _wide(st: _Steps) -> _Steps:
     """The same rows with every column int64 (the numpy paths compare with NULL)."""
-    return _Steps(*(np.asarray(getattr(st, f), np.int64) for f in st.__dataclass_fields__))
+    return _Steps(*(np.asarray(getattr(st, f), np.int64) for f in st.__dataclass_fields__))  # a range too
 
 
 def _step_reasons(st: _Steps) -> np.ndarray:
@@ -731,7 +761,8 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
             st = st.take(np.flatnonzero(~s_bad))
         sc = _scan(st, x, cut)
     as_of = _as_of(x, sc, as_of)
-    x = x.take(np.flatnonzero(x.start <= as_of))
+    if (x.start > as_of).any():
+        x = x.take(np.flatnonzero(x.start <= as_of))
     if sc.after:
         st = st.take(np.flatnonzero(st.start <= as_of))
         sc = _scan(st, x, cut)
@@ -940,7 +971,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
 
     # --- background: accountable (outage) < attempts (unattributed) < init/restore
     ph = rec.rec == _PHASE
-    is_init = ph & np.isin(rec.kind, INIT_KINDS)
+    is_init = ph.copy()
+    is_init[ph] = np.isin(rec.kind[ph], INIT_KINDS)
     is_rest = rec.rec == _REST
     bi = np.flatnonzero(is_init | is_rest)
     b_rank = np.concatenate([acc_rank, mem_rank, rec.rank[bi]]).astype(np.int32)
@@ -991,7 +1023,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     cap = 2 * (nb + ns + no) + 1
     out = (np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int8),
            np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int16))
-    valid = tuple(np.zeros((cap + 7) // 8, np.uint8) for _ in range(3))
+    valid = tuple(np.empty((cap + 7) // 8, np.uint8) for _ in range(3))  # the kernel writes whole bytes
     (m, nr, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2) = _kernels.attribute_pass(
         B[0], B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]],
         order, rank_src, att_src, st.start, st.end, st.step, st.tokens,
