@@ -2,7 +2,8 @@
 
 Time is int64 ns, intervals half-open ``[start, end)``. Inputs are validated by
 :mod:`pau.lifecycle` before they get here; each kernel has a slow twin in
-``tests/reference.py``.
+``tests/reference_lifecycle.py`` (the end-to-end replay, and per kernel for
+:func:`record_codes`, :func:`scan_steps` and :func:`attribute_pass`).
 """
 
 from __future__ import annotations
@@ -88,112 +89,6 @@ def _rank_runs(rank):
             c += 1
     off[cnt] = n
     return off
-
-
-@kernel
-def layer(b_rank, b_start, b_end, b_state, b_att, b_step, b_cause,
-          s_rank, s_start, s_end, s_state, s_att, s_step, s_cause,
-          o_rank, o_start, o_end, o_state, o_att, o_step, o_cause, att_ids, null):
-    """Stack three layers of disjoint labelled intervals, each sorted by (rank, start).
-
-    ``b`` (background) covers the accounted time; ``s`` (steps) lies above it and
-    ``o`` (overlay) above both. Labels per interval: state (int8), attempt (dense
-    index, -1 = none), step (``null`` = none), cause (-1 = none). Returns the
-    maximal pieces of b's coverage labelled by the top layer there, as output
-    columns: rank, start, end, state, attempt id, step, cause, and the null masks
-    of the last three; then the accountable time per rank (ranks, ns). Parts of s
-    and o outside b are not returned.
-    """
-    nb, ns, no = b_rank.size, s_rank.size, o_rank.size
-    cap = 2 * (nb + ns + no) + 1
-    r_rank = np.empty(cap, np.int32)
-    r_start = np.empty(cap, np.int64)
-    r_end = np.empty(cap, np.int64)
-    r_state = np.empty(cap, np.int8)
-    r_att = np.empty(cap, np.int32)
-    r_step = np.empty(cap, np.int64)
-    r_cause = np.empty(cap, np.int16)
-    n_att = np.empty(cap, np.bool_)
-    n_step = np.empty(cap, np.bool_)
-    n_cause = np.empty(cap, np.bool_)
-    acc_rank = np.empty(nb, np.int32)  # accountable time per rank, ranks in order
-    acc_ns = np.zeros(nb, np.int64)
-    nr = 0
-    m = 0
-    js = 0
-    jo = 0
-    ib = 0
-    last_layer = -1
-    last_row = -1
-    while ib < nb:
-        r = b_rank[ib]
-        while js < ns and s_rank[js] < r:
-            js += 1
-        while jo < no and o_rank[jo] < r:
-            jo += 1
-        t = b_start[ib]
-        acc_rank[nr] = r
-        nr += 1
-        while ib < nb and b_rank[ib] == r:
-            if t < b_start[ib]:
-                t = b_start[ib]
-            be = b_end[ib]
-            if be > t:
-                acc_ns[nr - 1] += be - t
-            while t < be:
-                while js < ns and s_rank[js] == r and s_end[js] <= t:
-                    js += 1
-                while jo < no and o_rank[jo] == r and o_end[jo] <= t:
-                    jo += 1
-                nxt = be
-                in_s = False
-                in_o = False
-                if js < ns and s_rank[js] == r:
-                    if s_start[js] <= t:
-                        in_s = True
-                        if s_end[js] < nxt:
-                            nxt = s_end[js]
-                    elif s_start[js] < nxt:
-                        nxt = s_start[js]
-                if jo < no and o_rank[jo] == r:
-                    if o_start[jo] <= t:
-                        in_o = True
-                        if o_end[jo] < nxt:
-                            nxt = o_end[jo]
-                    elif o_start[jo] < nxt:
-                        nxt = o_start[jo]
-                if in_o:
-                    lay, row = 2, jo
-                elif in_s:
-                    lay, row = 1, js
-                else:
-                    lay, row = 0, ib
-                if m > 0 and last_layer == lay and last_row == row and r_end[m - 1] == t and r_rank[m - 1] == r:
-                    r_end[m - 1] = nxt
-                else:
-                    if lay == 2:
-                        st, a, sp, c = o_state[row], o_att[row], o_step[row], o_cause[row]
-                    elif lay == 1:
-                        st, a, sp, c = s_state[row], s_att[row], s_step[row], s_cause[row]
-                    else:
-                        st, a, sp, c = b_state[row], b_att[row], b_step[row], b_cause[row]
-                    r_rank[m] = r
-                    r_start[m] = t
-                    r_end[m] = nxt
-                    r_state[m] = st
-                    n_att[m] = a < 0
-                    r_att[m] = att_ids[a] if a >= 0 else 0
-                    n_step[m] = sp == null
-                    r_step[m] = sp
-                    n_cause[m] = c < 0
-                    r_cause[m] = c if c >= 0 else 0
-                    last_layer = lay
-                    last_row = row
-                    m += 1
-                t = nxt
-            ib += 1
-    return (r_rank[:m], r_start[:m], r_end[:m], r_state[:m], r_att[:m], r_step[:m], r_cause[:m],
-            n_att[:m], n_step[:m], n_cause[:m], acc_rank[:nr], acc_ns[:nr])
 
 
 @kernel
@@ -308,20 +203,6 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
 
 
 @kernel
-def count_bad_steps(start, end, rank, attempt, step, null):
-    """Step rows that cannot be used: null or negative start, end before start, rank
-    below -1, missing attempt or step. One pass; the caller explains them."""
-    bad = 0
-    for i in range(start.size):
-        s = start[i]
-        e = end[i]
-        if (s == null or s < 0 or (e != null and e < s) or rank[i] < -1
-                or attempt[i] == null or step[i] == null):
-            bad += 1
-    return bad
-
-
-@kernel
 def lut_map(values, lo, lut):
     """``lut[v - lo]`` per value, -1 outside the table."""
     out = np.empty(values.size, np.int64)
@@ -330,15 +211,6 @@ def lut_map(values, lo, lut):
         v = values[i] - lo
         out[i] = lut[v] if 0 <= v < n else -1
     return out
-
-
-@kernel
-def ordered(rdense, start):
-    """Whether rows already come by (dense rank, start)."""
-    for i in range(1, rdense.size):
-        if rdense[i] < rdense[i - 1] or (rdense[i] == rdense[i - 1] and start[i] < start[i - 1]):
-            return False
-    return True
 
 
 # ---------------------------------------------------------------------------
@@ -478,14 +350,16 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                    base, head, on, pend, att_cause, states, pres_lo, pres,
                    o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null,
                    r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause):
-    """:func:`steps_pass` and :func:`layer` in one pass, writing the output columns.
+    """Steps checked and labelled (:func:`steps_pass`) and layered in one pass, writing the output columns.
 
     The step rows are read where they are (``order`` visits them by rank and start;
     empty = already in order), their dense rank and attempt come from the lookup
     tables ``rank_lut[rank - rank_lo]`` and ``att_lut[att - att_lo]``, and each is
     checked, cut and labelled (the rules of :func:`steps_pass`) when the layering
     reaches it, so no step array is written and read back. Background ``b`` and
-    overlay ``o`` are as in :func:`layer`, without causes. Outputs go to the ``r_*``
+    overlay ``o`` are disjoint labelled pieces sorted by (rank, start) (from :func:`paint`):
+    the output covers ``b``, labelled by the top layer there (overlay > step >
+    background); touching pieces of one row merge. Outputs go to the ``r_*``
     arrays (capacity ``2 * (nb + ns + no) + 1``) and the Arrow validity bitmaps
     ``v_*`` (zeroed; bit set = valid). ``pres`` (zeroed, or empty to skip) marks the
     productive step numbers, from ``pres_lo``.
