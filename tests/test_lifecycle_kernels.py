@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+import reference_lifecycle as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import reference_lifecycle as ref
 from lifecycle_cases import S, table
-from pau import _kernels, lifecycle
 from test_lifecycle_properties import with_as_of
+
+from pau import _kernels, lifecycle
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NULL = lifecycle.NULL
@@ -101,12 +101,12 @@ def check_pass(t, as_of):
     for a, res in calls:
         (b_rank, b_start, b_end, b_state, b_att, b_step, order, rank, att, start, end, step, tokens,
          rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base, head, on, pend, att_cause, states,
-         pres_lo, pres, o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, *out) = a
+         _pres_lo, pres, o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, *out) = a
         want = ref.attribute_pass((b_rank, b_start, b_end, b_state, b_att, b_step), order, rank, att, start, end,
                                   step, tokens, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base,
                                   head, on, pend, att_cause, states, pres.size > 0,
                                   (o_rank, o_start, o_end, o_state, o_att, o_step), att_ids, null)
-        m, nr, acc_rank, acc_ns, va, vs, vc, tok, npres, code, row, other = res
+        m, _, acc_rank, acc_ns, va, vs, vc, tok, npres, code, row, other = res
         if "error" in want:
             assert (code, row, other) == want["error"]
             continue

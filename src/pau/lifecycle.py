@@ -42,7 +42,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import _kernels
 from ._input import _column, as_table, rank_column, time_column
@@ -1024,7 +1023,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     out = (np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int8),
            np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int16))
     valid = tuple(np.empty((cap + 7) // 8, np.uint8) for _ in range(3))  # the kernel writes whole bytes
-    (m, nr, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2) = _kernels.attribute_pass(
+    (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2) = _kernels.attribute_pass(
         B[0], B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]],
         order, rank_src, att_src, st.start, st.end, st.step, st.tokens,
         r_lo, rank_lut, att_lo, att_lut, m_start, m_end, nR,
