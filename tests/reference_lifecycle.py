@@ -356,3 +356,118 @@ def state_totals(seconds: dict) -> dict:
         for _, state, *_ in secs:
             out[state] = out.get(state, 0) + 1
     return out
+
+
+# --------------------------------------------------------------------------- kernel twins
+#
+# Slow twins of the Numba kernels of pau._kernels that the one-pass attribution
+# added; tests/test_lifecycle_kernels.py compares them on generated inputs.
+
+
+def record_codes(values: list, names: tuple) -> list:
+    """The index of each string among `names`, -1 for anything else (None included)."""
+    return [names.index(v) if v in names else -1 for v in values]
+
+
+def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n) -> dict:
+    """What ``_kernels.scan_steps`` reports, computed row by row in plain Python."""
+    rows = list(zip(start, end, rank, attempt, step))
+
+    def bad(s, e, r, a, k):
+        return s == null or s < 0 or (e != null and e < s) or r < -1 or a == null or k == null
+
+    good = [x for x in rows if not bad(*x)]
+    ended = [x for x in good if x[1] != null]
+    keys = [(x[2], x[0]) for x in good]
+    out = {
+        "bad": len(rows) - len(good),
+        "after": sum(1 for x in good if x[0] > cut),
+        "max_start": max([x[0] for x in good], default=null),
+        "max_end": max([x[1] for x in ended], default=null),
+        "ordered": keys == sorted(keys),
+        "neg_rank": sum(1 for x in good if x[2] == -1),
+        "step_min": min([x[4] for x in good], default=2**63 - 1),
+        "ranks": sorted({x[2] for x in good if x[2] >= 0}),
+        "att_out": sum(1 for x in good if not 0 <= x[3] - att_lo < att_n),
+        "att": {},
+    }
+    for j in range(att_n):
+        mine = [x for x in good if x[3] == att_lo + j]
+        done = [x for x in mine if x[1] != null]
+        out["att"][att_lo + j] = (len(mine), max([x[4] for x in done], default=null),
+                                  max([x[1] for x in done], default=null))
+    return out
+
+
+def attribute_pass(b, order, rank, att, start, end, step, tokens, rank_lo, rank_lut, att_lo, att_lut,
+                   mstart, mend, n_ranks, base, head, on, pend, att_cause, states, count_pres, o, att_ids,
+                   null) -> dict:
+    """What ``_kernels.attribute_pass`` computes, the slow way: first every step in
+    (rank, start) order checked, cut and labelled, then each rank's background cut
+    at every boundary of any layer and each elementary piece labelled by the top
+    layer covering it (overlay > step > background), touching pieces of one row
+    merged. ``b`` and ``o``: (rank, start, end, state, attempt, step) columns."""
+    idx = list(order) if len(order) else list(range(len(rank)))
+    steps = []  # (rank, start, end, state, attempt, step, cause)
+    prev = last_full = None
+    tok = 0
+    productive_steps = set()
+    for i in idx:
+        r = rank_lut[rank[i] - rank_lo]
+        a = att_lut[att[i] - att_lo]
+        ms, me = mstart[a * n_ranks + r], mend[a * n_ranks + r]
+        s = start[i]
+        if ms == null:
+            return {"error": (1, i, -1)}
+        if not ms <= s <= me:
+            return {"error": (2, i, -1)}
+        flight = end[i] == null or end[i] > me
+        e = max(me if flight else end[i], s)
+        if e > s:
+            if last_full is not None and last_full[0] == r and s < last_full[1]:
+                return {"error": (3, i, last_full[2])}
+            last_full = (r, e, i)
+        if prev is not None and prev[0] == r and prev[1] == a and step[i] <= prev[2]:
+            return {"error": (4, i, prev[3])}
+        prev = (r, a, step[i], i)
+        cause = -1
+        if (on[a] and head[a] != null and (base[a] == null or step[i] > base[a]) and step[i] <= head[a]
+                and not flight):
+            state = states[0]
+            tok += tokens[i]
+            productive_steps.add(step[i])
+        elif pend[a]:
+            state = states[1]
+        else:
+            state, cause = states[2], att_cause[a]
+        steps.append((rank[i], s, e, state, a, step[i], cause))
+    pieces = []  # (rank, start, end, state, attempt id or None, step or None, cause or None)
+    last = None  # (layer, row) of the last piece
+    acc = {}
+    for ib in range(len(b[0])):
+        r, bs, be = b[0][ib], b[1][ib], b[2][ib]
+        acc[r] = acc.get(r, 0) + max(be - bs, 0)
+        mine_s = [(j, x) for j, x in enumerate(steps) if x[0] == r]
+        mine_o = [(j, o[1][j], o[2][j]) for j in range(len(o[0])) if o[0][j] == r]
+        cuts = {bs, be} | {v for _, x in mine_s for v in x[1:3] if bs < v < be} \
+            | {v for _, s_, e_ in mine_o for v in (s_, e_) if bs < v < be}
+        cuts = sorted(cuts)
+        for x, y in zip(cuts, cuts[1:]):
+            top = [(2, j) for j, s_, e_ in mine_o if s_ <= x < e_] or \
+                  [(1, j) for j, st_ in mine_s if st_[1] <= x < st_[2]] or [(0, ib)]
+            layer, row = top[0]
+            if layer == 2:
+                lab = (o[3][row], o[4][row], o[5][row], -1)
+            elif layer == 1:
+                lab = steps[row][3:7]
+            else:
+                lab = (b[3][row], b[4][row], b[5][row], -1)
+            if pieces and last == (layer, row) and pieces[-1][2] == x and pieces[-1][0] == r:
+                pieces[-1] = pieces[-1][:2] + (y,) + pieces[-1][3:]
+                continue
+            state, a, sp, c = (int(v) for v in lab)
+            pieces.append((int(r), int(x), int(y), state, int(att_ids[a]) if a >= 0 else None,
+                           sp if sp != null else None, c if c >= 0 else None))
+            last = (layer, row)
+    return {"pieces": pieces, "acc": [(int(r), int(v)) for r, v in acc.items()], "tokens": tok,
+            "preserved": len(productive_steps) if count_pres else 0}

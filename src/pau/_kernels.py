@@ -2,7 +2,8 @@
 
 Time is int64 ns, intervals half-open ``[start, end)``. Inputs are validated by
 :mod:`pau.lifecycle` before they get here; each kernel has a slow twin in
-``tests/reference.py``.
+``tests/reference_lifecycle.py`` (the end-to-end replay, and per kernel for
+:func:`record_codes`, :func:`scan_steps` and :func:`attribute_pass`).
 """
 
 from __future__ import annotations
@@ -88,112 +89,6 @@ def _rank_runs(rank):
             c += 1
     off[cnt] = n
     return off
-
-
-@kernel
-def layer(b_rank, b_start, b_end, b_state, b_att, b_step, b_cause,
-          s_rank, s_start, s_end, s_state, s_att, s_step, s_cause,
-          o_rank, o_start, o_end, o_state, o_att, o_step, o_cause, att_ids, null):
-    """Stack three layers of disjoint labelled intervals, each sorted by (rank, start).
-
-    ``b`` (background) covers the accounted time; ``s`` (steps) lies above it and
-    ``o`` (overlay) above both. Labels per interval: state (int8), attempt (dense
-    index, -1 = none), step (``null`` = none), cause (-1 = none). Returns the
-    maximal pieces of b's coverage labelled by the top layer there, as output
-    columns: rank, start, end, state, attempt id, step, cause, and the null masks
-    of the last three; then the accountable time per rank (ranks, ns). Parts of s
-    and o outside b are not returned.
-    """
-    nb, ns, no = b_rank.size, s_rank.size, o_rank.size
-    cap = 2 * (nb + ns + no) + 1
-    r_rank = np.empty(cap, np.int32)
-    r_start = np.empty(cap, np.int64)
-    r_end = np.empty(cap, np.int64)
-    r_state = np.empty(cap, np.int8)
-    r_att = np.empty(cap, np.int32)
-    r_step = np.empty(cap, np.int64)
-    r_cause = np.empty(cap, np.int16)
-    n_att = np.empty(cap, np.bool_)
-    n_step = np.empty(cap, np.bool_)
-    n_cause = np.empty(cap, np.bool_)
-    acc_rank = np.empty(nb, np.int32)  # accountable time per rank, ranks in order
-    acc_ns = np.zeros(nb, np.int64)
-    nr = 0
-    m = 0
-    js = 0
-    jo = 0
-    ib = 0
-    last_layer = -1
-    last_row = -1
-    while ib < nb:
-        r = b_rank[ib]
-        while js < ns and s_rank[js] < r:
-            js += 1
-        while jo < no and o_rank[jo] < r:
-            jo += 1
-        t = b_start[ib]
-        acc_rank[nr] = r
-        nr += 1
-        while ib < nb and b_rank[ib] == r:
-            if t < b_start[ib]:
-                t = b_start[ib]
-            be = b_end[ib]
-            if be > t:
-                acc_ns[nr - 1] += be - t
-            while t < be:
-                while js < ns and s_rank[js] == r and s_end[js] <= t:
-                    js += 1
-                while jo < no and o_rank[jo] == r and o_end[jo] <= t:
-                    jo += 1
-                nxt = be
-                in_s = False
-                in_o = False
-                if js < ns and s_rank[js] == r:
-                    if s_start[js] <= t:
-                        in_s = True
-                        if s_end[js] < nxt:
-                            nxt = s_end[js]
-                    elif s_start[js] < nxt:
-                        nxt = s_start[js]
-                if jo < no and o_rank[jo] == r:
-                    if o_start[jo] <= t:
-                        in_o = True
-                        if o_end[jo] < nxt:
-                            nxt = o_end[jo]
-                    elif o_start[jo] < nxt:
-                        nxt = o_start[jo]
-                if in_o:
-                    lay, row = 2, jo
-                elif in_s:
-                    lay, row = 1, js
-                else:
-                    lay, row = 0, ib
-                if m > 0 and last_layer == lay and last_row == row and r_end[m - 1] == t and r_rank[m - 1] == r:
-                    r_end[m - 1] = nxt
-                else:
-                    if lay == 2:
-                        st, a, sp, c = o_state[row], o_att[row], o_step[row], o_cause[row]
-                    elif lay == 1:
-                        st, a, sp, c = s_state[row], s_att[row], s_step[row], s_cause[row]
-                    else:
-                        st, a, sp, c = b_state[row], b_att[row], b_step[row], b_cause[row]
-                    r_rank[m] = r
-                    r_start[m] = t
-                    r_end[m] = nxt
-                    r_state[m] = st
-                    n_att[m] = a < 0
-                    r_att[m] = att_ids[a] if a >= 0 else 0
-                    n_step[m] = sp == null
-                    r_step[m] = sp
-                    n_cause[m] = c < 0
-                    r_cause[m] = c if c >= 0 else 0
-                    last_layer = lay
-                    last_row = row
-                    m += 1
-                t = nxt
-            ib += 1
-    return (r_rank[:m], r_start[:m], r_end[:m], r_state[:m], r_att[:m], r_step[:m], r_cause[:m],
-            n_att[:m], n_step[:m], n_cause[:m], acc_rank[:nr], acc_ns[:nr])
 
 
 @kernel
@@ -308,20 +203,6 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
 
 
 @kernel
-def count_bad_steps(start, end, rank, attempt, step, null):
-    """Step rows that cannot be used: null or negative start, end before start, rank
-    below -1, missing attempt or step. One pass; the caller explains them."""
-    bad = 0
-    for i in range(start.size):
-        s = start[i]
-        e = end[i]
-        if (s == null or s < 0 or (e != null and e < s) or rank[i] < -1
-                or attempt[i] == null or step[i] == null):
-            bad += 1
-    return bad
-
-
-@kernel
 def lut_map(values, lo, lut):
     """``lut[v - lo]`` per value, -1 outside the table."""
     out = np.empty(values.size, np.int64)
@@ -332,10 +213,347 @@ def lut_map(values, lo, lut):
     return out
 
 
+# ---------------------------------------------------------------------------
+# the one-pass path of attribution: record codes, a scan of the step columns,
+# and steps labelled while they are layered (no step arrays written and read back)
+
+
 @kernel
-def ordered(rdense, start):
-    """Whether rows already come by (dense rank, start)."""
-    for i in range(1, rdense.size):
-        if rdense[i] < rdense[i - 1] or (rdense[i] == rdense[i - 1] and start[i] < start[i - 1]):
-            return False
-    return True
+def record_codes(offsets, data, lut, names_offsets, names_data, step_code, key4, code4, out):
+    """Code of each string of an Arrow string array (``offsets`` into ``data``): its
+    index among the names (``names_offsets`` into ``names_data``), -1 if none.
+
+    ``lut[length * 256 + first byte]`` is the one name a string can be (-1: none;
+    lengths below 32), so each string is compared with at most one name; ``key4``
+    (the 4 bytes of name ``code4`` as a little-endian uint32, or 0 if none) is tried
+    first. Writes
+    ``out`` and returns ``(count, first, last)`` of the rows whose code is
+    ``step_code`` (first/last -1 when none). Null rows are the caller's to mark.
+    """
+    n = out.size
+    cnt = 0
+    first = -1
+    last = -1
+    for i in range(n):
+        s = offsets[i]
+        length = offsets[i + 1] - s
+        code = -1
+        if length == 4 and (np.uint32(data[s]) | (np.uint32(data[s + 1]) << 8) | (np.uint32(data[s + 2]) << 16)
+                            | (np.uint32(data[s + 3]) << 24)) == key4:
+            code = code4  # the bulk of a lifecycle: one comparison
+        elif 0 < length < 32:
+            c = lut[length * 256 + data[s]]
+            if c >= 0:
+                ns = names_offsets[c]
+                code = c
+                for b in range(1, length):
+                    if data[s + b] != names_data[ns + b]:
+                        code = -1
+                        break
+        out[i] = code
+        if code == step_code:
+            cnt += 1
+            if first < 0:
+                first = i
+            last = i
+    return cnt, first, last
+
+
+_RANK_LIMIT = 1 << 24  # ranks counted in a presence table up to this value
+
+
+@kernel
+def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n):
+    """One pass over the step columns: what attribution needs before it can label.
+
+    Returns ``(bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen,
+    rank_over, att_count, att_max_step, att_max_end, att_out)``:
+
+    * ``bad``: rows that cannot be used (null or negative start, end before start,
+      rank below -1, missing attempt or step); the other figures are only meaningful
+      when it is 0.
+    * ``after``: rows starting after ``cut``; ``max_start``/``max_end``: the latest
+      start and non-null end (``null`` if none).
+    * ``ordered``: rows come by (rank, start); ``neg_rank``: rows with rank -1;
+      ``step_min``: the smallest step number.
+    * ``rank_seen[r]``: rank ``r`` has a row (ranks up to ``_RANK_LIMIT``; ``rank_over``
+      counts rows above it).
+    * per attempt id ``att_lo + j`` (``j < att_n``): rows, the highest step and the
+      latest end among rows that ended; ``att_out`` counts rows outside that range.
+    """
+    n = start.size
+    bad = 0
+    after = 0
+    neg_rank = 0
+    rank_over = 0
+    att_out = 0
+    ordered = True
+    max_start = null
+    max_end = null
+    step_min = np.iinfo(np.int64).max
+    rank_seen = np.zeros(1024, np.bool_)
+    att_count = np.zeros(att_n, np.int64)
+    att_max_step = np.full(att_n, null, np.int64)
+    att_max_end = np.full(att_n, null, np.int64)
+    pr = np.int64(-2)
+    ps = np.int64(0)
+    for i in range(n):
+        s = np.int64(start[i])
+        e = np.int64(end[i])
+        r = np.int64(rank[i])
+        a = np.int64(attempt[i])
+        k = np.int64(step[i])
+        if s == null or s < 0 or (e != null and e < s) or r < -1 or a == null or k == null:
+            bad += 1
+            continue
+        if s > cut:
+            after += 1
+        if s > max_start:
+            max_start = s
+        if e != null and e > max_end:
+            max_end = e
+        if r < pr or (r == pr and s < ps):
+            ordered = False
+        pr = r
+        ps = s
+        if k < step_min:
+            step_min = k
+        if r < 0:
+            neg_rank += 1
+        elif r < rank_seen.size:
+            rank_seen[r] = True
+        elif r < _RANK_LIMIT:
+            grown = np.zeros(min(max(2 * rank_seen.size, r + 1), _RANK_LIMIT), np.bool_)
+            grown[:rank_seen.size] = rank_seen
+            rank_seen = grown
+            rank_seen[r] = True
+        else:
+            rank_over += 1
+        j = a - att_lo
+        if 0 <= j < att_n:
+            att_count[j] += 1
+            if e != null:
+                if k > att_max_step[j]:
+                    att_max_step[j] = k
+                if e > att_max_end[j]:
+                    att_max_end[j] = e
+        else:
+            att_out += 1
+    return (bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen, rank_over,
+            att_count, att_max_step, att_max_end, att_out)
+
+
+@kernel
+def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
+                   order, rank, att, start, end, step, tokens,
+                   rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks,
+                   base, head, on, pend, att_cause, states, pres_lo, pres,
+                   o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null,
+                   r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause):
+    """Steps checked and labelled (:func:`steps_pass`) and layered in one pass, writing the output columns.
+
+    The step rows are read where they are (``order`` visits them by rank and start;
+    empty = already in order), their dense rank and attempt come from the lookup
+    tables ``rank_lut[rank - rank_lo]`` and ``att_lut[att - att_lo]``, and each is
+    checked, cut and labelled (the rules of :func:`steps_pass`) when the layering
+    reaches it, so no step array is written and read back. Background ``b`` and
+    overlay ``o`` are disjoint labelled pieces sorted by (rank, start) (from :func:`paint`):
+    the output covers ``b``, labelled by the top layer there (overlay > step >
+    background); touching pieces of one row merge. Outputs go to the ``r_*``
+    arrays (capacity ``2 * (nb + ns + no) + 1``) and the Arrow validity bitmaps
+    ``v_*`` (zeroed; bit set = valid). ``pres`` (zeroed, or empty to skip) marks the
+    productive step numbers, from ``pres_lo``.
+
+    Returns ``(m, nr, acc_rank, acc_ns, valid_att, valid_step, valid_cause, tokens,
+    preserved, code, row, other)``: output rows, the ranks with accountable time and
+    their ns, valid counts of the three nullable columns, the token sum and the
+    distinct step numbers of productive rows, and the first step error in (rank,
+    start) order as in :func:`steps_pass` (then the outputs are incomplete).
+
+    One flat loop, one output piece per turn, so that the step code exists once:
+    a helper called per step would pay a reference count per array argument.
+    """
+    nb, no = b_rank.size, o_rank.size
+    ns = order.size if order.size else rank.size
+    done = np.iinfo(np.int64).max  # the cursor's rank when no step is left
+    acc_rank = np.empty(nb, np.int32)
+    acc_ns = np.zeros(nb, np.int64)
+    # the current step (the cursor) and what its checks remember
+    c_rank, c_start, c_end, c_state, c_att, c_step, c_cause = done, 0, 0, 0, 0, 0, -1
+    p_row, p_rank, p_att, p_step = -1, -1, -1, 0      # the previous step
+    f_row, f_rank, f_end = -1, -1, 0                  # the last non-empty step
+    tok = 0
+    npres = 0
+    va = 0
+    vs = 0
+    vc = 0
+    nr = 0
+    m = 0
+    j = -1  # position of the cursor in order
+    jo = 0
+    ib = 0
+    last_layer = -1
+    last_row = -1
+    last_rank = np.int64(-1)
+    last_end = np.int64(0)
+    ba = np.uint8(0)
+    bs = np.uint8(0)
+    bc = np.uint8(0)
+    if nb:
+        r = np.int64(b_rank[0])
+        t = b_start[0]
+        be = b_end[0]
+        acc_rank[0] = r
+        nr = 1
+        if be > t:
+            acc_ns[0] += be - t
+    else:
+        r = done
+        t = done
+        be = done
+    c_rank = -1  # nothing loaded yet: the first turn loads step 0
+    while True:
+        # Move the cursor past steps before (r, t); with r = done, past all.
+        while c_rank < r or (c_rank == r and c_rank != done and c_end <= t):
+            j += 1
+            if j >= ns:
+                c_rank = done
+                break
+            i = order[j] if order.size else j
+            rv = np.int64(rank[i])
+            rd = rank_lut[rv - rank_lo]
+            a = att_lut[np.int64(att[i]) - att_lo]
+            k = a * n_ranks + rd
+            ms = mstart[k]
+            me = mend[k]
+            s = start[i]
+            if ms == null:
+                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 1, i, -1)
+            if s < ms or s > me:
+                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 2, i, -1)
+            e = end[i]
+            flight = e == null or e > me
+            if flight:
+                e = me
+            if e < s:
+                e = s
+            sn = step[i]
+            # Half-open: an empty step overlaps nothing, and it does not hide the
+            # previous non-empty step from the next one.
+            if e > s:
+                if f_row >= 0 and f_rank == rd and s < f_end:
+                    return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 3, i, f_row)
+                f_row, f_rank, f_end = i, rd, e
+            if p_row >= 0 and p_rank == rd and p_att == a and sn <= p_step:
+                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 4, i, p_row)
+            p_row, p_rank, p_att, p_step = i, rd, a, sn
+            b = base[a]
+            h = head[a]
+            c_cause = -1
+            if on[a] and h != null and (b == null or sn > b) and sn <= h and not flight:
+                c_state = states[0]
+                tok += tokens[i]
+                if pres.size:
+                    q = sn - pres_lo
+                    if pres[q] == 0:
+                        pres[q] = 1
+                        npres += 1
+            elif pend[a]:
+                c_state = states[1]
+            else:
+                c_state = states[2]
+                c_cause = att_cause[a]
+            c_rank, c_start, c_end, c_att, c_step = rv, s, e, a, sn
+        if ib >= nb:
+            break
+        while jo < no and (o_rank[jo] < r or (o_rank[jo] == r and o_end[jo] <= t)):
+            jo += 1
+        if t < be:
+            nxt = be
+            in_s = False
+            in_o = False
+            if c_rank == r:
+                if c_start <= t:
+                    in_s = True
+                    if c_end < nxt:
+                        nxt = c_end
+                elif c_start < nxt:
+                    nxt = c_start
+            if jo < no and o_rank[jo] == r:
+                if o_start[jo] <= t:
+                    in_o = True
+                    if o_end[jo] < nxt:
+                        nxt = o_end[jo]
+                elif o_start[jo] < nxt:
+                    nxt = o_start[jo]
+            if in_o:
+                lay, row = 2, jo
+            elif in_s:
+                lay, row = 1, j
+            else:
+                lay, row = 0, ib
+            if last_layer == lay and last_row == row and last_end == t and last_rank == r:
+                r_end[m - 1] = nxt
+            else:
+                if lay == 2:
+                    sv, av, pv, cv = np.int64(o_state[row]), np.int64(o_att[row]), o_step[row], -1
+                elif lay == 1:
+                    sv, av, pv, cv = np.int64(c_state), c_att, c_step, np.int64(c_cause)
+                else:
+                    sv, av, pv, cv = np.int64(b_state[row]), np.int64(b_att[row]), b_step[row], -1
+                r_rank[m] = r
+                r_start[m] = t
+                r_end[m] = nxt
+                r_state[m] = sv
+                # validity bits gather in a byte, stored when it is full
+                bit = np.uint8(1 << (m & 7))
+                if av >= 0:
+                    r_att[m] = att_ids[av]
+                    ba |= bit
+                    va += 1
+                else:
+                    r_att[m] = 0
+                r_step[m] = pv
+                if pv != null:
+                    bs |= bit
+                    vs += 1
+                if cv >= 0:
+                    r_cause[m] = cv
+                    bc |= bit
+                    vc += 1
+                else:
+                    r_cause[m] = 0
+                if m & 7 == 7:
+                    v_att[m >> 3] = ba
+                    v_step[m >> 3] = bs
+                    v_cause[m >> 3] = bc
+                    ba = np.uint8(0)
+                    bs = np.uint8(0)
+                    bc = np.uint8(0)
+                last_layer = lay
+                last_row = row
+                last_rank = r
+                m += 1
+            last_end = nxt
+            t = nxt
+        if t >= be:  # the next background piece, maybe of the next rank
+            ib += 1
+            if ib < nb:
+                if np.int64(b_rank[ib]) != r:
+                    r = np.int64(b_rank[ib])
+                    t = b_start[ib]
+                    acc_rank[nr] = r
+                    nr += 1
+                elif t < b_start[ib]:
+                    t = b_start[ib]
+                be = b_end[ib]
+                if be > t:
+                    acc_ns[nr - 1] += be - t
+            else:
+                r = done  # check the steps the layering never reached
+                t = done
+    if m & 7:
+        v_att[m >> 3] = ba
+        v_step[m >> 3] = bs
+        v_cause[m >> 3] = bc
+    return (m, nr, acc_rank[:nr], acc_ns[:nr], va, vs, vc, tok, npres, 0, -1, -1)

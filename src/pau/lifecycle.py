@@ -42,7 +42,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import _kernels
 from ._input import _column, as_table, rank_column, time_column
@@ -175,14 +174,25 @@ _REASON_COLUMN = {
 }
 
 
+def _at(n: int, idx: np.ndarray) -> np.ndarray:
+    """A mask of `n` rows, true at `idx`."""
+    mask = np.zeros(n, bool)
+    mask[idx] = True
+    return mask
+
+
 def _row_reasons(x: _Rows) -> np.ndarray:
     """A reason string per row (None = usable) for problems visible in one row."""
     n = len(x)
     out = np.full(n, None, dtype=object)
 
+    free = np.ones(n, bool)
+
     def mark(mask, reason):
-        sel = mask & np.equal(out, None)
-        out[sel] = reason
+        sel = mask & free
+        if sel.any():
+            out[sel] = reason
+            free[sel] = False
 
     mark(x.rec < 0, "unknown record")
     mark(x.start == NULL, "null start_ns")
@@ -197,13 +207,14 @@ def _row_reasons(x: _Rows) -> np.ndarray:
     mark((x.rec != _ACC) & (x.rec >= 0) & (x.attempt == NULL), "missing attempt")
     mark(np.isin(x.rec, (_STEP, _CKPT, _REST)) & (x.step == NULL), "missing step")
     mark((x.rec == _ACC) & (x.rank < 0), "accountable rank must be >= 0")
-    is_phase = x.rec == _PHASE
-    if is_phase.any():
-        mark(is_phase & ~np.isin(x.kind, PHASE_KINDS), "unknown phase kind")
-    is_att = x.rec == _ATT
-    if is_att.any():
-        bad_kind = ~np.isin(x.kind, ATTEMPT_KINDS) & ~np.equal(x.kind, None)
-        mark(is_att & bad_kind, "unknown attempt kind")
+    # kinds compared on the rows concerned only (object arrays compare slowly)
+    ph = np.flatnonzero(x.rec == _PHASE)
+    if ph.size:
+        mark(_at(n, ph[~np.isin(x.kind[ph], PHASE_KINDS)]), "unknown phase kind")
+    att = np.flatnonzero(x.rec == _ATT)
+    if att.size:
+        k = x.kind[att]
+        mark(_at(n, att[~np.isin(k, ATTEMPT_KINDS) & ~np.equal(k, None)]), "unknown attempt kind")
     return out
 
 
@@ -395,7 +406,7 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
 
 @dataclass
 class _Steps:
-    row: np.ndarray
+    row: np.ndarray       # or a range: one run of rows (an array only when needed)
     attempt: np.ndarray
     rank: np.ndarray
     start: np.ndarray
@@ -404,34 +415,78 @@ class _Steps:
     tokens: np.ndarray
 
     def take(self, idx) -> "_Steps":
-        return _Steps(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+        row = np.arange(self.row.start, self.row.stop, dtype=np.int64) if isinstance(self.row, range) else self.row
+        return _Steps(row[idx], *(getattr(self, f)[idx] for f in list(self.__dataclass_fields__)[1:]))
 
     def __len__(self) -> int:
-        return self.row.size
+        return len(self.row)
 
 
-def _record_codes(table: pa.Table) -> np.ndarray:
-    col = _column(table, "record", "lifecycle")
+_NAMES_OFFSETS = np.cumsum([0] + [len(r) for r in RECORDS]).astype(np.int64)
+_NAMES_DATA = np.frombuffer("".join(RECORDS).encode(), np.uint8)
+# The one candidate name of a string, by (length, first byte): unique for RECORDS.
+_NAMES_LUT = np.full(32 * 256, -1, np.int8)
+for _i, _r in enumerate(RECORDS):
+    assert len(_r) < 32 and _NAMES_LUT[len(_r) * 256 + ord(_r[0])] == -1
+    _NAMES_LUT[len(_r) * 256 + ord(_r[0])] = _i
+_KEY4 = np.uint32(int.from_bytes(RECORDS[_STEP].encode(), "little") if len(RECORDS[_STEP]) == 4 else 0)
+
+
+def _record_codes(table: pa.Table):
+    """Record codes (index in RECORDS, -1 = unknown or null) and where the step rows
+    are: ``(codes, count, first, last)`` (first/last -1 when there are none)."""
+    if "record" not in table.column_names:
+        _column(table, "record", "lifecycle")  # raises: the column is missing
+    col = table.column("record")
     if pa.types.is_dictionary(col.type):
+        col = _column(table, "record", "lifecycle")
         lookup = {r: i for i, r in enumerate(RECORDS)}
         codes = np.array([lookup.get(v, -1) for v in col.dictionary.to_pylist()] + [-1], np.int8)
         idx = np.asarray(col.indices.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
-        return codes[idx]
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        codes = codes[idx]
+    elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        # The bytes of each chunk compared in one kernel pass: a hash lookup
+        # (pc.index_in) costs several times more on 10M short strings.
+        codes = np.empty(table.num_rows, np.int8)
+        off_type = np.int32 if pa.types.is_string(col.type) else np.int64
+        row0 = 0
+        count, first, last, nulls = 0, -1, -1, False
+        for chunk in col.chunks:
+            n = len(chunk)
+            if n == 0:
+                continue
+            _, off_buf, data_buf = chunk.buffers()
+            offsets = np.frombuffer(off_buf, off_type, n + 1, chunk.offset * np.dtype(off_type).itemsize)
+            data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+            out = codes[row0:row0 + n]
+            c, f, la = _kernels.record_codes(offsets, data, _NAMES_LUT, _NAMES_OFFSETS, _NAMES_DATA, _STEP,
+                                                  _KEY4, _STEP, out)
+            if c:
+                count += int(c)
+                first = row0 + int(f) if first < 0 else first
+                last = row0 + int(la)
+            if chunk.null_count:
+                out[np.asarray(chunk.is_null())] = -1
+                nulls = True
+            row0 += n
+        if not nulls:
+            return codes, count, first, last
+    else:
         raise SchemaError("lifecycle", "record", f"has type {col.type}, not string",
                           "name each record: " + ", ".join(RECORDS))
-    codes = pc.index_in(col, value_set=pa.array(RECORDS))
-    return np.asarray(codes.fill_null(-1).to_numpy(zero_copy_only=False), np.int8)
+    step_rows = np.flatnonzero(codes == _STEP)
+    if step_rows.size == 0:
+        return codes, 0, -1, -1
+    return codes, int(step_rows.size), int(step_rows[0]), int(step_rows[-1])
 
 
-def _num(t: pa.Table, name: str, n: int, fill=NULL) -> np.ndarray:
-    """An int64 column with `fill` for nulls (or all `fill` when absent)."""
-    if name not in t.column_names:
-        return np.full(n, fill, np.int64)
-    col = _column(t, name, "lifecycle")
+def _num_array(col, name: str, fill=NULL) -> np.ndarray:
+    """An int64 column with `fill` for nulls, from one Arrow array."""
     if not (pa.types.is_integer(col.type) or pa.types.is_timestamp(col.type)):
         raise SchemaError("lifecycle", name, f"has type {col.type}, not an integer",
                           "give times as int64 nanoseconds and ids as integers")
+    if col.type == pa.int64() and col.null_count:
+        return col.fill_null(pa.scalar(fill, pa.int64())).to_numpy()  # one pass, no mask
     if pa.types.is_timestamp(col.type):
         vals = time_column(col.fill_null(0) if col.null_count else col, name, "lifecycle")
     else:
@@ -443,18 +498,51 @@ def _num(t: pa.Table, name: str, n: int, fill=NULL) -> np.ndarray:
     return vals
 
 
+def _num(t: pa.Table, name: str, n: int, fill=NULL) -> np.ndarray:
+    """An int64 column with `fill` for nulls (or all `fill` when absent)."""
+    if name not in t.column_names:
+        return np.full(n, fill, np.int64)
+    return _num_array(_column(t, name, "lifecycle"), name, fill)
+
+
 def _read_steps(t: pa.Table, rows: np.ndarray) -> _Steps:
     """The step rows' columns: read whole (zero-copy where there are no nulls) and
     indexed, which beats filtering the Arrow table when most rows are steps."""
     n = t.num_rows
     contiguous = rows.size > 0 and int(rows[-1]) - int(rows[0]) + 1 == rows.size
-    pick = slice(int(rows[0]), int(rows[-1]) + 1) if contiguous else rows
+    if contiguous:
+        return _read_step_range(t, int(rows[0]), rows.size)
+    pick = rows
 
     def col(name, fill=NULL):
         return _num(t, name, n, fill)[pick]
 
     return _Steps(rows, col("attempt"), col("rank", -1), col("start_ns"), col("end_ns"), col("step"),
                   col("tokens", 0))
+
+
+def _read_step_range(t: pa.Table, lo: int, count: int) -> _Steps:
+    """Step rows ``lo .. lo + count``: views of the Arrow buffers when that range lies
+    in one chunk and has no nulls (int32 ``attempt``/``rank`` stay int32: the kernels
+    read either); a converted copy otherwise."""
+
+    def col(name, fill=NULL):
+        if name not in t.column_names:
+            return np.full(count, fill, np.int64)
+        part = t.column(name).slice(lo, count)
+        arr = part.chunk(0) if part.num_chunks == 1 else part.combine_chunks()
+        direct = (pa.int64(), pa.int32()) if name in ("attempt", "rank") else (pa.int64(),)
+        if arr.null_count == 0 and arr.type in direct:
+            return arr.to_numpy(zero_copy_only=True)
+        return _num_array(arr, name, fill)
+
+    return _Steps(range(lo, lo + count), col("attempt"), col("rank", -1), col("start_ns"),
+                  col("end_ns"), col("step"), col("tokens", 0))
+
+
+def _wide(st: _Steps) -> _Steps:
+    """The same rows with every column int64 (the numpy paths compare with NULL)."""
+    return _Steps(*(np.asarray(getattr(st, f), np.int64) for f in st.__dataclass_fields__))  # a range too
 
 
 def _step_reasons(st: _Steps) -> np.ndarray:
@@ -539,6 +627,22 @@ def _expand(rows, members: _Members):
 # attribution
 
 
+class _StepLabels:
+    """The labelled step executions in (rank, start) order, computed on first use:
+    only :meth:`Ledger.cycles` needs them, and attribution itself labels steps while
+    it layers them without writing these arrays."""
+
+    def __init__(self, compute):
+        self._compute = compute
+        self._arrays = None
+
+    def get(self):
+        if self._arrays is None:
+            self._arrays = self._compute()
+            self._compute = None
+        return self._arrays
+
+
 @dataclass
 class Attribution:
     """Everything :func:`attribute_rows` knows: the state intervals and what led to them."""
@@ -548,10 +652,7 @@ class Attribution:
     attempts: _Attempts
     lineage: Lineage
     checkpoints: _Checkpoints
-    step_num: np.ndarray       # step executions in (rank, start) order: step number,
-    step_start: np.ndarray     # start,
-    step_end: np.ndarray       # end cut at the attempt end / as_of,
-    step_state: np.ndarray     # index in STATES
+    steps: _StepLabels         # step executions in (rank, start) order (see the properties)
     lineage_ckpt_steps: np.ndarray
     failures_all: list         # failure records, plus attempts that failed without one
     wall_ns: int               # as_of minus the earliest accountable start
@@ -560,12 +661,66 @@ class Attribution:
     accountable: pa.Table      # rank, accountable_ns
     quarantine: pa.Table | None = None
 
+    @property
+    def step_num(self) -> np.ndarray:
+        """Step number of each step execution, in (rank, start) order."""
+        return self.steps.get()[0]
 
-def _as_of(x: _Rows, st: _Steps, as_of) -> int:
+    @property
+    def step_start(self) -> np.ndarray:
+        return self.steps.get()[1]
+
+    @property
+    def step_end(self) -> np.ndarray:
+        """End, cut at the attempt end / as_of."""
+        return self.steps.get()[2]
+
+    @property
+    def step_state(self) -> np.ndarray:
+        """Index in STATES."""
+        return self.steps.get()[3]
+
+
+@dataclass
+class _Scan:
+    """What :func:`_kernels.scan_steps` found in the step rows (see there)."""
+
+    bad: int
+    after: int
+    max_start: int
+    max_end: int
+    ordered: bool
+    neg_rank: int
+    step_min: int
+    rank_seen: np.ndarray
+    rank_over: int
+    att_lo: int
+    att_count: np.ndarray
+    att_max_step: np.ndarray
+    att_max_end: np.ndarray
+    att_out: int
+
+
+def _scan(st: _Steps, x: _Rows, cut: int) -> _Scan:
+    """Scan the step rows; attempt figures are kept per attempt id of the attempt
+    rows of `x` when those ids span a small range (else the caller uses numpy)."""
+    ids = x.attempt[(x.rec == _ATT) & (x.attempt != NULL)]
+    att_lo, att_n = (int(ids.min()), int(ids.max()) - int(ids.min()) + 1) if ids.size else (0, 0)
+    if att_n > 1 << 24:
+        att_lo, att_n = 0, 0
+    out = _kernels.scan_steps(st.start, st.end, st.rank, st.attempt, st.step, NULL, cut, att_lo, att_n)
+    (bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen, rank_over,
+     att_count, att_max_step, att_max_end, att_out) = out
+    return _Scan(int(bad), int(after), int(max_start), int(max_end), bool(ordered), int(neg_rank),
+                 int(step_min), rank_seen, int(rank_over), att_lo, att_count, att_max_step, att_max_end,
+                 int(att_out))
+
+
+def _as_of(x: _Rows, sc: _Scan, as_of) -> int:
     if as_of is not None:
         return int(as_of)
     vals = [c[c != NULL] for c in (x.start, x.end, x.block_end, x.durable)]
-    vals += [st.start, st.end[st.end != NULL]] if len(st) else []
+    vals += [np.array([v], np.int64) for v in (sc.max_start, sc.max_end) if v != NULL]
     vals = [v for v in vals if v.size]
     if not vals:
         raise PauError("lifecycle: the table has no times; give records with start_ns")
@@ -575,24 +730,35 @@ def _as_of(x: _Rows, st: _Steps, as_of) -> int:
 def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=None) -> Attribution:
     """Validate a lifecycle table and attribute every accountable ns (see module doc)."""
     table = as_table(lifecycle, "lifecycle")
-    _column(table, "start_ns", "lifecycle")
-    codes = _record_codes(table)
-    is_step = codes == _STEP
-    small_rows = np.flatnonzero(~is_step)
-    step_rows = np.flatnonzero(is_step)
-    x = _read(table.take(pa.array(small_rows)) if small_rows.size < table.num_rows else table,
-              codes[small_rows])
+    if "start_ns" not in table.column_names:
+        _column(table, "start_ns", "lifecycle")  # raises: the column is missing
+    codes, n_step, first, last = _record_codes(table)
+    n = table.num_rows
+    if n_step and last - first + 1 == n_step:
+        # One run of step rows (the usual layout): the other records are the rows
+        # around it, two zero-copy slices instead of a take of the whole table.
+        small_rows = np.concatenate([np.arange(first, dtype=np.int64), np.arange(last + 1, n, dtype=np.int64)])
+        small = pa.concat_tables([table.slice(0, first), table.slice(last + 1)]) if small_rows.size else \
+            table.slice(0, 0)
+        x = _read(small, codes[small_rows])
+        st = _read_step_range(table, first, n_step)
+    else:
+        is_step = codes == _STEP
+        small_rows = np.flatnonzero(~is_step)
+        x = _read(table.take(pa.array(small_rows)) if small_rows.size < n else table, codes[small_rows])
+        st = _read_steps(table, np.flatnonzero(is_step))
     x.row = small_rows
-    st = _read_steps(table, step_rows)
 
     quarantine = []  # (original rows, reasons)
     x_reasons = _row_reasons(x)
     x_bad = ~np.equal(x_reasons, None)
-    n_bad = _kernels.count_bad_steps(st.start, st.end, st.rank, st.attempt, st.step, NULL) if len(st) else 0
-    s_bad = (((st.start == NULL) | (st.start < 0) | ((st.end != NULL) & (st.end < st.start))
-              | (st.rank < -1) | (st.attempt == NULL) | (st.step == NULL)) if n_bad
-             else np.zeros(len(st), bool))
-    if x_bad.any() or n_bad:
+    cut = np.iinfo(np.int64).max if as_of is None else int(as_of)
+    sc = _scan(st, x, cut)
+    if x_bad.any() or sc.bad:
+        st = _wide(st)
+        s_bad = (((st.start == NULL) | (st.start < 0) | ((st.end != NULL) & (st.end < st.start))
+                  | (st.rank < -1) | (st.attempt == NULL) | (st.step == NULL)) if sc.bad
+                 else np.zeros(len(st), bool))
         s_idx = np.flatnonzero(s_bad)
         s_reasons = _step_reasons(st.take(s_idx))
         rows_bad = np.concatenate([x.row[x_bad], st.row[s_idx]])
@@ -610,14 +776,18 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
             raise _err(_REASON_COLUMN[r], row, detail, _ROW_FIX[r], int(rows_bad.size))
         quarantine.append((rows_bad, why_bad))
         x = x.take(np.flatnonzero(~x_bad))
-        st = st.take(np.flatnonzero(~s_bad))
-    as_of = _as_of(x, st, as_of)
-    x = x.take(np.flatnonzero(x.start <= as_of))
-    if (st.start > as_of).any():
+        if sc.bad:
+            st = st.take(np.flatnonzero(~s_bad))
+        sc = _scan(st, x, cut)
+    as_of = _as_of(x, sc, as_of)
+    if (x.start > as_of).any():
+        x = x.take(np.flatnonzero(x.start <= as_of))
+    if sc.after:
         st = st.take(np.flatnonzero(st.start <= as_of))
+        sc = _scan(st, x, cut)
     while True:
         strict: list = []
-        res = _attribute(x, st, as_of, ranks, strict)
+        res = _attribute(x, st, sc, as_of, ranks, strict)
         if not strict:
             break
         if on_invalid != "quarantine":
@@ -628,6 +798,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         quarantine.append((drop, np.array([why[r] for r in drop], dtype=object)))
         x = x.take(np.flatnonzero(~np.isin(x.row, drop)))
         st = st.take(np.flatnonzero(~np.isin(st.row, drop)))
+        sc = _scan(st, x, cut)
     res.quarantine = _quarantine_table(table, quarantine) if on_invalid == "quarantine" else None
     return res
 
@@ -644,27 +815,48 @@ _STEP_ERRORS = {
 }
 
 
-def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
+def _lut(keys: np.ndarray, lo: int, size: int) -> np.ndarray:
+    """A lookup table: ``lut[keys[j] - lo] = j``, -1 elsewhere."""
+    lut = np.full(size, -1, np.int64)
+    lut[keys - lo] = np.arange(keys.size)
+    return lut
+
+
+def _bits(values: np.ndarray, valid: np.ndarray, n_valid: int, typ) -> pa.Array:
+    """An Arrow array over `values` (zero-copy) with the kernel-written validity bitmap."""
+    m = values.size
+    bitmap = None if n_valid == m else pa.py_buffer(valid)
+    return pa.Array.from_buffers(typ, m, [bitmap, pa.py_buffer(values)], null_count=m - n_valid)
+
+
+def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
     """One pass of attribution; returns None after appending to `strict` when a
     relational problem (a row that contradicts others) is found."""
     A = _attempts(x, as_of, strict)
     if strict:
         return None
     nA = A.ids.size
-    step_att = _dense_lut(st.attempt, np.sort(A.ids))
-    if step_att.size and (step_att < 0).any():
-        j = int(np.flatnonzero(step_att < 0)[0])
-        strict.append((st.row[j], "attempt", f"attempt {st.attempt[j]} has no attempt record",
-                       "add an 'attempt' row (start_ns, end_ns, kind) for it"))
-        return None
-    # dense index in A's (start) order
-    sorted_ids = np.sort(A.ids)
-    to_a = A.dense(sorted_ids)
-    step_att = to_a[step_att] if step_att.size else step_att
+    # Step attempts: every id must have an attempt row (the scan counted rows per id).
+    if sc.att_count.size:
+        seen_ids = sc.att_lo + np.flatnonzero(sc.att_count)
+        unknown = sc.att_out > 0 or not np.isin(seen_ids, A.ids).all()
+    else:
+        unknown = len(st) > 0
+    if unknown and len(st):
+        miss = np.flatnonzero(~np.isin(st.attempt, A.ids))
+        if miss.size:
+            j = int(miss[0])
+            strict.append((st.row[j], "attempt", f"attempt {st.attempt[j]} has no attempt record",
+                           "add an 'attempt' row (start_ns, end_ns, kind) for it"))
+            return None
 
     # Ranks, membership and accountable time.
     acc = x.take(np.flatnonzero(x.rec == _ACC))
-    known = set(np.unique(x.rank[x.rank >= 0]).tolist()) | set(_present(st.rank).tolist())
+    if sc.rank_over:
+        step_ranks = _present(np.asarray(st.rank, np.int64))
+    else:
+        step_ranks = np.flatnonzero(sc.rank_seen)
+    known = set(np.unique(x.rank[x.rank >= 0]).tolist()) | set(step_ranks.tolist())
     if ranks is not None:
         known |= {int(r) for r in ranks}
     att_rows = x.take(np.flatnonzero(x.rec == _ATT))
@@ -737,31 +929,56 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
     end = cut(rec.end)
     block = cut(rec.block_end)
 
-    # Steps: expand, order by (rank, start), then check/cut/label in one kernel pass.
-    if len(st) and (st.rank < 0).any():
-        st = _expand(st, members)
-        step_att = A.dense(st.attempt)
-    s_rd = _dense_lut(st.rank, rank_values)
+    # Steps: rank -1 rows expanded to the members (then scanned again).
+    if sc.neg_rank:
+        st = _expand(_wide(st), members)
+        sc = _scan(st, x, np.iinfo(np.int64).max)
+    # Dense attempt (in A's start order) and rank of a step, by lookup tables the
+    # kernels index directly; numpy computes them when the ids span a huge range.
+    if sc.att_count.size:
+        att_lo, att_lut, att_src = sc.att_lo, _lut(A.ids, sc.att_lo, sc.att_count.size), st.attempt
+    else:
+        att_lo, att_lut, att_src = 0, np.arange(nA, dtype=np.int64), A.dense(np.asarray(st.attempt, np.int64))
+    r_lo = int(rank_values[0]) if rank_values.size else 0
+    if rank_values.size and int(rank_values[-1]) - r_lo < 1 << 24:
+        rank_lut, rank_src = _lut(rank_values, r_lo, int(rank_values[-1]) - r_lo + 1), st.rank
+    else:
+        r_lo, rank_lut, rank_src = 0, np.arange(nR, dtype=np.int64), _dense_lut(st.rank, rank_values)
     C = _checkpoints(x, A, as_of)
 
+    def step_att():
+        return att_lut[np.asarray(att_src, np.int64) - att_lo] if len(st) else np.empty(0, np.int64)
+
     def last_done_step(a):
-        sel = (step_att == a) & (st.end != NULL) & (st.end <= as_of)
+        if sc.att_count.size:
+            j = int(A.ids[a]) - sc.att_lo
+            if sc.att_count[j] == 0 or sc.att_max_end[j] == NULL:
+                return NULL
+            if sc.att_max_end[j] <= min(as_of, int(A.end[a])):
+                return int(sc.att_max_step[j])  # every step of it that ended counts
+        sa = step_att()
+        sel = (sa == a) & (st.end != NULL) & (st.end <= as_of)
         if not sel.any():
             return NULL
         # a step done after its attempt ended does not count
         sel &= st.end <= A.end[a]
         return int(st.step[sel].max()) if sel.any() else NULL
 
-    has_steps = np.bincount(step_att, minlength=nA)[:nA] > 0 if step_att.size else np.zeros(nA, bool)
+    if sc.att_count.size:
+        has_steps = sc.att_count[A.ids - sc.att_lo] > 0 if nA else np.zeros(0, bool)
+    else:
+        sa = step_att()
+        has_steps = np.bincount(sa, minlength=nA)[:nA] > 0 if sa.size else np.zeros(nA, bool)
     L = _lineage(x, A, C, as_of, strict, last_done_step, has_steps)
     if strict:
         return None
     pend = np.zeros(nA, bool)
     if nA:
         pend[L.last] = A.running[L.last]
-    if _kernels.ordered(s_rd, st.start):
+    if sc.ordered:
         order = np.empty(0, np.int64)  # already in (rank, start) order
     else:
+        s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut)
         order, ok = _kernels.rank_order(s_rd, st.start, nR)
         if not ok:
             order = np.lexsort((st.start, s_rd))
@@ -770,21 +987,11 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
     cause_code = {c: i for i, c in enumerate(cause_names)}
     att_cause = np.array([cause_code[c if c is not None else "superseded"] for c in A.cause], np.int16)
     s_states = np.array([S["productive"], S["pending"], S["rolled_back"]], np.int8)
-    (s_rank, s_start, s_end, s_state, s_att, s_step, s_cause, tokens, code, i, i2) = _kernels.steps_pass(
-        order, s_rd, step_att, st.start, st.end, st.step, st.tokens, m_start, m_end, nR,
-        L.base, L.head, L.on, pend, NULL, rank_values.astype(np.int32), att_cause, s_states)
-    if code:
-        col, why, fix = _STEP_ERRORS[int(code)]
-        a = int(A.ids[step_att[i]])
-        strict.append((st.row[i], col, why.format(
-            r=st.rank[i], a=a, s=st.start[i], ms=m_start[step_att[i] * nR + s_rd[i]],
-            me=m_end[step_att[i] * nR + s_rd[i]], k=st.step[i], k2=st.step[i2] if i2 >= 0 else None,
-            row2=st.row[i2] if i2 >= 0 else None), fix))
-        return None
 
     # --- background: accountable (outage) < attempts (unattributed) < init/restore
     ph = rec.rec == _PHASE
-    is_init = ph & np.isin(rec.kind, INIT_KINDS)
+    is_init = ph.copy()
+    is_init[ph] = np.isin(rec.kind[ph], INIT_KINDS)
     is_rest = rec.rec == _REST
     bi = np.flatnonzero(is_init | is_rest)
     b_rank = np.concatenate([acc_rank, mem_rank, rec.rank[bi]]).astype(np.int32)
@@ -816,33 +1023,81 @@ def _attribute(x: _Rows, st: _Steps, as_of: int, ranks, strict: list):
     o_step = np.concatenate([np.full(oph.size, NULL), ck_step])
     O = _kernels.paint(o_rank, o_start, o_end, o_level, np.lexsort((o_start, o_rank)))
 
-    (pr, ps, pe, state, att_id, step, cause, null_att, null_step, null_cause, ur, acc_ns) = _kernels.layer(
+    # Distinct productive step numbers, counted by the kernel in a byte map over the
+    # range lineage steps can take (base, head] (a numpy pass when that is huge).
+    heads = np.flatnonzero(L.on & (L.head != NULL))
+    pres_lo, pres = 0, np.zeros(0, np.uint8)
+    if heads.size and len(st):
+        lows = np.where(L.base[heads] == NULL, sc.step_min, L.base[heads] + 1)
+        pres_lo, hi = int(lows.min()), int(L.head[heads].max())
+        if 0 <= hi - pres_lo < 1 << 26:
+            pres = np.zeros(hi - pres_lo + 1, np.uint8)
+        count_pres = pres.size > 0
+    else:
+        count_pres = True  # nothing can be productive
+
+    # Outputs allocated here (numpy maps large arrays on huge pages; writing them
+    # costs less than arrays the kernel would allocate).
+    nb, ns, no = B[0].size, (order.size if order.size else len(st)), O[0].size
+    cap = 2 * (nb + ns + no) + 1
+    out = (np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int8),
+           np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int16))
+    valid = tuple(np.empty((cap + 7) // 8, np.uint8) for _ in range(3))  # the kernel writes whole bytes
+    (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2) = _kernels.attribute_pass(
         B[0], B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]],
-        np.full(B[3].size, -1, np.int16),
-        s_rank, s_start, s_end, s_state, s_att, s_step, s_cause,
+        order, rank_src, att_src, st.start, st.end, st.step, st.tokens,
+        r_lo, rank_lut, att_lo, att_lut, m_start, m_end, nR,
+        L.base, L.head, L.on, pend, att_cause, s_states, pres_lo, pres,
         O[0], O[1], O[2], o_state[O[3]].astype(np.int8), o_att[O[3]].astype(np.int32), o_step[O[3]],
-        np.full(O[3].size, -1, np.int16), A.ids.astype(np.int32), NULL)
+        A.ids.astype(np.int32), NULL, *out, *valid)
+    if code:
+        i, i2 = int(i), int(i2)
+        a_i = int(att_lut[int(att_src[i]) - att_lo])
+        r_i = int(rank_lut[int(rank_src[i]) - r_lo])
+        col, why, fix = _STEP_ERRORS[int(code)]
+        strict.append((st.row[i], col, why.format(
+            r=st.rank[i], a=int(A.ids[a_i]), s=st.start[i], ms=m_start[a_i * nR + r_i],
+            me=m_end[a_i * nR + r_i], k=st.step[i], k2=st.step[i2] if i2 >= 0 else None,
+            row2=st.row[i2] if i2 >= 0 else None), fix))
+        return None
+    pr, ps, pe, state, att_id, step, cause = (c[:m] for c in out)
     intervals = pa.table({
-        "rank": pr,
-        "start_ns": ps,
-        "end_ns": pe,
-        "state": pa.DictionaryArray.from_arrays(pa.array(state), pa.array(list(STATES))),
-        "attempt": pa.array(att_id, pa.int32(), mask=null_att),
-        "step": pa.array(step, pa.int64(), mask=null_step),
-        "cause": pa.DictionaryArray.from_arrays(pa.array(cause, pa.int16(), mask=null_cause),
-                                                pa.array(cause_names, pa.string())),
+        "rank": pa.Array.from_buffers(pa.int32(), m, [None, pa.py_buffer(pr)]),
+        "start_ns": pa.Array.from_buffers(pa.int64(), m, [None, pa.py_buffer(ps)]),
+        "end_ns": pa.Array.from_buffers(pa.int64(), m, [None, pa.py_buffer(pe)]),
+        "state": pa.DictionaryArray.from_arrays(pa.Array.from_buffers(pa.int8(), m, [None, pa.py_buffer(state)]),
+                                                pa.array(list(STATES)), safe=False),
+        "attempt": _bits(att_id, valid[0], int(n_att), pa.int32()),
+        "step": _bits(step, valid[1], int(n_step), pa.int64()),
+        "cause": pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), pa.int16()),
+                                                pa.array(cause_names, pa.string()), safe=False),
     })
+
+    def labels():
+        """The step executions as :func:`_kernels.steps_pass` labels them."""
+        sa = step_att()
+        s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut) if len(st) else sa
+        res = _kernels.steps_pass(order, s_rd, sa, st.start, st.end, st.step, st.tokens, m_start, m_end, nR,
+                                  L.base, L.head, L.on, pend, NULL, rank_values.astype(np.int32), att_cause,
+                                  s_states)
+        return res[5], res[1], res[2], res[3]
+
+    steps = _StepLabels(labels)
+    if count_pres:
+        preserved_steps = int(n_pres)
+    else:
+        s_step, _, _, s_state = steps.get()
+        prod = s_state == S["productive"]
+        preserved_steps = int(_present(s_step[prod] - s_step[prod].min()).size) if prod.any() else 0
 
     fail_ids = {f[0] for f in A.failures}
     failures_all = list(A.failures) + [
         (int(A.ids[a]), int(A.end[a]), A.cause[a]) for a in range(nA)
         if not A.running[a] and A.cause[a] in ("failed", "preempted") and int(A.ids[a]) not in fail_ids]
-    prod = s_state == S["productive"]
-    preserved_steps = int(_present(s_step[prod] - s_step[prod].min()).size) if prod.any() else 0
     accountable = pa.table({"rank": pa.array(ur, pa.int32()), "accountable_ns": pa.array(acc_ns, pa.int64())})
     lineage_ckpts = np.sort(C.step[(C.durable != NULL) & _on_lineage(L, C.attempt, C.step)])
     wall = int(as_of - acc_start.min()) if acc_start.size else 0
-    return Attribution(intervals, as_of, A, L, C, s_step, s_start, s_end, s_state, lineage_ckpts,
+    return Attribution(intervals, as_of, A, L, C, steps, lineage_ckpts,
                        failures_all, wall, preserved_steps, int(tokens), accountable)
 
 

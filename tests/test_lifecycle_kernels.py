@@ -1,0 +1,150 @@
+"""The kernels of the one-pass lifecycle attribution against their slow twins in
+tests/reference_lifecycle.py, on generated inputs (the end-to-end replay in
+test_lifecycle_properties.py covers their composition)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import reference_lifecycle as ref
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lifecycle_cases import S, table
+from test_lifecycle_properties import with_as_of
+
+from pau import _kernels, lifecycle
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NULL = lifecycle.NULL
+
+# --------------------------------------------------------------------------- record codes
+
+near = st.sampled_from(["step", "stepp", "ste", "stap", "Step", "restore", "restorf", "failure", "attempt",
+                        "attemps", "phase", "checkpoint_save", "checkpoint_savE", "accountable", "", "s",
+                        "ѕtep", "a" * 40])
+words = st.one_of(st.sampled_from(lifecycle.RECORDS), near, st.text(max_size=8), st.none())
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(values=st.lists(words, max_size=40), cuts=st.lists(st.integers(0, 40), max_size=3),
+       large=st.booleans(), start=st.integers(0, 3))
+def test_record_codes_match_the_reference(values, cuts, large, start):
+    """Chunked, sliced, string or large_string: codes and where the steps are."""
+    typ = pa.large_string() if large else pa.string()
+    arr = pa.array(["x"] * start + values, typ).slice(start)  # a non-zero offset
+    bounds = sorted({min(c, len(values)) for c in cuts} | {0, len(values)})
+    col = pa.chunked_array([arr.slice(a, b - a) for a, b in zip(bounds, bounds[1:])] or [arr], typ)
+    codes, count, first, last = lifecycle._record_codes(pa.table({"record": col}))
+    want = ref.record_codes(values, lifecycle.RECORDS)
+    assert codes.tolist() == want
+    steps = [i for i, c in enumerate(want) if c == lifecycle.RECORDS.index("step")]
+    assert (count, first, last) == (len(steps), steps[0] if steps else -1, steps[-1] if steps else -1)
+
+
+# --------------------------------------------------------------------------- scan of the steps
+
+small = st.integers(-3, 6)
+maybe_null = st.one_of(st.just(NULL), st.integers(-2, 30))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(rows=st.lists(st.tuples(maybe_null, maybe_null, small, st.one_of(st.just(NULL), small),
+                               st.one_of(st.just(NULL), st.integers(-5, 9))), max_size=30),
+       cut=st.integers(0, 30), att_lo=st.integers(-2, 3), att_n=st.integers(0, 5),
+       big_rank=st.booleans(), int32=st.booleans())
+def test_scan_steps_matches_the_reference(rows, cut, att_lo, att_n, big_rank, int32):
+    start, end, rank, attempt, step = (np.array([r[k] for r in rows], np.int64) for k in range(5))
+    if big_rank and rows:
+        rank[0] = 5000  # the presence table grows
+    if int32:
+        rank, attempt = rank.astype(np.int32), np.where(attempt == NULL, 0, attempt).astype(np.int32)
+    got = _kernels.scan_steps(start, end, rank, attempt, step, NULL, cut, att_lo, att_n)
+    want = ref.scan_steps(start.tolist(), end.tolist(), rank.tolist(), attempt.tolist(), step.tolist(), NULL,
+                          cut, att_lo, att_n)
+    (bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen, rank_over,
+     att_count, att_max_step, att_max_end, att_out) = got
+    assert bad == want["bad"]
+    assert (after, max_start, max_end, ordered, neg_rank, step_min) == (
+        want["after"], want["max_start"], want["max_end"], want["ordered"], want["neg_rank"], want["step_min"])
+    assert np.flatnonzero(rank_seen).tolist() == want["ranks"] and rank_over == 0
+    assert att_out == want["att_out"]
+    assert {att_lo + j: (int(att_count[j]), int(att_max_step[j]), int(att_max_end[j])) for j in range(att_n)} \
+        == want["att"]
+
+
+# --------------------------------------------------------------------------- the one pass
+
+
+def _bits(valid, m):
+    return np.unpackbits(valid[:(m + 7) // 8], bitorder="little")[:m].astype(bool) if m else np.zeros(0, bool)
+
+
+def check_pass(t, as_of):
+    """Run attribution with a spy on attribute_pass; compare each call with the twin."""
+    calls = []
+    real = _kernels.attribute_pass
+
+    def spy(*a):
+        a = list(a)
+        a[27] = a[27].copy()  # pres: the kernel marks it
+        res = real(*a)
+        calls.append((a, res))
+        return res
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_kernels, "attribute_pass", spy)
+        try:
+            lifecycle.attribute_rows(t, as_of=as_of)
+        except lifecycle.InvalidLifecycleError:
+            pass
+    for a, res in calls:
+        (b_rank, b_start, b_end, b_state, b_att, b_step, order, rank, att, start, end, step, tokens,
+         rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base, head, on, pend, att_cause, states,
+         _pres_lo, pres, o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, *out) = a
+        want = ref.attribute_pass((b_rank, b_start, b_end, b_state, b_att, b_step), order, rank, att, start, end,
+                                  step, tokens, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base,
+                                  head, on, pend, att_cause, states, pres.size > 0,
+                                  (o_rank, o_start, o_end, o_state, o_att, o_step), att_ids, null)
+        m, _, acc_rank, acc_ns, va, vs, vc, tok, npres, code, row, other = res
+        if "error" in want:
+            assert (code, row, other) == want["error"]
+            continue
+        assert code == 0
+        r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause = out
+        ka, ks, kc = _bits(v_att, m), _bits(v_step, m), _bits(v_cause, m)
+        got = [(int(r_rank[i]), int(r_start[i]), int(r_end[i]), int(r_state[i]),
+                int(r_att[i]) if ka[i] else None, int(r_step[i]) if ks[i] else None,
+                int(r_cause[i]) if kc[i] else None) for i in range(m)]
+        assert got == want["pieces"]
+        assert (va, vs, vc) == (int(ka.sum()), int(ks.sum()), int(kc.sum()))
+        assert list(zip(acc_rank.tolist(), acc_ns.tolist())) == want["acc"]
+        assert (tok, npres) == (want["tokens"], want["preserved"])
+    return calls
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(case=with_as_of(), shuffle=st.randoms(use_true_random=False))
+def test_attribute_pass_matches_the_reference(case, shuffle):
+    rows, as_of = case
+    rows = list(rows)
+    shuffle.shuffle(rows)  # steps out of (rank, start) order: the pass visits them through `order`
+    assert check_pass(table(rows), None if as_of is None else as_of * S)
+
+
+def test_attribute_pass_reports_step_errors_like_the_reference():
+    from lifecycle_cases import example_a
+    t = example_a()
+    recs = t["record"].to_pylist()
+    si = [i for i, r in enumerate(recs) if r == "step"]
+
+    def setv(col, i, v):
+        vals = t[col].to_pylist()
+        vals[i] = v
+        return t.set_column(t.schema.get_field_index(col), col, pa.array(vals, t.schema.field(col).type))
+
+    for bad in (setv("start_ns", si[2], t["start_ns"][si[1]].as_py() + 1),  # overlap
+                setv("step", si[2], 1),                                    # step numbers go down
+                setv("rank", si[3], 5)):                                   # not a member
+        calls = check_pass(bad, None)
+        assert calls and calls[-1][1][9] != 0
