@@ -209,7 +209,12 @@ def tidy(rank, state, activity, duration, window=None) -> pa.Table:
     n_act = len(ACTIVITIES) + 1
     if window is None:
         # Dense cells: (rank, state, activity) has few values per rank.
-        ranks, rdense = np.unique(rank, return_inverse=True)
+        if rank.size and 0 <= rank.min() and rank.max() < 1 << 20:  # small ids: no sort
+            present = np.bincount(rank) > 0
+            ranks = np.flatnonzero(present)
+            rdense = (np.cumsum(present) - 1)[rank]
+        else:
+            ranks, rdense = np.unique(rank, return_inverse=True)
         cells = np.zeros(ranks.size * len(STATES) * n_act, np.int64)
         np.add.at(cells, (rdense * len(STATES) + state) * n_act + activity, duration)
         idx = np.flatnonzero(cells)
