@@ -28,7 +28,7 @@ ext = Pybind11Extension(
     define_macros=[("PAU_VERSION", f'"{VERSION}"')],
     extra_compile_args=compile_args,
     extra_link_args=link_args,
-    depends=sorted(glob("csrc/core/*.hpp")),
+    depends=sorted(glob("csrc/core/*.hpp") + glob("csrc/bindings/*.hpp")),
 )
 
 setup(version=VERSION, ext_modules=[ext], cmdclass={"build_ext": build_ext})

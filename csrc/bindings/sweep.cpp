@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../core/sweep.hpp"
+#include "common.hpp"
 
 namespace py = pybind11;
 using pau::core::FeedResult;
@@ -12,15 +13,8 @@ using pau::core::Sweep;
 
 namespace {
 
-template <typename T>
-using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
-
-template <typename T>
-py::array_t<T> to_numpy(std::vector<T>&& v) {
-    auto* heap = new std::vector<T>(std::move(v));
-    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-    return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
-}
+using pau::bindings::carray;
+using pau::bindings::to_numpy;
 
 void check_len(const py::array& a, py::ssize_t n, const char* name) {
     if (a.ndim() != 1 || a.shape(0) != n)

@@ -17,3 +17,10 @@ OPTIONS = {"nogil": True, "cache": True, "boundscheck": False, "fastmath": False
 def kernel(fn):
     """Compile ``fn`` with pau's options (lazily, on first call)."""
     return njit(**OPTIONS)(fn)
+
+
+def helper(fn):
+    """A small function of scalars that kernels call: inlined into them, so it costs
+    nothing per call (a helper taking arrays would pay a reference count per array
+    argument on every call)."""
+    return njit(inline="always", **OPTIONS)(fn)

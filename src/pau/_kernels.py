@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
+from ._jit import helper, kernel
 
 
 @kernel
@@ -116,6 +116,19 @@ def rank_order(rdense, start, n_ranks):
     return order, ok
 
 
+@helper
+def _cut_step(s, e, me, null):
+    """A step's end cut at its attempt's end on its rank (``me``): a step still in
+    flight (no end) or one past the attempt is cut there and flagged in flight;
+    never before its start. Returns ``(end, in_flight)``."""
+    flight = e == null or e > me
+    if flight:
+        e = me
+    if e < s:
+        e = s
+    return e, flight
+
+
 @kernel
 def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ranks,
                base, head, on, pend, null, rank_values, att_cause, states):
@@ -162,12 +175,7 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
         if s < ms or s > me:
             code, bad = 2, i
             break
-        e = end[i]
-        flight = e == null or e > me
-        if flight:
-            e = me
-        if e < s:
-            e = s
+        e, flight = _cut_step(s, end[i], me, null)
         st = step[i]
         # Half-open: an empty step overlaps nothing, and it does not hide the
         # previous non-empty step from the next one.
@@ -431,12 +439,7 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 1, i, -1)
             if s < ms or s > me:
                 return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 2, i, -1)
-            e = end[i]
-            flight = e == null or e > me
-            if flight:
-                e = me
-            if e < s:
-                e = s
+            e, flight = _cut_step(s, end[i], me, null)
             sn = step[i]
             # Half-open: an empty step overlaps nothing, and it does not hide the
             # previous non-empty step from the next one.

@@ -1,0 +1,26 @@
+// Helpers shared by the binding files: numpy arrays in and out of the core.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <utility>
+#include <vector>
+
+namespace pau::bindings {
+
+namespace py = pybind11;
+
+// A C-contiguous numpy array of T (converted when the caller's is not).
+template <typename T>
+using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+// A vector handed to numpy without a copy: the array owns it through a capsule.
+template <typename T>
+py::array_t<T> to_numpy(std::vector<T>&& v) {
+    auto* heap = new std::vector<T>(std::move(v));
+    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+    return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
+}
+
+}  // namespace pau::bindings
