@@ -79,10 +79,13 @@ _MASK_NAMES = tuple(
 )
 
 
+@functools.lru_cache(maxsize=16)
+def _dictionary(values: tuple) -> pa.Array:
+    return pa.array(list(values), pa.string())
+
+
 def _label(values: Sequence[str], idx: np.ndarray) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(
-        pa.array(np.asarray(idx, dtype=np.int8)), pa.array(list(values), pa.string())
-    )
+    return pa.DictionaryArray.from_arrays(pa.array(np.asarray(idx, dtype=np.int8)), _dictionary(tuple(values)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -478,7 +481,11 @@ def _window_column(plan: _Plan, s_win: np.ndarray) -> pa.Array:
 
 def _exclusive(hist: dict, plan: _Plan, priority) -> pa.Table:
     act = _activity_of_mask(priority)
-    s_rank, s_win, slot = _slot_frame(hist, plan)
+    if plan.mode == "none":  # one slot per rank (every rank has a span)
+        s_rank = np.sort(hist["span_rank"])
+        slot = np.searchsorted(s_rank, hist["rank"])
+    else:
+        s_rank, s_win, slot = _slot_frame(hist, plan)
     n_act = len(ACTIVITIES)
     mat = np.zeros((s_rank.size, n_act), np.int64)
     np.add.at(mat, (slot, act[hist["mask"]]), hist["duration"])
