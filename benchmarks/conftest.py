@@ -65,6 +65,7 @@ def case(request) -> Case:
     table = pau.synth.training_run_for_events(scaled(target), ranks=ranks, seed=SEED)
     columns = engines.numpy_columns(table)   # kind dictionary -> int8 codes, untimed
     engines.numba_sweep(*columns)             # compile (or load the cache) untimed
+    engines.numba_exclusive(*columns)         # likewise
     con = engines.duckdb_connect(table)
     reference = engines.pau_numbers(table)
     yield Case(request.param, table, columns, con, reference, ranks)

@@ -306,6 +306,104 @@ def numba_sweep(rank, start, end, kind) -> Numbers:
     return _numbers(out_rank, out[:, 0], out[:, 1], out[:, 2], out[:, 3], overlap)
 
 
+# The same numbers as pau.core.classify: exclusive time per activity by priority.
+
+#: For each set of running kinds (bit i = KINDS[i]), the activity that wins it under
+#: the default priority (KINDS order), len(KINDS) = idle.
+_WINNER = np.array([next((i for i in range(len(pau.core.KINDS)) if m >> i & 1), len(pau.core.KINDS))
+                    for m in range(1 << len(pau.core.KINDS))], np.int64)
+
+
+@njit(nogil=True, cache=True)
+def _exclusive_sorted(rank, start, end, kind, winner):
+    n = rank.size
+    n_kinds = 6
+    runs = 0
+    for i in range(n):
+        if i == 0 or rank[i] != rank[i - 1]:
+            runs += 1
+    out_rank = np.empty(runs, np.int32)
+    out = np.zeros((runs, n_kinds + 1), np.int64)  # the kinds, then idle
+    open_end = np.zeros(n_kinds, np.int64)         # end of each kind's merged interval
+    r = -1
+    i = 0
+    while i < n:
+        # One rank: its events, then its last open intervals.
+        r += 1
+        out_rank[r] = rank[i]
+        mask = 0
+        t = start[i]
+        j = i
+        while j < n and rank[j] == rank[i]:
+            s = start[j]
+            # Close, earliest first, the kinds whose intervals end before s.
+            while mask:
+                m = np.int64(0x7FFFFFFFFFFFFFFF)
+                for k in range(n_kinds):
+                    if mask >> k & 1 and open_end[k] < m:
+                        m = open_end[k]
+                if m >= s:
+                    break
+                out[r, winner[mask]] += m - t
+                t = m
+                for k in range(n_kinds):
+                    if mask >> k & 1 and open_end[k] == m:
+                        mask &= ~(1 << k)
+            if s > t:
+                out[r, winner[mask]] += s - t
+                t = s
+            k = kind[j]
+            if mask >> k & 1:
+                if end[j] > open_end[k]:
+                    open_end[k] = end[j]
+            else:
+                mask |= 1 << k
+                open_end[k] = end[j]
+            j += 1
+        while mask:
+            m = np.int64(0x7FFFFFFFFFFFFFFF)
+            for k in range(n_kinds):
+                if mask >> k & 1 and open_end[k] < m:
+                    m = open_end[k]
+            out[r, winner[mask]] += m - t
+            t = m
+            for k in range(n_kinds):
+                if mask >> k & 1 and open_end[k] == m:
+                    mask &= ~(1 << k)
+        i = j
+    return out_rank, out
+
+
+def numba_exclusive(rank, start, end, kind) -> dict:
+    """The numbers of ``pau.core.classify`` (exclusive time per activity by the
+    default priority, and idle, per rank) by a plain single-threaded Numba sweep.
+
+    Input as :func:`numba_sweep`. Per rank it keeps the end of each kind's open
+    merged interval and the set of kinds running; before each event start it closes
+    the intervals that ended, earliest first, giving each elementary segment to the
+    winning kind (a 64-entry table). Returns a dict ``{"rank": ..., activity: ...}``
+    of arrays ordered by rank, activities in ``pau.core.ACTIVITIES`` order.
+    """
+    out_rank, out = _exclusive_sorted(rank, start, end, kind, _WINNER)
+    order = np.argsort(out_rank, kind="stable")
+    res = {"rank": out_rank[order]}
+    for i, a in enumerate(pau.core.ACTIVITIES):
+        res[a] = out[order, i]
+    return res
+
+
+def exclusive_view(table: pa.Table) -> dict:
+    """``pau.core.classify`` output as :func:`numba_exclusive` gives it."""
+    rank = table["rank"].to_numpy()
+    dur = table["duration_ns"].to_numpy()
+    act = pc.cast(table["activity"], pa.string()).to_numpy(zero_copy_only=False)
+    ranks, inverse = np.unique(rank, return_inverse=True)
+    res = {"rank": ranks.astype(np.int32)}
+    for a in pau.core.ACTIVITIES:
+        res[a] = _per_rank_sum(inverse, ranks.size, dur, act == a)
+    return res
+
+
 # ---------------------------------------------------------------------------
 # DuckDB
 

@@ -6,7 +6,11 @@ One benchmark group per input size, so the report puts the engines side by side:
   (:func:`engines.pau_numbers`): the complete answer from one pau call.
 * ``test_pau_classify``: ``pau.core.classify`` alone (exclusive time by priority).
 * ``test_pau_classify_one_thread``: the same with ``threads=1``.
-* ``test_numba_sweep``: a plain single-threaded Numba sweep (``engines.numba_sweep``).
+* ``test_numba_exclusive``: a plain single-threaded Numba sweep computing what
+  ``classify`` computes, exclusive time per activity by priority
+  (``engines.numba_exclusive``).
+* ``test_numba_sweep``: a leaner single-threaded Numba sweep of the four union figures
+  only (``engines.numba_sweep``): it cannot tell memcpy, memset, sync or other apart.
 * ``test_duckdb_sql``: the same figures in DuckDB SQL (``engines.duckdb_numbers``).
 
 Inputs (prepared once per session, untimed): the Arrow table exactly as
@@ -61,6 +65,14 @@ def test_pau_classify_one_thread(benchmark, case, note_rate):
     assert engines.views_equal(engines.classify_view(out), engines.classify_view_of(case.reference))
 
 
+def test_numba_exclusive(benchmark, case, note_rate):
+    benchmark.group = case.group
+    benchmark.extra_info["events"] = case.n
+    got = benchmark(engines.numba_exclusive, *case.columns)
+    note_rate(benchmark, case.n)
+    assert engines.views_equal(got, engines.exclusive_view(pau.core.classify(case.table)))
+
+
 def test_numba_sweep(benchmark, case, note_rate):
     benchmark.group = case.group
     benchmark.extra_info["events"] = case.n
@@ -113,6 +125,26 @@ def brute_force(table: pa.Table) -> engines.Numbers:
         rows.append((r, hi - lo, busy.sum(), p.sum(), c.sum(), (p & c).sum()))
     cols = list(zip(*rows)) if rows else [[]] * 6
     return engines._numbers(*cols)
+
+
+def brute_exclusive(table: pa.Table) -> dict:
+    """Exclusive time per activity by marking every nanosecond with the winner."""
+    rank = table["rank"].to_numpy()
+    start = table["start_ns"].to_numpy()
+    end = table["end_ns"].to_numpy()
+    kind = np.asarray(table["kind"].to_pylist(), dtype=object)
+    acts = pau.core.ACTIVITIES
+    out = {"rank": np.unique(rank).astype(np.int32), **{a: [] for a in acts}}
+    for r in out["rank"]:
+        m = rank == r
+        lo, hi = int(start[m].min()), int(end[m].max())
+        win = np.full(max(hi - lo, 0), len(acts) - 1)  # idle
+        for s, e, k in zip(start[m], end[m], kind[m]):
+            seg = win[s - lo:e - lo]
+            np.minimum(seg, acts.index(k), out=seg)  # KINDS order is the priority
+        for i, a in enumerate(acts):
+            out[a].append(int((win == i).sum()))
+    return {k: np.asarray(v, np.int64) if k != "rank" else v for k, v in out.items()}
 
 
 def _small_timeline(seed: int) -> pa.Table:
@@ -171,6 +203,9 @@ def test_engines_on_edge_cases():
         assert got == EDGE_WANT, f"{name}: {got.diff(EDGE_WANT)}"
     view = engines.classify_view(pau.core.classify(EDGE))
     assert engines.views_equal(view, engines.classify_view_of(EDGE_WANT)), view
+    ex = engines.numba_exclusive(*engines.numpy_columns(EDGE))
+    assert engines.views_equal(ex, brute_exclusive(EDGE)), ex
+    assert ex["memcpy"].tolist() == [10, 0, 0] and ex["sync"].tolist() == [0, 0, 0], ex
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -181,3 +216,6 @@ def test_engines_match_brute_force(seed):
         assert got == want, f"{name}: {got.diff(want)}"
     view = engines.classify_view(pau.core.classify(table))
     assert engines.views_equal(view, engines.classify_view_of(want)), view
+    brute = brute_exclusive(table)
+    assert engines.views_equal(engines.numba_exclusive(*engines.numpy_columns(table)), brute)
+    assert engines.views_equal(engines.exclusive_view(pau.core.classify(table)), brute)
