@@ -54,7 +54,9 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
                                         n_replicas);
     }
     py::object overflow = py::none();
-    if (res.overflow_replica >= 0) overflow = py::make_tuple(res.overflow_replica, res.overflow_ns);
+    if (res.overflow_replica >= 0)
+        overflow = py::make_tuple(res.overflow_replica, res.overflow_ns,
+                                  res.overflow_kind == pau::core::kOverflowWeight ? "weight" : "precision");
     return py::make_tuple(to_numpy(std::move(res.prefill)), to_numpy(std::move(res.decode)),
                           to_numpy(std::move(res.idle)), overflow);
 }
@@ -64,12 +66,15 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
 void bind_econ(py::module_& m) {
     m.attr("ATTRIB_MAX_WEIGHT") = pau::core::kAttribMaxWeight;
     m.attr("ATTRIB_MAX_ROWS") = pau::core::kAttribMaxRows;
+    m.attr("ATTRIB_KEY_BITS") = pau::core::kAttribKeyBits;
     m.def("attribute_busy", &attribute_busy, py::arg("replica"), py::arg("arrival"), py::arg("first_token"),
           py::arg("end"), py::arg("input_tokens"), py::arg("output_tokens"), py::arg("prefill_weight"),
           py::arg("decode_weight"), py::arg("busy_replica"), py::arg("busy_start"), py::arg("busy_end"),
           py::arg("n_replicas"),
-          "Exact largest-remainder attribution of busy time to requests in flight; returns "
-          "(prefill_ns, decode_ns, idle_ns, overflow) with overflow None or (replica, time_ns).");
+          "Attribution of busy time to the request phases in flight: exact rational shares, "
+          "rounded once per phase with per-replica largest remainder; returns (prefill_ns, "
+          "decode_ns, idle_ns, overflow) with overflow None or (replica, time_ns, kind), kind "
+          "'weight' or 'precision'.");
     m.def(
         "sum_by_key",
         [](const carray<int32_t>& key, const carray<int64_t>& value, int32_t n_keys, const py::object& sub_obj,

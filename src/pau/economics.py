@@ -426,10 +426,15 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         a_pre, a_dec, idle, overflow = _core.attribute_busy(
             np.where(ran, r_codes, np.int32(-1)), arr, ft, end, tin, tout, wp, wd, b_codes, b_s, b_e, nrep)
         if overflow is not None:
-            raise PauError(f"weights: the total weight of the requests in flight on replica "
-                           f"{names[overflow[0]].as_py()!r} (at {overflow[1]} ns) exceeds "
-                           f"{_core.ATTRIB_MAX_WEIGHT}, where exact integer attribution would overflow. "
-                           f"Fix: use smaller phase weights (e.g. 1 and 1)")
+            who = names[overflow[0]].as_py()
+            if overflow[2] == "weight":
+                raise PauError(f"weights: the total weight of the requests in flight on replica {who!r} "
+                               f"(at {overflow[1]} ns) exceeds {_core.ATTRIB_MAX_WEIGHT}, where exact "
+                               f"integer attribution would overflow. Fix: use smaller phase weights "
+                               f"(e.g. 1 and 1)")
+            raise PauError(f"weights: on replica {who!r} the fixed-point shares could be off by 1 ns or more "
+                           f"in total (weights x pieces too large for 64 fractional bits). Fix: use "
+                           f"smaller phase weights (e.g. 1 and 1)")
         a_tot = a_pre + a_dec
         out["attributed_prefill_ns"] = pa.array(a_pre, pa.int64())
         out["attributed_decode_ns"] = pa.array(a_dec, pa.int64())
