@@ -66,7 +66,11 @@ enum AttribOverflow : int32_t { kOverflowWeight = 0, kOverflowPrecision = 1 };
 struct AttribResult {
     std::vector<int64_t> prefill;  // ns per request attributed to its prefill
     std::vector<int64_t> decode;   // ns per request attributed to its decode
+    std::vector<int64_t> total;    // prefill + decode per request
     std::vector<int64_t> idle;     // idle ns per busy interval
+    std::vector<int64_t> rep_busy;     // per replica: busy ns (overlapping rows counted each)
+    std::vector<int64_t> rep_idle;     // per replica: idle ns
+    std::vector<int64_t> rep_outcome;  // per replica and outcome (n_rep x n_out): attributed ns
     // On an overflow the sweep stops (the outputs are then incomplete): the replica,
     // the time (weight: the piece's end; precision: -1) and the kind.
     int32_t overflow_replica = -1;
@@ -109,15 +113,32 @@ inline uint64_t sat_weight(int64_t a, int64_t b) {
     return static_cast<uint64_t>(p);
 }
 
-// Ranking key of a phase: (frac key desc, row asc, prefill first) as one uint64 to
-// sort descending; row < 2^31.
-inline uint64_t pack(uint64_t frac, int32_t row, int32_t decode) {
-    const uint64_t key = (frac >> (64 - kAttribKeyBits)) + ((frac << kAttribKeyBits) != 0);  // ceil
-    return (key << 32) | (static_cast<uint64_t>(0x7fffffff - row) << 1) | static_cast<uint64_t>(1 - decode);
+// Ranking key of a fractional part: ceil(frac * 2^31), in [0, 2^31].
+inline uint32_t frac_key(uint64_t frac) {
+    return static_cast<uint32_t>((frac >> (64 - kAttribKeyBits)) + ((frac << kAttribKeyBits) != 0));
 }
 
+// An unsigned 128-bit value kept as two scalar words: a u128 member is copied with
+// 16-byte vector moves, and loading one right after the two scalar stores of an add
+// stalls on store forwarding (a quarter of the sweep's time, measured).
+struct U128 {
+    uint64_t lo = 0, hi = 0;
+    u128 get() const { return (static_cast<u128>(hi) << 64) | lo; }
+    // A copy through two general registers (a plain struct copy is vectorized).
+    void copy_from(const U128& o) {
+        uint64_t l = o.lo, h = o.hi;
+        __asm__("" : "+r"(l), "+r"(h));
+        lo = l;
+        hi = h;
+    }
+    void set(u128 v) {
+        lo = static_cast<uint64_t>(v);
+        hi = static_cast<uint64_t>(v >> 64);
+    }
+};
+
 struct Slot {       // a phase in flight
-    u128 f_start;   // F (or F0 for a zero weight) when it started
+    U128 f_start;   // F (or F0 for a zero weight) when it started
     uint64_t k_start;  // inexact additions so far when it started
     uint64_t w;
     int64_t next_end;  // a prefill's decode: its end, or kNone
@@ -144,10 +165,10 @@ struct Busy {
 };
 
 struct Replica {
-    u128 F = 0;    // sum len * B / W over pieces with W > 0 (64 fractional bits)
-    u128 F0 = 0;   // sum len * B / N over pieces where all weights in flight are 0
-    u128 W = 0;    // total weight in flight
-    u128 err = 0;  // sum of max(w, 1) * k over finished phases (units of 2^-64 ns)
+    U128 F;        // sum len * B / W over pieces with W > 0 (64 fractional bits)
+    U128 F0;       // sum len * B / N over pieces where all weights in flight are 0
+    U128 W;        // total weight in flight
+    U128 err;      // sum of max(w, 1) * k over finished phases (units of 2^-64 ns)
     int64_t N = 0;      // phases in flight
     int64_t B = 0;      // busy rows running
     uint64_t K = 0;     // inexact additions to F / F0
@@ -156,6 +177,8 @@ struct Replica {
     int64_t busy_next = 0, busy_stop = 0;
     int64_t busy_total = 0, idle_total = 0, floor_sum = 0;
     int64_t cand_begin = 0, cand_end = 0;
+    uint32_t thr = 0xffffffffu;  // after rounding: keys above get 1 ns, keys equal while quota lasts
+    int64_t quota = 0;
     std::vector<Next> heap;  // min-heap on t
     std::vector<Slot> slots;
     std::vector<uint32_t> free_slots;
@@ -166,29 +189,79 @@ class Sweeper {
    public:
     Sweeper(const int32_t* rep, const int64_t* arrival, const int64_t* first_token, const int64_t* end,
             const int64_t* tin, const int64_t* tout, int64_t wp, int64_t wd, int64_t n,
-            std::vector<Replica>& reps, const std::vector<Busy>& busy, std::vector<uint64_t>& cand,
-            AttribResult& out)
+            std::vector<Replica>& reps, const std::vector<Busy>& busy, std::vector<uint32_t>& cand,
+            std::vector<uint32_t>& key_pre, std::vector<uint32_t>& key_dec, AttribResult& out)
         : rep_(rep), arr_(arrival), ft_(first_token), end_(end), tin_(tin), tout_(tout), wp_(wp), wd_(wd),
-          n_(n), reps_(reps), busy_(busy), cand_(cand), out_(out) {}
+          n_(n), reps_(reps), busy_(busy), cand_(cand), key_pre_(key_pre), key_dec_(key_dec), out_(out) {}
 
     // Run every request (in the order given, arrivals non-decreasing per replica),
     // then round per replica. Returns false on an overflow (recorded in out_).
-    bool run(const int64_t* order) {
-        for (int64_t k = 0; k < n_; ++k) {
-            const int64_t i = order ? order[k] : k;
-            const int32_t r = rep_[i];
-            if (r < 0) continue;
-            Replica& s = reps_[static_cast<size_t>(r)];
-            const int64_t t = arr_[i];
-            if (!advance(s, r, t) || !accumulate(s, r, t)) return false;
-            admit(s, i, t);
+    bool run(const int64_t* order, const int8_t* outcome, int32_t n_out) {
+        // Requests of many replicas interleave, and jumping between their states
+        // costs a cache miss per touch (measured: 40 % of the sweep). So take the rows
+        // in chunks and, within a chunk, the rows of each replica together (stable: a
+        // replica's arrivals stay in order; replicas are independent).
+        constexpr int64_t kChunk = 16384;
+        const size_t n_rep = reps_.size();
+        const bool counting = n_rep <= static_cast<size_t>(4 * kChunk);
+        std::vector<int64_t> rows(static_cast<size_t>(std::min(n_, kChunk))), grouped(rows.size());
+        std::vector<int32_t> first(counting ? n_rep + 1 : 0);
+        std::vector<std::pair<int32_t, int64_t>> keyed;
+        for (int64_t c0 = 0; c0 < n_; c0 += kChunk) {
+            const int64_t c1 = std::min(n_, c0 + kChunk);
+            size_t m = 0;
+            if (counting) {
+                std::fill(first.begin(), first.end(), 0);
+                for (int64_t k = c0; k < c1; ++k) {
+                    const int64_t i = order ? order[k] : k;
+                    const int32_t r = rep_[i];
+                    if (r < 0) continue;
+                    rows[m++] = i;
+                    ++first[static_cast<size_t>(r) + 1];
+                }
+                for (size_t r = 0; r < n_rep; ++r) first[r + 1] += first[r];
+                for (size_t j = 0; j < m; ++j)
+                    grouped[static_cast<size_t>(first[static_cast<size_t>(rep_[rows[j]])]++)] = rows[j];
+            } else {
+                keyed.clear();
+                for (int64_t k = c0; k < c1; ++k) {
+                    const int64_t i = order ? order[k] : k;
+                    if (rep_[i] >= 0) keyed.emplace_back(rep_[i], k);
+                }
+                std::sort(keyed.begin(), keyed.end());
+                m = keyed.size();
+                for (size_t j = 0; j < m; ++j) grouped[j] = order ? order[keyed[j].second] : keyed[j].second;
+            }
+            for (size_t j = 0; j < m; ++j) {
+                if (j + 8 < m) {  // grouped rows are strided: fetch a few ahead
+                    const int64_t a = grouped[j + 8];
+                    __builtin_prefetch(arr_ + a);
+                    __builtin_prefetch(ft_ + a);
+                    __builtin_prefetch(end_ + a);
+                    __builtin_prefetch(tin_ + a);
+                    __builtin_prefetch(tout_ + a);
+                }
+                const int64_t i = grouped[j];
+                const int32_t r = rep_[i];
+                Replica& s = reps_[static_cast<size_t>(r)];
+                const int64_t t = arr_[i];
+                if (!advance(s, r, t) || !accumulate(s, r, t)) return false;
+                admit(s, i, t);
+            }
         }
         for (size_t r = 0; r < reps_.size(); ++r) {
             Replica& s = reps_[r];
             if (!advance(s, static_cast<int32_t>(r), kMax)) return false;
             if (!round(s, static_cast<int32_t>(r))) return false;
+            out_.rep_busy[r] = s.busy_total;
+            out_.rep_idle[r] = s.idle_total;
+            const uint32_t thr = s.thr;
+            const int64_t quota = s.quota;
             s = Replica{};  // free its memory now
+            s.thr = thr;
+            s.quota = quota;
         }
+        finish_rows(outcome, n_out);
         return true;
     }
 
@@ -198,7 +271,8 @@ class Sweeper {
     int64_t wp_, wd_, n_;
     std::vector<Replica>& reps_;
     const std::vector<Busy>& busy_;
-    std::vector<uint64_t>& cand_;
+    std::vector<uint32_t>& cand_;
+    std::vector<uint32_t>&key_pre_, &key_dec_;
     AttribResult& out_;
 
     // Add the piece [last, t) of replica s to its prefixes.
@@ -214,22 +288,24 @@ class Sweeper {
         }
         if (s.B == 0) return true;
         uint64_t d;
-        if (s.W == 0) {
+        const bool equal = (s.W.lo | s.W.hi) == 0;
+        if (equal) {
             d = static_cast<uint64_t>(s.N);
         } else {
-            if (s.W > static_cast<u128>(kAttribMaxWeight)) {
+            if (s.W.hi || s.W.lo > static_cast<uint64_t>(kAttribMaxWeight)) {
                 out_.overflow_replica = r;
                 out_.overflow_ns = t;
                 out_.overflow_kind = kOverflowWeight;
                 return false;
             }
-            d = static_cast<uint64_t>(s.W);
+            d = s.W.lo;
         }
         const uint64_t m = len * static_cast<uint64_t>(s.B);  // <= the replica's busy ns < 2^63
         uint64_t rem;
         const uint64_t lo = div128(m % d, 0, d, rem);
         const u128 c = (static_cast<u128>(m / d) << 64) | lo;
-        (s.W == 0 ? s.F0 : s.F) += c;
+        U128& f = equal ? s.F0 : s.F;
+        f.set(f.get() + c);
         s.K += rem != 0;
         return true;
     }
@@ -244,10 +320,17 @@ class Sweeper {
             k = static_cast<uint32_t>(s.slots.size());
             s.slots.emplace_back();
         }
-        s.slots[k] = Slot{w ? s.F : s.F0, s.K, w, next_end, next_w, row, decode};
-        s.W += w;
+        Slot& p = s.slots[k];
+        p.f_start.copy_from(w ? s.F : s.F0);
+        p.k_start = s.K;
+        p.w = w;
+        p.next_end = next_end;
+        p.next_w = next_w;
+        p.row = row;
+        p.decode = decode;
+        s.W.set(s.W.get() + w);
         ++s.N;
-        push(s.heap, Next{end, k});
+        push(s.heap, end, k);
     }
 
     // The request's phase in flight from t on (its prefill, or straight its decode
@@ -267,15 +350,17 @@ class Sweeper {
 
     // The phase in slot k ends now: its share, rounded down, and its ranking key.
     void finish(Replica& s, Slot& p) {
-        const u128 d = (p.w ? s.F : s.F0) - p.f_start;
+        const u128 d = (p.w ? s.F : s.F0).get() - p.f_start.get();
         const u128 x = p.w ? mul_64_128(p.w, d) : d;
         const int64_t fl = static_cast<int64_t>(x >> 64);
-        const uint64_t frac = static_cast<uint64_t>(x);
-        (p.decode ? out_.decode : out_.prefill)[static_cast<size_t>(p.row)] = fl;
+        const uint32_t key = frac_key(static_cast<uint64_t>(x));
+        const size_t row = static_cast<size_t>(p.row);
+        (p.decode ? out_.decode : out_.prefill)[row] = fl;
+        (p.decode ? key_dec_ : key_pre_)[row] = key;
         s.floor_sum += fl;
-        s.err += static_cast<u128>(p.w ? p.w : 1) * (s.K - p.k_start);
-        if (frac) cand_[static_cast<size_t>(s.cand_end++)] = pack(frac, p.row, p.decode);
-        s.W -= p.w;
+        s.err.set(s.err.get() + static_cast<u128>(p.w ? p.w : 1) * (s.K - p.k_start));
+        if (key) cand_[static_cast<size_t>(s.cand_end++)] = key;
+        s.W.set(s.W.get() - p.w);
         --s.N;
     }
 
@@ -298,10 +383,14 @@ class Sweeper {
                 finish(s, p);
                 if (p.next_end != kNone) {  // the prefill becomes its decode
                     const int64_t next_end = p.next_end;
-                    p = Slot{p.next_w ? s.F : s.F0, s.K, p.next_w, kNone, 0, p.row, 1};
-                    s.W += p.w;
+                    p.w = p.next_w;
+                    p.f_start.copy_from(p.w ? s.F : s.F0);
+                    p.k_start = s.K;
+                    p.next_end = kNone;
+                    p.decode = 1;
+                    s.W.set(s.W.get() + p.w);
                     ++s.N;
-                    replace_top(s.heap, Next{next_end, k});
+                    sift_down(s.heap, next_end, k);
                 } else {
                     pop(s.heap);
                     s.free_slots.push_back(k);
@@ -322,11 +411,14 @@ class Sweeper {
         }
     }
 
-    // Largest remainder over the replica's phases: T - sum(floor) ns, one each.
+    // Largest remainder over the replica's phases: T - sum(floor) ns, one each to the
+    // largest keys, ties to the lower row (then prefill first). Here only the threshold:
+    // the left-th largest key and how many phases with exactly that key still get one;
+    // finish_rows() hands them out in row order, which is the tie order.
     bool round(Replica& s, int32_t r) {
         const int64_t left = s.busy_total - s.idle_total - s.floor_sum;
         const int64_t nc = s.cand_end - s.cand_begin;
-        if (s.err >> 64 || left < 0 || left > nc || left >= (int64_t{1} << kAttribKeyBits)) {
+        if (s.err.hi || left < 0 || left > nc || left >= (int64_t{1} << kAttribKeyBits)) {
             out_.overflow_replica = r;
             out_.overflow_ns = -1;
             out_.overflow_kind = kOverflowPrecision;
@@ -334,49 +426,76 @@ class Sweeper {
         }
         if (left == 0) return true;
         auto b = cand_.begin() + s.cand_begin, e = cand_.begin() + s.cand_end;
-        if (left < nc) std::nth_element(b, b + (left - 1), e, std::greater<uint64_t>());
-        for (auto it = b; it != b + left; ++it) {
-            const uint64_t c = *it;
-            const size_t row = static_cast<size_t>(0x7fffffff - static_cast<int64_t>((c >> 1) & 0x7fffffff));
-            ++((c & 1) ? out_.prefill : out_.decode)[row];
-        }
+        if (left < nc) std::nth_element(b, b + (left - 1), e, std::greater<uint32_t>());
+        const uint32_t thr = *std::min_element(b, b + left);
+        int64_t above = 0;
+        for (auto it = b; it != b + left; ++it) above += *it > thr;
+        s.thr = thr;
+        s.quota = left - above;
         return true;
     }
 
-    static bool earlier(const Next& a, const Next& b) { return a.t < b.t; }
-
-    static void push(std::vector<Next>& h, Next x) {
-        size_t i = h.size();
-        h.push_back(x);
-        while (i > 0) {
-            const size_t p = (i - 1) / 2;
-            if (!earlier(x, h[p])) break;
-            h[i] = h[p];
-            i = p;
+    // Hand out the ns left, total per request, per replica and outcome sums: one pass
+    // in row order.
+    void finish_rows(const int8_t* outcome, int32_t n_out) {
+        const int64_t n = static_cast<int64_t>(out_.prefill.size());
+        for (int64_t i = 0; i < n; ++i) {
+            const int32_t r = rep_[i];
+            if (r < 0) continue;
+            Replica& s = reps_[static_cast<size_t>(r)];
+            const size_t k = static_cast<size_t>(i);
+            int64_t pre = out_.prefill[k], dec = out_.decode[k];
+            const uint32_t kp = key_pre_[k], kd = key_dec_[k];
+            if (kp > s.thr || (kp == s.thr && s.quota > 0)) {
+                s.quota -= kp == s.thr;
+                out_.prefill[k] = ++pre;
+            }
+            if (kd > s.thr || (kd == s.thr && s.quota > 0)) {
+                s.quota -= kd == s.thr;
+                out_.decode[k] = ++dec;
+            }
+            out_.total[k] = pre + dec;
+            if (outcome) out_.rep_outcome[static_cast<size_t>(r) * static_cast<size_t>(n_out) +
+                                          static_cast<size_t>(outcome[i])] += pre + dec;
         }
-        h[i] = x;
     }
 
-    static void sift_down(std::vector<Next>& h, Next x) {
+    static void push(std::vector<Next>& h, int64_t t, uint32_t slot) {
+        size_t i = h.size();
+        h.emplace_back();
+        while (i > 0) {
+            const size_t p = (i - 1) / 2;
+            if (!(t < h[p].t)) break;
+            h[i].t = h[p].t;
+            h[i].slot = h[p].slot;
+            i = p;
+        }
+        h[i].t = t;
+        h[i].slot = slot;
+    }
+
+    // Put (t, slot) at the root and sift it down.
+    static void sift_down(std::vector<Next>& h, int64_t t, uint32_t slot) {
         const size_t n = h.size();
         size_t i = 0;
         for (;;) {
             size_t c = 2 * i + 1;
             if (c >= n) break;
-            if (c + 1 < n && earlier(h[c + 1], h[c])) ++c;
-            if (!earlier(h[c], x)) break;
-            h[i] = h[c];
+            if (c + 1 < n && h[c + 1].t < h[c].t) ++c;
+            if (!(h[c].t < t)) break;
+            h[i].t = h[c].t;
+            h[i].slot = h[c].slot;
             i = c;
         }
-        h[i] = x;
+        h[i].t = t;
+        h[i].slot = slot;
     }
 
-    static void replace_top(std::vector<Next>& h, Next x) { sift_down(h, x); }
-
     static void pop(std::vector<Next>& h) {
-        const Next x = h.back();
+        const int64_t t = h.back().t;
+        const uint32_t slot = h.back().slot;
         h.pop_back();
-        if (!h.empty()) sift_down(h, x);
+        if (!h.empty()) sift_down(h, t, slot);
     }
 };
 
@@ -386,19 +505,26 @@ class Sweeper {
 // the phases of its requests (rep, arrival, first_token, end, tin, tout; n rows).
 // rep[i] < 0: request i ran nowhere (rejected, or never ended) and gets nothing.
 // first_token[i] == -1: no first token (prefill until end). Replica codes are in
-// [0, n_rep). Throws std::invalid_argument on inconsistent input (row named).
+// [0, n_rep). outcome (optional, codes in [0, n_out)): the per replica and outcome
+// sums of attributed ns. Throws std::invalid_argument on inconsistent input (row named).
 inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, const int64_t* first_token,
                                    const int64_t* end, const int64_t* tin, const int64_t* tout, int64_t wp,
                                    int64_t wd, int64_t n, const int32_t* b_rep, const int64_t* b_start,
-                                   const int64_t* b_end, int64_t nb, int32_t n_rep) {
+                                   const int64_t* b_end, int64_t nb, int32_t n_rep,
+                                   const int8_t* outcome = nullptr, int32_t n_out = 1) {
     using namespace attrib_detail;
     if (n > kAttribMaxRows)
         throw std::invalid_argument("requests: at most " + std::to_string(kAttribMaxRows) + " rows at once");
-    if (wp < 0 || wd < 0 || n_rep < 0) throw std::invalid_argument("weights and replica count must be >= 0");
+    if (wp < 0 || wd < 0 || n_rep < 0 || n_out < 1)
+        throw std::invalid_argument("weights and replica count must be >= 0, outcome count >= 1");
     AttribResult out;
     out.prefill.assign(static_cast<size_t>(n), 0);
     out.decode.assign(static_cast<size_t>(n), 0);
+    out.total.assign(static_cast<size_t>(n), 0);
     out.idle.assign(static_cast<size_t>(nb), 0);
+    out.rep_busy.assign(static_cast<size_t>(n_rep), 0);
+    out.rep_idle.assign(static_cast<size_t>(n_rep), 0);
+    out.rep_outcome.assign(outcome ? static_cast<size_t>(n_rep) * static_cast<size_t>(n_out) : 0, 0);
     std::vector<Replica> reps(static_cast<size_t>(n_rep));
 
     // Validate, count rows per replica, and check whether each replica's arrivals
@@ -415,14 +541,18 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
             if (a < 0 || e < a || (ft != kNone && (ft < a || ft > e)) || tin[i] < 0 || tout[i] < 0)
                 throw std::invalid_argument("request row " + std::to_string(i) +
                                             ": needs 0 <= arrival <= first_token <= end and tokens >= 0");
+            if (outcome && (outcome[i] < 0 || outcome[i] >= n_out))
+                throw std::invalid_argument("request row " + std::to_string(i) + ": outcome code out of range");
             int64_t& l = last[static_cast<size_t>(r)];
             if (a < l) in_order = false;
             l = a;
             ++count[static_cast<size_t>(r)];
         }
     }
-    // Phase ranking keys: at most two per request, grouped by replica.
-    std::vector<uint64_t> cand(2 * static_cast<size_t>(n));
+    // Phase ranking keys: per request, and at most two per request grouped by replica
+    // (to find each replica's threshold). Every slot is written before it is read.
+    std::vector<uint32_t> key_pre(static_cast<size_t>(n), 0), key_dec(static_cast<size_t>(n), 0);
+    std::vector<uint32_t> cand(2 * static_cast<size_t>(n));
     {
         int64_t off = 0;
         for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
@@ -474,8 +604,8 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
         for (size_t k = 0; k < keyed.size(); ++k) order[k] = keyed[k].second;
     }
     Sweeper sw(rep, arrival, first_token, end, tin, tout, wp, wd, in_order ? n : static_cast<int64_t>(order.size()),
-               reps, busy, cand, out);
-    sw.run(in_order ? nullptr : order.data());
+               reps, busy, cand, key_pre, key_dec, out);
+    sw.run(in_order ? nullptr : order.data(), outcome, n_out);
     return out;
 }
 

@@ -423,8 +423,9 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         # rejected requests and requests without an end hold none (replica code -1)
         ran = (code != 3) & end_ok
         nrep = len(names)
-        a_pre, a_dec, idle, overflow = _core.attribute_busy(
-            np.where(ran, r_codes, np.int32(-1)), arr, ft, end, tin, tout, wp, wd, b_codes, b_s, b_e, nrep)
+        a_pre, a_dec, a_tot, idle, rep_busy, rep_idle, by_outcome, overflow = _core.attribute_busy(
+            np.where(ran, r_codes, np.int32(-1)), arr, ft, end, tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
+            outcome, len(OUTCOMES))
         if overflow is not None:
             who = names[overflow[0]].as_py()
             if overflow[2] == "weight":
@@ -435,14 +436,11 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
             raise PauError(f"weights: on replica {who!r} the fixed-point shares could be off by 1 ns or more "
                            f"in total (weights x pieces too large for 64 fractional bits). Fix: use "
                            f"smaller phase weights (e.g. 1 and 1)")
-        a_tot = a_pre + a_dec
         out["attributed_prefill_ns"] = pa.array(a_pre, pa.int64())
         out["attributed_decode_ns"] = pa.array(a_dec, pa.int64())
         out["attributed_ns"] = pa.array(a_tot, pa.int64())
-        # per replica, exact int64 sums
-        cols = {"busy_ns": _core.sum_by_key(b_codes, b_e - b_s, nrep),
-                "idle_ns": _core.sum_by_key(b_codes, idle, nrep)}
-        by_outcome = _core.sum_by_key(r_codes, a_tot, nrep, outcome, len(OUTCOMES)).reshape(nrep, len(OUTCOMES))
+        # per replica, exact int64 sums (from the native pass)
+        cols = {"busy_ns": rep_busy, "idle_ns": rep_idle}
         for i, o in ((0, "accepted"), (1, "late"), (2, "failed"), (4, "cancelled")):
             cols[f"{o}_ns"] = by_outcome[:, i]
         present = np.zeros(nrep, bool)
