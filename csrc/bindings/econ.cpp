@@ -32,7 +32,7 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
                          const carray<int64_t>& input_tokens, const carray<int64_t>& output_tokens,
                          int64_t prefill_weight, int64_t decode_weight, const carray<int32_t>& b_rep,
                          const carray<int64_t>& b_start, const carray<int64_t>& b_end, int32_t n_replicas,
-                         const py::object& outcome_obj, int32_t n_outcomes) {
+                         const py::object& outcome_obj, int32_t n_outcomes, int32_t skip_outcome) {
     const py::ssize_t n = rep.ndim() == 1 ? rep.shape(0) : -1;
     check_len(rep, n, "replica", "replica");
     check_len(arrival, n, "arrival_ns", "replica");
@@ -58,7 +58,7 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
         res = pau::core::attribute_busy(rep.data(), arrival.data(), first_token.data(), end.data(),
                                         input_tokens.data(), output_tokens.data(), prefill_weight,
                                         decode_weight, n, b_rep.data(), b_start.data(), b_end.data(), nb,
-                                        n_replicas, op, op ? n_outcomes : 1);
+                                        n_replicas, op, op ? n_outcomes : 1, skip_outcome);
     }
     py::object overflow = py::none();
     if (res.overflow_replica >= 0)
@@ -77,6 +77,61 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
 
 }  // namespace
 
+const uint8_t* mask_ptr(const py::object& obj, carray<bool>& keep, py::ssize_t n, const char* name) {
+    if (obj.is_none()) return nullptr;
+    keep = obj.cast<carray<bool>>();
+    check_len(keep, n, name, "arrival_ns");
+    return reinterpret_cast<const uint8_t*>(keep.data());
+}
+
+py::dict request_rows(const carray<int64_t>& arrival, const py::object& arrival_null, const carray<int64_t>& end,
+                      const py::object& end_null, const carray<int64_t>& first_token,
+                      const py::object& first_token_null, const carray<int64_t>& tin, const py::object& tin_null,
+                      const carray<int64_t>& tout, const py::object& tout_null, const carray<int8_t>& status,
+                      const py::object& status_null, const py::object& replica_null, bool need_replica,
+                      const py::object& slo_ttft, const py::object& slo_tpot, const py::object& slo_e2e) {
+    const py::ssize_t n = arrival.ndim() == 1 ? arrival.shape(0) : -1;
+    check_len(arrival, n, "arrival_ns", "arrival_ns");
+    check_len(end, n, "end_ns", "arrival_ns");
+    check_len(first_token, n, "first_token_ns", "arrival_ns");
+    check_len(tin, n, "input_tokens", "arrival_ns");
+    check_len(tout, n, "output_tokens", "arrival_ns");
+    check_len(status, n, "status", "arrival_ns");
+    carray<bool> m[7];
+    const uint8_t* an = mask_ptr(arrival_null, m[0], n, "arrival_null");
+    const uint8_t* en = mask_ptr(end_null, m[1], n, "end_null");
+    const uint8_t* fn = mask_ptr(first_token_null, m[2], n, "first_token_null");
+    const uint8_t* tin_n = mask_ptr(tin_null, m[3], n, "tin_null");
+    const uint8_t* tout_n = mask_ptr(tout_null, m[4], n, "tout_null");
+    const uint8_t* sn = mask_ptr(status_null, m[5], n, "status_null");
+    const uint8_t* rn = mask_ptr(replica_null, m[6], n, "replica_null");
+    pau::core::RequestSlo slo;
+    if (!slo_ttft.is_none()) slo.ttft = true, slo.ttft_ns = slo_ttft.cast<int64_t>();
+    if (!slo_e2e.is_none()) slo.e2e = true, slo.e2e_ns = slo_e2e.cast<int64_t>();
+    if (!slo_tpot.is_none()) slo.tpot = true, slo.tpot_ns = slo_tpot.cast<double>();
+    pau::core::RequestRows r;
+    {
+        py::gil_scoped_release release;  // plain buffers kept alive by this frame
+        r = pau::core::request_rows(n, arrival.data(), an, end.data(), en, first_token.data(), fn, tin.data(),
+                                    tin_n, tout.data(), tout_n, status.data(), sn, rn, need_replica, slo);
+    }
+    py::dict d;
+    d["reason"] = to_numpy(std::move(r.reason));
+    d["outcome"] = to_numpy(std::move(r.outcome));
+    d["ttft"] = to_numpy(std::move(r.ttft));
+    d["e2e"] = to_numpy(std::move(r.e2e));
+    d["tpot"] = to_numpy(std::move(r.tpot));
+    d["first_token"] = to_numpy(std::move(r.first_token));
+    d["bad"] = r.bad;
+    d["counts"] = py::make_tuple(r.counts[0], r.counts[1], r.counts[2], r.counts[3], r.counts[4]);
+    d["accepted_input_tokens"] = r.accepted_in;
+    d["accepted_output_tokens"] = r.accepted_out;
+    d["arrival_min"] = r.arrival_min;
+    d["arrival_max"] = r.arrival_max;
+    d["end_max"] = r.any_end ? py::object(py::int_(r.end_max)) : py::object(py::none());
+    return d;
+}
+
 void bind_econ(py::module_& m) {
     m.attr("ATTRIB_MAX_WEIGHT") = pau::core::kAttribMaxWeight;
     m.attr("ATTRIB_MAX_ROWS") = pau::core::kAttribMaxRows;
@@ -85,11 +140,20 @@ void bind_econ(py::module_& m) {
           py::arg("end"), py::arg("input_tokens"), py::arg("output_tokens"), py::arg("prefill_weight"),
           py::arg("decode_weight"), py::arg("busy_replica"), py::arg("busy_start"), py::arg("busy_end"),
           py::arg("n_replicas"), py::arg("outcome") = py::none(), py::arg("n_outcomes") = 1,
+          py::arg("skip_outcome") = -1,
           "Attribution of busy time to the request phases in flight: exact rational shares, "
           "rounded once per phase with per-replica largest remainder; returns (prefill_ns, "
           "decode_ns, attributed_ns per request, idle_ns per busy row, busy_ns and idle_ns per "
           "replica, attributed ns per (replica, outcome) or None without outcome, overflow) with "
-          "overflow None or (replica, time_ns, kind), kind 'weight' or 'precision'.");
+          "overflow None or (replica, time_ns, kind), kind 'weight' or 'precision'. Rows whose "
+          "outcome is skip_outcome (>= 0) run nowhere.");
+    m.def("request_rows", &request_rows, py::arg("arrival"), py::arg("arrival_null"), py::arg("end"),
+          py::arg("end_null"), py::arg("first_token"), py::arg("first_token_null"), py::arg("input_tokens"),
+          py::arg("input_tokens_null"), py::arg("output_tokens"), py::arg("output_tokens_null"), py::arg("status"),
+          py::arg("status_null"), py::arg("replica_null"), py::arg("need_replica"), py::arg("slo_ttft"),
+          py::arg("slo_tpot"), py::arg("slo_e2e"),
+          "One pass over request rows: invalid reason per row, latencies, outcome, counts and window "
+          "bounds (see csrc/core/attrib.hpp request_rows). Masks are bool arrays or None.");
     m.def(
         "sum_by_key",
         [](const carray<int32_t>& key, const carray<int64_t>& value, int32_t n_keys, const py::object& sub_obj,

@@ -511,7 +511,8 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
                                    const int64_t* end, const int64_t* tin, const int64_t* tout, int64_t wp,
                                    int64_t wd, int64_t n, const int32_t* b_rep, const int64_t* b_start,
                                    const int64_t* b_end, int64_t nb, int32_t n_rep,
-                                   const int8_t* outcome = nullptr, int32_t n_out = 1) {
+                                   const int8_t* outcome = nullptr, int32_t n_out = 1,
+                                   int32_t skip_outcome = -1) {
     using namespace attrib_detail;
     if (n > kAttribMaxRows)
         throw std::invalid_argument("requests: at most " + std::to_string(kAttribMaxRows) + " rows at once");
@@ -531,10 +532,17 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
     // are already in order.
     bool in_order = true;
     std::vector<int64_t> count(static_cast<size_t>(n_rep), 0);
+    // rows whose outcome is skip_outcome run nowhere: their replica code reads -1
+    std::vector<int32_t> eff(outcome && skip_outcome >= 0 ? static_cast<size_t>(n) : 0);
     {
         std::vector<int64_t> last(static_cast<size_t>(n_rep), kMin);
+        const bool skip = !eff.empty();
         for (int64_t i = 0; i < n; ++i) {
-            const int32_t r = rep[i];
+            int32_t r = rep[i];
+            if (skip) {
+                if (outcome[i] == skip_outcome) r = -1;
+                eff[static_cast<size_t>(i)] = r;
+            }
             if (r < 0) continue;
             const int64_t a = arrival[i], ft = first_token[i], e = end[i];
             if (r >= n_rep) throw std::invalid_argument("request row " + std::to_string(i) + ": replica code out of range");
@@ -549,6 +557,7 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
             ++count[static_cast<size_t>(r)];
         }
     }
+    if (!eff.empty()) rep = eff.data();
     // Phase ranking keys: per request, and at most two per request grouped by replica
     // (to find each replica's threshold). Every slot is written before it is read.
     std::vector<uint32_t> key_pre(static_cast<size_t>(n), 0), key_dec(static_cast<size_t>(n), 0);
@@ -607,6 +616,105 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
                reps, busy, cand, key_pre, key_dec, out);
     sw.run(in_order ? nullptr : order.data(), outcome, n_out);
     return out;
+}
+
+// One pass over the request rows of pau.economics.requests: the first reason a row is
+// invalid (0 = valid; codes as economics._REASONS), and for every row the latencies
+// (0 where a time is missing), the first token as the sweep reads it (-1 = none), the
+// outcome (accepted 0, late 1, failed 2, rejected 3, cancelled 4) and, over valid rows,
+// the counts per outcome, accepted tokens and the window bounds. Null masks may be
+// null pointers (no nulls); values under a null are never read as numbers.
+// status: 0 ok, 2 error/timeout, 3 rejected, 4 cancelled, -1 unknown or null.
+struct RequestRows {
+    std::vector<int8_t> reason, outcome;
+    std::vector<int64_t> ttft, e2e, first_token;
+    std::vector<double> tpot;
+    int64_t bad = 0;
+    int64_t counts[5] = {0, 0, 0, 0, 0};
+    int64_t accepted_in = 0, accepted_out = 0;
+    int64_t arrival_min = 0, arrival_max = 0, end_max = 0;
+    bool any_end = false;
+};
+
+struct RequestSlo {
+    bool ttft = false, tpot = false, e2e = false;
+    int64_t ttft_ns = 0, e2e_ns = 0;  // met when <= (integer bounds)
+    double tpot_ns = 0;
+};
+
+inline RequestRows request_rows(int64_t n, const int64_t* arr, const uint8_t* arr_null, const int64_t* end,
+                                const uint8_t* end_null, const int64_t* ft, const uint8_t* ft_null,
+                                const int64_t* tin, const uint8_t* tin_null, const int64_t* tout,
+                                const uint8_t* tout_null, const int8_t* status, const uint8_t* status_null,
+                                const uint8_t* rep_null, bool need_replica, const RequestSlo& slo) {
+    RequestRows o;
+    const size_t un = static_cast<size_t>(n);
+    o.reason.resize(un);
+    o.outcome.resize(un);
+    o.ttft.resize(un);
+    o.e2e.resize(un);
+    o.first_token.resize(un);
+    o.tpot.resize(un);
+    int64_t amin = std::numeric_limits<int64_t>::max(), amax = std::numeric_limits<int64_t>::min();
+    int64_t emax = std::numeric_limits<int64_t>::min();
+    for (int64_t i = 0; i < n; ++i) {
+        const bool a_ok = !(arr_null && arr_null[i]), e_ok = !(end_null && end_null[i]);
+        const bool f_ok = !(ft_null && ft_null[i]);
+        const bool ti_ok = !(tin_null && tin_null[i]), to_ok = !(tout_null && tout_null[i]);
+        const int64_t a = a_ok ? arr[i] : 0, e = e_ok ? end[i] : 0, f = f_ok ? ft[i] : 0;
+        const int64_t ti = ti_ok ? tin[i] : 0, to = to_ok ? tout[i] : 0;
+        const int8_t st = status[i];
+        const bool rejected = st == 3, ok = st == 0;
+        int8_t why = 0;
+        if (!a_ok) why = 1;
+        else if (a < 0) why = 2;
+        else if (status_null && status_null[i]) why = 3;
+        else if (st < 0) why = 4;
+        else if (!e_ok && !rejected) why = 5;
+        else if (e_ok && e < a) why = 6;
+        else if (!f_ok && ok) why = 7;
+        else if (f_ok && e_ok && (f < a || f > e)) why = 8;
+        else if (ti < 0 || to < 0 || (ok && (!ti_ok || !to_ok))) why = 9;
+        else if (need_replica && rep_null && rep_null[i] && !rejected) why = 10;
+        const size_t k = static_cast<size_t>(i);
+        o.reason[k] = why;
+        o.first_token[k] = f_ok ? f : -1;
+        if (why) {
+            ++o.bad;
+            o.ttft[k] = o.e2e[k] = 0;
+            o.tpot[k] = 0;
+            o.outcome[k] = 0;
+            continue;
+        }
+        // valid: 0 <= a, and a <= f <= e where present, so no difference overflows
+        const int64_t ttft = f_ok ? f - a : 0, e2e = e_ok ? e - a : 0;
+        const double tpot = (f_ok && e_ok && to > 1) ? static_cast<double>(e2e - ttft) / static_cast<double>(to - 1) : 0.0;
+        o.ttft[k] = ttft;
+        o.e2e[k] = e2e;
+        o.tpot[k] = tpot;
+        int8_t out = st;
+        if (ok && ((slo.ttft && f_ok && ttft > slo.ttft_ns) || (slo.e2e && e_ok && e2e > slo.e2e_ns) ||
+                   (slo.tpot && f_ok && e_ok && !(tpot <= slo.tpot_ns))))
+            out = 1;
+        o.outcome[k] = out;
+        ++o.counts[out];
+        if (out == 0) {
+            o.accepted_in += ti;
+            o.accepted_out += to;
+        }
+        amin = std::min(amin, a);
+        amax = std::max(amax, a);
+        if (e_ok) {
+            emax = std::max(emax, e);
+            o.any_end = true;
+        }
+    }
+    if (o.bad < n) {
+        o.arrival_min = amin;
+        o.arrival_max = amax;
+    }
+    o.end_max = o.any_end ? emax : 0;
+    return o;
 }
 
 // Exact int64 sums of value by key: out[k * n_sub + sub[i]] += value[i] for

@@ -187,27 +187,51 @@ _REASON_FIX = ("", "give every request its arrival time", "times are ns since an
                "give every request that ran on a replica its replica (needed with busy)")
 
 
+def _mask(col: pa.Array):
+    """The null mask of a column as a numpy bool array, or None when it has no nulls."""
+    return np.asarray(col.is_null()) if col.null_count else None
+
+
+def _int64_values(arr) -> np.ndarray:
+    """Zero-copy int64 values of an int64 Arrow array (or a numpy array as is).
+
+    Values under nulls are whatever the buffer holds: callers read them only through
+    the null mask."""
+    if isinstance(arr, np.ndarray):
+        return arr
+    if arr.null_count == 0:
+        return arr.to_numpy(zero_copy_only=False)
+    return np.frombuffer(arr.buffers()[1], np.int64, count=len(arr) + arr.offset)[arr.offset:]
+
+
 def _request_columns(t: pa.Table, *, need_replica: bool):
+    """Zero-copy int64 columns and null masks (None: no nulls) of the requests table."""
     n = t.num_rows
     for name in ("request_id", "replica", "arrival_ns", "end_ns", "status"):
         _column(t, name, "requests")
-    arr, arr_null = _time(t, "arrival_ns", "requests", required=True)
-    end, end_null = _time(t, "end_ns", "requests", required=True)
-    ft = _time(t, "first_token_ns", "requests", required=False)
-    ft, ft_null = ft if ft is not None else (np.full(n, -1, np.int64), np.ones(n, bool))
-    if ft_null.any():
-        ft = np.where(ft_null, np.int64(-1), ft)  # no first token: -1, as the native sweep reads it
-    toks = []
-    for name in ("input_tokens", "output_tokens"):
-        c = _int_column(t, name, "requests", required=False)
-        toks.append(c if c is not None else (np.zeros(n, np.int64), np.ones(n, bool)))
-    (tin, tin_null), (tout, tout_null) = toks
+    cols = {}
+    for key, name in (("arr", "arrival_ns"), ("end", "end_ns"), ("ft", "first_token_ns")):
+        if t.schema.get_field_index(name) < 0:  # only first_token_ns is optional
+            cols[key], cols[key + "_null"] = np.zeros(n, np.int64), np.ones(n, bool)
+            continue
+        col = _column(t, name, "requests")
+        cols[key] = _int64_values(time_column(col, name, "requests"))
+        cols[key + "_null"] = _mask(col)
+    for key, name in (("tin", "input_tokens"), ("tout", "output_tokens")):
+        if t.schema.get_field_index(name) < 0:
+            cols[key], cols[key + "_null"] = np.zeros(n, np.int64), np.ones(n, bool)
+            continue
+        col = _column(t, name, "requests")
+        if not pa.types.is_integer(col.type):
+            raise SchemaError("requests", name, f"has type {col.type}, not an integer",
+                              "give token counts as integers")
+        cols[key] = _int64_values(col if col.type == pa.int64() else col.cast(pa.int64()))
+        cols[key + "_null"] = _mask(col)
     st = _column(t, "status", "requests")
     vt = st.type.value_type if pa.types.is_dictionary(st.type) else st.type
     if not (pa.types.is_string(vt) or pa.types.is_large_string(vt)):
         raise SchemaError("requests", "status", f"has type {st.type}, not string",
                           "give status as strings: " + ", ".join(STATUSES))
-    st_null = np.asarray(st.is_null()) if st.null_count else np.zeros(n, bool)
     lut = np.array([_STATUS_OUTCOME[s] for s in STATUSES] + [-1], np.int8)  # -1: unknown or null
     if pa.types.is_dictionary(st.type):
         # one lookup per dictionary value, then a gather of the indices
@@ -215,32 +239,30 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
         idx = st.indices.fill_null(0) if st.null_count else st.indices
         code = lut[np.asarray(pos)][idx.to_numpy(zero_copy_only=False)]
         if st.null_count:
-            code[st_null] = -1
+            code[np.asarray(st.is_null())] = -1
     else:
         code = lut[np.asarray(pc.index_in(st, value_set=pa.array(STATUSES, vt)).fill_null(len(STATUSES)))]
-    rep = _column(t, "replica", "requests")
-    rep_null = np.asarray(rep.is_null()) if rep.null_count else np.zeros(n, bool)
+    cols["code"] = code
+    cols["st_null"] = _mask(st)
+    cols["rep_null"] = _mask(_column(t, "replica", "requests")) if need_replica else None
+    return cols
 
-    reasons = np.zeros(n, np.int8)
 
-    def mark(mask, c):
-        reasons[(reasons == 0) & mask] = c
+def _request_rows(c: dict, need_replica: bool, slo: dict) -> dict:
+    """The native pass over the rows (pau._core.request_rows)."""
+    def bound(k):  # an SLO met when the figure is <= the bound: ints compare exactly
+        if k not in slo:
+            return None
+        v = slo[k]
+        if k == "tpot":
+            return float(v)
+        if isinstance(v, float) and not math.isfinite(v):
+            return -1 if math.isnan(v) else 2**63 - 1  # NaN: never met; inf: always
+        return min(int(math.floor(v)), 2**63 - 1)
 
-    rejected = code == 3
-    ok = code == 0
-    mark(arr_null, 1)
-    mark(arr < 0, 2)
-    mark(st_null, 3)
-    mark(code < 0, 4)
-    mark(end_null & ~rejected, 5)
-    mark(~end_null & (end < arr), 6)
-    mark(ft_null & ok, 7)
-    mark(~ft_null & ~end_null & ((ft < arr) | (ft > end)), 8)
-    mark((tin < 0) | (tout < 0) | (ok & (tin_null | tout_null)), 9)
-    if need_replica:
-        mark(rep_null & ~rejected, 10)
-    return dict(arr=arr, end=end, end_null=end_null, ft=ft, ft_null=ft_null, tin=tin, tout=tout,
-                code=code, reasons=reasons)
+    return _core.request_rows(c["arr"], c["arr_null"], c["end"], c["end_null"], c["ft"], c["ft_null"],
+                              c["tin"], c["tin_null"], c["tout"], c["tout_null"], c["code"], c["st_null"],
+                              c["rep_null"], need_replica, bound("ttft"), bound("tpot"), bound("e2e"))
 
 
 def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array):
@@ -279,7 +301,9 @@ def _busy_columns(busy):
 
 
 def _one(col) -> pa.Array:
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weights: dict | None = None,
@@ -345,66 +369,53 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
             raise PauError(f"slo: {k} = {v!r}. Fix: give a bound in ns >= 0")
     wp, wd, wused = _weights(weights)
-    c = _request_columns(t, need_replica=busy is not None)
-    reasons = c["reasons"]
-    bad = reasons != 0
+    need_replica = busy is not None
+    c = _request_columns(t, need_replica=need_replica)
+    rr = _request_rows(c, need_replica, slo)
     quarantine = None
-    if bad.any():
+    if rr["bad"]:
+        reasons = rr["reason"]
+        bad = reasons != 0
         if on_invalid == "raise":
             i = int(np.flatnonzero(bad)[0])
             r = int(reasons[i])
             raise InvalidRowError("requests", _REASON_COL[r], i, _REASON_REASON(r, t, i), _REASON_FIX[r],
-                                  int(bad.sum()))
+                                  int(rr["bad"]))
         rows = np.flatnonzero(bad)
         quarantine = t.take(pa.array(rows)).append_column("row", pa.array(rows, pa.int64())).append_column(
             "reason", pa.array([_REASONS[int(x)] for x in reasons[rows]], pa.string()))
-    keep = np.flatnonzero(~bad)
-    if bad.any():
-        t = t.take(pa.array(keep))
-        c = {k: v[keep] for k, v in c.items()}
+        # the valid rows, read again (a slow path: only with quarantined rows)
+        t = t.take(pa.array(np.flatnonzero(~bad)))
+        c = _request_columns(t, need_replica=need_replica)
+        rr = _request_rows(c, need_replica, slo)
     n = t.num_rows
-    arr, end, ft, tin, tout, code = c["arr"], c["end"], c["ft"], c["tin"], c["tout"], c["code"]
-    ft_ok = ~c["ft_null"]
-    end_ok = ~c["end_null"]
-    ttft = ft - arr
-    e2e = end - arr
-    dec = (e2e - ttft).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tpot = np.where(tout > 1, dec / np.maximum(tout - 1, 1), 0.0)
-    has_tpot = ft_ok & end_ok
-    outcome = code.copy()
-    if slo:
-        meets = np.ones(n, bool)
-        if "ttft" in slo:
-            meets &= ttft <= slo["ttft"]
-        if "e2e" in slo:
-            meets &= e2e <= slo["e2e"]
-        if "tpot" in slo:
-            meets &= tpot <= slo["tpot"]
-        outcome[(code == 0) & ~meets] = 1
-
+    ft_null, end_null = c["ft_null"], c["end_null"]
+    no_tpot = ft_null if end_null is None else (end_null if ft_null is None else ft_null | end_null)
+    # token counts as output (and as weights): null counts of requests that are not ok read 0
+    tin = c["tin"] if c["tin_null"] is None else np.where(c["tin_null"], 0, c["tin"])
+    tout = c["tout"] if c["tout_null"] is None else np.where(c["tout_null"], 0, c["tout"])
+    outcome = rr["outcome"]
     out = {
         "request_id": _one(t["request_id"]),
         "replica": _one(t["replica"]),
         "outcome": _label(OUTCOMES, outcome),
-        "ttft_ns": pa.array(ttft, pa.int64(), mask=~ft_ok),
-        "tpot_ns": pa.array(tpot, pa.float64(), mask=~has_tpot),
-        "e2e_ns": pa.array(e2e, pa.int64(), mask=~end_ok),
+        "ttft_ns": pa.array(rr["ttft"], pa.int64(), mask=ft_null),
+        "tpot_ns": pa.array(rr["tpot"], pa.float64(), mask=no_tpot),
+        "e2e_ns": pa.array(rr["e2e"], pa.int64(), mask=end_null),
         "input_tokens": pa.array(tin, pa.int64()),
         "output_tokens": pa.array(tout, pa.int64()),
     }
-    acc = outcome == 0
-    counts = dict(zip(OUTCOMES, np.bincount(outcome, minlength=len(OUTCOMES)).tolist()))
-    counts["accepted_input_tokens"] = int(tin[acc].sum())
-    counts["accepted_output_tokens"] = int(tout[acc].sum())
+    counts = dict(zip(OUTCOMES, rr["counts"]))
+    counts["accepted_input_tokens"] = rr["accepted_input_tokens"]
+    counts["accepted_output_tokens"] = rr["accepted_output_tokens"]
 
     # window
     if window is None:
-        w0 = int(arr.min()) if n else 0
-        w1 = int(end[end_ok].max()) if end_ok.any() else w0
-        w1 = max(w1, int(arr.max()) if n else w0)
+        w0 = rr["arrival_min"] if n else 0
+        w1 = rr["end_max"] if rr["end_max"] is not None else w0
+        w1 = max(w1, rr["arrival_max"] if n else w0)
     elif isinstance(window, (int, np.integer)) and not isinstance(window, bool):
-        w0 = int(arr.min()) if n else 0
+        w0 = rr["arrival_min"] if n else 0
         w1 = w0 + int(window)
     else:
         w0, w1 = (int(x) for x in window)
@@ -420,12 +431,11 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
             raise PauError(f"requests: {n} rows; attribution handles up to {_core.ATTRIB_MAX_ROWS} at "
                            f"once. Fix: split the requests by replica")
         # phases: prefill [arrival, first token or end), decode [first token, end);
-        # rejected requests and requests without an end hold none (replica code -1)
-        ran = (code != 3) & end_ok
+        # rejected requests (the only ones that may lack an end) hold none
         nrep = len(names)
         a_pre, a_dec, a_tot, idle, rep_busy, rep_idle, by_outcome, overflow = _core.attribute_busy(
-            np.where(ran, r_codes, np.int32(-1)), arr, ft, end, tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
-            outcome, len(OUTCOMES))
+            r_codes, c["arr"], rr["first_token"], c["end"], tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
+            outcome, len(OUTCOMES), 3)
         if overflow is not None:
             who = names[overflow[0]].as_py()
             if overflow[2] == "weight":
@@ -439,16 +449,13 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         out["attributed_prefill_ns"] = pa.array(a_pre, pa.int64())
         out["attributed_decode_ns"] = pa.array(a_dec, pa.int64())
         out["attributed_ns"] = pa.array(a_tot, pa.int64())
-        # per replica, exact int64 sums (from the native pass)
+        # per replica, exact int64 sums from the native pass; every code of the
+        # replica dictionary occurs in requests or busy, so every replica is listed
         cols = {"busy_ns": rep_busy, "idle_ns": rep_idle}
         for i, o in ((0, "accepted"), (1, "late"), (2, "failed"), (4, "cancelled")):
             cols[f"{o}_ns"] = by_outcome[:, i]
-        present = np.zeros(nrep, bool)
-        present[b_codes] = True
-        present[r_codes[r_codes >= 0]] = True
-        sel = np.flatnonzero(present)
-        replicas = pa.table({"replica": names.take(pa.array(sel)), **{
-            k: pa.array(cols[k][sel], pa.int64()) for k in
+        replicas = pa.table({"replica": names, **{
+            k: pa.array(cols[k], pa.int64()) for k in
             ("busy_ns", "accepted_ns", "late_ns", "failed_ns", "cancelled_ns", "idle_ns")}})
         busy_out = pa.table({"replica": _one(b_rep_arr), "start_ns": pa.array(b_s, pa.int64()),
                              "end_ns": pa.array(b_e, pa.int64()), "idle_ns": pa.array(idle, pa.int64())})
