@@ -32,7 +32,8 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
                          const carray<int64_t>& input_tokens, const carray<int64_t>& output_tokens,
                          int64_t prefill_weight, int64_t decode_weight, const carray<int32_t>& b_rep,
                          const carray<int64_t>& b_start, const carray<int64_t>& b_end, int32_t n_replicas,
-                         const py::object& outcome_obj, int32_t n_outcomes, int32_t skip_outcome) {
+                         const py::object& outcome_obj, int32_t n_outcomes, int32_t skip_outcome,
+                         const py::object& first_token_null) {
     const py::ssize_t n = rep.ndim() == 1 ? rep.shape(0) : -1;
     check_len(rep, n, "replica", "replica");
     check_len(arrival, n, "arrival_ns", "replica");
@@ -50,6 +51,13 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
         check_len(outcome, n, "outcome", "replica");
     }
     const int8_t* op = outcome_obj.is_none() ? nullptr : outcome.data();
+    carray<bool> ftn;
+    const uint8_t* fnp = nullptr;
+    if (!first_token_null.is_none()) {
+        ftn = first_token_null.cast<carray<bool>>();
+        check_len(ftn, n, "first_token_null", "replica");
+        fnp = reinterpret_cast<const uint8_t*>(ftn.data());
+    }
     pau::core::AttribResult res;
     {
         // Safe without the GIL: every buffer belongs to an array the caller's frame
@@ -58,7 +66,7 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
         res = pau::core::attribute_busy(rep.data(), arrival.data(), first_token.data(), end.data(),
                                         input_tokens.data(), output_tokens.data(), prefill_weight,
                                         decode_weight, n, b_rep.data(), b_start.data(), b_end.data(), nb,
-                                        n_replicas, op, op ? n_outcomes : 1, skip_outcome);
+                                        n_replicas, op, op ? n_outcomes : 1, skip_outcome, fnp);
     }
     py::object overflow = py::none();
     if (res.overflow_replica >= 0)
@@ -121,7 +129,6 @@ py::dict request_rows(const carray<int64_t>& arrival, const py::object& arrival_
     d["ttft"] = to_numpy(std::move(r.ttft));
     d["e2e"] = to_numpy(std::move(r.e2e));
     d["tpot"] = to_numpy(std::move(r.tpot));
-    d["first_token"] = to_numpy(std::move(r.first_token));
     d["bad"] = r.bad;
     d["counts"] = py::make_tuple(r.counts[0], r.counts[1], r.counts[2], r.counts[3], r.counts[4]);
     d["accepted_input_tokens"] = r.accepted_in;
@@ -132,6 +139,26 @@ py::dict request_rows(const carray<int64_t>& arrival, const py::object& arrival_
     return d;
 }
 
+template <typename T>
+py::object first_seen_codes(const carray<T>& a, const py::object& a_null, const carray<T>& b,
+                            const py::object& b_null, int64_t max_range) {
+    const py::ssize_t na = a.ndim() == 1 ? a.shape(0) : -1, nb = b.ndim() == 1 ? b.shape(0) : -1;
+    check_len(a, na, "a", "a");
+    check_len(b, nb, "b", "b");
+    carray<bool> ma, mb;
+    const uint8_t* pa_ = mask_ptr(a_null, ma, na, "a_null");
+    const uint8_t* pb_ = mask_ptr(b_null, mb, nb, "b_null");
+    std::vector<int32_t> ca(static_cast<size_t>(na)), cb(static_cast<size_t>(nb));
+    std::vector<int64_t> uniq;
+    bool ok;
+    {
+        py::gil_scoped_release release;  // plain buffers kept alive by this frame
+        ok = pau::core::first_seen_codes(a.data(), pa_, na, b.data(), pb_, nb, max_range, ca.data(), cb.data(), uniq);
+    }
+    if (!ok) return py::none();
+    return py::make_tuple(to_numpy(std::move(ca)), to_numpy(std::move(cb)), to_numpy(std::move(uniq)));
+}
+
 void bind_econ(py::module_& m) {
     m.attr("ATTRIB_MAX_WEIGHT") = pau::core::kAttribMaxWeight;
     m.attr("ATTRIB_MAX_ROWS") = pau::core::kAttribMaxRows;
@@ -140,13 +167,14 @@ void bind_econ(py::module_& m) {
           py::arg("end"), py::arg("input_tokens"), py::arg("output_tokens"), py::arg("prefill_weight"),
           py::arg("decode_weight"), py::arg("busy_replica"), py::arg("busy_start"), py::arg("busy_end"),
           py::arg("n_replicas"), py::arg("outcome") = py::none(), py::arg("n_outcomes") = 1,
-          py::arg("skip_outcome") = -1,
+          py::arg("skip_outcome") = -1, py::arg("first_token_null") = py::none(),
           "Attribution of busy time to the request phases in flight: exact rational shares, "
           "rounded once per phase with per-replica largest remainder; returns (prefill_ns, "
           "decode_ns, attributed_ns per request, idle_ns per busy row, busy_ns and idle_ns per "
           "replica, attributed ns per (replica, outcome) or None without outcome, overflow) with "
           "overflow None or (replica, time_ns, kind), kind 'weight' or 'precision'. Rows whose "
-          "outcome is skip_outcome (>= 0) run nowhere.");
+          "outcome is skip_outcome (>= 0) run nowhere; first_token_null (bool mask) marks rows "
+          "without a first token, like first_token == -1.");
     m.def("request_rows", &request_rows, py::arg("arrival"), py::arg("arrival_null"), py::arg("end"),
           py::arg("end_null"), py::arg("first_token"), py::arg("first_token_null"), py::arg("input_tokens"),
           py::arg("input_tokens_null"), py::arg("output_tokens"), py::arg("output_tokens_null"), py::arg("status"),
@@ -154,6 +182,12 @@ void bind_econ(py::module_& m) {
           py::arg("slo_tpot"), py::arg("slo_e2e"),
           "One pass over request rows: invalid reason per row, latencies, outcome, counts and window "
           "bounds (see csrc/core/attrib.hpp request_rows). Masks are bool arrays or None.");
+    m.def("first_seen_codes", &first_seen_codes<int32_t>, py::arg("a"), py::arg("a_null"), py::arg("b"),
+          py::arg("b_null"), py::arg("max_range"));
+    m.def("first_seen_codes", &first_seen_codes<int64_t>, py::arg("a"), py::arg("a_null"), py::arg("b"),
+          py::arg("b_null"), py::arg("max_range"),
+          "Codes of int32 or int64 values (a, then b; same dtype) in order of first appearance, -1 for "
+          "nulls (bool masks or None), as (codes_a, codes_b, uniques); None when max - min > max_range.");
     m.def(
         "sum_by_key",
         [](const carray<int32_t>& key, const carray<int64_t>& value, int32_t n_keys, const py::object& sub_obj,

@@ -190,9 +190,15 @@ class Sweeper {
     Sweeper(const int32_t* rep, const int64_t* arrival, const int64_t* first_token, const int64_t* end,
             const int64_t* tin, const int64_t* tout, int64_t wp, int64_t wd, int64_t n,
             std::vector<Replica>& reps, const std::vector<Busy>& busy, std::vector<uint32_t>& cand,
-            std::vector<uint32_t>& key_pre, std::vector<uint32_t>& key_dec, AttribResult& out)
+            const uint8_t* ft_null, const int8_t* outcome, int32_t skip_outcome, AttribResult& out)
         : rep_(rep), arr_(arrival), ft_(first_token), end_(end), tin_(tin), tout_(tout), wp_(wp), wd_(wd),
-          n_(n), reps_(reps), busy_(busy), cand_(cand), key_pre_(key_pre), key_dec_(key_dec), out_(out) {}
+          n_(n), reps_(reps), busy_(busy), cand_(cand), ftn_(ft_null), oc_(outcome), skip_(skip_outcome),
+          out_(out) {}
+
+    // Replica code of row i; -1 when it runs nowhere (its outcome is the skipped one).
+    int32_t rep_of(int64_t i) const { return (oc_ && oc_[i] == skip_) ? -1 : rep_[i]; }
+    // First token of row i; kNone when it has none.
+    int64_t ft_of(int64_t i) const { return (ftn_ && ftn_[i]) ? kNone : ft_[i]; }
 
     // Run every request (in the order given, arrivals non-decreasing per replica),
     // then round per replica. Returns false on an overflow (recorded in out_).
@@ -214,19 +220,19 @@ class Sweeper {
                 std::fill(first.begin(), first.end(), 0);
                 for (int64_t k = c0; k < c1; ++k) {
                     const int64_t i = order ? order[k] : k;
-                    const int32_t r = rep_[i];
+                    const int32_t r = rep_of(i);
                     if (r < 0) continue;
                     rows[m++] = i;
                     ++first[static_cast<size_t>(r) + 1];
                 }
                 for (size_t r = 0; r < n_rep; ++r) first[r + 1] += first[r];
                 for (size_t j = 0; j < m; ++j)
-                    grouped[static_cast<size_t>(first[static_cast<size_t>(rep_[rows[j]])]++)] = rows[j];
+                    grouped[static_cast<size_t>(first[static_cast<size_t>(rep_[rows[j]])]++)] = rows[j];  // kept rows: code as is
             } else {
                 keyed.clear();
                 for (int64_t k = c0; k < c1; ++k) {
                     const int64_t i = order ? order[k] : k;
-                    if (rep_[i] >= 0) keyed.emplace_back(rep_[i], k);
+                    if (rep_of(i) >= 0) keyed.emplace_back(rep_[i], k);
                 }
                 std::sort(keyed.begin(), keyed.end());
                 m = keyed.size();
@@ -272,7 +278,9 @@ class Sweeper {
     std::vector<Replica>& reps_;
     const std::vector<Busy>& busy_;
     std::vector<uint32_t>& cand_;
-    std::vector<uint32_t>&key_pre_, &key_dec_;
+    const uint8_t* ftn_;
+    const int8_t* oc_;
+    int32_t skip_;
     AttribResult& out_;
 
     // Add the piece [last, t) of replica s to its prefixes.
@@ -336,7 +344,7 @@ class Sweeper {
     // The request's phase in flight from t on (its prefill, or straight its decode
     // when the prefill has zero length).
     void admit(Replica& s, int64_t i, int64_t t) {
-        const int64_t ft = ft_[i], e = end_[i];
+        const int64_t ft = ft_of(i), e = end_[i];
         const bool has_dec = ft != kNone;
         const int64_t pre_end = has_dec ? ft : e;
         const int32_t row = static_cast<int32_t>(i);
@@ -356,7 +364,8 @@ class Sweeper {
         const uint32_t key = frac_key(static_cast<uint64_t>(x));
         const size_t row = static_cast<size_t>(p.row);
         (p.decode ? out_.decode : out_.prefill)[row] = fl;
-        (p.decode ? key_dec_ : key_pre_)[row] = key;
+        // both keys of a row wait in its `total` slot until finish_rows
+        reinterpret_cast<uint64_t&>(out_.total[row]) |= static_cast<uint64_t>(key) << (p.decode ? 32 : 0);
         s.floor_sum += fl;
         s.err.set(s.err.get() + static_cast<u128>(p.w ? p.w : 1) * (s.K - p.k_start));
         if (key) cand_[static_cast<size_t>(s.cand_end++)] = key;
@@ -440,12 +449,13 @@ class Sweeper {
     void finish_rows(const int8_t* outcome, int32_t n_out) {
         const int64_t n = static_cast<int64_t>(out_.prefill.size());
         for (int64_t i = 0; i < n; ++i) {
-            const int32_t r = rep_[i];
+            const int32_t r = rep_of(i);
             if (r < 0) continue;
             Replica& s = reps_[static_cast<size_t>(r)];
             const size_t k = static_cast<size_t>(i);
             int64_t pre = out_.prefill[k], dec = out_.decode[k];
-            const uint32_t kp = key_pre_[k], kd = key_dec_[k];
+            const uint64_t keys = static_cast<uint64_t>(out_.total[k]);
+            const uint32_t kp = static_cast<uint32_t>(keys), kd = static_cast<uint32_t>(keys >> 32);
             if (kp > s.thr || (kp == s.thr && s.quota > 0)) {
                 s.quota -= kp == s.thr;
                 out_.prefill[k] = ++pre;
@@ -504,7 +514,8 @@ class Sweeper {
 // Attribute the busy intervals (b_rep, b_start, b_end; nb rows) of each replica to
 // the phases of its requests (rep, arrival, first_token, end, tin, tout; n rows).
 // rep[i] < 0: request i ran nowhere (rejected, or never ended) and gets nothing.
-// first_token[i] == -1: no first token (prefill until end). Replica codes are in
+// first_token[i] == -1 (or ft_null[i]): no first token (prefill until end). Rows whose
+// outcome is skip_outcome (>= 0) run nowhere either. Replica codes are in
 // [0, n_rep). outcome (optional, codes in [0, n_out)): the per replica and outcome
 // sums of attributed ns. Throws std::invalid_argument on inconsistent input (row named).
 inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, const int64_t* first_token,
@@ -512,7 +523,7 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
                                    int64_t wd, int64_t n, const int32_t* b_rep, const int64_t* b_start,
                                    const int64_t* b_end, int64_t nb, int32_t n_rep,
                                    const int8_t* outcome = nullptr, int32_t n_out = 1,
-                                   int32_t skip_outcome = -1) {
+                                   int32_t skip_outcome = -1, const uint8_t* ft_null = nullptr) {
     using namespace attrib_detail;
     if (n > kAttribMaxRows)
         throw std::invalid_argument("requests: at most " + std::to_string(kAttribMaxRows) + " rows at once");
@@ -532,19 +543,16 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
     // are already in order.
     bool in_order = true;
     std::vector<int64_t> count(static_cast<size_t>(n_rep), 0);
-    // rows whose outcome is skip_outcome run nowhere: their replica code reads -1
-    std::vector<int32_t> eff(outcome && skip_outcome >= 0 ? static_cast<size_t>(n) : 0);
+    // rows whose outcome is skip_outcome run nowhere (replica code read as -1);
+    // first_token under ft_null reads as kNone
+    if (!outcome) skip_outcome = -1;
+    const int8_t* skip_codes = skip_outcome >= 0 ? outcome : nullptr;
     {
         std::vector<int64_t> last(static_cast<size_t>(n_rep), kMin);
-        const bool skip = !eff.empty();
         for (int64_t i = 0; i < n; ++i) {
-            int32_t r = rep[i];
-            if (skip) {
-                if (outcome[i] == skip_outcome) r = -1;
-                eff[static_cast<size_t>(i)] = r;
-            }
+            const int32_t r = (skip_codes && skip_codes[i] == skip_outcome) ? -1 : rep[i];
             if (r < 0) continue;
-            const int64_t a = arrival[i], ft = first_token[i], e = end[i];
+            const int64_t a = arrival[i], ft = (ft_null && ft_null[i]) ? kNone : first_token[i], e = end[i];
             if (r >= n_rep) throw std::invalid_argument("request row " + std::to_string(i) + ": replica code out of range");
             if (a < 0 || e < a || (ft != kNone && (ft < a || ft > e)) || tin[i] < 0 || tout[i] < 0)
                 throw std::invalid_argument("request row " + std::to_string(i) +
@@ -557,10 +565,9 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
             ++count[static_cast<size_t>(r)];
         }
     }
-    if (!eff.empty()) rep = eff.data();
-    // Phase ranking keys: per request, and at most two per request grouped by replica
-    // (to find each replica's threshold). Every slot is written before it is read.
-    std::vector<uint32_t> key_pre(static_cast<size_t>(n), 0), key_dec(static_cast<size_t>(n), 0);
+    // Phase ranking keys, at most two per request, grouped by replica (to find each
+    // replica's threshold); the keys per row wait in out.total. Every cand slot is
+    // written before it is read.
     std::vector<uint32_t> cand(2 * static_cast<size_t>(n));
     {
         int64_t off = 0;
@@ -607,27 +614,27 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
         std::vector<std::pair<int64_t, int64_t>> keyed;
         keyed.reserve(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i)
-            if (rep[i] >= 0) keyed.emplace_back(arrival[i], i);
+            if (rep[i] >= 0 && !(skip_codes && skip_codes[i] == skip_outcome)) keyed.emplace_back(arrival[i], i);
         std::sort(keyed.begin(), keyed.end());
         order.resize(keyed.size());
         for (size_t k = 0; k < keyed.size(); ++k) order[k] = keyed[k].second;
     }
     Sweeper sw(rep, arrival, first_token, end, tin, tout, wp, wd, in_order ? n : static_cast<int64_t>(order.size()),
-               reps, busy, cand, key_pre, key_dec, out);
+               reps, busy, cand, ft_null, skip_codes, skip_outcome, out);
     sw.run(in_order ? nullptr : order.data(), outcome, n_out);
     return out;
 }
 
 // One pass over the request rows of pau.economics.requests: the first reason a row is
 // invalid (0 = valid; codes as economics._REASONS), and for every row the latencies
-// (0 where a time is missing), the first token as the sweep reads it (-1 = none), the
+// (0 where a time is missing), the
 // outcome (accepted 0, late 1, failed 2, rejected 3, cancelled 4) and, over valid rows,
 // the counts per outcome, accepted tokens and the window bounds. Null masks may be
 // null pointers (no nulls); values under a null are never read as numbers.
 // status: 0 ok, 2 error/timeout, 3 rejected, 4 cancelled, -1 unknown or null.
 struct RequestRows {
     std::vector<int8_t> reason, outcome;
-    std::vector<int64_t> ttft, e2e, first_token;
+    std::vector<int64_t> ttft, e2e;
     std::vector<double> tpot;
     int64_t bad = 0;
     int64_t counts[5] = {0, 0, 0, 0, 0};
@@ -653,7 +660,6 @@ inline RequestRows request_rows(int64_t n, const int64_t* arr, const uint8_t* ar
     o.outcome.resize(un);
     o.ttft.resize(un);
     o.e2e.resize(un);
-    o.first_token.resize(un);
     o.tpot.resize(un);
     int64_t amin = std::numeric_limits<int64_t>::max(), amax = std::numeric_limits<int64_t>::min();
     int64_t emax = std::numeric_limits<int64_t>::min();
@@ -678,7 +684,6 @@ inline RequestRows request_rows(int64_t n, const int64_t* arr, const uint8_t* ar
         else if (need_replica && rep_null && rep_null[i] && !rejected) why = 10;
         const size_t k = static_cast<size_t>(i);
         o.reason[k] = why;
-        o.first_token[k] = f_ok ? f : -1;
         if (why) {
             ++o.bad;
             o.ttft[k] = o.e2e[k] = 0;
@@ -715,6 +720,41 @@ inline RequestRows request_rows(int64_t n, const int64_t* arr, const uint8_t* ar
     }
     o.end_max = o.any_end ? emax : 0;
     return o;
+}
+
+// Codes of integer values in order of first appearance over a then b (as Arrow's
+// dictionary_encode of their concatenation), -1 for nulls, through a direct table
+// over [min, max]. Returns false, untouched, when that range exceeds max_range.
+template <typename T>
+inline bool first_seen_codes(const T* a, const uint8_t* a_null, int64_t na, const T* b, const uint8_t* b_null,
+                             int64_t nb, int64_t max_range, int32_t* ca, int32_t* cb, std::vector<int64_t>& uniq) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    auto bounds = [&](const T* v, const uint8_t* nul, int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+            if (!(nul && nul[i])) lo = std::min<int64_t>(lo, v[i]), hi = std::max<int64_t>(hi, v[i]);
+    };
+    bounds(a, a_null, na);
+    bounds(b, b_null, nb);
+    if (lo > hi) lo = hi = 0;  // all null
+    if (static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) > static_cast<uint64_t>(max_range)) return false;
+    std::vector<int32_t> slot(static_cast<size_t>(hi - lo) + 1, -1);
+    auto code = [&](const T* v, const uint8_t* nul, int64_t n, int32_t* out) {
+        for (int64_t i = 0; i < n; ++i) {
+            if (nul && nul[i]) {
+                out[i] = -1;
+                continue;
+            }
+            int32_t& c = slot[static_cast<size_t>(static_cast<int64_t>(v[i]) - lo)];
+            if (c < 0) {
+                c = static_cast<int32_t>(uniq.size());
+                uniq.push_back(v[i]);
+            }
+            out[i] = c;
+        }
+    };
+    code(a, a_null, na, ca);
+    code(b, b_null, nb, cb);
+    return true;
 }
 
 // Exact int64 sums of value by key: out[k * n_sub + sub[i]] += value[i] for

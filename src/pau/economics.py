@@ -192,6 +192,14 @@ def _mask(col: pa.Array):
     return np.asarray(col.is_null()) if col.null_count else None
 
 
+def _values(arr: pa.Array, dtype) -> np.ndarray:
+    """Zero-copy values of a fixed-width Arrow array of numpy ``dtype`` (arbitrary
+    under nulls)."""
+    if arr.null_count == 0:
+        return arr.to_numpy(zero_copy_only=False)
+    return np.frombuffer(arr.buffers()[1], dtype, count=len(arr) + arr.offset)[arr.offset:]
+
+
 def _int64_values(arr) -> np.ndarray:
     """Zero-copy int64 values of an int64 Arrow array (or a numpy array as is).
 
@@ -212,11 +220,12 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
     cols = {}
     for key, name in (("arr", "arrival_ns"), ("end", "end_ns"), ("ft", "first_token_ns")):
         if t.schema.get_field_index(name) < 0:  # only first_token_ns is optional
-            cols[key], cols[key + "_null"] = np.zeros(n, np.int64), np.ones(n, bool)
+            cols[key], cols[key + "_null"], cols[key + "_col"] = np.zeros(n, np.int64), np.ones(n, bool), None
             continue
         col = _column(t, name, "requests")
         cols[key] = _int64_values(time_column(col, name, "requests"))
         cols[key + "_null"] = _mask(col)
+        cols[key + "_col"] = col
     for key, name in (("tin", "input_tokens"), ("tout", "output_tokens")):
         if t.schema.get_field_index(name) < 0:
             cols[key], cols[key + "_null"] = np.zeros(n, np.int64), np.ones(n, bool)
@@ -248,6 +257,23 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
     return cols
 
 
+def _nullable(values: np.ndarray, typ: pa.DataType, mask, cols) -> pa.Array:
+    """``values`` as an Arrow array, null where ``mask``: zero-copy, with the validity
+    bitmap of the input columns ``cols`` (null exactly where any of them is) when
+    they have one at offset 0, else a copy with ``mask``."""
+    if mask is None:
+        return pa.array(values, typ)
+    if all(c is not None and c.offset == 0 and c.null_count for c in cols):
+        if len(cols) == 1:
+            valid = cols[0].buffers()[0]
+        else:
+            both = pc.and_(cols[0].is_valid(), cols[1].is_valid())
+            valid = both.buffers()[1] if both.offset == 0 else None
+        if valid is not None:
+            return pa.Array.from_buffers(typ, len(values), [valid, pa.py_buffer(values)], int(mask.sum()))
+    return pa.array(values, typ, mask=mask)
+
+
 def _request_rows(c: dict, need_replica: bool, slo: dict) -> dict:
     """The native pass over the rows (pau._core.request_rows)."""
     def bound(k):  # an SLO met when the figure is <= the bound: ints compare exactly
@@ -273,6 +299,16 @@ def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array):
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raise SchemaError("busy", "replica", f"has type {busy_rep.type}, requests.replica has "
                               f"{req_rep.type}", "give both replica columns the same type") from None
+    if pa.types.is_integer(req_rep.type):
+        # integer replicas: a direct table over [min, max] when that range is small,
+        # in the same first-appearance order as dictionary_encode
+        dt = np.int32 if req_rep.type == pa.int32() else np.int64
+        a, b = (x if x.type == pa.from_numpy_dtype(dt) else x.cast(pa.from_numpy_dtype(dt))
+                for x in (req_rep, busy_rep))
+        r = _core.first_seen_codes(_values(a, dt), _mask(a), _values(b, dt), _mask(b),
+                                   2 * (len(a) + len(b)) + 65536)
+        if r is not None:
+            return r[0], r[1], pa.array(r[2]).cast(req_rep.type)
     both = pa.concat_arrays([req_rep, busy_rep])
     if pa.types.is_dictionary(both.type):
         both = both.cast(both.type.value_type)
@@ -395,13 +431,16 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     tin = c["tin"] if c["tin_null"] is None else np.where(c["tin_null"], 0, c["tin"])
     tout = c["tout"] if c["tout_null"] is None else np.where(c["tout_null"], 0, c["tout"])
     outcome = rr["outcome"]
+    # TPOT is null where either time is: the validity of the columns that have nulls
+    # (None, i.e. no zero-copy, when a missing column supplies the nulls)
+    tpot_cols = [col for col, m in ((c["ft_col"], ft_null), (c["end_col"], end_null)) if m is not None]
     out = {
         "request_id": _one(t["request_id"]),
         "replica": _one(t["replica"]),
         "outcome": _label(OUTCOMES, outcome),
-        "ttft_ns": pa.array(rr["ttft"], pa.int64(), mask=ft_null),
-        "tpot_ns": pa.array(rr["tpot"], pa.float64(), mask=no_tpot),
-        "e2e_ns": pa.array(rr["e2e"], pa.int64(), mask=end_null),
+        "ttft_ns": _nullable(rr["ttft"], pa.int64(), ft_null, [c["ft_col"]]),
+        "tpot_ns": _nullable(rr["tpot"], pa.float64(), no_tpot, tpot_cols),
+        "e2e_ns": _nullable(rr["e2e"], pa.int64(), end_null, [c["end_col"]]),
         "input_tokens": pa.array(tin, pa.int64()),
         "output_tokens": pa.array(tout, pa.int64()),
     }
@@ -434,8 +473,8 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         # rejected requests (the only ones that may lack an end) hold none
         nrep = len(names)
         a_pre, a_dec, a_tot, idle, rep_busy, rep_idle, by_outcome, overflow = _core.attribute_busy(
-            r_codes, c["arr"], rr["first_token"], c["end"], tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
-            outcome, len(OUTCOMES), 3)
+            r_codes, c["arr"], c["ft"], c["end"], tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
+            outcome, len(OUTCOMES), 3, ft_null)
         if overflow is not None:
             who = names[overflow[0]].as_py()
             if overflow[2] == "weight":
