@@ -46,6 +46,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <stdexcept>
@@ -158,10 +159,13 @@ struct ActiveBusy {
     uint64_t i_start;
 };
 
-struct Busy {
-    int64_t start;
-    int64_t end;
-    int64_t row;  // index into the caller's busy arrays
+// The caller's busy rows, grouped by replica and by start within a group: the
+// k-th is row perm[k], or row k when the input already is in that order.
+struct BusyRows {
+    const int64_t* start;
+    const int64_t* end;
+    std::vector<int64_t> perm;
+    int64_t row(int64_t k) const { return perm.empty() ? k : perm[static_cast<size_t>(k)]; }
 };
 
 struct Replica {
@@ -189,7 +193,7 @@ class Sweeper {
    public:
     Sweeper(const int32_t* rep, const int64_t* arrival, const int64_t* first_token, const int64_t* end,
             const int64_t* tin, const int64_t* tout, int64_t wp, int64_t wd, int64_t n,
-            std::vector<Replica>& reps, const std::vector<Busy>& busy, std::vector<uint32_t>& cand,
+            std::vector<Replica>& reps, const BusyRows& busy, std::vector<uint32_t>& cand,
             const uint8_t* ft_null, const int8_t* outcome, int32_t skip_outcome, AttribResult& out)
         : rep_(rep), arr_(arrival), ft_(first_token), end_(end), tin_(tin), tout_(tout), wp_(wp), wd_(wd),
           n_(n), reps_(reps), busy_(busy), cand_(cand), ftn_(ft_null), oc_(outcome), skip_(skip_outcome),
@@ -239,6 +243,21 @@ class Sweeper {
                 for (size_t j = 0; j < m; ++j) grouped[j] = order ? order[keyed[j].second] : keyed[j].second;
             }
             for (size_t j = 0; j < m; ++j) {
+                // the next replica's state, ahead of the switch to it: its struct
+                // first, then (once that is in) its heap, slots and next busy row
+                if (j + 16 < m && rep_[grouped[j + 16]] != rep_[grouped[j + 15]]) {
+                    const char* p = reinterpret_cast<const char*>(&reps_[static_cast<size_t>(rep_[grouped[j + 16]])]);
+                    for (size_t o = 0; o < sizeof(Replica); o += 64) __builtin_prefetch(p + o);
+                }
+                if (j + 4 < m && rep_[grouped[j + 4]] != rep_[grouped[j + 3]]) {
+                    const Replica& t = reps_[static_cast<size_t>(rep_[grouped[j + 4]])];
+                    __builtin_prefetch(t.heap.data());
+                    const char* sp = reinterpret_cast<const char*>(t.slots.data());
+                    const size_t sb = std::min<size_t>(t.slots.size() * sizeof(Slot), 1024);
+                    for (size_t o = 0; o < sb; o += 64) __builtin_prefetch(sp + o);
+                    if (t.busy_next < t.busy_stop) __builtin_prefetch(busy_.start + busy_.row(t.busy_next));
+                    __builtin_prefetch(&cand_[static_cast<size_t>(t.cand_end)], 1);
+                }
                 if (j + 8 < m) {  // grouped rows are strided: fetch a few ahead
                     const int64_t a = grouped[j + 8];
                     __builtin_prefetch(arr_ + a);
@@ -276,7 +295,7 @@ class Sweeper {
     const int64_t *arr_, *ft_, *end_, *tin_, *tout_;
     int64_t wp_, wd_, n_;
     std::vector<Replica>& reps_;
-    const std::vector<Busy>& busy_;
+    const BusyRows& busy_;
     std::vector<uint32_t>& cand_;
     const uint8_t* ftn_;
     const int8_t* oc_;
@@ -364,8 +383,9 @@ class Sweeper {
         const uint32_t key = frac_key(static_cast<uint64_t>(x));
         const size_t row = static_cast<size_t>(p.row);
         (p.decode ? out_.decode : out_.prefill)[row] = fl;
-        // both keys of a row wait in its `total` slot until finish_rows
-        reinterpret_cast<uint64_t&>(out_.total[row]) |= static_cast<uint64_t>(key) << (p.decode ? 32 : 0);
+        // both keys of a row wait in its `total` slot until finish_rows: a plain 4-byte
+        // store into its low (prefill) or high (decode) half, no read of a cold line
+        std::memcpy(reinterpret_cast<char*>(out_.total.data() + row) + (p.decode ? 4 : 0), &key, 4);
         s.floor_sum += fl;
         s.err.set(s.err.get() + static_cast<u128>(p.w ? p.w : 1) * (s.K - p.k_start));
         if (key) cand_[static_cast<size_t>(s.cand_end++)] = key;
@@ -379,8 +399,8 @@ class Sweeper {
             int64_t tau = kMax;
             int which = -1;
             if (!s.heap.empty()) tau = s.heap.front().t, which = 0;
-            if (s.busy_next < s.busy_stop && busy_[static_cast<size_t>(s.busy_next)].start < tau)
-                tau = busy_[static_cast<size_t>(s.busy_next)].start, which = 1;
+            if (s.busy_next < s.busy_stop && busy_.start[busy_.row(s.busy_next)] < tau)
+                tau = busy_.start[busy_.row(s.busy_next)], which = 1;
             size_t ai = 0;
             for (size_t j = 0; j < s.active.size(); ++j)
                 if (s.active[j].end < tau) tau = s.active[j].end, which = 2, ai = j;
@@ -405,9 +425,11 @@ class Sweeper {
                     s.free_slots.push_back(k);
                 }
             } else if (which == 1) {
-                const Busy& b = busy_[static_cast<size_t>(s.busy_next++)];
-                ++s.B;
-                s.active.push_back(ActiveBusy{b.end, b.row, s.I});
+                const int64_t j = busy_.row(s.busy_next++);
+                if (busy_.end[j] > tau) {  // zero-length rows hold nothing (idle 0)
+                    ++s.B;
+                    s.active.push_back(ActiveBusy{busy_.end[j], j, s.I});
+                }
             } else {
                 const ActiveBusy a = s.active[ai];
                 s.active[ai] = s.active.back();
@@ -454,8 +476,9 @@ class Sweeper {
             Replica& s = reps_[static_cast<size_t>(r)];
             const size_t k = static_cast<size_t>(i);
             int64_t pre = out_.prefill[k], dec = out_.decode[k];
-            const uint64_t keys = static_cast<uint64_t>(out_.total[k]);
-            const uint32_t kp = static_cast<uint32_t>(keys), kd = static_cast<uint32_t>(keys >> 32);
+            uint32_t kp, kd;
+            std::memcpy(&kp, reinterpret_cast<const char*>(out_.total.data() + k), 4);
+            std::memcpy(&kd, reinterpret_cast<const char*>(out_.total.data() + k) + 4, 4);
             if (kp > s.thr || (kp == s.thr && s.quota > 0)) {
                 s.quota -= kp == s.thr;
                 out_.prefill[k] = ++pre;
@@ -576,35 +599,39 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
             off += 2 * count[r];
         }
     }
-    // Busy intervals grouped by replica (counting sort), each group by start;
-    // zero-length ones hold nothing and are left out.
-    std::vector<Busy> busy;
+    // Busy rows grouped by replica, each group by start: as given when they already
+    // are (no copy), else through a permutation (counting sort, then a sort per group).
+    BusyRows busy{b_start, b_end, {}};
     {
         std::vector<int64_t> off(static_cast<size_t>(n_rep) + 1, 0);
+        bool grouped = true;
         for (int64_t j = 0; j < nb; ++j) {
-            if (b_rep[j] < 0 || b_rep[j] >= n_rep)
+            const int32_t r = b_rep[j];
+            if (r < 0 || r >= n_rep)
                 throw std::invalid_argument("busy row " + std::to_string(j) + ": replica code out of range");
             if (b_end[j] < b_start[j])
                 throw std::invalid_argument("busy row " + std::to_string(j) + ": end_ns before start_ns");
-            if (b_end[j] == b_start[j]) continue;
-            Replica& s = reps[static_cast<size_t>(b_rep[j])];
+            if (j > 0 && (r < b_rep[j - 1] || (r == b_rep[j - 1] && b_start[j] < b_start[j - 1]))) grouped = false;
+            Replica& s = reps[static_cast<size_t>(r)];
             int64_t len;
             if (__builtin_sub_overflow(b_end[j], b_start[j], &len) ||
                 __builtin_add_overflow(s.busy_total, len, &s.busy_total))
                 throw std::invalid_argument("busy row " + std::to_string(j) +
                                             ": the busy time of its replica sums past 2^63 - 1 ns");
-            ++off[static_cast<size_t>(b_rep[j]) + 1];
+            ++off[static_cast<size_t>(r) + 1];
         }
         for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) off[r + 1] += off[r];
-        busy.resize(static_cast<size_t>(off.back()));
-        std::vector<int64_t> fill(off.begin(), off.end() - 1);
-        for (int64_t j = 0; j < nb; ++j)
-            if (b_end[j] > b_start[j])
-                busy[static_cast<size_t>(fill[static_cast<size_t>(b_rep[j])]++)] = Busy{b_start[j], b_end[j], j};
-        auto by_start = [](const Busy& x, const Busy& y) { return x.start < y.start; };
+        if (!grouped) {
+            busy.perm.resize(static_cast<size_t>(nb));
+            std::vector<int64_t> fill(off.begin(), off.end() - 1);
+            for (int64_t j = 0; j < nb; ++j) busy.perm[static_cast<size_t>(fill[static_cast<size_t>(b_rep[j])]++)] = j;
+            auto by_start = [&](int64_t x, int64_t y) { return b_start[x] < b_start[y]; };
+            for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
+                auto b = busy.perm.begin() + off[r], e = busy.perm.begin() + off[r + 1];
+                if (!std::is_sorted(b, e, by_start)) std::sort(b, e, by_start);
+            }
+        }
         for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
-            auto b = busy.begin() + off[r], e = busy.begin() + off[r + 1];
-            if (!std::is_sorted(b, e, by_start)) std::sort(b, e, by_start);
             reps[r].busy_next = off[r];
             reps[r].busy_stop = off[r + 1];
         }
