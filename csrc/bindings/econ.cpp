@@ -34,7 +34,7 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
                          int64_t prefill_weight, int64_t decode_weight, const carray<int32_t>& b_rep,
                          const carray<int64_t>& b_start, const carray<int64_t>& b_end, int32_t n_replicas,
                          const py::object& outcome_obj, int32_t n_outcomes, int32_t skip_outcome,
-                         const py::object& first_token_null) {
+                         const py::object& first_token_null, bool rows_checked) {
     const py::ssize_t n = rep.ndim() == 1 ? rep.shape(0) : -1;
     check_len(rep, n, "replica", "replica");
     check_len(arrival, n, "arrival_ns", "replica");
@@ -67,7 +67,7 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
         res = pau::core::attribute_busy(rep.data(), arrival.data(), first_token.data(), end.data(),
                                         input_tokens.data(), output_tokens.data(), prefill_weight,
                                         decode_weight, n, b_rep.data(), b_start.data(), b_end.data(), nb,
-                                        n_replicas, op, op ? n_outcomes : 1, skip_outcome, fnp);
+                                        n_replicas, op, op ? n_outcomes : 1, skip_outcome, fnp, rows_checked);
     }
     py::object overflow = py::none();
     if (res.overflow_replica >= 0)
@@ -168,7 +168,7 @@ void bind_econ(py::module_& m) {
           py::arg("end"), py::arg("input_tokens"), py::arg("output_tokens"), py::arg("prefill_weight"),
           py::arg("decode_weight"), py::arg("busy_replica"), py::arg("busy_start"), py::arg("busy_end"),
           py::arg("n_replicas"), py::arg("outcome") = py::none(), py::arg("n_outcomes") = 1,
-          py::arg("skip_outcome") = -1, py::arg("first_token_null") = py::none(),
+          py::arg("skip_outcome") = -1, py::arg("first_token_null") = py::none(), py::arg("rows_checked") = false,
           "Attribution of busy time to the request phases in flight: exact rational shares, "
           "rounded once per phase with per-replica largest remainder; returns (prefill_ns, "
           "decode_ns, attributed_ns per request, idle_ns per busy row, busy_ns and idle_ns per "

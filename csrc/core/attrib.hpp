@@ -566,7 +566,8 @@ class Sweeper {
 // the phases of its requests (rep, arrival, first_token, end, tin, tout; n rows).
 // rep[i] < 0: request i ran nowhere (rejected, or never ended) and gets nothing.
 // first_token[i] == -1 (or ft_null[i]): no first token (prefill until end). Rows whose
-// outcome is skip_outcome (>= 0) run nowhere either. Replica codes are in
+// outcome is skip_outcome (>= 0) run nowhere either. rows_checked: the caller has
+// validated times and tokens (request_rows did), so only codes are checked here. Replica codes are in
 // [0, n_rep). outcome (optional, codes in [0, n_out)): the per replica and outcome
 // sums of attributed ns. Throws std::invalid_argument on inconsistent input (row named).
 inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, const int64_t* first_token,
@@ -574,7 +575,8 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
                                    int64_t wd, int64_t n, const int32_t* b_rep, const int64_t* b_start,
                                    const int64_t* b_end, int64_t nb, int32_t n_rep,
                                    const int8_t* outcome = nullptr, int32_t n_out = 1,
-                                   int32_t skip_outcome = -1, const uint8_t* ft_null = nullptr) {
+                                   int32_t skip_outcome = -1, const uint8_t* ft_null = nullptr,
+                                   bool rows_checked = false) {
     using namespace attrib_detail;
     if (n > kAttribMaxRows)
         throw std::invalid_argument("requests: at most " + std::to_string(kAttribMaxRows) + " rows at once");
@@ -605,11 +607,14 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
         for (int64_t i = 0; i < n; ++i) {
             const int32_t r = (skip_codes && skip_codes[i] == skip_outcome) ? -1 : rep[i];
             if (r < 0) continue;
-            const int64_t a = arrival[i], ft = (ft_null && ft_null[i]) ? kNone : first_token[i], e = end[i];
+            const int64_t a = arrival[i];
             if (r >= n_rep) throw std::invalid_argument("request row " + std::to_string(i) + ": replica code out of range");
-            if (a < 0 || e < a || (ft != kNone && (ft < a || ft > e)) || tin[i] < 0 || tout[i] < 0)
-                throw std::invalid_argument("request row " + std::to_string(i) +
-                                            ": needs 0 <= arrival <= first_token <= end and tokens >= 0");
+            if (!rows_checked) {
+                const int64_t ft = (ft_null && ft_null[i]) ? kNone : first_token[i], e = end[i];
+                if (a < 0 || e < a || (ft != kNone && (ft < a || ft > e)) || tin[i] < 0 || tout[i] < 0)
+                    throw std::invalid_argument("request row " + std::to_string(i) +
+                                                ": needs 0 <= arrival <= first_token <= end and tokens >= 0");
+            }
             if (outcome && (outcome[i] < 0 || outcome[i] >= n_out))
                 throw std::invalid_argument("request row " + std::to_string(i) + ": outcome code out of range");
             int64_t& l = last[static_cast<size_t>(r)];

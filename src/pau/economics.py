@@ -474,7 +474,7 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         nrep = len(names)
         a_pre, a_dec, a_tot, idle, rep_busy, rep_idle, by_outcome, overflow = _core.attribute_busy(
             r_codes, c["arr"], c["ft"], c["end"], tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
-            outcome, len(OUTCOMES), 3, ft_null)
+            outcome, len(OUTCOMES), 3, ft_null, True)  # rows checked by request_rows
         if overflow is not None:
             who = names[overflow[0]].as_py()
             if overflow[2] == "weight":
