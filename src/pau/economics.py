@@ -4,8 +4,9 @@ DESIGN §3 and §4. Every choice this module makes where the design is silent is
 written in ``docs/economics.md``. In short:
 
 * Time is ``int64`` ns, intervals half-open ``[start_ns, end_ns)``. Attributed
-  accelerator time is exact: integers apportioned by largest remainder, so that for
-  every busy interval ``attributed + idle == end_ns - start_ns`` to the nanosecond.
+  accelerator time is integer ns: each request phase's exact rational share rounded
+  once, by largest remainder per replica, so that per replica ``attributed + idle ==
+  busy`` to the nanosecond and every phase is within 1 ns of its exact share.
 * Money, energy and ratios are floats derived at the edge from exact integer time.
   A ratio with a zero denominator is ``None``, never NaN.
 """
@@ -388,11 +389,15 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     output_tokens <= 1. Outcomes: ``ok`` meeting every SLO is ``accepted``, ``ok``
     missing one is ``late``, ``error`` and ``timeout`` are ``failed``.
 
-    Busy time is split exactly: each busy interval is cut at the phase boundaries
-    of its replica inside it, and each piece goes to the phases in flight by largest remainder on the integer weights (ties to the
-    earlier request row); a segment with nothing in flight is idle; if every phase
-    in flight has weight 0 they share equally. So per replica
-    ``accepted + late + failed + cancelled + idle == busy`` to the ns.
+    Busy time is split by exact rational shares: each busy interval is cut at the
+    phase boundaries of its replica, and each piece goes to the phases in flight in
+    proportion to their integer weights (equally if every phase in flight has weight
+    0); a piece with nothing in flight is idle (exact, per busy interval). Each
+    phase's share, summed over its pieces, is rounded once: the floor, then the ns
+    left on the replica one each to the largest fractional parts (compared at
+    2**-31 ns, ties to the lower request row, prefill first). So per replica
+    ``accepted + late + failed + cancelled + idle == busy`` to the ns, and every
+    phase's attributed ns is within 1 ns of its exact share (docs/economics.md).
     """
     from .core import Quarantined, _check_on_invalid
 
