@@ -320,6 +320,7 @@ class Sweeper {
     std::vector<Replica>& reps_;
     const BusyRows& busy_;
     buffer<uint32_t>& cand_;
+    std::vector<uint32_t> sel_;  // round(): the keys of the threshold's bucket
     const uint8_t* ftn_;
     const int8_t* oc_;
     int32_t skip_;
@@ -482,12 +483,34 @@ class Sweeper {
         }
         if (left == 0) return true;
         auto b = cand_.begin() + s.cand_begin, e = cand_.begin() + s.cand_end;
-        if (left < nc) std::nth_element(b, b + (left - 1), e, std::greater<uint32_t>());
-        const uint32_t thr = *std::min_element(b, b + left);
+        if (nc < 4096) {
+            if (left < nc) std::nth_element(b, b + (left - 1), e, std::greater<uint32_t>());
+            const uint32_t thr = *std::min_element(b, b + left);
+            int64_t above = 0;
+            for (auto it = b; it != b + left; ++it) above += *it > thr;
+            s.thr = thr;
+            s.quota = left - above;
+            return true;
+        }
+        // Many keys: a histogram of their top bits (keys <= 2^31, so key >> 21 <= 1024)
+        // finds the bucket of the threshold; only that bucket is selected in.
+        uint32_t hist[1025] = {};
+        for (auto it = b; it != e; ++it) ++hist[*it >> 21];
         int64_t above = 0;
-        for (auto it = b; it != b + left; ++it) above += *it > thr;
+        int bkt = 1024;
+        for (; bkt > 0 && above + hist[bkt] < left; --bkt) above += hist[bkt];
+        sel_.clear();
+        for (auto it = b; it != e; ++it)
+            if (static_cast<int>(*it >> 21) == bkt) sel_.push_back(*it);
+        const int64_t need = left - above;  // 1 <= need <= hist[bkt]
+        auto sb = sel_.begin();
+        if (need < static_cast<int64_t>(sel_.size()))
+            std::nth_element(sb, sb + (need - 1), sel_.end(), std::greater<uint32_t>());
+        const uint32_t thr = *std::min_element(sb, sb + need);
+        int64_t gt = 0;
+        for (auto it = sb; it != sb + need; ++it) gt += *it > thr;
         s.thr = thr;
-        s.quota = left - above;
+        s.quota = need - gt;
         return true;
     }
 
@@ -791,9 +814,17 @@ template <typename T>
 inline bool first_seen_codes(const T* a, const uint8_t* a_null, int64_t na, const T* b, const uint8_t* b_null,
                              int64_t nb, int64_t max_range, int32_t* ca, int32_t* cb, std::vector<int64_t>& uniq) {
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-    auto bounds = [&](const T* v, const uint8_t* nul, int64_t n) {
-        for (int64_t i = 0; i < n; ++i)
-            if (!(nul && nul[i])) lo = std::min<int64_t>(lo, v[i]), hi = std::max<int64_t>(hi, v[i]);
+    auto bounds = [&lo, &hi](const T* v, const uint8_t* nul, int64_t n) {
+        T l = std::numeric_limits<T>::max(), h = std::numeric_limits<T>::min();  // locals: vectorizable
+        bool any = false;
+        if (nul) {
+            for (int64_t i = 0; i < n; ++i)
+                if (!nul[i]) l = std::min(l, v[i]), h = std::max(h, v[i]), any = true;
+        } else {
+            for (int64_t i = 0; i < n; ++i) l = std::min(l, v[i]), h = std::max(h, v[i]);
+            any = n > 0;
+        }
+        if (any) lo = std::min<int64_t>(lo, l), hi = std::max<int64_t>(hi, h);
     };
     bounds(a, a_null, na);
     bounds(b, b_null, nb);
