@@ -452,6 +452,11 @@ class Sweeper {
                 }
             } else if (which == 1) {
                 const int64_t j = busy_.row(s.busy_next++);
+                if (s.busy_next + 8 < s.busy_stop) {  // this replica's busy rows, a few ahead
+                    const int64_t ahead = busy_.row(s.busy_next + 8);
+                    __builtin_prefetch(busy_.start + ahead);
+                    __builtin_prefetch(busy_.end + ahead);
+                }
                 if (busy_.end[j] > tau) {  // zero-length rows hold nothing (idle 0)
                     ++s.B;
                     s.active.push_back(ActiveBusy{busy_.end[j], j, s.I});
