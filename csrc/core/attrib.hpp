@@ -234,7 +234,7 @@ class Sweeper {
         // costs a cache miss per touch (measured: 40 % of the sweep). So take the rows
         // in chunks and, within a chunk, the rows of each replica together (stable: a
         // replica's arrivals stay in order; replicas are independent).
-        constexpr int64_t kChunk = 16384;
+        constexpr int64_t kChunk = 32768;
         const size_t n_rep = reps_.size();
         const bool counting = n_rep <= static_cast<size_t>(4 * kChunk);
         std::vector<int64_t> rows(static_cast<size_t>(std::min(n_, kChunk))), grouped(rows.size());
