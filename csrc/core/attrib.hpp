@@ -13,7 +13,8 @@
 //
 //     A_i = w_i * (F(e_i) - F(s_i)),   F(t) = sum over pieces before t of len_p / W_p
 //
-// (pieces of overlapping busy rows counted once per row), so one sweep over the
+// (pieces of overlapping busy rows counted once per row; a piece with one phase in
+// flight goes whole to it, through an exact integer prefix G), so one sweep over the
 // replica's boundaries in time order computes every A_i without visiting the phases in
 // flight per piece. Rounding happens once per phase, conservation per replica:
 // phase i gets floor(A_i), and the T_r - sum(floor) ns left (T_r = busy - idle of the
@@ -163,6 +164,7 @@ struct U128 {
 
 struct Slot {       // a phase in flight
     U128 f_start;   // F (or F0 for a zero weight) when it started
+    uint64_t g_start;  // G when it started
     uint64_t k_start;  // inexact additions so far when it started
     uint64_t w;
     int64_t next_end;  // a prefill's decode: its end, or kNone
@@ -196,6 +198,7 @@ struct Replica {
     U128 F0;       // sum len * B / N over pieces where all weights in flight are 0
     U128 W;        // total weight in flight
     U128 err;      // sum of max(w, 1) * k over finished phases (units of 2^-64 ns)
+    uint64_t G = 0;     // sum len * B over pieces with one phase in flight (exact ns)
     int64_t N = 0;      // phases in flight
     int64_t B = 0;      // busy rows running
     uint64_t K = 0;     // inexact additions to F / F0
@@ -338,6 +341,11 @@ class Sweeper {
             return true;
         }
         if (s.B == 0) return true;
+        const uint64_t m = len * static_cast<uint64_t>(s.B);  // <= the replica's busy ns < 2^63
+        if (s.N == 1) {  // the one phase in flight takes the whole piece: no division
+            s.G += m;
+            return true;
+        }
         uint64_t d;
         const bool equal = (s.W.lo | s.W.hi) == 0;
         if (equal) {
@@ -351,7 +359,6 @@ class Sweeper {
             }
             d = s.W.lo;
         }
-        const uint64_t m = len * static_cast<uint64_t>(s.B);  // <= the replica's busy ns < 2^63
         uint64_t rem;
         const uint64_t lo = div128(m % d, 0, d, rem);
         const u128 c = (static_cast<u128>(m / d) << 64) | lo;
@@ -373,6 +380,7 @@ class Sweeper {
         }
         Slot& p = s.slots[k];
         p.f_start.copy_from(w ? s.F : s.F0);
+        p.g_start = s.G;
         p.k_start = s.K;
         p.w = w;
         p.next_end = next_end;
@@ -404,7 +412,8 @@ class Sweeper {
     // The phase in slot k ends now: its share, rounded down, and its ranking key.
     void finish(Replica& s, Slot& p) {
         const u128 d = (p.w ? s.F : s.F0).get() - p.f_start.get();
-        const u128 x = p.w ? mul_64_128(p.w, d) : d;
+        // + the pieces it had alone, exact: x <= its exact share < 2^127
+        const u128 x = (p.w ? mul_64_128(p.w, d) : d) + (static_cast<u128>(s.G - p.g_start) << 64);
         const int64_t fl = static_cast<int64_t>(x >> 64);
         const uint32_t key = frac_key(static_cast<uint64_t>(x));
         const size_t row = static_cast<size_t>(p.row);
@@ -440,6 +449,7 @@ class Sweeper {
                     const int64_t next_end = p.next_end;
                     p.w = p.next_w;
                     p.f_start.copy_from(p.w ? s.F : s.F0);
+                    p.g_start = s.G;
                     p.k_start = s.K;
                     p.next_end = kNone;
                     p.decode = 1;
