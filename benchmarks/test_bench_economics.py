@@ -12,14 +12,14 @@ the answers are still checked.
 The serving log (seeded, built untimed by :func:`serving_log`): 10,000 requests per
 replica, Poisson arrivals every 0.2 s (busy: about 10 requests in flight per replica)
 or every 1 s (light: about 2) on average, TTFT lognormal (median 80 ms), decode
-lognormal (median 1.5 s). The attribution's work grows with requests x requests in
-flight (every piece of busy time is split among all of them), so both are timed;
+lognormal (median 1.5 s). The attribution keeps a heap of the phases in flight
+(O(n log c) for c in flight; it used to split every piece among all of them), so both are timed;
 rows in arrival order across replicas (as a serving log is written); status 97 % ok,
 1 % error, 0.5 % timeout, 1 % rejected, 0.5 % cancelled. Busy intervals: each
 replica's accelerator is busy 900 ms out of every second over the whole run.
 
-The answer is asserted: attributed + idle == busy to the ns, outcome counts equal a
-direct numpy count, and rejected requests hold no accelerator time.
+The answer is asserted: attributed + idle == busy to the ns (and per replica), outcome
+counts equal a direct numpy count, and rejected requests hold no accelerator time.
 """
 
 from __future__ import annotations
@@ -109,6 +109,9 @@ def test_requests_with_attribution(benchmark, log, report_note):
     idle = int(np.asarray(out.busy["idle_ns"]).sum())
     assert attributed + idle == busy_ns == s["busy_ns"]
     assert s["productive_ns"] + s["late_ns"] + s["failed_ns"] + s["cancelled_ns"] + s["idle_ns"] == busy_ns
+    r = out.replicas
+    parts = sum(np.asarray(r[k]) for k in ("accepted_ns", "late_ns", "failed_ns", "cancelled_ns", "idle_ns"))
+    assert (parts == np.asarray(r["busy_ns"])).all()  # conservation per replica
     assert (np.asarray(out.table["attributed_prefill_ns"]) + np.asarray(out.table["attributed_decode_ns"])
             == np.asarray(out.table["attributed_ns"])).all()
     # outcomes (no SLO): ok -> accepted, error/timeout -> failed, straight from status

@@ -15,10 +15,11 @@ namespace {
 template <typename T>
 using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
-template <typename T>
-py::array_t<T> to_numpy(std::vector<T>&& v) {
-    auto* heap = new std::vector<T>(std::move(v));
-    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+template <typename T, typename A>
+py::array_t<T> to_numpy(std::vector<T, A>&& v) {
+    using V = std::vector<T, A>;
+    auto* heap = new V(std::move(v));
+    py::capsule owner(heap, [](void* p) { delete static_cast<V*>(p); });
     return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
 }
 
@@ -31,7 +32,9 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
                          const carray<int64_t>& first_token, const carray<int64_t>& end,
                          const carray<int64_t>& input_tokens, const carray<int64_t>& output_tokens,
                          int64_t prefill_weight, int64_t decode_weight, const carray<int32_t>& b_rep,
-                         const carray<int64_t>& b_start, const carray<int64_t>& b_end, int32_t n_replicas) {
+                         const carray<int64_t>& b_start, const carray<int64_t>& b_end, int32_t n_replicas,
+                         const py::object& outcome_obj, int32_t n_outcomes, int32_t skip_outcome,
+                         const py::object& first_token_null, bool rows_checked) {
     const py::ssize_t n = rep.ndim() == 1 ? rep.shape(0) : -1;
     check_len(rep, n, "replica", "replica");
     check_len(arrival, n, "arrival_ns", "replica");
@@ -43,6 +46,19 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
     check_len(b_rep, nb, "busy.replica", "busy.replica");
     check_len(b_start, nb, "busy.start_ns", "busy.replica");
     check_len(b_end, nb, "busy.end_ns", "busy.replica");
+    carray<int8_t> outcome;
+    if (!outcome_obj.is_none()) {
+        outcome = outcome_obj.cast<carray<int8_t>>();
+        check_len(outcome, n, "outcome", "replica");
+    }
+    const int8_t* op = outcome_obj.is_none() ? nullptr : outcome.data();
+    carray<bool> ftn;
+    const uint8_t* fnp = nullptr;
+    if (!first_token_null.is_none()) {
+        ftn = first_token_null.cast<carray<bool>>();
+        check_len(ftn, n, "first_token_null", "replica");
+        fnp = reinterpret_cast<const uint8_t*>(ftn.data());
+    }
     pau::core::AttribResult res;
     {
         // Safe without the GIL: every buffer belongs to an array the caller's frame
@@ -51,25 +67,128 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
         res = pau::core::attribute_busy(rep.data(), arrival.data(), first_token.data(), end.data(),
                                         input_tokens.data(), output_tokens.data(), prefill_weight,
                                         decode_weight, n, b_rep.data(), b_start.data(), b_end.data(), nb,
-                                        n_replicas);
+                                        n_replicas, op, op ? n_outcomes : 1, skip_outcome, fnp, rows_checked);
     }
     py::object overflow = py::none();
-    if (res.overflow_replica >= 0) overflow = py::make_tuple(res.overflow_replica, res.overflow_ns);
+    if (res.overflow_replica >= 0)
+        overflow = py::make_tuple(res.overflow_replica, res.overflow_ns,
+                                  res.overflow_kind == pau::core::kOverflowWeight ? "weight" : "precision");
+    py::object by_outcome = py::none();
+    if (op) {
+        auto a = to_numpy(std::move(res.rep_outcome));
+        by_outcome = a.reshape({static_cast<py::ssize_t>(n_replicas), static_cast<py::ssize_t>(n_outcomes)});
+    }
     return py::make_tuple(to_numpy(std::move(res.prefill)), to_numpy(std::move(res.decode)),
-                          to_numpy(std::move(res.idle)), overflow);
+                          to_numpy(std::move(res.total)), to_numpy(std::move(res.idle)),
+                          to_numpy(std::move(res.rep_busy)), to_numpy(std::move(res.rep_idle)), by_outcome,
+                          overflow);
 }
 
 }  // namespace
 
+const uint8_t* mask_ptr(const py::object& obj, carray<bool>& keep, py::ssize_t n, const char* name) {
+    if (obj.is_none()) return nullptr;
+    keep = obj.cast<carray<bool>>();
+    check_len(keep, n, name, "arrival_ns");
+    return reinterpret_cast<const uint8_t*>(keep.data());
+}
+
+py::dict request_rows(const carray<int64_t>& arrival, const py::object& arrival_null, const carray<int64_t>& end,
+                      const py::object& end_null, const carray<int64_t>& first_token,
+                      const py::object& first_token_null, const carray<int64_t>& tin, const py::object& tin_null,
+                      const carray<int64_t>& tout, const py::object& tout_null, const carray<int8_t>& status,
+                      const py::object& status_null, const py::object& replica_null, bool need_replica,
+                      const py::object& slo_ttft, const py::object& slo_tpot, const py::object& slo_e2e) {
+    const py::ssize_t n = arrival.ndim() == 1 ? arrival.shape(0) : -1;
+    check_len(arrival, n, "arrival_ns", "arrival_ns");
+    check_len(end, n, "end_ns", "arrival_ns");
+    check_len(first_token, n, "first_token_ns", "arrival_ns");
+    check_len(tin, n, "input_tokens", "arrival_ns");
+    check_len(tout, n, "output_tokens", "arrival_ns");
+    check_len(status, n, "status", "arrival_ns");
+    carray<bool> m[7];
+    const uint8_t* an = mask_ptr(arrival_null, m[0], n, "arrival_null");
+    const uint8_t* en = mask_ptr(end_null, m[1], n, "end_null");
+    const uint8_t* fn = mask_ptr(first_token_null, m[2], n, "first_token_null");
+    const uint8_t* tin_n = mask_ptr(tin_null, m[3], n, "tin_null");
+    const uint8_t* tout_n = mask_ptr(tout_null, m[4], n, "tout_null");
+    const uint8_t* sn = mask_ptr(status_null, m[5], n, "status_null");
+    const uint8_t* rn = mask_ptr(replica_null, m[6], n, "replica_null");
+    pau::core::RequestSlo slo;
+    if (!slo_ttft.is_none()) slo.ttft = true, slo.ttft_ns = slo_ttft.cast<int64_t>();
+    if (!slo_e2e.is_none()) slo.e2e = true, slo.e2e_ns = slo_e2e.cast<int64_t>();
+    if (!slo_tpot.is_none()) slo.tpot = true, slo.tpot_ns = slo_tpot.cast<double>();
+    pau::core::RequestRows r;
+    {
+        py::gil_scoped_release release;  // plain buffers kept alive by this frame
+        r = pau::core::request_rows(n, arrival.data(), an, end.data(), en, first_token.data(), fn, tin.data(),
+                                    tin_n, tout.data(), tout_n, status.data(), sn, rn, need_replica, slo);
+    }
+    py::dict d;
+    d["reason"] = to_numpy(std::move(r.reason));
+    d["outcome"] = to_numpy(std::move(r.outcome));
+    d["ttft"] = to_numpy(std::move(r.ttft));
+    d["e2e"] = to_numpy(std::move(r.e2e));
+    d["tpot"] = to_numpy(std::move(r.tpot));
+    d["bad"] = r.bad;
+    d["counts"] = py::make_tuple(r.counts[0], r.counts[1], r.counts[2], r.counts[3], r.counts[4]);
+    d["accepted_input_tokens"] = r.accepted_in;
+    d["accepted_output_tokens"] = r.accepted_out;
+    d["arrival_min"] = r.arrival_min;
+    d["arrival_max"] = r.arrival_max;
+    d["end_max"] = r.any_end ? py::object(py::int_(r.end_max)) : py::object(py::none());
+    return d;
+}
+
+template <typename T>
+py::object first_seen_codes(const carray<T>& a, const py::object& a_null, const carray<T>& b,
+                            const py::object& b_null, int64_t max_range) {
+    const py::ssize_t na = a.ndim() == 1 ? a.shape(0) : -1, nb = b.ndim() == 1 ? b.shape(0) : -1;
+    check_len(a, na, "a", "a");
+    check_len(b, nb, "b", "b");
+    carray<bool> ma, mb;
+    const uint8_t* pa_ = mask_ptr(a_null, ma, na, "a_null");
+    const uint8_t* pb_ = mask_ptr(b_null, mb, nb, "b_null");
+    std::vector<int32_t> ca(static_cast<size_t>(na)), cb(static_cast<size_t>(nb));
+    std::vector<int64_t> uniq;
+    bool ok;
+    {
+        py::gil_scoped_release release;  // plain buffers kept alive by this frame
+        ok = pau::core::first_seen_codes(a.data(), pa_, na, b.data(), pb_, nb, max_range, ca.data(), cb.data(), uniq);
+    }
+    if (!ok) return py::none();
+    return py::make_tuple(to_numpy(std::move(ca)), to_numpy(std::move(cb)), to_numpy(std::move(uniq)));
+}
+
 void bind_econ(py::module_& m) {
     m.attr("ATTRIB_MAX_WEIGHT") = pau::core::kAttribMaxWeight;
     m.attr("ATTRIB_MAX_ROWS") = pau::core::kAttribMaxRows;
+    m.attr("ATTRIB_KEY_BITS") = pau::core::kAttribKeyBits;
     m.def("attribute_busy", &attribute_busy, py::arg("replica"), py::arg("arrival"), py::arg("first_token"),
           py::arg("end"), py::arg("input_tokens"), py::arg("output_tokens"), py::arg("prefill_weight"),
           py::arg("decode_weight"), py::arg("busy_replica"), py::arg("busy_start"), py::arg("busy_end"),
-          py::arg("n_replicas"),
-          "Exact largest-remainder attribution of busy time to requests in flight; returns "
-          "(prefill_ns, decode_ns, idle_ns, overflow) with overflow None or (replica, time_ns).");
+          py::arg("n_replicas"), py::arg("outcome") = py::none(), py::arg("n_outcomes") = 1,
+          py::arg("skip_outcome") = -1, py::arg("first_token_null") = py::none(), py::arg("rows_checked") = false,
+          "Attribution of busy time to the request phases in flight: exact rational shares, "
+          "rounded once per phase with per-replica largest remainder; returns (prefill_ns, "
+          "decode_ns, attributed_ns per request, idle_ns per busy row, busy_ns and idle_ns per "
+          "replica, attributed ns per (replica, outcome) or None without outcome, overflow) with "
+          "overflow None or (replica, time_ns, kind), kind 'weight' or 'precision'. Rows whose "
+          "outcome is skip_outcome (>= 0) run nowhere; first_token_null (bool mask) marks rows "
+          "without a first token, like first_token == -1.");
+    m.def("request_rows", &request_rows, py::arg("arrival"), py::arg("arrival_null"), py::arg("end"),
+          py::arg("end_null"), py::arg("first_token"), py::arg("first_token_null"), py::arg("input_tokens"),
+          py::arg("input_tokens_null"), py::arg("output_tokens"), py::arg("output_tokens_null"), py::arg("status"),
+          py::arg("status_null"), py::arg("replica_null"), py::arg("need_replica"), py::arg("slo_ttft"),
+          py::arg("slo_tpot"), py::arg("slo_e2e"),
+          "One pass over request rows: invalid reason per row, latencies, outcome, counts and window "
+          "bounds (see csrc/core/attrib.hpp request_rows). Masks are bool arrays or None.");
+    m.def("first_seen_codes", &first_seen_codes<int32_t>, py::arg("a"), py::arg("a_null"), py::arg("b"),
+          py::arg("b_null"), py::arg("max_range"));
+    m.def("first_seen_codes", &first_seen_codes<int64_t>, py::arg("a"), py::arg("a_null"), py::arg("b"),
+          py::arg("b_null"), py::arg("max_range"),
+          "Codes of int32 or int64 values (a, then b; same dtype) in order of first appearance, -1 for "
+          "nulls (bool masks or None), as (codes_a, codes_b, uniques); None when max - min > max_range.");
     m.def(
         "sum_by_key",
         [](const carray<int32_t>& key, const carray<int64_t>& value, int32_t n_keys, const py::object& sub_obj,

@@ -1,30 +1,54 @@
 // pau native core: exact attribution of accelerator busy time to requests in flight.
 //
 // Conventions (as in sweep.hpp): time is int64 nanoseconds, intervals are half-open
-// [start, end), touching intervals do not overlap, all arithmetic is exact integer.
+// [start, end), touching intervals do not overlap, all time arithmetic is exact.
 //
 // A request of replica r is in prefill on [arrival, first_token) (or [arrival, end)
 // when it has no first token) with weight wp * input_tokens, and in decode on
-// [first_token, end) with weight wd * output_tokens. Every busy interval of replica r
-// is attributed on its own: it is cut at every phase boundary (start or end, zero-
-// length phases included) of replica r inside it, and each piece of length L goes to
-// the phases in flight by largest remainder: phase i gets floor(L * w_i / S), and
-// the L - sum(floor) ns left go one each to the largest remainders L * w_i mod S,
-// ties to the lower request row. When every phase in flight has weight 0 they share
-// equally (w_i = 1). A piece with no phase in flight is idle. So, per busy interval,
-// sum(attributed) + idle == end - start exactly.
+// [first_token, end) with weight wd * output_tokens; zero-length phases never run.
+// Each busy interval of replica r is cut at the phase boundaries of r into pieces; a
+// piece p of length len_p with phases in flight of total weight W_p gives phase i the
+// exact rational share len_p * w_i / W_p (w_i = 1 for all of them when W_p == 0); a
+// piece with nothing in flight is idle. Phase i's exact share is then
+//
+//     A_i = w_i * (F(e_i) - F(s_i)),   F(t) = sum over pieces before t of len_p / W_p
+//
+// (pieces of overlapping busy rows counted once per row; a piece with one phase in
+// flight goes whole to it, through an exact integer prefix G), so one sweep over the
+// replica's boundaries in time order computes every A_i without visiting the phases in
+// flight per piece. Rounding happens once per phase, conservation per replica:
+// phase i gets floor(A_i), and the T_r - sum(floor) ns left (T_r = busy - idle of the
+// replica, exact) go one each to the phases with the largest fractional parts, ranked
+// by key = ceil(frac * 2^31) (fractional parts compared at 2^-31 ns), ties to the lower
+// request row, then prefill before decode. Idle per busy interval is exact.
+//
+// Fixed point. F is unsigned 128-bit with 64 fractional bits; each piece adds
+// floor(len * B * 2^64 / W) (B busy rows covering it). The computed share A'_i =
+// w_i * dF lies in (A_i - eps_i, A_i] with eps_i = max(w_i, 1) * k_i * 2^-64 ns, k_i
+// the number of inexact additions while the phase ran. The sweep checks sum(eps_i) <
+// 1 ns per replica (else it reports a precision overflow rather than round wrongly);
+// then every phase gets floor(A_i) or ceil(A_i) (a share just below an integer in
+// fixed point has the largest key and always gets its ns back) and the allocation is
+// the one the exact rule gives unless an exact fractional part lies within eps_i above
+// a multiple of 2^-31 ns.
+//
+// Limits: the total weight in flight on a busy piece <= kAttribMaxWeight (2^63 - 1),
+// so that W and len * B fit in 64 bits (len * B <= the replica's busy time, checked
+// < 2^63), every F < 2^127 and w * dF < 2^127.
 //
 // The sweep: one pass over the requests in arrival order (the input order when each
 // replica's arrivals are already non-decreasing, else one sort of row indices), with
-// per replica a min-heap of the phases in flight keyed by end time (a prefill that
-// ends becomes its decode) and the busy intervals in start order. No per-request
-// allocation; the work is O(n log c + pieces * c) for c phases in flight.
+// per replica a min-heap of the next boundary of each phase in flight (a prefill that
+// ends becomes its decode) and the busy intervals in start order: O(n log c) for c in
+// flight, plus O(n) for the per-replica largest remainder (nth_element).
 //
 // This header knows nothing of Python; the bindings live in csrc/bindings/econ.cpp.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -33,118 +57,262 @@
 
 namespace pau::core {
 
-// With S <= kAttribMaxWeight every product r * w (r < S, w <= S) fits in int64, and
-// so does the tie-break key rem * 2^31 + (2^31 - 1 - row) (rem < S < 2^32, row < 2^31).
-constexpr int64_t kAttribMaxWeight = 3'037'000'499;
+using u128 = unsigned __int128;
+
+// A vector whose elements start uninitialized: the large per-row outputs are written
+// once each, and zero-filling them first costs a pass over memory (measured: ~10 % here).
+template <typename T>
+struct uninit_alloc : std::allocator<T> {
+    template <typename U>
+    struct rebind {
+        using other = uninit_alloc<U>;
+    };
+    uninit_alloc() = default;
+    template <typename U>
+    uninit_alloc(const uninit_alloc<U>&) noexcept {}
+    template <typename U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <typename U, typename... A>
+    void construct(U* p, A&&... a) {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+template <typename T>
+using buffer = std::vector<T, uninit_alloc<T>>;
+
+constexpr int64_t kAttribMaxWeight = std::numeric_limits<int64_t>::max();
 constexpr int64_t kAttribMaxRows = (int64_t{1} << 31) - 1;
+constexpr int kAttribKeyBits = 31;  // fractional parts are ranked at 2^-31 ns
+
+enum AttribOverflow : int32_t { kOverflowWeight = 0, kOverflowPrecision = 1 };
 
 struct AttribResult {
-    std::vector<int64_t> prefill;  // ns per request attributed to its prefill
-    std::vector<int64_t> decode;   // ns per request attributed to its decode
+    buffer<int64_t> prefill;  // ns per request attributed to its prefill
+    buffer<int64_t> decode;   // ns per request attributed to its decode
+    buffer<int64_t> total;    // prefill + decode per request
     std::vector<int64_t> idle;     // idle ns per busy interval
-    // When a piece's total weight in flight exceeded kAttribMaxWeight the sweep
-    // stops (the outputs are then incomplete): the replica and the piece's end.
+    std::vector<int64_t> rep_busy;     // per replica: busy ns (overlapping rows counted each)
+    std::vector<int64_t> rep_idle;     // per replica: idle ns
+    std::vector<int64_t> rep_outcome;  // per replica and outcome (n_rep x n_out): attributed ns
+    // On an overflow the sweep stops (the outputs are then incomplete): the replica,
+    // the time (weight: the piece's end; precision: -1) and the kind.
     int32_t overflow_replica = -1;
     int64_t overflow_ns = 0;
+    int32_t overflow_kind = kOverflowWeight;
 };
 
 namespace attrib_detail {
 
 constexpr int64_t kNone = -1;  // "no first token" in the first_token column
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-// a * b saturated at kAttribMaxWeight + 1 (both >= 0): any weight above the limit
-// is an overflow once it is in flight, whatever its exact value.
-inline int64_t sat_weight(int64_t a, int64_t b) {
-    int64_t p;
-    if (__builtin_mul_overflow(a, b, &p) || p > kAttribMaxWeight) return kAttribMaxWeight + 1;
-    return p;
+// floor((hi * 2^64 + lo) / d) and the remainder, for hi < d (the quotient fits).
+inline uint64_t div128(uint64_t hi, uint64_t lo, uint64_t d, uint64_t& rem) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    uint64_t q, r;
+    __asm__("divq %[d]" : "=a"(q), "=d"(r) : [d] "r"(d), "a"(lo), "d"(hi) : "cc");
+    rem = r;
+    return q;
+#else
+    const u128 x = (static_cast<u128>(hi) << 64) | lo;
+    rem = static_cast<uint64_t>(x % d);
+    return static_cast<uint64_t>(x / d);
+#endif
 }
 
-struct Phase {
-    int64_t end;
-    int64_t w;
-    int64_t attr;      // ns attributed so far
-    int64_t next_end;  // a prefill's decode: its end, or kNone (no decode / is decode)
-    int64_t next_w;
+// w * f for w < 2^63 when the exact product is known to be < 2^128 (here < 2^127):
+// the high word of f times w then fits in 64 bits.
+inline u128 mul_64_128(uint64_t w, u128 f) {
+    const uint64_t lo = static_cast<uint64_t>(f), hi = static_cast<uint64_t>(f >> 64);
+    return static_cast<u128>(w) * lo + (static_cast<u128>(w * hi) << 64);
+}
+
+// a * b for a, b >= 0, saturated at 2^63: any weight above the limit is an overflow
+// once it is in flight on a busy piece, whatever its exact value.
+inline uint64_t sat_weight(int64_t a, int64_t b) {
+    int64_t p;
+    if (__builtin_mul_overflow(a, b, &p)) return uint64_t{1} << 63;
+    return static_cast<uint64_t>(p);
+}
+
+// Ranking key of a fractional part: ceil(frac * 2^31), in [0, 2^31].
+inline uint32_t frac_key(uint64_t frac) {
+    return static_cast<uint32_t>((frac >> (64 - kAttribKeyBits)) + ((frac << kAttribKeyBits) != 0));
+}
+
+// An unsigned 128-bit value kept as two scalar words: a u128 member is copied with
+// 16-byte vector moves, and loading one right after the two scalar stores of an add
+// stalls on store forwarding (a quarter of the sweep's time, measured).
+struct U128 {
+    uint64_t lo = 0, hi = 0;
+    u128 get() const { return (static_cast<u128>(hi) << 64) | lo; }
+    // A copy through two general registers (a plain struct copy is vectorized).
+    void copy_from(const U128& o) {
+        uint64_t l = o.lo, h = o.hi;
+        __asm__("" : "+r"(l), "+r"(h));
+        lo = l;
+        hi = h;
+    }
+    void set(u128 v) {
+        lo = static_cast<uint64_t>(v);
+        hi = static_cast<uint64_t>(v >> 64);
+    }
+};
+
+struct Slot {       // a phase in flight
+    U128 f_start;   // F (or F0 for a zero weight) when it started
+    uint64_t g_start;  // G when it started
+    uint64_t k_start;  // inexact additions so far when it started
+    uint64_t w;
+    int64_t next_end;  // a prefill's decode: its end, or kNone
+    uint64_t next_w;
     int32_t row;
-    int32_t decode;    // 0 prefill, 1 decode
+    int32_t decode;
 };
 
-struct EndLater {
-    bool operator()(const Phase& a, const Phase& b) const { return a.end > b.end; }
+struct Next {  // heap entry: the next boundary of a phase in flight
+    int64_t t;
+    uint32_t slot;
 };
 
-struct Busy {
-    int64_t start;
+struct ActiveBusy {
     int64_t end;
-    int64_t row;  // index into the caller's busy arrays
+    int64_t row;
+    uint64_t i_start;
+};
+
+// The caller's busy rows, grouped by replica and by start within a group: the
+// k-th is row perm[k], or row k when the input already is in that order.
+struct BusyRows {
+    const int64_t* start;
+    const int64_t* end;
+    std::vector<int64_t> perm;
+    int64_t row(int64_t k) const { return perm.empty() ? k : perm[static_cast<size_t>(k)]; }
 };
 
 struct Replica {
-    std::vector<Phase> heap;  // phases in flight, min-heap on end
-    int64_t wsum = 0;         // sum of their (saturated) weights
-    int64_t last_cut = std::numeric_limits<int64_t>::min();
-    int64_t busy_next = 0;    // next busy interval (index into the replica's slice)
-    int64_t busy_stop = 0;
-    std::vector<Busy> active;  // busy intervals running
+    U128 F;        // sum len * B / W over pieces with W > 0 (64 fractional bits)
+    U128 F0;       // sum len * B / N over pieces where all weights in flight are 0
+    U128 W;        // total weight in flight
+    U128 err;      // sum of max(w, 1) * k over finished phases (units of 2^-64 ns)
+    uint64_t G = 0;     // sum len * B over pieces with one phase in flight (exact ns)
+    int64_t N = 0;      // phases in flight
+    int64_t B = 0;      // busy rows running
+    uint64_t K = 0;     // inexact additions to F / F0
+    uint64_t I = 0;     // ns with nothing in flight (mod 2^64; only differences are used)
+    int64_t last = kMin;
+    int64_t busy_next = 0, busy_stop = 0;
+    int64_t busy_total = 0, idle_total = 0, floor_sum = 0;
+    int64_t cand_begin = 0, cand_end = 0;
+    uint32_t thr = 0xffffffffu;  // after rounding: keys above get 1 ns, keys equal while quota lasts
+    int64_t quota = 0;
+    std::vector<Next> heap;  // min-heap on t
+    std::vector<Slot> slots;
+    std::vector<uint32_t> free_slots;
+    std::vector<ActiveBusy> active;
 };
-
-// Exact floor(x / d) for 0 <= x < 2^63 and one divisor d > 0 used many times:
-// a multiply by floor((2^64 - 1) / d) gives q or q - 1, then one correction.
-struct Divider {
-    uint64_t d, m;
-    explicit Divider(uint64_t d_) : d(d_), m(~uint64_t{0} / d_) {}
-    inline void divmod(uint64_t x, uint64_t& q, uint64_t& r) const {
-        q = static_cast<uint64_t>((static_cast<unsigned __int128>(x) * m) >> 64);
-        r = x - q * d;
-        while (r >= d) {
-            ++q;
-            r -= d;
-        }
-    }
-};
-
-// Few in flight (the usual case): bonus[i] = 1 for the `left` largest of the na
-// distinct keys, by counting for each key the larger ones. Branch-free and cheaper
-// than a selection at this size; AVX2 when the CPU has it (chosen at load time, so
-// the default build still runs on any x86-64), plain code elsewhere.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(PAU_NO_CLONES)
-__attribute__((target_clones("avx2", "default")))
-#endif
-inline void count_bonus(const int64_t* key, int64_t* bonus, size_t na, int64_t left) {
-    // key is padded with -1 up to a multiple of 4 (keys are >= 0): no scalar tail
-    const size_t m = (na + 3) & ~size_t{3};
-    for (size_t i = 0; i < na; ++i) {
-        const int64_t ki = key[i];
-        int64_t above = 0;
-        for (size_t j = 0; j < m; ++j) above += key[j] > ki;
-        bonus[i] = above < left;
-    }
-}
 
 class Sweeper {
    public:
     Sweeper(const int32_t* rep, const int64_t* arrival, const int64_t* first_token, const int64_t* end,
             const int64_t* tin, const int64_t* tout, int64_t wp, int64_t wd, int64_t n,
-            std::vector<Replica>& reps, std::vector<Busy>& busy, AttribResult& out)
+            std::vector<Replica>& reps, const BusyRows& busy, buffer<uint32_t>& cand,
+            const uint8_t* ft_null, const int8_t* outcome, int32_t skip_outcome, AttribResult& out)
         : rep_(rep), arr_(arrival), ft_(first_token), end_(end), tin_(tin), tout_(tout), wp_(wp), wd_(wd),
-          n_(n), reps_(reps), busy_(busy), out_(out) {}
+          n_(n), reps_(reps), busy_(busy), cand_(cand), ftn_(ft_null), oc_(outcome), skip_(skip_outcome),
+          out_(out) {}
 
-    // Run every request (in the order given, arrivals non-decreasing per replica).
-    // Returns false on a weight overflow.
-    bool run(const int64_t* order) {
-        for (int64_t k = 0; k < n_; ++k) {
-            const int64_t i = order ? order[k] : k;
-            const int32_t r = rep_[i];
-            if (r < 0) continue;
-            Replica& s = reps_[static_cast<size_t>(r)];
-            const int64_t t = arr_[i];
-            if (!advance(s, r, t, false)) return false;
-            if (!process(s, r, t, true)) return false;
-            admit(s, i, t);
+    // Replica code of row i; -1 when it runs nowhere (its outcome is the skipped one).
+    int32_t rep_of(int64_t i) const { return (oc_ && oc_[i] == skip_) ? -1 : rep_[i]; }
+    // First token of row i; kNone when it has none.
+    int64_t ft_of(int64_t i) const { return (ftn_ && ftn_[i]) ? kNone : ft_[i]; }
+
+    // Run every request (in the order given, arrivals non-decreasing per replica),
+    // then round per replica. Returns false on an overflow (recorded in out_).
+    bool run(const int64_t* order, const int8_t* outcome, int32_t n_out) {
+        // Requests of many replicas interleave, and jumping between their states
+        // costs a cache miss per touch (measured: 40 % of the sweep). So take the rows
+        // in chunks and, within a chunk, the rows of each replica together (stable: a
+        // replica's arrivals stay in order; replicas are independent).
+        constexpr int64_t kChunk = 32768;
+        const size_t n_rep = reps_.size();
+        const bool counting = n_rep <= static_cast<size_t>(4 * kChunk);
+        std::vector<int64_t> rows(static_cast<size_t>(std::min(n_, kChunk))), grouped(rows.size());
+        std::vector<int32_t> first(counting ? n_rep + 1 : 0);
+        std::vector<std::pair<int32_t, int64_t>> keyed;
+        for (int64_t c0 = 0; c0 < n_; c0 += kChunk) {
+            const int64_t c1 = std::min(n_, c0 + kChunk);
+            size_t m = 0;
+            if (counting) {
+                std::fill(first.begin(), first.end(), 0);
+                for (int64_t k = c0; k < c1; ++k) {
+                    const int64_t i = order ? order[k] : k;
+                    const int32_t r = rep_of(i);
+                    if (r < 0) continue;
+                    rows[m++] = i;
+                    ++first[static_cast<size_t>(r) + 1];
+                }
+                for (size_t r = 0; r < n_rep; ++r) first[r + 1] += first[r];
+                for (size_t j = 0; j < m; ++j)
+                    grouped[static_cast<size_t>(first[static_cast<size_t>(rep_[rows[j]])]++)] = rows[j];  // kept rows: code as is
+            } else {
+                keyed.clear();
+                for (int64_t k = c0; k < c1; ++k) {
+                    const int64_t i = order ? order[k] : k;
+                    if (rep_of(i) >= 0) keyed.emplace_back(rep_[i], k);
+                }
+                std::sort(keyed.begin(), keyed.end());
+                m = keyed.size();
+                for (size_t j = 0; j < m; ++j) grouped[j] = order ? order[keyed[j].second] : keyed[j].second;
+            }
+            for (size_t j = 0; j < m; ++j) {
+                // the next replica's state, ahead of the switch to it: its struct
+                // first, then (once that is in) its heap, slots and next busy row
+                if (j + 16 < m && rep_[grouped[j + 16]] != rep_[grouped[j + 15]]) {
+                    const char* p = reinterpret_cast<const char*>(&reps_[static_cast<size_t>(rep_[grouped[j + 16]])]);
+                    for (size_t o = 0; o < sizeof(Replica); o += 64) __builtin_prefetch(p + o);
+                }
+                if (j + 4 < m && rep_[grouped[j + 4]] != rep_[grouped[j + 3]]) {
+                    const Replica& t = reps_[static_cast<size_t>(rep_[grouped[j + 4]])];
+                    __builtin_prefetch(t.heap.data());
+                    const char* sp = reinterpret_cast<const char*>(t.slots.data());
+                    const size_t sb = std::min<size_t>(t.slots.size() * sizeof(Slot), 1024);
+                    for (size_t o = 0; o < sb; o += 64) __builtin_prefetch(sp + o);
+                    if (t.busy_next < t.busy_stop) __builtin_prefetch(busy_.start + busy_.row(t.busy_next));
+                    __builtin_prefetch(&cand_[static_cast<size_t>(t.cand_end)], 1);
+                }
+                if (j + 8 < m) {  // grouped rows are strided: fetch a few ahead
+                    const int64_t a = grouped[j + 8];
+                    __builtin_prefetch(arr_ + a);
+                    __builtin_prefetch(ft_ + a);
+                    __builtin_prefetch(end_ + a);
+                    __builtin_prefetch(tin_ + a);
+                    __builtin_prefetch(tout_ + a);
+                }
+                const int64_t i = grouped[j];
+                const int32_t r = rep_[i];
+                Replica& s = reps_[static_cast<size_t>(r)];
+                const int64_t t = arr_[i];
+                if (!advance(s, r, t) || !accumulate(s, r, t)) return false;
+                admit(s, i, t);
+            }
         }
-        for (size_t r = 0; r < reps_.size(); ++r)
-            if (!advance(reps_[r], static_cast<int32_t>(r), 0, true)) return false;
+        for (size_t r = 0; r < reps_.size(); ++r) {
+            Replica& s = reps_[r];
+            if (!advance(s, static_cast<int32_t>(r), kMax)) return false;
+            if (!round(s, static_cast<int32_t>(r))) return false;
+            out_.rep_busy[r] = s.busy_total;
+            out_.rep_idle[r] = s.idle_total;
+            const uint32_t thr = s.thr;
+            const int64_t quota = s.quota;
+            s = Replica{};  // free its memory now
+            s.thr = thr;
+            s.quota = quota;
+        }
+        finish_rows(outcome, n_out);
         return true;
     }
 
@@ -153,129 +321,280 @@ class Sweeper {
     const int64_t *arr_, *ft_, *end_, *tin_, *tout_;
     int64_t wp_, wd_, n_;
     std::vector<Replica>& reps_;
-    std::vector<Busy>& busy_;
+    const BusyRows& busy_;
+    buffer<uint32_t>& cand_;
+    std::vector<uint32_t> sel_;  // round(): the keys of the threshold's bucket
+    const uint8_t* ftn_;
+    const int8_t* oc_;
+    int32_t skip_;
     AttribResult& out_;
-    std::vector<int64_t> key_, sel_, bonus_;
 
-    // The request's phase in flight from t on (its prefill, or straight its decode
-    // when the prefill has zero length); zero-length phases never run.
-    void admit(Replica& s, int64_t i, int64_t t) {
-        const int64_t ft = ft_[i], e = end_[i];
-        const bool has_dec = ft != kNone;
-        const int64_t pre_end = has_dec ? ft : e;
-        Phase p{pre_end, sat_weight(wp_, tin_[i]), 0, has_dec ? e : kNone,
-                has_dec ? sat_weight(wd_, tout_[i]) : 0, static_cast<int32_t>(i), 0};
-        if (pre_end <= t) {
-            if (!has_dec || e <= t) return;
-            p = Phase{e, p.next_w, 0, kNone, 0, static_cast<int32_t>(i), 1};
-        }
-        s.heap.push_back(p);
-        std::push_heap(s.heap.begin(), s.heap.end(), EndLater{});
-        s.wsum += p.w;
-    }
-
-    // Process every event time of replica s before t (all of them when `all`).
-    bool advance(Replica& s, int32_t r, int64_t t, bool all) {
-        for (;;) {
-            int64_t tau = std::numeric_limits<int64_t>::max();
-            bool any = false;
-            if (!s.heap.empty()) tau = s.heap.front().end, any = true;
-            if (s.busy_next < s.busy_stop) tau = std::min(tau, busy_[static_cast<size_t>(s.busy_next)].start), any = true;
-            for (const Busy& b : s.active) tau = std::min(tau, b.end), any = true;
-            if (!any || (!all && tau >= t)) return true;
-            const bool cut = !s.heap.empty() && s.heap.front().end == tau;
-            if (!process(s, r, tau, cut)) return false;
-        }
-    }
-
-    // Everything that happens at time t on replica s (arrivals excepted): flush the
-    // busy runs that end here, then retire phases and busy intervals ending at t,
-    // then start the busy intervals starting at t.
-    bool process(Replica& s, int32_t r, int64_t t, bool cut) {
-        for (size_t j = 0; j < s.active.size(); ++j) {
-            Busy& b = s.active[j];
-            if (!(cut || b.end <= t)) continue;
-            const int64_t len = t - std::max(b.start, s.last_cut);
-            if (len <= 0) continue;
-            if (s.heap.empty()) {
-                out_.idle[static_cast<size_t>(b.row)] += len;
-            } else if (!share(s, len)) {
-                out_.overflow_replica = r;
-                out_.overflow_ns = t;
-                return false;
-            }
-        }
-        if (cut) s.last_cut = t;
-        while (!s.heap.empty() && s.heap.front().end <= t) {
-            std::pop_heap(s.heap.begin(), s.heap.end(), EndLater{});
-            Phase p = s.heap.back();
-            s.heap.pop_back();
-            s.wsum -= p.w;
-            (p.decode ? out_.decode : out_.prefill)[static_cast<size_t>(p.row)] = p.attr;
-            if (p.next_end != kNone && p.next_end > t) {
-                Phase d{p.next_end, p.next_w, 0, kNone, 0, p.row, 1};
-                s.heap.push_back(d);
-                std::push_heap(s.heap.begin(), s.heap.end(), EndLater{});
-                s.wsum += d.w;
-            }
-        }
-        for (size_t j = 0; j < s.active.size();) {
-            if (s.active[j].end <= t) {
-                s.active[j] = s.active.back();
-                s.active.pop_back();
-            } else {
-                ++j;
-            }
-        }
-        while (s.busy_next < s.busy_stop && busy_[static_cast<size_t>(s.busy_next)].start <= t) {
-            const Busy& b = busy_[static_cast<size_t>(s.busy_next++)];
-            if (b.end > t) s.active.push_back(b);
-        }
-        return true;
-    }
-
-    // Largest-remainder split of `len` ns among the phases in flight.
-    bool share(Replica& s, int64_t len) {
-        std::vector<Phase>& h = s.heap;
-        const size_t na = h.size();
-        if (s.wsum > kAttribMaxWeight) return false;
-        const bool equal = s.wsum == 0;
-        const int64_t S = equal ? static_cast<int64_t>(na) : s.wsum;
-        const int64_t q = len / S, rr = len % S;
-        const Divider div(static_cast<uint64_t>(S));
-        if (key_.size() < na + 4) key_.resize(na + 4), sel_.resize(na + 4), bonus_.resize(na + 4);
-        int64_t given = 0;
-        for (size_t i = 0; i < na; ++i) {
-            const int64_t w = equal ? 1 : h[i].w;
-            uint64_t pq, prem;
-            div.divmod(static_cast<uint64_t>(rr * w), pq, prem);
-            const int64_t sh = q * w + static_cast<int64_t>(pq);
-            h[i].attr += sh;
-            given += sh;
-            // larger remainder first, then lower request row
-            key_[i] = static_cast<int64_t>(prem) * 2147483648LL + (2147483647LL - h[i].row);
-        }
-        const int64_t left = len - given;  // < na
-        if (left <= 0) return true;
-        int64_t thr;
-        if (na <= 64) {
-            for (size_t i = na; i < ((na + 3) & ~size_t{3}); ++i) key_[i] = -1;
-            count_bonus(key_.data(), bonus_.data(), na, left);
-            for (size_t i = 0; i < na; ++i) h[i].attr += bonus_[i];
+    // Add the piece [last, t) of replica s to its prefixes.
+    bool accumulate(Replica& s, int32_t r, int64_t t) {
+        if (t <= s.last) return true;
+        // unsigned: `last` starts at INT64_MIN, and the wrapped length only ever
+        // reaches I, whose differences stay exact
+        const uint64_t len = static_cast<uint64_t>(t) - static_cast<uint64_t>(s.last);
+        s.last = t;
+        if (s.N == 0) {
+            s.I += len;
             return true;
         }
-        if (left == 1) {
-            thr = *std::max_element(key_.begin(), key_.begin() + static_cast<std::ptrdiff_t>(na));
-        } else {
-            std::copy(key_.begin(), key_.begin() + static_cast<std::ptrdiff_t>(na), sel_.begin());
-            auto kth = sel_.begin() + (left - 1);
-            std::nth_element(sel_.begin(), kth, sel_.begin() + static_cast<std::ptrdiff_t>(na),
-                             std::greater<int64_t>());
-            thr = *kth;
+        if (s.B == 0) return true;
+        const uint64_t m = len * static_cast<uint64_t>(s.B);  // <= the replica's busy ns < 2^63
+        if (s.N == 1) {  // the one phase in flight takes the whole piece: no division
+            s.G += m;
+            return true;
         }
-        // keys are distinct (one phase per request row in flight): exactly `left` pass
-        for (size_t i = 0; i < na; ++i) h[i].attr += key_[i] >= thr;
+        uint64_t d;
+        const bool equal = (s.W.lo | s.W.hi) == 0;
+        if (equal) {
+            d = static_cast<uint64_t>(s.N);
+        } else {
+            if (s.W.hi || s.W.lo > static_cast<uint64_t>(kAttribMaxWeight)) {
+                out_.overflow_replica = r;
+                out_.overflow_ns = t;
+                out_.overflow_kind = kOverflowWeight;
+                return false;
+            }
+            d = s.W.lo;
+        }
+        uint64_t rem;
+        const uint64_t lo = div128(m % d, 0, d, rem);
+        const u128 c = (static_cast<u128>(m / d) << 64) | lo;
+        U128& f = equal ? s.F0 : s.F;
+        f.set(f.get() + c);
+        s.K += rem != 0;
         return true;
+    }
+
+    void start_phase(Replica& s, int64_t end, uint64_t w, int64_t next_end, uint64_t next_w, int32_t row,
+                     int32_t decode) {
+        uint32_t k;
+        if (!s.free_slots.empty()) {
+            k = s.free_slots.back();
+            s.free_slots.pop_back();
+        } else {
+            k = static_cast<uint32_t>(s.slots.size());
+            s.slots.emplace_back();
+        }
+        Slot& p = s.slots[k];
+        p.f_start.copy_from(w ? s.F : s.F0);
+        p.g_start = s.G;
+        p.k_start = s.K;
+        p.w = w;
+        p.next_end = next_end;
+        p.next_w = next_w;
+        p.row = row;
+        p.decode = decode;
+        s.W.set(s.W.get() + w);
+        ++s.N;
+        push(s.heap, end, k);
+    }
+
+    // The request's phase in flight from t on (its prefill, or straight its decode
+    // when the prefill has zero length).
+    void admit(Replica& s, int64_t i, int64_t t) {
+        const int64_t ft = ft_of(i), e = end_[i];
+        const bool has_dec = ft != kNone;
+        const size_t k = static_cast<size_t>(i);
+        out_.prefill[k] = out_.decode[k] = out_.total[k] = 0;  // total holds the keys until finish_rows
+        const int64_t pre_end = has_dec ? ft : e;
+        const int32_t row = static_cast<int32_t>(i);
+        if (pre_end > t) {
+            start_phase(s, pre_end, sat_weight(wp_, tin_[i]), has_dec && e > ft ? e : kNone,
+                        has_dec ? sat_weight(wd_, tout_[i]) : 0, row, 0);
+        } else if (has_dec && e > t) {
+            start_phase(s, e, sat_weight(wd_, tout_[i]), kNone, 0, row, 1);
+        }
+    }
+
+    // The phase in slot k ends now: its share, rounded down, and its ranking key.
+    void finish(Replica& s, Slot& p) {
+        const u128 d = (p.w ? s.F : s.F0).get() - p.f_start.get();
+        // + the pieces it had alone, exact: x <= its exact share < 2^127
+        const u128 x = (p.w ? mul_64_128(p.w, d) : d) + (static_cast<u128>(s.G - p.g_start) << 64);
+        const int64_t fl = static_cast<int64_t>(x >> 64);
+        const uint32_t key = frac_key(static_cast<uint64_t>(x));
+        const size_t row = static_cast<size_t>(p.row);
+        (p.decode ? out_.decode : out_.prefill)[row] = fl;
+        // both keys of a row wait in its `total` slot until finish_rows: a plain 4-byte
+        // store into its low (prefill) or high (decode) half, no read of a cold line
+        std::memcpy(reinterpret_cast<char*>(out_.total.data() + row) + (p.decode ? 4 : 0), &key, 4);
+        s.floor_sum += fl;
+        s.err.set(s.err.get() + static_cast<u128>(p.w ? p.w : 1) * (s.K - p.k_start));
+        if (key) cand_[static_cast<size_t>(s.cand_end++)] = key;
+        s.W.set(s.W.get() - p.w);
+        --s.N;
+    }
+
+    // Process every event of replica s at a time <= t, each after the piece before it.
+    bool advance(Replica& s, int32_t r, int64_t t) {
+        for (;;) {
+            int64_t tau = kMax;
+            int which = -1;
+            if (!s.heap.empty()) tau = s.heap.front().t, which = 0;
+            if (s.busy_next < s.busy_stop && busy_.start[busy_.row(s.busy_next)] < tau)
+                tau = busy_.start[busy_.row(s.busy_next)], which = 1;
+            size_t ai = 0;
+            for (size_t j = 0; j < s.active.size(); ++j)
+                if (s.active[j].end < tau) tau = s.active[j].end, which = 2, ai = j;
+            if (which < 0 || tau > t) return true;
+            if (!accumulate(s, r, tau)) return false;
+            if (which == 0) {
+                const uint32_t k = s.heap.front().slot;
+                Slot& p = s.slots[k];
+                finish(s, p);
+                if (p.next_end != kNone) {  // the prefill becomes its decode
+                    const int64_t next_end = p.next_end;
+                    p.w = p.next_w;
+                    p.f_start.copy_from(p.w ? s.F : s.F0);
+                    p.g_start = s.G;
+                    p.k_start = s.K;
+                    p.next_end = kNone;
+                    p.decode = 1;
+                    s.W.set(s.W.get() + p.w);
+                    ++s.N;
+                    sift_down(s.heap, next_end, k);
+                } else {
+                    pop(s.heap);
+                    s.free_slots.push_back(k);
+                }
+            } else if (which == 1) {
+                const int64_t j = busy_.row(s.busy_next++);
+                if (s.busy_next + 8 < s.busy_stop) {  // this replica's busy rows, a few ahead
+                    const int64_t ahead = busy_.row(s.busy_next + 8);
+                    __builtin_prefetch(busy_.start + ahead);
+                    __builtin_prefetch(busy_.end + ahead);
+                }
+                if (busy_.end[j] > tau) {  // zero-length rows hold nothing (idle 0)
+                    ++s.B;
+                    s.active.push_back(ActiveBusy{busy_.end[j], j, s.I});
+                }
+            } else {
+                const ActiveBusy a = s.active[ai];
+                s.active[ai] = s.active.back();
+                s.active.pop_back();
+                --s.B;
+                const int64_t idle = static_cast<int64_t>(s.I - a.i_start);
+                out_.idle[static_cast<size_t>(a.row)] = idle;
+                s.idle_total += idle;
+            }
+        }
+    }
+
+    // Largest remainder over the replica's phases: T - sum(floor) ns, one each to the
+    // largest keys, ties to the lower row (then prefill first). Here only the threshold:
+    // the left-th largest key and how many phases with exactly that key still get one;
+    // finish_rows() hands them out in row order, which is the tie order.
+    bool round(Replica& s, int32_t r) {
+        const int64_t left = s.busy_total - s.idle_total - s.floor_sum;
+        const int64_t nc = s.cand_end - s.cand_begin;
+        if (s.err.hi || left < 0 || left > nc || left >= (int64_t{1} << kAttribKeyBits)) {
+            out_.overflow_replica = r;
+            out_.overflow_ns = -1;
+            out_.overflow_kind = kOverflowPrecision;
+            return false;
+        }
+        if (left == 0) return true;
+        auto b = cand_.begin() + s.cand_begin, e = cand_.begin() + s.cand_end;
+        if (nc < 4096) {
+            if (left < nc) std::nth_element(b, b + (left - 1), e, std::greater<uint32_t>());
+            const uint32_t thr = *std::min_element(b, b + left);
+            int64_t above = 0;
+            for (auto it = b; it != b + left; ++it) above += *it > thr;
+            s.thr = thr;
+            s.quota = left - above;
+            return true;
+        }
+        // Many keys: a histogram of their top bits (keys <= 2^31, so key >> 21 <= 1024)
+        // finds the bucket of the threshold; only that bucket is selected in.
+        uint32_t hist[1025] = {};
+        for (auto it = b; it != e; ++it) ++hist[*it >> 21];
+        int64_t above = 0;
+        int bkt = 1024;
+        for (; bkt > 0 && above + hist[bkt] < left; --bkt) above += hist[bkt];
+        sel_.clear();
+        for (auto it = b; it != e; ++it)
+            if (static_cast<int>(*it >> 21) == bkt) sel_.push_back(*it);
+        const int64_t need = left - above;  // 1 <= need <= hist[bkt]
+        auto sb = sel_.begin();
+        if (need < static_cast<int64_t>(sel_.size()))
+            std::nth_element(sb, sb + (need - 1), sel_.end(), std::greater<uint32_t>());
+        const uint32_t thr = *std::min_element(sb, sb + need);
+        int64_t gt = 0;
+        for (auto it = sb; it != sb + need; ++it) gt += *it > thr;
+        s.thr = thr;
+        s.quota = need - gt;
+        return true;
+    }
+
+    // Hand out the ns left, total per request, per replica and outcome sums: one pass
+    // in row order.
+    void finish_rows(const int8_t* outcome, int32_t n_out) {
+        const int64_t n = static_cast<int64_t>(out_.prefill.size());
+        for (int64_t i = 0; i < n; ++i) {
+            const int32_t r = rep_of(i);
+            const size_t k = static_cast<size_t>(i);
+            if (r < 0) {
+                out_.prefill[k] = out_.decode[k] = out_.total[k] = 0;
+                continue;
+            }
+            Replica& s = reps_[static_cast<size_t>(r)];
+            int64_t pre = out_.prefill[k], dec = out_.decode[k];
+            uint32_t kp, kd;
+            std::memcpy(&kp, reinterpret_cast<const char*>(out_.total.data() + k), 4);
+            std::memcpy(&kd, reinterpret_cast<const char*>(out_.total.data() + k) + 4, 4);
+            if (kp > s.thr || (kp == s.thr && s.quota > 0)) {
+                s.quota -= kp == s.thr;
+                out_.prefill[k] = ++pre;
+            }
+            if (kd > s.thr || (kd == s.thr && s.quota > 0)) {
+                s.quota -= kd == s.thr;
+                out_.decode[k] = ++dec;
+            }
+            out_.total[k] = pre + dec;
+            if (outcome) out_.rep_outcome[static_cast<size_t>(r) * static_cast<size_t>(n_out) +
+                                          static_cast<size_t>(outcome[i])] += pre + dec;
+        }
+    }
+
+    static void push(std::vector<Next>& h, int64_t t, uint32_t slot) {
+        size_t i = h.size();
+        h.emplace_back();
+        while (i > 0) {
+            const size_t p = (i - 1) / 2;
+            if (!(t < h[p].t)) break;
+            h[i].t = h[p].t;
+            h[i].slot = h[p].slot;
+            i = p;
+        }
+        h[i].t = t;
+        h[i].slot = slot;
+    }
+
+    // Put (t, slot) at the root and sift it down.
+    static void sift_down(std::vector<Next>& h, int64_t t, uint32_t slot) {
+        const size_t n = h.size();
+        size_t i = 0;
+        for (;;) {
+            size_t c = 2 * i + 1;
+            if (c >= n) break;
+            if (c + 1 < n && h[c + 1].t < h[c].t) ++c;
+            if (!(h[c].t < t)) break;
+            h[i].t = h[c].t;
+            h[i].slot = h[c].slot;
+            i = c;
+        }
+        h[i].t = t;
+        h[i].slot = slot;
+    }
+
+    static void pop(std::vector<Next>& h) {
+        const int64_t t = h.back().t;
+        const uint32_t slot = h.back().slot;
+        h.pop_back();
+        if (!h.empty()) sift_down(h, t, slot);
     }
 };
 
@@ -284,58 +603,108 @@ class Sweeper {
 // Attribute the busy intervals (b_rep, b_start, b_end; nb rows) of each replica to
 // the phases of its requests (rep, arrival, first_token, end, tin, tout; n rows).
 // rep[i] < 0: request i ran nowhere (rejected, or never ended) and gets nothing.
-// first_token[i] == -1: no first token (prefill until end). Replica codes are in
-// [0, n_rep). Throws std::invalid_argument on inconsistent input (row named).
+// first_token[i] == -1 (or ft_null[i]): no first token (prefill until end). Rows whose
+// outcome is skip_outcome (>= 0) run nowhere either. rows_checked: the caller has
+// validated times and tokens (request_rows did), so only codes are checked here. Replica codes are in
+// [0, n_rep). outcome (optional, codes in [0, n_out)): the per replica and outcome
+// sums of attributed ns. Throws std::invalid_argument on inconsistent input (row named).
 inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, const int64_t* first_token,
                                    const int64_t* end, const int64_t* tin, const int64_t* tout, int64_t wp,
                                    int64_t wd, int64_t n, const int32_t* b_rep, const int64_t* b_start,
-                                   const int64_t* b_end, int64_t nb, int32_t n_rep) {
+                                   const int64_t* b_end, int64_t nb, int32_t n_rep,
+                                   const int8_t* outcome = nullptr, int32_t n_out = 1,
+                                   int32_t skip_outcome = -1, const uint8_t* ft_null = nullptr,
+                                   bool rows_checked = false) {
     using namespace attrib_detail;
     if (n > kAttribMaxRows)
         throw std::invalid_argument("requests: at most " + std::to_string(kAttribMaxRows) + " rows at once");
-    if (wp < 0 || wd < 0 || n_rep < 0) throw std::invalid_argument("weights and replica count must be >= 0");
+    if (wp < 0 || wd < 0 || n_rep < 0 || n_out < 1)
+        throw std::invalid_argument("weights and replica count must be >= 0, outcome count >= 1");
     AttribResult out;
-    out.prefill.assign(static_cast<size_t>(n), 0);
-    out.decode.assign(static_cast<size_t>(n), 0);
+    // prefill, decode, total: written for every row (zeroed when a request is admitted,
+    // or by finish_rows for rows that run nowhere)
+    out.prefill.resize(static_cast<size_t>(n));
+    out.decode.resize(static_cast<size_t>(n));
+    out.total.resize(static_cast<size_t>(n));
     out.idle.assign(static_cast<size_t>(nb), 0);
+    out.rep_busy.assign(static_cast<size_t>(n_rep), 0);
+    out.rep_idle.assign(static_cast<size_t>(n_rep), 0);
+    out.rep_outcome.assign(outcome ? static_cast<size_t>(n_rep) * static_cast<size_t>(n_out) : 0, 0);
     std::vector<Replica> reps(static_cast<size_t>(n_rep));
 
-    // Validate, and check whether each replica's arrivals are already in order.
+    // Validate, count rows per replica, and check whether each replica's arrivals
+    // are already in order.
     bool in_order = true;
+    std::vector<int64_t> count(static_cast<size_t>(n_rep), 0);
+    // rows whose outcome is skip_outcome run nowhere (replica code read as -1);
+    // first_token under ft_null reads as kNone
+    if (!outcome) skip_outcome = -1;
+    const int8_t* skip_codes = skip_outcome >= 0 ? outcome : nullptr;
     {
-        std::vector<int64_t> last(static_cast<size_t>(n_rep), std::numeric_limits<int64_t>::min());
+        std::vector<int64_t> last(static_cast<size_t>(n_rep), kMin);
         for (int64_t i = 0; i < n; ++i) {
-            const int32_t r = rep[i];
+            const int32_t r = (skip_codes && skip_codes[i] == skip_outcome) ? -1 : rep[i];
             if (r < 0) continue;
-            const int64_t a = arrival[i], ft = first_token[i], e = end[i];
+            const int64_t a = arrival[i];
             if (r >= n_rep) throw std::invalid_argument("request row " + std::to_string(i) + ": replica code out of range");
-            if (a < 0 || e < a || (ft != kNone && (ft < a || ft > e)) || tin[i] < 0 || tout[i] < 0)
-                throw std::invalid_argument("request row " + std::to_string(i) +
-                                            ": needs 0 <= arrival <= first_token <= end and tokens >= 0");
+            if (!rows_checked) {
+                const int64_t ft = (ft_null && ft_null[i]) ? kNone : first_token[i], e = end[i];
+                if (a < 0 || e < a || (ft != kNone && (ft < a || ft > e)) || tin[i] < 0 || tout[i] < 0)
+                    throw std::invalid_argument("request row " + std::to_string(i) +
+                                                ": needs 0 <= arrival <= first_token <= end and tokens >= 0");
+            }
+            if (outcome && (outcome[i] < 0 || outcome[i] >= n_out))
+                throw std::invalid_argument("request row " + std::to_string(i) + ": outcome code out of range");
             int64_t& l = last[static_cast<size_t>(r)];
             if (a < l) in_order = false;
             l = a;
+            ++count[static_cast<size_t>(r)];
         }
     }
-    // Busy intervals grouped by replica (counting sort), each group by start.
-    std::vector<Busy> busy(static_cast<size_t>(nb));
+    // Phase ranking keys, at most two per request, grouped by replica (to find each
+    // replica's threshold); the keys per row wait in out.total. Every cand slot is
+    // written before it is read.
+    buffer<uint32_t> cand(2 * static_cast<size_t>(n));
+    {
+        int64_t off = 0;
+        for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
+            reps[r].cand_begin = reps[r].cand_end = off;
+            off += 2 * count[r];
+        }
+    }
+    // Busy rows grouped by replica, each group by start: as given when they already
+    // are (no copy), else through a permutation (counting sort, then a sort per group).
+    BusyRows busy{b_start, b_end, {}};
     {
         std::vector<int64_t> off(static_cast<size_t>(n_rep) + 1, 0);
+        bool grouped = true;
         for (int64_t j = 0; j < nb; ++j) {
-            if (b_rep[j] < 0 || b_rep[j] >= n_rep)
+            const int32_t r = b_rep[j];
+            if (r < 0 || r >= n_rep)
                 throw std::invalid_argument("busy row " + std::to_string(j) + ": replica code out of range");
             if (b_end[j] < b_start[j])
                 throw std::invalid_argument("busy row " + std::to_string(j) + ": end_ns before start_ns");
-            ++off[static_cast<size_t>(b_rep[j]) + 1];
+            if (j > 0 && (r < b_rep[j - 1] || (r == b_rep[j - 1] && b_start[j] < b_start[j - 1]))) grouped = false;
+            Replica& s = reps[static_cast<size_t>(r)];
+            int64_t len;
+            if (__builtin_sub_overflow(b_end[j], b_start[j], &len) ||
+                __builtin_add_overflow(s.busy_total, len, &s.busy_total))
+                throw std::invalid_argument("busy row " + std::to_string(j) +
+                                            ": the busy time of its replica sums past 2^63 - 1 ns");
+            ++off[static_cast<size_t>(r) + 1];
         }
         for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) off[r + 1] += off[r];
-        std::vector<int64_t> fill(off.begin(), off.end() - 1);
-        for (int64_t j = 0; j < nb; ++j)
-            busy[static_cast<size_t>(fill[static_cast<size_t>(b_rep[j])]++)] = Busy{b_start[j], b_end[j], j};
-        auto by_start = [](const Busy& x, const Busy& y) { return x.start < y.start; };
+        if (!grouped) {
+            busy.perm.resize(static_cast<size_t>(nb));
+            std::vector<int64_t> fill(off.begin(), off.end() - 1);
+            for (int64_t j = 0; j < nb; ++j) busy.perm[static_cast<size_t>(fill[static_cast<size_t>(b_rep[j])]++)] = j;
+            auto by_start = [&](int64_t x, int64_t y) { return b_start[x] < b_start[y]; };
+            for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
+                auto b = busy.perm.begin() + off[r], e = busy.perm.begin() + off[r + 1];
+                if (!std::is_sorted(b, e, by_start)) std::sort(b, e, by_start);
+            }
+        }
         for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
-            auto b = busy.begin() + off[r], e = busy.begin() + off[r + 1];
-            if (!std::is_sorted(b, e, by_start)) std::sort(b, e, by_start);
             reps[r].busy_next = off[r];
             reps[r].busy_stop = off[r + 1];
         }
@@ -345,15 +714,155 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
         std::vector<std::pair<int64_t, int64_t>> keyed;
         keyed.reserve(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i)
-            if (rep[i] >= 0) keyed.emplace_back(arrival[i], i);
+            if (rep[i] >= 0 && !(skip_codes && skip_codes[i] == skip_outcome)) keyed.emplace_back(arrival[i], i);
         std::sort(keyed.begin(), keyed.end());
         order.resize(keyed.size());
         for (size_t k = 0; k < keyed.size(); ++k) order[k] = keyed[k].second;
     }
     Sweeper sw(rep, arrival, first_token, end, tin, tout, wp, wd, in_order ? n : static_cast<int64_t>(order.size()),
-               reps, busy, out);
-    sw.run(in_order ? nullptr : order.data());
+               reps, busy, cand, ft_null, skip_codes, skip_outcome, out);
+    sw.run(in_order ? nullptr : order.data(), outcome, n_out);
     return out;
+}
+
+// One pass over the request rows of pau.economics.requests: the first reason a row is
+// invalid (0 = valid; codes as economics._REASONS), and for every row the latencies
+// (0 where a time is missing), the
+// outcome (accepted 0, late 1, failed 2, rejected 3, cancelled 4) and, over valid rows,
+// the counts per outcome, accepted tokens and the window bounds. Null masks may be
+// null pointers (no nulls); values under a null are never read as numbers.
+// status: 0 ok, 2 error/timeout, 3 rejected, 4 cancelled, -1 unknown or null.
+struct RequestRows {
+    buffer<int8_t> reason, outcome;  // every element written
+    buffer<int64_t> ttft, e2e;
+    buffer<double> tpot;
+    int64_t bad = 0;
+    int64_t counts[5] = {0, 0, 0, 0, 0};
+    int64_t accepted_in = 0, accepted_out = 0;
+    int64_t arrival_min = 0, arrival_max = 0, end_max = 0;
+    bool any_end = false;
+};
+
+struct RequestSlo {
+    bool ttft = false, tpot = false, e2e = false;
+    int64_t ttft_ns = 0, e2e_ns = 0;  // met when <= (integer bounds)
+    double tpot_ns = 0;
+};
+
+inline RequestRows request_rows(int64_t n, const int64_t* arr, const uint8_t* arr_null, const int64_t* end,
+                                const uint8_t* end_null, const int64_t* ft, const uint8_t* ft_null,
+                                const int64_t* tin, const uint8_t* tin_null, const int64_t* tout,
+                                const uint8_t* tout_null, const int8_t* status, const uint8_t* status_null,
+                                const uint8_t* rep_null, bool need_replica, const RequestSlo& slo) {
+    RequestRows o;
+    const size_t un = static_cast<size_t>(n);
+    o.reason.resize(un);
+    o.outcome.resize(un);
+    o.ttft.resize(un);
+    o.e2e.resize(un);
+    o.tpot.resize(un);
+    int64_t amin = std::numeric_limits<int64_t>::max(), amax = std::numeric_limits<int64_t>::min();
+    int64_t emax = std::numeric_limits<int64_t>::min();
+    for (int64_t i = 0; i < n; ++i) {
+        const bool a_ok = !(arr_null && arr_null[i]), e_ok = !(end_null && end_null[i]);
+        const bool f_ok = !(ft_null && ft_null[i]);
+        const bool ti_ok = !(tin_null && tin_null[i]), to_ok = !(tout_null && tout_null[i]);
+        const int64_t a = a_ok ? arr[i] : 0, e = e_ok ? end[i] : 0, f = f_ok ? ft[i] : 0;
+        const int64_t ti = ti_ok ? tin[i] : 0, to = to_ok ? tout[i] : 0;
+        const int8_t st = status[i];
+        const bool rejected = st == 3, ok = st == 0;
+        int8_t why = 0;
+        if (!a_ok) why = 1;
+        else if (a < 0) why = 2;
+        else if (status_null && status_null[i]) why = 3;
+        else if (st < 0) why = 4;
+        else if (!e_ok && !rejected) why = 5;
+        else if (e_ok && e < a) why = 6;
+        else if (!f_ok && ok) why = 7;
+        else if (f_ok && e_ok && (f < a || f > e)) why = 8;
+        else if (ti < 0 || to < 0 || (ok && (!ti_ok || !to_ok))) why = 9;
+        else if (need_replica && rep_null && rep_null[i] && !rejected) why = 10;
+        const size_t k = static_cast<size_t>(i);
+        o.reason[k] = why;
+        if (why) {
+            ++o.bad;
+            o.ttft[k] = o.e2e[k] = 0;
+            o.tpot[k] = 0;
+            o.outcome[k] = 0;
+            continue;
+        }
+        // valid: 0 <= a, and a <= f <= e where present, so no difference overflows
+        const int64_t ttft = f_ok ? f - a : 0, e2e = e_ok ? e - a : 0;
+        const double tpot = (f_ok && e_ok && to > 1) ? static_cast<double>(e2e - ttft) / static_cast<double>(to - 1) : 0.0;
+        o.ttft[k] = ttft;
+        o.e2e[k] = e2e;
+        o.tpot[k] = tpot;
+        int8_t out = st;
+        if (ok && ((slo.ttft && f_ok && ttft > slo.ttft_ns) || (slo.e2e && e_ok && e2e > slo.e2e_ns) ||
+                   (slo.tpot && f_ok && e_ok && !(tpot <= slo.tpot_ns))))
+            out = 1;
+        o.outcome[k] = out;
+        ++o.counts[out];
+        if (out == 0) {
+            o.accepted_in += ti;
+            o.accepted_out += to;
+        }
+        amin = std::min(amin, a);
+        amax = std::max(amax, a);
+        if (e_ok) {
+            emax = std::max(emax, e);
+            o.any_end = true;
+        }
+    }
+    if (o.bad < n) {
+        o.arrival_min = amin;
+        o.arrival_max = amax;
+    }
+    o.end_max = o.any_end ? emax : 0;
+    return o;
+}
+
+// Codes of integer values in order of first appearance over a then b (as Arrow's
+// dictionary_encode of their concatenation), -1 for nulls, through a direct table
+// over [min, max]. Returns false, untouched, when that range exceeds max_range.
+template <typename T>
+inline bool first_seen_codes(const T* a, const uint8_t* a_null, int64_t na, const T* b, const uint8_t* b_null,
+                             int64_t nb, int64_t max_range, int32_t* ca, int32_t* cb, std::vector<int64_t>& uniq) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    auto bounds = [&lo, &hi](const T* v, const uint8_t* nul, int64_t n) {
+        T l = std::numeric_limits<T>::max(), h = std::numeric_limits<T>::min();  // locals: vectorizable
+        bool any = false;
+        if (nul) {
+            for (int64_t i = 0; i < n; ++i)
+                if (!nul[i]) l = std::min(l, v[i]), h = std::max(h, v[i]), any = true;
+        } else {
+            for (int64_t i = 0; i < n; ++i) l = std::min(l, v[i]), h = std::max(h, v[i]);
+            any = n > 0;
+        }
+        if (any) lo = std::min<int64_t>(lo, l), hi = std::max<int64_t>(hi, h);
+    };
+    bounds(a, a_null, na);
+    bounds(b, b_null, nb);
+    if (lo > hi) lo = hi = 0;  // all null
+    if (static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) > static_cast<uint64_t>(max_range)) return false;
+    std::vector<int32_t> slot(static_cast<size_t>(hi - lo) + 1, -1);
+    auto code = [&](const T* v, const uint8_t* nul, int64_t n, int32_t* out) {
+        for (int64_t i = 0; i < n; ++i) {
+            if (nul && nul[i]) {
+                out[i] = -1;
+                continue;
+            }
+            int32_t& c = slot[static_cast<size_t>(static_cast<int64_t>(v[i]) - lo)];
+            if (c < 0) {
+                c = static_cast<int32_t>(uniq.size());
+                uniq.push_back(v[i]);
+            }
+            out[i] = c;
+        }
+    };
+    code(a, a_null, na, ca);
+    code(b, b_null, nb, cb);
+    return true;
 }
 
 // Exact int64 sums of value by key: out[k * n_sub + sub[i]] += value[i] for

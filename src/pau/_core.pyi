@@ -34,8 +34,9 @@ def order_by_rank_start(
     rank: npt.NDArray[np.int32], start: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]: ...
 
-ATTRIB_MAX_WEIGHT: int
+ATTRIB_MAX_WEIGHT: int  # total weight in flight on a busy piece (2**63 - 1)
 ATTRIB_MAX_ROWS: int
+ATTRIB_KEY_BITS: int  # fractional parts of shares are ranked at 2**-ATTRIB_KEY_BITS ns
 
 def attribute_busy(
     replica: npt.NDArray[np.int32],
@@ -50,10 +51,55 @@ def attribute_busy(
     busy_start: npt.NDArray[np.int64],
     busy_end: npt.NDArray[np.int64],
     n_replicas: int,
+    outcome: npt.NDArray[np.int8] | None = None,
+    n_outcomes: int = 1,
+    skip_outcome: int = -1,
+    first_token_null: npt.NDArray[np.bool_] | None = None,
+    rows_checked: bool = False,
 ) -> tuple[
-    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], tuple[int, int] | None
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64] | None,
+    tuple[int, int, str] | None,
 ]:
-    """(prefill_ns, decode_ns per request, idle_ns per busy row, overflow); see csrc/core/attrib.hpp."""
+    """(prefill_ns, decode_ns, attributed_ns per request, idle_ns per busy row, busy_ns and
+    idle_ns per replica, attributed ns per (replica, outcome) or None, overflow); see
+    csrc/core/attrib.hpp. overflow: None or (replica, time_ns, "weight" | "precision")."""
+
+def request_rows(
+    arrival: npt.NDArray[np.int64],
+    arrival_null: npt.NDArray[np.bool_] | None,
+    end: npt.NDArray[np.int64],
+    end_null: npt.NDArray[np.bool_] | None,
+    first_token: npt.NDArray[np.int64],
+    first_token_null: npt.NDArray[np.bool_] | None,
+    input_tokens: npt.NDArray[np.int64],
+    input_tokens_null: npt.NDArray[np.bool_] | None,
+    output_tokens: npt.NDArray[np.int64],
+    output_tokens_null: npt.NDArray[np.bool_] | None,
+    status: npt.NDArray[np.int8],
+    status_null: npt.NDArray[np.bool_] | None,
+    replica_null: npt.NDArray[np.bool_] | None,
+    need_replica: bool,
+    slo_ttft: int | None,
+    slo_tpot: float | None,
+    slo_e2e: int | None,
+) -> dict[str, object]:
+    """Invalid reason per row, TTFT/E2E/TPOT, outcome, counts and window bounds in one pass."""
+
+def first_seen_codes(
+    a: npt.NDArray[np.integer],
+    a_null: npt.NDArray[np.bool_] | None,
+    b: npt.NDArray[np.integer],
+    b_null: npt.NDArray[np.bool_] | None,
+    max_range: int,
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int64]] | None:
+    """Codes of int32/int64 values in order of first appearance (a, then b); None when
+    max - min > max_range."""
 
 def sum_by_key(
     key: npt.NDArray[np.int32],

@@ -4,8 +4,9 @@ DESIGN §3 and §4. Every choice this module makes where the design is silent is
 written in ``docs/economics.md``. In short:
 
 * Time is ``int64`` ns, intervals half-open ``[start_ns, end_ns)``. Attributed
-  accelerator time is exact: integers apportioned by largest remainder, so that for
-  every busy interval ``attributed + idle == end_ns - start_ns`` to the nanosecond.
+  accelerator time is integer ns: each request phase's exact rational share rounded
+  once, by largest remainder per replica, so that per replica ``attributed + idle ==
+  busy`` to the nanosecond and every phase is within 1 ns of its exact share.
 * Money, energy and ratios are floats derived at the edge from exact integer time.
   A ratio with a zero denominator is ``None``, never NaN.
 """
@@ -187,27 +188,60 @@ _REASON_FIX = ("", "give every request its arrival time", "times are ns since an
                "give every request that ran on a replica its replica (needed with busy)")
 
 
+def _mask(col: pa.Array):
+    """The null mask of a column as a numpy bool array, or None when it has no nulls."""
+    return np.asarray(col.is_null()) if col.null_count else None
+
+
+def _values(arr: pa.Array, dtype) -> np.ndarray:
+    """Zero-copy values of a fixed-width Arrow array of numpy ``dtype`` (arbitrary
+    under nulls)."""
+    if arr.null_count == 0:
+        return arr.to_numpy(zero_copy_only=False)
+    return np.frombuffer(arr.buffers()[1], dtype, count=len(arr) + arr.offset)[arr.offset:]
+
+
+def _int64_values(arr) -> np.ndarray:
+    """Zero-copy int64 values of an int64 Arrow array (or a numpy array as is).
+
+    Values under nulls are whatever the buffer holds: callers read them only through
+    the null mask."""
+    if isinstance(arr, np.ndarray):
+        return arr
+    if arr.null_count == 0:
+        return arr.to_numpy(zero_copy_only=False)
+    return np.frombuffer(arr.buffers()[1], np.int64, count=len(arr) + arr.offset)[arr.offset:]
+
+
 def _request_columns(t: pa.Table, *, need_replica: bool):
+    """Zero-copy int64 columns and null masks (None: no nulls) of the requests table."""
     n = t.num_rows
     for name in ("request_id", "replica", "arrival_ns", "end_ns", "status"):
         _column(t, name, "requests")
-    arr, arr_null = _time(t, "arrival_ns", "requests", required=True)
-    end, end_null = _time(t, "end_ns", "requests", required=True)
-    ft = _time(t, "first_token_ns", "requests", required=False)
-    ft, ft_null = ft if ft is not None else (np.full(n, -1, np.int64), np.ones(n, bool))
-    if ft_null.any():
-        ft = np.where(ft_null, np.int64(-1), ft)  # no first token: -1, as the native sweep reads it
-    toks = []
-    for name in ("input_tokens", "output_tokens"):
-        c = _int_column(t, name, "requests", required=False)
-        toks.append(c if c is not None else (np.zeros(n, np.int64), np.ones(n, bool)))
-    (tin, tin_null), (tout, tout_null) = toks
+    cols = {}
+    for key, name in (("arr", "arrival_ns"), ("end", "end_ns"), ("ft", "first_token_ns")):
+        if t.schema.get_field_index(name) < 0:  # only first_token_ns is optional
+            cols[key], cols[key + "_null"], cols[key + "_col"] = np.zeros(n, np.int64), np.ones(n, bool), None
+            continue
+        col = _column(t, name, "requests")
+        cols[key] = _int64_values(time_column(col, name, "requests"))
+        cols[key + "_null"] = _mask(col)
+        cols[key + "_col"] = col
+    for key, name in (("tin", "input_tokens"), ("tout", "output_tokens")):
+        if t.schema.get_field_index(name) < 0:
+            cols[key], cols[key + "_null"] = np.zeros(n, np.int64), np.ones(n, bool)
+            continue
+        col = _column(t, name, "requests")
+        if not pa.types.is_integer(col.type):
+            raise SchemaError("requests", name, f"has type {col.type}, not an integer",
+                              "give token counts as integers")
+        cols[key] = _int64_values(col if col.type == pa.int64() else col.cast(pa.int64()))
+        cols[key + "_null"] = _mask(col)
     st = _column(t, "status", "requests")
     vt = st.type.value_type if pa.types.is_dictionary(st.type) else st.type
     if not (pa.types.is_string(vt) or pa.types.is_large_string(vt)):
         raise SchemaError("requests", "status", f"has type {st.type}, not string",
                           "give status as strings: " + ", ".join(STATUSES))
-    st_null = np.asarray(st.is_null()) if st.null_count else np.zeros(n, bool)
     lut = np.array([_STATUS_OUTCOME[s] for s in STATUSES] + [-1], np.int8)  # -1: unknown or null
     if pa.types.is_dictionary(st.type):
         # one lookup per dictionary value, then a gather of the indices
@@ -215,32 +249,47 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
         idx = st.indices.fill_null(0) if st.null_count else st.indices
         code = lut[np.asarray(pos)][idx.to_numpy(zero_copy_only=False)]
         if st.null_count:
-            code[st_null] = -1
+            code[np.asarray(st.is_null())] = -1
     else:
         code = lut[np.asarray(pc.index_in(st, value_set=pa.array(STATUSES, vt)).fill_null(len(STATUSES)))]
-    rep = _column(t, "replica", "requests")
-    rep_null = np.asarray(rep.is_null()) if rep.null_count else np.zeros(n, bool)
+    cols["code"] = code
+    cols["st_null"] = _mask(st)
+    cols["rep_null"] = _mask(_column(t, "replica", "requests")) if need_replica else None
+    return cols
 
-    reasons = np.zeros(n, np.int8)
 
-    def mark(mask, c):
-        reasons[(reasons == 0) & mask] = c
+def _nullable(values: np.ndarray, typ: pa.DataType, mask, cols) -> pa.Array:
+    """``values`` as an Arrow array, null where ``mask``: zero-copy, with the validity
+    bitmap of the input columns ``cols`` (null exactly where any of them is) when
+    they have one at offset 0, else a copy with ``mask``."""
+    if mask is None:
+        return pa.array(values, typ)
+    if all(c is not None and c.offset == 0 and c.null_count for c in cols):
+        if len(cols) == 1:
+            valid = cols[0].buffers()[0]
+        else:
+            both = pc.and_(cols[0].is_valid(), cols[1].is_valid())
+            valid = both.buffers()[1] if both.offset == 0 else None
+        if valid is not None:
+            return pa.Array.from_buffers(typ, len(values), [valid, pa.py_buffer(values)], int(mask.sum()))
+    return pa.array(values, typ, mask=mask)
 
-    rejected = code == 3
-    ok = code == 0
-    mark(arr_null, 1)
-    mark(arr < 0, 2)
-    mark(st_null, 3)
-    mark(code < 0, 4)
-    mark(end_null & ~rejected, 5)
-    mark(~end_null & (end < arr), 6)
-    mark(ft_null & ok, 7)
-    mark(~ft_null & ~end_null & ((ft < arr) | (ft > end)), 8)
-    mark((tin < 0) | (tout < 0) | (ok & (tin_null | tout_null)), 9)
-    if need_replica:
-        mark(rep_null & ~rejected, 10)
-    return dict(arr=arr, end=end, end_null=end_null, ft=ft, ft_null=ft_null, tin=tin, tout=tout,
-                code=code, reasons=reasons)
+
+def _request_rows(c: dict, need_replica: bool, slo: dict) -> dict:
+    """The native pass over the rows (pau._core.request_rows)."""
+    def bound(k):  # an SLO met when the figure is <= the bound: ints compare exactly
+        if k not in slo:
+            return None
+        v = slo[k]
+        if k == "tpot":
+            return float(v)
+        if isinstance(v, float) and not math.isfinite(v):
+            return -1 if math.isnan(v) else 2**63 - 1  # NaN: never met; inf: always
+        return min(int(math.floor(v)), 2**63 - 1)
+
+    return _core.request_rows(c["arr"], c["arr_null"], c["end"], c["end_null"], c["ft"], c["ft_null"],
+                              c["tin"], c["tin_null"], c["tout"], c["tout_null"], c["code"], c["st_null"],
+                              c["rep_null"], need_replica, bound("ttft"), bound("tpot"), bound("e2e"))
 
 
 def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array):
@@ -251,6 +300,16 @@ def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array):
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raise SchemaError("busy", "replica", f"has type {busy_rep.type}, requests.replica has "
                               f"{req_rep.type}", "give both replica columns the same type") from None
+    if pa.types.is_integer(req_rep.type):
+        # integer replicas: a direct table over [min, max] when that range is small,
+        # in the same first-appearance order as dictionary_encode
+        dt = np.int32 if req_rep.type == pa.int32() else np.int64
+        a, b = (x if x.type == pa.from_numpy_dtype(dt) else x.cast(pa.from_numpy_dtype(dt))
+                for x in (req_rep, busy_rep))
+        r = _core.first_seen_codes(_values(a, dt), _mask(a), _values(b, dt), _mask(b),
+                                   2 * (len(a) + len(b)) + 65536)
+        if r is not None:
+            return r[0], r[1], pa.array(r[2]).cast(req_rep.type)
     both = pa.concat_arrays([req_rep, busy_rep])
     if pa.types.is_dictionary(both.type):
         both = both.cast(both.type.value_type)
@@ -279,7 +338,9 @@ def _busy_columns(busy):
 
 
 def _one(col) -> pa.Array:
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weights: dict | None = None,
@@ -328,11 +389,15 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     output_tokens <= 1. Outcomes: ``ok`` meeting every SLO is ``accepted``, ``ok``
     missing one is ``late``, ``error`` and ``timeout`` are ``failed``.
 
-    Busy time is split exactly: each busy interval is cut at the phase boundaries
-    of its replica inside it, and each piece goes to the phases in flight by largest remainder on the integer weights (ties to the
-    earlier request row); a segment with nothing in flight is idle; if every phase
-    in flight has weight 0 they share equally. So per replica
-    ``accepted + late + failed + cancelled + idle == busy`` to the ns.
+    Busy time is split by exact rational shares: each busy interval is cut at the
+    phase boundaries of its replica, and each piece goes to the phases in flight in
+    proportion to their integer weights (equally if every phase in flight has weight
+    0); a piece with nothing in flight is idle (exact, per busy interval). Each
+    phase's share, summed over its pieces, is rounded once: the floor, then the ns
+    left on the replica one each to the largest fractional parts (compared at
+    2**-31 ns, ties to the lower request row, prefill first). So per replica
+    ``accepted + late + failed + cancelled + idle == busy`` to the ns, and every
+    phase's attributed ns is within 1 ns of its exact share (docs/economics.md).
     """
     from .core import Quarantined, _check_on_invalid
 
@@ -345,66 +410,56 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
             raise PauError(f"slo: {k} = {v!r}. Fix: give a bound in ns >= 0")
     wp, wd, wused = _weights(weights)
-    c = _request_columns(t, need_replica=busy is not None)
-    reasons = c["reasons"]
-    bad = reasons != 0
+    need_replica = busy is not None
+    c = _request_columns(t, need_replica=need_replica)
+    rr = _request_rows(c, need_replica, slo)
     quarantine = None
-    if bad.any():
+    if rr["bad"]:
+        reasons = rr["reason"]
+        bad = reasons != 0
         if on_invalid == "raise":
             i = int(np.flatnonzero(bad)[0])
             r = int(reasons[i])
             raise InvalidRowError("requests", _REASON_COL[r], i, _REASON_REASON(r, t, i), _REASON_FIX[r],
-                                  int(bad.sum()))
+                                  int(rr["bad"]))
         rows = np.flatnonzero(bad)
         quarantine = t.take(pa.array(rows)).append_column("row", pa.array(rows, pa.int64())).append_column(
             "reason", pa.array([_REASONS[int(x)] for x in reasons[rows]], pa.string()))
-    keep = np.flatnonzero(~bad)
-    if bad.any():
-        t = t.take(pa.array(keep))
-        c = {k: v[keep] for k, v in c.items()}
+        # the valid rows, read again (a slow path: only with quarantined rows)
+        t = t.take(pa.array(np.flatnonzero(~bad)))
+        c = _request_columns(t, need_replica=need_replica)
+        rr = _request_rows(c, need_replica, slo)
     n = t.num_rows
-    arr, end, ft, tin, tout, code = c["arr"], c["end"], c["ft"], c["tin"], c["tout"], c["code"]
-    ft_ok = ~c["ft_null"]
-    end_ok = ~c["end_null"]
-    ttft = ft - arr
-    e2e = end - arr
-    dec = (e2e - ttft).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tpot = np.where(tout > 1, dec / np.maximum(tout - 1, 1), 0.0)
-    has_tpot = ft_ok & end_ok
-    outcome = code.copy()
-    if slo:
-        meets = np.ones(n, bool)
-        if "ttft" in slo:
-            meets &= ttft <= slo["ttft"]
-        if "e2e" in slo:
-            meets &= e2e <= slo["e2e"]
-        if "tpot" in slo:
-            meets &= tpot <= slo["tpot"]
-        outcome[(code == 0) & ~meets] = 1
-
+    ft_null, end_null = c["ft_null"], c["end_null"]
+    no_tpot = ft_null if end_null is None else (end_null if ft_null is None else ft_null | end_null)
+    # token counts as output (and as weights): null counts of requests that are not ok read 0
+    tin = c["tin"] if c["tin_null"] is None else np.where(c["tin_null"], 0, c["tin"])
+    tout = c["tout"] if c["tout_null"] is None else np.where(c["tout_null"], 0, c["tout"])
+    outcome = rr["outcome"]
+    # TPOT is null where either time is: the validity of the columns that have nulls
+    # (None, i.e. no zero-copy, when a missing column supplies the nulls)
+    tpot_cols = [col for col, m in ((c["ft_col"], ft_null), (c["end_col"], end_null)) if m is not None]
     out = {
         "request_id": _one(t["request_id"]),
         "replica": _one(t["replica"]),
         "outcome": _label(OUTCOMES, outcome),
-        "ttft_ns": pa.array(ttft, pa.int64(), mask=~ft_ok),
-        "tpot_ns": pa.array(tpot, pa.float64(), mask=~has_tpot),
-        "e2e_ns": pa.array(e2e, pa.int64(), mask=~end_ok),
+        "ttft_ns": _nullable(rr["ttft"], pa.int64(), ft_null, [c["ft_col"]]),
+        "tpot_ns": _nullable(rr["tpot"], pa.float64(), no_tpot, tpot_cols),
+        "e2e_ns": _nullable(rr["e2e"], pa.int64(), end_null, [c["end_col"]]),
         "input_tokens": pa.array(tin, pa.int64()),
         "output_tokens": pa.array(tout, pa.int64()),
     }
-    acc = outcome == 0
-    counts = dict(zip(OUTCOMES, np.bincount(outcome, minlength=len(OUTCOMES)).tolist()))
-    counts["accepted_input_tokens"] = int(tin[acc].sum())
-    counts["accepted_output_tokens"] = int(tout[acc].sum())
+    counts = dict(zip(OUTCOMES, rr["counts"]))
+    counts["accepted_input_tokens"] = rr["accepted_input_tokens"]
+    counts["accepted_output_tokens"] = rr["accepted_output_tokens"]
 
     # window
     if window is None:
-        w0 = int(arr.min()) if n else 0
-        w1 = int(end[end_ok].max()) if end_ok.any() else w0
-        w1 = max(w1, int(arr.max()) if n else w0)
+        w0 = rr["arrival_min"] if n else 0
+        w1 = rr["end_max"] if rr["end_max"] is not None else w0
+        w1 = max(w1, rr["arrival_max"] if n else w0)
     elif isinstance(window, (int, np.integer)) and not isinstance(window, bool):
-        w0 = int(arr.min()) if n else 0
+        w0 = rr["arrival_min"] if n else 0
         w1 = w0 + int(window)
     else:
         w0, w1 = (int(x) for x in window)
@@ -420,32 +475,31 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
             raise PauError(f"requests: {n} rows; attribution handles up to {_core.ATTRIB_MAX_ROWS} at "
                            f"once. Fix: split the requests by replica")
         # phases: prefill [arrival, first token or end), decode [first token, end);
-        # rejected requests and requests without an end hold none (replica code -1)
-        ran = (code != 3) & end_ok
+        # rejected requests (the only ones that may lack an end) hold none
         nrep = len(names)
-        a_pre, a_dec, idle, overflow = _core.attribute_busy(
-            np.where(ran, r_codes, np.int32(-1)), arr, ft, end, tin, tout, wp, wd, b_codes, b_s, b_e, nrep)
+        a_pre, a_dec, a_tot, idle, rep_busy, rep_idle, by_outcome, overflow = _core.attribute_busy(
+            r_codes, c["arr"], c["ft"], c["end"], tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
+            outcome, len(OUTCOMES), 3, ft_null, True)  # rows checked by request_rows
         if overflow is not None:
-            raise PauError(f"weights: the total weight of the requests in flight on replica "
-                           f"{names[overflow[0]].as_py()!r} (at {overflow[1]} ns) exceeds "
-                           f"{_core.ATTRIB_MAX_WEIGHT}, where exact integer attribution would overflow. "
-                           f"Fix: use smaller phase weights (e.g. 1 and 1)")
-        a_tot = a_pre + a_dec
+            who = names[overflow[0]].as_py()
+            if overflow[2] == "weight":
+                raise PauError(f"weights: the total weight of the requests in flight on replica {who!r} "
+                               f"(at {overflow[1]} ns) exceeds {_core.ATTRIB_MAX_WEIGHT}, where exact "
+                               f"integer attribution would overflow. Fix: use smaller phase weights "
+                               f"(e.g. 1 and 1)")
+            raise PauError(f"weights: on replica {who!r} the fixed-point shares could be off by 1 ns or more "
+                           f"in total (weights x pieces too large for 64 fractional bits). Fix: use "
+                           f"smaller phase weights (e.g. 1 and 1)")
         out["attributed_prefill_ns"] = pa.array(a_pre, pa.int64())
         out["attributed_decode_ns"] = pa.array(a_dec, pa.int64())
         out["attributed_ns"] = pa.array(a_tot, pa.int64())
-        # per replica, exact int64 sums
-        cols = {"busy_ns": _core.sum_by_key(b_codes, b_e - b_s, nrep),
-                "idle_ns": _core.sum_by_key(b_codes, idle, nrep)}
-        by_outcome = _core.sum_by_key(r_codes, a_tot, nrep, outcome, len(OUTCOMES)).reshape(nrep, len(OUTCOMES))
+        # per replica, exact int64 sums from the native pass; every code of the
+        # replica dictionary occurs in requests or busy, so every replica is listed
+        cols = {"busy_ns": rep_busy, "idle_ns": rep_idle}
         for i, o in ((0, "accepted"), (1, "late"), (2, "failed"), (4, "cancelled")):
             cols[f"{o}_ns"] = by_outcome[:, i]
-        present = np.zeros(nrep, bool)
-        present[b_codes] = True
-        present[r_codes[r_codes >= 0]] = True
-        sel = np.flatnonzero(present)
-        replicas = pa.table({"replica": names.take(pa.array(sel)), **{
-            k: pa.array(cols[k][sel], pa.int64()) for k in
+        replicas = pa.table({"replica": names, **{
+            k: pa.array(cols[k], pa.int64()) for k in
             ("busy_ns", "accepted_ns", "late_ns", "failed_ns", "cancelled_ns", "idle_ns")}})
         busy_out = pa.table({"replica": _one(b_rep_arr), "start_ns": pa.array(b_s, pa.int64()),
                              "end_ns": pa.array(b_e, pa.int64()), "idle_ns": pa.array(idle, pa.int64())})
