@@ -16,10 +16,12 @@ template <typename T>
 using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
 // A vector handed to numpy without a copy: the array owns it through a capsule.
-template <typename T>
-py::array_t<T> to_numpy(std::vector<T>&& v) {
-    auto* heap = new std::vector<T>(std::move(v));
-    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+// Any allocator (the core allocates some outputs uninitialized).
+template <typename T, typename A>
+py::array_t<T> to_numpy(std::vector<T, A>&& v) {
+    using V = std::vector<T, A>;
+    auto* heap = new V(std::move(v));
+    py::capsule owner(heap, [](void* p) { delete static_cast<V*>(p); });
     return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
 }
 

@@ -7,21 +7,14 @@
 #include <vector>
 
 #include "../core/attrib.hpp"
+#include "common.hpp"
 
 namespace py = pybind11;
 
 namespace {
 
-template <typename T>
-using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
-
-template <typename T, typename A>
-py::array_t<T> to_numpy(std::vector<T, A>&& v) {
-    using V = std::vector<T, A>;
-    auto* heap = new V(std::move(v));
-    py::capsule owner(heap, [](void* p) { delete static_cast<V*>(p); });
-    return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
-}
+using pau::bindings::carray;
+using pau::bindings::to_numpy;
 
 void check_len(const py::array& a, py::ssize_t n, const char* name, const char* like) {
     if (a.ndim() != 1 || a.shape(0) != n)
@@ -189,26 +182,4 @@ void bind_econ(py::module_& m) {
           py::arg("b_null"), py::arg("max_range"),
           "Codes of int32 or int64 values (a, then b; same dtype) in order of first appearance, -1 for "
           "nulls (bool masks or None), as (codes_a, codes_b, uniques); None when max - min > max_range.");
-    m.def(
-        "sum_by_key",
-        [](const carray<int32_t>& key, const carray<int64_t>& value, int32_t n_keys, const py::object& sub_obj,
-           int32_t n_sub) {
-            const py::ssize_t n = key.ndim() == 1 ? key.shape(0) : -1;
-            check_len(value, n, "value", "key");
-            carray<int8_t> sub;
-            if (!sub_obj.is_none()) {
-                sub = sub_obj.cast<carray<int8_t>>();
-                check_len(sub, n, "sub", "key");
-            }
-            const int8_t* sp = sub_obj.is_none() ? nullptr : sub.data();
-            std::vector<int64_t> out;
-            {
-                py::gil_scoped_release release;  // plain buffers kept alive by this frame
-                out = pau::core::sum_by_key(key.data(), value.data(), n, n_keys, sp, sub_obj.is_none() ? 1 : n_sub);
-            }
-            return to_numpy(std::move(out));
-        },
-        py::arg("key"), py::arg("value"), py::arg("n_keys"), py::arg("sub") = py::none(), py::arg("n_sub") = 1,
-        "Exact int64 sums of value per key in [0, n_keys) (per (key, sub) pair, flattened, when sub is "
-        "given); keys < 0 are skipped.");
 }

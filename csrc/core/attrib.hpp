@@ -865,23 +865,4 @@ inline bool first_seen_codes(const T* a, const uint8_t* a_null, int64_t na, cons
     return true;
 }
 
-// Exact int64 sums of value by key: out[k * n_sub + sub[i]] += value[i] for
-// k = key[i] (sub absent: out[k]); rows with key < 0 are skipped. Throws on a key or
-// sub key out of range.
-template <typename SubT>
-inline std::vector<int64_t> sum_by_key(const int32_t* key, const int64_t* value, int64_t n, int32_t n_keys,
-                                       const SubT* sub, int32_t n_sub) {
-    if (n_keys < 0 || n_sub < 1) throw std::invalid_argument("n_keys must be >= 0 and n_sub >= 1");
-    std::vector<int64_t> out(static_cast<size_t>(n_keys) * static_cast<size_t>(n_sub), 0);
-    for (int64_t i = 0; i < n; ++i) {
-        const int32_t k = key[i];
-        if (k < 0) continue;
-        const int64_t j = sub ? static_cast<int64_t>(sub[i]) : 0;
-        if (k >= n_keys || j < 0 || j >= n_sub)
-            throw std::invalid_argument("key at row " + std::to_string(i) + " out of range");
-        out[static_cast<size_t>(k) * static_cast<size_t>(n_sub) + static_cast<size_t>(j)] += value[i];
-    }
-    return out;
-}
-
 }  // namespace pau::core

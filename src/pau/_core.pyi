@@ -101,14 +101,6 @@ def first_seen_codes(
     """Codes of int32/int64 values in order of first appearance (a, then b); None when
     max - min > max_range."""
 
-def sum_by_key(
-    key: npt.NDArray[np.int32],
-    value: npt.NDArray[np.int64],
-    n_keys: int,
-    sub: npt.NDArray[np.int8] | None = None,
-    n_sub: int = 1,
-) -> npt.NDArray[np.int64]: ...
-
 class KinetoParser:
     """Streaming Chrome-trace (Kineto) tokenizer; see pau.readers.kineto."""
 
