@@ -52,6 +52,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -499,12 +500,7 @@ class Sweeper {
         if (left == 0) return true;
         auto b = cand_.begin() + s.cand_begin, e = cand_.begin() + s.cand_end;
         if (nc < 4096) {
-            if (left < nc) std::nth_element(b, b + (left - 1), e, std::greater<uint32_t>());
-            const uint32_t thr = *std::min_element(b, b + left);
-            int64_t above = 0;
-            for (auto it = b; it != b + left; ++it) above += *it > thr;
-            s.thr = thr;
-            s.quota = left - above;
+            std::tie(s.thr, s.quota) = kth_largest(b, e, left);
             return true;
         }
         // Many keys: a histogram of their top bits (keys <= 2^31, so key >> 21 <= 1024)
@@ -518,15 +514,19 @@ class Sweeper {
         for (auto it = b; it != e; ++it)
             if (static_cast<int>(*it >> 21) == bkt) sel_.push_back(*it);
         const int64_t need = left - above;  // 1 <= need <= hist[bkt]
-        auto sb = sel_.begin();
-        if (need < static_cast<int64_t>(sel_.size()))
-            std::nth_element(sb, sb + (need - 1), sel_.end(), std::greater<uint32_t>());
-        const uint32_t thr = *std::min_element(sb, sb + need);
-        int64_t gt = 0;
-        for (auto it = sb; it != sb + need; ++it) gt += *it > thr;
-        s.thr = thr;
-        s.quota = need - gt;
+        std::tie(s.thr, s.quota) = kth_largest(sel_.begin(), sel_.end(), need);
         return true;
+    }
+
+    // The k-th largest key of [b, e) (1 <= k <= e - b) and how many of the k largest
+    // equal it. Reorders [b, e).
+    template <typename It>
+    static std::pair<uint32_t, int64_t> kth_largest(It b, It e, int64_t k) {
+        if (k < e - b) std::nth_element(b, b + (k - 1), e, std::greater<uint32_t>());
+        const uint32_t thr = *std::min_element(b, b + k);
+        int64_t above = 0;
+        for (auto it = b; it != b + k; ++it) above += *it > thr;
+        return {thr, k - above};
     }
 
     // Hand out the ns left, total per request, per replica and outcome sums: one pass
