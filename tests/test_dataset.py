@@ -48,6 +48,22 @@ def test_single_file(tmp_path, events, expected):
     assert core.classify_dataset(str(path), progress=False).equals(expected)
 
 
+@pytest.mark.parametrize("depth", [0, 1, 2, 5])
+def test_read_ahead_depth_does_not_change_the_stream(tmp_path, events, expected, depth):
+    """Row groups read ahead on threads of their own (each with its own ParquetFile)
+    come back in order, whatever the depth."""
+    import pau.io
+
+    path = tmp_path / "events.parquet"
+    pq.write_table(events, path, row_group_size=100)
+    got = pa.Table.from_batches(list(pau.io.stream_events(path, read_ahead=depth)))
+    assert got.equals(events.select(["rank", "start_ns", "end_ns", "kind"]))
+    # Under a memory budget the stream reads ahead only what fits: same answer.
+    one = pau.io.row_group_bytes(str(path), ("rank", "start_ns", "end_ns", "kind"), {})
+    budget = max(one) * (2 + depth)
+    assert core.classify_dataset(path, memory_budget=budget, progress=False).equals(expected)
+
+
 def test_ranks_interleaved_in_time_order(tmp_path, events, expected):
     # start order overall (ranks interleave): still start-ordered within each rank
     path = tmp_path / "by_time.parquet"

@@ -672,12 +672,17 @@ def _hist_of_source(source: Any, plan: _Plan, on_invalid: str, *, batch_rows=Non
         return _hist_of_table(as_table(source, "events"), plan, on_invalid)
     from . import io as _io
 
+    read_ahead = _io.READ_AHEAD
     if memory_budget is not None and _is_path_source(source):
-        from .distributed import _footprints, parse_memory_budget, partitions
+        from .distributed import ROW_GROUP_COPIES, _footprints, parse_memory_budget, partitions
 
-        # One stream: the row group being swept and the next one read ahead.
-        _footprints(partitions(source), parse_memory_budget(memory_budget))
-    batches = _io.stream_events(source, batch_rows=batch_rows, progress=progress)
+        # One stream: the row group being swept and those read ahead, as many as fit
+        # (at least one: the check raises when two row groups do not fit).
+        budget = parse_memory_budget(memory_budget)
+        big = max(_footprints(partitions(source), budget), default=0) // ROW_GROUP_COPIES
+        if big:
+            read_ahead = max(1, min(read_ahead, budget // big - 1))
+    batches = _io.stream_events(source, batch_rows=batch_rows, progress=progress, read_ahead=read_ahead)
     quarantine: list = []
     sweep = plan.sweep()
     name = str(source) if isinstance(source, (str, os.PathLike)) else "events"

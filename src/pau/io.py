@@ -9,6 +9,8 @@ caller works on the current one (pyarrow releases the GIL while decoding).
 from __future__ import annotations
 
 import os
+import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
@@ -120,9 +122,13 @@ def _row_group_reads(files, columns, batch_rows):
         names = pf.schema_arrow.names
         present = [c for c in columns if c in names]
         missing = [c for c in columns if c not in names and c in keys]
+        local = threading.local()  # a ParquetFile is not safe to read from two threads
+
         for i in range(pf.num_row_groups):
-            def read(pf=pf, i=i, present=present, missing=missing, keys=keys):
-                t = pf.read_row_group(i, columns=present)
+            def read(path=path, local=local, i=i, present=present, missing=missing, keys=keys):
+                if getattr(local, "pf", None) is None:
+                    local.pf = pq.ParquetFile(path)
+                t = local.pf.read_row_group(i, columns=present)
                 for c in missing:
                     value = keys[c]
                     col = (pa.array(np.full(t.num_rows, int(value), np.int32)) if c == "rank"
@@ -132,14 +138,21 @@ def _row_group_reads(files, columns, batch_rows):
             yield read, pf.metadata.row_group(i).num_rows
 
 
+#: Row groups read ahead of the one being swept, on as many threads (each with its own
+#: ParquetFile): two keep both cores decoding, where one row group's four columns
+#: alone leave a core idle at times.
+READ_AHEAD = 2
+
+
 def stream_events(source: Any, *, columns=EVENT_COLUMNS, batch_rows: int | None = None,
-                  progress: Any = None, read_ahead: bool = True) -> Iterator[pa.RecordBatch]:
+                  progress: Any = None, read_ahead: bool | int = True) -> Iterator[pa.RecordBatch]:
     """Record batches of the events columns from a Parquet file/directory or a stream.
 
     ``progress``: None/False (default) nothing; True a bar on stderr when it is a
     terminal; a callable receives :class:`pau.distributed.Progress` snapshots (one
-    partition is one file). ``read_ahead``: read the next row group on a second
-    thread while the caller works on the current one."""
+    partition is one file). ``read_ahead``: row groups read ahead of the caller, each on a thread of its own
+    (True: :data:`READ_AHEAD`; False or 0: none) while the caller works on the
+    current one."""
     from ._progress import tracker
 
     if not isinstance(source, (str, os.PathLike, list, tuple)):
@@ -161,12 +174,13 @@ def stream_events(source: Any, *, columns=EVENT_COLUMNS, batch_rows: int | None 
         reads += [(read, n, k, j == len(rg) - 1) for j, (read, n) in enumerate(rg)]
     track = tracker(progress, len(files), sum(r[1] for r in reads))
     try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            ahead = (lambda k: pool.submit(reads[k][0])) if read_ahead else None
-            pending = ahead(0) if reads and ahead else None
+        depth = READ_AHEAD if read_ahead is True else int(read_ahead or 0)
+        with ThreadPoolExecutor(max_workers=max(depth, 1)) as pool:
+            pending = deque(pool.submit(reads[k][0]) for k in range(min(depth, len(reads))))
             for k, (read, rows, part, last) in enumerate(reads):
-                table = pending.result() if ahead else read()
-                pending = ahead(k + 1) if ahead and k + 1 < len(reads) else None
+                table = pending.popleft().result() if depth else read()
+                if depth and k + depth < len(reads):
+                    pending.append(pool.submit(reads[k + depth][0]))
                 for batch in _sliced(table.to_batches(), batch_rows):
                     yield batch
                 del table
