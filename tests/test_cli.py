@@ -200,3 +200,18 @@ def test_report_on_an_archive_shows_progress_only_when_asked_or_on_a_terminal(tm
         assert cli.main(["report", path] + flags) == 0
         monkeypatch.undo()
         assert (f"{total}/{total} rows" in tty.getvalue()) is shown
+
+
+def test_ctrl_c_exits_130_and_says_what_was_kept(monkeypatch, capsys):
+    """Ctrl-C during a run (errors.Interrupted) is not an error of the input: exit code
+    130 (the shell's for SIGINT) and the message saying how to resume."""
+    from pau import errors
+
+    def stopped(args):
+        raise errors.Interrupted("3 of 8 partitions are saved in results/; re-run with the same "
+                                 "results_dir to resume", saved=3, total=8, results_dir="results")
+
+    monkeypatch.setattr(cli, "_report", stopped)
+    assert cli.main(["report", "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert "3 of 8 partitions are saved" in err and "resume" in err
