@@ -216,3 +216,21 @@ def test_quarantine_matches_classify(tmp_path, events):
     assert res.result.equals(mem.result)
     assert res.quarantine["row"].to_pylist() == mem.quarantine["row"].to_pylist()
     assert res.quarantine["reason"].to_pylist() == ["end_ns before start_ns"] * 3
+
+
+def test_a_rewritten_file_is_read_anew(tmp_path):
+    """Reading threads keep their file open between row groups; a file rewritten at the
+    same path between two calls must not be read through the old handle."""
+    path = tmp_path / "events.parquet"
+
+    def write(n):
+        pq.write_table(pa.table({
+            "rank": pa.array(np.zeros(n, np.int32)), "start_ns": pa.array(np.arange(n) * 10),
+            "end_ns": pa.array(np.arange(n) * 10 + 5), "kind": pa.array(["compute"] * n)}), path)
+
+    write(10)
+    for depth_workers in (1, None):
+        write(10)
+        assert core.classify_dataset(path, workers=depth_workers).column("duration_ns")[0].as_py() == 50
+        write(20)
+        assert core.classify_dataset(path, workers=depth_workers).column("duration_ns")[0].as_py() == 100

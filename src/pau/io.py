@@ -115,6 +115,20 @@ def row_group_bytes(path: str | os.PathLike, columns=EVENT_COLUMNS, keys: dict |
     return out
 
 
+_READERS = threading.local()
+
+
+def _reader(path) -> pq.ParquetFile:
+    """This thread's ParquetFile of ``path``: a ParquetFile is not safe to read from
+    two threads at once (it crashed), so each reading thread opens its own, and keeps
+    one file open at a time (reopened when the file changed on disk)."""
+    st = os.stat(path)
+    key = (os.fspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    if getattr(_READERS, "key", None) != key:
+        _READERS.pf, _READERS.key = pq.ParquetFile(path), key
+    return _READERS.pf
+
+
 def _row_group_reads(files, columns, batch_rows):
     """Callables, each reading one row group (optionally sliced into batches)."""
     for path, keys in files:
@@ -122,13 +136,9 @@ def _row_group_reads(files, columns, batch_rows):
         names = pf.schema_arrow.names
         present = [c for c in columns if c in names]
         missing = [c for c in columns if c not in names and c in keys]
-        local = threading.local()  # a ParquetFile is not safe to read from two threads
-
         for i in range(pf.num_row_groups):
-            def read(path=path, local=local, i=i, present=present, missing=missing, keys=keys):
-                if getattr(local, "pf", None) is None:
-                    local.pf = pq.ParquetFile(path)
-                t = local.pf.read_row_group(i, columns=present)
+            def read(path=path, i=i, present=present, missing=missing, keys=keys):
+                t = _reader(path).read_row_group(i, columns=present)
                 for c in missing:
                     value = keys[c]
                     col = (pa.array(np.full(t.num_rows, int(value), np.int32)) if c == "rank"
