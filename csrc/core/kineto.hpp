@@ -1021,61 +1021,42 @@ class Parser {
     // An object; `member(key, cursor)` consumes each value.
     template <typename F>
     Step object(Cur& c, F&& member) {
-        skip_ws(c);
-        if (c.p >= c.end) return Step::more;
-        if (*c.p != '{') {
-            fail_at(c.p, std::string("malformed JSON: expected '{', found ") + describe(*c.p));
-            return Step::error;
-        }
-        if (++depth_ > kMaxDepth) return too_deep(c);
-        ++c.p;
-        skip_ws(c);
-        if (c.p >= c.end) return leave(Step::more);
-        if (*c.p == '}') {
-            ++c.p;
-            return leave(Step::ok);
-        }
-        for (;;) {
+        return container(c, '{', '}', "an object", [&](Cur& cc) {
             std::string_view key;
-            Step s = string(c, &key);
-            if (s != Step::ok) return leave(s);
-            s = expect(c, ':', "':' after a key");
-            if (s != Step::ok) return leave(s);
-            s = member(key, c);
-            if (s != Step::ok) return leave(s);
-            skip_ws(c);
-            if (c.p >= c.end) return leave(Step::more);
-            if (*c.p == ',') {
-                ++c.p;
-                continue;
-            }
-            if (*c.p == '}') {
-                ++c.p;
-                return leave(Step::ok);
-            }
-            fail_at(c.p, std::string("malformed JSON: expected ',' or '}' in an object, found ") + describe(*c.p));
-            return leave(Step::error);
-        }
+            Step s = string(cc, &key);
+            if (s != Step::ok) return s;
+            s = expect(cc, ':', "':' after a key");
+            if (s != Step::ok) return s;
+            return member(key, cc);
+        });
     }
 
+    // An array; `element(cursor)` consumes each element.
     template <typename F>
     Step array(Cur& c, F&& element) {
+        return container(c, '[', ']', "an array", element);
+    }
+
+    // The frame both share: the brackets, the commas, the depth limit; `item`
+    // consumes one member or element.
+    template <typename F>
+    Step container(Cur& c, char open, char close, const char* what, F&& item) {
         skip_ws(c);
         if (c.p >= c.end) return Step::more;
-        if (*c.p != '[') {
-            fail_at(c.p, std::string("malformed JSON: expected '[', found ") + describe(*c.p));
+        if (*c.p != open) {
+            fail_at(c.p, std::string("malformed JSON: expected '") + open + "', found " + describe(*c.p));
             return Step::error;
         }
         if (++depth_ > kMaxDepth) return too_deep(c);
         ++c.p;
         skip_ws(c);
         if (c.p >= c.end) return leave(Step::more);
-        if (*c.p == ']') {
+        if (*c.p == close) {
             ++c.p;
             return leave(Step::ok);
         }
         for (;;) {
-            Step s = element(c);
+            Step s = item(c);
             if (s != Step::ok) return leave(s);
             skip_ws(c);
             if (c.p >= c.end) return leave(Step::more);
@@ -1083,11 +1064,12 @@ class Parser {
                 ++c.p;
                 continue;
             }
-            if (*c.p == ']') {
+            if (*c.p == close) {
                 ++c.p;
                 return leave(Step::ok);
             }
-            fail_at(c.p, std::string("malformed JSON: expected ',' or ']' in an array, found ") + describe(*c.p));
+            fail_at(c.p, std::string("malformed JSON: expected ',' or '") + close + "' in " + what + ", found " +
+                             describe(*c.p));
             return leave(Step::error);
         }
     }
