@@ -215,6 +215,15 @@ def numpy_columns(table: pa.Table):
     )
 
 
+@njit(inline="always", cache=True)
+def _merge(s, e, lo, hi, tot):
+    """One event [s, e) into a set's open merged interval [lo, hi) and its closed total.
+    Half-open: s == hi touches and merges, s > hi starts a new interval."""
+    if s > hi:
+        return s, e, tot + (hi - lo)
+    return lo, max(hi, e), tot
+
+
 @njit(nogil=True, cache=True)
 def _sweep_sorted(rank, start, end, kind, compute_code, comm_code):
     # Number of ranks = number of runs in the (rank, start)-sorted input.
@@ -259,34 +268,13 @@ def _sweep_sorted(rank, start, end, kind, compute_code, comm_code):
         k = kind[i]
         if e > last:
             last = e
-        # Half-open: s == hi touches and merges, s > hi starts a new interval.
-        if s > a_hi:
-            a_tot += a_hi - a_lo
-            a_lo = s
-            a_hi = e
-        elif e > a_hi:
-            a_hi = e
+        a_lo, a_hi, a_tot = _merge(s, e, a_lo, a_hi, a_tot)
         if k == compute_code:
-            if s > p_hi:
-                p_tot += p_hi - p_lo
-                p_lo = s
-                p_hi = e
-            elif e > p_hi:
-                p_hi = e
+            p_lo, p_hi, p_tot = _merge(s, e, p_lo, p_hi, p_tot)
         elif k == comm_code:
-            if s > c_hi:
-                c_tot += c_hi - c_lo
-                c_lo = s
-                c_hi = e
-            elif e > c_hi:
-                c_hi = e
+            c_lo, c_hi, c_tot = _merge(s, e, c_lo, c_hi, c_tot)
         if k == compute_code or k == comm_code:
-            if s > u_hi:
-                u_tot += u_hi - u_lo
-                u_lo = s
-                u_hi = e
-            elif e > u_hi:
-                u_hi = e
+            u_lo, u_hi, u_tot = _merge(s, e, u_lo, u_hi, u_tot)
     return out_rank, out
 
 
