@@ -14,12 +14,8 @@ namespace py = pybind11;
 namespace {
 
 using pau::bindings::carray;
+using pau::bindings::check_len;
 using pau::bindings::to_numpy;
-
-void check_len(const py::array& a, py::ssize_t n, const char* name, const char* like) {
-    if (a.ndim() != 1 || a.shape(0) != n)
-        throw std::invalid_argument(std::string(name) + ": expected a 1-d array of the same length as " + like);
-}
 
 py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arrival,
                          const carray<int64_t>& first_token, const carray<int64_t>& end,

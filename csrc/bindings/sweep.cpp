@@ -16,9 +16,9 @@ namespace {
 using pau::bindings::carray;
 using pau::bindings::to_numpy;
 
+// Every array of a feed has the length of rank.
 void check_len(const py::array& a, py::ssize_t n, const char* name) {
-    if (a.ndim() != 1 || a.shape(0) != n)
-        throw std::invalid_argument(std::string(name) + ": expected a 1-d array of the same length as rank");
+    pau::bindings::check_len(a, n, name, "rank");
 }
 
 template <typename IdxT>
