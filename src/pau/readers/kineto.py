@@ -72,6 +72,7 @@ import pyarrow as pa
 from .. import _core
 from ..core import KINDS
 from ..errors import PauError
+from ._files import expand, files_in
 
 try:  # optional: ISA-L inflates gzip about 3x faster than zlib (pip install isal)
     from isal import igzip as _fast_gzip
@@ -275,16 +276,8 @@ class _File:
 def trace_files(path: str | os.PathLike) -> list[str]:
     """The trace files of ``path``: itself, or the ``.json``/``.gz`` files of a directory
     (not recursive), in name order."""
-    p = os.fspath(path)
-    if os.path.isfile(p):
-        return [p]
-    if not os.path.isdir(p):
-        raise FileNotFoundError(f"no Kineto trace file or directory at {p!r}")
-    names = sorted(n for n in os.listdir(p) if not n.startswith(".") and n.endswith((".json", ".gz"))
-                   and os.path.isfile(os.path.join(p, n)))
-    if not names:
-        raise FileNotFoundError(f"no trace files (*.json, *.json.gz) in {p!r}")
-    return [os.path.join(p, n) for n in names]
+    return files_in(path, (".json", ".gz"), missing="no Kineto trace file or directory at {p}",
+                    empty="no trace files (*.json, *.json.gz) in {p}")
 
 
 def _chunks(f, size: int, gzipped: bool, prefetch: bool):
@@ -802,12 +795,7 @@ def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules:
     rules = DEFAULT_RULES if rules is None else rules
     if not isinstance(rules, Rules):
         raise TypeError(f"rules: expected a pau.readers.kineto.Rules, got {type(rules).__name__}")
-    if isinstance(path, (str, os.PathLike)):
-        paths = trace_files(path)
-    else:
-        paths = [p for item in path for p in trace_files(item)]
-        if not paths:
-            raise FileNotFoundError("read_kineto: no paths given")
+    paths = expand(path, trace_files, "read_kineto")
     warnings: list[str] = []
     files = _parse_all(paths, sorted(rules.categories), threads)
     _assign_ranks(files, warnings)
@@ -818,8 +806,7 @@ def _load_files(path: Any, rules: Rules | None = None) -> list[_File]:
     """Parsed files with ranks assigned, for adapters that need the host-side rows too
     (pau.compat.hta)."""
     rules = DEFAULT_RULES if rules is None else rules
-    paths = trace_files(path) if isinstance(path, (str, os.PathLike)) else [
-        p for item in path for p in trace_files(item)]
+    paths = expand(path, trace_files, "read_kineto")
     files = _parse_all(paths, sorted(rules.categories))
     _assign_ranks(files, [])
     return files

@@ -76,6 +76,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core import KINDS
+from ._files import expand, files_in
 from .kineto import (DEFAULT_RULES, InvalidEventError, NoDeviceEventsError, Rules,
                      TraceFormatError)
 
@@ -147,16 +148,9 @@ class NsysTrace:
 
 def nsys_files(path: str | os.PathLike) -> list[str]:
     """``path`` itself, or the ``*.sqlite`` files of a directory (not recursive), in name order."""
-    p = os.fspath(path)
-    if os.path.isfile(p):
-        return [p]
-    if not os.path.isdir(p):
-        raise FileNotFoundError(f"no Nsight Systems SQLite file or directory at {p!r}")
-    names = sorted(n for n in os.listdir(p) if n.endswith((".sqlite", ".sqlite3", ".db"))
-                   and not n.startswith(".") and os.path.isfile(os.path.join(p, n)))
-    if not names:
-        raise FileNotFoundError(f"no Nsight Systems exports (*.sqlite) in {p!r}; {_FIX_EXPORT}")
-    return [os.path.join(p, n) for n in names]
+    return files_in(path, (".sqlite", ".sqlite3", ".db"),
+                    missing="no Nsight Systems SQLite file or directory at {p}",
+                    empty="no Nsight Systems exports (*.sqlite) in {p}; " + _FIX_EXPORT)
 
 
 class _Db:
@@ -357,12 +351,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
         phase_re = [(k, re.compile(p)) for k, p in phases.items()]
     except re.error as exc:
         raise ValueError(f"bad regular expression {exc.pattern!r}: {exc}") from None
-    if isinstance(path, (str, os.PathLike)):
-        paths = nsys_files(path)
-    else:
-        paths = [p for item in path for p in nsys_files(item)]
-        if not paths:
-            raise FileNotFoundError("read_nsys: no paths given")
+    paths = expand(path, nsys_files, "read_nsys")
 
     warnings: list[str] = []
     quarantine: list[pa.Table] = []

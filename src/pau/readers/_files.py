@@ -1,0 +1,34 @@
+"""Which files a reader reads: one file, the matching files of a directory, or a list
+of either."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+
+def files_in(path: str | os.PathLike, suffixes: tuple[str, ...], *, missing: str, empty: str) -> list[str]:
+    """``path`` itself, or the files of a directory (not recursive, hidden ones left
+    out) whose names end with one of ``suffixes``, in name order. ``missing`` and
+    ``empty`` are the messages (``{p}`` stands for the path) of the FileNotFoundError when
+    nothing is at ``path`` or a directory holds no such file."""
+    p = os.fspath(path)
+    if os.path.isfile(p):
+        return [p]
+    if not os.path.isdir(p):
+        raise FileNotFoundError(missing.replace("{p}", repr(p)))
+    names = sorted(n for n in os.listdir(p) if not n.startswith(".") and n.endswith(suffixes)
+                   and os.path.isfile(os.path.join(p, n)))
+    if not names:
+        raise FileNotFoundError(empty.replace("{p}", repr(p)))
+    return [os.path.join(p, n) for n in names]
+
+
+def expand(path: Any, lister: Callable[[Any], list[str]], reader: str) -> list[str]:
+    """The files of a path, or of each path of a list (an empty list is an error)."""
+    if isinstance(path, (str, os.PathLike)):
+        return lister(path)
+    paths = [p for item in path for p in lister(item)]
+    if not paths:
+        raise FileNotFoundError(f"{reader}: no paths given")
+    return paths
