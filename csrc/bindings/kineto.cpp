@@ -7,19 +7,14 @@
 #include <vector>
 
 #include "../core/kineto.hpp"
+#include "common.hpp"
 
 namespace py = pybind11;
 using pau::kineto::Parser;
 
 namespace {
 
-// Hand a vector to numpy without a copy: the array owns it through a capsule.
-template <typename T>
-py::array_t<T> to_numpy(std::vector<T>&& v) {
-    auto* heap = new std::vector<T>(std::move(v));
-    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-    return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
-}
+using pau::bindings::to_numpy;
 
 // Trace text is UTF-8 by the JSON spec; a broken byte must not make the whole
 // file unreadable, so it becomes U+FFFD rather than an exception.
