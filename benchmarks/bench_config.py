@@ -52,3 +52,9 @@ def events_label(n: int) -> str:
     if n >= 1_000_000:
         return f"{n / 1e6:g}M"
     return f"{n / 1e3:g}k"
+
+
+def timed(config) -> bool:
+    """Whether this pytest run times benchmarks (not ``--benchmark-disable``, as in CI,
+    where each runs once and only its answer is checked, so suites may shrink)."""
+    return bool(config.getoption("benchmark_enable") or not config.getoption("benchmark_disable"))

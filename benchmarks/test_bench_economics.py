@@ -29,7 +29,7 @@ import pyarrow as pa
 import pytest
 
 import pau.economics as E
-from bench_config import SEED, events_label, scaled
+from bench_config import SEED, events_label, scaled, timed
 
 PER_REPLICA = 10_000
 STATUSES = ("ok", "error", "timeout", "rejected", "cancelled")
@@ -91,9 +91,8 @@ LOADS = {"busy": 0.2, "light": 1.0}  # mean seconds between arrivals on a replic
 
 @pytest.fixture(scope="module", params=list(LOADS))
 def log(request):
-    cfg = request.config
-    timed = cfg.getoption("benchmark_enable") or not cfg.getoption("benchmark_disable")
-    return request.param, serving_log(scaled(10_000_000 if timed else 200_000), LOADS[request.param])
+    n = scaled(10_000_000 if timed(request.config) else 200_000)
+    return request.param, serving_log(n, LOADS[request.param])
 
 
 def test_requests_with_attribution(benchmark, log, report_note):

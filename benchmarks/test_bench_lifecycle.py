@@ -25,7 +25,7 @@ import pytest
 
 import pau.core as pc
 from pau import synth
-from bench_config import SEED, scaled
+from bench_config import SEED, scaled, timed
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +40,7 @@ def records():
 def job(request):
     """A training job with failures, checkpoints and restarts: about 0.7 events per
     target event (1.4M and 7M), over 8 ranks. Without timing (CI) both are the small one."""
-    cfg = request.config
-    timed = cfg.getoption("benchmark_enable") or not cfg.getoption("benchmark_disable")
-    steps = max(20, int(scaled(request.param if timed else 2_000_000) / 8 / 150))
+    steps = max(20, int(scaled(request.param if timed(request.config) else 2_000_000) / 8 / 150))
     return synth.training_job(ranks=8, steps=steps, seed=SEED, mtbf_s=steps / 3, checkpoint_every=25,
                               kernels_per_step=96)
 
