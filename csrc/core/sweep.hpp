@@ -188,11 +188,10 @@ class Sweep {
         int64_t ce[kNumKinds];  // open end of the merged interval per kind; kOpen = inactive
         int64_t last_start;
         int64_t lo, hi;         // the span, for clipping
-        int64_t* bins;          // where unwindowed time goes
-        // Windowed sweeps: time from the cursor t up to dhi goes to *dest without
+        int64_t* bins;          // where time goes (windowed: the current route's bins)
+        // Windowed sweeps: time from the cursor t up to dhi goes to bins without
         // further checks (see route).
         int64_t dhi;
-        Bins* dest;
     };
 
     // Clip: some rank has a given span (without one, a rank's cursor never leaves
@@ -458,7 +457,7 @@ class Sweep {
     PAU_HOT void account(Hot& h, RankState& s, int64_t a, int64_t b) {
         if (Windowed) {
             if (b <= h.dhi) {  // inside the current window (or gap); a is the cursor
-                h.dest->v[h.active] += b - a;
+                h.bins[h.active] += b - a;
             } else {
                 set_route(h, slow_account(s, a, b, static_cast<uint8_t>(h.active)));
             }
@@ -513,8 +512,7 @@ class Sweep {
     // and emits the non-zero ones): the hot loop keeps no per-add bookkeeping.
     static void set_route(Hot& h, const Route& r) {
         h.dhi = r.hi;
-        h.dest = r.dest;
-        h.dest->touched = ~0ull;
+        r.dest->touched = ~0ull;
         h.bins = r.dest->v;
     }
     // Crossing a window (or bucket) boundary: rare, kept out of line so the hot
