@@ -211,6 +211,94 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
 
 
 @kernel
+def fill_nulls(values, bits, offset, fill, out):
+    """``out[i] = values[i]``, or ``fill`` where bit ``offset + i`` of the Arrow
+    validity bitmap ``bits`` is clear (the array is null there)."""
+    for i in range(out.size):
+        j = i + offset
+        if (bits[j >> 3] >> (j & 7)) & 1:
+            out[i] = values[i]
+        else:
+            out[i] = fill
+
+
+@kernel
+def expand_ranks(rank, attempt, m_ids, m_off, m_ranks):
+    """Rows with rank -1 repeated for every member rank of their attempt.
+
+    Attempt ``m_ids[j]`` (sorted) has the member ranks ``m_ranks[m_off[j]:m_off[j + 1]]``.
+    Returns ``(src, rank, copy)``: the rows with a rank of their own first, in
+    order, then the copies of each rank -1 row in row order and member order (a row
+    of an attempt without members has none); ``src`` is the row each output row
+    comes from and ``copy`` marks all copies but the first of a row.
+    """
+    n = rank.size
+    total = 0
+    for i in range(n):
+        if rank[i] >= 0:
+            total += 1
+        else:
+            p = np.searchsorted(m_ids, attempt[i])
+            if p < m_ids.size and m_ids[p] == attempt[i]:
+                total += m_off[p + 1] - m_off[p]
+    src = np.empty(total, np.int64)
+    out_rank = np.empty(total, np.int64)
+    copy = np.zeros(total, np.bool_)
+    k = 0
+    for i in range(n):
+        if rank[i] >= 0:
+            src[k] = i
+            out_rank[k] = rank[i]
+            k += 1
+    for i in range(n):
+        if rank[i] < 0:
+            p = np.searchsorted(m_ids, attempt[i])
+            if p < m_ids.size and m_ids[p] == attempt[i]:
+                for q in range(m_off[p], m_off[p + 1]):
+                    src[k] = i
+                    out_rank[k] = m_ranks[q]
+                    copy[k] = q > m_off[p]
+                    k += 1
+    return src, out_rank, copy
+
+
+@kernel
+def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, acc, needs_step):
+    """Per row, the first problem visible in the row alone: 0 none, else 1 + its
+    index in ``pau.lifecycle._ROW_CHECKS``. ``acc`` is the code of accountable
+    records; ``needs_step[code]`` says a record must name a step."""
+    n = rec.size
+    out = np.zeros(n, np.int8)
+    for i in range(n):
+        r = rec[i]
+        s = start[i]
+        e = end[i]
+        b = block_end[i]
+        d = durable[i]
+        if r < 0:
+            out[i] = 1
+        elif s == null:
+            out[i] = 2
+        elif s < 0 or (e != null and e < 0) or (b != null and b < 0) or (d != null and d < 0):
+            out[i] = 3
+        elif e != null and e < s:
+            out[i] = 4
+        elif b != null and b < s:
+            out[i] = 5
+        elif d != null and d < s:
+            out[i] = 6
+        elif rank[i] < -1:
+            out[i] = 7
+        elif r != acc and attempt[i] == null:
+            out[i] = 8
+        elif needs_step[r] and step[i] == null:
+            out[i] = 9
+        elif r == acc and rank[i] < 0:
+            out[i] = 10
+    return out
+
+
+@kernel
 def lut_map(values, lo, lut):
     """``lut[v - lo]`` per value, -1 outside the table."""
     out = np.empty(values.size, np.int64)

@@ -38,10 +38,12 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from . import _kernels
 from ._input import _column, as_table, rank_column, time_column
@@ -56,6 +58,7 @@ from ._vocab import STATES  # noqa: E402
 
 S = {name: i for i, name in enumerate(STATES)}
 NULL = np.iinfo(np.int64).min
+NULL_MAX = np.iinfo(np.int64).max
 _ACC, _ATT, _PHASE, _STEP, _CKPT, _REST, _FAIL = range(7)
 
 
@@ -95,60 +98,54 @@ class _Rows:
         return self.row.size
 
 
-def _int_col(t: pa.Table, name: str, n: int, reasons: dict) -> np.ndarray:
-    if name not in t.column_names:
-        return np.full(n, NULL, np.int64)
-    col = _column(t, name, "lifecycle")
-    if pa.types.is_timestamp(col.type) or pa.types.is_integer(col.type):
-        valid = ~np.asarray(col.is_null()) if col.null_count else np.ones(n, bool)
-        filled = col.fill_null(0) if col.null_count else col
-        conv = (time_column(filled, name, "lifecycle") if name.endswith("_ns")
-                else rank_column(filled, "lifecycle", name) if name in ("attempt", "rank")
-                else time_column(filled, name, "lifecycle"))
-        out = np.asarray(conv, np.int64).copy()
-        out[~valid] = NULL
-        return out
-    raise SchemaError("lifecycle", name, f"has type {col.type}, not an integer",
-                      "give times as int64 nanoseconds and ids as integers")
+_INT_FILL = (("attempt", NULL), ("rank", -1), ("start_ns", NULL), ("end_ns", NULL), ("step", NULL),
+             ("block_end_ns", NULL), ("durable_ns", NULL), ("tokens", 0))
 
 
-def _read(lifecycle, rec=None) -> _Rows:
-    """The table's columns; `rec` (record codes) when the caller has them already."""
-    t = as_table(lifecycle, "lifecycle")
+def _read(t: pa.Table, rec: np.ndarray, rows: np.ndarray | None = None, whole: dict | None = None) -> _Rows:
+    """Rows `rows` of the table (all when None) as numpy columns; `rec` are their
+    record codes. Each column is converted once, whole, then indexed (cheaper than
+    a take of the table first); `whole` keeps the converted columns for the caller's
+    next read of the same table."""
     n = t.num_rows
-    for required in ("record", "start_ns"):
-        _column(t, required, "lifecycle")
-    rec_col = _column(t, "record", "lifecycle")
-    if not (pa.types.is_string(rec_col.type) or pa.types.is_large_string(rec_col.type)
-            or pa.types.is_dictionary(rec_col.type)):
-        raise SchemaError("lifecycle", "record", f"has type {rec_col.type}, not string",
-                          "name each record: " + ", ".join(RECORDS))
-    rec_names = np.asarray(rec_col.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
-    if rec is None:
-        lookup = {r: i for i, r in enumerate(RECORDS)}
-        rec = np.array([lookup.get(x, -1) if x is not None else -1 for x in rec_names], np.int8)
-    cols = {name: _int_col(t, name, n, {}) for name in
-            ("attempt", "rank", "start_ns", "end_ns", "step", "block_end_ns", "durable_ns", "tokens")}
-    if "ok" in t.column_names:
+    m = n if rows is None else rows.size
+
+    def pick(a):
+        return a if rows is None else a[rows]
+
+    whole = {} if whole is None else whole
+    names = set(t.schema.names)
+    for name, fill in _INT_FILL:
+        if name not in whole:
+            whole[name] = _num(t, name, n, fill, names)
+    cols = {name: pick(whole[name]) for name, _ in _INT_FILL}
+    if "ok" in names:
         ok_col = _column(t, "ok", "lifecycle")
         if not pa.types.is_boolean(ok_col.type):
             raise SchemaError("lifecycle", "ok", f"has type {ok_col.type}, not bool", "give ok as true/false")
-        ok = np.asarray(ok_col.fill_null(True).to_numpy(zero_copy_only=False), bool)
+        # the value bits, or-ed with the null bits: a missing ok is True
+        validity, data = ok_col.buffers()[:2]
+        o = ok_col.offset
+        ok = np.unpackbits(np.frombuffer(data, np.uint8), count=o + n, bitorder="little")[o:].view(bool)
+        if ok_col.null_count:
+            ok = ok | ~np.unpackbits(np.frombuffer(validity, np.uint8), count=o + n, bitorder="little")[o:].view(bool)
+        ok = pick(ok)
     else:
-        ok = np.ones(n, bool)
-    if "kind" in t.column_names:
+        ok = np.ones(m, bool)
+    if "kind" in names:
         kcol = _column(t, "kind", "lifecycle")
+        if rows is not None and rows.size < n:
+            kcol = kcol.take(pa.array(rows))
         kind = np.asarray(kcol.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
     else:
-        kind = np.full(n, None, dtype=object)
-    rank = cols["rank"].copy()
-    rank[rank == NULL] = -1
-    tokens = cols["tokens"].copy()
-    tokens[tokens == NULL] = 0
-    rows = _Rows(np.arange(n, dtype=np.int64), rec, cols["attempt"], rank, cols["start_ns"],
-                 cols["end_ns"], cols["step"], cols["block_end_ns"], cols["durable_ns"], ok, kind, tokens)
-    rows._names = rec_names  # for messages
-    return rows
+        kind = np.full(m, None, dtype=object)
+    return _Rows(np.arange(m, dtype=np.int64), rec, cols["attempt"], cols["rank"], cols["start_ns"],
+                 cols["end_ns"], cols["step"], cols["block_end_ns"], cols["durable_ns"], ok, kind, cols["tokens"])
+
+
+def _record_name(table: pa.Table, row: int):
+    """The record name of one row of the caller's table (for messages)."""
+    return table.column("record")[row].as_py()
 
 
 _ROW_FIX = {
@@ -174,47 +171,27 @@ _REASON_COLUMN = {
 }
 
 
-def _at(n: int, idx: np.ndarray) -> np.ndarray:
-    """A mask of `n` rows, true at `idx`."""
-    mask = np.zeros(n, bool)
-    mask[idx] = True
-    return mask
+# The problems one row can show alone, in the order they are looked for.
+_ROW_CHECKS = ("unknown record", "null start_ns", "negative time", "end_ns before start_ns",
+               "block_end_ns before start_ns", "durable_ns before start_ns", "rank below -1",
+               "missing attempt", "missing step", "accountable rank must be >= 0",
+               "unknown phase kind", "unknown attempt kind")
+_NEEDS_STEP = np.array([r in ("step", "checkpoint_save", "restore") for r in RECORDS], np.bool_)
+_PHASE_SET, _ATTEMPT_SET = frozenset(PHASE_KINDS), frozenset(ATTEMPT_KINDS) | {None}
 
 
 def _row_reasons(x: _Rows) -> np.ndarray:
     """A reason string per row (None = usable) for problems visible in one row."""
-    n = len(x)
-    out = np.full(n, None, dtype=object)
-
-    free = np.ones(n, bool)
-
-    def mark(mask, reason):
-        sel = mask & free
-        if sel.any():
-            out[sel] = reason
-            free[sel] = False
-
-    mark(x.rec < 0, "unknown record")
-    mark(x.start == NULL, "null start_ns")
-    neg = np.zeros(n, bool)
-    for c in (x.start, x.end, x.block_end, x.durable):
-        neg |= (c != NULL) & (c < 0)
-    mark(neg, "negative time")
-    mark((x.end != NULL) & (x.end < x.start), "end_ns before start_ns")
-    mark((x.block_end != NULL) & (x.block_end < x.start), "block_end_ns before start_ns")
-    mark((x.durable != NULL) & (x.durable < x.start), "durable_ns before start_ns")
-    mark(x.rank < -1, "rank below -1")
-    mark((x.rec != _ACC) & (x.rec >= 0) & (x.attempt == NULL), "missing attempt")
-    mark(np.isin(x.rec, (_STEP, _CKPT, _REST)) & (x.step == NULL), "missing step")
-    mark((x.rec == _ACC) & (x.rank < 0), "accountable rank must be >= 0")
-    # kinds compared on the rows concerned only (object arrays compare slowly)
-    ph = np.flatnonzero(x.rec == _PHASE)
-    if ph.size:
-        mark(_at(n, ph[~np.isin(x.kind[ph], PHASE_KINDS)]), "unknown phase kind")
-    att = np.flatnonzero(x.rec == _ATT)
-    if att.size:
-        k = x.kind[att]
-        mark(_at(n, att[~np.isin(k, ATTEMPT_KINDS) & ~np.equal(k, None)]), "unknown attempt kind")
+    code = _kernels.row_checks(x.rec, x.start, x.end, x.block_end, x.durable, x.rank, x.attempt, x.step,
+                               NULL, _ACC, _NEEDS_STEP)
+    # kinds are strings: looked up in sets, on the rows concerned only
+    for rec, known, c in ((_PHASE, _PHASE_SET, 11), (_ATT, _ATTEMPT_SET, 12)):
+        rows = np.flatnonzero((x.rec == rec) & (code == 0))
+        bad = [i for i, k in zip(rows.tolist(), x.kind[rows].tolist()) if k not in known]
+        code[bad] = c
+    out = np.full(len(x), None, dtype=object)
+    if code.any():
+        out[code > 0] = np.array(_ROW_CHECKS, dtype=object)[code[code > 0] - 1]
     return out
 
 
@@ -485,8 +462,23 @@ def _num_array(col, name: str, fill=NULL) -> np.ndarray:
     if not (pa.types.is_integer(col.type) or pa.types.is_timestamp(col.type)):
         raise SchemaError("lifecycle", name, f"has type {col.type}, not an integer",
                           "give times as int64 nanoseconds and ids as integers")
-    if col.type == pa.int64() and col.null_count:
-        return col.fill_null(pa.scalar(fill, pa.int64())).to_numpy()  # one pass, no mask
+    if pa.types.is_integer(col.type) and col.type.bit_width == 64 and (
+            name in ("attempt", "rank") or pa.types.is_unsigned_integer(col.type)):
+        lo, hi = (np.iinfo(np.int32).min, np.iinfo(np.int32).max) if name in ("attempt", "rank") else (0, NULL_MAX)
+        mm = pa.compute.min_max(col).as_py()
+        if mm["max"] is not None and (mm["max"] > hi or mm["min"] < lo):
+            filled = col.fill_null(0)  # the checks below raise naming the first bad row
+            rank_column(filled, "lifecycle", name) if name in ("attempt", "rank") else \
+                time_column(filled, name, "lifecycle")
+    if col.type in (pa.int64(), pa.int32()):  # the usual types: read the buffers directly
+        dt = np.int64 if col.type == pa.int64() else np.int32
+        validity, data = col.buffers()[:2]
+        vals = np.frombuffer(data, dt, len(col), col.offset * np.dtype(dt).itemsize)
+        if not col.null_count:
+            return vals if dt is np.int64 else vals.astype(np.int64)
+        out = np.empty(len(col), np.int64)
+        _kernels.fill_nulls(vals, np.frombuffer(validity, np.uint8), col.offset, fill, out)
+        return out
     if pa.types.is_timestamp(col.type):
         vals = time_column(col.fill_null(0) if col.null_count else col, name, "lifecycle")
     else:
@@ -498,14 +490,15 @@ def _num_array(col, name: str, fill=NULL) -> np.ndarray:
     return vals
 
 
-def _num(t: pa.Table, name: str, n: int, fill=NULL) -> np.ndarray:
-    """An int64 column with `fill` for nulls (or all `fill` when absent)."""
-    if name not in t.column_names:
+def _num(t: pa.Table, name: str, n: int, fill=NULL, names=None) -> np.ndarray:
+    """An int64 column with `fill` for nulls (or all `fill` when absent); `names`,
+    the table's column names, when the caller has them."""
+    if name not in (t.schema.names if names is None else names):
         return np.full(n, fill, np.int64)
     return _num_array(_column(t, name, "lifecycle"), name, fill)
 
 
-def _read_steps(t: pa.Table, rows: np.ndarray) -> _Steps:
+def _read_steps(t: pa.Table, rows: np.ndarray, whole: dict | None = None) -> _Steps:
     """The step rows' columns: read whole (zero-copy where there are no nulls) and
     indexed, which beats filtering the Arrow table when most rows are steps."""
     n = t.num_rows
@@ -515,7 +508,7 @@ def _read_steps(t: pa.Table, rows: np.ndarray) -> _Steps:
     pick = rows
 
     def col(name, fill=NULL):
-        return _num(t, name, n, fill)[pick]
+        return (whole[name] if whole and name in whole else _num(t, name, n, fill))[pick]
 
     return _Steps(rows, col("attempt"), col("rank", -1), col("start_ns"), col("end_ns"), col("step"),
                   col("tokens", 0))
@@ -598,28 +591,17 @@ class _Members:
 
 
 def _expand(rows, members: _Members):
-    """Rows with rank -1 repeated for every member rank of their attempt; the
-    copies carry no tokens (a row's tokens count once)."""
-    allr = rows.rank < 0
-    if not allr.any():
+    """Rows with rank -1 repeated for every member rank of their attempt (the rows
+    with a rank first, then the copies: :func:`_kernels.expand_ranks`); the copies
+    carry no tokens (a row's tokens count once)."""
+    if not (rows.rank < 0).any():
         return rows
-    idx_all = np.flatnonzero(allr)
-    att = rows.attempt[idx_all]
-    pos = np.minimum(np.searchsorted(members.ids, att), max(members.ids.size - 1, 0))
-    found = (members.ids[pos] == att) if members.ids.size else np.zeros(att.size, bool)
-    first = np.where(found, members.offsets[pos] if members.ids.size else 0, 0)
-    counts = np.where(found, members.offsets[pos + 1] - first if members.ids.size else 0, 0)
-    rep = np.repeat(idx_all, counts)
-    # The k-th copy of a row takes its attempt's k-th member.
-    within = np.arange(rep.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    ranks = members.ranks[np.repeat(first, counts) + within]
-    keep = np.flatnonzero(~allr)
-    out = rows.take(np.concatenate([keep, rep]))
-    out.rank = np.concatenate([rows.rank[keep], ranks]).astype(np.int64)
-    if hasattr(out, "tokens") and rep.size:
-        tok = out.tokens.copy()
-        tok[keep.size:][within != 0] = 0
-        out.tokens = tok
+    src, rank, copy = _kernels.expand_ranks(rows.rank, np.asarray(rows.attempt, np.int64), members.ids,
+                                            members.offsets, members.ranks)
+    out = rows.take(src)
+    out.rank = rank
+    if copy.any():
+        out.tokens = np.where(copy, 0, out.tokens)
     return out
 
 
@@ -745,8 +727,9 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     else:
         is_step = codes == _STEP
         small_rows = np.flatnonzero(~is_step)
-        x = _read(table.take(pa.array(small_rows)) if small_rows.size < n else table, codes[small_rows])
-        st = _read_steps(table, np.flatnonzero(is_step))
+        whole: dict = {}
+        x = _read(table, codes[small_rows], small_rows if small_rows.size < n else None, whole)
+        st = _read_steps(table, np.flatnonzero(is_step), whole)
     x.row = small_rows
 
     quarantine = []  # (original rows, reasons)
@@ -770,7 +753,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
             if k < int(x_bad.sum()):
                 xi = np.flatnonzero(x_bad)[k]
                 if r == "unknown record":
-                    detail = f"unknown record {x._names[xi]!r}"
+                    detail = f"unknown record {_record_name(table, row)!r}"
                 elif r in ("unknown phase kind", "unknown attempt kind"):
                     detail = f"{r} {x.kind[xi]!r}"
             raise _err(_REASON_COLUMN[r], row, detail, _ROW_FIX[r], int(rows_bad.size))
@@ -820,6 +803,13 @@ def _lut(keys: np.ndarray, lo: int, size: int) -> np.ndarray:
     lut = np.full(size, -1, np.int64)
     lut[keys - lo] = np.arange(keys.size)
     return lut
+
+
+def _pool_empty(n: int, dtype) -> np.ndarray:
+    """An uninitialized array in Arrow's memory pool. The pool keeps the pages of
+    freed buffers, so the next attribution writes into memory that is already
+    mapped instead of faulting in hundreds of MB of fresh pages."""
+    return np.frombuffer(pa.allocate_buffer(n * np.dtype(dtype).itemsize), dtype)
 
 
 def _bits(values: np.ndarray, valid: np.ndarray, n_valid: int, typ) -> pa.Array:
@@ -931,8 +921,10 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
 
     # Steps: rank -1 rows expanded to the members (then scanned again).
     if sc.neg_rank:
-        st = _expand(_wide(st), members)
-        sc = _scan(st, x, np.iinfo(np.int64).max)
+        st = _expand(st, members)
+        # The copies change only the order and the ranks seen; the per-attempt
+        # figures of the scan stand, and rank_order below checks the order.
+        sc = dataclasses.replace(sc, ordered=False, neg_rank=0)
     # Dense attempt (in A's start order) and rank of a step, by lookup tables the
     # kernels index directly; numpy computes them when the ids span a huge range.
     if sc.att_count.size:
@@ -1040,9 +1032,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     # costs less than arrays the kernel would allocate).
     nb, ns, no = B[0].size, (order.size if order.size else len(st)), O[0].size
     cap = 2 * (nb + ns + no) + 1
-    out = (np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int8),
-           np.empty(cap, np.int32), np.empty(cap, np.int64), np.empty(cap, np.int16))
-    valid = tuple(np.empty((cap + 7) // 8, np.uint8) for _ in range(3))  # the kernel writes whole bytes
+    out = tuple(_pool_empty(cap, t) for t in (np.int32, np.int64, np.int64, np.int8, np.int32, np.int64, np.int16))
+    valid = tuple(_pool_empty((cap + 7) // 8, np.uint8) for _ in range(3))  # the kernel writes whole bytes
     (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2) = _kernels.attribute_pass(
         B[0], B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]],
         order, rank_src, att_src, st.start, st.end, st.step, st.tokens,
