@@ -471,3 +471,57 @@ def attribute_pass(b, order, rank, att, start, end, step, tokens, rank_lo, rank_
             last = (layer, row)
     return {"pieces": pieces, "acc": [(int(r), int(v)) for r, v in acc.items()], "tokens": tok,
             "preserved": len(productive_steps) if count_pres else 0}
+
+
+def fill_nulls(values: list, fill: int) -> list:
+    """An Arrow array's values (``to_pylist()``) with ``fill`` for each null."""
+    return [fill if v is None else v for v in values]
+
+
+def expand_ranks(rank: list, attempt: list, m_ids: list, m_off: list, m_ranks: list) -> tuple:
+    """What ``_kernels.expand_ranks`` returns, as lists ``(src, rank, copy)``: the rows
+    with a rank of their own (>= 0) in row order, then each row of rank < 0, in row
+    order, once per member rank of its attempt, in member order (attempt
+    ``m_ids[j]`` has the ranks ``m_ranks[m_off[j]:m_off[j + 1]]``; an attempt not
+    in ``m_ids`` has none); ``copy`` is True for all copies of a row but its first."""
+    members = {a: list(m_ranks[m_off[j]:m_off[j + 1]]) for j, a in enumerate(m_ids)}
+    out = [(i, r, False) for i, r in enumerate(rank) if r >= 0]
+    for i, (r, a) in enumerate(zip(rank, attempt)):
+        if r < 0:
+            out += [(i, k, c > 0) for c, k in enumerate(members.get(a, []))]
+    return [x[0] for x in out], [x[1] for x in out], [x[2] for x in out]
+
+
+def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, acc, needs_step) -> list:
+    """The first problem of each row alone, by name (None: none), looked for in this
+    order: an unknown record (code < 0), a null start, a negative time, an end,
+    block end or durable time before the start, a rank below -1, no attempt (all
+    but accountable rows need one), no step where the record needs one
+    (``needs_step[code]``), an accountable row without a rank of its own."""
+    out = []
+    for r, s, e, b, d, k, a, p in zip(rec, start, end, block_end, durable, rank, attempt, step):
+        times = [v for v in (s, e, b, d) if v != null]
+        if r < 0:
+            why = "unknown record"
+        elif s == null:
+            why = "null start_ns"
+        elif any(v < 0 for v in times):
+            why = "negative time"
+        elif e != null and e < s:
+            why = "end_ns before start_ns"
+        elif b != null and b < s:
+            why = "block_end_ns before start_ns"
+        elif d != null and d < s:
+            why = "durable_ns before start_ns"
+        elif k < -1:
+            why = "rank below -1"
+        elif r != acc and a == null:
+            why = "missing attempt"
+        elif needs_step[r] and p == null:
+            why = "missing step"
+        elif r == acc and k < 0:
+            why = "accountable rank must be >= 0"
+        else:
+            why = None
+        out.append(why)
+    return out

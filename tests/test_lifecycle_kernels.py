@@ -73,6 +73,137 @@ def test_scan_steps_matches_the_reference(rows, cut, att_lo, att_n, big_rank, in
         == want["att"]
 
 
+# --------------------------------------------------------------------------- nulls filled
+
+INT = {pa.int64(): np.int64, pa.int32(): np.int32}
+fills = st.sampled_from([NULL, -1, 0, 7])
+
+
+@st.composite
+def int_arrays(draw):
+    """An int64 or int32 Arrow array, sliced out of a longer one (so often at a
+    non-zero offset, and with a validity bitmap even where it has no null itself):
+    some nulls, none, or all null; possibly empty."""
+    typ = draw(st.sampled_from(list(INT)))
+    info = np.iinfo(INT[typ])
+    ints = st.one_of(st.integers(-3, 9), st.sampled_from([int(info.min), int(info.max)]),
+                     st.integers(int(info.min), int(info.max)))
+    value = draw(st.sampled_from([st.one_of(st.none(), ints), ints, st.none()]))
+    head, body, tail = (draw(st.lists(value, max_size=k)) for k in (20, 40, 5))
+    return pa.array(head + body + tail, typ).slice(len(head), len(body))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(arr=int_arrays(), fill=fills)
+def test_fill_nulls_matches_the_reference(arr, fill):
+    dt = INT[arr.type]
+    validity, data = arr.buffers()[:2]
+    values = np.frombuffer(data, dt, len(arr), arr.offset * np.dtype(dt).itemsize)
+    if validity is None:  # no null in the whole array: Arrow leaves the bitmap out
+        assert arr.null_count == 0
+        bits = np.full((arr.offset + len(arr) + 7) // 8, 0xFF, np.uint8)
+    else:
+        bits = np.frombuffer(validity, np.uint8)
+    out = np.full(len(arr), 12345, np.int64)
+    _kernels.fill_nulls(values, bits, arr.offset, fill, out)
+    assert out.tolist() == ref.fill_nulls(arr.to_pylist(), fill)
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(arr=int_arrays(), fill=fills)
+def test_num_array_fills_nulls_like_the_reference(arr, fill):
+    got = lifecycle._num_array(arr, "start_ns", fill)
+    assert got.dtype == np.int64
+    assert got.tolist() == ref.fill_nulls(arr.to_pylist(), fill)
+
+
+# --------------------------------------------------------------------------- rank -1 expanded
+
+att_id = st.one_of(st.integers(-2, 6), st.just(2**40))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(pairs=st.lists(st.tuples(att_id, st.integers(0, 7)), unique=True, max_size=20),
+       rows=st.lists(st.tuples(st.integers(-1, 5), st.one_of(att_id, st.integers(7, 9), st.just(NULL))),
+                     max_size=30),
+       int32=st.booleans())
+def test_expand_ranks_matches_the_reference(pairs, rows, int32):
+    """Members from (attempt, rank) pairs; rows of rank -1 or their own, of attempts
+    with members or not (absent, null)."""
+    m = lifecycle._Members.of(np.array([a for a, _ in pairs], np.int64), np.array([r for _, r in pairs], np.int64))
+    # laid out as documented: each attempt once, sorted, with its ranks sorted
+    assert m.ids.tolist() == sorted({a for a, _ in pairs})
+    assert m.offsets.tolist()[:1] == [0] and m.offsets.size == m.ids.size + 1
+    assert [m.ranks[m.offsets[j]:m.offsets[j + 1]].tolist() for j in range(m.ids.size)] == \
+        [sorted(r for b, r in pairs if b == a) for a in m.ids.tolist()]
+    rank = np.array([r for r, _ in rows], np.int32 if int32 else np.int64)  # step ranks may be int32
+    attempt = np.array([a for _, a in rows], np.int64)
+    src, out_rank, copy = _kernels.expand_ranks(rank, attempt, m.ids, m.offsets, m.ranks)
+    want = ref.expand_ranks(rank.tolist(), attempt.tolist(), m.ids.tolist(), m.offsets.tolist(), m.ranks.tolist())
+    assert (src.tolist(), out_rank.tolist(), copy.tolist()) == want
+
+
+# --------------------------------------------------------------------------- checks of one row
+
+when = st.one_of(st.just(NULL), st.integers(-3, 12), st.integers(0, 12), st.sampled_from([NULL + 1, 2**63 - 1]))
+maybe = st.one_of(st.just(NULL), st.integers(-3, 9), st.integers(0, 9))
+
+
+def check_rows(rows):
+    """Kernel and twin on ``(rec, start, end, block_end, durable, rank, attempt, step)``
+    rows, called as ``lifecycle._row_reasons`` calls the kernel; the codes."""
+    rec = np.array([r[0] for r in rows], np.int8)
+    cols = [np.array([r[k] for r in rows], np.int64) for k in range(1, 8)]
+    got = _kernels.row_checks(rec, *cols, NULL, lifecycle._ACC, lifecycle._NEEDS_STEP)
+    want = ref.row_checks(rec.tolist(), *(c.tolist() for c in cols), NULL, lifecycle._ACC,
+                          lifecycle._NEEDS_STEP.tolist())
+    want = [0 if w is None else 1 + lifecycle._ROW_CHECKS.index(w) for w in want]
+    assert got.dtype == np.int8
+    assert got.tolist() == want
+    return want
+
+
+@st.composite
+def check_row(draw):
+    """A row that is often usable, or has one problem or several: the other times
+    are often null or near the start."""
+    start = draw(st.one_of(st.integers(0, 12), when))
+    near = when if start == NULL else st.integers(-1, 4).map(lambda d: min(start + d, 2**63 - 1))
+    end, block, durable = (draw(st.one_of(st.just(NULL), near, when)) for _ in range(3))
+    rank = draw(st.one_of(st.integers(-1, 5), st.just(-1), st.integers(-3, -2), st.just(NULL)))
+    return (draw(st.integers(-1, 6)), start, end, block, durable, rank, draw(maybe), draw(maybe))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(rows=st.lists(check_row(), max_size=40))
+def test_row_checks_match_the_reference(rows):
+    check_rows(rows)
+
+
+def test_row_checks_give_every_code():
+    """One row per outcome, in the order of _ROW_CHECKS (0: a usable row)."""
+    acc, att, step, ckpt = lifecycle._ACC, lifecycle._ATT, lifecycle._STEP, lifecycle._CKPT
+    N = NULL
+    rows = [
+        (step, 0, 5, N, N, 0, 1, 3),        # 0 usable
+        (-1, N, -1, -1, -1, -5, N, N),      # 1 unknown record (before everything else)
+        (step, N, -1, N, N, 0, 1, 3),       # 2 null start
+        (att, 2, N, N, -1, 0, 1, N),        # 3 negative time (durable)
+        (att, 0, -1, N, N, 0, 1, N),        # 3 negative time (end, before "end before start")
+        (step, 4, 3, N, N, 0, 1, 3),        # 4 end before start
+        (ckpt, 4, 4, 3, 9, 0, 1, 3),        # 5 block end before start
+        (ckpt, 4, N, 5, 3, 0, 1, 3),        # 6 durable before start
+        (step, 4, 5, N, N, -2, N, N),       # 7 rank below -1
+        (att, 4, 5, N, N, -1, N, N),        # 8 missing attempt
+        (ckpt, 4, 5, 5, 5, 0, 1, N),        # 9 missing step
+        (acc, 4, 5, N, N, -1, N, N),        # 10 accountable without a rank
+        (acc, 4, N, N, N, 0, N, N),         # 0: accountable rows need no attempt
+        (lifecycle._FAIL, 0, N, N, N, -1, 2, N),  # 0: failures need no step
+    ]
+    assert check_rows(rows) == [0, 1, 2, 3, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0]
+    assert check_rows([]) == []
+
+
 # --------------------------------------------------------------------------- the one pass
 
 

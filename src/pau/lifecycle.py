@@ -57,6 +57,7 @@ INIT_KINDS = ("init", "compile", "data_warmup")
 from ._vocab import STATES  # noqa: E402
 
 S = {name: i for i, name in enumerate(STATES)}
+_STATE_NAMES = pa.array(list(STATES), pa.string())  # the dictionary of the state column
 NULL = np.iinfo(np.int64).min
 NULL_MAX = np.iinfo(np.int64).max
 _ACC, _ATT, _PHASE, _STEP, _CKPT, _REST, _FAIL = range(7)
@@ -92,7 +93,9 @@ class _Rows:
     tokens: np.ndarray    # int64, 0 if missing
 
     def take(self, idx) -> "_Rows":
-        return _Rows(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+        return _Rows(self.row[idx], self.rec[idx], self.attempt[idx], self.rank[idx], self.start[idx],
+                     self.end[idx], self.step[idx], self.block_end[idx], self.durable[idx], self.ok[idx],
+                     self.kind[idx], self.tokens[idx])
 
     def __len__(self) -> int:
         return self.row.size
@@ -218,60 +221,59 @@ class _Attempts:
 
 
 def _attempts(x: _Rows, as_of: int, strict: list) -> _Attempts:
-    att = x.take(np.flatnonzero(x.rec == _ATT))
-    ids = np.unique(att.attempt)
+    # Attempt and failure rows are few (tens): plain Python over lists.
+    ai = np.flatnonzero(x.rec == _ATT)
+    per = {}  # id -> [earliest start, latest end (NULL if one is open), first kind given]
+    for a, s, e, k in zip(x.attempt[ai].tolist(), x.start[ai].tolist(), x.end[ai].tolist(), x.kind[ai].tolist()):
+        p = per.get(a)
+        if p is None:
+            per[a] = [s, e, k]
+        else:
+            p[0] = min(p[0], s)
+            p[1] = NULL if NULL in (p[1], e) else max(p[1], e)
+            if p[2] is None:
+                p[2] = k
+    ids = np.array(sorted(per), np.int64)
     ref = np.unique(x.attempt[(x.rec != _ACC) & (x.attempt != NULL)])
-    missing = np.setdiff1d(ref, ids)
+    pos = np.minimum(np.searchsorted(ids, ref), max(ids.size - 1, 0))
+    missing = ref[(ids[pos] != ref) if ids.size else np.ones(ref.size, bool)]
     if missing.size:
         i = int(np.flatnonzero(x.attempt == missing[0])[0])
         strict.append((x.row[i], "attempt", f"attempt {missing[0]} has no attempt record",
                        "add an 'attempt' row (start_ns, end_ns, kind) for it"))
-    start = np.array([att.start[att.attempt == a].min() for a in ids], np.int64)
-    ends = []
-    kinds = []
-    for a in ids:
-        sel = att.attempt == a
-        e = att.end[sel]
-        ends.append(NULL if (e == NULL).any() else int(e.max()))
-        k = [v for v in att.kind[sel] if v is not None]
-        kinds.append(k[0] if k else None)
-    order = np.lexsort((ids, start))
-    ids, start = ids[order], start[order]
-    ends = np.array(ends, np.int64)[order]
-    kinds = np.array(kinds, dtype=object)[order]
-
-    fail = x.take(np.flatnonzero((x.rec == _FAIL) & (x.start <= as_of)))
-    failures = sorted({(int(a), int(t), k if k is not None else "unknown")
-                       for a, t, k in zip(fail.attempt, fail.start, fail.kind)}, key=lambda f: (f[1], f[0]))
+    order = sorted(per, key=lambda a: (per[a][0], a))
+    fi = np.flatnonzero((x.rec == _FAIL) & (x.start <= as_of))
+    failures = sorted({(a, t, k if k is not None else "unknown")
+                       for a, t, k in zip(x.attempt[fi].tolist(), x.start[fi].tolist(), x.kind[fi].tolist())},
+                      key=lambda f: (f[1], f[0]))
     first_fail = {}
     for a, t, k in failures:
         first_fail.setdefault(a, (t, k))
 
-    n = ids.size
-    end = np.empty(n, np.int64)
-    running = np.zeros(n, bool)
-    cause = np.full(n, None, dtype=object)
-    for i in range(n):
-        a = int(ids[i])
-        e = int(ends[i]) if ends[i] != NULL and ends[i] <= as_of else None
+    n = len(order)
+    start = [per[a][0] for a in order]
+    end, running, cause = [], [], []
+    for i, a in enumerate(order):
+        ea, c, run = per[a][1], None, False
+        e = ea if ea != NULL and ea <= as_of else None
         if a in first_fail:
-            ft, fk = first_fail[a]
+            ft, c = first_fail[a]
             e = ft if e is None else min(e, ft)
-            cause[i] = fk
         elif e is not None:
-            k = kinds[i] or "completed"
-            if k == "running":
-                k = "ended"
-            cause[i] = k if k != "completed" else None
+            k = per[a][2] or "completed"
+            k = "ended" if k == "running" else k
+            c = k if k != "completed" else None
         if e is None and i + 1 < n:
-            e = min(int(start[i + 1]), as_of)  # superseded by the next attempt
-            cause[i] = cause[i] or "superseded"
+            e = min(start[i + 1], as_of)  # superseded by the next attempt
+            c = c or "superseded"
         if e is None:
-            e = as_of
-            running[i] = True
-        end[i] = max(min(e, as_of), start[i])
-    completed = np.array([(not running[i]) and cause[i] is None for i in range(n)], bool)
-    return _Attempts(ids, start, end, running, cause, failures, completed)
+            e, run = as_of, True
+        end.append(max(min(e, as_of), start[i]))
+        running.append(run)
+        cause.append(c)
+    completed = np.array([not r and c is None for r, c in zip(running, cause)], bool)
+    return _Attempts(np.array(order, np.int64), np.array(start, np.int64), np.array(end, np.int64),
+                     np.array(running, bool), np.array(cause, dtype=object).reshape(n), failures, completed)
 
 
 @dataclass
@@ -983,7 +985,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     # --- background: accountable (outage) < attempts (unattributed) < init/restore
     ph = rec.rec == _PHASE
     is_init = ph.copy()
-    is_init[ph] = np.isin(rec.kind[ph], INIT_KINDS)
+    is_init[ph] = [k in INIT_KINDS for k in rec.kind[ph].tolist()]
     is_rest = rec.rec == _REST
     bi = np.flatnonzero(is_init | is_rest)
     b_rank = np.concatenate([acc_rank, mem_rank, rec.rank[bi]]).astype(np.int32)
@@ -1057,7 +1059,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
         "start_ns": pa.Array.from_buffers(pa.int64(), m, [None, pa.py_buffer(ps)]),
         "end_ns": pa.Array.from_buffers(pa.int64(), m, [None, pa.py_buffer(pe)]),
         "state": pa.DictionaryArray.from_arrays(pa.Array.from_buffers(pa.int8(), m, [None, pa.py_buffer(state)]),
-                                                pa.array(list(STATES)), safe=False),
+                                                _STATE_NAMES, safe=False),
         "attempt": _bits(att_id, valid[0], int(n_att), pa.int32()),
         "step": _bits(step, valid[1], int(n_step), pa.int64()),
         "cause": pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), pa.int16()),
@@ -1120,3 +1122,4 @@ def _quarantine_table(table: pa.Table, quarantine: list) -> pa.Table:
     q = table.take(pa.array(rows))
     return q.append_column("row", pa.array(rows, pa.int64())).append_column(
         "reason", pa.array(why.tolist(), pa.string()))
+
