@@ -399,48 +399,52 @@ def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n) -> dic
     return out
 
 
-def attribute_pass(b, order, rank, att, start, end, step, tokens, rank_lo, rank_lut, att_lo, att_lut,
+def attribute_pass(b, order, rank, att, start, end, step, tokens, x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut,
                    mstart, mend, n_ranks, base, head, on, pend, att_cause, states, count_pres, o, att_ids,
                    null) -> dict:
     """What ``_kernels.attribute_pass`` computes, the slow way: first every step in
     (rank, start) order checked, cut and labelled, then each rank's background cut
     at every boundary of any layer and each elementary piece labelled by the top
     layer covering it (overlay > step > background), touching pieces of one row
-    merged. ``b`` and ``o``: (rank, start, end, state, attempt, step) columns."""
+    merged. ``b`` and ``o``: (rank, start, end, state, attempt, step) columns. A
+    visit ``j`` of row ``order[j]`` runs on rank ``x_rank[j]`` when given (a row of
+    rank -1 is visited once per member rank) and counts its tokens unless
+    ``x_copy[j]``. Errors: (code, row, other row, rank of the visit)."""
     idx = list(order) if len(order) else list(range(len(rank)))
     steps = []  # (rank, start, end, state, attempt, step, cause)
     prev = last_full = None
     tok = 0
     productive_steps = set()
-    for i in idx:
-        r = rank_lut[rank[i] - rank_lo]
+    for j, i in enumerate(idx):
+        rv = x_rank[j] if len(x_rank) else rank[i]
+        r = rank_lut[rv - rank_lo]
         a = att_lut[att[i] - att_lo]
         ms, me = mstart[a * n_ranks + r], mend[a * n_ranks + r]
         s = start[i]
         if ms == null:
-            return {"error": (1, i, -1)}
+            return {"error": (1, i, -1, rv)}
         if not ms <= s <= me:
-            return {"error": (2, i, -1)}
+            return {"error": (2, i, -1, rv)}
         flight = end[i] == null or end[i] > me
         e = max(me if flight else end[i], s)
         if e > s:
             if last_full is not None and last_full[0] == r and s < last_full[1]:
-                return {"error": (3, i, last_full[2])}
+                return {"error": (3, i, last_full[2], rv)}
             last_full = (r, e, i)
         if prev is not None and prev[0] == r and prev[1] == a and step[i] <= prev[2]:
-            return {"error": (4, i, prev[3])}
+            return {"error": (4, i, prev[3], rv)}
         prev = (r, a, step[i], i)
         cause = -1
         if (on[a] and head[a] != null and (base[a] == null or step[i] > base[a]) and step[i] <= head[a]
                 and not flight):
             state = states[0]
-            tok += tokens[i]
+            tok += 0 if len(x_copy) and x_copy[j] else tokens[i]
             productive_steps.add(step[i])
         elif pend[a]:
             state = states[1]
         else:
             state, cause = states[2], att_cause[a]
-        steps.append((rank[i], s, e, state, a, step[i], cause))
+        steps.append((rv, s, e, state, a, step[i], cause))
     pieces = []  # (rank, start, end, state, attempt id or None, step or None, cause or None)
     last = None  # (layer, row) of the last piece
     acc = {}

@@ -253,3 +253,20 @@ def test_attribute_output_schema():
     assert iv.column_names == ["rank", "start_ns", "end_ns", "state", "attempt", "step", "cause"]
     assert iv.schema.field("start_ns").type == pa.int64()
     assert np.all(np.diff(np.asarray(iv["start_ns"])) > 0)
+
+
+@pytest.mark.parametrize("far", [7, 20_000_000])
+def test_ranks_far_apart_are_attributed_like_near_ones(far):
+    """Ranks spanning more than a lookup table holds (2**24 values) go through the
+    pass as dense ranks: the rank far away gets its step like rank 0."""
+    s = 10**9
+    t = pa.table({"record": ["attempt", "step", "step", "step"], "attempt": [1, 1, 1, 1],
+                  "rank": [-1, 0, far, 0], "start_ns": [0, 1 * s, 1 * s, 2 * s],
+                  "end_ns": [10 * s, 2 * s, 2 * s, 3 * s], "step": [None, 1, 1, 2],
+                  "kind": ["completed", None, None, None]})
+    iv = pc.attribute(t).to_pydict()
+    got = list(zip(iv["rank"], iv["start_ns"], iv["end_ns"], iv["state"], iv["step"]))
+    assert got == [(0, 0, s, "unattributed", None), (0, s, 2 * s, "productive", 1),
+                   (0, 2 * s, 3 * s, "productive", 2), (0, 3 * s, 10 * s, "unattributed", None),
+                   (far, 0, s, "unattributed", None), (far, s, 2 * s, "productive", 1),
+                   (far, 2 * s, 10 * s, "unattributed", None)]

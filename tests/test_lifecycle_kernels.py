@@ -218,7 +218,7 @@ def check_pass(t, as_of):
 
     def spy(*a):
         a = list(a)
-        a[27] = a[27].copy()  # pres: the kernel marks it
+        a[29] = a[29].copy()  # pres: the kernel marks it
         res = real(*a)
         calls.append((a, res))
         return res
@@ -231,15 +231,15 @@ def check_pass(t, as_of):
             pass
     for a, res in calls:
         (b_rank, b_start, b_end, b_state, b_att, b_step, order, rank, att, start, end, step, tokens,
-         rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base, head, on, pend, att_cause, states,
+         x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base, head, on, pend, att_cause, states,
          _pres_lo, pres, o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, *out) = a
         want = ref.attribute_pass((b_rank, b_start, b_end, b_state, b_att, b_step), order, rank, att, start, end,
-                                  step, tokens, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base,
+                                  step, tokens, x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base,
                                   head, on, pend, att_cause, states, pres.size > 0,
                                   (o_rank, o_start, o_end, o_state, o_att, o_step), att_ids, null)
-        m, _, acc_rank, acc_ns, va, vs, vc, tok, npres, code, row, other = res
+        m, _, acc_rank, acc_ns, va, vs, vc, tok, npres, code, row, other, bad_rank = res
         if "error" in want:
-            assert (code, row, other) == want["error"]
+            assert (code, row, other, bad_rank) == want["error"]
             continue
         assert code == 0
         r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause = out

@@ -441,7 +441,7 @@ def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n):
 
 @kernel
 def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
-                   order, rank, att, start, end, step, tokens,
+                   order, rank, att, start, end, step, tokens, x_rank, x_copy,
                    rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks,
                    base, head, on, pend, att_cause, states, pres_lo, pres,
                    o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null,
@@ -449,7 +449,10 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     """Steps checked and labelled (:func:`steps_pass`) and layered in one pass, writing the output columns.
 
     The step rows are read where they are (``order`` visits them by rank and start;
-    empty = already in order), their dense rank and attempt come from the lookup
+    empty = already in order). A row of rank -1 runs on every member rank of its
+    attempt: then ``order`` visits it once per rank, ``x_rank`` gives the rank of
+    each visit (empty: the row's own rank) and ``x_copy`` marks the visits whose
+    tokens do not count (all but one per row). Their dense rank and attempt come from the lookup
     tables ``rank_lut[rank - rank_lo]`` and ``att_lut[att - att_lo]``, and each is
     checked, cut and labelled (the rules of :func:`steps_pass`) when the layering
     reaches it, so no step array is written and read back. Background ``b`` and
@@ -461,10 +464,11 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     productive step numbers, from ``pres_lo``.
 
     Returns ``(m, nr, acc_rank, acc_ns, valid_att, valid_step, valid_cause, tokens,
-    preserved, code, row, other)``: output rows, the ranks with accountable time and
+    preserved, code, row, other, rank)``: output rows, the ranks with accountable time and
     their ns, valid counts of the three nullable columns, the token sum and the
     distinct step numbers of productive rows, and the first step error in (rank,
-    start) order as in :func:`steps_pass` (then the outputs are incomplete).
+    start) order as in :func:`steps_pass` (then the outputs are incomplete) and the
+    rank of the visit that failed.
 
     One flat loop, one output piece per turn, so that the step code exists once:
     a helper called per step would pay a reference count per array argument.
@@ -516,7 +520,7 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 c_rank = done
                 break
             i = order[j] if order.size else j
-            rv = np.int64(rank[i])
+            rv = np.int64(x_rank[j]) if x_rank.size else np.int64(rank[i])
             rd = rank_lut[rv - rank_lo]
             a = att_lut[np.int64(att[i]) - att_lo]
             k = a * n_ranks + rd
@@ -524,26 +528,27 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
             me = mend[k]
             s = start[i]
             if ms == null:
-                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 1, i, -1)
+                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 1, i, -1, rv)
             if s < ms or s > me:
-                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 2, i, -1)
+                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 2, i, -1, rv)
             e, flight = _cut_step(s, end[i], me, null)
             sn = step[i]
             # Half-open: an empty step overlaps nothing, and it does not hide the
             # previous non-empty step from the next one.
             if e > s:
                 if f_row >= 0 and f_rank == rd and s < f_end:
-                    return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 3, i, f_row)
+                    return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 3, i, f_row, rv)
                 f_row, f_rank, f_end = i, rd, e
             if p_row >= 0 and p_rank == rd and p_att == a and sn <= p_step:
-                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 4, i, p_row)
+                return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 4, i, p_row, rv)
             p_row, p_rank, p_att, p_step = i, rd, a, sn
             b = base[a]
             h = head[a]
             c_cause = -1
             if on[a] and h != null and (b == null or sn > b) and sn <= h and not flight:
                 c_state = states[0]
-                tok += tokens[i]
+                if not (x_copy.size and x_copy[j]):
+                    tok += tokens[i]
                 if pres.size:
                     q = sn - pres_lo
                     if pres[q] == 0:
@@ -647,4 +652,4 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
         v_att[m >> 3] = ba
         v_step[m >> 3] = bs
         v_cause[m >> 3] = bc
-    return (m, nr, acc_rank[:nr], acc_ns[:nr], va, vs, vc, tok, npres, 0, -1, -1)
+    return (m, nr, acc_rank[:nr], acc_ns[:nr], va, vs, vc, tok, npres, 0, -1, -1, np.int64(-1))

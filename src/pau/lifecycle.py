@@ -922,11 +922,6 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     block = cut(rec.block_end)
 
     # Steps: rank -1 rows expanded to the members (then scanned again).
-    if sc.neg_rank:
-        st = _expand(st, members)
-        # The copies change only the order and the ranks seen; the per-attempt
-        # figures of the scan stand, and rank_order below checks the order.
-        sc = dataclasses.replace(sc, ordered=False, neg_rank=0)
     # Dense attempt (in A's start order) and rank of a step, by lookup tables the
     # kernels index directly; numpy computes them when the ids span a huge range.
     if sc.att_count.size:
@@ -934,7 +929,10 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     else:
         att_lo, att_lut, att_src = 0, np.arange(nA, dtype=np.int64), A.dense(np.asarray(st.attempt, np.int64))
     r_lo = int(rank_values[0]) if rank_values.size else 0
-    if rank_values.size and int(rank_values[-1]) - r_lo < 1 << 24:
+    # Ranks that span a huge range run through the pass as dense ranks (then its
+    # rank outputs are mapped back): a lookup table by value would not fit.
+    dense = not (rank_values.size and int(rank_values[-1]) - r_lo < 1 << 24)
+    if not dense:
         rank_lut, rank_src = _lut(rank_values, r_lo, int(rank_values[-1]) - r_lo + 1), st.rank
     else:
         r_lo, rank_lut, rank_src = 0, np.arange(nR, dtype=np.int64), _dense_lut(st.rank, rank_values)
@@ -969,7 +967,19 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     pend = np.zeros(nA, bool)
     if nA:
         pend[L.last] = A.running[L.last]
-    if sc.ordered:
+    # Visits of the step rows in (rank, start) order; a row of rank -1 is visited
+    # once per member rank of its attempt (x_rank: the rank of each visit).
+    x_rank, x_copy = np.empty(0, np.int64), np.empty(0, bool)
+    if sc.neg_rank:
+        src, e_rank, e_copy = _kernels.expand_ranks(st.rank, np.asarray(st.attempt, np.int64), members.ids,
+                                                    members.offsets, members.ranks)
+        e_start = st.start[src]
+        e_rd = _dense_lut(e_rank, rank_values) if dense else _kernels.lut_map(e_rank, r_lo, rank_lut)
+        pos, ok = _kernels.rank_order(e_rd, e_start, nR)
+        if not ok:
+            pos = np.lexsort((e_start, e_rd))
+        order, x_rank, x_copy = src[pos], (e_rd if dense else e_rank)[pos], e_copy[pos]
+    elif sc.ordered:
         order = np.empty(0, np.int64)  # already in (rank, start) order
     else:
         s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut)
@@ -1036,24 +1046,31 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     cap = 2 * (nb + ns + no) + 1
     out = tuple(_pool_empty(cap, t) for t in (np.int32, np.int64, np.int64, np.int8, np.int32, np.int64, np.int16))
     valid = tuple(_pool_empty((cap + 7) // 8, np.uint8) for _ in range(3))  # the kernel writes whole bytes
-    (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2) = _kernels.attribute_pass(
-        B[0], B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]],
-        order, rank_src, att_src, st.start, st.end, st.step, st.tokens,
+    b_rank_in, o_rank_in = (_dense_lut(B[0], rank_values).astype(np.int32),
+                            _dense_lut(O[0], rank_values).astype(np.int32)) if dense else (B[0], O[0])
+    (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2, bad_rank) = _kernels.attribute_pass(
+        b_rank_in, B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]],
+        order, rank_src, att_src, st.start, st.end, st.step, st.tokens, x_rank, x_copy,
         r_lo, rank_lut, att_lo, att_lut, m_start, m_end, nR,
         L.base, L.head, L.on, pend, att_cause, s_states, pres_lo, pres,
-        O[0], O[1], O[2], o_state[O[3]].astype(np.int8), o_att[O[3]].astype(np.int32), o_step[O[3]],
+        o_rank_in, O[1], O[2], o_state[O[3]].astype(np.int8), o_att[O[3]].astype(np.int32), o_step[O[3]],
         A.ids.astype(np.int32), NULL, *out, *valid)
     if code:
         i, i2 = int(i), int(i2)
         a_i = int(att_lut[int(att_src[i]) - att_lo])
-        r_i = int(rank_lut[int(rank_src[i]) - r_lo])
+        if dense:
+            bad_rank = rank_values[bad_rank]
+        r_i = int(_dense_lut(np.array([bad_rank], np.int64), rank_values)[0])
         col, why, fix = _STEP_ERRORS[int(code)]
         strict.append((st.row[i], col, why.format(
-            r=st.rank[i], a=int(A.ids[a_i]), s=st.start[i], ms=m_start[a_i * nR + r_i],
+            r=int(bad_rank), a=int(A.ids[a_i]), s=st.start[i], ms=m_start[a_i * nR + r_i],
             me=m_end[a_i * nR + r_i], k=st.step[i], k2=st.step[i2] if i2 >= 0 else None,
             row2=st.row[i2] if i2 >= 0 else None), fix))
         return None
     pr, ps, pe, state, att_id, step, cause = (c[:m] for c in out)
+    if dense:
+        pr = rank_values[pr].astype(np.int32)
+        ur = rank_values[ur]
     intervals = pa.table({
         "rank": pa.Array.from_buffers(pa.int32(), m, [None, pa.py_buffer(pr)]),
         "start_ns": pa.Array.from_buffers(pa.int64(), m, [None, pa.py_buffer(ps)]),
@@ -1069,6 +1086,13 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     def labels():
         """The step executions as :func:`_kernels.steps_pass` labels them."""
         sa = step_att()
+        if x_rank.size:  # the visits as rows of their own, in order
+            s_rd = x_rank if dense else _dense_lut(x_rank, rank_values)
+            cols = (sa[order], st.start[order], st.end[order], st.step[order],
+                    np.where(x_copy, 0, st.tokens[order]))
+            res = _kernels.steps_pass(np.empty(0, np.int64), s_rd, *cols, m_start, m_end, nR, L.base, L.head,
+                                      L.on, pend, NULL, rank_values.astype(np.int32), att_cause, s_states)
+            return res[5], res[1], res[2], res[3]
         s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut) if len(st) else sa
         res = _kernels.steps_pass(order, s_rd, sa, st.start, st.end, st.step, st.tokens, m_start, m_end, nR,
                                   L.base, L.head, L.on, pend, NULL, rank_values.astype(np.int32), att_cause,
