@@ -512,6 +512,17 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
         t = done
         be = done
     c_rank = -1  # nothing loaded yet: the first turn loads step 0
+    q_rv = np.int64(-2)
+    q_ra = np.int64(null)
+    rd = np.int64(0)
+    a = np.int64(0)
+    ms = null
+    me = null
+    q_b = null
+    q_h = null
+    q_on = False
+    q_pend = False
+    q_cause = np.int16(-1)
     while True:
         # Move the cursor past steps before (r, t); with r = done, past all.
         while c_rank < r or (c_rank == r and c_rank != done and c_end <= t):
@@ -521,11 +532,20 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 break
             i = order[j] if order.size else j
             rv = np.int64(x_rank[j]) if x_rank.size else np.int64(rank[i])
-            rd = rank_lut[rv - rank_lo]
-            a = att_lut[np.int64(att[i]) - att_lo]
-            k = a * n_ranks + rd
-            ms = mstart[k]
-            me = mend[k]
+            ra = np.int64(att[i])
+            if rv != q_rv or ra != q_ra:  # what the step's (rank, attempt) decides, once per run
+                q_rv = rv
+                q_ra = ra
+                rd = rank_lut[rv - rank_lo]
+                a = att_lut[ra - att_lo]
+                k = a * n_ranks + rd
+                ms = mstart[k]
+                me = mend[k]
+                q_b = base[a]
+                q_h = head[a]
+                q_on = on[a] and q_h != null
+                q_pend = pend[a]
+                q_cause = att_cause[a]
             s = start[i]
             if ms == null:
                 return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 1, i, -1, rv)
@@ -542,10 +562,10 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
             if p_row >= 0 and p_rank == rd and p_att == a and sn <= p_step:
                 return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 4, i, p_row, rv)
             p_row, p_rank, p_att, p_step = i, rd, a, sn
-            b = base[a]
-            h = head[a]
+            b = q_b
+            h = q_h
             c_cause = -1
-            if on[a] and h != null and (b == null or sn > b) and sn <= h and not flight:
+            if q_on and (b == null or sn > b) and sn <= h and not flight:
                 c_state = states[0]
                 if not (x_copy.size and x_copy[j]):
                     tok += tokens[i]
@@ -554,11 +574,11 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                     if pres[q] == 0:
                         pres[q] = 1
                         npres += 1
-            elif pend[a]:
+            elif q_pend:
                 c_state = states[1]
             else:
                 c_state = states[2]
-                c_cause = att_cause[a]
+                c_cause = q_cause
             c_rank, c_start, c_end, c_att, c_step = rv, s, e, a, sn
         if ib >= nb:
             break

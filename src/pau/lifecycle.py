@@ -478,7 +478,7 @@ def _num_array(col, name: str, fill=NULL) -> np.ndarray:
         vals = np.frombuffer(data, dt, len(col), col.offset * np.dtype(dt).itemsize)
         if not col.null_count:
             return vals if dt is np.int64 else vals.astype(np.int64)
-        out = np.empty(len(col), np.int64)
+        out = _pool_empty(len(col), np.int64)
         _kernels.fill_nulls(vals, np.frombuffer(validity, np.uint8), col.offset, fill, out)
         return out
     if pa.types.is_timestamp(col.type):
