@@ -673,3 +673,18 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
         v_step[m >> 3] = bs
         v_cause[m >> 3] = bc
     return (m, nr, acc_rank[:nr], acc_ns[:nr], va, vs, vc, tok, npres, 0, -1, -1, np.int64(-1))
+
+
+@kernel
+def state_cells(h_rank, h_window, h_mask, h_duration, w_state, act_of_mask, rank_lo, n_ranks, n_states, n_act):
+    """The full ledger's cells: the sweep's histogram rows (rank, window, mask,
+    duration) summed by (rank, state of the window, activity of the mask), in a
+    dense int64 array indexed ``((rank - rank_lo) * n_states + state) * n_act +
+    activity``. Rows outside every window (window -1) are not counted."""
+    cells = np.zeros(n_ranks * n_states * n_act, np.int64)
+    for i in range(h_rank.size):
+        w = h_window[i]
+        if w >= 0:
+            c = ((np.int64(h_rank[i]) - rank_lo) * n_states + w_state[w]) * n_act + act_of_mask[h_mask[i]]
+            cells[c] += h_duration[i]
+    return cells

@@ -233,17 +233,30 @@ def tidy(rank, state, activity, duration, window=None) -> pa.Table:
             sums = np.zeros(int(idx[-1]) + 1, np.int64)
             np.add.at(sums, idx, duration[order])
             uniq = [c[new] for c in sc]
+    return _table(uniq[0], None if window is None else uniq[1], uniq[-2], uniq[-1], sums)
+
+
+def cells_table(cells: np.ndarray, rank_lo: int, n_act: int) -> pa.Table:
+    """The tidy table of dense cells indexed ``((rank - rank_lo) * len(STATES) +
+    state) * n_act + activity`` (as :func:`tidy` gives it: non-zero rows, sorted)."""
+    idx = np.flatnonzero(cells)
+    per_rank = len(STATES) * n_act
+    return _table(rank_lo + idx // per_rank, None, (idx // n_act) % len(STATES), idx % n_act, cells[idx])
+
+
+def _table(rank, window, state, activity, sums) -> pa.Table:
     keep = sums != 0
-    acts = ACTIVITIES + (_UNKNOWN,)
-    out = {"rank": pa.array(uniq[0][keep], pa.int32())}
+    uniq = [rank] + ([] if window is None else [window]) + [state, activity]
+    # numpy arrays of the final types convert without a cast or a check
+    out = {"rank": pa.array(uniq[0][keep].astype(np.int32))}
     if window is not None:
-        out["window"] = pa.array(uniq[1][keep], pa.int64())
-    out["state"] = pa.DictionaryArray.from_arrays(pa.array(uniq[-2][keep].astype(np.int8)),
-                                                  pa.array(list(STATES)))
-    out["activity"] = pa.DictionaryArray.from_arrays(pa.array(uniq[-1][keep].astype(np.int8)),
-                                                     pa.array(list(acts)))
-    out["duration_ns"] = pa.array(sums[keep], pa.int64())
+        out["window"] = pa.array(uniq[1][keep].astype(np.int64))
+    out["state"] = pa.DictionaryArray.from_arrays(pa.array(uniq[-2][keep].astype(np.int8)), _STATE_NAMES)
+    out["activity"] = pa.DictionaryArray.from_arrays(pa.array(uniq[-1][keep].astype(np.int8)), _ACTIVITY_NAMES)
+    out["duration_ns"] = pa.array(sums[keep])
     return pa.table(out)
 
 
 UNKNOWN_ACTIVITY = len(ACTIVITIES)
+_STATE_NAMES = pa.array(list(STATES), pa.string())
+_ACTIVITY_NAMES = pa.array(list(ACTIVITIES + (_UNKNOWN,)), pa.string())

@@ -915,10 +915,20 @@ def ledger(
     plan.span_start = i_start[first]
     plan.span_end = i_end[last]
     hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
+    nq = 0 if quarantine is None else quarantine.num_rows
+    if ranks.size and int(ranks[-1]) - int(ranks[0]) < 1 << 16:
+        # One pass over the histogram into dense (rank, state, activity) cells.
+        from ._kernels import state_cells
+        from ._ledger import cells_table
+
+        n_act = len(ACTIVITIES) + 1
+        cells = state_cells(hist["rank"], hist["window"], hist["mask"], hist["duration"], w_state, act_of_mask,
+                            int(ranks[0]), int(ranks[-1]) - int(ranks[0]) + 1, len(STATES), n_act)
+        return Ledger(_with_counts(cells_table(cells, int(ranks[0]), n_act), rows, nq), att.accountable,
+                      attribution=att, quarantine=quarantine, lifecycle_quarantine=att.quarantine)
     inside = hist["window"] >= 0
     w = hist["window"][inside]
     table = tidy(hist["rank"][inside], w_state[w], act_of_mask[hist["mask"][inside]], hist["duration"][inside])
-    nq = 0 if quarantine is None else quarantine.num_rows
     return Ledger(_with_counts(table, rows, nq), att.accountable, attribution=att, quarantine=quarantine,
                   lifecycle_quarantine=att.quarantine)
 
