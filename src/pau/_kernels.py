@@ -299,6 +299,64 @@ def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, a
 
 
 @kernel
+def expand_ordered(rank, attempt, start, m_ids, m_off, m_ranks, rank_lo, rank_lut, n_ranks, dense):
+    """The visits of step rows in rank order: a row with a rank once, a row of rank
+    -1 once per member rank of its attempt (as :func:`expand_ranks`, then sorted
+    by dense rank, stably).
+
+    Ranks map to dense ranks (below ``n_ranks``) by ``rank_lut[rank - rank_lo]``
+    (``dense``: ranks are dense already). Returns ``(row, rank, copy, ok)``: the row of each visit, its
+    rank (dense if ``dense``), whether it is a copy whose tokens do not count (all
+    but the first visit of a row), and whether the visits of each rank then come
+    in non-decreasing start order (if not, the caller sorts them).
+    """
+    n = rank.size
+    pos = np.full(n, -1, np.int64)
+    count = np.zeros(n_ranks + 1, np.int64)
+    for i in range(n):
+        r = np.int64(rank[i])
+        if r >= 0:
+            count[(r if dense else rank_lut[r - rank_lo]) + 1] += 1
+        else:
+            p = np.searchsorted(m_ids, attempt[i])
+            if p < m_ids.size and m_ids[p] == attempt[i]:
+                pos[i] = p
+                for q in range(m_off[p], m_off[p + 1]):
+                    mr = m_ranks[q]
+                    count[(mr if dense else rank_lut[mr - rank_lo]) + 1] += 1
+    for d in range(n_ranks):
+        count[d + 1] += count[d]
+    total = count[n_ranks]
+    row = np.empty(total, np.int64)
+    out_rank = np.empty(total, np.int64)
+    copy = np.zeros(total, np.bool_)
+    for i in range(n):
+        r = np.int64(rank[i])
+        if r >= 0:
+            d = r if dense else rank_lut[r - rank_lo]
+            k = count[d]
+            count[d] += 1
+            row[k] = i
+            out_rank[k] = r
+        elif pos[i] >= 0:
+            p = pos[i]
+            for q in range(m_off[p], m_off[p + 1]):
+                mr = m_ranks[q]
+                d = mr if dense else rank_lut[mr - rank_lo]
+                k = count[d]
+                count[d] += 1
+                row[k] = i
+                out_rank[k] = mr
+                copy[k] = q > m_off[p]
+    ok = True
+    for k in range(1, total):
+        if out_rank[k] == out_rank[k - 1] and start[row[k]] < start[row[k - 1]]:
+            ok = False
+            break
+    return row, out_rank, copy, ok
+
+
+@kernel
 def lut_map(values, lo, lut):
     """``lut[v - lo]`` per value, -1 outside the table."""
     out = np.empty(values.size, np.int64)

@@ -971,14 +971,14 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     # once per member rank of its attempt (x_rank: the rank of each visit).
     x_rank, x_copy = np.empty(0, np.int64), np.empty(0, bool)
     if sc.neg_rank:
-        src, e_rank, e_copy = _kernels.expand_ranks(st.rank, np.asarray(st.attempt, np.int64), members.ids,
-                                                    members.offsets, members.ranks)
-        e_start = st.start[src]
-        e_rd = _dense_lut(e_rank, rank_values) if dense else _kernels.lut_map(e_rank, r_lo, rank_lut)
-        pos, ok = _kernels.rank_order(e_rd, e_start, nR)
+        m_ranks = _dense_lut(members.ranks, rank_values) if dense else members.ranks
+        order, x_rank, x_copy, ok = _kernels.expand_ordered(
+            rank_src, np.asarray(st.attempt, np.int64), st.start, members.ids, members.offsets, m_ranks,
+            r_lo, rank_lut, nR, dense)
         if not ok:
-            pos = np.lexsort((e_start, e_rd))
-        order, x_rank, x_copy = src[pos], (e_rd if dense else e_rank)[pos], e_copy[pos]
+            x_rd = _dense_lut(x_rank, rank_values) if not dense else x_rank
+            pos = np.lexsort((st.start[order], x_rd))
+            order, x_rank, x_copy = order[pos], x_rank[pos], x_copy[pos]
     elif sc.ordered:
         order = np.empty(0, np.int64)  # already in (rank, start) order
     else:
