@@ -496,6 +496,51 @@ def expand_ranks(rank: list, attempt: list, m_ids: list, m_off: list, m_ranks: l
     return [x[0] for x in out], [x[1] for x in out], [x[2] for x in out]
 
 
+
+def expand_ordered(rank: list, attempt: list, start: list, m_ids: list, m_off: list, m_ranks: list,
+                   rank_lo: int, rank_lut: list, dense: bool) -> tuple:
+    """What ``_kernels.expand_ordered`` returns, as ``(row, rank, copy, ok)``: the
+    visits of :func:`expand_ranks` -- a row of rank >= 0 once, a row of rank < 0
+    once per member rank of its attempt, ``copy`` on all visits of a row but its
+    first -- listed row by row (a row's member visits in member order), then sorted
+    stably by dense rank (``rank_lut[r - rank_lo]``, or ``r`` itself if ``dense``).
+    ``ok``: within each rank the visits' starts never go down."""
+    members = {a: list(m_ranks[m_off[j]:m_off[j + 1]]) for j, a in enumerate(m_ids)}
+    visits = []  # (row, rank, copy)
+    for i, (r, a) in enumerate(zip(rank, attempt)):
+        if r >= 0:
+            visits.append((i, r, False))
+        else:
+            visits += [(i, k, c > 0) for c, k in enumerate(members.get(a, []))]
+
+    def dense_rank(r):
+        return r if dense else rank_lut[r - rank_lo]
+
+    visits = sorted(visits, key=lambda v: dense_rank(v[1]))  # sorted() is stable
+    ok = True
+    for d in {dense_rank(v[1]) for v in visits}:
+        starts = [start[v[0]] for v in visits if dense_rank(v[1]) == d]
+        ok = ok and starts == sorted(starts)
+    return [v[0] for v in visits], [v[1] for v in visits], [v[2] for v in visits], ok
+
+
+def state_cells(h_rank, h_window, h_mask, h_duration, w_state, act_of_mask, rank_lo, n_ranks, n_states,
+                n_act) -> list:
+    """What ``_kernels.state_cells`` returns, as a list: the duration of each
+    histogram row summed, in Python ints, by (rank, state of its window, activity
+    of its mask), laid out at ``((rank - rank_lo) * n_states + state) * n_act +
+    activity``; rows of window -1 (outside every window) left out."""
+    sums = {}
+    for r, w, m, d in zip(h_rank, h_window, h_mask, h_duration):
+        if w == -1:
+            continue
+        key = (r - rank_lo, w_state[w], act_of_mask[m])
+        sums[key] = sums.get(key, 0) + d
+    out = [0] * (n_ranks * n_states * n_act)
+    for (r, s, a), d in sums.items():
+        out[(r * n_states + s) * n_act + a] = d
+    return out
+
 def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, acc, needs_step) -> list:
     """The first problem of each row alone, by name (None: none), looked for in this
     order: an unknown record (code < 0), a null start, a negative time, an end,

@@ -8,12 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import reference_lifecycle as ref
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lifecycle_cases import S, table
 from test_lifecycle_properties import with_as_of
 
-from pau import _kernels, lifecycle
+from pau import _kernels, core, lifecycle, synth
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NULL = lifecycle.NULL
@@ -141,6 +141,156 @@ def test_expand_ranks_matches_the_reference(pairs, rows, int32):
     src, out_rank, copy = _kernels.expand_ranks(rank, attempt, m.ids, m.offsets, m.ranks)
     want = ref.expand_ranks(rank.tolist(), attempt.tolist(), m.ids.tolist(), m.offsets.tolist(), m.ranks.tolist())
     assert (src.tolist(), out_rank.tolist(), copy.tolist()) == want
+
+
+
+# --------------------------------------------------------------------------- rank -1 expanded in rank order
+
+
+@st.composite
+def ordered_case(draw):
+    """Step rows of rank -1 or their own, of attempts with members or not (absent,
+    null); ranks from a small set, maybe one far off, some known but never visited;
+    starts in row order or not."""
+    pool = draw(st.lists(st.integers(0, 6), unique=True, max_size=4)) + draw(st.sampled_from([[], [1000]]))
+    pairs = draw(st.lists(st.tuples(att_id, st.sampled_from(pool)), unique=True, max_size=15)) if pool else []
+    n = draw(st.integers(0, 25))
+    rank = draw(st.lists(st.sampled_from([-1] + pool), min_size=n, max_size=n))
+    attempt = draw(st.lists(st.one_of(att_id, st.integers(7, 9), st.just(NULL)), min_size=n, max_size=n))
+    start = draw(st.lists(st.integers(0, draw(st.sampled_from([2, 30]))), min_size=n, max_size=n))
+    if draw(st.booleans()):
+        start.sort()
+    idle = draw(st.lists(st.integers(0, 8), max_size=2))  # known ranks without a visit
+    return pairs, rank, attempt, start, sorted({r for r in rank if r >= 0} | {r for _, r in pairs} | set(idle))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(case=ordered_case(), int32=st.booleans())
+def test_expand_ordered_matches_the_reference(case, int32):
+    """As lifecycle calls it: ranks through the lookup table, or dense already."""
+    pairs, rank, attempt, start, rank_values = case
+    m = lifecycle._Members.of(np.array([a for a, _ in pairs], np.int64), np.array([r for _, r in pairs], np.int64))
+    n_ranks = max(len(rank_values), 1)
+    rank_lo = rank_values[0] if rank_values else 0
+    lut = [-1] * (rank_values[-1] - rank_lo + 1 if rank_values else 1)
+    for d, v in enumerate(rank_values):
+        lut[v - rank_lo] = d
+    rank_lut = np.array(lut, np.int64)
+    dt = np.int32 if int32 else np.int64
+    attempt, start = np.array(attempt, np.int64), np.array(start, np.int64)
+
+    got = _kernels.expand_ordered(np.array(rank, dt), attempt, start, m.ids, m.offsets, m.ranks, rank_lo, rank_lut,
+                                  n_ranks, False)
+    want = ref.expand_ordered(rank, attempt.tolist(), start.tolist(), m.ids.tolist(), m.offsets.tolist(),
+                              m.ranks.tolist(), rank_lo, lut, False)
+    row, out_rank, copy, ok = got
+    assert (row.tolist(), out_rank.tolist(), copy.tolist(), bool(ok)) == want
+    # the visits are those of expand_ranks, reordered
+    assert sorted(zip(row.tolist(), out_rank.tolist(), copy.tolist())) == \
+        sorted(zip(*ref.expand_ranks(rank, attempt.tolist(), m.ids.tolist(), m.offsets.tolist(), m.ranks.tolist())))
+
+    # dense: the caller maps rank (>= 0) and member ranks to dense ranks itself
+    d_rank = [lut[r - rank_lo] if r >= 0 else r for r in rank]
+    d_members = [lut[r - rank_lo] for r in m.ranks.tolist()]
+    got = _kernels.expand_ordered(np.array(d_rank, dt), attempt, start, m.ids, m.offsets,
+                                  np.array(d_members, np.int64), 0, np.arange(n_ranks, dtype=np.int64), n_ranks,
+                                  True)
+    d_want = ref.expand_ordered(d_rank, attempt.tolist(), start.tolist(), m.ids.tolist(), m.offsets.tolist(),
+                                d_members, 0, list(range(n_ranks)), True)
+    assert (got[0].tolist(), got[1].tolist(), got[2].tolist(), bool(got[3])) == d_want
+    assert d_want == (want[0], [lut[r - rank_lo] for r in want[1]], want[2], want[3])
+
+
+def test_expand_ordered_examples():
+    """By hand: rank 5 (dense 1) and rank 2 (dense 0); attempt 1 has ranks 2 and 5,
+    attempt 3 none."""
+    m = lifecycle._Members.of(np.array([1, 1], np.int64), np.array([5, 2], np.int64))
+    lut = np.array([0, -1, -1, 1], np.int64)  # ranks 2..5
+
+    def run(rank, attempt, start):
+        row, out_rank, copy, ok = _kernels.expand_ordered(
+            np.array(rank, np.int64), np.array(attempt, np.int64), np.array(start, np.int64), m.ids, m.offsets,
+            m.ranks, 2, lut, 2, False)
+        return row.tolist(), out_rank.tolist(), copy.tolist(), bool(ok)
+
+    assert run([], [], []) == ([], [], [], True)
+    assert run([-1], [3], [0]) == ([], [], [], True)
+    #            row 0 rank 5, row 1 rank -1 of attempt 1, row 2 rank 2, row 3 rank -1 of attempt 3
+    assert run([5, -1, 2, -1], [1, 1, 1, 3], [0, 1, 2, 3]) == \
+        ([1, 2, 0, 1], [2, 2, 5, 5], [False, False, False, True], True)
+    assert run([5, -1, 2, -1], [1, 1, 1, 3], [0, 3, 2, 3]) == \
+        ([1, 2, 0, 1], [2, 2, 5, 5], [False, False, False, True], False)  # rank 2: starts 3 then 2
+
+
+# --------------------------------------------------------------------------- ledger cells
+
+BIG = 2**57  # 30 rows of up to this sum below 2**62: the int64 cells are exact
+
+
+@st.composite
+def cells_case(draw):
+    n_ranks, n_states, n_act = draw(st.integers(1, 4)), draw(st.integers(1, 14)), draw(st.integers(1, 8))
+    rank_lo = draw(st.sampled_from([0, 3, 1000]))
+    w_state = draw(st.lists(st.integers(0, n_states - 1), max_size=6))
+    act_of_mask = draw(st.one_of(st.lists(st.integers(0, n_act - 1), min_size=64, max_size=64),
+                                 st.just(core._activity_of_mask(None).tolist()) if n_act > len(core.KINDS) else
+                                 st.nothing()))
+    rows = draw(st.lists(st.tuples(st.integers(rank_lo, rank_lo + n_ranks - 1), st.integers(-1, len(w_state) - 1),
+                                   st.integers(0, 63), st.one_of(st.integers(0, 20), st.integers(0, BIG))),
+                         max_size=30))
+    return rows, w_state, act_of_mask, rank_lo, n_ranks, n_states, n_act
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(case=cells_case())
+@example(case=([(7, 0, 5, 2**62), (7, 1, 5, 2**62 - 1), (7, -1, 5, 2**62), (8, 1, 63, 1)], [2, 2], [1] * 64,
+               7, 2, 3, 2))  # one cell of 2**63 - 1 exactly, a row outside every window
+@example(case=([], [], [0] * 64, 0, 1, 1, 1))
+def test_state_cells_match_the_reference(case):
+    rows, w_state, act_of_mask, rank_lo, n_ranks, n_states, n_act = case
+    cols = [np.array([r[k] for r in rows], dt) for k, dt in enumerate((np.int32, np.int64, np.uint8, np.int64))]
+    got = _kernels.state_cells(*cols, np.array(w_state, np.int8), np.array(act_of_mask, np.int8), rank_lo, n_ranks,
+                               n_states, n_act)
+    want = ref.state_cells(*(c.tolist() for c in cols), w_state, act_of_mask, rank_lo, n_ranks, n_states, n_act)
+    assert got.dtype == np.int64
+    assert got.tolist() == want
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_ledger_cells_match_classify_by_state_interval(seed):
+    """The ledger of events and a lifecycle (with rank -1 rows) equals, per (rank,
+    state, activity), the activity time of classify with each state interval as a
+    window and each rank's span from its first to its last interval."""
+    job = synth.training_job(ranks=3, steps=40, seed=seed, mtbf_s=15, checkpoint_every=5, kernels_per_step=4,
+                             buckets=1)
+    assert -1 in job.lifecycle["rank"].to_pylist()  # steps of rank -1: expand_ordered runs
+    iv = core.attribute(job.lifecycle).to_pylist()
+    windows = pa.table({"rank": pa.array([x["rank"] for x in iv], pa.int32()),
+                        "start_ns": pa.array([x["start_ns"] for x in iv], pa.int64()),
+                        "end_ns": pa.array([x["end_ns"] for x in iv], pa.int64()),
+                        "window": pa.array(range(len(iv)), pa.int64())})
+    first, last = {}, {}
+    for x in iv:
+        first.setdefault(x["rank"], x["start_ns"])
+        last[x["rank"]] = x["end_ns"]
+    span = pa.table({"rank": pa.array(list(first), pa.int32()), "start_ns": pa.array(list(first.values()), pa.int64()),
+                     "end_ns": pa.array([last[r] for r in first], pa.int64())})
+    want = {}
+    for r in core.classify(job.events, windows=windows, span=span).to_pylist():
+        if r["window"] is None or r["duration_ns"] == 0:
+            continue
+        x = iv[r["window"]]
+        assert x["rank"] == r["rank"]
+        key = (r["rank"], x["state"], r["activity"])
+        want[key] = want.get(key, 0) + r["duration_ns"]
+    got = {}
+    for r in core.ledger(job.events, job.lifecycle).table.to_pylist():
+        key = (r["rank"], r["state"], r["activity"])
+        assert key not in got
+        got[key] = r["duration_ns"]
+    assert 0 not in got.values()
+    assert got == want
+    assert len({s for _, s, _ in got}) > 3
 
 
 # --------------------------------------------------------------------------- checks of one row

@@ -36,6 +36,28 @@ def paint(rank, start, end, level, order):
         while b < n and rank[order[b]] == r:
             b += 1
         k = b - a
+        # Intervals of the rank that do not overlap (the usual overlay: saves and
+        # phases one after another) are their own pieces.
+        disjoint = True
+        reach = np.iinfo(np.int64).min  # the latest end of a non-empty interval so far
+        for j in range(a, b):
+            i = order[j]
+            if end[i] > start[i]:
+                if start[i] < reach:
+                    disjoint = False
+                    break
+                reach = max(reach, end[i])
+        if disjoint:
+            for j in range(a, b):
+                i = order[j]
+                if end[i] > start[i]:
+                    o_rank[m] = r
+                    o_start[m] = start[i]
+                    o_end[m] = end[i]
+                    o_row[m] = i
+                    m += 1
+            a = b
+            continue
         bounds = np.empty(2 * k, np.int64)
         for j in range(k):
             i = order[a + j]
