@@ -39,6 +39,7 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -333,11 +334,24 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
     used = {}  # dense attempt -> (step, writer dense attempt)
     if len(rest):
         ra = A.dense(rest.attempt)
-        for j in np.argsort(rest.start, kind="stable"):
+        # per restore, the latest checkpoint of its step durable before it began,
+        # written by another attempt (-1: none); all at once when that is small
+        if len(rest) * C.step.size <= 1 << 22:
+            fit = ((C.step[None, :] == rest.step[:, None]) & (C.durable[None, :] != NULL)
+                   & (C.durable[None, :] <= rest.start[:, None]) & (C.attempt[None, :] != ra[:, None]))
+            latest = np.where(fit, C.durable[None, :], NULL)
+            best = np.where(fit.any(axis=1), np.argmax(latest, axis=1), -1) if C.step.size else \
+                np.full(len(rest), -1)
+        else:
+            best = None
+        for j in np.argsort(rest.start, kind="stable").tolist():
             if not rest.ok[j]:
                 continue
             a, stp, t0 = int(ra[j]), int(rest.step[j]), int(rest.start[j])
-            cand = np.flatnonzero((C.step == stp) & (C.durable != NULL) & (C.durable <= t0) & (C.attempt != a))
+            if best is not None:
+                cand = best[j:j + 1][best[j:j + 1] >= 0]
+            else:
+                cand = np.flatnonzero((C.step == stp) & (C.durable != NULL) & (C.durable <= t0) & (C.attempt != a))
             if cand.size == 0:
                 strict.append((rest.row[j], "step",
                                f"restore of step {stp} in attempt {A.ids[a]}, but no ok checkpoint of "
@@ -807,6 +821,12 @@ def _lut(keys: np.ndarray, lo: int, size: int) -> np.ndarray:
     return lut
 
 
+@functools.lru_cache(maxsize=64)
+def _names(names: tuple) -> pa.Array:
+    """A dictionary of names (the causes of a ledger are a handful of strings)."""
+    return pa.array(list(names), pa.string())
+
+
 def _pool_empty(n: int, dtype) -> np.ndarray:
     """An uninitialized array in Arrow's memory pool. The pool keeps the pages of
     freed buffers, so the next attribution writes into memory that is already
@@ -831,7 +851,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     # Step attempts: every id must have an attempt row (the scan counted rows per id).
     if sc.att_count.size:
         seen_ids = sc.att_lo + np.flatnonzero(sc.att_count)
-        unknown = sc.att_out > 0 or not np.isin(seen_ids, A.ids).all()
+        unknown = sc.att_out > 0 or not set(seen_ids.tolist()) <= set(A.ids.tolist())
     else:
         unknown = len(st) > 0
     if unknown and len(st):
@@ -862,11 +882,19 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
                        np.minimum(att_rows.end[own], A.end[att_d[own]]))
     parts = [(att_d[own], att_rows.rank[own], att_rows.start[own],
               np.maximum(own_end, att_rows.start[own]))]
-    for i in np.flatnonzero(att_rows.rank < 0):
+    neg = np.flatnonzero(att_rows.rank < 0)
+    # an open accountable row (no end) covers every later instant, as_of included
+    open_end = np.where(acc.end == NULL, np.iinfo(np.int64).max, acc.end)
+    if len(acc) and neg.size and neg.size * len(acc) <= 1 << 22:
+        # every rank -1 attempt row against every accountable row at once
+        t0 = att_rows.start[neg]
+        hit_i, hit_r = np.nonzero((acc.start[None, :] <= t0[:, None]) & (open_end[None, :] > t0[:, None]))
+        a = att_d[neg][hit_i]
+        parts.append((a, acc.rank[hit_r], A.start[a], A.end[a]))
+        neg = neg[:0]
+    for i in neg:
         a, t0 = int(att_d[i]), att_rows.start[i]
         if len(acc):
-            # an open accountable row (no end) covers every later instant, as_of included
-            open_end = np.where(acc.end == NULL, np.iinfo(np.int64).max, acc.end)
             rs = np.unique(acc.rank[(acc.start <= t0) & (open_end > t0)])
         else:
             rs = np.array(sorted(known), np.int64)
@@ -1080,7 +1108,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
         "attempt": _bits(att_id, valid[0], int(n_att), pa.int32()),
         "step": _bits(step, valid[1], int(n_step), pa.int64()),
         "cause": pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), pa.int16()),
-                                                pa.array(cause_names, pa.string()), safe=False),
+                                                _names(tuple(cause_names)), safe=False),
     })
 
     def labels():
