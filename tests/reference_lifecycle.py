@@ -574,3 +574,25 @@ def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, a
             why = None
         out.append(why)
     return out
+
+
+def paint(rank, start, end, level, order) -> list:
+    """What ``_kernels.paint`` computes, the slow way: per rank, every elementary
+    piece between consecutive boundaries goes to the covering interval of the highest
+    level, then the later start, then the later row; touching pieces of one row
+    merge; instants no interval covers give nothing. ``order`` only says which rows
+    there are (all of them): the answer does not depend on it."""
+    out = []  # (rank, start, end, row)
+    for r in sorted({int(rank[i]) for i in order}):
+        rows = [int(i) for i in order if rank[i] == r]
+        cuts = sorted({int(start[i]) for i in rows} | {int(end[i]) for i in rows})
+        for x, y in zip(cuts, cuts[1:]):
+            cover = [i for i in rows if start[i] <= x < end[i]]
+            if not cover:
+                continue
+            win = max(cover, key=lambda i: (int(level[i]), int(start[i]), i))
+            if out and out[-1][0] == r and out[-1][3] == win and out[-1][2] == x:
+                out[-1] = (r, out[-1][1], y, win)
+            else:
+                out.append((r, x, y, win))
+    return out

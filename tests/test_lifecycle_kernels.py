@@ -354,6 +354,49 @@ def test_row_checks_give_every_code():
     assert check_rows([]) == []
 
 
+# --------------------------------------------------------------------------- painting
+
+
+@st.composite
+def paint_case(draw):
+    """Labelled intervals on a few ranks: disjoint ones (the fast path), touching,
+    nested, equal and empty ones, and levels that tie."""
+    n = draw(st.integers(0, 14))
+    rank = np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), np.int32)
+    if draw(st.booleans()):  # back to back per rank, maybe with gaps: no overlap
+        start, end, t = [], [], {}
+        for r in rank.tolist():
+            s = t.get(r, 0) + draw(st.integers(0, 3))
+            e = s + draw(st.integers(0, 4))
+            start.append(s)
+            end.append(e)
+            t[r] = e
+    else:
+        start = draw(st.lists(st.integers(0, 12), min_size=n, max_size=n))
+        end = [s + draw(st.integers(0, 6)) for s in start]
+    level = np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), np.int8)
+    return rank, np.array(start, np.int64), np.array(end, np.int64), level
+
+
+@settings(max_examples=400, **SETTINGS)
+@given(case=paint_case())
+def test_paint_matches_the_reference(case):
+    rank, start, end, level = case
+    order = np.lexsort((start, rank))
+    got = _kernels.paint(rank, start, end, level, order)
+    want = ref.paint(rank, start, end, level, order)
+    assert list(zip(*(c.tolist() for c in got))) == want
+
+
+def test_paint_fast_path_needs_every_earlier_interval_to_end():
+    """An empty interval between two that overlap does not hide the overlap."""
+    rank = np.zeros(3, np.int32)
+    start, end = np.array([0, 5, 7], np.int64), np.array([10, 5, 12], np.int64)
+    level = np.zeros(3, np.int8)
+    got = _kernels.paint(rank, start, end, level, np.arange(3))
+    assert list(zip(*(c.tolist() for c in got))) == [(0, 0, 7, 0), (0, 7, 12, 2)]
+
+
 # --------------------------------------------------------------------------- the one pass
 
 
