@@ -596,3 +596,15 @@ def paint(rank, start, end, level, order) -> list:
             else:
                 out.append((r, x, y, win))
     return out
+
+
+def state_runs(rank, start, end, state) -> list:
+    """What ``_kernels.state_runs`` computes: consecutive intervals of one rank and
+    one state that touch, merged."""
+    out = []
+    for r, s, e, k in zip(rank, start, end, state):
+        if out and out[-1][0] == r and out[-1][3] == k and out[-1][2] == s:
+            out[-1] = (r, out[-1][1], e, k)
+        else:
+            out.append((r, s, e, k))
+    return [tuple(int(v) for v in x) for x in out]

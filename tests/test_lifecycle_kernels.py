@@ -397,6 +397,24 @@ def test_paint_fast_path_needs_every_earlier_interval_to_end():
     assert list(zip(*(c.tolist() for c in got))) == [(0, 0, 7, 0), (0, 7, 12, 2)]
 
 
+@settings(max_examples=300, **SETTINGS)
+@given(pieces=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(0, 3), st.integers(0, 2)),
+                       max_size=30))
+def test_state_runs_match_the_reference(pieces):
+    """Intervals sorted by (rank, start), disjoint within a rank, touching or not."""
+    rank, start, end, state, t = [], [], [], [], {}
+    for r, gap, length, k in sorted(pieces, key=lambda p: p[0]):
+        s = t.get(r, 0) + gap
+        rank.append(r)
+        start.append(s)
+        end.append(s + length)
+        state.append(k)
+        t[r] = s + length
+    cols = (np.array(rank, np.int32), np.array(start, np.int64), np.array(end, np.int64), np.array(state, np.int8))
+    got = _kernels.state_runs(*cols)
+    assert list(zip(*(c.tolist() for c in got))) == ref.state_runs(*cols)
+
+
 # --------------------------------------------------------------------------- the one pass
 
 

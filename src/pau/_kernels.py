@@ -768,3 +768,26 @@ def state_cells(h_rank, h_window, h_mask, h_duration, w_state, act_of_mask, rank
             c = ((np.int64(h_rank[i]) - rank_lo) * n_states + w_state[w]) * n_act + act_of_mask[h_mask[i]]
             cells[c] += h_duration[i]
     return cells
+
+
+@kernel
+def state_runs(rank, start, end, state):
+    """The windows of the full ledger's sweep: runs of state intervals (sorted by
+    rank and start) of one rank and one state that touch, as ``(rank, start, end,
+    state)`` of each run."""
+    n = rank.size
+    w_rank = np.empty(n, np.int32)
+    w_start = np.empty(n, np.int64)
+    w_end = np.empty(n, np.int64)
+    w_state = np.empty(n, np.int8)
+    m = 0
+    for i in range(n):
+        if m > 0 and w_rank[m - 1] == rank[i] and w_state[m - 1] == state[i] and w_end[m - 1] == start[i]:
+            w_end[m - 1] = end[i]
+        else:
+            w_rank[m] = rank[i]
+            w_start[m] = start[i]
+            w_end[m] = end[i]
+            w_state[m] = state[i]
+            m += 1
+    return w_rank[:m], w_start[:m], w_end[:m], w_state[:m]

@@ -897,16 +897,11 @@ def ledger(
     # so this changes nothing but the number of window boundaries the sweep crosses).
     # A rank's accounted span runs from its first to its last interval; time in gaps
     # (not accountable) falls outside every window and is not counted.
-    run = np.ones(i_rank.size, bool)
-    if i_rank.size:
-        run[1:] = (i_rank[1:] != i_rank[:-1]) | (i_state[1:] != i_state[:-1]) | (i_start[1:] != i_end[:-1])
-    heads = np.flatnonzero(run)
-    tails = np.r_[heads[1:], i_rank.size] - 1
-    w_state = i_state[heads]
+    from ._kernels import state_runs
+
     plan = _Plan(mode="list")
-    plan.win_rank = i_rank[heads].astype(np.int32)
-    plan.win_start, plan.win_end = i_start[heads], i_end[tails]
-    plan.win_row = np.arange(heads.size, dtype=np.int64)
+    plan.win_rank, plan.win_start, plan.win_end, w_state = state_runs(i_rank, i_start, i_end, i_state)
+    plan.win_row = np.arange(w_state.size, dtype=np.int64)
     plan.win_id = plan.win_row
     ranks = np.asarray(att.accountable["rank"])
     first = np.searchsorted(i_rank, ranks, side="left")
