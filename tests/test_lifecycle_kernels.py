@@ -42,6 +42,27 @@ def test_record_codes_match_the_reference(values, cuts, large, start):
     assert (count, first, last) == (len(steps), steps[0] if steps else -1, steps[-1] if steps else -1)
 
 
+@settings(max_examples=200, **SETTINGS)
+@given(n=st.integers(0, 12), odd=st.sampled_from([None, "stap", "ste", "stepp", "", None]),
+       at=st.integers(0, 11), skip=st.integers(0, 3), large=st.booleans())
+def test_step_chunks_take_the_word_path_only_when_every_row_is_step(n, odd, at, skip, large):
+    """A chunk of "step" rows only (at any byte offset) is coded by comparing 32-bit
+    words; one other string anywhere sends it through the per-row kernel."""
+    values = ["step"] * n
+    if odd is not None and n:
+        values[min(at, n - 1)] = odd
+    typ = pa.large_string() if large else pa.string()
+    arr = pa.array(["x" * skip] + values, typ).slice(1)  # data starts `skip` bytes in
+    codes, count, first, last = lifecycle._record_codes(pa.table({"record": arr}))
+    want = ref.record_codes(values, lifecycle.RECORDS)
+    assert codes.tolist() == want
+    steps = [i for i, c in enumerate(want) if c == lifecycle.RECORDS.index("step")]
+    assert (count, first, last) == (len(steps), steps[0] if steps else -1, steps[-1] if steps else -1)
+    dt = np.int64 if large else np.int32
+    off = np.frombuffer(arr.buffers()[1], dt, len(arr) + 1, arr.offset * np.dtype(dt).itemsize)
+    assert _kernels.runs_of_four(off) == all(len(v) == 4 for v in values)
+
+
 # --------------------------------------------------------------------------- scan of the steps
 
 small = st.integers(-3, 6)

@@ -435,6 +435,16 @@ def record_codes(offsets, data, lut, names_offsets, names_data, step_code, key4,
     return cnt, first, last
 
 
+@kernel
+def runs_of_four(offsets):
+    """Whether every string of an Arrow string array is 4 bytes long (its offsets
+    step by 4): then its bytes are one run of 32-bit words."""
+    for i in range(offsets.size - 1):
+        if offsets[i + 1] - offsets[i] != 4:
+            return False
+    return True
+
+
 _RANK_LIMIT = 1 << 24  # ranks counted in a presence table up to this value
 
 

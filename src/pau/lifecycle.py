@@ -434,6 +434,15 @@ for _i, _r in enumerate(RECORDS):
 _KEY4 = np.uint32(int.from_bytes(RECORDS[_STEP].encode(), "little") if len(RECORDS[_STEP]) == 4 else 0)
 
 
+def _all_steps(offsets: np.ndarray, data_buf) -> bool:
+    """Whether a chunk's strings are all the step name (4 bytes): its offsets step
+    by 4 and its bytes, read as 32-bit words, all equal the name's."""
+    n = offsets.size - 1
+    if n == 0 or not _kernels.runs_of_four(offsets):
+        return False
+    return bool((np.frombuffer(data_buf, np.uint32, n, int(offsets[0])) == _KEY4).all())
+
+
 def _record_codes(table: pa.Table):
     """Record codes (index in RECORDS, -1 = unknown or null) and where the step rows
     are: ``(codes, count, first, last)`` (first/last -1 when there are none)."""
@@ -461,8 +470,12 @@ def _record_codes(table: pa.Table):
             offsets = np.frombuffer(off_buf, off_type, n + 1, chunk.offset * np.dtype(off_type).itemsize)
             data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.empty(0, np.uint8)
             out = codes[row0:row0 + n]
-            c, f, la = _kernels.record_codes(offsets, data, _NAMES_LUT, _NAMES_OFFSETS, _NAMES_DATA, _STEP,
-                                                  _KEY4, _STEP, out)
+            if _KEY4 and not chunk.null_count and _all_steps(offsets, data_buf):
+                out[:] = _STEP  # a chunk of step rows only (the bulk of a large lifecycle)
+                c, f, la = n, 0, n - 1
+            else:
+                c, f, la = _kernels.record_codes(offsets, data, _NAMES_LUT, _NAMES_OFFSETS, _NAMES_DATA, _STEP,
+                                                 _KEY4, _STEP, out)
             if c:
                 count += int(c)
                 first = row0 + int(f) if first < 0 else first
