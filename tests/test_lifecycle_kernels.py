@@ -80,7 +80,18 @@ def test_scan_steps_matches_the_reference(rows, cut, att_lo, att_n, big_rank, in
         rank[0] = 5000  # the presence table grows
     if int32:
         rank, attempt = rank.astype(np.int32), np.where(attempt == NULL, 0, attempt).astype(np.int32)
-    got = _kernels.scan_steps(start, end, rank, attempt, step, NULL, cut, att_lo, att_n)
+    no_bits = np.zeros(0, np.uint8)
+    got = _kernels.scan_steps(start, end, rank, attempt, step, NULL, cut, att_lo, att_n, no_bits, 0,
+                              np.zeros(0, np.int64))
+    # The same with end's nulls read from an Arrow validity bitmap (at an offset), filled on the way.
+    arr = pa.array([0] + [None if e == NULL else int(e) for e in end.tolist()], pa.int64()).slice(1)
+    validity, data = arr.buffers()[:2]
+    bits = np.frombuffer(validity, np.uint8) if validity is not None else np.full(len(arr) // 8 + 2, 255, np.uint8)
+    filled = np.full(end.size, 7, np.int64)
+    got_bits = _kernels.scan_steps(start, np.frombuffer(data, np.int64, end.size, 8), rank, attempt, step, NULL,
+                                   cut, att_lo, att_n, bits, arr.offset, filled)
+    assert filled.tolist() == end.tolist()
+    assert all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b for a, b in zip(got, got_bits))
     want = ref.scan_steps(start.tolist(), end.tolist(), rank.tolist(), attempt.tolist(), step.tolist(), NULL,
                           cut, att_lo, att_n)
     (bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen, rank_over,

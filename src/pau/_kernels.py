@@ -449,7 +449,7 @@ _RANK_LIMIT = 1 << 24  # ranks counted in a presence table up to this value
 
 
 @kernel
-def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n):
+def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n, end_bits, end_off, end_out):
     """One pass over the step columns: what attribution needs before it can label.
 
     Returns ``(bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen,
@@ -466,8 +466,13 @@ def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n):
       counts rows above it).
     * per attempt id ``att_lo + j`` (``j < att_n``): rows, the highest step and the
       latest end among rows that ended; ``att_out`` counts rows outside that range.
+
+    With ``end_bits`` (an Arrow validity bitmap of ``end``, from bit ``end_off``; empty:
+    ``end`` has ``null`` for its nulls already) the nulls of ``end`` are read from it,
+    and ``end`` with ``null`` filled in is written to ``end_out`` on the way.
     """
     n = start.size
+    fill = end_bits.size > 0
     bad = 0
     after = 0
     neg_rank = 0
@@ -485,7 +490,12 @@ def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n):
     ps = np.int64(0)
     for i in range(n):
         s = np.int64(start[i])
-        e = np.int64(end[i])
+        if fill:  # end's nulls are filled on the way (validity bit clear: null)
+            j = i + end_off
+            e = np.int64(end[i]) if (end_bits[j >> 3] >> (j & 7)) & 1 else null
+            end_out[i] = e
+        else:
+            e = np.int64(end[i])
         r = np.int64(rank[i])
         a = np.int64(attempt[i])
         k = np.int64(step[i])

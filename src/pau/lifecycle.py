@@ -415,10 +415,15 @@ class _Steps:
     end: np.ndarray
     step: np.ndarray
     tokens: np.ndarray
+    # Until the first scan: end_ns as read (values, validity bitmap, bit offset);
+    # the scan fills `end` from it (see _scan).
+    end_src: tuple | None = None
 
     def take(self, idx) -> "_Steps":
+        assert self.end_src is None, "scan the steps first"
         row = np.arange(self.row.start, self.row.stop, dtype=np.int64) if isinstance(self.row, range) else self.row
-        return _Steps(row[idx], *(getattr(self, f)[idx] for f in list(self.__dataclass_fields__)[1:]))
+        return _Steps(row[idx], self.attempt[idx], self.rank[idx], self.start[idx], self.end[idx],
+                      self.step[idx], self.tokens[idx])
 
     def __len__(self) -> int:
         return len(self.row)
@@ -557,6 +562,8 @@ def _read_step_range(t: pa.Table, lo: int, count: int) -> _Steps:
     in one chunk and has no nulls (int32 ``attempt``/``rank`` stay int32: the kernels
     read either); a converted copy otherwise."""
 
+    later = []
+
     def col(name, fill=NULL):
         if name not in t.column_names:
             return np.full(count, fill, np.int64)
@@ -565,15 +572,24 @@ def _read_step_range(t: pa.Table, lo: int, count: int) -> _Steps:
         direct = (pa.int64(), pa.int32()) if name in ("attempt", "rank") else (pa.int64(),)
         if arr.null_count == 0 and arr.type in direct:
             return arr.to_numpy(zero_copy_only=True)
+        if name == "end_ns" and arr.type == pa.int64():  # nulls: filled by the first scan
+            validity, data = arr.buffers()[:2]
+            later.append((np.frombuffer(data, np.int64, count, arr.offset * 8), np.frombuffer(validity, np.uint8),
+                          arr.offset))
+            return _pool_empty(count, np.int64)
         return _num_array(arr, name, fill)
 
-    return _Steps(range(lo, lo + count), col("attempt"), col("rank", -1), col("start_ns"),
-                  col("end_ns"), col("step"), col("tokens", 0))
+    st = _Steps(range(lo, lo + count), col("attempt"), col("rank", -1), col("start_ns"),
+                col("end_ns"), col("step"), col("tokens", 0))
+    st.end_src = later[0] if later else None
+    return st
 
 
 def _wide(st: _Steps) -> _Steps:
     """The same rows with every column int64 (the numpy paths compare with NULL)."""
-    return _Steps(*(np.asarray(getattr(st, f), np.int64) for f in st.__dataclass_fields__))  # a range too
+    assert st.end_src is None, "scan the steps first"
+    return _Steps(*(np.asarray(getattr(st, f), np.int64)  # the row range too
+                    for f in ("row", "attempt", "rank", "start", "end", "step", "tokens")))
 
 
 def _step_reasons(st: _Steps) -> np.ndarray:
@@ -721,6 +737,9 @@ class _Scan:
     att_out: int
 
 
+_NO_BITS = np.zeros(0, np.uint8)
+
+
 def _scan(st: _Steps, x: _Rows, cut: int) -> _Scan:
     """Scan the step rows; attempt figures are kept per attempt id of the attempt
     rows of `x` when those ids span a small range (else the caller uses numpy)."""
@@ -728,7 +747,14 @@ def _scan(st: _Steps, x: _Rows, cut: int) -> _Scan:
     att_lo, att_n = (int(ids.min()), int(ids.max()) - int(ids.min()) + 1) if ids.size else (0, 0)
     if att_n > 1 << 24:
         att_lo, att_n = 0, 0
-    out = _kernels.scan_steps(st.start, st.end, st.rank, st.attempt, st.step, NULL, cut, att_lo, att_n)
+    if st.end_src is not None:  # the first scan fills end_ns's nulls on the way
+        raw, bits, off = st.end_src
+        out = _kernels.scan_steps(st.start, raw, st.rank, st.attempt, st.step, NULL, cut, att_lo, att_n,
+                                  bits, off, st.end)
+        st.end_src = None
+    else:
+        out = _kernels.scan_steps(st.start, st.end, st.rank, st.attempt, st.step, NULL, cut, att_lo, att_n,
+                                  _NO_BITS, 0, _NO_BITS.view(np.int64))
     (bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen, rank_over,
      att_count, att_max_step, att_max_end, att_out) = out
     return _Scan(int(bad), int(after), int(max_start), int(max_end), bool(ordered), int(neg_rank),
