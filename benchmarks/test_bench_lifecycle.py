@@ -3,8 +3,8 @@
 * Attribution throughput on ``10M`` step records across 1,024 ranks and 50 attempts
   (``pau.synth.lifecycle_records``), in step records per second. Target (issue 3):
   20M/s on one core. Measured on the 2-core shared dev box, median of 11 rounds:
-  4.7M/s (2.1 s) before the one-pass kernel, 15.0M/s (0.67 s) with it, 20.4-22.0M/s
-  (0.45-0.49 s) with its outputs in Arrow's pool (docs/lifecycle.md)::
+  4.7M/s (2.1 s) before the one-pass kernel, 15.0M/s (0.67 s) with it, 21.0-22.0M/s
+  (0.45-0.48 s) with its outputs in Arrow's pool (docs/lifecycle.md)::
 
       PYTHONPATH=src python -m pytest benchmarks/test_bench_lifecycle.py -p no:cacheprovider \
           --benchmark-enable -s -k attribution
