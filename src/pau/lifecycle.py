@@ -136,15 +136,33 @@ def _read(t: pa.Table, rec: np.ndarray, rows: np.ndarray | None = None, whole: d
         ok = pick(ok)
     else:
         ok = np.ones(m, bool)
-    if "kind" in names:
-        kcol = _column(t, "kind", "lifecycle")
-        if rows is not None and rows.size < n:
-            kcol = kcol.take(pa.array(rows))
-        kind = np.asarray(kcol.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
-    else:
-        kind = np.full(m, None, dtype=object)
+    # kind names a phase, an attempt's end or a failure; other records do not read it
+    kind = np.full(m, None, dtype=object)
+    need = np.flatnonzero((rec == _PHASE) | (rec == _ATT) | (rec == _FAIL))
+    if "kind" in names and need.size:
+        kind[need] = _strings_at(_column(t, "kind", "lifecycle"), need if rows is None else rows[need])
     return _Rows(np.arange(m, dtype=np.int64), rec, cols["attempt"], cols["rank"], cols["start_ns"],
                  cols["end_ns"], cols["step"], cols["block_end_ns"], cols["durable_ns"], ok, kind, cols["tokens"])
+
+
+def _strings_at(col: pa.Array, rows: np.ndarray) -> list:
+    """The values of a string column at a few rows (None where null): decoded from
+    the Arrow buffers, cheaper than a take for the handful of rows that have kinds."""
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return col.take(pa.array(rows)).cast(pa.string()).to_pylist()
+    validity, off_buf, data_buf = col.buffers()
+    o = col.offset
+    offsets = np.frombuffer(off_buf, np.int32 if pa.types.is_string(col.type) else np.int64, len(col) + 1,
+                            o * (4 if pa.types.is_string(col.type) else 8))
+    data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
+    bits = np.frombuffer(validity, np.uint8) if validity is not None and col.null_count else None
+    out = []
+    for r in rows.tolist():
+        if bits is not None and not (bits[(r + o) >> 3] >> ((r + o) & 7)) & 1:
+            out.append(None)
+        else:
+            out.append(str(data[offsets[r]:offsets[r + 1]], "utf-8"))
+    return out
 
 
 def _record_name(table: pa.Table, row: int):
@@ -500,12 +518,17 @@ def _record_codes(table: pa.Table):
     return codes, int(step_rows.size), int(step_rows[0]), int(step_rows[-1])
 
 
+_INT64, _INT32 = pa.int64(), pa.int32()
+
+
 def _num_array(col, name: str, fill=NULL) -> np.ndarray:
     """An int64 column with `fill` for nulls, from one Arrow array."""
-    if not (pa.types.is_integer(col.type) or pa.types.is_timestamp(col.type)):
+    if col.type == _INT32:  # ids and ranks as int32: nothing to check
+        pass
+    elif not (pa.types.is_integer(col.type) or pa.types.is_timestamp(col.type)):
         raise SchemaError("lifecycle", name, f"has type {col.type}, not an integer",
                           "give times as int64 nanoseconds and ids as integers")
-    if pa.types.is_integer(col.type) and col.type.bit_width == 64 and (
+    elif pa.types.is_integer(col.type) and col.type.bit_width == 64 and (
             name in ("attempt", "rank") or pa.types.is_unsigned_integer(col.type)):
         lo, hi = (np.iinfo(np.int32).min, np.iinfo(np.int32).max) if name in ("attempt", "rank") else (0, NULL_MAX)
         mm = pa.compute.min_max(col).as_py()
@@ -513,13 +536,14 @@ def _num_array(col, name: str, fill=NULL) -> np.ndarray:
             filled = col.fill_null(0)  # the checks below raise naming the first bad row
             rank_column(filled, "lifecycle", name) if name in ("attempt", "rank") else \
                 time_column(filled, name, "lifecycle")
-    if col.type in (pa.int64(), pa.int32()):  # the usual types: read the buffers directly
-        dt = np.int64 if col.type == pa.int64() else np.int32
+    typ = col.type
+    if typ == _INT64 or typ == _INT32:  # the usual types: read the buffers directly
+        dt = np.int64 if typ == _INT64 else np.int32
         validity, data = col.buffers()[:2]
         vals = np.frombuffer(data, dt, len(col), col.offset * np.dtype(dt).itemsize)
         if not col.null_count:
             return vals if dt is np.int64 else vals.astype(np.int64)
-        out = _pool_empty(len(col), np.int64)
+        out = _pool_empty(len(col), np.int64) if len(col) >= 1 << 16 else np.empty(len(col), np.int64)
         _kernels.fill_nulls(vals, np.frombuffer(validity, np.uint8), col.offset, fill, out)
         return out
     if pa.types.is_timestamp(col.type):
