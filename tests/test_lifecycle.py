@@ -270,3 +270,26 @@ def test_ranks_far_apart_are_attributed_like_near_ones(far):
                    (0, 2 * s, 3 * s, "productive", 2), (0, 3 * s, 10 * s, "unattributed", None),
                    (far, 0, s, "unattributed", None), (far, s, 2 * s, "productive", 1),
                    (far, 2 * s, 10 * s, "unattributed", None)]
+
+
+def test_full_ledger_of_ranks_far_apart_equals_the_near_one():
+    """The full ledger sums into dense (rank, state, activity) cells when the ranks
+    span a small range, and aggregates by sorting otherwise: renaming rank 1 to
+    70,000 (beyond the dense range) changes nothing but the rank."""
+    from pau import synth
+
+    job = synth.training_job(ranks=2, steps=60, seed=3, mtbf_s=20, checkpoint_every=5, kernels_per_step=4,
+                             buckets=1)
+
+    def renamed(t):
+        r = t["rank"].to_numpy(zero_copy_only=False)
+        far = np.where(r == 1, 70_000, r).astype(np.int32)
+        return t.set_column(t.schema.get_field_index("rank"), "rank", pa.array(far, t.schema.field("rank").type))
+
+    near = pc.ledger(job.events, job.lifecycle)
+    far = pc.ledger(renamed(job.events), renamed(job.lifecycle))
+    rows = near.table.to_pylist()
+    for r in rows:
+        r["rank"] = 70_000 if r["rank"] == 1 else r["rank"]
+    assert far.table.to_pylist() == rows
+    assert far.accountable_ns() == near.accountable_ns() > 0
