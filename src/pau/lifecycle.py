@@ -518,7 +518,8 @@ def _record_codes(table: pa.Table):
     return codes, int(step_rows.size), int(step_rows[0]), int(step_rows[-1])
 
 
-_INT64, _INT32 = pa.int64(), pa.int32()
+_INT64, _INT32, _INT16, _INT8 = pa.int64(), pa.int32(), pa.int16(), pa.int8()
+_INTERVAL_COLUMNS = ["rank", "start_ns", "end_ns", "state", "attempt", "step", "cause"]
 
 
 def _num_array(col, name: str, fill=NULL) -> np.ndarray:
@@ -999,7 +1000,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     m_end[mk] = mem_end
 
     # Small records (phases, saves, restores) expanded to ranks, checked, cut.
-    rec = _expand(x.take(np.flatnonzero(np.isin(x.rec, (_PHASE, _CKPT, _REST)))), members)
+    rec = _expand(x.take(np.flatnonzero((x.rec == _PHASE) | (x.rec == _CKPT) | (x.rec == _REST))), members)
     d = A.dense(rec.attempt)
     rd = _dense_lut(rec.rank, rank_values)
     k = d * nR + np.maximum(rd, 0)
@@ -1171,17 +1172,17 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     if dense:
         pr = rank_values[pr].astype(np.int32)
         ur = rank_values[ur]
-    intervals = pa.table({
-        "rank": pa.Array.from_buffers(pa.int32(), m, [None, pa.py_buffer(pr)]),
-        "start_ns": pa.Array.from_buffers(pa.int64(), m, [None, pa.py_buffer(ps)]),
-        "end_ns": pa.Array.from_buffers(pa.int64(), m, [None, pa.py_buffer(pe)]),
-        "state": pa.DictionaryArray.from_arrays(pa.Array.from_buffers(pa.int8(), m, [None, pa.py_buffer(state)]),
-                                                _STATE_NAMES, safe=False),
-        "attempt": _bits(att_id, valid[0], int(n_att), pa.int32()),
-        "step": _bits(step, valid[1], int(n_step), pa.int64()),
-        "cause": pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), pa.int16()),
-                                                _names(tuple(cause_names)), safe=False),
-    })
+    intervals = pa.Table.from_arrays([
+        pa.Array.from_buffers(_INT32, m, [None, pa.py_buffer(pr)]),
+        pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(ps)]),
+        pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(pe)]),
+        pa.DictionaryArray.from_arrays(pa.Array.from_buffers(_INT8, m, [None, pa.py_buffer(state)]),
+                                       _STATE_NAMES, safe=False),
+        _bits(att_id, valid[0], int(n_att), _INT32),
+        _bits(step, valid[1], int(n_step), _INT64),
+        pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), _INT16),
+                                       _names(tuple(cause_names)), safe=False),
+    ], names=_INTERVAL_COLUMNS)
 
     def labels():
         """The step executions as :func:`_kernels.steps_pass` labels them."""
@@ -1211,7 +1212,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     failures_all = list(A.failures) + [
         (int(A.ids[a]), int(A.end[a]), A.cause[a]) for a in range(nA)
         if not A.running[a] and A.cause[a] in ("failed", "preempted") and int(A.ids[a]) not in fail_ids]
-    accountable = pa.table({"rank": pa.array(ur, pa.int32()), "accountable_ns": pa.array(acc_ns, pa.int64())})
+    accountable = pa.Table.from_arrays([pa.array(np.asarray(ur, np.int32)), pa.array(np.asarray(acc_ns, np.int64))],
+                                       names=["rank", "accountable_ns"])
     lineage_ckpts = np.sort(C.step[(C.durable != NULL) & _on_lineage(L, C.attempt, C.step)])
     wall = int(as_of - acc_start.min()) if acc_start.size else 0
     return Attribution(intervals, as_of, A, L, C, steps, lineage_ckpts,
