@@ -47,11 +47,12 @@ def job(request):
 
 
 def test_attribution_throughput(benchmark, records, report_note):
+    """One core (``threads=1``), the target's terms."""
     n_steps = int(pa.compute.sum(pa.compute.equal(records["record"], "step")).as_py())
     # One call first (outside the timer) maps the output memory and loads the
     # compiled kernels; then 11 rounds, as a 10M-record call takes about 0.5 s and
     # its time varies with how the OS hands back memory (quote the median).
-    iv = benchmark.pedantic(pc.attribute, args=(records,), rounds=11, warmup_rounds=1)
+    iv = benchmark.pedantic(pc.attribute, args=(records,), kwargs={"threads": 1}, rounds=11, warmup_rounds=1)
     # Conservation: per rank, the intervals sum to the accountable time.
     led = pc.ledger(lifecycle=records)
     assert int(pa.compute.sum(pa.compute.subtract(iv["end_ns"], iv["start_ns"])).as_py()) \

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
+import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -515,3 +516,47 @@ def test_empty_step_touching_next_step_in_any_row_order():
     assert [x[1] for x in want[0]] == ["rolled_back"] * 5 + ["unattributed"] * 5 + ["productive"] * 10
     assert per_second(pau_attribute(rows[:2] + rows[-1:] + rows[2:-1], None)) == want  # accepted
     assert per_second(pau_attribute(rows, None)) == want
+
+
+@settings(max_examples=300 * SCALE, **SETTINGS)
+@given(case=with_as_of(), threads=st.integers(2, 4))
+def test_the_pass_on_rank_ranges_equals_one_pass(case, threads):
+    """The pass over the steps split into ranges of ranks on threads gives the same
+    intervals, accountable time, preserved steps and tokens as one pass."""
+    from pau import lifecycle
+
+    rows, as_of = case
+    t = table(rows)
+    as_of = None if as_of is None else as_of * S
+    one = lifecycle.attribute_rows(t, as_of=as_of, threads=1)
+    split = lifecycle.attribute_rows(t, as_of=as_of, threads=threads)
+    assert split.intervals.combine_chunks().equals(one.intervals)
+    assert split.accountable.equals(one.accountable)
+    assert (split.preserved_steps, split.preserved_tokens) == (one.preserved_steps, one.preserved_tokens)
+    assert (split.step_num.tolist(), split.step_state.tolist()) == (one.step_num.tolist(), one.step_state.tolist())
+
+
+def test_step_errors_are_the_same_on_rank_ranges():
+    """A step error is the first in (rank, start) order whatever the ranges."""
+    from pau import lifecycle, synth
+
+    t = synth.lifecycle_records(4_000, ranks=8, attempts=3, seed=2, checkpoint_every=5)
+    recs = t["record"].to_pylist()
+    steps = [i for i, r in enumerate(recs) if r == "step"]
+    start, step = t["start_ns"].to_pylist(), t["step"].to_pylist()
+    cases = []
+    for row in (steps[-3], steps[len(steps) // 2]):  # a rank of the last range, one of the middle
+        bad = list(start)
+        bad[row] = start[row - 1] - 1  # starts before the previous step of its rank: rows out of order
+        cases.append(t.set_column(t.schema.get_field_index("start_ns"), "start_ns", pa.array(bad, pa.int64())))
+        bad = list(step)
+        bad[row] = step[row - 1]  # the same step number twice, rows still in order
+        cases.append(t.set_column(t.schema.get_field_index("step"), "step", pa.array(bad, pa.int64())))
+    for tb in cases:
+        errors = []
+        for threads in (1, 2, 3):
+            try:
+                lifecycle.attribute_rows(tb, threads=threads)
+            except lifecycle.InvalidLifecycleError as exc:
+                errors.append(str(exc))
+        assert len(errors) == 3 and errors[0] == errors[1] == errors[2], errors

@@ -791,7 +791,8 @@ def classify_dataset(
 from ._ledger import UNKNOWN_ACTIVITY, Ledger, tidy  # noqa: E402
 
 
-def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "raise"):
+def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "raise",
+              threads: int | None = None):
     """Every accountable nanosecond of every rank, in exactly one lifecycle state.
 
     Applies DESIGN §2.2 (states, precedence, lineage rule) to a lifecycle table; the
@@ -806,6 +807,9 @@ def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "ra
         The instant (ns) the ledger is computed as of: later records and time are
         ignored, open attempts are running. Default: the latest instant in the table.
     on_invalid : {"raise", "quarantine"}
+    threads : int, optional
+        Threads for the pass over the steps, each taking a range of ranks. Default:
+        every core (up to 8) from 50,000 step executions on, else one.
 
     Returns
     -------
@@ -817,7 +821,7 @@ def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "ra
     from .lifecycle import attribute_rows
 
     _check_on_invalid(on_invalid)
-    att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid)
+    att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid, threads=threads)
     if on_invalid == "quarantine":
         return Quarantined(att.intervals, att.quarantine)
     return att.intervals

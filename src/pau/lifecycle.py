@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -798,8 +800,11 @@ def _as_of(x: _Rows, sc: _Scan, as_of) -> int:
     return int(max(v.max() for v in vals))
 
 
-def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=None) -> Attribution:
-    """Validate a lifecycle table and attribute every accountable ns (see module doc)."""
+def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=None,
+                   threads: int | None = None) -> Attribution:
+    """Validate a lifecycle table and attribute every accountable ns (see module doc).
+    ``threads``: for the pass over the steps (None: all cores when it pays, see
+    :func:`_pass_parts`)."""
     table = as_table(lifecycle, "lifecycle")
     if "start_ns" not in table.column_names:
         _column(table, "start_ns", "lifecycle")  # raises: the column is missing
@@ -859,7 +864,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         sc = _scan(st, x, cut)
     while True:
         strict: list = []
-        res = _attribute(x, st, sc, as_of, ranks, strict)
+        res = _attribute(x, st, sc, as_of, ranks, strict, threads)
         if not strict:
             break
         if on_invalid != "quarantine":
@@ -900,6 +905,45 @@ def _names(names: tuple) -> pa.Array:
     return pa.array(list(names), pa.string())
 
 
+#: Step visits from which the pass runs on several threads (one range of ranks each).
+PARALLEL_MIN_VISITS = 50_000
+
+
+def _pass_parts(threads, visits: int) -> int:
+    if threads is None:
+        return 1 if visits < PARALLEL_MIN_VISITS else max(1, min(os.cpu_count() or 1, 8))
+    if threads < 1:
+        raise PauError(f"threads: expected a positive number, got {threads}")
+    return int(threads)
+
+
+def _rank_ranges(parts: int, ns: int, b_rank, o_rank, visit_rank) -> list:
+    """Up to `parts` ranges of ranks with about as many step visits each, as
+    ``((b_lo, b_hi), (o_lo, o_hi), (v_lo, v_hi))`` slices of the background pieces,
+    the overlay pieces and the visits (each sorted by rank)."""
+    if parts <= 1 or ns < parts:
+        return [((0, b_rank.size), (0, o_rank.size), (0, ns))]
+
+    def first_visit(r: int) -> int:  # the first visit of a rank >= r
+        lo, hi = 0, ns
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if visit_rank(mid) < r:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    cut_ranks = sorted({visit_rank((k * ns) // parts) for k in range(1, parts)})
+    cuts = [(0, 0, 0)]
+    for r in cut_ranks:
+        c = (int(np.searchsorted(b_rank, r)), int(np.searchsorted(o_rank, r)), first_visit(r))
+        if c[2] > cuts[-1][2]:
+            cuts.append(c)
+    cuts.append((b_rank.size, o_rank.size, ns))
+    return [tuple(zip(lo, hi)) for lo, hi in zip(cuts[:-1], cuts[1:])]
+
+
 def _pool_empty(n: int, dtype) -> np.ndarray:
     """An uninitialized array in Arrow's memory pool. The pool keeps the pages of
     freed buffers, so the next attribution writes into memory that is already
@@ -914,7 +958,7 @@ def _bits(values: np.ndarray, valid: np.ndarray, n_valid: int, typ) -> pa.Array:
     return pa.Array.from_buffers(typ, m, [bitmap, pa.py_buffer(values)], null_count=m - n_valid)
 
 
-def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
+def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, threads=1):
     """One pass of attribution; returns None after appending to `strict` when a
     relational problem (a row that contradicts others) is found."""
     A = _attempts(x, as_of, strict)
@@ -1141,23 +1185,55 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
     else:
         count_pres = True  # nothing can be productive
 
-    # Outputs allocated here (numpy maps large arrays on huge pages; writing them
-    # costs less than arrays the kernel would allocate).
-    nb, ns, no = B[0].size, (order.size if order.size else len(st)), O[0].size
-    cap = 2 * (nb + ns + no) + 1
-    out = tuple(_pool_empty(cap, t) for t in (np.int32, np.int64, np.int64, np.int8, np.int32, np.int64, np.int16))
-    valid = tuple(_pool_empty((cap + 7) // 8, np.uint8) for _ in range(3))  # the kernel writes whole bytes
+    # The pass, over ranges of ranks on several threads when there are many step
+    # visits: background, overlay and visits are all sorted by rank, so a range is
+    # one slice of each (see _rank_ranges); each writes its own output columns.
     b_rank_in, o_rank_in = (_dense_lut(B[0], rank_values).astype(np.int32),
                             _dense_lut(O[0], rank_values).astype(np.int32)) if dense else (B[0], O[0])
-    (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2, bad_rank) = _kernels.attribute_pass(
-        b_rank_in, B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]],
-        order, rank_src, att_src, st.start, st.end, st.step, st.tokens, x_rank, x_copy,
-        r_lo, rank_lut, att_lo, att_lut, m_start, m_end, nR,
-        L.base, L.head, L.on, pend, att_cause, s_states, pres_lo, pres,
-        o_rank_in, O[1], O[2], o_state[O[3]].astype(np.int8), o_att[O[3]].astype(np.int32), o_step[O[3]],
-        A.ids.astype(np.int32), NULL, *out, *valid)
-    if code:
-        i, i2 = int(i), int(i2)
+    b_cols = (b_rank_in, B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]])
+    o_cols = (o_rank_in, O[1], O[2], o_state[O[3]].astype(np.int8), o_att[O[3]].astype(np.int32), o_step[O[3]])
+    step_cols = (rank_src, att_src, st.start, st.end, st.step, st.tokens)
+    ns = order.size if order.size else len(st)
+
+    def visit_rank(j: int) -> int:
+        if order.size:
+            return int(x_rank[j]) if x_rank.size else int(rank_src[order[j]])
+        return int(rank_src[j])
+
+    ranges = _rank_ranges(_pass_parts(threads, ns), ns, b_rank_in, o_rank_in, visit_rank)
+    att_ids32 = A.ids.astype(np.int32)
+
+    def run(part):
+        (b_lo, b_hi), (o_lo, o_hi), (v_lo, v_hi) = part
+        cap = 2 * ((b_hi - b_lo) + (v_hi - v_lo) + (o_hi - o_lo)) + 1
+        out = tuple(_pool_empty(cap, t) for t in (np.int32, np.int64, np.int64, np.int8, np.int32, np.int64,
+                                                  np.int16))
+        valid = tuple(_pool_empty((cap + 7) // 8, np.uint8) for _ in range(3))  # the kernel writes whole bytes
+        marks = pres if len(ranges) == 1 else np.zeros_like(pres)
+        if order.size:  # visits index the rows: the rows stay whole
+            visits, rows, shift = (order[v_lo:v_hi], x_rank[v_lo:v_hi], x_copy[v_lo:v_hi]), step_cols, 0
+        else:  # the rows are the visits
+            visits, rows, shift = (order, x_rank, x_copy), tuple(c[v_lo:v_hi] for c in step_cols), v_lo
+        res = _kernels.attribute_pass(
+            *(c[b_lo:b_hi] for c in b_cols), visits[0], *rows, visits[1], visits[2],
+            r_lo, rank_lut, att_lo, att_lut, m_start, m_end, nR,
+            L.base, L.head, L.on, pend, att_cause, s_states, pres_lo, marks,
+            *(c[o_lo:o_hi] for c in o_cols), att_ids32, NULL, *out, *valid)
+        return res, out, valid, marks, shift
+
+    if len(ranges) == 1 or threading.current_thread().name.startswith("pau-sweep"):
+        results = [run(part) for part in ranges]  # (never wait on the pool from inside it)
+    else:
+        from .core import _pool
+
+        later = [_pool().submit(run, part) for part in ranges[1:]]
+        results = [run(ranges[0])] + [f.result() for f in later]
+    for (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2, bad_rank), _, _, _, shift \
+            in results:
+        if not code:
+            continue
+        # the first error in (rank, start) order: ranges come in rank order
+        i, i2 = int(i) + shift, int(i2) + shift if i2 >= 0 else -1
         a_i = int(att_lut[int(att_src[i]) - att_lo])
         if dense:
             bad_rank = rank_values[bad_rank]
@@ -1168,21 +1244,32 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list)
             me=m_end[a_i * nR + r_i], k=st.step[i], k2=st.step[i2] if i2 >= 0 else None,
             row2=st.row[i2] if i2 >= 0 else None), fix))
         return None
-    pr, ps, pe, state, att_id, step, cause = (c[:m] for c in out)
+    causes = _names(tuple(cause_names))
+    batches = []
+    for (m, _, _, _, n_att, n_step, n_cause, *_), out, valid, _, _ in results:
+        pr, ps, pe, state, att_id, step, cause = (c[:m] for c in out)
+        if dense:
+            pr = rank_values[pr].astype(np.int32)
+        batches.append(pa.RecordBatch.from_arrays([
+            pa.Array.from_buffers(_INT32, m, [None, pa.py_buffer(pr)]),
+            pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(ps)]),
+            pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(pe)]),
+            pa.DictionaryArray.from_arrays(pa.Array.from_buffers(_INT8, m, [None, pa.py_buffer(state)]),
+                                           _STATE_NAMES, safe=False),
+            _bits(att_id, valid[0], int(n_att), _INT32),
+            _bits(step, valid[1], int(n_step), _INT64),
+            pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), _INT16), causes, safe=False),
+        ], names=_INTERVAL_COLUMNS))
+    intervals = pa.Table.from_batches(batches)
+    ur = np.concatenate([r[0][2] for r in results])
+    acc_ns = np.concatenate([r[0][3] for r in results])
     if dense:
-        pr = rank_values[pr].astype(np.int32)
         ur = rank_values[ur]
-    intervals = pa.Table.from_arrays([
-        pa.Array.from_buffers(_INT32, m, [None, pa.py_buffer(pr)]),
-        pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(ps)]),
-        pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(pe)]),
-        pa.DictionaryArray.from_arrays(pa.Array.from_buffers(_INT8, m, [None, pa.py_buffer(state)]),
-                                       _STATE_NAMES, safe=False),
-        _bits(att_id, valid[0], int(n_att), _INT32),
-        _bits(step, valid[1], int(n_step), _INT64),
-        pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), _INT16),
-                                       _names(tuple(cause_names)), safe=False),
-    ], names=_INTERVAL_COLUMNS)
+    tokens = sum(int(r[0][7]) for r in results)
+    if len(results) == 1:
+        n_pres = int(results[0][0][8])
+    else:  # a step is preserved once, whichever ranges it was productive in
+        n_pres = int(np.count_nonzero(np.logical_or.reduce([r[3] for r in results]))) if pres.size else 0
 
     def labels():
         """The step executions as :func:`_kernels.steps_pass` labels them."""
