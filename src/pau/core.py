@@ -897,31 +897,36 @@ def ledger(
                          "the accountable records set the span")
     att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid)
     iv = att.intervals
-    i_rank = np.asarray(iv["rank"])
-    i_start = np.asarray(iv["start_ns"])
-    i_end = np.asarray(iv["end_ns"])
-    i_state = np.asarray(iv["state"].combine_chunks().indices if iv.num_rows else np.empty(0, np.int8))
     if events is None:
-        table = tidy(i_rank, i_state, np.full(i_rank.size, UNKNOWN_ACTIVITY), i_end - i_start)
+        i_start, i_end = np.asarray(iv["start_ns"]), np.asarray(iv["end_ns"])
+        i_state = np.asarray(iv["state"].combine_chunks().indices if iv.num_rows else np.empty(0, np.int8))
+        table = tidy(np.asarray(iv["rank"]), i_state, np.full(i_start.size, UNKNOWN_ACTIVITY), i_end - i_start)
         return Ledger(table, att.accountable, attribution=att, lifecycle_quarantine=att.quarantine,
                       has_events=False)
     # The windows of the sweep are the runs of one state: consecutive intervals of a
     # rank in the same state that touch become one window (the ledger sums by state,
     # so this changes nothing but the number of window boundaries the sweep crosses).
     # A rank's accounted span runs from its first to its last interval; time in gaps
-    # (not accountable) falls outside every window and is not counted.
+    # (not accountable) falls outside every window and is not counted. The intervals
+    # come in batches of whole ranks: runs per batch, without joining the batches.
     from ._kernels import state_runs
 
+    runs = [state_runs(*(b.column(k).to_numpy() for k in ("rank", "start_ns", "end_ns")),
+                       b.column("state").indices.to_numpy()) for b in iv.to_batches()]
     plan = _Plan(mode="list")
-    plan.win_rank, plan.win_start, plan.win_end, w_state = state_runs(i_rank, i_start, i_end, i_state)
+    if runs:
+        plan.win_rank, plan.win_start, plan.win_end, w_state = (
+            np.concatenate([r[k] for r in runs]) if len(runs) > 1 else runs[0][k] for k in range(4))
+    else:
+        w_state = np.empty(0, np.int8)
     plan.win_row = np.arange(w_state.size, dtype=np.int64)
     plan.win_id = plan.win_row
     ranks = np.asarray(att.accountable["rank"])
-    first = np.searchsorted(i_rank, ranks, side="left")
-    last = np.searchsorted(i_rank, ranks, side="right") - 1
+    first = np.searchsorted(plan.win_rank, ranks, side="left")
+    last = np.searchsorted(plan.win_rank, ranks, side="right") - 1
     plan.span_rank = ranks.astype(np.int32)
-    plan.span_start = i_start[first]
-    plan.span_end = i_end[last]
+    plan.span_start = plan.win_start[first]
+    plan.span_end = plan.win_end[last]
     hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
     nq = 0 if quarantine is None else quarantine.num_rows
     if ranks.size and int(ranks[-1]) - int(ranks[0]) < 1 << 16:
