@@ -3,7 +3,7 @@
 * Attribution throughput on ``10M`` step records across 1,024 ranks and 50 attempts
   (``pau.synth.lifecycle_records``), in step records per second. Target (issue 3):
   20M/s on one core. Measured on the 2-core shared dev box, median of 11 rounds:
-  4.7M/s (2.1 s) before the one-pass kernel, 15.0M/s (0.67 s) with it, 21.0-22.0M/s
+  4.7M/s (2.1 s) before the one-pass kernel, 15.0M/s (0.67 s) with it, 20.9-22.0M/s
   (0.45-0.48 s) with its outputs in Arrow's pool (docs/lifecycle.md)::
 
       PYTHONPATH=src python -m pytest benchmarks/test_bench_lifecycle.py -p no:cacheprovider \
@@ -12,7 +12,7 @@
   same events, on jobs of 1.4M and 7M events: the state intervals become windows of
   the native sweep, so the ledger costs the attribution (1.4 ms for 1,870 lifecycle
   records, 3.1 ms for 8,790) plus a windowed sweep (7-12 % over the plain one).
-  Target (issue 3): 1.3x; 1.29-1.30x on the 7M-event job, 1.62x on the 1.4M one.
+  Target (issue 3): 1.3x; 1.29-1.32x on the 7M-event job, 1.62-1.65x on the 1.4M one.
 
 Every benchmark asserts its answer: conservation against the accountable time, and
 the ledger's activity totals equal to the events-only classification restricted to
