@@ -38,7 +38,6 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import threading
@@ -46,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute  # pa.compute
 
 from . import _kernels
 from ._input import _column, as_table, rank_column, time_column
