@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _core
+from ._search import lower_bound
 from ._input import (
     KINDS,
     REASONS,
@@ -324,14 +325,7 @@ def _rank_split(cols: list, parts: int):
         return None
 
     def first_at_least(v: int) -> int:  # lower bound on (assumed) sorted ranks
-        lo, hi = 0, n
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if rank_at(mid) < v:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return lower_bound(n, rank_at, v)
 
     cuts = sorted({0, n} | {first_at_least(rank_at((j * n) // parts)) for j in range(1, parts)})
     out = []

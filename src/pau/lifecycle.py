@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute  # pa.compute
 
 from . import _kernels
+from ._search import lower_bound
 from ._input import _column, as_table, rank_column, time_column
 from .errors import InvalidRowError, PauError, SchemaError
 
@@ -924,14 +925,7 @@ def _rank_ranges(parts: int, ns: int, b_rank, o_rank, visit_rank) -> list:
         return [((0, b_rank.size), (0, o_rank.size), (0, ns))]
 
     def first_visit(r: int) -> int:  # the first visit of a rank >= r
-        lo, hi = 0, ns
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if visit_rank(mid) < r:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return lower_bound(ns, visit_rank, r)
 
     cut_ranks = sorted({visit_rank((k * ns) // parts) for k in range(1, parts)})
     cuts = [(0, 0, 0)]
