@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ._vocab import ACTIVITIES, STATES
+from ._vocab import ACTIVITIES, STATES, label
 
 NS_PER_HOUR = 3_600 * 10**9
 _UNKNOWN = "unknown"
@@ -251,12 +251,10 @@ def _table(rank, window, state, activity, sums) -> pa.Table:
     out = {"rank": pa.array(uniq[0][keep].astype(np.int32))}
     if window is not None:
         out["window"] = pa.array(uniq[1][keep].astype(np.int64))
-    out["state"] = pa.DictionaryArray.from_arrays(pa.array(uniq[-2][keep].astype(np.int8)), _STATE_NAMES)
-    out["activity"] = pa.DictionaryArray.from_arrays(pa.array(uniq[-1][keep].astype(np.int8)), _ACTIVITY_NAMES)
+    out["state"] = label(STATES, uniq[-2][keep])
+    out["activity"] = label(ACTIVITIES + (_UNKNOWN,), uniq[-1][keep])
     out["duration_ns"] = pa.array(sums[keep])
     return pa.table(out)
 
 
 UNKNOWN_ACTIVITY = len(ACTIVITIES)
-_STATE_NAMES = pa.array(list(STATES), pa.string())
-_ACTIVITY_NAMES = pa.array(list(ACTIVITIES + (_UNKNOWN,)), pa.string())

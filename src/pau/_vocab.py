@@ -1,5 +1,8 @@
 """The vocabulary of DESIGN §2: kinds, activities, states."""
 
+import functools
+
+import numpy as np
 import pyarrow as pa
 
 from ._input import KINDS
@@ -34,3 +37,15 @@ LIFECYCLE_SCHEMA = pa.schema([
     ("block_end_ns", pa.int64()), ("durable_ns", pa.int64()), ("ok", pa.bool_()),
     ("kind", pa.string()), ("tokens", pa.int64()),
 ])
+
+
+@functools.lru_cache(maxsize=64)
+def names(values: tuple) -> pa.Array:
+    """The names of a dictionary-coded column as a string array (cached: the
+    vocabularies and cause lists are a few small tuples)."""
+    return pa.array(list(values), pa.string())
+
+
+def label(values, idx) -> pa.DictionaryArray:
+    """int8 codes `idx` into `values`, as a dictionary array."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.asarray(idx, np.int8)), names(tuple(values)))

@@ -69,7 +69,7 @@ __all__ = [
     "colocated",
 ]
 
-from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, STATES  # noqa: E402
+from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, STATES, label  # noqa: E402
 
 _IDLE = len(KINDS)
 _COMPUTE_BIT = 1 << KINDS.index("compute")
@@ -78,15 +78,6 @@ _UNSORTED = 5
 _MASK_NAMES = tuple(
     "+".join(k for i, k in enumerate(KINDS) if m >> i & 1) or "idle" for m in range(1 << len(KINDS))
 )
-
-
-@functools.lru_cache(maxsize=16)
-def _dictionary(values: tuple) -> pa.Array:
-    return pa.array(list(values), pa.string())
-
-
-def _label(values: Sequence[str], idx: np.ndarray) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(np.asarray(idx, dtype=np.int8)), _dictionary(tuple(values)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -496,7 +487,7 @@ def _exclusive(hist: dict, plan: _Plan, priority) -> pa.Table:
     if plan.mode != "none":
         w = _window_column(plan, s_win)
         cols["window"] = w.take(pa.array(np.repeat(np.arange(s_rank.size), n_act)))
-    cols["activity"] = _label(ACTIVITIES, np.tile(np.arange(n_act), s_rank.size))
+    cols["activity"] = label(ACTIVITIES, np.tile(np.arange(n_act), s_rank.size))
     cols["duration_ns"] = pa.array(mat.ravel(), pa.int64())
     return pa.table(cols)
 

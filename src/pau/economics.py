@@ -26,6 +26,7 @@ from . import _core
 from . import _econ_kernels as K
 from ._input import _column, as_table, time_column
 from ._ledger import NS_PER_HOUR, Ledger
+from ._vocab import label
 from .errors import InvalidRowError, PauError, SchemaError
 
 __all__ = [
@@ -46,10 +47,6 @@ _SLO_KEYS = ("ttft", "tpot", "e2e")
 
 def _ratio(a, b):
     return a / b if b else None
-
-
-def _label(values, idx) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(np.asarray(idx, np.int8)), pa.array(list(values)))
 
 
 # ---------------------------------------------------------------------------
@@ -442,7 +439,7 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     out = {
         "request_id": _one(t["request_id"]),
         "replica": _one(t["replica"]),
-        "outcome": _label(OUTCOMES, outcome),
+        "outcome": label(OUTCOMES, outcome),
         "ttft_ns": _nullable(rr["ttft"], pa.int64(), ft_null, [c["ft_col"]]),
         "tpot_ns": _nullable(rr["tpot"], pa.float64(), no_tpot, tpot_cols),
         "e2e_ns": _nullable(rr["e2e"], pa.int64(), end_null, [c["end_col"]]),

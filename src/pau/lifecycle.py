@@ -38,7 +38,6 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from dataclasses import dataclass
@@ -57,10 +56,9 @@ PHASE_KINDS = ("init", "compile", "data_warmup", "data_wait", "eval", "custom")
 ATTEMPT_KINDS = ("completed", "failed", "preempted", "running")
 INIT_KINDS = ("init", "compile", "data_warmup")
 
-from ._vocab import STATES  # noqa: E402
+from ._vocab import STATES, names  # noqa: E402
 
 S = {name: i for i, name in enumerate(STATES)}
-_STATE_NAMES = pa.array(list(STATES), pa.string())  # the dictionary of the state column
 NULL = np.iinfo(np.int64).min
 NULL_MAX = np.iinfo(np.int64).max
 _ACC, _ATT, _PHASE, _STEP, _CKPT, _REST, _FAIL = range(7)
@@ -899,12 +897,6 @@ def _lut(keys: np.ndarray, lo: int, size: int) -> np.ndarray:
     return lut
 
 
-@functools.lru_cache(maxsize=64)
-def _names(names: tuple) -> pa.Array:
-    """A dictionary of names (the causes of a ledger are a handful of strings)."""
-    return pa.array(list(names), pa.string())
-
-
 #: Step visits from which the pass runs on several threads (one range of ranks each).
 PARALLEL_MIN_VISITS = 50_000
 
@@ -1237,7 +1229,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             me=m_end[a_i * nR + r_i], k=st.step[i], k2=st.step[i2] if i2 >= 0 else None,
             row2=st.row[i2] if i2 >= 0 else None), fix))
         return None
-    causes = _names(tuple(cause_names))
+    causes = names(tuple(cause_names))
     batches = []
     for (m, _, _, _, n_att, n_step, n_cause, *_), out, valid, _, _ in results:
         pr, ps, pe, state, att_id, step, cause = (c[:m] for c in out)
@@ -1248,7 +1240,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(ps)]),
             pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(pe)]),
             pa.DictionaryArray.from_arrays(pa.Array.from_buffers(_INT8, m, [None, pa.py_buffer(state)]),
-                                           _STATE_NAMES, safe=False),
+                                           names(STATES), safe=False),
             _bits(att_id, valid[0], int(n_att), _INT32),
             _bits(step, valid[1], int(n_step), _INT64),
             pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), _INT16), causes, safe=False),
