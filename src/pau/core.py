@@ -268,9 +268,11 @@ def _feed_batches(sweep, batches: Iterable, on_invalid: str, quarantine: list, *
 PARALLEL_MIN_ROWS = 500_000
 
 
-def _parts(threads: int | None, rows: int) -> int:
+def _parts(threads: int | None, rows: int, minimum: int = PARALLEL_MIN_ROWS) -> int:
+    """Threads to use: `threads`, or with None every core (up to 8) from `minimum`
+    rows of work on, else one."""
     if threads is None:
-        return 1 if rows < PARALLEL_MIN_ROWS else max(1, min(os.cpu_count() or 1, 8))
+        return 1 if rows < minimum else max(1, min(os.cpu_count() or 1, 8))
     if threads < 1:
         raise PauError(f"threads: expected a positive number, got {threads}")
     return int(threads)

@@ -38,7 +38,6 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 
@@ -376,16 +375,16 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
                 continue
             a, stp, t0 = int(ra[j]), int(rest.step[j]), int(rest.start[j])
             if best is not None:
-                cand = best[j:j + 1][best[j:j + 1] >= 0]
+                w = int(best[j])
             else:
                 cand = np.flatnonzero((C.step == stp) & (C.durable != NULL) & (C.durable <= t0) & (C.attempt != a))
-            if cand.size == 0:
+                w = int(cand[np.argmax(C.durable[cand])]) if cand.size else -1
+            if w < 0:
                 strict.append((rest.row[j], "step",
                                f"restore of step {stp} in attempt {A.ids[a]}, but no ok checkpoint of "
                                f"step {stp} was durable before the restore started",
                                "add the checkpoint_save record, or mark the restore ok=false"))
                 continue
-            w = cand[np.argmax(C.durable[cand])]
             used[a] = (stp, int(C.attempt[w]))
     # The chain starts at the last attempt that did something: an attempt with no
     # step, no restore and no durable checkpoint (one still initializing, or one
@@ -544,7 +543,7 @@ def _num_array(col, name: str, fill=NULL) -> np.ndarray:
         vals = np.frombuffer(data, dt, len(col), col.offset * np.dtype(dt).itemsize)
         if not col.null_count:
             return vals if dt is np.int64 else vals.astype(np.int64)
-        out = _pool_empty(len(col), np.int64) if len(col) >= 1 << 16 else np.empty(len(col), np.int64)
+        out = _pool_empty(len(col), np.int64)
         _kernels.fill_nulls(vals, np.frombuffer(validity, np.uint8), col.offset, fill, out)
         return out
     if pa.types.is_timestamp(col.type):
@@ -801,8 +800,8 @@ def _as_of(x: _Rows, sc: _Scan, as_of) -> int:
 def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=None,
                    threads: int | None = None) -> Attribution:
     """Validate a lifecycle table and attribute every accountable ns (see module doc).
-    ``threads``: for the pass over the steps (None: all cores when it pays, see
-    :func:`_pass_parts`)."""
+    ``threads``: for the pass over the steps (None: all cores from
+    PARALLEL_MIN_VISITS step visits on)."""
     table = as_table(lifecycle, "lifecycle")
     if "start_ns" not in table.column_names:
         _column(table, "start_ns", "lifecycle")  # raises: the column is missing
@@ -901,14 +900,6 @@ def _lut(keys: np.ndarray, lo: int, size: int) -> np.ndarray:
 PARALLEL_MIN_VISITS = 50_000
 
 
-def _pass_parts(threads, visits: int) -> int:
-    if threads is None:
-        return 1 if visits < PARALLEL_MIN_VISITS else max(1, min(os.cpu_count() or 1, 8))
-    if threads < 1:
-        raise PauError(f"threads: expected a positive number, got {threads}")
-    return int(threads)
-
-
 def _rank_ranges(parts: int, ns: int, b_rank, o_rank, visit_rank) -> list:
     """Up to `parts` ranges of ranks with about as many step visits each, as
     ``((b_lo, b_hi), (o_lo, o_hi), (v_lo, v_hi))`` slices of the background pieces,
@@ -932,7 +923,10 @@ def _rank_ranges(parts: int, ns: int, b_rank, o_rank, visit_rank) -> list:
 def _pool_empty(n: int, dtype) -> np.ndarray:
     """An uninitialized array in Arrow's memory pool. The pool keeps the pages of
     freed buffers, so the next attribution writes into memory that is already
-    mapped instead of faulting in hundreds of MB of fresh pages."""
+    mapped instead of faulting in hundreds of MB of fresh pages. Small arrays come
+    from numpy (cheaper to allocate)."""
+    if n < 1 << 16:
+        return np.empty(n, dtype)
     return np.frombuffer(pa.allocate_buffer(n * np.dtype(dtype).itemsize), dtype)
 
 
@@ -1051,7 +1045,6 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     end = cut(rec.end)
     block = cut(rec.block_end)
 
-    # Steps: rank -1 rows expanded to the members (then scanned again).
     # Dense attempt (in A's start order) and rank of a step, by lookup tables the
     # kernels index directly; numpy computes them when the ids span a huge range.
     if sc.att_count.size:
@@ -1106,8 +1099,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             rank_src, np.asarray(st.attempt, np.int64), st.start, members.ids, members.offsets, m_ranks,
             r_lo, rank_lut, nR, dense)
         if not ok:
-            x_rd = _dense_lut(x_rank, rank_values) if not dense else x_rank
-            pos = np.lexsort((st.start[order], x_rd))
+            pos = np.lexsort((st.start[order], _kernels.lut_map(x_rank, r_lo, rank_lut)))
             order, x_rank, x_copy = order[pos], x_rank[pos], x_copy[pos]
     elif sc.ordered:
         order = np.empty(0, np.int64)  # already in (rank, start) order
@@ -1185,7 +1177,9 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             return int(x_rank[j]) if x_rank.size else int(rank_src[order[j]])
         return int(rank_src[j])
 
-    ranges = _rank_ranges(_pass_parts(threads, ns), ns, b_rank_in, o_rank_in, visit_rank)
+    from .core import _parts, _pool
+
+    ranges = _rank_ranges(_parts(threads, ns, PARALLEL_MIN_VISITS), ns, b_rank_in, o_rank_in, visit_rank)
     att_ids32 = A.ids.astype(np.int32)
 
     def run(part):
@@ -1209,8 +1203,6 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     if len(ranges) == 1 or threading.current_thread().name.startswith("pau-sweep"):
         results = [run(part) for part in ranges]  # (never wait on the pool from inside it)
     else:
-        from .core import _pool
-
         later = [_pool().submit(run, part) for part in ranges[1:]]
         results = [run(ranges[0])] + [f.result() for f in later]
     for (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2, bad_rank), _, _, _, shift \
@@ -1260,16 +1252,15 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         """The step executions as :func:`_kernels.steps_pass` labels them."""
         sa = step_att()
         if x_rank.size:  # the visits as rows of their own, in order
-            s_rd = x_rank if dense else _dense_lut(x_rank, rank_values)
-            cols = (sa[order], st.start[order], st.end[order], st.step[order],
-                    np.where(x_copy, 0, st.tokens[order]))
-            res = _kernels.steps_pass(np.empty(0, np.int64), s_rd, *cols, m_start, m_end, nR, L.base, L.head,
-                                      L.on, pend, NULL, rank_values.astype(np.int32), att_cause, s_states)
-            return res[5], res[1], res[2], res[3]
-        s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut) if len(st) else sa
-        res = _kernels.steps_pass(order, s_rd, sa, st.start, st.end, st.step, st.tokens, m_start, m_end, nR,
-                                  L.base, L.head, L.on, pend, NULL, rank_values.astype(np.int32), att_cause,
-                                  s_states)
+            visits = np.empty(0, np.int64)
+            s_rd = _kernels.lut_map(x_rank, r_lo, rank_lut)
+            cols = (sa[order], st.start[order], st.end[order], st.step[order], np.where(x_copy, 0, st.tokens[order]))
+        else:
+            visits = order
+            s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut) if len(st) else sa
+            cols = (sa, st.start, st.end, st.step, st.tokens)
+        res = _kernels.steps_pass(visits, s_rd, *cols, m_start, m_end, nR, L.base, L.head, L.on, pend, NULL,
+                                  rank_values.astype(np.int32), att_cause, s_states)
         return res[5], res[1], res[2], res[3]
 
     steps = _StepLabels(labels)
