@@ -273,9 +273,8 @@ def test_ranks_far_apart_are_attributed_like_near_ones(far):
 
 
 def test_full_ledger_of_ranks_far_apart_equals_the_near_one():
-    """The full ledger sums into dense (rank, state, activity) cells when the ranks
-    span a small range, and aggregates by sorting otherwise: renaming rank 1 to
-    70,000 (beyond the dense range) changes nothing but the rank."""
+    """The full ledger sums into (rank, state, activity) cells by rank position, not
+    rank number: renaming rank 1 to 70,000 changes nothing but the rank."""
     from pau import synth
 
     job = synth.training_job(ranks=2, steps=60, seed=3, mtbf_s=20, checkpoint_every=5, kernels_per_step=4,

@@ -96,24 +96,6 @@ def paint(rank, start, end, level, order):
 
 
 @kernel
-def _rank_runs(rank):
-    """Start offsets of runs of equal rank (rank sorted), plus the end."""
-    n = rank.size
-    cnt = 1 if n > 0 else 0
-    for i in range(1, n):
-        if rank[i] != rank[i - 1]:
-            cnt += 1
-    off = np.empty(cnt + 1, np.int64)
-    c = 0
-    for i in range(n):
-        if i == 0 or rank[i] != rank[i - 1]:
-            off[c] = i
-            c += 1
-    off[cnt] = n
-    return off
-
-
-@kernel
 def rank_order(rdense, start, n_ranks):
     """A stable counting sort of rows by dense rank, and whether each rank's rows
     then come in non-decreasing start order (if not, the caller sorts fully)."""

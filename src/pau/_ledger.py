@@ -236,12 +236,13 @@ def tidy(rank, state, activity, duration, window=None) -> pa.Table:
     return _table(uniq[0], None if window is None else uniq[1], uniq[-2], uniq[-1], sums)
 
 
-def cells_table(cells: np.ndarray, rank_lo: int, n_act: int) -> pa.Table:
-    """The tidy table of dense cells indexed ``((rank - rank_lo) * len(STATES) +
-    state) * n_act + activity`` (as :func:`tidy` gives it: non-zero rows, sorted)."""
+def cells_table(cells: np.ndarray, ranks: np.ndarray, n_act: int) -> pa.Table:
+    """The tidy table of dense cells indexed ``(r * len(STATES) + state) * n_act +
+    activity`` for rank ``ranks[r]`` (sorted), as :func:`tidy` gives it: non-zero
+    rows, sorted."""
     idx = np.flatnonzero(cells)
     per_rank = len(STATES) * n_act
-    return _table(rank_lo + idx // per_rank, None, (idx // n_act) % len(STATES), idx % n_act, cells[idx])
+    return _table(np.asarray(ranks)[idx // per_rank], None, (idx // n_act) % len(STATES), idx % n_act, cells[idx])
 
 
 def _table(rank, window, state, activity, sums) -> pa.Table:

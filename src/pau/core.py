@@ -916,21 +916,17 @@ def ledger(
     plan.span_end = plan.win_end[last]
     hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
     nq = 0 if quarantine is None else quarantine.num_rows
-    if ranks.size and int(ranks[-1]) - int(ranks[0]) < 1 << 16:
-        # One pass over the histogram into dense (rank, state, activity) cells.
-        from ._kernels import state_cells
-        from ._ledger import cells_table
+    # One pass over the histogram into (accountable rank, state, activity) cells; rows
+    # in a window have an accountable rank (their windows are its intervals).
+    from ._kernels import state_cells
+    from ._ledger import cells_table
 
-        n_act = len(ACTIVITIES) + 1
-        cells = state_cells(hist["rank"], hist["window"], hist["mask"], hist["duration"], w_state, act_of_mask,
-                            int(ranks[0]), int(ranks[-1]) - int(ranks[0]) + 1, len(STATES), n_act)
-        return Ledger(_with_counts(cells_table(cells, int(ranks[0]), n_act), rows, nq), att.accountable,
-                      attribution=att, quarantine=quarantine, lifecycle_quarantine=att.quarantine)
-    inside = hist["window"] >= 0
-    w = hist["window"][inside]
-    table = tidy(hist["rank"][inside], w_state[w], act_of_mask[hist["mask"][inside]], hist["duration"][inside])
-    return Ledger(_with_counts(table, rows, nq), att.accountable, attribution=att, quarantine=quarantine,
-                  lifecycle_quarantine=att.quarantine)
+    n_act = len(ACTIVITIES) + 1
+    h_rank = np.searchsorted(ranks, hist["rank"]).astype(np.int32)  # dense ranks
+    cells = state_cells(h_rank, hist["window"], hist["mask"], hist["duration"], w_state, act_of_mask, 0,
+                        ranks.size, len(STATES), n_act)
+    return Ledger(_with_counts(cells_table(cells, ranks, n_act), rows, nq), att.accountable, attribution=att,
+                  quarantine=quarantine, lifecycle_quarantine=att.quarantine)
 
 
 # Economics of useful work (DESIGN §3-4) live in pau.economics; the public names are here.
