@@ -17,6 +17,15 @@ using pau::bindings::carray;
 using pau::bindings::check_len;
 using pau::bindings::to_numpy;
 
+// An optional bool mask (None: nullptr) of n rows; `keep` holds the converted array.
+const uint8_t* mask_ptr(const py::object& obj, carray<bool>& keep, py::ssize_t n, const char* name,
+                        const char* like = "arrival_ns") {
+    if (obj.is_none()) return nullptr;
+    keep = obj.cast<carray<bool>>();
+    check_len(keep, n, name, like);
+    return reinterpret_cast<const uint8_t*>(keep.data());
+}
+
 py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arrival,
                          const carray<int64_t>& first_token, const carray<int64_t>& end,
                          const carray<int64_t>& input_tokens, const carray<int64_t>& output_tokens,
@@ -42,12 +51,7 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
     }
     const int8_t* op = outcome_obj.is_none() ? nullptr : outcome.data();
     carray<bool> ftn;
-    const uint8_t* fnp = nullptr;
-    if (!first_token_null.is_none()) {
-        ftn = first_token_null.cast<carray<bool>>();
-        check_len(ftn, n, "first_token_null", "replica");
-        fnp = reinterpret_cast<const uint8_t*>(ftn.data());
-    }
+    const uint8_t* fnp = mask_ptr(first_token_null, ftn, n, "first_token_null", "replica");
     pau::core::AttribResult res;
     {
         // Safe without the GIL: every buffer belongs to an array the caller's frame
@@ -73,14 +77,6 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
                           overflow);
 }
 
-}  // namespace
-
-const uint8_t* mask_ptr(const py::object& obj, carray<bool>& keep, py::ssize_t n, const char* name) {
-    if (obj.is_none()) return nullptr;
-    keep = obj.cast<carray<bool>>();
-    check_len(keep, n, name, "arrival_ns");
-    return reinterpret_cast<const uint8_t*>(keep.data());
-}
 
 py::dict request_rows(const carray<int64_t>& arrival, const py::object& arrival_null, const carray<int64_t>& end,
                       const py::object& end_null, const carray<int64_t>& first_token,
@@ -148,6 +144,8 @@ py::object first_seen_codes(const carray<T>& a, const py::object& a_null, const 
     if (!ok) return py::none();
     return py::make_tuple(to_numpy(std::move(ca)), to_numpy(std::move(cb)), to_numpy(std::move(uniq)));
 }
+
+}  // namespace
 
 void bind_econ(py::module_& m) {
     m.attr("ATTRIB_MAX_WEIGHT") = pau::core::kAttribMaxWeight;
