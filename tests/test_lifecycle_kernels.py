@@ -522,3 +522,86 @@ def test_attribute_pass_reports_step_errors_like_the_reference():
                 setv("rank", si[3], 5)):                                   # not a member
         calls = check_pass(bad, None)
         assert calls and calls[-1][1][9] != 0
+
+
+# --------------------------------------------------------------------------- prepare
+
+def _same(a, b, what):
+    if isinstance(a, tuple):
+        assert len(a) == len(b), what
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{what}[{i}]")
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == np.asarray(b).dtype or a.dtype.kind == "O", (what, a.dtype, np.asarray(b).dtype)
+        assert a.tolist() == np.asarray(b).tolist(), what
+    else:
+        assert a == b, (what, a, b)
+
+
+def setups_compared(t, as_of=None, ranks=None, monkeypatch=None):
+    """Attribute `t`, with each kernel setup (:func:`_kernels.prepare`) checked
+    field by field against its numpy twin on the same inputs; returns how many
+    setups the kernel made (0: it left the input to numpy)."""
+    made = []
+    real = lifecycle._setup_kernel
+
+    def both(x, st_, sc, as_of_, ranks_):
+        got = real(x, st_, sc, as_of_, ranks_)
+        if got is None:
+            return None
+        made.append(1)
+        strict: list = []
+        want = lifecycle._setup_numpy(x, st_, sc, as_of_, ranks_, strict)
+        assert not strict and want is not None
+        for f in ("rank_values", "dense", "r_lo", "rank_lut", "att_lo", "att_lut", "m_start", "m_end",
+                  "b_cols", "o_cols", "acc_min", "lineage_ckpts"):
+            _same(getattr(got, f), getattr(want, f), f)
+        for part, fields in (("A", ("ids", "start", "end", "running", "cause", "failures", "completed")),
+                             ("C", ("attempt", "step", "durable", "ok")),
+                             ("L", ("base", "head", "on", "last")), ("members", ("ids", "offsets", "ranks"))):
+            for f in fields:
+                _same(getattr(getattr(got, part), f), getattr(getattr(want, part), f), f"{part}.{f}")
+        return got
+
+    monkeypatch.setattr(lifecycle, "_setup_kernel", both)
+    lifecycle.attribute_rows(t, as_of=as_of, ranks=ranks)
+    monkeypatch.undo()
+    return len(made)
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(case=with_as_of(), shuffle=st.randoms(use_true_random=False), extra=st.booleans())
+def test_prepare_matches_its_numpy_twin(case, shuffle, extra):
+    """Every generated (valid) lifecycle with an attempt as of as_of goes through
+    the kernel, in any row order, with or without extra ranks, and gets exactly the
+    numpy path's setup."""
+    rows, as_of = case
+    rows = list(rows)
+    shuffle.shuffle(rows)
+    mp = pytest.MonkeyPatch()
+    attempts = any(r["record"] == "attempt" and (as_of is None or r["start"] <= as_of) for r in rows)
+    assert setups_compared(table(rows), None if as_of is None else as_of * S,
+                           ranks=[0, 7] if extra else None, monkeypatch=mp) == int(attempts)
+
+
+def test_prepare_leaves_relational_errors_and_far_ranks_to_numpy():
+    """Input the numpy path must name, or that the kernel does not lay out, goes
+    there: the error or the result is the numpy path's."""
+    from lifecycle_cases import example_a
+
+    t = example_a()
+    mp = pytest.MonkeyPatch()
+    assert setups_compared(t, monkeypatch=mp) == 1
+    rows = t.to_pylist()
+    bad = [dict(r, step=99) if r["record"] == "restore" else r for r in rows]  # never saved
+    with pytest.raises(lifecycle.InvalidLifecycleError, match="no ok checkpoint of step 99"):
+        setups_compared(pa.Table.from_pylist(bad, schema=t.schema), monkeypatch=mp)
+    assert lifecycle.attribute_rows(pa.Table.from_pylist(bad, schema=t.schema), on_invalid="quarantine") \
+        .quarantine["reason"].to_pylist() == [
+            "restore of step 99 in attempt 2, but no ok checkpoint of step 99 was durable before the restore "
+            "started"]
+    # a second rank 2**30 away: ranks pass as dense positions (the numpy path)
+    far = pa.Table.from_pylist(rows + [dict(rows[0], rank=1 << 30)], schema=t.schema)
+    assert setups_compared(far, monkeypatch=mp) == 0
+    iv = lifecycle.attribute_rows(far).intervals
+    assert sorted(set(iv["rank"].to_pylist())) == [0, 1 << 30]

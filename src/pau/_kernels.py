@@ -793,3 +793,585 @@ def state_runs(rank, start, end, state):
             w_state[m] = state[i]
             m += 1
     return w_rank[:m], w_start[:m], w_end[:m], w_state[:m]
+
+
+# ---------------------------------------------------------------------------
+# the small records (attempts, membership, phases, saves, restores, failures) in
+# one call: what pau.lifecycle's numpy path computes before the pass, for input
+# without relational errors (any error, or an unusual layout, returns status 1 and
+# the caller takes that path, which names the problem)
+
+# record codes, as pau.lifecycle.RECORDS orders them
+R_ACC, R_ATT, R_PHASE, R_STEP, R_CKPT, R_REST, R_FAIL = 0, 1, 2, 3, 4, 5, 6
+# attempt kinds, as pau.lifecycle.ATTEMPT_KINDS orders them
+K_COMPLETED, K_FAILED, K_PREEMPTED, K_RUNNING = 0, 1, 2, 3
+N_INIT_KINDS = 3  # the first phase kinds are the init kinds
+# causes past the failure kinds: base + these
+C_FAILED, C_PREEMPTED, C_ENDED, C_SUPERSEDED = 0, 1, 2, 3
+# positions in `st_codes`
+P_OUTAGE, P_UNATTRIBUTED, P_RESTORE, P_INIT, P_REINIT, P_LOST, P_CKPT, P_UNUSED = range(8)
+_KEY40 = np.int64(1) << 40
+
+
+@helper
+def _find(keys, v):
+    """Position of ``v`` in sorted ``keys``, -1 if absent."""
+    p = np.searchsorted(keys, v)
+    if p < keys.size and keys[p] == v:
+        return p
+    return -1
+
+
+@kernel
+def _by_rank_start(rank, start):
+    """Row order by (rank, start), stable (numpy's lexsort((start, rank)))."""
+    o1 = np.argsort(start, kind="mergesort")
+    r1 = np.empty(rank.size, np.int64)
+    for j in range(rank.size):
+        r1[j] = rank[o1[j]]
+    o2 = np.argsort(r1, kind="mergesort")
+    out = np.empty(rank.size, np.int64)
+    for j in range(rank.size):
+        out[j] = o1[o2[j]]
+    return out
+
+
+@kernel
+def _prepare_empty():
+    """What :func:`prepare` returns when the caller must take the numpy path."""
+    e = np.empty(0, np.int64)
+    b = np.empty(0, np.bool_)
+    P = paint(np.empty(0, np.int32), e, e, np.empty(0, np.int8), e)
+    layer = (P[0], P[1], P[2], np.empty(0, np.int8)[P[3]], np.empty(0, np.int32)[P[3]], e[P[3]])
+    return (1, (e, e, e, b, e, b), (e, e, e), (e, e, e, b), (e, e, b), (e, e, e), (e, np.int64(0), e, e, e),
+            layer, layer, np.int64(0), e)
+
+
+@kernel
+def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode, n_fail_kinds,
+            as_of, null, step_ranks, extra_ranks, att_lo, att_count, att_max_step, att_max_end,
+            s_att, s_end, s_step, phase_state, st_codes):
+    """Attempts, checkpoints, lineage, membership and the painted background and
+    overlay of attribution, from the small records (``kcode``: a kind code per row:
+    attempt rows index ATTEMPT_KINDS (-1: none), phase rows PHASE_KINDS, failure
+    rows the caller's sorted failure kinds). The rules are those of
+    :mod:`pau.lifecycle` (``_attempts``, ``_checkpoints``, ``_lineage`` and the
+    layers of ``_attribute``), which is this kernel's twin.
+
+    Returns ``(status, attempts, failures, checkpoints, lineage, members, ranks,
+    background, overlay, acc_min, lineage_ckpts)`` as tuples of arrays; status 1:
+    a relational error or an unusual layout (then the rest is empty).
+    """
+    n = rec.size
+    big = np.iinfo(np.int64).max
+    # -- attempts: per id the earliest start, the latest end (null if one is open)
+    # and the first kind given
+    n_att_rows = 0
+    for i in range(n):
+        if rec[i] == R_ATT:
+            n_att_rows += 1
+    row_ids = np.empty(n_att_rows, np.int64)
+    k = 0
+    for i in range(n):
+        if rec[i] == R_ATT:
+            row_ids[k] = attempt[i]
+            k += 1
+    u = np.unique(row_ids)
+    nA = u.size
+    p_start = np.full(nA, big, np.int64)
+    p_end = np.full(nA, null, np.int64)
+    p_kind = np.full(nA, -1, np.int64)
+    p_seen = np.zeros(nA, np.bool_)
+    for i in range(n):
+        if rec[i] != R_ATT:
+            continue
+        p = np.searchsorted(u, attempt[i])
+        s, e = start[i], end[i]
+        if not p_seen[p]:
+            p_seen[p] = True
+            p_start[p], p_end[p], p_kind[p] = s, e, kcode[i]
+        else:
+            p_start[p] = min(p_start[p], s)
+            p_end[p] = null if (p_end[p] == null or e == null) else max(p_end[p], e)
+            if p_kind[p] < 0:
+                p_kind[p] = kcode[i]
+    # every record but accountable names a known attempt; the steps' ids are known
+    # from the scan (rows outside the ids' range, or ids without a row: an error)
+    for i in range(n):
+        if rec[i] != R_ACC and _find(u, attempt[i]) < 0:
+            return _prepare_empty()
+    if nA == 0:
+        return _prepare_empty()
+    for j in range(att_count.size):
+        if att_count[j] > 0 and _find(u, att_lo + j) < 0:
+            return _prepare_empty()
+    order = np.argsort(p_start, kind="mergesort")  # by (start, id): u is sorted
+    dense_of = np.empty(nA, np.int64)  # position in u -> dense index
+    for i in range(nA):
+        dense_of[order[i]] = i
+    a_ids = u[order]
+    a_start = p_start[order]
+    # failures as of as_of, distinct, by (time, attempt, kind); the first of each
+    # attempt ends it
+    nf = 0
+    for i in range(n):
+        if rec[i] == R_FAIL and start[i] <= as_of:
+            nf += 1
+    f_a = np.empty(nf, np.int64)
+    f_t = np.empty(nf, np.int64)
+    f_k = np.empty(nf, np.int64)
+    k = 0
+    for i in range(n):
+        if rec[i] == R_FAIL and start[i] <= as_of:
+            f_a[k], f_t[k], f_k[k] = attempt[i], start[i], kcode[i]
+            k += 1
+    fo = np.argsort(f_k, kind="mergesort")
+    fo = fo[np.argsort(f_a[fo], kind="mergesort")]
+    fo = fo[np.argsort(f_t[fo], kind="mergesort")]
+    keep = np.zeros(nf, np.bool_)
+    for j in range(nf):
+        i = fo[j]
+        if j == 0:
+            keep[j] = True
+        else:
+            q = fo[j - 1]
+            keep[j] = f_a[i] != f_a[q] or f_t[i] != f_t[q] or f_k[i] != f_k[q]
+    fo = fo[keep]
+    f_a, f_t, f_k = f_a[fo], f_t[fo], f_k[fo]
+    ff_has = np.zeros(nA, np.bool_)
+    ff_t = np.zeros(nA, np.int64)
+    ff_k = np.zeros(nA, np.int64)
+    for j in range(fo.size):
+        d = dense_of[np.searchsorted(u, f_a[j])]
+        if not ff_has[d]:
+            ff_has[d], ff_t[d], ff_k[d] = True, f_t[j], f_k[j]
+    a_end = np.empty(nA, np.int64)
+    a_running = np.zeros(nA, np.bool_)
+    a_cause = np.full(nA, -1, np.int64)
+    for i in range(nA):
+        p = order[i]
+        ea = p_end[p]
+        has_e = ea != null and ea <= as_of
+        e = ea
+        c = -1
+        if ff_has[i]:
+            e = ff_t[i] if not has_e else min(e, ff_t[i])
+            has_e = True
+            c = ff_k[i]
+        elif has_e:
+            kd = p_kind[p]
+            if kd == K_RUNNING:
+                c = n_fail_kinds + C_ENDED
+            elif kd == K_FAILED:
+                c = n_fail_kinds + C_FAILED
+            elif kd == K_PREEMPTED:
+                c = n_fail_kinds + C_PREEMPTED
+        if not has_e and i + 1 < nA:
+            e = min(a_start[i + 1], as_of)  # superseded by the next attempt
+            has_e = True
+            if c < 0:
+                c = n_fail_kinds + C_SUPERSEDED
+        if not has_e:
+            e = as_of
+            a_running[i] = True
+        a_end[i] = max(min(e, as_of), a_start[i])
+        a_cause[i] = c
+    a_completed = np.zeros(nA, np.bool_)
+    for i in range(nA):
+        a_completed[i] = not a_running[i] and a_cause[i] < 0
+
+    # -- ranks, membership, accountable time
+    n_acc = 0
+    n_known = step_ranks.size + extra_ranks.size
+    for i in range(n):
+        if rec[i] == R_ACC:
+            n_acc += 1
+        if rank[i] >= 0:
+            n_known += 1
+    known = np.empty(n_known, np.int64)
+    k = 0
+    for i in range(n):
+        if rank[i] >= 0:
+            known[k] = rank[i]
+            k += 1
+    for j in range(step_ranks.size):
+        known[k] = step_ranks[j]
+        k += 1
+    for j in range(extra_ranks.size):
+        known[k] = extra_ranks[j]
+        k += 1
+    known = np.unique(known)
+    acc_rows = np.empty(n_acc, np.int64)
+    k = 0
+    for i in range(n):
+        if rec[i] == R_ACC:
+            acc_rows[k] = i
+            k += 1
+    # membership rows: per-rank attempt rows first, then rank -1 rows per rank
+    # accountable at the attempt's start (every known rank without accountable rows)
+    cap = 0
+    for i in range(n):
+        if rec[i] == R_ATT:
+            cap += 1 if rank[i] >= 0 else max(n_acc, known.size)
+    mm_d = np.empty(cap, np.int64)
+    mm_r = np.empty(cap, np.int64)
+    mm_s = np.empty(cap, np.int64)
+    mm_e = np.empty(cap, np.int64)
+    nm = 0
+    for i in range(n):
+        if rec[i] == R_ATT and rank[i] >= 0:
+            d = dense_of[np.searchsorted(u, attempt[i])]
+            ae = a_end[d]
+            oe = ae if (end[i] == null or end[i] > as_of) else min(end[i], ae)
+            mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm] = d, rank[i], start[i], max(oe, start[i])
+            nm += 1
+    for i in range(n):
+        if rec[i] == R_ATT and rank[i] < 0:
+            d = dense_of[np.searchsorted(u, attempt[i])]
+            t0 = start[i]
+            if n_acc:
+                for j in range(n_acc):
+                    q = acc_rows[j]
+                    if start[q] <= t0 and (end[q] == null or end[q] > t0):
+                        mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm] = d, rank[q], a_start[d], a_end[d]
+                        nm += 1
+            else:
+                if known.size == 0:
+                    return _prepare_empty()
+                for j in range(known.size):
+                    mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm] = d, known[j], a_start[d], a_end[d]
+                    nm += 1
+    # distinct (attempt, rank), the first row of each, sorted
+    mkey = np.empty(nm, np.int64)
+    for j in range(nm):
+        mkey[j] = mm_d[j] * (np.int64(1) << 32) + mm_r[j]
+    mo = np.argsort(mkey, kind="mergesort")
+    nmu = 0
+    for j in range(nm):
+        if j == 0 or mkey[mo[j]] != mkey[mo[j - 1]]:
+            mo[nmu] = mo[j]
+            nmu += 1
+    mo = mo[:nmu]
+    mem_att, mem_rank, mem_start, mem_end = mm_d[mo], mm_r[mo], mm_s[mo], mm_e[mo]
+    # the members of each attempt by id (ranks sorted)
+    by_id = np.argsort(a_ids[mem_att], kind="mergesort")
+    m_ranks = mem_rank[by_id]
+    n_ids = 0
+    for j in range(nmu):
+        if j == 0 or mem_att[by_id[j]] != mem_att[by_id[j - 1]]:
+            n_ids += 1
+    m_ids = np.empty(n_ids, np.int64)
+    m_off = np.zeros(n_ids + 1, np.int64)
+    g = -1
+    for j in range(nmu):
+        if j == 0 or mem_att[by_id[j]] != mem_att[by_id[j - 1]]:
+            g += 1
+            m_ids[g] = a_ids[mem_att[by_id[j]]]
+        m_off[g + 1] = j + 1
+    if n_acc:
+        acc_rank = np.empty(n_acc, np.int64)
+        acc_start = np.empty(n_acc, np.int64)
+        acc_end = np.empty(n_acc, np.int64)
+        for j in range(n_acc):
+            q = acc_rows[j]
+            acc_rank[j], acc_start[j] = rank[q], start[q]
+            acc_end[j] = as_of if end[q] == null else min(end[q], as_of)
+    else:
+        acc_rank = np.unique(mem_rank)
+        acc_start = np.full(acc_rank.size, big, np.int64)
+        acc_end = np.full(acc_rank.size, -big, np.int64)
+        for j in range(nmu):
+            p = np.searchsorted(acc_rank, mem_rank[j])
+            acc_start[p] = min(acc_start[p], mem_start[j])
+            acc_end[p] = max(acc_end[p], mem_end[j])
+    acc_min = big
+    for j in range(acc_rank.size):
+        acc_end[j] = max(acc_end[j], acc_start[j])
+        acc_min = min(acc_min, acc_start[j])
+    allr = np.empty(known.size + acc_rank.size + nmu, np.int64)
+    allr[:known.size] = known
+    allr[known.size:known.size + acc_rank.size] = acc_rank
+    allr[known.size + acc_rank.size:] = mem_rank
+    rank_values = np.unique(allr)
+    nR = max(rank_values.size, 1)
+    r_lo = rank_values[0] if rank_values.size else 0
+    span = rank_values[-1] - r_lo + 1 if rank_values.size else 0
+    if span >= 1 << 24:  # ranks far apart: the caller's dense-rank path
+        return _prepare_empty()
+    rank_lut = np.full(span, -1, np.int64)
+    for j in range(rank_values.size):
+        rank_lut[rank_values[j] - r_lo] = j
+    m_start = np.full(nA * nR, null, np.int64)
+    m_end = np.full(nA * nR, null, np.int64)
+    for j in range(nmu):
+        c = mem_att[j] * nR + rank_lut[mem_rank[j] - r_lo]
+        m_start[c] = mem_start[j]
+        m_end[c] = mem_end[j]
+
+    # -- phases, saves and restores on each member rank (rank -1: every member),
+    # checked against their attempt on that rank and cut at its end
+    ne = 0
+    for i in range(n):
+        ri = rec[i]
+        if ri == R_PHASE or ri == R_CKPT or ri == R_REST:
+            if rank[i] >= 0:
+                ne += 1
+            else:
+                p = _find(m_ids, attempt[i])
+                if p >= 0:
+                    ne += m_off[p + 1] - m_off[p]
+    x_src = np.empty(ne, np.int64)
+    x_rank = np.empty(ne, np.int64)
+    k = 0
+    for i in range(n):
+        ri = rec[i]
+        if (ri == R_PHASE or ri == R_CKPT or ri == R_REST) and rank[i] >= 0:
+            x_src[k], x_rank[k] = i, rank[i]
+            k += 1
+    for i in range(n):
+        ri = rec[i]
+        if (ri == R_PHASE or ri == R_CKPT or ri == R_REST) and rank[i] < 0:
+            p = _find(m_ids, attempt[i])
+            if p >= 0:
+                for q in range(m_off[p], m_off[p + 1]):
+                    x_src[k], x_rank[k] = i, m_ranks[q]
+                    k += 1
+    x_d = np.empty(ne, np.int64)
+    x_end = np.empty(ne, np.int64)
+    x_block = np.empty(ne, np.int64)
+    for k in range(ne):
+        i = x_src[k]
+        d = dense_of[np.searchsorted(u, attempt[i])]
+        v = x_rank[k] - r_lo
+        rd = rank_lut[v] if 0 <= v < span else -1
+        if rd < 0:
+            return _prepare_empty()
+        ms = m_start[d * nR + rd]
+        me = m_end[d * nR + rd]
+        if ms == null or start[i] < ms or start[i] > me:
+            return _prepare_empty()
+        x_d[k] = d
+        e = end[i]
+        x_end[k] = max(me if (e == null or e > me) else e, start[i])
+        e = block_end[i]
+        x_block[k] = max(me if (e == null or e > me) else e, start[i])
+
+    # -- checkpoints: per (attempt, step) durable when the last shard is, ok if all are
+    nc_rows = 0
+    for i in range(n):
+        if rec[i] == R_CKPT:
+            if step[i] < 0 or step[i] >= _KEY40:
+                return _prepare_empty()
+            nc_rows += 1
+    ckey = np.empty(nc_rows, np.int64)
+    cdur = np.empty(nc_rows, np.int64)
+    cok = np.empty(nc_rows, np.bool_)
+    k = 0
+    for i in range(n):
+        if rec[i] == R_CKPT:
+            ckey[k] = dense_of[np.searchsorted(u, attempt[i])] * _KEY40 + step[i]
+            cdur[k] = big if durable[i] == null else durable[i]
+            cok[k] = ok[i]
+            k += 1
+    co = np.argsort(ckey, kind="mergesort")
+    nC = 0
+    for j in range(nc_rows):
+        if j == 0 or ckey[co[j]] != ckey[co[j - 1]]:
+            nC += 1
+    c_key = np.empty(nC, np.int64)
+    c_dur = np.empty(nC, np.int64)
+    c_ok = np.empty(nC, np.bool_)
+    g = -1
+    for j in range(nc_rows):
+        i = co[j]
+        if j == 0 or ckey[i] != ckey[co[j - 1]]:
+            g += 1
+            c_key[g], c_dur[g], c_ok[g] = ckey[i], cdur[i], cok[i]
+        else:
+            c_dur[g] = max(c_dur[g], cdur[i])
+            c_ok[g] = c_ok[g] and cok[i]
+    c_att = np.empty(nC, np.int64)
+    c_step = np.empty(nC, np.int64)
+    has_durable = np.zeros(nA, np.bool_)
+    for g in range(nC):
+        c_att[g] = c_key[g] >> 40
+        c_step[g] = c_key[g] & (_KEY40 - 1)
+        if not (c_ok[g] and c_dur[g] <= as_of):
+            c_dur[g] = null
+        else:
+            has_durable[c_att[g]] = True
+
+    # -- lineage: the restore each attempt used (its last ok one, by start) and the
+    # checkpoint it read (the latest durable one of its step, before it, written
+    # by another attempt)
+    nrs = 0
+    for i in range(n):
+        if rec[i] == R_REST and start[i] <= as_of:
+            nrs += 1
+    r_rows = np.empty(nrs, np.int64)
+    r_st = np.empty(nrs, np.int64)
+    k = 0
+    for i in range(n):
+        if rec[i] == R_REST and start[i] <= as_of:
+            r_rows[k], r_st[k] = i, start[i]
+            k += 1
+    used = np.zeros(nA, np.bool_)
+    used_step = np.zeros(nA, np.int64)
+    used_w = np.zeros(nA, np.int64)
+    for j in np.argsort(r_st, kind="mergesort"):
+        i = r_rows[j]
+        if not ok[i]:
+            continue
+        a = dense_of[np.searchsorted(u, attempt[i])]
+        w = -1
+        for g in range(nC):
+            if (c_step[g] == step[i] and c_dur[g] != null and c_dur[g] <= start[i] and c_att[g] != a
+                    and (w < 0 or c_dur[g] > c_dur[w])):
+                w = g
+        if w < 0:
+            return _prepare_empty()
+        used[a], used_step[a], used_w[a] = True, step[i], c_att[w]
+    base = np.full(nA, null, np.int64)
+    head = np.full(nA, null, np.int64)
+    on = np.zeros(nA, np.bool_)
+    cur = nA - 1
+    while cur > 0 and att_count[a_ids[cur] - att_lo] == 0 and not used[cur] and not has_durable[cur]:
+        cur -= 1
+    seen = np.zeros(nA, np.bool_)
+    first = True
+    h = null
+    while cur >= 0 and not seen[cur]:
+        seen[cur] = True
+        b = used_step[cur] if used[cur] else null
+        if first:
+            first = False
+            if a_completed[cur]:
+                h = _last_done_step(a_ids[cur] - att_lo, a_ids[cur], min(as_of, a_end[cur]), as_of, a_end[cur],
+                                    att_count, att_max_step, att_max_end, s_att, s_end, s_step, null)
+                if h == null:
+                    h = b
+            else:
+                h = null
+                for g in range(nC):
+                    if c_att[g] == cur and c_dur[g] != null and (h == null or c_step[g] > h):
+                        h = c_step[g]
+                if h == null:
+                    h = b
+                if b != null and h != null and h < b:
+                    h = b
+        on[cur] = True
+        base[cur] = b
+        head[cur] = h
+        if not used[cur]:
+            break
+        h = used_step[cur]
+        cur = used_w[cur]
+    nl = 0
+    for g in range(nC):
+        if c_dur[g] != null and _on_line(on, base, head, c_att[g], c_step[g], null):
+            nl += 1
+    lineage_ckpts = np.empty(nl, np.int64)
+    k = 0
+    for g in range(nC):
+        if c_dur[g] != null and _on_line(on, base, head, c_att[g], c_step[g], null):
+            lineage_ckpts[k] = c_step[g]
+            k += 1
+    lineage_ckpts = np.sort(lineage_ckpts)
+
+    # -- background: accountable (outage) < attempts (unattributed) < init/restore
+    nb = 0
+    for k in range(ne):
+        ri = rec[x_src[k]]
+        if ri == R_REST or (ri == R_PHASE and kcode[x_src[k]] < N_INIT_KINDS):
+            nb += 1
+    nb0 = acc_rank.size + nmu
+    b_rank = np.empty(nb0 + nb, np.int32)
+    b_start = np.empty(nb0 + nb, np.int64)
+    b_end = np.empty(nb0 + nb, np.int64)
+    b_level = np.empty(nb0 + nb, np.int8)
+    b_state = np.empty(nb0 + nb, np.int8)
+    b_att = np.empty(nb0 + nb, np.int32)
+    b_step = np.full(nb0 + nb, null, np.int64)
+    for j in range(acc_rank.size):
+        b_rank[j], b_start[j], b_end[j] = acc_rank[j], acc_start[j], acc_end[j]
+        b_level[j], b_state[j], b_att[j] = 0, st_codes[P_OUTAGE], -1
+    for j in range(nmu):
+        q = acc_rank.size + j
+        b_rank[q], b_start[q], b_end[q] = mem_rank[j], mem_start[j], mem_end[j]
+        b_level[q], b_state[q], b_att[q] = 1, st_codes[P_UNATTRIBUTED], mem_att[j]
+    q = nb0
+    for k in range(ne):
+        i = x_src[k]
+        ri = rec[i]
+        if ri == R_REST or (ri == R_PHASE and kcode[i] < N_INIT_KINDS):
+            b_rank[q], b_start[q], b_end[q], b_level[q], b_att[q] = x_rank[k], start[i], x_end[k], 2, x_d[k]
+            if ri == R_REST:
+                b_state[q] = st_codes[P_RESTORE]
+                b_step[q] = step[i]
+            else:
+                b_state[q] = st_codes[P_INIT] if x_d[k] == 0 else st_codes[P_REINIT]
+            q += 1
+    B = paint(b_rank, b_start, b_end, b_level, _by_rank_start(b_rank, b_start))
+    br = B[3]
+    background = (B[0], B[1], B[2], b_state[br], b_att[br], b_step[br])
+
+    # -- overlay: eval/custom/data_wait < checkpoint (blocking part)
+    no = ne - nb
+    o_rank = np.empty(no, np.int32)
+    o_start = np.empty(no, np.int64)
+    o_end = np.empty(no, np.int64)
+    o_level = np.empty(no, np.int8)
+    o_state = np.empty(no, np.int8)
+    o_att = np.empty(no, np.int32)
+    o_step = np.full(no, null, np.int64)
+    q = 0
+    for k in range(ne):  # phases first, then saves
+        i = x_src[k]
+        if rec[i] == R_PHASE and kcode[i] >= N_INIT_KINDS:
+            o_rank[q], o_start[q], o_end[q], o_level[q], o_att[q] = x_rank[k], start[i], x_end[k], 0, x_d[k]
+            o_state[q] = phase_state[kcode[i]]
+            q += 1
+    for k in range(ne):
+        i = x_src[k]
+        if rec[i] == R_CKPT:
+            d = x_d[k]
+            o_rank[q], o_start[q], o_end[q], o_level[q], o_att[q] = x_rank[k], start[i], x_block[k], 1, d
+            o_step[q] = step[i]
+            g = _find(c_key, d * _KEY40 + step[i])
+            if c_dur[g] == null:
+                o_state[q] = st_codes[P_LOST]
+            elif _on_line(on, base, head, d, step[i], null):
+                o_state[q] = st_codes[P_CKPT]
+            else:
+                o_state[q] = st_codes[P_UNUSED]
+            q += 1
+    O = paint(o_rank, o_start, o_end, o_level, _by_rank_start(o_rank, o_start))
+    orow = O[3]
+    overlay = (O[0], O[1], O[2], o_state[orow], o_att[orow], o_step[orow])
+    return (0, (a_ids, a_start, a_end, a_running, a_cause, a_completed), (f_a, f_t, f_k),
+            (c_att, c_step, c_dur, c_ok), (base, head, on), (m_ids, m_off, m_ranks),
+            (rank_values, r_lo, rank_lut, m_start, m_end), background, overlay, acc_min, lineage_ckpts)
+
+
+@helper
+def _on_line(on, base, head, a, s, null):
+    """Step ``s`` of attempt ``a`` (dense) is a lineage step."""
+    return on[a] and head[a] != null and s <= head[a] and (base[a] == null or s > base[a])
+
+
+@helper
+def _last_done_step(j, a_id, until, as_of, a_end, att_count, att_max_step, att_max_end, s_att, s_end, s_step,
+                    null):
+    """The highest step attempt ``a_id`` completed by ``until`` (its end, as of
+    as_of); null if none. From the scan's figures when every step that ended did
+    so by then, else from the steps."""
+    if att_count[j] == 0 or att_max_end[j] == null:
+        return null
+    if att_max_end[j] <= until:
+        return att_max_step[j]
+    h = null
+    for i in range(s_att.size):
+        e = s_end[i]
+        if s_att[i] == a_id and e != null and e <= as_of and e <= a_end and (h == null or s_step[i] > h):
+            h = s_step[i]
+    return h

@@ -263,7 +263,7 @@ def _attempts(x: _Rows, as_of: int, strict: list) -> _Attempts:
     fi = np.flatnonzero((x.rec == _FAIL) & (x.start <= as_of))
     failures = sorted({(a, t, k if k is not None else "unknown")
                        for a, t, k in zip(x.attempt[fi].tolist(), x.start[fi].tolist(), x.kind[fi].tolist())},
-                      key=lambda f: (f[1], f[0]))
+                      key=lambda f: (f[1], f[0], f[2]))
     first_fail = {}
     for a, t, k in failures:
         first_fail.setdefault(a, (t, k))
@@ -937,8 +937,87 @@ def _bits(values: np.ndarray, valid: np.ndarray, n_valid: int, typ) -> pa.Array:
     return pa.Array.from_buffers(typ, m, [bitmap, pa.py_buffer(values)], null_count=m - n_valid)
 
 
-def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, threads=1):
-    """One pass of attribution; returns None after appending to `strict` when a
+@dataclass
+class _Setup:
+    """What the pass needs besides the step rows (from :func:`_setup_kernel` or
+    :func:`_setup_numpy`)."""
+
+    A: _Attempts
+    C: _Checkpoints
+    L: Lineage
+    members: _Members
+    rank_values: np.ndarray    # sorted distinct ranks
+    dense: bool                # ranks pass through the kernels as positions in rank_values
+    r_lo: int                  # the pass's ranks: rank_lut[rank - r_lo]
+    rank_lut: np.ndarray
+    rank_src: np.ndarray       # the steps' ranks as the pass reads them
+    att_lo: int                # the steps' dense attempts: att_lut[att_src - att_lo]
+    att_lut: np.ndarray
+    att_src: np.ndarray
+    m_start: np.ndarray        # membership interval per (dense attempt, dense rank)
+    m_end: np.ndarray
+    b_cols: tuple              # painted background: rank, start, end, state, attempt, step
+    o_cols: tuple              # painted overlay, the same columns
+    acc_min: int | None        # the earliest accountable start
+    lineage_ckpts: np.ndarray  # steps of durable checkpoints on the lineage, sorted
+
+
+_PHASE_STATE = np.array([S.get(k, -1) for k in PHASE_KINDS], np.int8)
+_ST_CODES = np.array([S[k] for k in ("recovery.outage", "unattributed", "recovery.restore", "initialization",
+                                     "recovery.reinit", "checkpoint.lost", "checkpoint", "checkpoint.unused")],
+                     np.int8)
+_CAUSE_TAIL = ("failed", "preempted", "ended", "superseded")  # _kernels.C_FAILED ...
+assert RECORDS.index("attempt") == _kernels.R_ATT and RECORDS.index("failure") == _kernels.R_FAIL
+assert ATTEMPT_KINDS.index("running") == _kernels.K_RUNNING and PHASE_KINDS[:_kernels.N_INIT_KINDS] == INIT_KINDS
+
+
+def _setup_kernel(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks) -> _Setup | None:
+    """:func:`_setup_numpy` in one kernel call (:func:`_kernels.prepare`), for the
+    usual input; None when the input has a relational error (the numpy path names
+    it) or a layout the kernel leaves to numpy (attempt ids or ranks spread over a
+    huge range, step numbers outside [0, 2**40))."""
+    if not sc.att_count.size or sc.att_out or sc.rank_over:
+        return None
+    # kinds as codes: attempt rows index ATTEMPT_KINDS, phases PHASE_KINDS, failures
+    # their sorted names (a failure without a kind is "unknown")
+    need = np.flatnonzero((x.rec == _PHASE) | (x.rec == _ATT) | (x.rec == _FAIL))
+    kinds = x.kind[need].tolist()
+    recs = x.rec[need].tolist()
+    fail_names = sorted({k if k is not None else "unknown" for k, r in zip(kinds, recs) if r == _FAIL})
+    fail_code = {k: i for i, k in enumerate(fail_names)}
+    kcode = np.full(len(x), -1, np.int64)
+    kcode[need] = [(_ATT_CODE.get(k, -1) if r == _ATT else _PHASE_CODE[k] if r == _PHASE
+                    else fail_code[k if k is not None else "unknown"]) for k, r in zip(kinds, recs)]
+    step_ranks = np.flatnonzero(sc.rank_seen)
+    extra = np.array(sorted({int(r) for r in ranks}), np.int64) if ranks is not None else _NO_RANKS
+    (status, att, fails, ckpts, lin, mem, rk, bg, ov, acc_min, lineage_ckpts) = _kernels.prepare(
+        x.rec, x.attempt, x.rank, x.start, x.end, x.step, x.block_end, x.durable, x.ok, kcode, len(fail_names),
+        as_of, NULL, step_ranks, extra, sc.att_lo, sc.att_count, sc.att_max_step, sc.att_max_end,
+        st.attempt, st.end, st.step, _PHASE_STATE, _ST_CODES)
+    if status:
+        return None
+    ids, a_start, a_end, running, cause_code, completed = att
+    names_ = fail_names + list(_CAUSE_TAIL)
+    cause = np.array([names_[c] if c >= 0 else None for c in cause_code.tolist()], dtype=object)
+    failures = [(a, t, fail_names[k]) for a, t, k in zip(*(f.tolist() for f in fails))]
+    A = _Attempts(ids, a_start, a_end, running, cause, failures, completed)
+    C = _Checkpoints(*ckpts)
+    L = Lineage(*lin, ids.size - 1)
+    rank_values, r_lo, rank_lut, m_start, m_end = rk
+    att_lo = sc.att_lo
+    return _Setup(A, C, L, _Members(*mem), rank_values, False, int(r_lo), rank_lut, st.rank, att_lo,
+                  _lut(ids, att_lo, sc.att_count.size), st.attempt, m_start, m_end, bg, ov,
+                  None if acc_min == NULL_MAX else int(acc_min), lineage_ckpts)
+
+
+_ATT_CODE = {k: i for i, k in enumerate(ATTEMPT_KINDS)}
+_PHASE_CODE = {k: i for i, k in enumerate(PHASE_KINDS)}
+_NO_RANKS = np.empty(0, np.int64)
+
+
+def _setup_numpy(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
+    """What the pass needs, by numpy and plain Python: any input, and the twin of
+    :func:`_kernels.prepare`. Returns None after appending to `strict` when a
     relational problem (a row that contradicts others) is found."""
     A = _attempts(x, as_of, strict)
     if strict:
@@ -1087,33 +1166,6 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     L = _lineage(x, A, C, as_of, strict, last_done_step, has_steps)
     if strict:
         return None
-    pend = np.zeros(nA, bool)
-    if nA:
-        pend[L.last] = A.running[L.last]
-    # Visits of the step rows in (rank, start) order; a row of rank -1 is visited
-    # once per member rank of its attempt (x_rank: the rank of each visit).
-    x_rank, x_copy = np.empty(0, np.int64), np.empty(0, bool)
-    if sc.neg_rank:
-        m_ranks = _dense_lut(members.ranks, rank_values) if dense else members.ranks
-        order, x_rank, x_copy, ok = _kernels.expand_ordered(
-            rank_src, np.asarray(st.attempt, np.int64), st.start, members.ids, members.offsets, m_ranks,
-            r_lo, rank_lut, nR, dense)
-        if not ok:
-            pos = np.lexsort((st.start[order], _kernels.lut_map(x_rank, r_lo, rank_lut)))
-            order, x_rank, x_copy = order[pos], x_rank[pos], x_copy[pos]
-    elif sc.ordered:
-        order = np.empty(0, np.int64)  # already in (rank, start) order
-    else:
-        s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut)
-        order, ok = _kernels.rank_order(s_rd, st.start, nR)
-        if not ok:
-            order = np.lexsort((st.start, s_rd))
-    # Causes as codes into a small dictionary.
-    cause_names = sorted({c for c in A.cause if c is not None} | {"superseded"})
-    cause_code = {c: i for i, c in enumerate(cause_names)}
-    att_cause = np.array([cause_code[c if c is not None else "superseded"] for c in A.cause], np.int16)
-    s_states = np.array([S["productive"], S["pending"], S["rolled_back"]], np.int8)
-
     # --- background: accountable (outage) < attempts (unattributed) < init/restore
     ph = rec.rec == _PHASE
     is_init = ph.copy()
@@ -1149,6 +1201,61 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     o_step = np.concatenate([np.full(oph.size, NULL), ck_step])
     O = _kernels.paint(o_rank, o_start, o_end, o_level, np.lexsort((o_start, o_rank)))
 
+    b_rank_in, o_rank_in = (_dense_lut(B[0], rank_values).astype(np.int32),
+                            _dense_lut(O[0], rank_values).astype(np.int32)) if dense else (B[0], O[0])
+    lineage_ckpts = np.sort(C.step[(C.durable != NULL) & _on_lineage(L, C.attempt, C.step)])
+    return _Setup(A, C, L, members, rank_values, dense, r_lo, rank_lut, rank_src, att_lo, att_lut, att_src,
+                  m_start, m_end,
+                  (b_rank_in, B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]]),
+                  (o_rank_in, O[1], O[2], o_state[O[3]].astype(np.int8), o_att[O[3]].astype(np.int32),
+                   o_step[O[3]]),
+                  int(acc_start.min()) if acc_start.size else None, lineage_ckpts)
+
+
+def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, threads=1):
+    """One pass of attribution; returns None after appending to `strict` when a
+    relational problem (a row that contradicts others) is found."""
+    P = _setup_kernel(x, st, sc, as_of, ranks)
+    if P is None:  # an error to name, or a layout the kernel leaves to numpy
+        P = _setup_numpy(x, st, sc, as_of, ranks, strict)
+        if P is None:
+            return None
+    A, C, L, members, rank_values, dense = P.A, P.C, P.L, P.members, P.rank_values, P.dense
+    r_lo, rank_lut, rank_src, m_start, m_end = P.r_lo, P.rank_lut, P.rank_src, P.m_start, P.m_end
+    att_lo, att_lut, att_src = P.att_lo, P.att_lut, P.att_src
+    nA, nR = A.ids.size, max(rank_values.size, 1)
+
+    def step_att():
+        return att_lut[np.asarray(att_src, np.int64) - att_lo] if len(st) else np.empty(0, np.int64)
+
+    pend = np.zeros(nA, bool)
+    if nA:
+        pend[L.last] = A.running[L.last]
+    # Visits of the step rows in (rank, start) order; a row of rank -1 is visited
+    # once per member rank of its attempt (x_rank: the rank of each visit).
+    x_rank, x_copy = np.empty(0, np.int64), np.empty(0, bool)
+    if sc.neg_rank:
+        m_ranks = _dense_lut(members.ranks, rank_values) if dense else members.ranks
+        order, x_rank, x_copy, ok = _kernels.expand_ordered(
+            rank_src, np.asarray(st.attempt, np.int64), st.start, members.ids, members.offsets, m_ranks,
+            r_lo, rank_lut, nR, dense)
+        if not ok:
+            pos = np.lexsort((st.start[order], _kernels.lut_map(x_rank, r_lo, rank_lut)))
+            order, x_rank, x_copy = order[pos], x_rank[pos], x_copy[pos]
+    elif sc.ordered:
+        order = np.empty(0, np.int64)  # already in (rank, start) order
+    else:
+        s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut)
+        order, ok = _kernels.rank_order(s_rd, st.start, nR)
+        if not ok:
+            order = np.lexsort((st.start, s_rd))
+    # Causes as codes into a small dictionary.
+    cause_names = sorted({c for c in A.cause if c is not None} | {"superseded"})
+    cause_code = {c: i for i, c in enumerate(cause_names)}
+    att_cause = np.array([cause_code[c if c is not None else "superseded"] for c in A.cause], np.int16)
+    s_states = np.array([S["productive"], S["pending"], S["rolled_back"]], np.int8)
+
+
     # Distinct productive step numbers, counted by the kernel in a byte map over the
     # range lineage steps can take (base, head] (a numpy pass when that is huge).
     heads = np.flatnonzero(L.on & (L.head != NULL))
@@ -1165,10 +1272,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     # The pass, over ranges of ranks on several threads when there are many step
     # visits: background, overlay and visits are all sorted by rank, so a range is
     # one slice of each (see _rank_ranges); each writes its own output columns.
-    b_rank_in, o_rank_in = (_dense_lut(B[0], rank_values).astype(np.int32),
-                            _dense_lut(O[0], rank_values).astype(np.int32)) if dense else (B[0], O[0])
-    b_cols = (b_rank_in, B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]])
-    o_cols = (o_rank_in, O[1], O[2], o_state[O[3]].astype(np.int8), o_att[O[3]].astype(np.int32), o_step[O[3]])
+    b_cols, o_cols = P.b_cols, P.o_cols
     step_cols = (rank_src, att_src, st.start, st.end, st.step, st.tokens)
     ns = order.size if order.size else len(st)
 
@@ -1179,7 +1283,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
 
     from .core import _parts, _pool
 
-    ranges = _rank_ranges(_parts(threads, ns, PARALLEL_MIN_VISITS), ns, b_rank_in, o_rank_in, visit_rank)
+    ranges = _rank_ranges(_parts(threads, ns, PARALLEL_MIN_VISITS), ns, b_cols[0], o_cols[0], visit_rank)
     att_ids32 = A.ids.astype(np.int32)
 
     def run(part):
@@ -1277,9 +1381,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         if not A.running[a] and A.cause[a] in ("failed", "preempted") and int(A.ids[a]) not in fail_ids]
     accountable = pa.Table.from_arrays([pa.array(np.asarray(ur, np.int32)), pa.array(np.asarray(acc_ns, np.int64))],
                                        names=["rank", "accountable_ns"])
-    lineage_ckpts = np.sort(C.step[(C.durable != NULL) & _on_lineage(L, C.attempt, C.step)])
-    wall = int(as_of - acc_start.min()) if acc_start.size else 0
-    return Attribution(intervals, as_of, A, L, C, steps, lineage_ckpts,
+    wall = int(as_of - P.acc_min) if P.acc_min is not None else 0
+    return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
                        failures_all, wall, preserved_steps, int(tokens), accountable)
 
 
