@@ -605,3 +605,20 @@ def test_prepare_leaves_relational_errors_and_far_ranks_to_numpy():
     assert setups_compared(far, monkeypatch=mp) == 0
     iv = lifecycle.attribute_rows(far).intervals
     assert sorted(set(iv["rank"].to_pylist())) == [0, 1 << 30]
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(rows=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6)), max_size=60), lo=st.integers(-3, 3),
+       backwards=st.booleans())
+def test_by_rank_start_is_a_stable_lexsort(rows, lo, backwards):
+    """Counting sort + insertion sort, or (many moves: rows in reverse time order)
+    the merge sorts: both numpy's lexsort((start, rank))."""
+    if backwards:
+        rows = sorted(rows, key=lambda r: -r[1])
+    rank = np.array([r[0] + lo for r in rows], np.int64)
+    start = np.array([r[1] for r in rows], np.int64)
+    rank_lut = np.array([0, -1, 1, 2, 3, 4], np.int64)  # ranks lo + {0, 2, 3, 4, 5}: one skipped
+    rank = np.where(rank == lo + 1, lo, rank)
+    rank = np.where(rank > lo, rank + 1, rank)
+    got = _kernels._by_rank_start(rank, start, lo, rank_lut, 5)
+    assert got.tolist() == np.lexsort((start, rank)).tolist()

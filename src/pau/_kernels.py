@@ -63,7 +63,13 @@ def paint(rank, start, end, level, order):
             i = order[a + j]
             bounds[2 * j] = start[i]
             bounds[2 * j + 1] = end[i]
-        bounds = np.unique(bounds)
+        bounds.sort()  # then distinct values in place (np.unique builds lists in Numba)
+        nb = 1
+        for j in range(1, bounds.size):
+            if bounds[j] != bounds[nb - 1]:
+                bounds[nb] = bounds[j]
+                nb += 1
+        bounds = bounds[:nb]
         nseg = bounds.size - 1
         if nseg > 0:
             win = np.full(nseg, -1, np.int64)
@@ -823,16 +829,42 @@ def _find(keys, v):
 
 
 @kernel
-def _by_rank_start(rank, start):
-    """Row order by (rank, start), stable (numpy's lexsort((start, rank)))."""
-    o1 = np.argsort(start, kind="mergesort")
-    r1 = np.empty(rank.size, np.int64)
-    for j in range(rank.size):
-        r1[j] = rank[o1[j]]
-    o2 = np.argsort(r1, kind="mergesort")
-    out = np.empty(rank.size, np.int64)
-    for j in range(rank.size):
-        out[j] = o1[o2[j]]
+def _by_rank_start(rank, start, r_lo, rank_lut, n_ranks):
+    """Row order by (rank, start), stable (numpy's ``lexsort((start, rank))``): a
+    counting sort by dense rank (``rank_lut[rank - r_lo]``), then an insertion sort
+    by start within each rank (linear when the rows come in time order, as they
+    usually do; past a few moves per row, two stable merge sorts instead)."""
+    n = rank.size
+    count = np.zeros(n_ranks + 1, np.int64)
+    for i in range(n):
+        count[rank_lut[rank[i] - r_lo] + 1] += 1
+    for d in range(n_ranks):
+        count[d + 1] += count[d]
+    first = count[:n_ranks].copy()
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        d = rank_lut[rank[i] - r_lo]
+        out[count[d]] = i
+        count[d] += 1
+    moves = 0  # insertion sort while it stays cheap, else a merge sort of the whole
+    for d in range(n_ranks):
+        for j in range(first[d] + 1, count[d]):
+            i = out[j]
+            k = j
+            while k > first[d] and start[out[k - 1]] > start[i]:
+                out[k] = out[k - 1]
+                k -= 1
+                moves += 1
+            out[k] = i
+            if moves > 4 * n + 64:
+                o1 = np.argsort(start, kind="mergesort")
+                r1 = np.empty(n, np.int64)
+                for q in range(n):
+                    r1[q] = rank_lut[rank[o1[q]] - r_lo]
+                o2 = np.argsort(r1, kind="mergesort")
+                for q in range(n):
+                    out[q] = o1[o2[q]]
+                return out
     return out
 
 
@@ -1311,7 +1343,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             else:
                 b_state[q] = st_codes[P_INIT] if x_d[k] == 0 else st_codes[P_REINIT]
             q += 1
-    B = paint(b_rank, b_start, b_end, b_level, _by_rank_start(b_rank, b_start))
+    B = paint(b_rank, b_start, b_end, b_level, _by_rank_start(b_rank, b_start, r_lo, rank_lut, nR))
     br = B[3]
     background = (B[0], B[1], B[2], b_state[br], b_att[br], b_step[br])
 
@@ -1345,7 +1377,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             else:
                 o_state[q] = st_codes[P_UNUSED]
             q += 1
-    O = paint(o_rank, o_start, o_end, o_level, _by_rank_start(o_rank, o_start))
+    O = paint(o_rank, o_start, o_end, o_level, _by_rank_start(o_rank, o_start, r_lo, rank_lut, nR))
     orow = O[3]
     overlay = (O[0], O[1], O[2], o_state[orow], o_att[orow], o_step[orow])
     return (0, (a_ids, a_start, a_end, a_running, a_cause, a_completed), (f_a, f_t, f_k),
