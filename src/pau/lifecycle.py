@@ -145,23 +145,11 @@ def _read(t: pa.Table, rec: np.ndarray, rows: np.ndarray | None = None, whole: d
 
 
 def _strings_at(col: pa.Array, rows: np.ndarray) -> list:
-    """The values of a string column at a few rows (None where null): decoded from
-    the Arrow buffers, cheaper than a take for the handful of rows that have kinds."""
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        return col.take(pa.array(rows)).cast(pa.string()).to_pylist()
-    validity, off_buf, data_buf = col.buffers()
-    o = col.offset
-    offsets = np.frombuffer(off_buf, np.int32 if pa.types.is_string(col.type) else np.int64, len(col) + 1,
-                            o * (4 if pa.types.is_string(col.type) else 8))
-    data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
-    bits = np.frombuffer(validity, np.uint8) if validity is not None and col.null_count else None
-    out = []
-    for r in rows.tolist():
-        if bits is not None and not (bits[(r + o) >> 3] >> ((r + o) & 7)) & 1:
-            out.append(None)
-        else:
-            out.append(str(data[offsets[r]:offsets[r + 1]], "utf-8"))
-    return out
+    """The values of a string column at a few rows (None where null)."""
+    picked = col.take(pa.array(rows, pa.int64()))
+    if not pa.types.is_string(col.type):
+        picked = picked.cast(pa.string())
+    return picked.to_pylist()
 
 
 def _record_name(table: pa.Table, row: int):
