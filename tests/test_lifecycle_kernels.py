@@ -611,8 +611,8 @@ def test_prepare_leaves_relational_errors_and_far_ranks_to_numpy():
 @given(rows=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6)), max_size=60), lo=st.integers(-3, 3),
        backwards=st.booleans())
 def test_by_rank_start_is_a_stable_lexsort(rows, lo, backwards):
-    """Counting sort + insertion sort, or (many moves: rows in reverse time order)
-    the merge sorts: both numpy's lexsort((start, rank))."""
+    """Counting sort, then a merge sort of the ranks whose rows are out of time
+    order: numpy's lexsort((start, rank)), ties in row order."""
     if backwards:
         rows = sorted(rows, key=lambda r: -r[1])
     rank = np.array([r[0] + lo for r in rows], np.int64)
@@ -622,3 +622,14 @@ def test_by_rank_start_is_a_stable_lexsort(rows, lo, backwards):
     rank = np.where(rank > lo, rank + 1, rank)
     got = _kernels._by_rank_start(rank, start, lo, rank_lut, 5)
     assert got.tolist() == np.lexsort((start, rank)).tolist()
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(values=st.lists(st.one_of(st.integers(-5, 40), st.integers(-(1 << 40), 1 << 40)), max_size=50))
+def test_distinct_and_stable_order(values):
+    """_distinct (presence map or sort) is np.unique; _stable_order is a stable argsort."""
+    a = np.array(values, np.int64)
+    assert _kernels._distinct(a).tolist() == np.unique(a).tolist()
+    assert _kernels._stable_order(a).tolist() == np.argsort(a, kind="stable").tolist()
+    s = np.sort(a)
+    assert _kernels._stable_order(s).tolist() == list(range(s.size))

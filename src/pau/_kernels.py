@@ -831,9 +831,8 @@ def _find(keys, v):
 @kernel
 def _by_rank_start(rank, start, r_lo, rank_lut, n_ranks):
     """Row order by (rank, start), stable (numpy's ``lexsort((start, rank))``): a
-    counting sort by dense rank (``rank_lut[rank - r_lo]``), then an insertion sort
-    by start within each rank (linear when the rows come in time order, as they
-    usually do; past a few moves per row, two stable merge sorts instead)."""
+    counting sort by dense rank (``rank_lut[rank - r_lo]``), then a stable sort by
+    start of each rank's rows that are not in time order already."""
     n = rank.size
     count = np.zeros(n_ranks + 1, np.int64)
     for i in range(n):
@@ -846,26 +845,59 @@ def _by_rank_start(rank, start, r_lo, rank_lut, n_ranks):
         d = rank_lut[rank[i] - r_lo]
         out[count[d]] = i
         count[d] += 1
-    moves = 0  # insertion sort while it stays cheap, else a merge sort of the whole
     for d in range(n_ranks):
-        for j in range(first[d] + 1, count[d]):
-            i = out[j]
-            k = j
-            while k > first[d] and start[out[k - 1]] > start[i]:
-                out[k] = out[k - 1]
-                k -= 1
-                moves += 1
-            out[k] = i
-            if moves > 4 * n + 64:
-                o1 = np.argsort(start, kind="mergesort")
-                r1 = np.empty(n, np.int64)
-                for q in range(n):
-                    r1[q] = rank_lut[rank[o1[q]] - r_lo]
-                o2 = np.argsort(r1, kind="mergesort")
-                for q in range(n):
-                    out[q] = o1[o2[q]]
-                return out
+        lo, hi = first[d], count[d]
+        for j in range(lo + 1, hi):
+            if start[out[j]] < start[out[j - 1]]:
+                seg = out[lo:hi].copy()
+                keys = np.empty(hi - lo, np.int64)
+                for q in range(hi - lo):
+                    keys[q] = start[seg[q]]
+                pos = np.argsort(keys, kind="mergesort")
+                for q in range(hi - lo):
+                    out[lo + q] = seg[pos[q]]
+                break
     return out
+
+
+@kernel
+def _distinct(a):
+    """Sorted distinct values of `a`: a presence map when they span a small range
+    (ranks, ids), else a sort (np.unique builds Python lists in Numba)."""
+    if a.size == 0:
+        return np.empty(0, np.int64)
+    lo = a.min()
+    span = a.max() - lo + 1
+    if span <= 4 * a.size + 1024:
+        seen = np.zeros(span, np.bool_)
+        m = 0
+        for v in a:
+            if not seen[v - lo]:
+                seen[v - lo] = True
+                m += 1
+        out = np.empty(m, np.int64)
+        k = 0
+        for j in range(span):
+            if seen[j]:
+                out[k] = lo + j
+                k += 1
+        return out
+    out = np.sort(a)
+    m = 0
+    for j in range(out.size):
+        if m == 0 or out[j] != out[m - 1]:
+            out[m] = out[j]
+            m += 1
+    return out[:m].copy()
+
+
+@kernel
+def _stable_order(key):
+    """A stable sort order of `key`: the identity when it is sorted already."""
+    for j in range(1, key.size):
+        if key[j] < key[j - 1]:
+            return np.argsort(key, kind="mergesort")
+    return np.arange(key.size)
 
 
 @kernel
@@ -908,7 +940,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
         if rec[i] == R_ATT:
             row_ids[k] = attempt[i]
             k += 1
-    u = np.unique(row_ids)
+    u = _distinct(row_ids)
     nA = u.size
     p_start = np.full(nA, big, np.int64)
     p_end = np.full(nA, null, np.int64)
@@ -1032,7 +1064,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     for j in range(extra_ranks.size):
         known[k] = extra_ranks[j]
         k += 1
-    known = np.unique(known)
+    known = _distinct(known)
     acc_rows = np.empty(n_acc, np.int64)
     k = 0
     for i in range(n):
@@ -1077,7 +1109,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     mkey = np.empty(nm, np.int64)
     for j in range(nm):
         mkey[j] = mm_d[j] * (np.int64(1) << 32) + mm_r[j]
-    mo = np.argsort(mkey, kind="mergesort")
+    mo = _stable_order(mkey)
     nmu = 0
     for j in range(nm):
         if j == 0 or mkey[mo[j]] != mkey[mo[j - 1]]:
@@ -1086,7 +1118,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     mo = mo[:nmu]
     mem_att, mem_rank, mem_start, mem_end = mm_d[mo], mm_r[mo], mm_s[mo], mm_e[mo]
     # the members of each attempt by id (ranks sorted)
-    by_id = np.argsort(a_ids[mem_att], kind="mergesort")
+    by_id = _stable_order(a_ids[mem_att])  # ids usually grow with start
     m_ranks = mem_rank[by_id]
     n_ids = 0
     for j in range(nmu):
@@ -1109,7 +1141,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             acc_rank[j], acc_start[j] = rank[q], start[q]
             acc_end[j] = as_of if end[q] == null else min(end[q], as_of)
     else:
-        acc_rank = np.unique(mem_rank)
+        acc_rank = _distinct(mem_rank)
         acc_start = np.full(acc_rank.size, big, np.int64)
         acc_end = np.full(acc_rank.size, -big, np.int64)
         for j in range(nmu):
@@ -1124,7 +1156,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     allr[:known.size] = known
     allr[known.size:known.size + acc_rank.size] = acc_rank
     allr[known.size + acc_rank.size:] = mem_rank
-    rank_values = np.unique(allr)
+    rank_values = _distinct(allr)
     nR = max(rank_values.size, 1)
     r_lo = rank_values[0] if rank_values.size else 0
     span = rank_values[-1] - r_lo + 1 if rank_values.size else 0
@@ -1205,7 +1237,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             cdur[k] = big if durable[i] == null else durable[i]
             cok[k] = ok[i]
             k += 1
-    co = np.argsort(ckey, kind="mergesort")
+    co = _stable_order(ckey)  # shards come save by save: usually sorted
     nC = 0
     for j in range(nc_rows):
         if j == 0 or ckey[co[j]] != ckey[co[j - 1]]:
@@ -1343,7 +1375,8 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             else:
                 b_state[q] = st_codes[P_INIT] if x_d[k] == 0 else st_codes[P_REINIT]
             q += 1
-    B = paint(b_rank, b_start, b_end, b_level, _by_rank_start(b_rank, b_start, r_lo, rank_lut, nR))
+    bo = _by_rank_start(b_rank, b_start, r_lo, rank_lut, nR)
+    B = paint(b_rank, b_start, b_end, b_level, bo)
     br = B[3]
     background = (B[0], B[1], B[2], b_state[br], b_att[br], b_step[br])
 
@@ -1377,7 +1410,8 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             else:
                 o_state[q] = st_codes[P_UNUSED]
             q += 1
-    O = paint(o_rank, o_start, o_end, o_level, _by_rank_start(o_rank, o_start, r_lo, rank_lut, nR))
+    oo = _by_rank_start(o_rank, o_start, r_lo, rank_lut, nR)
+    O = paint(o_rank, o_start, o_end, o_level, oo)
     orow = O[3]
     overlay = (O[0], O[1], O[2], o_state[orow], o_att[orow], o_step[orow])
     return (0, (a_ids, a_start, a_end, a_running, a_cause, a_completed), (f_a, f_t, f_k),
