@@ -401,7 +401,7 @@ def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n) -> dic
 
 def attribute_pass(b, order, rank, att, start, end, step, tokens, x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut,
                    mstart, mend, n_ranks, base, head, on, pend, att_cause, states, count_pres, o, att_ids,
-                   null) -> dict:
+                   null, all_ranks=(), first_member=()) -> dict:
     """What ``_kernels.attribute_pass`` computes, the slow way: first every step in
     (rank, start) order checked, cut and labelled, then each rank's background cut
     at every boundary of any layer and each elementary piece labelled by the top
@@ -409,8 +409,20 @@ def attribute_pass(b, order, rank, att, start, end, step, tokens, x_rank, x_copy
     merged. ``b`` and ``o``: (rank, start, end, state, attempt, step) columns. A
     visit ``j`` of row ``order[j]`` runs on rank ``x_rank[j]`` when given (a row of
     rank -1 is visited once per member rank) and counts its tokens unless
-    ``x_copy[j]``. Errors: (code, row, other row, rank of the visit)."""
+    ``x_copy[j]``. With ``all_ranks`` the visits are every row on every rank of
+    ``all_ranks`` (dense order) whose membership in the row's attempt is known, the
+    tokens counting on ``first_member[attempt]``. Errors: (code, row, other row,
+    rank of the visit)."""
     idx = list(order) if len(order) else list(range(len(rank)))
+    if len(all_ranks):
+        idx, x_rank, x_copy = [], [], []
+        for d, rv in enumerate(all_ranks):
+            for i in range(len(rank)):
+                a = att_lut[att[i] - att_lo]
+                if mstart[a * n_ranks + d] != null:
+                    idx.append(i)
+                    x_rank.append(rv)
+                    x_copy.append(d != first_member[a])
     steps = []  # (rank, start, end, state, attempt, step, cause)
     prev = last_full = None
     tok = 0

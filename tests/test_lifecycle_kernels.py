@@ -475,11 +475,13 @@ def check_pass(t, as_of):
     for a, res in calls:
         (b_rank, b_start, b_end, b_state, b_att, b_step, order, rank, att, start, end, step, tokens,
          x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base, head, on, pend, att_cause, states,
-         _pres_lo, pres, o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, *out) = a
+         _pres_lo, pres, o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, all_ranks, first_member,
+         *out) = a
         want = ref.attribute_pass((b_rank, b_start, b_end, b_state, b_att, b_step), order, rank, att, start, end,
                                   step, tokens, x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base,
                                   head, on, pend, att_cause, states, pres.size > 0,
-                                  (o_rank, o_start, o_end, o_state, o_att, o_step), att_ids, null)
+                                  (o_rank, o_start, o_end, o_state, o_att, o_step), att_ids, null,
+                                  all_ranks, first_member)
         m, _, acc_rank, acc_ns, va, vs, vc, tok, npres, code, row, other, bad_rank = res
         if "error" in want:
             assert (code, row, other, bad_rank) == want["error"]
@@ -633,3 +635,23 @@ def test_distinct_and_stable_order(values):
     assert _kernels._stable_order(a).tolist() == np.argsort(a, kind="stable").tolist()
     s = np.sort(a)
     assert _kernels._stable_order(s).tolist() == list(range(s.size))
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(case=with_as_of())
+def test_attribute_pass_by_rank_matches_the_reference(case):
+    """Step rows of rank -1 in start order: the pass's own visits (``all_ranks``)
+    against the twin, errors included."""
+    rows, as_of = case
+    seen, conv = set(), []
+    for r in rows:
+        if r["record"] == "step":
+            if (r["attempt"], r["step"]) in seen:
+                continue
+            seen.add((r["attempt"], r["step"]))
+            r = dict(r, rank=-1)
+        conv.append(r)
+    conv.sort(key=lambda r: r["start"])
+    calls = check_pass(table(conv), None if as_of is None else as_of * S)
+    if calls and any(r["record"] == "step" and (as_of is None or r["start"] <= as_of) for r in conv):
+        assert calls[0][0][38].size > 0  # all_ranks: the pass made the visits

@@ -532,7 +532,7 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                    order, rank, att, start, end, step, tokens, x_rank, x_copy,
                    rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks,
                    base, head, on, pend, att_cause, states, pres_lo, pres,
-                   o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null,
+                   o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, all_ranks, first_member,
                    r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause):
     """Steps checked and labelled (:func:`steps_pass`) and layered in one pass, writing the output columns.
 
@@ -540,7 +540,11 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     empty = already in order). A row of rank -1 runs on every member rank of its
     attempt: then ``order`` visits it once per rank, ``x_rank`` gives the rank of
     each visit (empty: the row's own rank) and ``x_copy`` marks the visits whose
-    tokens do not count (all but one per row). Their dense rank and attempt come from the lookup
+    tokens do not count (all but one per row). With ``all_ranks`` (the rank of each
+    dense rank; empty: not this way) every row has rank -1 and the rows come in start
+    order: rank by rank, every row is visited on that rank when it is a member of
+    the row's attempt (others are skipped), without an ``order``, and the tokens
+    count on the attempt's ``first_member`` (dense rank). Their dense rank and attempt come from the lookup
     tables ``rank_lut[rank - rank_lo]`` and ``att_lut[att - att_lo]``, and each is
     checked, cut and labelled (the rules of :func:`steps_pass`) when the layering
     reaches it, so no step array is written and read back. Background ``b`` and
@@ -562,7 +566,13 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     a helper called per step would pay a reference count per array argument.
     """
     nb, no = b_rank.size, o_rank.size
+    by_rank = all_ranks.size > 0
     ns = order.size if order.size else rank.size
+    if by_rank:
+        ns = all_ranks.size * rank.size
+    n_rows = rank.size
+    vd = 0  # by_rank: the dense rank and row of visit j
+    vi = -1
     done = np.iinfo(np.int64).max  # the cursor's rank when no step is left
     acc_rank = np.empty(nb, np.int32)
     acc_ns = np.zeros(nb, np.int64)
@@ -618,8 +628,16 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
             if j >= ns:
                 c_rank = done
                 break
-            i = order[j] if order.size else j
-            rv = np.int64(x_rank[j]) if x_rank.size else np.int64(rank[i])
+            if by_rank:
+                vi += 1
+                if vi == n_rows:
+                    vi = 0
+                    vd += 1
+                i = vi
+                rv = np.int64(all_ranks[vd])
+            else:
+                i = order[j] if order.size else j
+                rv = np.int64(x_rank[j]) if x_rank.size else np.int64(rank[i])
             ra = np.int64(att[i])
             if rv != q_rv or ra != q_ra:  # what the step's (rank, attempt) decides, once per run
                 q_rv = rv
@@ -636,6 +654,8 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 q_cause = att_cause[a]
             s = start[i]
             if ms == null:
+                if by_rank:
+                    continue  # not a member rank of this row's attempt: no visit
                 return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 1, i, -1, rv)
             if s < ms or s > me:
                 return (0, 0, acc_rank[:0], acc_ns[:0], 0, 0, 0, 0, 0, 2, i, -1, rv)
@@ -655,7 +675,7 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
             c_cause = -1
             if q_on and (b == null or sn > b) and sn <= h and not flight:
                 c_state = states[0]
-                if not (x_copy.size and x_copy[j]):
+                if not ((x_copy.size and x_copy[j]) or (by_rank and rd != first_member[a])):
                     tok += tokens[i]
                 if pres.size:
                     q = sn - pres_lo

@@ -1001,6 +1001,7 @@ def _setup_kernel(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks) -> _Setup 
 _ATT_CODE = {k: i for i, k in enumerate(ATTEMPT_KINDS)}
 _PHASE_CODE = {k: i for i, k in enumerate(PHASE_KINDS)}
 _NO_RANKS = np.empty(0, np.int64)
+_NO_COPY = np.empty(0, bool)
 
 
 def _setup_numpy(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
@@ -1220,9 +1221,18 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     if nA:
         pend[L.last] = A.running[L.last]
     # Visits of the step rows in (rank, start) order; a row of rank -1 is visited
-    # once per member rank of its attempt (x_rank: the rank of each visit).
-    x_rank, x_copy = np.empty(0, np.int64), np.empty(0, bool)
-    if sc.neg_rank:
+    # once per member rank of its attempt (x_rank: the rank of each visit). When
+    # every row has rank -1 and they come in start order, the pass makes the visits
+    # itself, rank by rank (all_ranks), on one thread.
+    from .core import _parts, _pool
+
+    def visits():
+        if not sc.neg_rank:
+            if sc.ordered:
+                return np.empty(0, np.int64), _NO_RANKS, _NO_COPY  # already in (rank, start) order
+            s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut)
+            order, ok = _kernels.rank_order(s_rd, st.start, nR)
+            return (order if ok else np.lexsort((st.start, s_rd))), _NO_RANKS, _NO_COPY
         m_ranks = _dense_lut(members.ranks, rank_values) if dense else members.ranks
         order, x_rank, x_copy, ok = _kernels.expand_ordered(
             rank_src, np.asarray(st.attempt, np.int64), st.start, members.ids, members.offsets, m_ranks,
@@ -1230,13 +1240,22 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         if not ok:
             pos = np.lexsort((st.start[order], _kernels.lut_map(x_rank, r_lo, rank_lut)))
             order, x_rank, x_copy = order[pos], x_rank[pos], x_copy[pos]
-    elif sc.ordered:
-        order = np.empty(0, np.int64)  # already in (rank, start) order
+        return order, x_rank, x_copy
+
+    by_rank = (len(st) > 0 and sc.neg_rank == len(st) and sc.ordered and not dense
+               and _parts(threads, nR * len(st), PARALLEL_MIN_VISITS) == 1)
+    all_ranks, first_member = _NO_RANKS, _NO_RANKS
+    if by_rank:
+        order, x_rank, x_copy = np.empty(0, np.int64), _NO_RANKS, _NO_COPY
+        all_ranks = rank_values
+        # the lowest member rank of each attempt (dense) counts the tokens of its rows
+        p = np.minimum(np.searchsorted(members.ids, A.ids), max(members.ids.size - 1, 0))
+        has = (members.ids[p] == A.ids) & (members.offsets[p + 1] > members.offsets[p]) if members.ids.size \
+            else np.zeros(nA, bool)
+        first_member = np.where(has, rank_lut[members.ranks[members.offsets[p]] - r_lo] if members.ids.size
+                                else -1, -1)
     else:
-        s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut)
-        order, ok = _kernels.rank_order(s_rd, st.start, nR)
-        if not ok:
-            order = np.lexsort((st.start, s_rd))
+        order, x_rank, x_copy = visits()
     # Causes as codes into a small dictionary.
     cause_names = sorted({c for c in A.cause if c is not None} | {"superseded"})
     cause_code = {c: i for i, c in enumerate(cause_names)}
@@ -1262,14 +1281,12 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     # one slice of each (see _rank_ranges); each writes its own output columns.
     b_cols, o_cols = P.b_cols, P.o_cols
     step_cols = (rank_src, att_src, st.start, st.end, st.step, st.tokens)
-    ns = order.size if order.size else len(st)
+    ns = nR * len(st) if by_rank else order.size if order.size else len(st)
 
     def visit_rank(j: int) -> int:
         if order.size:
             return int(x_rank[j]) if x_rank.size else int(rank_src[order[j]])
         return int(rank_src[j])
-
-    from .core import _parts, _pool
 
     ranges = _rank_ranges(_parts(threads, ns, PARALLEL_MIN_VISITS), ns, b_cols[0], o_cols[0], visit_rank)
     att_ids32 = A.ids.astype(np.int32)
@@ -1289,7 +1306,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             *(c[b_lo:b_hi] for c in b_cols), visits[0], *rows, visits[1], visits[2],
             r_lo, rank_lut, att_lo, att_lut, m_start, m_end, nR,
             L.base, L.head, L.on, pend, att_cause, s_states, pres_lo, marks,
-            *(c[o_lo:o_hi] for c in o_cols), att_ids32, NULL, *out, *valid)
+            *(c[o_lo:o_hi] for c in o_cols), att_ids32, NULL, all_ranks, first_member, *out, *valid)
         return res, out, valid, marks, shift
 
     if len(ranges) == 1 or threading.current_thread().name.startswith("pau-sweep"):
@@ -1343,6 +1360,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     def labels():
         """The step executions as :func:`_kernels.steps_pass` labels them."""
         sa = step_att()
+        order, x_rank, x_copy = visits() if by_rank else (order_, x_rank_, x_copy_)
         if x_rank.size:  # the visits as rows of their own, in order
             visits = np.empty(0, np.int64)
             s_rd = _kernels.lut_map(x_rank, r_lo, rank_lut)
@@ -1355,6 +1373,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
                                   rank_values.astype(np.int32), att_cause, s_states)
         return res[5], res[1], res[2], res[3]
 
+    order_, x_rank_, x_copy_ = order, x_rank, x_copy
     steps = _StepLabels(labels)
     if count_pres:
         preserved_steps = int(n_pres)
