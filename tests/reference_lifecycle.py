@@ -536,22 +536,22 @@ def expand_ordered(rank: list, attempt: list, start: list, m_ids: list, m_off: l
     return [v[0] for v in visits], [v[1] for v in visits], [v[2] for v in visits], ok
 
 
-def state_cells(h_rank, h_window, h_mask, h_duration, w_state, act_of_mask, rank_lo, n_ranks, n_states,
-                n_act) -> list:
+def state_cells(h_window, h_mask, h_duration, w_rank, w_state, act_of_mask, n_ranks, n_states, n_act) -> list:
     """What ``_kernels.state_cells`` returns, as a list: the duration of each
-    histogram row summed, in Python ints, by (rank, state of its window, activity
-    of its mask), laid out at ``((rank - rank_lo) * n_states + state) * n_act +
+    histogram row summed, in Python ints, by (rank of its window, state of its
+    window, activity of its mask), laid out at ``(rank * n_states + state) * n_act +
     activity``; rows of window -1 (outside every window) left out."""
     sums = {}
-    for r, w, m, d in zip(h_rank, h_window, h_mask, h_duration):
+    for w, m, d in zip(h_window, h_mask, h_duration):
         if w == -1:
             continue
-        key = (r - rank_lo, w_state[w], act_of_mask[m])
+        key = (w_rank[w], w_state[w], act_of_mask[m])
         sums[key] = sums.get(key, 0) + d
     out = [0] * (n_ranks * n_states * n_act)
     for (r, s, a), d in sums.items():
         out[(r * n_states + s) * n_act + a] = d
     return out
+
 
 def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, acc, needs_step) -> list:
     """The first problem of each row alone, by name (None: none), looked for in this

@@ -262,28 +262,26 @@ BIG = 2**57  # 30 rows of up to this sum below 2**62: the int64 cells are exact
 @st.composite
 def cells_case(draw):
     n_ranks, n_states, n_act = draw(st.integers(1, 4)), draw(st.integers(1, 14)), draw(st.integers(1, 8))
-    rank_lo = draw(st.sampled_from([0, 3, 1000]))
-    w_state = draw(st.lists(st.integers(0, n_states - 1), max_size=6))
+    windows = draw(st.lists(st.tuples(st.integers(0, n_ranks - 1), st.integers(0, n_states - 1)), max_size=6))
     act_of_mask = draw(st.one_of(st.lists(st.integers(0, n_act - 1), min_size=64, max_size=64),
                                  st.just(core._activity_of_mask(None).tolist()) if n_act > len(core.KINDS) else
                                  st.nothing()))
-    rows = draw(st.lists(st.tuples(st.integers(rank_lo, rank_lo + n_ranks - 1), st.integers(-1, len(w_state) - 1),
-                                   st.integers(0, 63), st.one_of(st.integers(0, 20), st.integers(0, BIG))),
-                         max_size=30))
-    return rows, w_state, act_of_mask, rank_lo, n_ranks, n_states, n_act
+    rows = draw(st.lists(st.tuples(st.integers(-1, len(windows) - 1), st.integers(0, 63),
+                                   st.one_of(st.integers(0, 20), st.integers(0, BIG))), max_size=30))
+    return rows, [w[0] for w in windows], [w[1] for w in windows], act_of_mask, n_ranks, n_states, n_act
 
 
 @settings(max_examples=300, **SETTINGS)
 @given(case=cells_case())
-@example(case=([(7, 0, 5, 2**62), (7, 1, 5, 2**62 - 1), (7, -1, 5, 2**62), (8, 1, 63, 1)], [2, 2], [1] * 64,
-               7, 2, 3, 2))  # one cell of 2**63 - 1 exactly, a row outside every window
-@example(case=([], [], [0] * 64, 0, 1, 1, 1))
+@example(case=([(0, 5, 2**62), (1, 5, 2**62 - 1), (-1, 5, 2**62), (2, 63, 1)], [0, 0, 1], [2, 2, 2], [1] * 64,
+               2, 3, 2))  # one cell of 2**63 - 1 exactly, a row outside every window
+@example(case=([], [], [], [0] * 64, 1, 1, 1))
 def test_state_cells_match_the_reference(case):
-    rows, w_state, act_of_mask, rank_lo, n_ranks, n_states, n_act = case
-    cols = [np.array([r[k] for r in rows], dt) for k, dt in enumerate((np.int32, np.int64, np.uint8, np.int64))]
-    got = _kernels.state_cells(*cols, np.array(w_state, np.int8), np.array(act_of_mask, np.int8), rank_lo, n_ranks,
-                               n_states, n_act)
-    want = ref.state_cells(*(c.tolist() for c in cols), w_state, act_of_mask, rank_lo, n_ranks, n_states, n_act)
+    rows, w_rank, w_state, act_of_mask, n_ranks, n_states, n_act = case
+    cols = [np.array([r[k] for r in rows], dt) for k, dt in enumerate((np.int64, np.uint8, np.int64))]
+    got = _kernels.state_cells(*cols, np.array(w_rank, np.int64), np.array(w_state, np.int8),
+                               np.array(act_of_mask, np.int8), n_ranks, n_states, n_act)
+    want = ref.state_cells(*(c.tolist() for c in cols), w_rank, w_state, act_of_mask, n_ranks, n_states, n_act)
     assert got.dtype == np.int64
     assert got.tolist() == want
 

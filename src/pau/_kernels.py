@@ -784,16 +784,17 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
 
 
 @kernel
-def state_cells(h_rank, h_window, h_mask, h_duration, w_state, act_of_mask, rank_lo, n_ranks, n_states, n_act):
-    """The full ledger's cells: the sweep's histogram rows (rank, window, mask,
-    duration) summed by (rank, state of the window, activity of the mask), in a
-    dense int64 array indexed ``((rank - rank_lo) * n_states + state) * n_act +
-    activity``. Rows outside every window (window -1) are not counted."""
+def state_cells(h_window, h_mask, h_duration, w_rank, w_state, act_of_mask, n_ranks, n_states, n_act):
+    """The full ledger's cells: the sweep's histogram rows (window, mask, duration)
+    summed by (rank, state of the window, activity of the mask), in a dense int64
+    array indexed ``(w_rank[window] * n_states + w_state[window]) * n_act +
+    activity`` (``w_rank``: the window's rank as a position below ``n_ranks``). Rows
+    outside every window (window -1) are not counted."""
     cells = np.zeros(n_ranks * n_states * n_act, np.int64)
-    for i in range(h_rank.size):
+    for i in range(h_window.size):
         w = h_window[i]
         if w >= 0:
-            c = ((np.int64(h_rank[i]) - rank_lo) * n_states + w_state[w]) * n_act + act_of_mask[h_mask[i]]
+            c = (np.int64(w_rank[w]) * n_states + w_state[w]) * n_act + act_of_mask[h_mask[i]]
             cells[c] += h_duration[i]
     return cells
 

@@ -898,8 +898,7 @@ def ledger(
     # come in batches of whole ranks: runs per batch, without joining the batches.
     from ._kernels import state_runs
 
-    runs = [state_runs(*(b.column(k).to_numpy() for k in ("rank", "start_ns", "end_ns")),
-                       b.column("state").indices.to_numpy()) for b in iv.to_batches()]
+    runs = [state_runs(*p) for p in att.pieces]
     plan = _Plan(mode="list")
     if runs:
         plan.win_rank, plan.win_start, plan.win_end, w_state = (
@@ -922,9 +921,9 @@ def ledger(
     from ._ledger import cells_table
 
     n_act = len(ACTIVITIES) + 1
-    h_rank = np.searchsorted(ranks, hist["rank"]).astype(np.int32)  # dense ranks
-    cells = state_cells(h_rank, hist["window"], hist["mask"], hist["duration"], w_state, act_of_mask, 0,
-                        ranks.size, len(STATES), n_act)
+    w_rank = np.searchsorted(ranks, plan.win_rank)  # each window's rank, as a position
+    cells = state_cells(hist["window"], hist["mask"], hist["duration"], w_rank, w_state, act_of_mask, ranks.size,
+                        len(STATES), n_act)
     return Ledger(_with_counts(cells_table(cells, ranks, n_act), rows, nq), att.accountable, attribution=att,
                   quarantine=quarantine, lifecycle_quarantine=att.quarantine)
 

@@ -708,6 +708,7 @@ class Attribution:
     preserved_tokens: int
     accountable: pa.Table      # rank, accountable_ns
     quarantine: pa.Table | None = None
+    pieces: list = None        # the intervals' (rank, start, end, state) as numpy arrays, per batch
 
     @property
     def step_num(self) -> np.ndarray:
@@ -1226,7 +1227,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     # itself, rank by rank (all_ranks), on one thread.
     from .core import _parts, _pool
 
-    def visits():
+    def visit_order():
         if not sc.neg_rank:
             if sc.ordered:
                 return np.empty(0, np.int64), _NO_RANKS, _NO_COPY  # already in (rank, start) order
@@ -1255,7 +1256,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         first_member = np.where(has, rank_lut[members.ranks[members.offsets[p]] - r_lo] if members.ids.size
                                 else -1, -1)
     else:
-        order, x_rank, x_copy = visits()
+        order, x_rank, x_copy = visit_order()
     # Causes as codes into a small dictionary.
     cause_names = sorted({c for c in A.cause if c is not None} | {"superseded"})
     cause_code = {c: i for i, c in enumerate(cause_names)}
@@ -1331,11 +1332,12 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             row2=st.row[i2] if i2 >= 0 else None), fix))
         return None
     causes = names(tuple(cause_names))
-    batches = []
+    batches, pieces = [], []
     for (m, _, _, _, n_att, n_step, n_cause, *_), out, valid, _, _ in results:
         pr, ps, pe, state, att_id, step, cause = (c[:m] for c in out)
         if dense:
             pr = rank_values[pr].astype(np.int32)
+        pieces.append((pr, ps, pe, state))
         batches.append(pa.RecordBatch.from_arrays([
             pa.Array.from_buffers(_INT32, m, [None, pa.py_buffer(pr)]),
             pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(ps)]),
@@ -1360,7 +1362,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     def labels():
         """The step executions as :func:`_kernels.steps_pass` labels them."""
         sa = step_att()
-        order, x_rank, x_copy = visits() if by_rank else (order_, x_rank_, x_copy_)
+        order, x_rank, x_copy = visit_order() if by_rank else (order_, x_rank_, x_copy_)
         if x_rank.size:  # the visits as rows of their own, in order
             visits = np.empty(0, np.int64)
             s_rd = _kernels.lut_map(x_rank, r_lo, rank_lut)
@@ -1390,7 +1392,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
                                        names=["rank", "accountable_ns"])
     wall = int(as_of - P.acc_min) if P.acc_min is not None else 0
     return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
-                       failures_all, wall, preserved_steps, int(tokens), accountable)
+                       failures_all, wall, preserved_steps, int(tokens), accountable, pieces=pieces)
 
 
 def _on_lineage(L: Lineage, att, step):
