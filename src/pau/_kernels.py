@@ -3,7 +3,9 @@
 Time is int64 ns, intervals half-open ``[start, end)``. Inputs are validated by
 :mod:`pau.lifecycle` before they get here; each kernel has a slow twin in
 ``tests/reference_lifecycle.py`` (the end-to-end replay, and per kernel for
-:func:`record_codes`, :func:`scan_steps` and :func:`attribute_pass`).
+:func:`record_codes`, :func:`scan_steps`, :func:`attribute_pass` and the small ones),
+except :func:`prepare`, whose twin is the numpy path it replaces
+(``pau.lifecycle._setup_numpy``, compared field by field in the tests).
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
 The lifecycle table (DESIGN §2.2) says what the job was doing: attempts, phases,
 steps, checkpoint saves, restores, failures. This module validates it, applies the
 lineage rule to decide which step executions survived, and paints the states with
-their precedence into disjoint intervals per rank. The interval work runs in the
-Numba kernels of :mod:`pau._kernels`; the per-attempt logic (tens of attempts) is
-plain Python.
+their precedence into disjoint intervals per rank. The work runs in the Numba
+kernels of :mod:`pau._kernels`: ``prepare`` for attempts, membership, checkpoints,
+the lineage and the painted layers, ``attribute_pass`` for the steps. The same
+rules in numpy and plain Python (:func:`_setup_numpy`) are ``prepare``'s twin and
+take the input it leaves alone: input with a relational error, which they name.
 
 Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
