@@ -577,7 +577,7 @@ def test_rank_minus_one_steps_in_time_order(case):
             if (r["attempt"], r["step"]) in seen:
                 continue
             seen.add((r["attempt"], r["step"]))
-            r = dict(r, rank=-1)
+            r = dict(r, rank=-1, tokens=100 + r["step"])
         conv.append(r)
     conv.sort(key=lambda r: r["start"])
     try:
@@ -600,3 +600,28 @@ def test_rank_minus_one_steps_in_time_order(case):
     assert first_difference(want, got) is None, first_difference(want, got)
     steps_as_of = [r for r in conv if r["record"] == "step" and (as_of is None or r["start"] <= as_of)]
     assert by_rank == ([True] if steps_as_of else [False])
+    # the same tokens, preserved steps and step labels as with a visit list (two threads)
+    t = table(conv)
+    ns = None if as_of is None else as_of * S
+    one, two = (lifecycle.attribute_rows(t, as_of=ns, threads=k) for k in (1, 2))
+    assert (one.preserved_steps, one.preserved_tokens) == (two.preserved_steps, two.preserved_tokens)
+    assert [a.tolist() for a in one.steps.get()] == [a.tolist() for a in two.steps.get()]
+
+
+def test_tokens_of_a_rank_minus_one_row_count_on_its_lowest_member_rank():
+    """Rank 1 leaves the attempt at 5 s, in the middle of step 2 (cut there: not
+    productive on rank 1). The row's tokens count once, on the attempt's lowest
+    member rank (rank 0, where step 2 is productive), whether the pass makes the
+    visits itself (one thread) or reads a visit list (two)."""
+    from pau import lifecycle
+
+    rows = [dict(record="attempt", attempt=1, rank=0, start=0, end=20, kind="completed"),
+            dict(record="attempt", attempt=1, rank=1, start=0, end=5, kind="completed"),
+            dict(record="step", attempt=1, rank=-1, step=1, start=0, end=3, tokens=7),
+            dict(record="step", attempt=1, rank=-1, step=2, start=3, end=6, tokens=11)]
+    for threads in (1, 2):
+        att = lifecycle.attribute_rows(table(rows), threads=threads)
+        assert (att.preserved_steps, att.preserved_tokens) == (2, 18)
+    got = per_second(att.intervals)
+    assert [x[1] for x in got[0][:6]] == ["productive"] * 6
+    assert [x[1] for x in got[1]] == ["productive"] * 3 + ["rolled_back"] * 2

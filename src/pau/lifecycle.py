@@ -1251,12 +1251,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     if by_rank:
         order, x_rank, x_copy = np.empty(0, np.int64), _NO_RANKS, _NO_COPY
         all_ranks = rank_values
-        # the lowest member rank of each attempt (dense) counts the tokens of its rows
-        p = np.minimum(np.searchsorted(members.ids, A.ids), max(members.ids.size - 1, 0))
-        has = (members.ids[p] == A.ids) & (members.offsets[p + 1] > members.offsets[p]) if members.ids.size \
-            else np.zeros(nA, bool)
-        first_member = np.where(has, rank_lut[members.ranks[members.offsets[p]] - r_lo] if members.ids.size
-                                else -1, -1)
+        first_member = _lowest_member(members, A.ids, rank_lut, r_lo)  # counts the tokens of its rows
     else:
         order, x_rank, x_copy = visit_order()
     # Causes as codes into a small dictionary.
@@ -1264,7 +1259,6 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     cause_code = {c: i for i, c in enumerate(cause_names)}
     att_cause = np.array([cause_code[c if c is not None else "superseded"] for c in A.cause], np.int16)
     s_states = np.array([S["productive"], S["pending"], S["rolled_back"]], np.int8)
-
 
     # Distinct productive step numbers, counted by the kernel in a byte map over the
     # range lineage steps can take (base, head] (a numpy pass when that is huge).
@@ -1395,6 +1389,17 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     wall = int(as_of - P.acc_min) if P.acc_min is not None else 0
     return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
                        failures_all, wall, preserved_steps, int(tokens), accountable, pieces=pieces)
+
+
+def _lowest_member(members: _Members, ids: np.ndarray, rank_lut: np.ndarray, r_lo: int) -> np.ndarray:
+    """Per attempt id, the dense rank (``rank_lut[rank - r_lo]``) of its lowest member
+    rank; -1 for an attempt without members."""
+    out = np.full(ids.size, -1, np.int64)
+    p = np.searchsorted(members.ids, ids)
+    hit = p < members.ids.size
+    hit[hit] = members.ids[p[hit]] == ids[hit]
+    out[hit] = rank_lut[members.ranks[members.offsets[p[hit]]] - r_lo]
+    return out
 
 
 def _on_lineage(L: Lineage, att, step):
