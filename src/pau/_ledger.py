@@ -46,10 +46,13 @@ class Ledger:
         self.table = table
         self.accountable = accountable
         self._att = attribution
-        self.intervals = None if attribution is None else attribution.intervals
         self.quarantine = quarantine
         self.lifecycle_quarantine = lifecycle_quarantine
         self.has_events = has_events
+
+    @property
+    def intervals(self) -> pa.Table | None:
+        return None if self._att is None else self._att.intervals
 
     # -- plain sums ---------------------------------------------------------
 

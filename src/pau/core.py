@@ -883,8 +883,8 @@ def ledger(
         raise ValueError("ledger: windows and span apply to events-only ledgers; with a lifecycle "
                          "the accountable records set the span")
     att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid)
-    iv = att.intervals
     if events is None:
+        iv = att.intervals
         i_start, i_end = np.asarray(iv["start_ns"]), np.asarray(iv["end_ns"])
         i_state = np.asarray(iv["state"].combine_chunks().indices if iv.num_rows else np.empty(0, np.int8))
         table = tidy(np.asarray(iv["rank"]), i_state, np.full(i_start.size, UNKNOWN_ACTIVITY), i_end - i_start)

@@ -697,7 +697,7 @@ class _StepLabels:
 class Attribution:
     """Everything :func:`attribute_rows` knows: the state intervals and what led to them."""
 
-    intervals: pa.Table
+    intervals_of: object       # () -> the intervals table (built on first use of .intervals)
     as_of: int
     attempts: _Attempts
     lineage: Lineage
@@ -711,6 +711,15 @@ class Attribution:
     accountable: pa.Table      # rank, accountable_ns
     quarantine: pa.Table | None = None
     pieces: list = None        # the intervals' (rank, start, end, state) as numpy arrays, per batch
+
+    @property
+    def intervals(self) -> pa.Table:
+        """The state intervals (``rank, start_ns, end_ns, state, attempt, step, cause``):
+        built from the pass's output on first use (the full ledger sums them without
+        the table)."""
+        if not isinstance(self.intervals_of, pa.Table):
+            self.intervals_of = self.intervals_of()
+        return self.intervals_of
 
     @property
     def step_num(self) -> np.ndarray:
@@ -1327,24 +1336,28 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             me=m_end[a_i * nR + r_i], k=st.step[i], k2=st.step[i2] if i2 >= 0 else None,
             row2=st.row[i2] if i2 >= 0 else None), fix))
         return None
-    causes = names(tuple(cause_names))
-    batches, pieces = [], []
-    for (m, _, _, _, n_att, n_step, n_cause, *_), out, valid, _, _ in results:
-        pr, ps, pe, state, att_id, step, cause = (c[:m] for c in out)
-        if dense:
-            pr = rank_values[pr].astype(np.int32)
-        pieces.append((pr, ps, pe, state))
-        batches.append(pa.RecordBatch.from_arrays([
-            pa.Array.from_buffers(_INT32, m, [None, pa.py_buffer(pr)]),
-            pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(ps)]),
-            pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(pe)]),
-            pa.DictionaryArray.from_arrays(pa.Array.from_buffers(_INT8, m, [None, pa.py_buffer(state)]),
-                                           names(STATES), safe=False),
-            _bits(att_id, valid[0], int(n_att), _INT32),
-            _bits(step, valid[1], int(n_step), _INT64),
-            pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), _INT16), causes, safe=False),
-        ], names=_INTERVAL_COLUMNS))
-    intervals = pa.Table.from_batches(batches)
+    pieces = []
+    for (m, *_), out, _, _, _ in results:
+        pr, ps, pe, state = (c[:m] for c in out[:4])
+        pieces.append((rank_values[pr].astype(np.int32) if dense else pr, ps, pe, state))
+
+    def intervals():
+        causes = names(tuple(cause_names))
+        batches = []
+        for (pr, ps, pe, state), ((m, _, _, _, n_att, n_step, n_cause, *_), out, valid, _, _) in zip(pieces, results):
+            att_id, step, cause = (c[:m] for c in out[4:])
+            batches.append(pa.RecordBatch.from_arrays([
+                pa.Array.from_buffers(_INT32, m, [None, pa.py_buffer(pr)]),
+                pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(ps)]),
+                pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(pe)]),
+                pa.DictionaryArray.from_arrays(pa.Array.from_buffers(_INT8, m, [None, pa.py_buffer(state)]),
+                                               names(STATES), safe=False),
+                _bits(att_id, valid[0], int(n_att), _INT32),
+                _bits(step, valid[1], int(n_step), _INT64),
+                pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), _INT16), causes, safe=False),
+            ], names=_INTERVAL_COLUMNS))
+        return pa.Table.from_batches(batches)
+
     ur = np.concatenate([r[0][2] for r in results])
     acc_ns = np.concatenate([r[0][3] for r in results])
     if dense:
