@@ -65,3 +65,17 @@ def example_b() -> pa.Table:
         + steps(2, 4, 6, 120)
         + [dict(record="checkpoint_save", attempt=2, rank=0, step=6, start=150, block=160, durable=160)]
     )
+
+
+def steps_for_all_ranks(rows: list) -> list:
+    """`rows` with one step row of rank -1 per (attempt, step) (the first, tokens
+    100 + step), in start order: a lifecycle logged once for all ranks."""
+    seen, out = set(), []
+    for r in rows:
+        if r["record"] == "step":
+            if (r["attempt"], r["step"]) in seen:
+                continue
+            seen.add((r["attempt"], r["step"]))
+            r = dict(r, rank=-1, tokens=100 + r["step"])
+        out.append(r)
+    return sorted(out, key=lambda r: r["start"])

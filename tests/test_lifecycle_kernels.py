@@ -10,7 +10,7 @@ import pytest
 import reference_lifecycle as ref
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from lifecycle_cases import S, table
+from lifecycle_cases import S, steps_for_all_ranks, table
 from test_lifecycle_properties import with_as_of
 
 from pau import _kernels, core, lifecycle, synth
@@ -641,15 +641,7 @@ def test_attribute_pass_by_rank_matches_the_reference(case):
     """Step rows of rank -1 in start order: the pass's own visits (``all_ranks``)
     against the twin, errors included."""
     rows, as_of = case
-    seen, conv = set(), []
-    for r in rows:
-        if r["record"] == "step":
-            if (r["attempt"], r["step"]) in seen:
-                continue
-            seen.add((r["attempt"], r["step"]))
-            r = dict(r, rank=-1)
-        conv.append(r)
-    conv.sort(key=lambda r: r["start"])
+    conv = steps_for_all_ranks(rows)
     calls = check_pass(table(conv), None if as_of is None else as_of * S)
     if calls and any(r["record"] == "step" and (as_of is None or r["start"] <= as_of) for r in conv):
         assert calls[0][0][38].size > 0  # all_ranks: the pass made the visits

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import pau.core as pc
 import reference_lifecycle as ref
-from lifecycle_cases import S, example_a, example_b, table
+from lifecycle_cases import S, example_a, example_b, steps_for_all_ranks, table
 
 INIT = ("init", "compile", "data_warmup")
 OVERLAY = ("eval", "data_wait", "custom")
@@ -571,15 +571,7 @@ def test_rank_minus_one_steps_in_time_order(case):
     from pau import _kernels, lifecycle
 
     rows, as_of = case
-    seen, conv = set(), []
-    for r in rows:
-        if r["record"] == "step":
-            if (r["attempt"], r["step"]) in seen:
-                continue
-            seen.add((r["attempt"], r["step"]))
-            r = dict(r, rank=-1, tokens=100 + r["step"])
-        conv.append(r)
-    conv.sort(key=lambda r: r["start"])
+    conv = steps_for_all_ranks(rows)
     try:
         want = ref.attribute(conv, as_of)
     except ref.Invalid:

@@ -924,6 +924,22 @@ def _stable_order(key):
 
 
 @kernel
+def _rows_of(rec, code, start, until):
+    """The rows of record `code` that start by `until`, in row order."""
+    n = 0
+    for i in range(rec.size):
+        if rec[i] == code and start[i] <= until:
+            n += 1
+    out = np.empty(n, np.int64)
+    k = 0
+    for i in range(rec.size):
+        if rec[i] == code and start[i] <= until:
+            out[k] = i
+            k += 1
+    return out
+
+
+@kernel
 def _prepare_empty():
     """What :func:`prepare` returns when the caller must take the numpy path."""
     e = np.empty(0, np.int64)
@@ -953,17 +969,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     big = np.iinfo(np.int64).max
     # -- attempts: per id the earliest start, the latest end (null if one is open)
     # and the first kind given
-    n_att_rows = 0
-    for i in range(n):
-        if rec[i] == R_ATT:
-            n_att_rows += 1
-    row_ids = np.empty(n_att_rows, np.int64)
-    k = 0
-    for i in range(n):
-        if rec[i] == R_ATT:
-            row_ids[k] = attempt[i]
-            k += 1
-    u = _distinct(row_ids)
+    u = _distinct(attempt[_rows_of(rec, R_ATT, start, big)])
     nA = u.size
     p_start = np.full(nA, big, np.int64)
     p_end = np.full(nA, null, np.int64)
@@ -1000,18 +1006,9 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     a_start = p_start[order]
     # failures as of as_of, distinct, by (time, attempt, kind); the first of each
     # attempt ends it
-    nf = 0
-    for i in range(n):
-        if rec[i] == R_FAIL and start[i] <= as_of:
-            nf += 1
-    f_a = np.empty(nf, np.int64)
-    f_t = np.empty(nf, np.int64)
-    f_k = np.empty(nf, np.int64)
-    k = 0
-    for i in range(n):
-        if rec[i] == R_FAIL and start[i] <= as_of:
-            f_a[k], f_t[k], f_k[k] = attempt[i], start[i], kcode[i]
-            k += 1
+    fr = _rows_of(rec, R_FAIL, start, as_of)
+    nf = fr.size
+    f_a, f_t, f_k = attempt[fr], start[fr], kcode[fr]
     fo = np.argsort(f_k, kind="mergesort")
     fo = fo[np.argsort(f_a[fo], kind="mergesort")]
     fo = fo[np.argsort(f_t[fo], kind="mergesort")]
@@ -1068,11 +1065,10 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
         a_completed[i] = not a_running[i] and a_cause[i] < 0
 
     # -- ranks, membership, accountable time
-    n_acc = 0
+    acc_rows = _rows_of(rec, R_ACC, start, big)
+    n_acc = acc_rows.size
     n_known = step_ranks.size + extra_ranks.size
     for i in range(n):
-        if rec[i] == R_ACC:
-            n_acc += 1
         if rank[i] >= 0:
             n_known += 1
     known = np.empty(n_known, np.int64)
@@ -1088,12 +1084,6 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
         known[k] = extra_ranks[j]
         k += 1
     known = _distinct(known)
-    acc_rows = np.empty(n_acc, np.int64)
-    k = 0
-    for i in range(n):
-        if rec[i] == R_ACC:
-            acc_rows[k] = i
-            k += 1
     # membership rows: per-rank attempt rows first, then rank -1 rows per rank
     # accountable at the attempt's start (every known rank without accountable rows)
     cap = 0
@@ -1244,22 +1234,17 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
         x_block[k] = max(me if (e == null or e > me) else e, start[i])
 
     # -- checkpoints: per (attempt, step) durable when the last shard is, ok if all are
-    nc_rows = 0
-    for i in range(n):
-        if rec[i] == R_CKPT:
-            if step[i] < 0 or step[i] >= _KEY40:
-                return _prepare_empty()
-            nc_rows += 1
+    cr = _rows_of(rec, R_CKPT, start, big)
+    nc_rows = cr.size
     ckey = np.empty(nc_rows, np.int64)
     cdur = np.empty(nc_rows, np.int64)
-    cok = np.empty(nc_rows, np.bool_)
-    k = 0
-    for i in range(n):
-        if rec[i] == R_CKPT:
-            ckey[k] = dense_of[np.searchsorted(u, attempt[i])] * _KEY40 + step[i]
-            cdur[k] = big if durable[i] == null else durable[i]
-            cok[k] = ok[i]
-            k += 1
+    for k in range(nc_rows):
+        i = cr[k]
+        if step[i] < 0 or step[i] >= _KEY40:
+            return _prepare_empty()
+        ckey[k] = dense_of[np.searchsorted(u, attempt[i])] * _KEY40 + step[i]
+        cdur[k] = big if durable[i] == null else durable[i]
+    cok = ok[cr]
     co = _stable_order(ckey)  # shards come save by save: usually sorted
     nC = 0
     for j in range(nc_rows):
@@ -1291,17 +1276,8 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     # -- lineage: the restore each attempt used (its last ok one, by start) and the
     # checkpoint it read (the latest durable one of its step, before it, written
     # by another attempt)
-    nrs = 0
-    for i in range(n):
-        if rec[i] == R_REST and start[i] <= as_of:
-            nrs += 1
-    r_rows = np.empty(nrs, np.int64)
-    r_st = np.empty(nrs, np.int64)
-    k = 0
-    for i in range(n):
-        if rec[i] == R_REST and start[i] <= as_of:
-            r_rows[k], r_st[k] = i, start[i]
-            k += 1
+    r_rows = _rows_of(rec, R_REST, start, as_of)
+    r_st = start[r_rows]
     used = np.zeros(nA, np.bool_)
     used_step = np.zeros(nA, np.int64)
     used_w = np.zeros(nA, np.int64)
