@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Sequence
 
@@ -384,7 +385,13 @@ def _sweep_parts(plan: _Plan, cols: list, parts: int, order=None):
             taken |= sel
             jobs.append((pieces, sel))
         jobs[0] = (jobs[0][0], jobs[0][1] | ~taken)  # spans of ranks without events
-        results = list(_pool().map(lambda j: run(*j), jobs))
+        # the first part on this thread, the others on the pool (the core releases
+        # the GIL): one thread fewer to wake, and none from inside the pool
+        if threading.current_thread().name.startswith("pau-sweep"):
+            results = [run(*j) for j in jobs]
+        else:
+            later = [_pool().submit(run, *j) for j in jobs[1:]]
+            results = [run(*jobs[0])] + [f.result() for f in later]
         if not any(isinstance(r, tuple) for r in results):
             seen = np.concatenate([r["span_rank"] for r in results])
             if np.unique(seen).size != seen.size:
