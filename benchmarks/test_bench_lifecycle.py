@@ -12,8 +12,8 @@
   same events, on jobs of 1.4M and 7M events: the state intervals become windows of
   the native sweep, so the ledger costs the attribution (0.95 ms for 1,870 lifecycle
   records, about 3 ms for 8,790) plus a windowed sweep (a few % over the plain one,
-  and 0.3-0.4 ms slower after an attribution than back to back). Target (issue 3):
-  1.3x; session 4: 1.25-1.29x on the 7M-event job, 1.48-1.50x on the 1.4M one
+  and 0.1-0.15 ms slower after an attribution than back to back). Target (issue 3):
+  1.3x; session 4: 1.22-1.25x on the 7M-event job, 1.40-1.46x on the 1.4M one
   (session 3: 1.29-1.32x and 1.62-1.65x).
 
 Every benchmark asserts its answer: conservation against the accountable time, and
