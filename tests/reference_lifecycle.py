@@ -620,3 +620,16 @@ def state_runs(rank, start, end, state) -> list:
         else:
             out.append((r, s, e, k))
     return [tuple(int(v) for v in x) for x in out]
+
+
+def state_windows(rank, start, end, state, ranks) -> tuple:
+    """What ``_kernels.state_windows`` computes: the runs of :func:`state_runs`,
+    each run's rank as its index in `ranks`, and per rank of `ranks` the start of
+    its first run and the end of its last (0, 0 without runs)."""
+    runs = state_runs(rank, start, end, state)
+    ranks = [int(r) for r in ranks]
+    span: dict = {}
+    for r, s, e, _ in runs:
+        span.setdefault(r, [s, e])[1] = e
+    return (runs, [ranks.index(r) for r, *_ in runs], [span.get(r, [0, 0])[0] for r in ranks],
+            [span.get(r, [0, 0])[1] for r in ranks])

@@ -443,6 +443,20 @@ def test_state_runs_match_the_reference(pieces):
     cols = (np.array(rank, np.int32), np.array(start, np.int64), np.array(end, np.int64), np.array(state, np.int8))
     got = _kernels.state_runs(*cols)
     assert list(zip(*(c.tolist() for c in got))) == ref.state_runs(*cols)
+    # the same runs with their ranks' positions and spans, among ranks some have no runs
+    ranks = np.array(sorted(set(rank) | {1, 5}), np.int32)
+    w_rank, w_start, w_end, w_state, w_pos, w_row, span_start, span_end = _kernels.state_windows(*cols, ranks)
+    runs, pos, s_start, s_end = ref.state_windows(*cols, ranks)
+    assert list(zip(*(c.tolist() for c in (w_rank, w_start, w_end, w_state)))) == runs
+    assert (w_pos.tolist(), w_row.tolist(), span_start.tolist(), span_end.tolist()) == \
+        (pos, list(range(len(runs))), s_start, s_end)
+
+
+def test_state_windows_names_a_rank_it_was_not_given():
+    cols = (np.array([0, 3], np.int32), np.array([0, 0], np.int64), np.array([1, 1], np.int64),
+            np.array([0, 0], np.int8))
+    with pytest.raises(ValueError, match="not among the ranks given"):
+        _kernels.state_windows(*cols, np.array([0, 1], np.int32))
 
 
 # --------------------------------------------------------------------------- the one pass

@@ -802,6 +802,34 @@ def state_cells(h_window, h_mask, h_duration, w_rank, w_state, act_of_mask, n_ra
 
 
 @kernel
+def state_windows(rank, start, end, state, ranks):
+    """The windows of the full ledger's sweep, and each rank's span: the runs of
+    state intervals (:func:`state_runs`) with their row numbers, each run's rank as
+    a position in ``ranks`` (sorted: the accountable ranks, each of which has
+    intervals), and per rank the start of its first run and the end of its last.
+
+    Returns ``(w_rank, w_start, w_end, w_state, w_pos, w_row, span_start, span_end)``.
+    """
+    w_rank, w_start, w_end, w_state = state_runs(rank, start, end, state)
+    m = w_rank.size
+    w_pos = np.empty(m, np.int64)
+    span_start = np.zeros(ranks.size, np.int64)
+    span_end = np.zeros(ranks.size, np.int64)
+    p = -1
+    for j in range(m):
+        if p < 0 or ranks[p] != w_rank[j]:
+            p += 1
+            while p < ranks.size and ranks[p] < w_rank[j]:
+                p += 1
+            if p == ranks.size or ranks[p] != w_rank[j]:
+                raise ValueError("state_windows: an interval's rank is not among the ranks given")
+            span_start[p] = w_start[j]
+        span_end[p] = w_end[j]
+        w_pos[j] = p
+    return w_rank, w_start, w_end, w_state, w_pos, np.arange(m), span_start, span_end
+
+
+@kernel
 def state_runs(rank, start, end, state):
     """The windows of the full ledger's sweep: runs of state intervals (sorted by
     rank and start) of one rank and one state that touch, as ``(rank, start, end,

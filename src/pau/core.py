@@ -902,34 +902,25 @@ def ledger(
     # so this changes nothing but the number of window boundaries the sweep crosses).
     # A rank's accounted span runs from its first to its last interval; time in gaps
     # (not accountable) falls outside every window and is not counted. The intervals
-    # come in batches of whole ranks: runs per batch, without joining the batches.
-    from ._kernels import state_runs
+    # come in batches of whole ranks (the pass's own arrays, joined when there are
+    # several); their ranks are the accountable ones.
+    from ._kernels import state_cells, state_windows
+    from ._ledger import cells_table
 
-    runs = [state_runs(*p) for p in att.pieces]
-    plan = _Plan(mode="list")
-    if runs:
-        plan.win_rank, plan.win_start, plan.win_end, w_state = (
-            np.concatenate([r[k] for r in runs]) if len(runs) > 1 else runs[0][k] for k in range(4))
-    else:
-        w_state = np.empty(0, np.int8)
-    plan.win_row = np.arange(w_state.size, dtype=np.int64)
-    plan.win_id = plan.win_row
+    pieces = att.pieces
+    cols = pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
     ranks = np.asarray(att.accountable["rank"])
-    first = np.searchsorted(plan.win_rank, ranks, side="left")
-    last = np.searchsorted(plan.win_rank, ranks, side="right") - 1
+    plan = _Plan(mode="list")
+    (plan.win_rank, plan.win_start, plan.win_end, w_state, w_pos, plan.win_row, plan.span_start,
+     plan.span_end) = state_windows(*cols, ranks)
+    plan.win_id = plan.win_row
     plan.span_rank = ranks.astype(np.int32)
-    plan.span_start = plan.win_start[first]
-    plan.span_end = plan.win_end[last]
     hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
     nq = 0 if quarantine is None else quarantine.num_rows
     # One pass over the histogram into (accountable rank, state, activity) cells; rows
     # in a window have an accountable rank (their windows are its intervals).
-    from ._kernels import state_cells
-    from ._ledger import cells_table
-
     n_act = len(ACTIVITIES) + 1
-    w_rank = np.searchsorted(ranks, plan.win_rank)  # each window's rank, as a position
-    cells = state_cells(hist["window"], hist["mask"], hist["duration"], w_rank, w_state, act_of_mask, ranks.size,
+    cells = state_cells(hist["window"], hist["mask"], hist["duration"], w_pos, w_state, act_of_mask, ranks.size,
                         len(STATES), n_act)
     return Ledger(_with_counts(cells_table(cells, ranks, n_act), rows, nq), att.accountable, attribution=att,
                   quarantine=quarantine, lifecycle_quarantine=att.quarantine)
