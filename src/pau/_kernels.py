@@ -1016,27 +1016,31 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             p_end[p] = null if (p_end[p] == null or e == null) else max(p_end[p], e)
             if p_kind[p] < 0:
                 p_kind[p] = kcode[i]
-    # every record but accountable names a known attempt; the steps' ids are known
-    # from the scan (rows outside the ids' range, or ids without a row: an error)
-    for i in range(n):
-        if rec[i] != R_ACC and _find(u, attempt[i]) < 0:
-            return _prepare_empty()
-    if nA == 0:
-        return _prepare_empty()
-    for j in range(att_count.size):
-        if att_count[j] > 0 and _find(u, att_lo + j) < 0:
-            return _prepare_empty()
     order = np.argsort(p_start, kind="mergesort")  # by (start, id): u is sorted
     dense_of = np.empty(nA, np.int64)  # position in u -> dense index
     for i in range(nA):
         dense_of[order[i]] = i
     a_ids = u[order]
     a_start = p_start[order]
+    # every record but accountable names a known attempt (row_d: its dense index);
+    # the steps' ids are known from the scan (ids without a row: an error)
+    row_d = np.full(n, -1, np.int64)
+    for i in range(n):
+        if rec[i] != R_ACC:
+            p = _find(u, attempt[i])
+            if p < 0:
+                return _prepare_empty()
+            row_d[i] = dense_of[p]
+    if nA == 0:
+        return _prepare_empty()
+    for j in range(att_count.size):
+        if att_count[j] > 0 and _find(u, att_lo + j) < 0:
+            return _prepare_empty()
     # failures as of as_of, distinct, by (time, attempt, kind); the first of each
     # attempt ends it
     fr = _rows_of(rec, R_FAIL, start, as_of)
     nf = fr.size
-    f_a, f_t, f_k = attempt[fr], start[fr], kcode[fr]
+    f_a, f_t, f_k, f_d = attempt[fr], start[fr], kcode[fr], row_d[fr]
     fo = np.argsort(f_k, kind="mergesort")
     fo = fo[np.argsort(f_a[fo], kind="mergesort")]
     fo = fo[np.argsort(f_t[fo], kind="mergesort")]
@@ -1049,12 +1053,12 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             q = fo[j - 1]
             keep[j] = f_a[i] != f_a[q] or f_t[i] != f_t[q] or f_k[i] != f_k[q]
     fo = fo[keep]
-    f_a, f_t, f_k = f_a[fo], f_t[fo], f_k[fo]
+    f_a, f_t, f_k, f_d = f_a[fo], f_t[fo], f_k[fo], f_d[fo]
     ff_has = np.zeros(nA, np.bool_)
     ff_t = np.zeros(nA, np.int64)
     ff_k = np.zeros(nA, np.int64)
     for j in range(fo.size):
-        d = dense_of[np.searchsorted(u, f_a[j])]
+        d = f_d[j]
         if not ff_has[d]:
             ff_has[d], ff_t[d], ff_k[d] = True, f_t[j], f_k[j]
     a_end = np.empty(nA, np.int64)
@@ -1125,14 +1129,14 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     nm = 0
     for i in range(n):
         if rec[i] == R_ATT and rank[i] >= 0:
-            d = dense_of[np.searchsorted(u, attempt[i])]
+            d = row_d[i]
             ae = a_end[d]
             oe = ae if (end[i] == null or end[i] > as_of) else min(end[i], ae)
             mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm] = d, rank[i], start[i], max(oe, start[i])
             nm += 1
     for i in range(n):
         if rec[i] == R_ATT and rank[i] < 0:
-            d = dense_of[np.searchsorted(u, attempt[i])]
+            d = row_d[i]
             t0 = start[i]
             if n_acc:
                 for j in range(n_acc):
@@ -1246,7 +1250,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     x_block = np.empty(ne, np.int64)
     for k in range(ne):
         i = x_src[k]
-        d = dense_of[np.searchsorted(u, attempt[i])]
+        d = row_d[i]
         v = x_rank[k] - r_lo
         rd = rank_lut[v] if 0 <= v < span else -1
         if rd < 0:
@@ -1270,7 +1274,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
         i = cr[k]
         if step[i] < 0 or step[i] >= _KEY40:
             return _prepare_empty()
-        ckey[k] = dense_of[np.searchsorted(u, attempt[i])] * _KEY40 + step[i]
+        ckey[k] = row_d[i] * _KEY40 + step[i]
         cdur[k] = big if durable[i] == null else durable[i]
     cok = ok[cr]
     co = _stable_order(ckey)  # shards come save by save: usually sorted
@@ -1313,7 +1317,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
         i = r_rows[j]
         if not ok[i]:
             continue
-        a = dense_of[np.searchsorted(u, attempt[i])]
+        a = row_d[i]
         w = -1
         for g in range(nC):
             if (c_step[g] == step[i] and c_dur[g] != null and c_dur[g] <= start[i] and c_att[g] != a
@@ -1357,17 +1361,10 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             break
         h = used_step[cur]
         cur = used_w[cur]
-    nl = 0
+    on_lineage = np.zeros(nC, np.bool_)
     for g in range(nC):
-        if c_dur[g] != null and _on_line(on, base, head, c_att[g], c_step[g], null):
-            nl += 1
-    lineage_ckpts = np.empty(nl, np.int64)
-    k = 0
-    for g in range(nC):
-        if c_dur[g] != null and _on_line(on, base, head, c_att[g], c_step[g], null):
-            lineage_ckpts[k] = c_step[g]
-            k += 1
-    lineage_ckpts = np.sort(lineage_ckpts)
+        on_lineage[g] = c_dur[g] != null and _on_line(on, base, head, c_att[g], c_step[g], null)
+    lineage_ckpts = np.sort(c_step[on_lineage])
 
     # -- background: accountable (outage) < attempts (unattributed) < init/restore
     nb = 0
