@@ -1371,20 +1371,19 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     def labels():
         """The step executions as :func:`_kernels.steps_pass` labels them."""
         sa = step_att()
-        order, x_rank, x_copy = visit_order() if by_rank else (order_, x_rank_, x_copy_)
-        if x_rank.size:  # the visits as rows of their own, in order
+        walk, w_rank, w_copy = visit_order() if by_rank else (order, x_rank, x_copy)
+        if w_rank.size:  # the visits as rows of their own, in order
             visits = np.empty(0, np.int64)
-            s_rd = _kernels.lut_map(x_rank, r_lo, rank_lut)
-            cols = (sa[order], st.start[order], st.end[order], st.step[order], np.where(x_copy, 0, st.tokens[order]))
+            s_rd = _kernels.lut_map(w_rank, r_lo, rank_lut)
+            cols = (sa[walk], st.start[walk], st.end[walk], st.step[walk], np.where(w_copy, 0, st.tokens[walk]))
         else:
-            visits = order
+            visits = walk
             s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut) if len(st) else sa
             cols = (sa, st.start, st.end, st.step, st.tokens)
         res = _kernels.steps_pass(visits, s_rd, *cols, m_start, m_end, nR, L.base, L.head, L.on, pend, NULL,
                                   rank_values.astype(np.int32), att_cause, s_states)
         return res[5], res[1], res[2], res[3]
 
-    order_, x_rank_, x_copy_ = order, x_rank, x_copy
     steps = _StepLabels(labels)
     if count_pres:
         preserved_steps = int(n_pres)
