@@ -353,6 +353,16 @@ def _pool():
     return pool
 
 
+def _run_parts(fn, jobs: list) -> list:
+    """``[fn(*job) for job in jobs]``: the first job on this thread, the others on the
+    pool (the native code releases the GIL), so one thread fewer is woken; all on
+    this thread when it is one of the pool's (never wait on the pool from inside)."""
+    if len(jobs) <= 1 or threading.current_thread().name.startswith("pau-sweep"):
+        return [fn(*job) for job in jobs]
+    later = [_pool().submit(fn, *job) for job in jobs[1:]]
+    return [fn(*jobs[0])] + [f.result() for f in later]
+
+
 def _sweep_parts(plan: _Plan, cols: list, parts: int, order=None):
     """Sweep column batches, on several threads when that pays (the core releases
     the GIL). Input sorted by rank is split into row ranges at rank boundaries;
@@ -385,13 +395,7 @@ def _sweep_parts(plan: _Plan, cols: list, parts: int, order=None):
             taken |= sel
             jobs.append((pieces, sel))
         jobs[0] = (jobs[0][0], jobs[0][1] | ~taken)  # spans of ranks without events
-        # the first part on this thread, the others on the pool (the core releases
-        # the GIL): one thread fewer to wake, and none from inside the pool
-        if threading.current_thread().name.startswith("pau-sweep"):
-            results = [run(*j) for j in jobs]
-        else:
-            later = [_pool().submit(run, *j) for j in jobs[1:]]
-            results = [run(*jobs[0])] + [f.result() for f in later]
+        results = _run_parts(run, jobs)
         if not any(isinstance(r, tuple) for r in results):
             seen = np.concatenate([r["span_rank"] for r in results])
             if np.unique(seen).size != seen.size:

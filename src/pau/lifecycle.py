@@ -40,7 +40,6 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -1236,7 +1235,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     # once per member rank of its attempt (x_rank: the rank of each visit). When
     # every row has rank -1 and they come in start order, the pass makes the visits
     # itself, rank by rank (all_ranks), on one thread.
-    from .core import _parts, _pool
+    from .core import _parts, _run_parts
 
     def visit_order():
         if not sc.neg_rank:
@@ -1315,11 +1314,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             *(c[o_lo:o_hi] for c in o_cols), att_ids32, NULL, all_ranks, first_member, *out, *valid)
         return res, out, valid, marks, shift
 
-    if len(ranges) == 1 or threading.current_thread().name.startswith("pau-sweep"):
-        results = [run(part) for part in ranges]  # (never wait on the pool from inside it)
-    else:
-        later = [_pool().submit(run, part) for part in ranges[1:]]
-        results = [run(ranges[0])] + [f.result() for f in later]
+    results = _run_parts(run, [(part,) for part in ranges])
     for (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2, bad_rank), _, _, _, shift \
             in results:
         if not code:
