@@ -13,8 +13,8 @@ from setuptools import setup
 
 VERSION = "0.1.0"
 
-compile_args = ["-O3"]
-link_args = []
+compile_args = ["-O3", "-pthread"]
+link_args = ["-pthread"]
 if os.environ.get("PAU_NATIVE") == "1":
     compile_args.append("-march=native")
 if os.environ.get("PAU_SANITIZE") == "1":

@@ -599,11 +599,12 @@ class Sweep {
             if (we[i] < ws[i]) throw std::invalid_argument("windows: end_ns < start_ns at row " + std::to_string(wrow[i]));
             idx[static_cast<size_t>(i)] = i;
         }
-        std::sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+        const auto before = [&](int64_t a, int64_t b) {
             if (wr[a] != wr[b]) return wr[a] < wr[b];
             if (ws[a] != ws[b]) return ws[a] < ws[b];
             return we[a] < we[b];
-        });
+        };
+        if (!std::is_sorted(idx.begin(), idx.end(), before)) std::sort(idx.begin(), idx.end(), before);
         for (int64_t i : idx) {
             if (wr[i] == -1) global_wins_.push_back(i);
             else own_wins_[wr[i]].push_back(i);

@@ -802,6 +802,73 @@ def state_cells(h_window, h_mask, h_duration, w_rank, w_state, act_of_mask, n_ra
 
 
 @kernel
+def crossed_cells(h_rank, h_window, h_mask, h_duration, cuts, ranks, i_rank, i_start, i_end, i_state, act_of_mask,
+                  idle, n_states, n_act):
+    """The full ledger's cells from a sweep whose windows are shared cuts (window
+    ``w`` is ``[cuts[w], cuts[w + 1])`` on every rank) instead of the state runs.
+
+    The state intervals (``i_*``, sorted by rank and start, ranks among the sorted
+    ``ranks``) are merged into runs (:func:`state_runs`). Each run first puts its
+    whole time in the ``idle`` activity of its (rank, state) cell; each histogram
+    row of a busy mask (not 0) then moves its time from idle to its activity, in the
+    cell of the run its window lies in, or nowhere when the window lies outside
+    every run of its rank (or the row's rank is not among ``ranks``, or it is
+    outside every window). Idle time is what is left, so rows of mask 0 are not
+    read and the sweep needs no spans.
+
+    Returns ``(ok, cells)``, cells laid out as :func:`state_cells`. ``ok`` is False
+    when the cuts do not resolve the states: a busy row's window reaches over a run
+    boundary, or a run reaches outside ``[cuts[0], cuts[-1])``.
+    """
+    r_rank, r_start, r_end, r_state = state_runs(i_rank, i_start, i_end, i_state)
+    n_ranks = ranks.size
+    cells = np.zeros(n_ranks * n_states * n_act, np.int64)
+    first = np.zeros(n_ranks + 1, np.int64)  # runs of rank position p: first[p]..first[p + 1]
+    n_cuts = cuts.size
+    p = 0
+    for j in range(r_rank.size):
+        while p < n_ranks and ranks[p] != r_rank[j]:
+            p += 1
+            first[p] = j
+        if p == n_ranks or n_cuts == 0 or r_start[j] < cuts[0] or r_end[j] > cuts[n_cuts - 1]:
+            return False, cells
+        cells[(p * n_states + r_state[j]) * n_act + idle] += r_end[j] - r_start[j]
+    for q in range(p + 1, n_ranks + 1):
+        first[q] = r_rank.size
+    last_rank = -2
+    pos = -1
+    lo = hi = j = 0
+    for i in range(h_rank.size):
+        w = h_window[i]
+        if h_mask[i] == 0 or w < 0:
+            continue
+        if h_rank[i] != last_rank:
+            last_rank = h_rank[i]
+            pos = np.searchsorted(ranks, last_rank)
+            if pos == n_ranks or ranks[pos] != last_rank:
+                pos = -1
+            else:
+                lo, hi = first[pos], first[pos + 1]
+                j = lo - 1
+        if pos < 0:
+            continue
+        a, b = cuts[w], cuts[w + 1]
+        # j: the last run of the rank starting at or before a (lo - 1: none). A rank's
+        # rows come in window order, so it only moves forward but for a restart.
+        if j >= lo and r_start[j] > a:
+            j = lo - 1
+        while j + 1 < hi and r_start[j + 1] <= a:
+            j += 1
+        if j >= lo and b <= r_end[j]:
+            base = (pos * n_states + r_state[j]) * n_act
+            cells[base + act_of_mask[h_mask[i]]] += h_duration[i]
+            cells[base + idle] -= h_duration[i]
+        elif (j >= lo and r_end[j] > a) or (j + 1 < hi and r_start[j + 1] < b):
+            return False, cells
+    return True, cells
+
+
+@kernel
 def state_windows(rank, start, end, state, ranks):
     """The windows of the full ledger's sweep, and each rank's span: the runs of
     state intervals (:func:`state_runs`) with their row numbers, each run's rank as

@@ -305,8 +305,10 @@ def _rank_split(cols: list, parts: int):
         sample = r[np.minimum(n - 1, (np.arange(65) * n) // 64)]
         if (sample[1:] < sample[:-1]).any():
             return None
-        lows = np.searchsorted(r, r[(np.arange(1, parts) * n) // parts], "left")  # r assumed sorted
-        cuts = sorted({0, n} | set(lows.tolist()))
+        at = (np.arange(1, parts) * n) // parts
+        lows = np.searchsorted(r, r[at], "left")  # r assumed sorted
+        highs = np.searchsorted(r, r[at], "right")
+        cuts = sorted({0, n} | set(np.where(at - lows <= highs - at, lows, highs).tolist()))
         return [([(0, slice(lo, hi))], int(r[lo]), int(r[hi - 1])) for lo, hi in zip(cuts[:-1], cuts[1:])
                 if hi > lo]
 
@@ -318,10 +320,12 @@ def _rank_split(cols: list, parts: int):
     if any(x > y for x, y in zip(sample, sample[1:])):
         return None
 
-    def first_at_least(v: int) -> int:  # lower bound on (assumed) sorted ranks
-        return lower_bound(n, rank_at, v)
+    def nearest_boundary(i: int) -> int:  # the rank boundary nearest row i, ranks (assumed) sorted
+        v = rank_at(i)
+        lo, hi = lower_bound(n, rank_at, v), lower_bound(n, rank_at, v + 1)
+        return lo if i - lo <= hi - i else hi
 
-    cuts = sorted({0, n} | {first_at_least(rank_at((j * n) // parts)) for j in range(1, parts)})
+    cuts = sorted({0, n} | {nearest_boundary((j * n) // parts) for j in range(1, parts)})
     out = []
     for lo, hi in zip(cuts[:-1], cuts[1:]):
         if hi <= lo:
@@ -661,6 +665,12 @@ def _is_path_source(obj: Any) -> bool:
         isinstance(obj, (list, tuple)) and bool(obj) and all(isinstance(x, (str, os.PathLike)) for x in obj))
 
 
+def _in_memory(source: Any) -> bool:
+    """An in-memory table-like input (not a path nor a stream of batches)."""
+    return not _is_path_source(source) and not isinstance(source, pa.RecordBatchReader) and not (
+        hasattr(source, "__arrow_c_stream__") and not isinstance(source, (pa.Table, pa.RecordBatch)))
+
+
 def _hist_of_source(source: Any, plan: _Plan, on_invalid: str, *, batch_rows=None, progress=None,
                     workers=None, memory_budget=None):
     """Sweep a Parquet path (streamed, or one partition per thread for pau's
@@ -674,8 +684,7 @@ def _hist_of_source(source: Any, plan: _Plan, on_invalid: str, *, batch_rows=Non
 
         return merged_hist(source, plan, workers=workers, on_invalid=on_invalid, progress=progress,
                            memory_budget=memory_budget)
-    if not _is_path_source(source) and not isinstance(source, pa.RecordBatchReader) and not (
-            hasattr(source, "__arrow_c_stream__") and not isinstance(source, (pa.Table, pa.RecordBatch))):
+    if _in_memory(source):
         return _hist_of_table(as_table(source, "events"), plan, on_invalid)
     from . import io as _io
 
@@ -888,12 +897,28 @@ def ledger(
         return Ledger(_with_counts(table, rows, 0 if quarantine is None else quarantine.num_rows),
                       accountable, quarantine=quarantine)
 
+    from ._ledger import cells_table
     from .lifecycle import attribute_rows
 
     if windows is not None or span is not None:
         raise ValueError("ledger: windows and span apply to events-only ledgers; with a lifecycle "
                          "the accountable records set the span")
+    # In-memory events are swept on worker threads while this thread attributes,
+    # with windows guessed from the lifecycle (pau._crossing); when the guess does
+    # not resolve the states, the exact way below runs instead.
+    started = None
+    if events is not None and on_invalid == "raise" and _in_memory(events):
+        from . import _crossing
+
+        started = _crossing.start(events, lifecycle, as_of)
     att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid)
+    n_act = len(ACTIVITIES) + 1
+    ranks = np.asarray(att.accountable["rank"])
+    if started is not None:
+        cells = _crossing.finish(started, att, act_of_mask, _IDLE, len(STATES), n_act)
+        if cells is not None:
+            return Ledger(_with_counts(cells_table(cells, ranks, n_act), started.rows, 0), att.accountable,
+                          attribution=att)
     if events is None:
         iv = att.intervals
         i_start, i_end = np.asarray(iv["start_ns"]), np.asarray(iv["end_ns"])
@@ -909,11 +934,9 @@ def ledger(
     # come in batches of whole ranks (the pass's own arrays, joined when there are
     # several); their ranks are the accountable ones.
     from ._kernels import state_cells, state_windows
-    from ._ledger import cells_table
 
     pieces = att.pieces
     cols = pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
-    ranks = np.asarray(att.accountable["rank"])
     plan = _Plan(mode="list")
     (plan.win_rank, plan.win_start, plan.win_end, w_state, w_pos, plan.win_row, plan.span_start,
      plan.span_end) = state_windows(*cols, ranks)
@@ -923,7 +946,6 @@ def ledger(
     nq = 0 if quarantine is None else quarantine.num_rows
     # One pass over the histogram into (accountable rank, state, activity) cells; rows
     # in a window have an accountable rank (their windows are its intervals).
-    n_act = len(ACTIVITIES) + 1
     cells = state_cells(hist["window"], hist["mask"], hist["duration"], w_pos, w_state, act_of_mask, ranks.size,
                         len(STATES), n_act)
     return Ledger(_with_counts(cells_table(cells, ranks, n_act), rows, nq), att.accountable, attribution=att,
