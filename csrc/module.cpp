@@ -3,6 +3,7 @@
 
 namespace py = pybind11;
 
+void bind_crossing(py::module_& m);
 void bind_econ(py::module_& m);
 void bind_sweep(py::module_& m);
 void bind_kineto(py::module_& m);
@@ -13,6 +14,7 @@ PYBIND11_MODULE(_core, m) {
     m.attr("__version__") = PAU_VERSION;
 #endif
     bind_sweep(m);
+    bind_crossing(m);
     bind_econ(m);
     bind_kineto(m);
 }

@@ -1,0 +1,227 @@
+// Bindings for the full ledger's early sweep (csrc/core/crossing.hpp, pau._crossing).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../core/crossing.hpp"
+#include "../core/parts.hpp"
+#include "../core/sweep.hpp"
+#include "common.hpp"
+
+namespace py = pybind11;
+using namespace pau::core;
+
+namespace {
+
+using pau::bindings::to_numpy;
+
+// Exported batches as (schema capsule, array capsule) pairs, kept alive here.
+struct Exported {
+    std::vector<py::object> keep;
+    std::vector<arrow::Batch> batches;
+
+    explicit Exported(const py::list& pairs) {
+        for (const auto& item : pairs) {
+            const auto pair = item.cast<py::tuple>();
+            if (pair.size() != 2) throw std::invalid_argument("expected (schema, array) capsules of a batch");
+            py::capsule schema = pair[0].cast<py::capsule>(), array = pair[1].cast<py::capsule>();
+            if (std::string(schema.name() ? schema.name() : "") != "arrow_schema" ||
+                std::string(array.name() ? array.name() : "") != "arrow_array")
+                throw std::invalid_argument("expected the capsules of __arrow_c_array__");
+            batches.push_back({schema.get_pointer<ArrowSchema>(), array.get_pointer<ArrowArray>()});
+            keep.push_back(schema);
+            keep.push_back(array);
+        }
+    }
+};
+
+std::vector<LifeBatch> read_lifecycle(const Exported& life, bool& ok) {
+    std::vector<LifeBatch> out(life.batches.size());
+    ok = true;
+    for (size_t i = 0; i < out.size(); ++i) ok = ok && out[i].read(life.batches[i]);
+    return out;
+}
+
+// Sweeps the events over the cuts of a lifecycle, one part of ranks per task:
+// the first task to run computes the cuts (and whether there are few enough to be
+// worth it), every task then sweeps its part. The caller starts helpers, does its
+// own work, then waits; the result is None whenever the exact way must run
+// instead (a layout not read here, too many cuts, a problem in a feed, ranks not
+// sorted after all), else (cuts, histogram as Sweep.finish).
+class CrossingSweep {
+  public:
+    CrossingSweep(const py::list& events, const std::vector<std::string>& kinds, const py::list& lifecycle,
+                  int64_t as_of, int64_t parts, double max_crossings_per_event)
+        : events_(events), life_(lifecycle), as_of_(as_of), max_crossings_(max_crossings_per_event) {
+        bool ok = true;
+        for (const auto& b : events_.batches) {
+            ev_.emplace_back();
+            ok = ok && ev_.back().read(b, kinds);
+        }
+        lc_ = read_lifecycle(life_, ok_life_);
+        if (ok && ok_life_) parts_ = rank_parts(ev_, parts);
+        results_.resize(parts_.size());
+        for (const EventBatch& b : ev_) rows_ += b.rows;
+    }
+
+    void start(size_t helpers) {
+        if (tasks_) throw std::logic_error("CrossingSweep: already started");
+        tasks_ = std::make_unique<Tasks>([this](size_t i) { run(i); }, parts_.size());
+        tasks_->start(helpers);
+    }
+
+    py::object wait() {
+        if (!tasks_) start(0);
+        Histogram all;
+        bool ok = !parts_.empty();
+        {
+            py::gil_scoped_release release;
+            tasks_->wait();
+            ok = ok && !declined_;
+            for (const Result& r : results_) ok = ok && r.fed;
+            if (ok) ok = join(all);
+        }
+        if (!ok) return py::none();
+        py::dict d;
+        d["rank"] = to_numpy(std::move(all.rank));
+        d["window"] = to_numpy(std::move(all.window));
+        d["mask"] = to_numpy(std::move(all.mask));
+        d["duration"] = to_numpy(std::move(all.duration));
+        d["span_rank"] = to_numpy(std::move(all.span_rank));
+        d["span_start"] = to_numpy(std::move(all.span_start));
+        d["span_end"] = to_numpy(std::move(all.span_end));
+        return py::make_tuple(to_numpy(std::move(cuts_)), d);
+    }
+
+    int64_t parts() const { return static_cast<int64_t>(parts_.size()); }
+
+  private:
+    struct Result {
+        bool fed = false;  // every piece taken
+        Histogram hist;
+    };
+
+    // The cuts and their windows, once, by the first task to run.
+    void windows() {
+        cuts_ = cut_times(lc_, as_of_);
+        const int64_t w = static_cast<int64_t>(cuts_.size()) - 1;
+        int64_t ranks = 0;
+        for (const RankPart& p : parts_) ranks += int64_t{p.hi} - p.lo + 1;  // at most
+        if (w < 1 || static_cast<double>(w) * static_cast<double>(ranks) >
+                         max_crossings_ * static_cast<double>(rows_)) {
+            declined_ = true;
+            return;
+        }
+        wrank_.assign(static_cast<size_t>(w), -1);
+        wrow_.resize(static_cast<size_t>(w));
+        for (int64_t i = 0; i < w; ++i) wrow_[static_cast<size_t>(i)] = i;
+    }
+
+    template <typename IdxT>
+    static FeedResult feed_as(Sweep& sw, const EventBatch& b, int64_t lo, int64_t hi) {
+        return sw.feed<IdxT>(b.rank + lo, b.start + lo, b.end + lo, static_cast<const IdxT*>(b.kind) + lo,
+                             b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()), hi - lo);
+    }
+
+    void run(size_t i) {
+        std::call_once(once_, [this] { windows(); });
+        if (declined_) return;
+        const int64_t w = static_cast<int64_t>(wrank_.size());
+        Sweep sw(wrank_.data(), cuts_.data(), cuts_.data() + 1, wrow_.data(), w, nullptr, nullptr, nullptr, 0);
+        for (const RankPart::Piece& p : parts_[i].pieces) {
+            const EventBatch& b = ev_[p.batch];
+            FeedResult r;
+            switch (b.kind_type) {
+                case 0: r = feed_as<int8_t>(sw, b, p.lo, p.hi); break;
+                case 1: r = feed_as<int16_t>(sw, b, p.lo, p.hi); break;
+                case 2: r = feed_as<int32_t>(sw, b, p.lo, p.hi); break;
+                case 3: r = feed_as<int64_t>(sw, b, p.lo, p.hi); break;
+                case 4: r = feed_as<uint8_t>(sw, b, p.lo, p.hi); break;
+                case 5: r = feed_as<uint16_t>(sw, b, p.lo, p.hi); break;
+                default: r = feed_as<uint32_t>(sw, b, p.lo, p.hi); break;
+            }
+            if (r.code != Code::ok) return;
+        }
+        results_[i].hist = sw.finish();
+        results_[i].fed = true;
+    }
+
+    template <typename T>
+    static void append(std::vector<T>& to, const std::vector<T>& from) {
+        to.insert(to.end(), from.begin(), from.end());
+    }
+
+    // Join the parts' histograms; false when a rank is in two parts (the rank
+    // column was not sorted after all).
+    bool join(Histogram& all) {
+        std::vector<int32_t> seen;
+        size_t rows = 0;
+        for (const Result& r : results_) {
+            seen.insert(seen.end(), r.hist.span_rank.begin(), r.hist.span_rank.end());
+            rows += r.hist.rank.size();
+        }
+        std::sort(seen.begin(), seen.end());
+        if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return false;
+        all.rank.reserve(rows);
+        all.window.reserve(rows);
+        all.mask.reserve(rows);
+        all.duration.reserve(rows);
+        for (Result& r : results_) {
+            append(all.rank, r.hist.rank);
+            append(all.window, r.hist.window);
+            append(all.mask, r.hist.mask);
+            append(all.duration, r.hist.duration);
+            append(all.span_rank, r.hist.span_rank);
+            append(all.span_start, r.hist.span_start);
+            append(all.span_end, r.hist.span_end);
+            r.hist = Histogram();
+        }
+        return true;
+    }
+
+    Exported events_, life_;
+    std::vector<EventBatch> ev_;
+    std::vector<LifeBatch> lc_;
+    bool ok_life_ = false;
+    int64_t as_of_;
+    double max_crossings_;
+    int64_t rows_ = 0;
+    std::vector<RankPart> parts_;
+    std::vector<Result> results_;
+    std::once_flag once_;
+    std::vector<int64_t> cuts_, wrow_;
+    std::vector<int32_t> wrank_;
+    bool declined_ = false;
+    std::unique_ptr<Tasks> tasks_;  // last: joined before what its tasks read goes
+};
+
+}  // namespace
+
+void bind_crossing(py::module_& m) {
+    py::class_<CrossingSweep>(m, "CrossingSweep")
+        .def(py::init<const py::list&, const std::vector<std::string>&, const py::list&, int64_t, int64_t, double>(),
+             py::arg("events"), py::arg("kinds"), py::arg("lifecycle"), py::arg("as_of"), py::arg("parts"),
+             py::arg("max_crossings_per_event"),
+             "Events and lifecycle as lists of exported batches (__arrow_c_array__); as_of -1 for none.")
+        .def("start", &CrossingSweep::start, py::arg("helpers"), "Ask helper threads to start; returns at once.")
+        .def("wait", &CrossingSweep::wait,
+             "Help, then (cuts, histogram), or None when the exact way must run instead.")
+        .def_property_readonly("parts", &CrossingSweep::parts);
+
+    m.def(
+        "lifecycle_cuts",
+        [](const py::list& lifecycle, int64_t as_of) -> py::object {
+            Exported life(lifecycle);
+            bool ok = false;
+            const auto batches = read_lifecycle(life, ok);
+            if (!ok) return py::none();
+            return to_numpy(cut_times(batches, as_of));
+        },
+        py::arg("lifecycle"), py::arg("as_of"),
+        "The cuts of a lifecycle (exported batches), or None for a layout not read natively.");
+}

@@ -1,0 +1,209 @@
+// pau native interval core: what the full ledger's early sweep reads (pau._crossing).
+//
+// `ledger(events, lifecycle)` sweeps the events on helper threads while Python
+// attributes the lifecycle. The sweep's windows are the **cuts**: every instant at
+// which some rank's lifecycle state may change, read from the lifecycle table
+// before any attribution (cut_times). The events are read in place and split at
+// rank boundaries into parts (rank_parts), one sweep each. Both read record
+// batches through the Arrow C data interface (arrow_c.hpp) and say no to a layout
+// they do not read zero-copy; the caller then takes the exact way.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "arrow_c.hpp"
+
+namespace pau::core {
+
+// The lifecycle columns the cuts need, of one batch.
+struct LifeBatch {
+    arrow::Column record, start, end, block_end, durable, rank;
+    const int64_t *s = nullptr, *e = nullptr, *b = nullptr, *d = nullptr;
+    const int32_t* r32 = nullptr;
+    const int64_t* r64 = nullptr;
+    int64_t rows = 0;
+
+    // False when a column has a layout read elsewhere (the exact way).
+    bool read(const arrow::Batch& batch) {
+        if (!batch.ok()) return false;
+        rows = batch.rows();
+        record = batch.column("record");
+        start = batch.column("start_ns");
+        if (!record || !start || !record.is_utf8()) return false;
+        if (!(s = start.int64_ns())) return false;
+        for (auto [name, col, ptr] : {std::make_tuple("end_ns", &end, &e), std::make_tuple("block_end_ns", &block_end, &b),
+                                      std::make_tuple("durable_ns", &durable, &d)}) {
+            *col = batch.column(name);
+            if (*col && !(*ptr = col->int64_ns())) return false;
+        }
+        rank = batch.column("rank");
+        if (rank && !(r32 = rank.int32()) && !(r64 = rank.int64_ns())) return false;
+        return true;
+    }
+
+    static int64_t time(const arrow::Column& c, const int64_t* v, int64_t i) {
+        return v && c.valid(i) ? v[i] : -1;  // nulls and absent columns: -1, no time
+    }
+
+    struct Row {
+        bool step;
+        int64_t s, e, b, d, rank;
+    };
+    Row row(int64_t i) const {
+        Row r{};
+        int32_t len = 0;
+        if (record.valid(i)) {
+            const char* p = record.utf8(i, len);
+            r.step = len == 4 && std::memcmp(p, "step", 4) == 0;
+        }
+        r.s = time(start, s, i);
+        r.e = time(end, e, i);
+        r.b = time(block_end, b, i);
+        r.d = time(durable, d, i);
+        r.rank = !rank ? -1 : !rank.valid(i) ? -2 : r32 ? r32[i] : r64[i];
+        return r;
+    }
+};
+
+// The cuts, sorted and distinct: every time of a row that is not a step; the start
+// of each step row that does not continue the row before (a step of the same rank
+// ending where it starts) and the end of each step row the row after does not
+// continue; and `as_of` when >= 0. No time below 0 (nulls) is a cut. Rows run on
+// from one batch into the next.
+inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int64_t as_of) {
+    std::vector<int64_t> out;
+    LifeBatch::Row prev{};
+    bool have = false, prev_continues = false;
+    auto close = [&](const LifeBatch::Row& r, bool continues_back, bool continued) {
+        if (r.step) {
+            if (!continues_back) out.push_back(r.s);
+            if (!continued) out.push_back(r.e);
+        } else {
+            out.insert(out.end(), {r.s, r.e, r.b, r.d});
+        }
+    };
+    for (const LifeBatch& batch : batches) {
+        for (int64_t i = 0; i < batch.rows; ++i) {
+            const LifeBatch::Row cur = batch.row(i);
+            const bool cont = have && prev.step && cur.step && prev.e == cur.s && prev.rank == cur.rank;
+            if (have) close(prev, prev_continues, cont);
+            prev = cur;
+            prev_continues = cont;
+            have = true;
+        }
+    }
+    if (have) close(prev, prev_continues, false);
+    if (as_of >= 0) out.push_back(as_of);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    out.erase(out.begin(), std::lower_bound(out.begin(), out.end(), int64_t{0}));
+    return out;
+}
+
+// The event columns the sweep reads, of one batch, in place.
+struct EventBatch {
+    const int32_t* rank = nullptr;
+    const int64_t *start = nullptr, *end = nullptr;
+    const void* kind = nullptr;  // dictionary indices
+    int kind_type = -1;          // arrow::index_type
+    std::vector<int8_t> kind_map;  // dictionary position -> kind code, -1 if unknown
+    int64_t rows = 0;
+
+    // False unless rank is int32, the times int64 ns, kind a dictionary of utf8
+    // strings, and no column has nulls.
+    bool read(const arrow::Batch& batch, const std::vector<std::string>& kinds) {
+        if (!batch.ok()) return false;
+        rows = batch.rows();
+        const arrow::Column r = batch.column("rank"), s = batch.column("start_ns"), e = batch.column("end_ns"),
+                            k = batch.column("kind");
+        if (!r || !s || !e || !k || r.has_nulls() || s.has_nulls() || e.has_nulls() || k.has_nulls()) return false;
+        rank = r.int32();
+        start = s.int64_ns();
+        end = e.int64_ns();
+        if (!rank || !start || !end) return false;
+        const ArrowSchema* dict_schema = k.schema->dictionary;
+        const ArrowArray* dict = k.array->dictionary;
+        kind_type = arrow::index_type(k.schema->format);
+        if (!dict_schema || !dict || kind_type < 0 || std::string(dict_schema->format) != "u") return false;
+        const arrow::Column values{dict_schema, dict};
+        kind_map.assign(static_cast<size_t>(values.length()), -1);
+        for (int64_t j = 0; j < values.length(); ++j) {
+            if (!values.valid(j)) continue;
+            int32_t len = 0;
+            const char* p = values.utf8(j, len);
+            for (size_t c = 0; c < kinds.size(); ++c)
+                if (kinds[c].size() == static_cast<size_t>(len) && std::memcmp(kinds[c].data(), p, len) == 0)
+                    kind_map[static_cast<size_t>(j)] = static_cast<int8_t>(c);
+        }
+        const int width[] = {1, 2, 4, 8, 1, 2, 4};
+        kind = static_cast<const char*>(k.array->buffers[1]) + k.array->offset * width[kind_type];
+        return true;
+    }
+};
+
+// A part of the events: row ranges of batches, and its ranks (lo..hi, first and
+// last row's) as the split assumed them.
+struct RankPart {
+    struct Piece {
+        size_t batch;
+        int64_t lo, hi;
+    };
+    std::vector<Piece> pieces;
+    int32_t lo = 0, hi = 0;
+};
+
+// Split the events into about `parts` row ranges at rank boundaries, each cut at
+// the rank boundary nearest an equal share of the rows, assuming the rank column
+// sorted (not read whole: the caller checks afterwards that no rank is in two
+// parts). Empty when a sample of 65 rows shows it unsorted.
+inline std::vector<RankPart> rank_parts(const std::vector<EventBatch>& batches, int64_t parts) {
+    std::vector<int64_t> offset{0};
+    for (const EventBatch& b : batches) offset.push_back(offset.back() + b.rows);
+    const int64_t n = offset.back();
+    std::vector<RankPart> out;
+    if (n == 0 || parts < 1) return out;
+    auto rank_at = [&](int64_t i) {
+        const size_t b = static_cast<size_t>(std::upper_bound(offset.begin(), offset.end(), i) - offset.begin() - 1);
+        return batches[b].rank[i - offset[b]];
+    };
+    for (int64_t j = 0, prev = rank_at(0); j <= 64; ++j) {
+        const int32_t r = rank_at(std::min(n - 1, j * n / 64));
+        if (r < prev) return out;
+        prev = r;
+    }
+    auto first_at_least = [&](int64_t v) {  // over the (assumed) sorted ranks
+        int64_t lo = 0, hi = n;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (rank_at(mid) < v) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
+    };
+    std::vector<int64_t> cuts{0, n};
+    for (int64_t j = 1; j < parts; ++j) {
+        const int64_t i = j * n / parts;
+        const int64_t v = rank_at(i), lo = first_at_least(v), hi = first_at_least(v + 1);
+        cuts.push_back(i - lo <= hi - i ? lo : hi);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+        RankPart p;
+        p.lo = rank_at(cuts[c]);
+        p.hi = rank_at(cuts[c + 1] - 1);
+        for (size_t b = 0; b < batches.size(); ++b) {
+            const int64_t x = std::max(cuts[c], offset[b]), z = std::min(cuts[c + 1], offset[b + 1]);
+            if (x < z) p.pieces.push_back({b, x - offset[b], z - offset[b]});
+        }
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+}  // namespace pau::core
