@@ -56,7 +56,8 @@ std::vector<LifeBatch> read_lifecycle(const Exported& life, bool& ok) {
 class CrossingSweep {
   public:
     CrossingSweep(const py::list& events, const std::vector<std::string>& kinds, const py::list& lifecycle,
-                  int64_t as_of, int64_t parts, double max_crossings_per_event)
+                  int64_t as_of, int64_t parts, int64_t chunk_rows, int64_t head_rows,
+                  double max_crossings_per_event)
         : events_(events), life_(lifecycle), as_of_(as_of), max_crossings_(max_crossings_per_event) {
         bool ok = true;
         for (const auto& b : events_.batches) {
@@ -64,7 +65,7 @@ class CrossingSweep {
             ok = ok && ev_.back().read(b, kinds);
         }
         lc_ = read_lifecycle(life_, ok_life_);
-        if (ok && ok_life_) parts_ = rank_parts(ev_, parts);
+        if (ok && ok_life_) parts_ = chunked(rank_parts(ev_, parts), chunk_rows, head_rows);
         results_.resize(parts_.size());
         for (const EventBatch& b : ev_) rows_ += b.rows;
     }
@@ -128,12 +129,8 @@ class CrossingSweep {
                              b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()), hi - lo);
     }
 
-    void run(size_t i) {
-        std::call_once(once_, [this] { windows(); });
-        if (declined_) return;
-        const int64_t w = static_cast<int64_t>(wrank_.size());
-        Sweep sw(wrank_.data(), cuts_.data(), cuts_.data() + 1, wrow_.data(), w, nullptr, nullptr, nullptr, 0);
-        for (const RankPart::Piece& p : parts_[i].pieces) {
+    bool feed(Sweep& sw, const std::vector<RankPart::Piece>& pieces) const {
+        for (const RankPart::Piece& p : pieces) {
             const EventBatch& b = ev_[p.batch];
             FeedResult r;
             switch (b.kind_type) {
@@ -145,7 +142,30 @@ class CrossingSweep {
                 case 5: r = feed_as<uint16_t>(sw, b, p.lo, p.hi); break;
                 default: r = feed_as<uint32_t>(sw, b, p.lo, p.hi); break;
             }
-            if (r.code != Code::ok) return;
+            if (r.code != Code::ok) return false;
+        }
+        return true;
+    }
+
+    int64_t start_of(const RankPart::Row& r) const { return ev_[r.batch].start[r.row]; }
+
+    // One part: its sweep (a chunk: see RankPart).
+    void run(size_t i) {
+        std::call_once(once_, [this] { windows(); });
+        if (declined_) return;
+        const RankPart& part = parts_[i];
+        const int64_t w = static_cast<int64_t>(wrank_.size());
+        const int32_t rank = part.lo;
+        const int64_t lo = part.chunk ? start_of(part.from) : 0;
+        const int64_t hi = part.chunk && !part.last ? start_of(part.to) : 0;
+        const bool fixed = part.chunk && !part.last;
+        Sweep sw(wrank_.data(), cuts_.data(), cuts_.data() + 1, wrow_.data(), w, &rank, &lo, &hi, fixed ? 1 : 0);
+        if (part.chunk && part.last) sw.start_at(rank, lo);
+        if (!feed(sw, part.pieces)) return;
+        if (fixed) {
+            // The next chunk misses what this one's rows leave open past its start.
+            if (sw.latest_open_end(rank) > hi) return;
+            if (!feed(sw, part.head)) return;
         }
         results_[i].hist = sw.finish();
         results_[i].fed = true;
@@ -156,17 +176,23 @@ class CrossingSweep {
         to.insert(to.end(), from.begin(), from.end());
     }
 
-    // Join the parts' histograms; false when a rank is in two parts (the rank
-    // column was not sorted after all).
+    // Join the parts' histograms; false when a part holds a rank outside its range
+    // or a rank is in two parts but for chunks of one (the rank column was not
+    // sorted after all).
     bool join(Histogram& all) {
-        std::vector<int32_t> seen;
+        std::vector<std::pair<int32_t, int64_t>> seen;  // (rank, part; the chunks of a rank: -1 - rank)
         size_t rows = 0;
-        for (const Result& r : results_) {
-            seen.insert(seen.end(), r.hist.span_rank.begin(), r.hist.span_rank.end());
-            rows += r.hist.rank.size();
+        for (size_t i = 0; i < results_.size(); ++i) {
+            const RankPart& p = parts_[i];
+            for (int32_t r : results_[i].hist.span_rank) {
+                if (r < p.lo || r > p.hi) return false;
+                seen.emplace_back(r, p.chunk ? -1 - int64_t{r} : static_cast<int64_t>(i));
+            }
+            rows += results_[i].hist.rank.size();
         }
         std::sort(seen.begin(), seen.end());
-        if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return false;
+        for (size_t k = 1; k < seen.size(); ++k)
+            if (seen[k].first == seen[k - 1].first && seen[k].second != seen[k - 1].second) return false;
         all.rank.reserve(rows);
         all.window.reserve(rows);
         all.mask.reserve(rows);
@@ -204,9 +230,10 @@ class CrossingSweep {
 
 void bind_crossing(py::module_& m) {
     py::class_<CrossingSweep>(m, "CrossingSweep")
-        .def(py::init<const py::list&, const std::vector<std::string>&, const py::list&, int64_t, int64_t, double>(),
+        .def(py::init<const py::list&, const std::vector<std::string>&, const py::list&, int64_t, int64_t, int64_t,
+                      int64_t, double>(),
              py::arg("events"), py::arg("kinds"), py::arg("lifecycle"), py::arg("as_of"), py::arg("parts"),
-             py::arg("max_crossings_per_event"),
+             py::arg("chunk_rows"), py::arg("head_rows"), py::arg("max_crossings_per_event"),
              "Events and lifecycle as lists of exported batches (__arrow_c_array__); as_of -1 for none.")
         .def("start", &CrossingSweep::start, py::arg("helpers"), "Ask helper threads to start; returns at once.")
         .def("wait", &CrossingSweep::wait,

@@ -148,14 +148,85 @@ struct EventBatch {
 
 // A part of the events: row ranges of batches, and its ranks (lo..hi, first and
 // last row's) as the split assumed them.
+//
+// A part of many rows of one rank is cut further into **chunks** of consecutive
+// rows, so that the last parts to run are short and the threads end together. A
+// chunk c > 0 begins its span at H_c, the start of its row `head` rows in (its
+// first rows, the head, are swept for the kinds they open but their time is
+// accounted by chunk c - 1, which sweeps them after its own rows); chunk 0 begins
+// at its first row's start; the last chunk ends at the rank's last end. Chunk c
+// accounts [H_c, H_{c+1}) exactly when no event before its first row reaches past
+// H_c: that is checked (`check`), and when it fails the caller takes the exact way.
 struct RankPart {
     struct Piece {
         size_t batch;
         int64_t lo, hi;
     };
+    struct Row {
+        size_t batch;
+        int64_t row;
+    };
     std::vector<Piece> pieces;
     int32_t lo = 0, hi = 0;
+    // Chunks only:
+    bool chunk = false;
+    bool last = true;          // the rank's last chunk (its span ends at the last end)
+    std::vector<Piece> head;   // but the last: the next chunk's head, swept after `pieces`
+    Row from{}, to{};          // the span: [start of `from`, start of `to`) (the last: open)
 };
+
+// The rows seq[a, b) of a part's pieces, as pieces.
+inline std::vector<RankPart::Piece> piece_range(const std::vector<RankPart::Piece>& seq, int64_t a, int64_t b) {
+    std::vector<RankPart::Piece> out;
+    int64_t at = 0;
+    for (const auto& p : seq) {
+        const int64_t n = p.hi - p.lo, x = std::max(a, at), z = std::min(b, at + n);
+        if (x < z) out.push_back({p.batch, p.lo + (x - at), p.lo + (z - at)});
+        at += n;
+    }
+    return out;
+}
+
+inline RankPart::Row row_at(const std::vector<RankPart::Piece>& seq, int64_t i) {
+    for (const auto& p : seq) {
+        if (i < p.hi - p.lo) return {p.batch, p.lo + i};
+        i -= p.hi - p.lo;
+    }
+    return {seq.back().batch, seq.back().hi - 1};
+}
+
+// Cut each part of one rank with more than `chunk_rows` rows into chunks of about
+// equal rows, heads of `head_rows` (at most half a chunk).
+inline std::vector<RankPart> chunked(std::vector<RankPart> parts, int64_t chunk_rows, int64_t head_rows) {
+    std::vector<RankPart> out;
+    for (RankPart& p : parts) {
+        int64_t rows = 0;
+        for (const auto& pc : p.pieces) rows += pc.hi - pc.lo;
+        const int64_t m = chunk_rows > 0 ? rows / chunk_rows : 1;
+        if (p.lo != p.hi || m < 2) {
+            out.push_back(std::move(p));
+            continue;
+        }
+        std::vector<int64_t> k(static_cast<size_t>(m) + 1);
+        for (int64_t c = 0; c <= m; ++c) k[static_cast<size_t>(c)] = rows * c / m;
+        const int64_t h = std::max<int64_t>(1, std::min(head_rows, rows / m / 2));
+        for (int64_t c = 0; c < m; ++c) {
+            RankPart q;
+            q.lo = q.hi = p.lo;
+            q.chunk = true;
+            q.last = c == m - 1;
+            const int64_t a = k[static_cast<size_t>(c)], b = k[static_cast<size_t>(c) + 1];
+            q.pieces = piece_range(p.pieces, a, b);
+            q.from = row_at(p.pieces, c == 0 ? a : a + h);
+            if (!q.last) {
+                q.head = piece_range(p.pieces, b, b + h);
+                q.to = row_at(p.pieces, b + h);
+            }
+            out.push_back(std::move(q));
+        }
+    }
+    return out;
+}
 
 // Split the events into about `parts` row ranges at rank boundaries, each cut at
 // the rank boundary nearest an equal share of the rows, assuming the rank column

@@ -156,6 +156,31 @@ class Sweep {
 
     int64_t rank_count() const { return static_cast<int64_t>(states_.size()); }
 
+    // Begin rank r's span at t, before its first event, and end it at its last
+    // event end (as without a span): events fed from before t set the kinds
+    // running at t but no time before t is accounted. Windowed sweeps only (they
+    // clip every piece to the span).
+    void start_at(int32_t r, int64_t t) {
+        if (!has_windows_ || find(r) != nullptr)
+            throw std::logic_error("Sweep::start_at: a windowed sweep, before the rank's first event");
+        RankState& s = state(r);
+        s.started = true;
+        s.span_start = t;
+        s.t = t;
+    }
+
+    // The latest end among the kinds open on rank r after the events fed so far
+    // (INT64_MIN when none is open or the rank was not met): no event fed so far
+    // reaches past it.
+    int64_t latest_open_end(int32_t r) {
+        const RankState* s = find(r);
+        int64_t out = std::numeric_limits<int64_t>::min();
+        if (s != nullptr)
+            for (int k = 0; k < kNumKinds; ++k)
+                if ((s->active >> k & 1) && s->ce[k] > out) out = s->ce[k];
+        return out;
+    }
+
   private:
     struct Bins {
         int64_t v[kNumMasks] = {0};
