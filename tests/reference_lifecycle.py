@@ -633,3 +633,65 @@ def state_windows(rank, start, end, state, ranks) -> tuple:
         span.setdefault(r, [s, e])[1] = e
     return (runs, [ranks.index(r) for r, *_ in runs], [span.get(r, [0, 0])[0] for r in ranks],
             [span.get(r, [0, 0])[1] for r in ranks])
+
+
+def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
+    """What ``pau._crossing.cuts`` gives for a lifecycle of rows in table order (keys
+    ``record, rank, start_ns, end_ns, block_end_ns, durable_ns``; None is null):
+    every time of a row that is not a step; the start of a step row unless the row
+    before is a step of the same rank ending where it starts, and its end unless the
+    row after is a step of the same rank starting where it ends; ``as_of``. A null
+    time is -1 and a null rank -2 (a missing rank column: -1 everywhere), for these
+    comparisons too; times below 0 are no cut."""
+    def t(r, key):
+        return -1 if r.get(key) is None else r[key]
+
+    def rank(r):
+        return -1 if not has_rank else -2 if r.get("rank") is None else r["rank"]
+
+    def continues(a, b):  # row b continues row a
+        return (a.get("record") == "step" and b.get("record") == "step" and t(a, "end_ns") == t(b, "start_ns")
+                and rank(a) == rank(b))
+
+    out = set()
+    for i, r in enumerate(rows):
+        if r.get("record") == "step":
+            if not (i > 0 and continues(rows[i - 1], r)):
+                out.add(t(r, "start_ns"))
+            if not (i + 1 < len(rows) and continues(r, rows[i + 1])):
+                out.add(t(r, "end_ns"))
+        else:
+            out |= {t(r, k) for k in ("start_ns", "end_ns", "block_end_ns", "durable_ns")}
+    if as_of is not None:
+        out.add(as_of)
+    return sorted(v for v in out if v >= 0)
+
+
+def crossed_cells(rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act):
+    """What ``_kernels.crossed_cells`` returns: ``(ok, cells)``. ``rows`` are the
+    sweep's ``(rank, window, mask, duration)``; window w is ``[cuts[w], cuts[w+1])``;
+    ``intervals`` are ``(rank, start, end, state)`` in rank and time order. Cells as
+    :func:`state_cells`: each run's time (:func:`state_runs`) as idle, then each busy
+    row's time moved to its activity in the run its window lies in (a window overlapping
+    no run counts nowhere). Not ok (cells None) when a busy row's window overlaps a run
+    without lying inside it, or a run lies outside ``[cuts[0], cuts[-1]]``."""
+    runs = state_runs(*(list(c) for c in zip(*intervals))) if intervals else []
+    pos = {int(r): p for p, r in enumerate(ranks)}
+    cells = [0] * (len(pos) * n_states * n_act)
+    for r, s, e, k in runs:
+        if r not in pos or not len(cuts) or s < cuts[0] or e > cuts[-1]:
+            return False, None
+        cells[(pos[r] * n_states + k) * n_act + idle] += e - s
+    for r, w, m, d in rows:
+        if m == 0 or w < 0 or r not in pos:
+            continue
+        a, b = cuts[w], cuts[w + 1]
+        over = [x for x in runs if x[0] == r and x[1] < b and x[2] > a]
+        if not over:
+            continue
+        if len(over) > 1 or not (over[0][1] <= a and b <= over[0][2]):
+            return False, None
+        base = (pos[r] * n_states + over[0][3]) * n_act
+        cells[base + act_of_mask[m]] += d
+        cells[base + idle] -= d
+    return True, cells

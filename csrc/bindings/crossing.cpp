@@ -159,6 +159,7 @@ class CrossingSweep {
         const int64_t lo = part.chunk ? start_of(part.from) : 0;
         const int64_t hi = part.chunk && !part.last ? start_of(part.to) : 0;
         const bool fixed = part.chunk && !part.last;
+        if (fixed && hi < lo) return;  // starts decrease: the exact way names the row
         Sweep sw(wrank_.data(), cuts_.data(), cuts_.data() + 1, wrow_.data(), w, &rank, &lo, &hi, fixed ? 1 : 0);
         if (part.chunk && part.last) sw.start_at(rank, lo);
         if (!feed(sw, part.pieces)) return;

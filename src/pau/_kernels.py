@@ -802,43 +802,6 @@ def state_cells(h_window, h_mask, h_duration, w_rank, w_state, act_of_mask, n_ra
 
 
 @kernel
-def cut_times(step, start, end, block_end, durable, rank, as_of):
-    """The instants at which some rank's lifecycle state may change, sorted and
-    distinct (``pau._crossing``): every time of a row that is not a step (``step``
-    False), the start of each step row that does not continue the row before (a step
-    of the same rank ending where it starts) and the end of each step row that the
-    row after does not continue, and ``as_of`` (when >= 0). Times below 0 (nulls,
-    read as -1) are left out."""
-    n = step.size
-    out = np.empty(4 * n + 1, np.int64)
-    m = 0
-    for i in range(n):
-        if step[i]:
-            if not (i > 0 and step[i - 1] and end[i - 1] == start[i] and rank[i - 1] == rank[i]):
-                out[m] = start[i]
-                m += 1
-            if not (i + 1 < n and step[i + 1] and end[i] == start[i + 1] and rank[i + 1] == rank[i]):
-                out[m] = end[i]
-                m += 1
-        else:
-            out[m] = start[i]
-            out[m + 1] = end[i]
-            out[m + 2] = block_end[i]
-            out[m + 3] = durable[i]
-            m += 4
-    if as_of >= 0:
-        out[m] = as_of
-        m += 1
-    vals = np.sort(out[:m])
-    k = 0
-    for i in range(m):
-        if vals[i] >= 0 and (k == 0 or vals[i] != vals[k - 1]):
-            vals[k] = vals[i]
-            k += 1
-    return vals[:k]
-
-
-@kernel
 def crossed_cells(h_rank, h_window, h_mask, h_duration, cuts, ranks, i_rank, i_start, i_end, i_state, act_of_mask,
                   idle, n_states, n_act):
     """The full ledger's cells from a sweep whose windows are shared cuts (window
