@@ -1,24 +1,33 @@
 """The full ledger's sweep, run while the lifecycle is attributed.
 
 ``ledger(events, lifecycle)`` needs, per rank, the device activity inside each
-lifecycle state. The exact way (``pau.core.ledger``'s fallback) attributes first
+lifecycle state. The exact way (the rest of ``pau.core.ledger``) attributes first
 and then sweeps the events with the state runs as windows: one after the other,
-so one core idles while the attribution runs. Here the sweep starts first, on a
-worker thread, with windows known before any attribution: the **cuts**, every
-instant at which some rank's state may change. A state changes only at a record's
-start, end, block end (or at ``as_of``), and between two steps that follow each
-other on one rank it changes only where some other record begins or ends, so the
-cuts are every time of the records that are not steps, plus the start and end of
-each step that does not touch the step before or after it in the table, plus
-``as_of``. They are shared by all ranks (a few hundred on a training job of
-thousands of steps, one checkpoint every few dozen).
+so one core idles while the attribution runs. Here the sweep starts first, on the
+native core's helper threads, with windows known before any attribution: the
+**cuts**, every instant at which some rank's state may change. A state changes
+only at a record's start, end or block end, or at ``as_of`` (or the latest instant,
+``as_of``'s default), and between two steps that follow each other on one rank
+only where some other record begins or ends. So the cuts are every time of the
+records that are not steps, the start and end of each step that does not touch
+the step before or after it in the table, and ``as_of``: shared by all ranks, a few
+hundred on a training job of thousands of steps with a checkpoint every few dozen.
 
-Then the attribution gives the state runs, and :func:`pau._kernels.crossed_cells`
-sums each window's busy time into the run it lies in; a run's idle time is what
-its busy rows leave. When some busy window reaches over a run boundary (a state
-changed at an instant that is not a cut: a layout the cuts did not foresee), the
-answer is not used and the caller sweeps again the exact way, so the result never
-depends on the guess, only the time does.
+The native core reads both tables in place through the Arrow C data interface and
+splits the events at rank boundaries into parts, and a rank of many events into
+chunks (``csrc/core/crossing.hpp``), so that the threads end together. Then the
+attribution gives the state runs, and :func:`pau._kernels.crossed_cells` sums
+each window's busy time into the run it lies in; a run's idle time is what its
+busy rows leave.
+
+The answer never depends on the guess, only the time does: the exact way runs
+instead when a busy window reaches over a run boundary (a state changed at an
+instant that is not a cut), when an event reaches past a chunk's head from before
+the chunk, when the tables are not of the layout read in place (ranks int32, times
+int64 or timestamp[ns], kinds a dictionary of strings, record names strings, no
+nulls in the event columns), when the events are not sorted by rank and start or
+have a bad row (the exact way sorts them, or names the row), and when there are
+more than MAX_CROSSINGS_PER_EVENT window crossings per event.
 """
 
 from __future__ import annotations
