@@ -9,12 +9,10 @@
       PYTHONPATH=src python -m pytest benchmarks/test_bench_lifecycle.py -p no:cacheprovider \
           --benchmark-enable -s -k attribution
 * The full ledger (events x lifecycle) against the events-only classification of the
-  same events, on jobs of 1.4M and 7M events: the state intervals become windows of
-  the native sweep, so the ledger costs the attribution (0.95 ms for 1,870 lifecycle
-  records, about 3 ms for 8,790) plus a windowed sweep (a few % over the plain one,
-  and 0.1-0.15 ms slower after an attribution than back to back). Target (issue 3):
-  1.3x; session 4: 1.22-1.25x on the 7M-event job, 1.40-1.46x on the 1.4M one
-  (session 3: 1.29-1.32x and 1.62-1.65x).
+  same events, on jobs of 1.4M and 7M events. Target (issue 3): 1.3x. The ledger sweeps
+  the events on the native core's helper threads while the lifecycle is attributed
+  (pau._crossing): session 5, 1.13-1.18x and 1.02-1.11x (session 4, which attributed
+  first and then swept: 1.40-1.46x and 1.22-1.25x).
 
 Every benchmark asserts its answer: conservation against the accountable time, and
 the ledger's activity totals equal to the events-only classification restricted to

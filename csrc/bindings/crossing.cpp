@@ -47,9 +47,10 @@ std::vector<LifeBatch> read_lifecycle(const Exported& life, bool& ok) {
     return out;
 }
 
-// Sweeps the events over the cuts of a lifecycle, one part of ranks per task:
-// the first task to run computes the cuts (and whether there are few enough to be
-// worth it), every task then sweeps its part. The caller starts helpers, does its
+// Sweeps the events over the cuts of a lifecycle, one part per task (a range of
+// ranks, or a chunk of one rank's events): the first task to run computes the
+// cuts (and whether there are few enough to be worth it), every task then sweeps
+// its part. The caller starts helpers, does its
 // own work, then waits; the result is None whenever the exact way must run
 // instead (a layout not read here, too many cuts, a problem in a feed, ranks not
 // sorted after all), else (cuts, histogram as Sweep.finish).
@@ -112,7 +113,8 @@ class CrossingSweep {
         cuts_ = cut_times(lc_, as_of_);
         const int64_t w = static_cast<int64_t>(cuts_.size()) - 1;
         int64_t ranks = 0;
-        for (const RankPart& p : parts_) ranks += int64_t{p.hi} - p.lo + 1;  // at most
+        for (const RankPart& p : parts_)
+            if (p.last) ranks += int64_t{p.hi} - p.lo + 1;  // at most (a chunked rank once)
         if (w < 1 || static_cast<double>(w) * static_cast<double>(ranks) >
                          max_crossings_ * static_cast<double>(rows_)) {
             declined_ = true;

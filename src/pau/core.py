@@ -287,7 +287,8 @@ def _merge_hists(hists: list) -> dict:
 
 def _rank_split(cols: list, parts: int):
     """Split input into `parts` row ranges at rank boundaries, assuming it is sorted
-    by rank, without reading every row.
+    by rank, without reading every row: each cut at the rank boundary nearest an
+    equal share of the rows (fewer parts where two cuts meet).
 
     Returns, per part, its pieces ``[(batch index, row slice)]`` and its rank range,
     or None when a sample of the rank column shows it is not sorted (then the input
