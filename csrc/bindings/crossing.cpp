@@ -12,6 +12,7 @@
 #include "../core/parts.hpp"
 #include "../core/sweep.hpp"
 #include "common.hpp"
+#include "histogram.hpp"
 
 namespace py = pybind11;
 using namespace pau::core;
@@ -89,15 +90,7 @@ class CrossingSweep {
             if (ok) ok = join(all);
         }
         if (!ok) return py::none();
-        py::dict d;
-        d["rank"] = to_numpy(std::move(all.rank));
-        d["window"] = to_numpy(std::move(all.window));
-        d["mask"] = to_numpy(std::move(all.mask));
-        d["duration"] = to_numpy(std::move(all.duration));
-        d["span_rank"] = to_numpy(std::move(all.span_rank));
-        d["span_start"] = to_numpy(std::move(all.span_start));
-        d["span_end"] = to_numpy(std::move(all.span_end));
-        return py::make_tuple(to_numpy(std::move(cuts_)), d);
+        return py::make_tuple(to_numpy(std::move(cuts_)), pau::bindings::histogram_dict(std::move(all)));
     }
 
     int64_t parts() const { return static_cast<int64_t>(parts_.size()); }

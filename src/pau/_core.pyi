@@ -30,6 +30,27 @@ class Sweep:
     @property
     def rank_count(self) -> int: ...
 
+class CrossingSweep:
+    """The full ledger's sweep over the cuts of a lifecycle (pau._crossing)."""
+
+    def __init__(
+        self,
+        events: list[tuple[object, object]],  # __arrow_c_array__() of each batch
+        kinds: list[str],
+        lifecycle: list[tuple[object, object]],
+        as_of: int,  # -1: none
+        parts: int,
+        chunk_rows: int,
+        head_rows: int,
+        max_crossings_per_event: float,
+    ) -> None: ...
+    def start(self, helpers: int) -> None: ...
+    def wait(self) -> tuple[npt.NDArray[np.int64], dict[str, np.ndarray]] | None: ...
+    @property
+    def parts(self) -> int: ...
+
+def lifecycle_cuts(lifecycle: list[tuple[object, object]], as_of: int) -> npt.NDArray[np.int64] | None: ...
+
 def order_by_rank_start(
     rank: npt.NDArray[np.int32], start: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]: ...
