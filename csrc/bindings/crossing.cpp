@@ -79,6 +79,8 @@ class CrossingSweep {
     }
 
     py::object wait() {
+        if (waited_) throw std::logic_error("CrossingSweep: already waited for");
+        waited_ = true;
         if (!tasks_) start(0);
         Histogram all;
         bool ok = !parts_.empty();
@@ -219,6 +221,7 @@ class CrossingSweep {
     std::vector<int64_t> cuts_, wrow_;
     std::vector<int32_t> wrank_;
     bool declined_ = false;
+    bool waited_ = false;
     std::unique_ptr<Tasks> tasks_;  // last: joined before what its tasks read goes
 };
 

@@ -37,7 +37,9 @@ class Workers {
   public:
     // The pool of this process, with one thread per core but one (at least one).
     // A forked child gets a pool of its own (its parent's threads do not exist
-    // there); pools are never destroyed, so no thread is joined at exit.
+    // there; a fork at the very moment another thread is inside get() would leave
+    // the child's lock held, as with any lock held across fork). Pools are never
+    // destroyed, so no thread is joined at exit.
     static Workers& get() {
         static std::mutex guard;
         static Workers* pool = nullptr;
