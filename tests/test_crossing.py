@@ -226,15 +226,17 @@ def ledger_case(draw):
             d = draw(st.sampled_from([0, 1, 1, 2, 4, 12, 40])) * q
             evs.append((s, s + d, draw(st.sampled_from(pc.KINDS))))
         per_rank[r] = evs
-    head = draw(st.integers(1, 3))
-    return table(rows), events_table(per_rank), None if as_of is None else as_of * S, head
+    chunk = draw(st.sampled_from([2, 4, 6, 10**9]))  # rows of a chunk at least (10**9: no chunks)
+    head = draw(st.integers(1, 3))  # rows of a head at most (and half a chunk)
+    return table(rows), events_table(per_rank), None if as_of is None else as_of * S, chunk, head
 
 
 @settings(max_examples=300 * SCALE, **SETTINGS)
 @given(case=ledger_case())
 def test_the_early_sweep_gives_the_exact_ledger(case, small_chunks, monkeypatch, taken):
     taken.clear()
-    life, events, as_of, head = case
+    life, events, as_of, chunk, head = case
+    monkeypatch.setattr(_crossing, "CHUNK_MIN_ROWS", chunk)
     monkeypatch.setattr(_crossing, "HEAD_ROWS", head)
     got = pc.ledger(events, life, as_of=as_of)
     event(f"early sweep taken: {taken}")
