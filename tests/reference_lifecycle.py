@@ -638,29 +638,29 @@ def state_windows(rank, start, end, state, ranks) -> tuple:
 def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
     """What ``pau._crossing.cuts`` gives for a lifecycle of rows in table order (keys
     ``record, rank, start_ns, end_ns, block_end_ns, durable_ns``; None is null):
-    every time of a row that is not a step; the start of a step row unless the row
-    before is a step of the same rank ending where it starts, and its end unless the
-    row after is a step of the same rank starting where it ends; ``as_of``. A null
-    time is -1 and a null rank -2 (a missing rank column: -1 everywhere), for these
-    comparisons too; times below 0 are no cut."""
+    every time of a row that is not a step; the start of a step row unless the step
+    row of the same rank before it (in table order, other rows between or not) ends
+    where it starts, and its end unless the next step row of the same rank starts
+    where it ends; ``as_of``. A null time is -1 and a null rank -2 (a missing rank
+    column: -1 everywhere), for these comparisons too: each rank value, -1 and -2
+    included, is its own; times below 0 are no cut."""
     def t(r, key):
         return -1 if r.get(key) is None else r[key]
 
     def rank(r):
         return -1 if not has_rank else -2 if r.get("rank") is None else r["rank"]
 
-    def continues(a, b):  # row b continues row a
-        return (a.get("record") == "step" and b.get("record") == "step" and t(a, "end_ns") == t(b, "start_ns")
-                and rank(a) == rank(b))
-
+    steps = [(i, r) for i, r in enumerate(rows) if r.get("record") == "step"]
     out = set()
-    for i, r in enumerate(rows):
-        if r.get("record") == "step":
-            if not (i > 0 and continues(rows[i - 1], r)):
-                out.add(t(r, "start_ns"))
-            if not (i + 1 < len(rows) and continues(r, rows[i + 1])):
-                out.add(t(r, "end_ns"))
-        else:
+    for j, (i, r) in enumerate(steps):
+        before = [x for _, x in steps[:j] if rank(x) == rank(r)]
+        after = [x for _, x in steps[j + 1:] if rank(x) == rank(r)]
+        if not (before and t(before[-1], "end_ns") == t(r, "start_ns")):
+            out.add(t(r, "start_ns"))
+        if not (after and t(after[0], "start_ns") == t(r, "end_ns")):
+            out.add(t(r, "end_ns"))
+    for r in rows:
+        if r.get("record") != "step":
             out |= {t(r, k) for k in ("start_ns", "end_ns", "block_end_ns", "durable_ns")}
     if as_of is not None:
         out.add(as_of)

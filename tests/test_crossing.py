@@ -146,8 +146,9 @@ def test_cuts_of_a_layout_read_elsewhere_are_none():
 
 
 def test_cuts_of_back_to_back_steps():
-    """Steps that follow each other on one rank are no cut; a change of rank, a gap or
-    another record between them is."""
+    """Steps that follow each other on one rank (the rank as written: -1 is a rank of
+    its own here) are no cut, whatever rows lie between them in the table; a gap is,
+    and so is where another record begins or ends."""
     rows = [dict(record="accountable", rank=0, start_ns=0, end_ns=100),
             dict(record="step", rank=-1, start_ns=10, end_ns=20),
             dict(record="step", rank=-1, start_ns=20, end_ns=30),  # continues: no cut at 20
@@ -160,6 +161,11 @@ def test_cuts_of_back_to_back_steps():
     assert _crossing.cuts(t, None).tolist() == [0, 10, 30, 40, 41, 50, 55, 60, 70, 100]
     assert ref.cut_times(rows, None) == [0, 10, 30, 40, 41, 50, 55, 60, 70, 100]
     assert _crossing.cuts(t, 65).tolist() == [0, 10, 30, 40, 41, 50, 55, 60, 65, 70, 100]
+    # Steps of two ranks interleaved, each rank's back to back: only the ends are cuts.
+    inter = [dict(record="step", rank=r, start_ns=10 * k, end_ns=10 * k + 10) for k in range(5) for r in (0, 1)]
+    inter.insert(3, dict(record="failure", rank=1, start_ns=33))
+    t = pa.table({k: [r.get(k) for r in inter] for k in ("record", "rank", "start_ns", "end_ns")})
+    assert _crossing.cuts(t, None).tolist() == ref.cut_times(inter, None) == [0, 33, 50]
 
 
 # --------------------------------------------------------------------------- the crossing kernel

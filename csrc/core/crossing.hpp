@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "arrow_c.hpp"
@@ -71,33 +72,51 @@ struct LifeBatch {
 };
 
 // The cuts, sorted and distinct: every time of a row that is not a step; the start
-// of each step row that does not continue the row before (a step of the same rank
-// ending where it starts) and the end of each step row the row after does not
-// continue; and `as_of` when >= 0. No time below 0 (nulls) is a cut. Rows run on
-// from one batch into the next.
+// of each step row that does not continue its rank's step row before it (in table
+// order; one that ends where it starts), and the end of each step row that its
+// rank's next step row does not continue; and `as_of` when >= 0. No time below 0
+// (nulls) is a cut. A step row's rank is its key as written (-1, all ranks, is a
+// key of its own; a null rank, -2, too). Rows run on from one batch into the next.
 inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int64_t as_of) {
     std::vector<int64_t> out;
-    LifeBatch::Row prev{};
-    bool have = false, prev_continues = false;
-    auto close = [&](const LifeBatch::Row& r, bool continues_back, bool continued) {
-        if (r.step) {
-            if (!continues_back) out.push_back(r.s);
-            if (!continued) out.push_back(r.e);
+    // Per rank key, the end of its last step row (not a cut yet: the next may continue it).
+    constexpr int64_t kDirect = 1 << 20;
+    std::vector<int64_t> open_end;  // keys -2 .. kDirect - 3, by key + 2
+    std::vector<char> open;
+    std::unordered_map<int64_t, int64_t> open_far;  // other keys
+    auto step = [&](int64_t key, int64_t s, int64_t e) {
+        int64_t* slot = nullptr;
+        bool was_open = false;
+        if (key + 2 >= 0 && key + 2 < kDirect) {
+            const size_t k = static_cast<size_t>(key + 2);
+            if (k >= open.size()) {
+                open.resize(k + 1, 0);
+                open_end.resize(k + 1, 0);
+            }
+            was_open = open[k];
+            open[k] = 1;
+            slot = &open_end[k];
         } else {
-            out.insert(out.end(), {r.s, r.e, r.b, r.d});
+            auto [it, fresh] = open_far.try_emplace(key, 0);
+            was_open = !fresh;
+            slot = &it->second;
         }
+        if (!(was_open && *slot == s)) {
+            if (was_open) out.push_back(*slot);
+            out.push_back(s);
+        }
+        *slot = e;
     };
     for (const LifeBatch& batch : batches) {
         for (int64_t i = 0; i < batch.rows; ++i) {
-            const LifeBatch::Row cur = batch.row(i);
-            const bool cont = have && prev.step && cur.step && prev.e == cur.s && prev.rank == cur.rank;
-            if (have) close(prev, prev_continues, cont);
-            prev = cur;
-            prev_continues = cont;
-            have = true;
+            const LifeBatch::Row r = batch.row(i);
+            if (r.step) step(r.rank, r.s, r.e);
+            else out.insert(out.end(), {r.s, r.e, r.b, r.d});
         }
     }
-    if (have) close(prev, prev_continues, false);
+    for (size_t k = 0; k < open.size(); ++k)
+        if (open[k]) out.push_back(open_end[k]);
+    for (const auto& kv : open_far) out.push_back(kv.second);
     if (as_of >= 0) out.push_back(as_of);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
