@@ -369,3 +369,27 @@ def test_a_forked_child_gets_helper_threads_of_its_own(small_chunks):
     child.join(timeout=60)
     assert child.exitcode == 0
     assert got == want
+
+
+def test_a_checkpoint_saved_while_the_next_step_ran_falls_back(small_chunks, taken):
+    """Step 2's checkpoint is written during step 3: preserved work ends where step 2
+    ends, an instant no record but the steps marks. The cuts miss it, the busy time
+    across it shows that, and the answer comes the exact way."""
+    life = table([dict(record="accountable", rank=0, start=0, end=100),
+                  dict(record="attempt", attempt=1, rank=-1, start=0, end=45, kind="failed"),
+                  dict(record="checkpoint_save", attempt=1, rank=-1, step=2, start=25, block=26, durable=27, ok=True),
+                  dict(record="failure", attempt=1, rank=-1, start=45, kind="xid79"),
+                  dict(record="attempt", attempt=2, rank=-1, start=60, end=100, kind="completed"),
+                  dict(record="restore", attempt=2, rank=-1, step=2, start=60, end=62, ok=True)]
+                 + [dict(record="step", attempt=1, rank=-1, step=k, start=10 * k - 10, end=10 * k) for k in range(1, 6)]
+                 + [dict(record="step", attempt=2, rank=-1, step=k, start=62 + 10 * (k - 3), end=72 + 10 * (k - 3))
+                    for k in range(3, 6)])
+    assert 20 * S not in _crossing.cuts(life, None).tolist()
+    events = events_table({0: [(15 * S, 25 * S, "compute"), (70 * S, 71 * S, "compute")]})
+    got = pc.ledger(events, life)
+    assert taken == [False]
+    want = exact(events, life)
+    assert got.table.equals(want.table)
+    cells = {(r["state"], r["activity"]): r["duration_ns"] for r in want.table.to_pylist()}
+    assert cells[("productive", "compute")] == 5 * S + 1 * S  # [15, 20) and [70, 71)
+    assert cells[("rolled_back", "compute")] == 5 * S         # [20, 25)
