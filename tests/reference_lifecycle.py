@@ -641,7 +641,8 @@ def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
     every time of a row that is not a step; the start of a step row unless the step
     row of the same rank before it (in table order, other rows between or not) ends
     where it starts, and its end unless the next step row of the same rank starts
-    where it ends; ``as_of``. A null time is -1 and a null rank -2 (a missing rank
+    where it ends; the end of each step row whose ``step`` a row that is not a step
+    names; ``as_of``. A null time is -1 and a null rank -2 (a missing rank
     column: -1 everywhere), for these comparisons too: each rank value, -1 and -2
     included, is its own; times below 0 are no cut."""
     def t(r, key):
@@ -658,6 +659,10 @@ def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
         if not (before and t(before[-1], "end_ns") == t(r, "start_ns")):
             out.add(t(r, "start_ns"))
         if not (after and t(after[0], "start_ns") == t(r, "end_ns")):
+            out.add(t(r, "end_ns"))
+    named = {r["step"] for r in rows if r.get("record") != "step" and r.get("step") is not None}
+    for _, r in steps:
+        if r.get("step") is not None and r["step"] in named:
             out.add(t(r, "end_ns"))
     for r in rows:
         if r.get("record") != "step":

@@ -99,7 +99,7 @@ def cut_case(draw):
         start = t if chain else draw(st.one_of(st.none(), st.integers(0, 40)))
         end = draw(st.one_of(st.none(), st.integers(0, 6).map(lambda d, s=start: (s or 0) + d)))
         rows.append(dict(record=draw(st.sampled_from(RECORDS)), rank=draw(st.sampled_from([None, -1, 0, 0, 1])),
-                         start_ns=start, end_ns=end,
+                         step=draw(st.sampled_from([None, 1, 2, 3])), start_ns=start, end_ns=end,
                          block_end_ns=draw(st.one_of(st.none(), st.integers(0, 45))),
                          durable_ns=draw(st.one_of(st.none(), st.integers(0, 50)))))
         t = end if end is not None else t
@@ -108,6 +108,11 @@ def cut_case(draw):
     cols = {"record": pa.array([r["record"] for r in rows], pa.string())}
     if with_rank:
         cols["rank"] = pa.array([r["rank"] for r in rows], draw(st.sampled_from([pa.int32(), pa.int64()])))
+    if draw(st.integers(0, 3)):
+        cols["step"] = pa.array([r["step"] for r in rows], draw(st.sampled_from([pa.int32(), pa.int64()])))
+    else:
+        for r in rows:
+            r["step"] = None
     for key in ("start_ns", "end_ns", "block_end_ns", "durable_ns"):
         if key == "start_ns" or draw(st.integers(0, 4)):
             cols[key] = pa.array([r[key] for r in rows], pa.int64()).cast(time_type)
@@ -371,10 +376,10 @@ def test_a_forked_child_gets_helper_threads_of_its_own(small_chunks):
     assert got == want
 
 
-def test_a_checkpoint_saved_while_the_next_step_ran_falls_back(small_chunks, taken):
+def test_a_checkpoint_saved_while_the_next_step_ran(small_chunks, taken):
     """Step 2's checkpoint is written during step 3: preserved work ends where step 2
-    ends, an instant no record but the steps marks. The cuts miss it, the busy time
-    across it shows that, and the answer comes the exact way."""
+    ends, an instant only the steps mark. It is a cut because a checkpoint names step
+    2 (cuts that miss a change fall back: see the next test)."""
     life = table([dict(record="accountable", rank=0, start=0, end=100),
                   dict(record="attempt", attempt=1, rank=-1, start=0, end=45, kind="failed"),
                   dict(record="checkpoint_save", attempt=1, rank=-1, step=2, start=25, block=26, durable=27, ok=True),
@@ -384,12 +389,29 @@ def test_a_checkpoint_saved_while_the_next_step_ran_falls_back(small_chunks, tak
                  + [dict(record="step", attempt=1, rank=-1, step=k, start=10 * k - 10, end=10 * k) for k in range(1, 6)]
                  + [dict(record="step", attempt=2, rank=-1, step=k, start=62 + 10 * (k - 3), end=72 + 10 * (k - 3))
                     for k in range(3, 6)])
-    assert 20 * S not in _crossing.cuts(life, None).tolist()
+    assert 20 * S in _crossing.cuts(life, None).tolist()
     events = events_table({0: [(15 * S, 25 * S, "compute"), (70 * S, 71 * S, "compute")]})
     got = pc.ledger(events, life)
-    assert taken == [False]
+    assert taken == [True]
     want = exact(events, life)
     assert got.table.equals(want.table)
     cells = {(r["state"], r["activity"]): r["duration_ns"] for r in want.table.to_pylist()}
     assert cells[("productive", "compute")] == 5 * S + 1 * S  # [15, 20) and [70, 71)
     assert cells[("rolled_back", "compute")] == 5 * S         # [20, 25)
+
+
+def test_cuts_that_miss_a_change_fall_back(small_chunks, taken, monkeypatch):
+    """When a busy window reaches over a state boundary (crossed_cells says so), the
+    early sweep's cells are not used: the exact way answers."""
+    calls = []
+
+    def missed(*a):
+        calls.append(1)
+        return False, np.zeros(0, np.int64)
+
+    monkeypatch.setattr(_kernels, "crossed_cells", missed)
+    monkeypatch.setattr(_crossing, "CHUNK_MIN_ROWS", 10**9)  # no chunks: no head to miss
+    job = _job(7)
+    got = pc.ledger(job.events, job.lifecycle)
+    assert calls == [1] and taken == [False]
+    assert got.table.equals(exact(job.events, job.lifecycle).table)

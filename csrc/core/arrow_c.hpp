@@ -66,6 +66,10 @@ struct Column {
         if (f != "l" && f.rfind("tsn:", 0) != 0) return nullptr;
         return static_cast<const int64_t*>(array->buffers[1]) + array->offset;
     }
+    const int64_t* int64() const {
+        if (format() != "l") return nullptr;
+        return static_cast<const int64_t*>(array->buffers[1]) + array->offset;
+    }
     const int32_t* int32() const {
         if (format() != "i") return nullptr;
         return static_cast<const int32_t*>(array->buffers[1]) + array->offset;

@@ -23,10 +23,10 @@ namespace pau::core {
 
 // The lifecycle columns the cuts need, of one batch.
 struct LifeBatch {
-    arrow::Column record, start, end, block_end, durable, rank;
+    arrow::Column record, start, end, block_end, durable, rank, step;
     const int64_t *s = nullptr, *e = nullptr, *b = nullptr, *d = nullptr;
-    const int32_t* r32 = nullptr;
-    const int64_t* r64 = nullptr;
+    const int32_t *r32 = nullptr, *k32 = nullptr;
+    const int64_t *r64 = nullptr, *k64 = nullptr;
     int64_t rows = 0;
 
     // False when a column has a layout read elsewhere (the exact way).
@@ -43,7 +43,9 @@ struct LifeBatch {
             if (*col && !(*ptr = col->int64_ns())) return false;
         }
         rank = batch.column("rank");
-        if (rank && !(r32 = rank.int32()) && !(r64 = rank.int64_ns())) return false;
+        if (rank && !(r32 = rank.int32()) && !(r64 = rank.int64())) return false;
+        step = batch.column("step");
+        if (step && !(k32 = step.int32()) && !(k64 = step.int64())) return false;
         return true;
     }
 
@@ -52,8 +54,9 @@ struct LifeBatch {
     }
 
     struct Row {
-        bool step;
-        int64_t s, e, b, d, rank;
+        bool step;             // a step row
+        bool numbered;         // with a step number
+        int64_t s, e, b, d, rank, number;
     };
     Row row(int64_t i) const {
         Row r{};
@@ -67,6 +70,8 @@ struct LifeBatch {
         r.b = time(block_end, b, i);
         r.d = time(durable, d, i);
         r.rank = !rank ? -1 : !rank.valid(i) ? -2 : r32 ? r32[i] : r64[i];
+        r.numbered = step && step.valid(i);
+        r.number = !r.numbered ? 0 : k32 ? k32[i] : k64[i];
         return r;
     }
 };
@@ -74,11 +79,23 @@ struct LifeBatch {
 // The cuts, sorted and distinct: every time of a row that is not a step; the start
 // of each step row that does not continue its rank's step row before it (in table
 // order; one that ends where it starts), and the end of each step row that its
-// rank's next step row does not continue; and `as_of` when >= 0. No time below 0
-// (nulls) is a cut. A step row's rank is its key as written (-1, all ranks, is a
-// key of its own; a null rank, -2, too). Rows run on from one batch into the next.
+// rank's next step row does not continue; the end of each step row whose number a
+// row that is not a step names (a checkpoint save or a restore: where preserved
+// work may end); and `as_of` when >= 0. No time below 0 (nulls) is a cut. A step
+// row's rank is its key as written (-1, all ranks, is a key of its own; a null
+// rank, -2, too). Rows run on from one batch into the next.
 inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int64_t as_of) {
     std::vector<int64_t> out;
+    std::vector<int64_t> named;  // step numbers that rows other than steps name
+    for (const LifeBatch& batch : batches) {
+        if (!batch.step) continue;
+        for (int64_t i = 0; i < batch.rows; ++i) {
+            const LifeBatch::Row r = batch.row(i);
+            if (!r.step && r.numbered) named.push_back(r.number);
+        }
+    }
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
     // Per rank key, the end of its last step row (not a cut yet: the next may continue it).
     constexpr int64_t kDirect = 1 << 20;
     std::vector<int64_t> open_end;  // keys -2 .. kDirect - 3, by key + 2
@@ -110,8 +127,12 @@ inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int
     for (const LifeBatch& batch : batches) {
         for (int64_t i = 0; i < batch.rows; ++i) {
             const LifeBatch::Row r = batch.row(i);
-            if (r.step) step(r.rank, r.s, r.e);
-            else out.insert(out.end(), {r.s, r.e, r.b, r.d});
+            if (!r.step) {
+                out.insert(out.end(), {r.s, r.e, r.b, r.d});
+                continue;
+            }
+            step(r.rank, r.s, r.e);
+            if (r.numbered && std::binary_search(named.begin(), named.end(), r.number)) out.push_back(r.e);
         }
     }
     for (size_t k = 0; k < open.size(); ++k)

@@ -5,17 +5,17 @@ lifecycle state. The exact way (the rest of ``pau.core.ledger``) attributes firs
 and then sweeps the events with the state runs as windows: one after the other,
 so one core idles while the attribution runs. Here the sweep starts first, on the
 native core's helper threads, with windows known before any attribution: the
-**cuts**, the instants at which some rank's state is likely to change. A state
-changes only at a record's start, end or block end, or at ``as_of`` (or the latest
-instant, ``as_of``'s default); and between two steps that follow each other on one
-rank (the second starting where the first ended) it changes where another record
-begins or ends -- a save of the first step starting there, a failure -- except when
-a checkpoint of the first step was saved later, while the second ran (the boundary
-between preserved and lost work then lies between them). So the cuts are every time
-of the records that are not steps, the start and end of each step that does not
-touch its rank's step before or after it in the table, and ``as_of``: shared by all
-ranks, a few hundred on a training job of thousands of steps with a checkpoint every
-few dozen.
+**cuts**, the instants at which some rank's state may change. A state changes only
+at a record's start, end or block end, or at ``as_of`` (or the latest instant,
+``as_of``'s default); and between two steps that follow each other on one rank (the
+second starting where the first ended) only where another record begins or ends (a
+save, a failure) or where preserved work ends: after a step that a checkpoint save
+or a restore names (its checkpoint may have been saved later, while the next step
+ran). So the cuts are every time of the records that are not steps; the start and
+end of each step that does not touch its rank's step before or after it in the
+table; the end of each step whose number a save or restore names; and ``as_of``.
+They are shared by all ranks: a few hundred on a training job of thousands of steps
+with a checkpoint every few dozen.
 
 The native core reads both tables in place through the Arrow C data interface and
 splits the events at rank boundaries into parts, and a rank of many events into
@@ -26,7 +26,8 @@ busy rows leave.
 
 The answer never depends on the guess, only the time does: the exact way runs
 instead when a busy window reaches over a run boundary (a state changed at an
-instant that is not a cut, as in the exception above), when an event reaches past a chunk's head from before
+instant that is not a cut: no generated lifecycle of the property tests does that,
+but the rules are pau's, not the cuts'), when an event reaches past a chunk's head from before
 the chunk, when the tables are not of the layout read in place (ranks int32, times
 int64 or timestamp[ns], kinds a dictionary of strings, record names strings, no
 nulls in the event columns), when the events are not sorted by rank and start or
