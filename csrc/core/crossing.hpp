@@ -4,9 +4,10 @@
 // attributes the lifecycle. The sweep's windows are the **cuts**: every instant at
 // which some rank's lifecycle state may change, read from the lifecycle table
 // before any attribution (cut_times). The events are read in place and split at
-// rank boundaries into parts (rank_parts), one sweep each. Both read record
-// batches through the Arrow C data interface (arrow_c.hpp) and say no to a layout
-// they do not read zero-copy; the caller then takes the exact way.
+// rank boundaries into parts (rank_parts), a rank of many events further into
+// chunks (chunked), one sweep each. Both tables are read as record batches through
+// the Arrow C data interface (arrow_c.hpp), and a layout not read zero-copy is
+// declined: the caller then takes the exact way.
 #pragma once
 
 #include <algorithm>
