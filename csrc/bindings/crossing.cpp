@@ -120,25 +120,15 @@ class CrossingSweep {
         for (int64_t i = 0; i < w; ++i) wrow_[static_cast<size_t>(i)] = i;
     }
 
-    template <typename IdxT>
-    static FeedResult feed_as(Sweep& sw, const EventBatch& b, int64_t lo, int64_t hi) {
-        return sw.feed<IdxT>(b.rank + lo, b.start + lo, b.end + lo, static_cast<const IdxT*>(b.kind) + lo,
-                             b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()), hi - lo);
-    }
-
     bool feed(Sweep& sw, const std::vector<RankPart::Piece>& pieces) const {
         for (const RankPart::Piece& p : pieces) {
             const EventBatch& b = ev_[p.batch];
-            FeedResult r;
-            switch (b.kind_type) {
-                case 0: r = feed_as<int8_t>(sw, b, p.lo, p.hi); break;
-                case 1: r = feed_as<int16_t>(sw, b, p.lo, p.hi); break;
-                case 2: r = feed_as<int32_t>(sw, b, p.lo, p.hi); break;
-                case 3: r = feed_as<int64_t>(sw, b, p.lo, p.hi); break;
-                case 4: r = feed_as<uint8_t>(sw, b, p.lo, p.hi); break;
-                case 5: r = feed_as<uint16_t>(sw, b, p.lo, p.hi); break;
-                default: r = feed_as<uint32_t>(sw, b, p.lo, p.hi); break;
-            }
+            const FeedResult r = with_index_type(b.kind_type, [&](auto type) {
+                using IdxT = decltype(type);
+                return sw.feed<IdxT>(b.rank + p.lo, b.start + p.lo, b.end + p.lo,
+                                     static_cast<const IdxT*>(b.kind) + p.lo, b.kind_map.data(),
+                                     static_cast<int64_t>(b.kind_map.size()), p.hi - p.lo);
+            });
             if (r.code != Code::ok) return false;
         }
         return true;

@@ -56,23 +56,15 @@ py::tuple feed(Sweep& sw, const carray<int32_t>& rank, const carray<int64_t>& st
         order = order_arr.data();
     }
     const auto dt = kind_idx.dtype();
-    FeedResult res;
-    if (dt.is(py::dtype::of<int8_t>()))
-        res = feed_typed<int8_t>(sw, rank, start, end, kind_idx, kind_map, order, n);
-    else if (dt.is(py::dtype::of<int16_t>()))
-        res = feed_typed<int16_t>(sw, rank, start, end, kind_idx, kind_map, order, n);
-    else if (dt.is(py::dtype::of<int32_t>()))
-        res = feed_typed<int32_t>(sw, rank, start, end, kind_idx, kind_map, order, n);
-    else if (dt.is(py::dtype::of<int64_t>()))
-        res = feed_typed<int64_t>(sw, rank, start, end, kind_idx, kind_map, order, n);
-    else if (dt.is(py::dtype::of<uint8_t>()))
-        res = feed_typed<uint8_t>(sw, rank, start, end, kind_idx, kind_map, order, n);
-    else if (dt.is(py::dtype::of<uint16_t>()))
-        res = feed_typed<uint16_t>(sw, rank, start, end, kind_idx, kind_map, order, n);
-    else if (dt.is(py::dtype::of<uint32_t>()))
-        res = feed_typed<uint32_t>(sw, rank, start, end, kind_idx, kind_map, order, n);
-    else
-        throw std::invalid_argument("kind: dictionary indices must be an integer array");
+    const py::dtype types[] = {py::dtype::of<int8_t>(),  py::dtype::of<int16_t>(),  py::dtype::of<int32_t>(),
+                               py::dtype::of<int64_t>(), py::dtype::of<uint8_t>(), py::dtype::of<uint16_t>(),
+                               py::dtype::of<uint32_t>()};
+    int code = -1;
+    for (int i = 0; i < 7 && code < 0; ++i)
+        if (dt.is(types[i])) code = i;
+    const FeedResult res = pau::core::with_index_type(code, [&](auto type) {
+        return feed_typed<decltype(type)>(sw, rank, start, end, kind_idx, kind_map, order, n);
+    });
     return py::make_tuple(static_cast<int>(res.code), res.row);
 }
 

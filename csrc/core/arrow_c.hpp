@@ -102,8 +102,8 @@ struct Batch {
     }
 };
 
-// Integer dictionary indices: the type code of pau's sweep (0 int8, 1 int16,
-// 2 int32, 3 int64, 4 uint8, 5 uint16, 6 uint32), or -1 for another format.
+// Integer dictionary indices: the type code of pau's sweep (with_index_type in
+// sweep.hpp), or -1 for another format.
 inline int index_type(const char* format) {
     static const char* const codes[] = {"c", "s", "i", "l", "C", "S", "I"};
     for (int i = 0; i < 7; ++i)

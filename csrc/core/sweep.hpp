@@ -686,6 +686,23 @@ class Sweep {
     Histogram hist_;
 };
 
+// The integer types a feed's kind indices may have, by code: 0 int8, 1 int16,
+// 2 int32, 3 int64, 4 uint8, 5 uint16, 6 uint32 (arrow::index_type reads the
+// same codes off an Arrow format). Calls f(T{}) with the code's type T.
+template <typename F>
+decltype(auto) with_index_type(int code, F&& f) {
+    switch (code) {
+        case 0: return f(int8_t{});
+        case 1: return f(int16_t{});
+        case 2: return f(int32_t{});
+        case 3: return f(int64_t{});
+        case 4: return f(uint8_t{});
+        case 5: return f(uint16_t{});
+        case 6: return f(uint32_t{});
+        default: throw std::invalid_argument("kind: dictionary indices must be an integer array");
+    }
+}
+
 // A permutation that orders rows by (rank, start). Ties keep no particular
 // order: the sweep's result does not depend on the order of equal starts.
 // Counting sort by rank (through dense ids in rank order), then each rank's run
