@@ -100,19 +100,19 @@ def start(events, lifecycle, as_of: int | None) -> Started | None:
     return Started(job, n)
 
 
-def finish(started: Started, att, act_of_mask: np.ndarray, idle: int, n_states: int, n_act: int):
+def finish(started: Started, intervals: tuple, ranks: np.ndarray, act_of_mask: np.ndarray, idle: int,
+           n_states: int, n_act: int):
     """The cells of the ledger (as ``_kernels.state_cells``) from the sweep and the
-    attribution, or None when the exact way must run instead: the cuts did not
-    resolve the states, or the sweep declined (a layout not read natively, too many
-    cuts, a problem in the events, ranks not sorted), so the exact way names it."""
+    state intervals ``(rank, start, end, state)`` of the accountable ``ranks``, or
+    None when the exact way must run instead: the cuts did not resolve the states,
+    or the sweep declined (a layout not read natively, too many cuts, a problem in
+    the events, ranks not sorted), so the exact way names it."""
     from ._kernels import crossed_cells
 
     out = started.job.wait()
     if out is None:
         return None
     cut, hist = out
-    pieces = att.pieces
-    cols = pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
-    ok, cells = crossed_cells(hist["rank"], hist["window"], hist["mask"], hist["duration"], cut,
-                              np.asarray(att.accountable["rank"]), *cols, act_of_mask, idle, n_states, n_act)
+    ok, cells = crossed_cells(hist["rank"], hist["window"], hist["mask"], hist["duration"], cut, ranks, *intervals,
+                              act_of_mask, idle, n_states, n_act)
     return cells if ok else None

@@ -913,13 +913,6 @@ def ledger(
 
         started = _crossing.start(events, lifecycle, as_of)
     att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid)
-    n_act = len(ACTIVITIES) + 1
-    ranks = np.asarray(att.accountable["rank"])
-    if started is not None:
-        cells = _crossing.finish(started, att, act_of_mask, _IDLE, len(STATES), n_act)
-        if cells is not None:
-            return Ledger(_with_counts(cells_table(cells, ranks, n_act), started.rows, 0), att.accountable,
-                          attribution=att)
     if events is None:
         iv = att.intervals
         i_start, i_end = np.asarray(iv["start_ns"]), np.asarray(iv["end_ns"])
@@ -927,17 +920,24 @@ def ledger(
         table = tidy(np.asarray(iv["rank"]), i_state, np.full(i_start.size, UNKNOWN_ACTIVITY), i_end - i_start)
         return Ledger(table, att.accountable, attribution=att, lifecycle_quarantine=att.quarantine,
                       has_events=False)
+    # The state intervals in batches of whole ranks (the pass's own arrays, joined
+    # when there are several); their ranks are the accountable ones.
+    n_act = len(ACTIVITIES) + 1
+    ranks = np.asarray(att.accountable["rank"])
+    pieces = att.pieces
+    cols = pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
+    if started is not None:
+        cells = _crossing.finish(started, cols, ranks, act_of_mask, _IDLE, len(STATES), n_act)
+        if cells is not None:
+            return Ledger(_with_counts(cells_table(cells, ranks, n_act), started.rows, 0), att.accountable,
+                          attribution=att)
     # The windows of the sweep are the runs of one state: consecutive intervals of a
     # rank in the same state that touch become one window (the ledger sums by state,
     # so this changes nothing but the number of window boundaries the sweep crosses).
     # A rank's accounted span runs from its first to its last interval; time in gaps
-    # (not accountable) falls outside every window and is not counted. The intervals
-    # come in batches of whole ranks (the pass's own arrays, joined when there are
-    # several); their ranks are the accountable ones.
+    # (not accountable) falls outside every window and is not counted.
     from ._kernels import state_cells, state_windows
 
-    pieces = att.pieces
-    cols = pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
     plan = _Plan(mode="list")
     (plan.win_rank, plan.win_start, plan.win_end, w_state, w_pos, plan.win_row, plan.span_start,
      plan.span_end) = state_windows(*cols, ranks)
