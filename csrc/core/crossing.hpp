@@ -59,20 +59,28 @@ struct LifeBatch {
         bool numbered;         // with a step number
         int64_t s, e, b, d, rank, number;
     };
+    bool is_step(int64_t i) const {
+        if (!record.valid(i)) return false;
+        int32_t len = 0;
+        const char* p = record.utf8(i, len);
+        return len == 4 && std::memcmp(p, "step", 4) == 0;
+    }
+    // The step number of row i, if it has one.
+    bool number(int64_t i, int64_t& out) const {
+        if (!step || !step.valid(i)) return false;
+        out = k32 ? k32[i] : k64[i];
+        return true;
+    }
+
     Row row(int64_t i) const {
         Row r{};
-        int32_t len = 0;
-        if (record.valid(i)) {
-            const char* p = record.utf8(i, len);
-            r.step = len == 4 && std::memcmp(p, "step", 4) == 0;
-        }
+        r.step = is_step(i);
         r.s = time(start, s, i);
         r.e = time(end, e, i);
         r.b = time(block_end, b, i);
         r.d = time(durable, d, i);
         r.rank = !rank ? -1 : !rank.valid(i) ? -2 : r32 ? r32[i] : r64[i];
-        r.numbered = step && step.valid(i);
-        r.number = !r.numbered ? 0 : k32 ? k32[i] : k64[i];
+        r.numbered = number(i, r.number);
         return r;
     }
 };
@@ -90,10 +98,9 @@ inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int
     std::vector<int64_t> named;  // step numbers that rows other than steps name
     for (const LifeBatch& batch : batches) {
         if (!batch.step) continue;
-        for (int64_t i = 0; i < batch.rows; ++i) {
-            const LifeBatch::Row r = batch.row(i);
-            if (!r.step && r.numbered) named.push_back(r.number);
-        }
+        int64_t k = 0;
+        for (int64_t i = 0; i < batch.rows; ++i)
+            if (!batch.is_step(i) && batch.number(i, k)) named.push_back(k);
     }
     std::sort(named.begin(), named.end());
     named.erase(std::unique(named.begin(), named.end()), named.end());
