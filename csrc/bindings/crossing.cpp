@@ -143,9 +143,9 @@ class CrossingSweep {
         const RankPart& part = parts_[i];
         const int64_t w = static_cast<int64_t>(wrank_.size());
         const int32_t rank = part.lo;
+        const bool fixed = part.chunk && !part.last;  // a span of both ends given
         const int64_t lo = part.chunk ? start_of(part.from) : 0;
-        const int64_t hi = part.chunk && !part.last ? start_of(part.to) : 0;
-        const bool fixed = part.chunk && !part.last;
+        const int64_t hi = fixed ? start_of(part.to) : 0;
         if (fixed && hi < lo) return;  // starts decrease: the exact way names the row
         Sweep sw(wrank_.data(), cuts_.data(), cuts_.data() + 1, wrow_.data(), w, &rank, &lo, &hi, fixed ? 1 : 0);
         if (part.chunk && part.last) sw.start_at(rank, lo);
