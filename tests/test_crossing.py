@@ -237,17 +237,19 @@ def ledger_case(draw):
             d = draw(st.sampled_from([0, 1, 1, 2, 4, 12, 40])) * q
             evs.append((s, s + d, draw(st.sampled_from(pc.KINDS))))
         per_rank[r] = evs
-    chunk = draw(st.sampled_from([2, 4, 6, 10**9]))  # rows of a chunk at least (10**9: no chunks)
+    chunk = draw(st.sampled_from([2, 4, 6, 10**9]))  # rows of a chunk at most (10**9: guided by the tail)
+    tail = draw(st.sampled_from([2, 3, 10**9]))  # rows of the last chunks at least (10**9: as many as chunk)
     head = draw(st.integers(1, 3))  # rows of a head at most (and half a chunk)
-    return table(rows), events_table(per_rank), None if as_of is None else as_of * S, chunk, head
+    return table(rows), events_table(per_rank), None if as_of is None else as_of * S, (chunk, tail), head
 
 
 @settings(max_examples=300 * SCALE, **SETTINGS)
 @given(case=ledger_case())
 def test_the_early_sweep_gives_the_exact_ledger(case, small_chunks, monkeypatch, taken):
     taken.clear()
-    life, events, as_of, chunk, head = case
+    life, events, as_of, (chunk, tail), head = case
     monkeypatch.setattr(_crossing, "CHUNK_MIN_ROWS", chunk)
+    monkeypatch.setattr(_crossing, "CHUNK_TAIL_ROWS", tail)
     monkeypatch.setattr(_crossing, "HEAD_ROWS", head)
     got = pc.ledger(events, life, as_of=as_of)
     event(f"early sweep taken: {taken}")
@@ -260,8 +262,11 @@ def _job(seed=0):
     return synth.training_job(ranks=3, steps=60, seed=seed, mtbf_s=20, checkpoint_every=5, kernels_per_step=6)
 
 
-def test_a_training_job_takes_the_early_sweep_in_chunks(small_chunks, taken, monkeypatch):
+@pytest.mark.parametrize("tail", [256, 16])
+def test_a_training_job_takes_the_early_sweep_in_chunks(small_chunks, taken, monkeypatch, tail):
+    """Chunks of 256 rows; with a tail of 16, the last ones get shorter (more parts)."""
     monkeypatch.setattr(_crossing, "CHUNK_MIN_ROWS", 256)
+    monkeypatch.setattr(_crossing, "CHUNK_TAIL_ROWS", tail)
     monkeypatch.setattr(_crossing, "HEAD_ROWS", 64)
     parts = []
     start = _crossing.start
@@ -269,7 +274,11 @@ def test_a_training_job_takes_the_early_sweep_in_chunks(small_chunks, taken, mon
     job = _job()
     got = pc.ledger(job.events, job.lifecycle)
     assert taken == [True]
-    assert parts[0].job.parts > 3 * 2  # 3 ranks, each in several chunks
+    n = job.events.num_rows
+    uniform = 3 * (n // 3 // 256)  # 3 ranks of about n / 3 rows, in chunks of 256
+    assert parts[0].job.parts >= uniform - 3 > 3 * 2
+    if tail < 256:  # about log(4 * 256 / 16) / log(4 / 3) shorter chunks at the end
+        assert parts[0].job.parts > uniform + 5
     assert got.table.equals(exact(job.events, job.lifecycle).table)
     # the cells are real: activity inside accountable time, conservation per rank
     assert sum(got.table["duration_ns"].to_pylist()) == got.accountable_ns()
@@ -293,6 +302,25 @@ def test_an_event_reaching_past_a_head_falls_back_to_the_exact_way(small_chunks,
     want = exact(events, life)
     assert got.table.equals(want.table)
     assert want.activity_ns() == {"compute": 39 * S // 2, "communication": 90 * S - 39 * S // 2, "idle": 10 * S}
+
+
+def test_a_chunk_head_leaves_kinds_running_into_the_chunk(small_chunks, taken):
+    """Chunks of two rows, heads of one: every chunk's first row (a collective)
+    runs on past the start of the chunk's span, and the chunk opens it there from
+    that row alone (no sweep of it); no row reaches past the next chunk's head, so
+    the early sweep's cells stand, and equal the exact way's."""
+    life = table([dict(record="accountable", rank=0, start=0, end=110),
+                  dict(record="attempt", attempt=1, rank=-1, start=0, end=110, kind="completed")]
+                 + [dict(record="step", attempt=1, rank=-1, step=k, start=10 * k, end=10 * k + 10)
+                    for k in range(11)])
+    evs = [e for k in range(10) for e in ((10 * k * S, (10 * k + 11) * S, "communication"),
+                                         ((10 * k + 2) * S, (10 * k + 4) * S, "compute"))]
+    events = events_table({0: evs})
+    got = pc.ledger(events, life)
+    assert taken == [True]
+    assert got.table.equals(exact(events, life).table)
+    # communication covers [0, 101 s) but for the compute inside it; idle after
+    assert got.activity_ns() == {"compute": 20 * S, "communication": 81 * S, "idle": 9 * S}
 
 
 def test_events_not_sorted_by_rank_or_time_fall_back(small_chunks, taken):
@@ -411,6 +439,7 @@ def test_cuts_that_miss_a_change_fall_back(small_chunks, taken, monkeypatch):
 
     monkeypatch.setattr(_kernels, "crossed_cells", missed)
     monkeypatch.setattr(_crossing, "CHUNK_MIN_ROWS", 10**9)  # no chunks: no head to miss
+    monkeypatch.setattr(_crossing, "CHUNK_TAIL_ROWS", 10**9)
     job = _job(7)
     got = pc.ledger(job.events, job.lifecycle)
     assert calls == [1] and taken == [False]

@@ -58,8 +58,8 @@ std::vector<LifeBatch> read_lifecycle(const Exported& life, bool& ok) {
 class CrossingSweep {
   public:
     CrossingSweep(const py::list& events, const std::vector<std::string>& kinds, const py::list& lifecycle,
-                  int64_t as_of, int64_t parts, int64_t chunk_rows, int64_t head_rows,
-                  double max_crossings_per_event)
+                  int64_t as_of, int64_t parts, int64_t chunk_rows, int64_t min_chunk_rows, int64_t threads,
+                  int64_t head_rows, double max_crossings_per_event)
         : events_(events), life_(lifecycle), as_of_(as_of), max_crossings_(max_crossings_per_event) {
         bool ok = true;
         for (const auto& b : events_.batches) {
@@ -67,7 +67,7 @@ class CrossingSweep {
             ok = ok && ev_.back().read(b, kinds);
         }
         lc_ = read_lifecycle(life_, ok_life_);
-        if (ok && ok_life_) parts_ = chunked(rank_parts(ev_, parts), chunk_rows, head_rows);
+        if (ok && ok_life_) parts_ = chunked(rank_parts(ev_, parts), chunk_rows, min_chunk_rows, threads, head_rows);
         results_.resize(parts_.size());
         for (const EventBatch& b : ev_) rows_ += b.rows;
     }
@@ -149,6 +149,11 @@ class CrossingSweep {
         if (fixed && hi < lo) return;  // starts decrease: the exact way names the row
         Sweep sw(wrank_.data(), cuts_.data(), cuts_.data() + 1, wrow_.data(), w, &rank, &lo, &hi, fixed ? 1 : 0);
         if (part.chunk && part.last) sw.start_at(rank, lo);
+        if (!part.lead.empty()) {
+            int64_t ends[kNumKinds], last_start = 0;
+            lead_ends(ev_, part.lead, ends, last_start);
+            sw.open_kinds(rank, ends, last_start);
+        }
         if (!feed(sw, part.pieces)) return;
         if (fixed) {
             // The next chunk misses what this one's rows leave open past its start.
@@ -220,9 +225,10 @@ class CrossingSweep {
 void bind_crossing(py::module_& m) {
     py::class_<CrossingSweep>(m, "CrossingSweep")
         .def(py::init<const py::list&, const std::vector<std::string>&, const py::list&, int64_t, int64_t, int64_t,
-                      int64_t, double>(),
+                      int64_t, int64_t, int64_t, double>(),
              py::arg("events"), py::arg("kinds"), py::arg("lifecycle"), py::arg("as_of"), py::arg("parts"),
-             py::arg("chunk_rows"), py::arg("head_rows"), py::arg("max_crossings_per_event"),
+             py::arg("chunk_rows"), py::arg("min_chunk_rows"), py::arg("threads"), py::arg("head_rows"),
+             py::arg("max_crossings_per_event"),
              "Events and lifecycle as lists of exported batches (__arrow_c_array__); as_of -1 for none.")
         .def("start", &CrossingSweep::start, py::arg("helpers"), "Ask helper threads to start; returns at once.")
         .def("wait", &CrossingSweep::wait,

@@ -13,12 +13,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "arrow_c.hpp"
+#include "sweep.hpp"
 
 namespace pau::core {
 
@@ -199,12 +201,14 @@ struct EventBatch {
 //
 // A part of many rows of one rank is cut further into **chunks** of consecutive
 // rows, so that the last parts to run are short and the threads end together. A
-// chunk c > 0 begins its span at H_c, the start of its row `head` rows in (its
-// first rows, the head, are swept for the kinds they open but their time is
-// accounted by chunk c - 1, which sweeps them after its own rows); chunk 0 begins
-// at its first row's start; the last chunk ends at the rank's last end. Chunk c
-// accounts [H_c, H_{c+1}) exactly when no event before its first row reaches past
-// H_c: that is checked (`check`), and when it fails the caller takes the exact way.
+// chunk c > 0 begins its span at H_c, the start of its row `head` rows in. Its
+// first rows, the head (`lead`), only open the kinds that run on at H_c (the
+// latest end of each kind among them: lead_ends); their time is accounted by
+// chunk c - 1, which sweeps them after its own rows, and checks them. Chunk 0
+// begins at its first row's start; the last chunk ends at the rank's last end.
+// Chunk c accounts [H_c, H_{c+1}) exactly when no event before its first row
+// reaches past H_c: chunk c - 1 checks that, and when it fails the caller takes
+// the exact way.
 struct RankPart {
     struct Piece {
         size_t batch;
@@ -219,6 +223,7 @@ struct RankPart {
     // Chunks only:
     bool chunk = false;
     bool last = true;          // the rank's last chunk (its span ends at the last end)
+    std::vector<Piece> lead;   // but the first: its own head, before its span
     std::vector<Piece> head;   // but the last: the next chunk's head, swept after `pieces`
     Row from{}, to{};          // the span: [start of `from`, start of `to`) (the last: open)
 };
@@ -243,30 +248,56 @@ inline RankPart::Row row_at(const std::vector<RankPart::Piece>& seq, int64_t i) 
     return {seq.back().batch, seq.back().hi - 1};
 }
 
-// Cut each part of one rank with more than `chunk_rows` rows into chunks of about
-// equal rows, heads of `head_rows` (at most half a chunk).
-inline std::vector<RankPart> chunked(std::vector<RankPart> parts, int64_t chunk_rows, int64_t head_rows) {
+// Cut the parts of one rank into chunks, guided: a chunk has about a
+// 2 * threads-th of the rows left from its start to the end of all the parts
+// (taken in order), at most `chunk_rows` and at least `min_rows`, so the chunks
+// get shorter towards the end and the threads, whenever each joined, end
+// together. Heads have `head_rows` (at most half the chunk they begin).
+inline std::vector<RankPart> chunked(std::vector<RankPart> parts, int64_t chunk_rows, int64_t min_rows,
+                                     int64_t threads, int64_t head_rows) {
+    std::vector<int64_t> rows(parts.size(), 0);
+    int64_t left = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        for (const auto& pc : parts[i].pieces) rows[i] += pc.hi - pc.lo;
+        left += rows[i];
+    }
+    min_rows = std::max<int64_t>(min_rows, 2);
+    chunk_rows = std::max(chunk_rows, min_rows);
     std::vector<RankPart> out;
-    for (RankPart& p : parts) {
-        int64_t rows = 0;
-        for (const auto& pc : p.pieces) rows += pc.hi - pc.lo;
-        const int64_t m = chunk_rows > 0 ? rows / chunk_rows : 1;
-        if (p.lo != p.hi || m < 2) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+        RankPart& p = parts[i];
+        const int64_t n = rows[i];
+        // Chunk boundaries k[0] = 0 < ... < k[m] = n.
+        std::vector<int64_t> k{0};
+        if (p.lo == p.hi) {
+            for (int64_t a = 0; n - a >= 2 * min_rows;) {
+                const int64_t size = std::clamp((left - a) / (2 * std::max<int64_t>(threads, 1)), min_rows, chunk_rows);
+                if (n - a - size < min_rows) break;  // the rest is one chunk
+                a += size;
+                k.push_back(a);
+            }
+        }
+        k.push_back(n);
+        left -= n;
+        const size_t m = k.size() - 1;
+        if (m < 2) {
             out.push_back(std::move(p));
             continue;
         }
-        std::vector<int64_t> k(static_cast<size_t>(m) + 1);
-        for (int64_t c = 0; c <= m; ++c) k[static_cast<size_t>(c)] = rows * c / m;
-        const int64_t h = std::max<int64_t>(1, std::min(head_rows, rows / m / 2));
-        for (int64_t c = 0; c < m; ++c) {
+        auto head = [&](size_t c) {  // rows of chunk c's head (c >= 1)
+            return std::max<int64_t>(1, std::min(head_rows, (k[c + 1] - k[c]) / 2));
+        };
+        for (size_t c = 0; c < m; ++c) {
             RankPart q;
             q.lo = q.hi = p.lo;
             q.chunk = true;
             q.last = c == m - 1;
-            const int64_t a = k[static_cast<size_t>(c)], b = k[static_cast<size_t>(c) + 1];
-            q.pieces = piece_range(p.pieces, a, b);
-            q.from = row_at(p.pieces, c == 0 ? a : a + h);
+            const int64_t a = k[c], b = k[c + 1], own = c == 0 ? a : a + head(c);
+            q.lead = piece_range(p.pieces, a, own);
+            q.pieces = piece_range(p.pieces, own, b);
+            q.from = row_at(p.pieces, own);
             if (!q.last) {
+                const int64_t h = head(c + 1);
                 q.head = piece_range(p.pieces, b, b + h);
                 q.to = row_at(p.pieces, b + h);
             }
@@ -274,6 +305,30 @@ inline std::vector<RankPart> chunked(std::vector<RankPart> parts, int64_t chunk_
         }
     }
     return out;
+}
+
+// The latest end of each kind among the rows of `pieces` (INT64_MIN for a kind
+// none has; rows of no known kind are skipped), and their latest start.
+template <typename IdxT>
+void kind_ends(const EventBatch& b, int64_t lo, int64_t hi, int64_t* ends, int64_t& last_start) {
+    const IdxT* idx = static_cast<const IdxT*>(b.kind);
+    const int64_t map_size = static_cast<int64_t>(b.kind_map.size());
+    for (int64_t i = lo; i < hi; ++i) {
+        const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
+        const int k = ki < static_cast<uint64_t>(map_size) ? b.kind_map[ki] : -1;
+        if (k >= 0 && b.end[i] > ends[k]) ends[k] = b.end[i];
+        if (b.start[i] > last_start) last_start = b.start[i];
+    }
+}
+
+inline void lead_ends(const std::vector<EventBatch>& batches, const std::vector<RankPart::Piece>& pieces,
+                      int64_t* ends, int64_t& last_start) {
+    for (int k = 0; k < kNumKinds; ++k) ends[k] = std::numeric_limits<int64_t>::min();
+    last_start = std::numeric_limits<int64_t>::min();
+    for (const RankPart::Piece& p : pieces) {
+        const EventBatch& b = batches[p.batch];
+        with_index_type(b.kind_type, [&](auto type) { kind_ends<decltype(type)>(b, p.lo, p.hi, ends, last_start); });
+    }
 }
 
 // Split the events into about `parts` row ranges at rank boundaries, each cut at

@@ -169,6 +169,26 @@ class Sweep {
         s.t = t;
     }
 
+    // Open on rank r, before any of its events is fed, the kinds that events
+    // before its span start leave running there: ends[k] is the latest end of kind
+    // k among those events (kinds ending at or before the span start stay closed).
+    // No time before the span start is accounted, so the state at the start is
+    // the same as after sweeping them. `last_start`, the latest of their starts,
+    // is what the next event fed must not start before. Span-clipped sweeps only
+    // (a given span, or start_at).
+    void open_kinds(int32_t r, const int64_t* ends, int64_t last_start) {
+        RankState* s = find(r);
+        if (s == nullptr || !(s->fixed_span || s->started) || s->active != 0)
+            throw std::logic_error("Sweep::open_kinds: a rank with a span and no event yet");
+        for (int k = 0; k < kNumKinds; ++k) {
+            if (ends[k] > s->span_start) {
+                s->active |= static_cast<uint8_t>(1u << k);
+                s->ce[k] = ends[k];
+            }
+        }
+        s->last_start = last_start;
+    }
+
     // The latest end among the kinds open on rank r after the events fed so far
     // (INT64_MIN when none is open or the rank was not met): no event fed so far
     // reaches past it.
@@ -599,16 +619,23 @@ class Sweep {
         bins.touched |= 1ull << mask;
     }
 
+    // Emit the non-zero bins (a bin never added to is zero) and clear them. A
+    // route marks all 64 touched, so the bins are visited by groups of 8 with one
+    // test each (an or the compiler vectorizes): most groups are all zero.
     void flush(RankState& s, int64_t window, Bins& bins) {
-        for (uint64_t m = bins.touched; m; m &= m - 1) {
-            const int k = __builtin_ctzll(m);
-            if (bins.v[k] != 0) {
+        if (!bins.touched) return;
+        for (int g = 0; g < kNumMasks; g += 8) {
+            int64_t any = 0;
+            for (int k = g; k < g + 8; ++k) any |= bins.v[k];
+            if (!any) continue;
+            for (int k = g; k < g + 8; ++k) {
+                if (bins.v[k] == 0) continue;
                 hist_.rank.push_back(s.rank);
                 hist_.window.push_back(window);
                 hist_.mask.push_back(static_cast<uint8_t>(k));
                 hist_.duration.push_back(bins.v[k]);
+                bins.v[k] = 0;
             }
-            bins.v[k] = 0;
         }
         bins.touched = 0;
     }

@@ -40,7 +40,9 @@ class CrossingSweep:
         lifecycle: list[tuple[object, object]],
         as_of: int,  # -1: none
         parts: int,
-        chunk_rows: int,
+        chunk_rows: int,  # at most, per chunk of one rank's events
+        min_chunk_rows: int,  # at least (the last chunks: see crossing.hpp, chunked)
+        threads: int,
         head_rows: int,
         max_crossings_per_event: float,
     ) -> None: ...

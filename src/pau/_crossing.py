@@ -54,11 +54,14 @@ OVERLAP_MIN_ROWS = 50_000
 #: the exact windows (the state runs) are cheaper to sweep.
 MAX_CROSSINGS_PER_EVENT = 1 / 32
 
-#: The events of one rank are swept in chunks of at least this many rows, about
-#: CHUNKS_PER_CORE chunks per core over all the events, so that the threads end
-#: together (a chunk costs about 10 us more, and its head is swept twice).
+#: The events of one rank are swept in chunks of at most
+#: max(CHUNK_MIN_ROWS, events / (CHUNKS_PER_CORE * cores)) rows, fewer towards the
+#: end: about a (2 * cores)-th of the rows left, down to CHUNK_TAIL_ROWS (or the
+#: cap, if lower), so that the threads end together whenever each joined (a chunk
+#: costs a few us more).
 CHUNK_MIN_ROWS = 100_000
 CHUNKS_PER_CORE = 16
+CHUNK_TAIL_ROWS = 16_384
 #: Rows at the start of a chunk swept by the chunk before it (see
 #: ``csrc/core/crossing.hpp``): no event may reach past them from before the chunk.
 HEAD_ROWS = 1024
@@ -92,10 +95,10 @@ def start(events, lifecycle, as_of: int | None) -> Started | None:
     n = table.num_rows
     if n < OVERLAP_MIN_ROWS:
         return None
+    cap = max(CHUNK_MIN_ROWS, n // (CHUNKS_PER_CORE * _CORES))
     job = _core.CrossingSweep(_exported(table), list(KINDS), _exported(as_table(lifecycle, "lifecycle")),
-                              -1 if as_of is None else as_of, min(64, 4 * _CORES),
-                              max(CHUNK_MIN_ROWS, n // (CHUNKS_PER_CORE * _CORES)), HEAD_ROWS,
-                              MAX_CROSSINGS_PER_EVENT)
+                              -1 if as_of is None else as_of, min(64, 4 * _CORES), cap, min(cap, CHUNK_TAIL_ROWS),
+                              _CORES, HEAD_ROWS, MAX_CROSSINGS_PER_EVENT)
     job.start(_CORES - 1)
     return Started(job, n)
 
