@@ -307,8 +307,7 @@ inline std::vector<RankPart> chunked(std::vector<RankPart> parts, int64_t chunk_
     return out;
 }
 
-// The latest end of each kind among the rows of `pieces` (INT64_MIN for a kind
-// none has; rows of no known kind are skipped), and their latest start.
+// Rows [lo, hi) of one batch into lead_ends's maxima.
 template <typename IdxT>
 void kind_ends(const EventBatch& b, int64_t lo, int64_t hi, int64_t* ends, int64_t& last_start) {
     const IdxT* idx = static_cast<const IdxT*>(b.kind);
@@ -321,6 +320,8 @@ void kind_ends(const EventBatch& b, int64_t lo, int64_t hi, int64_t* ends, int64
     }
 }
 
+// The latest end of each kind among the rows of `pieces` (INT64_MIN for a kind
+// none has; rows of no known kind are skipped), and their latest start.
 inline void lead_ends(const std::vector<EventBatch>& batches, const std::vector<RankPart::Piece>& pieces,
                       int64_t* ends, int64_t& last_start) {
     for (int k = 0; k < kNumKinds; ++k) ends[k] = std::numeric_limits<int64_t>::min();

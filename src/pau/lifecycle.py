@@ -642,7 +642,8 @@ def _present(values: np.ndarray) -> np.ndarray:
 @dataclass
 class _Members:
     """The member ranks of each attempt, as flat arrays: attempt ``ids[j]`` has the
-    sorted ranks ``ranks[offsets[j]:offsets[j + 1]]``."""
+    sorted ranks ``ranks[offsets[j]:offsets[j + 1]]``, at least one (an attempt
+    without members is not among ``ids``)."""
 
     ids: np.ndarray      # sorted attempt ids
     offsets: np.ndarray
