@@ -23,7 +23,7 @@ from lifecycle_cases import S, table
 from test_lifecycle_properties import with_as_of
 
 import pau.core as pc
-from pau import _crossing, _kernels, synth
+from pau import _core, _crossing, synth
 from pau.errors import InvalidRowError
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -209,8 +209,10 @@ def test_crossed_cells_match_the_reference(case):
     rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act = case
     cols = [np.array([x[k] for x in rows], dt) for k, dt in enumerate((np.int32, np.int64, np.uint8, np.int64))]
     iv = [np.array([x[k] for x in intervals], dt) for k, dt in enumerate((np.int32, np.int64, np.int64, np.int8))]
-    ok, cells = _kernels.crossed_cells(*cols, np.array(cuts, np.int64), np.array(ranks, np.int32), *iv,
-                                       np.array(act_of_mask, np.int8), idle, n_states, n_act)
+    masks = np.full(64, idle, np.int8)  # the masks drawn are 0..7
+    masks[:8] = act_of_mask
+    ok, cells = _core.crossed_cells(*cols, np.array(cuts, np.int64), np.array(ranks, np.int32), *iv, masks, idle,
+                                    n_states, n_act)
     want_ok, want = ref.crossed_cells(rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act)
     assert ok == want_ok
     if ok:
@@ -429,18 +431,27 @@ def test_a_checkpoint_saved_while_the_next_step_ran(small_chunks, taken):
 
 
 def test_cuts_that_miss_a_change_fall_back(small_chunks, taken, monkeypatch):
-    """When a busy window reaches over a state boundary (crossed_cells says so), the
-    early sweep's cells are not used: the exact way answers."""
+    """When a busy window reaches over a state boundary (the native crossing says so:
+    see test_crossed_cells_match_the_reference), the early sweep's cells are not
+    used: the exact way answers."""
     calls = []
+    sweep = _core.CrossingSweep
 
-    def missed(*a):
-        calls.append(1)
-        return False, np.zeros(0, np.int64)
+    class Missed:  # the sweep's job, as if the crossing had found a run boundary inside a window
+        def __init__(self, *a):
+            self.job = sweep(*a)
 
-    monkeypatch.setattr(_kernels, "crossed_cells", missed)
+        def start(self, helpers):
+            self.job.start(helpers)
+
+        def wait(self, *a):
+            calls.append(self.job.wait(*a) is not None)
+            return None
+
+    monkeypatch.setattr(_core, "CrossingSweep", Missed)
     monkeypatch.setattr(_crossing, "CHUNK_MIN_ROWS", 10**9)  # no chunks: no head to miss
     monkeypatch.setattr(_crossing, "CHUNK_TAIL_ROWS", 10**9)
     job = _job(7)
     got = pc.ledger(job.events, job.lifecycle)
-    assert calls == [1] and taken == [False]
+    assert calls == [True] and taken == [False]
     assert got.table.equals(exact(job.events, job.lifecycle).table)

@@ -12,13 +12,14 @@
 #include "../core/parts.hpp"
 #include "../core/sweep.hpp"
 #include "common.hpp"
-#include "histogram.hpp"
 
 namespace py = pybind11;
 using namespace pau::core;
 
 namespace {
 
+using pau::bindings::carray;
+using pau::bindings::check_len;
 using pau::bindings::to_numpy;
 
 // Exported batches as (schema capsule, array capsule) pairs, kept alive here.
@@ -78,21 +79,43 @@ class CrossingSweep {
         tasks_->start(helpers);
     }
 
-    py::object wait() {
+    // Help sweep, then cross the histograms with the state intervals (sorted by
+    // rank and start; their ranks among the sorted accountable `ranks`) into the
+    // ledger's cells (CellCrossing), or None when the exact way must run instead.
+    // The intervals are merged into runs before this thread helps, while the
+    // helpers still sweep.
+    py::object wait(const carray<int32_t>& ranks, const carray<int32_t>& i_rank, const carray<int64_t>& i_start,
+                    const carray<int64_t>& i_end, const carray<int8_t>& i_state, const carray<int8_t>& act_of_mask,
+                    int64_t idle, int64_t n_states, int64_t n_act) {
         if (waited_) throw std::logic_error("CrossingSweep: already waited for");
+        const py::ssize_t n = i_rank.size();
+        check_len(i_start, n, "i_start", "i_rank");
+        check_len(i_end, n, "i_end", "i_rank");
+        check_len(i_state, n, "i_state", "i_rank");
+        check_len(act_of_mask, kNumMasks, "act_of_mask", "the 64 masks");
         waited_ = true;
         if (!tasks_) start(0);
-        Histogram all;
         bool ok = !parts_.empty();
+        std::vector<int64_t> cells;
         {
             py::gil_scoped_release release;
+            std::call_once(once_, [this] { windows(); });
+            CellCrossing cross(ranks.data(), ranks.size(), cuts_.data(), static_cast<int64_t>(cuts_.size()),
+                               act_of_mask.data(), idle, n_states, n_act);
+            ok = ok && !declined_ && cross.set_runs(i_rank.data(), i_start.data(), i_end.data(), i_state.data(), n);
             tasks_->wait();
             ok = ok && !declined_;
             for (const Result& r : results_) ok = ok && r.fed;
-            if (ok) ok = join(all);
+            ok = ok && ranks_apart();
+            for (const Result& r : results_) {
+                const Histogram& h = r.hist;
+                ok = ok && cross.add(h.rank.data(), h.window.data(), h.mask.data(), h.duration.data(),
+                                     static_cast<int64_t>(h.rank.size()));
+            }
+            cells = std::move(cross.cells());
         }
         if (!ok) return py::none();
-        return py::make_tuple(to_numpy(std::move(cuts_)), pau::bindings::histogram_dict(std::move(all)));
+        return to_numpy(std::move(cells));
     }
 
     int64_t parts() const { return static_cast<int64_t>(parts_.size()); }
@@ -164,42 +187,20 @@ class CrossingSweep {
         results_[i].fed = true;
     }
 
-    template <typename T>
-    static void append(std::vector<T>& to, const std::vector<T>& from) {
-        to.insert(to.end(), from.begin(), from.end());
-    }
-
-    // Join the parts' histograms; false when a part holds a rank outside its range
-    // or a rank is in two parts but for chunks of one (the rank column was not
-    // sorted after all).
-    bool join(Histogram& all) {
+    // False when a part holds a rank outside its range or a rank is in two parts
+    // but for chunks of one (the rank column was not sorted after all).
+    bool ranks_apart() const {
         std::vector<std::pair<int32_t, int64_t>> seen;  // (rank, part; the chunks of a rank: -1 - rank)
-        size_t rows = 0;
         for (size_t i = 0; i < results_.size(); ++i) {
             const RankPart& p = parts_[i];
             for (int32_t r : results_[i].hist.span_rank) {
                 if (r < p.lo || r > p.hi) return false;
                 seen.emplace_back(r, p.chunk ? -1 - int64_t{r} : static_cast<int64_t>(i));
             }
-            rows += results_[i].hist.rank.size();
         }
         std::sort(seen.begin(), seen.end());
         for (size_t k = 1; k < seen.size(); ++k)
             if (seen[k].first == seen[k - 1].first && seen[k].second != seen[k - 1].second) return false;
-        all.rank.reserve(rows);
-        all.window.reserve(rows);
-        all.mask.reserve(rows);
-        all.duration.reserve(rows);
-        for (Result& r : results_) {
-            append(all.rank, r.hist.rank);
-            append(all.window, r.hist.window);
-            append(all.mask, r.hist.mask);
-            append(all.duration, r.hist.duration);
-            append(all.span_rank, r.hist.span_rank);
-            append(all.span_start, r.hist.span_start);
-            append(all.span_end, r.hist.span_end);
-            r.hist = Histogram();
-        }
         return true;
     }
 
@@ -231,9 +232,39 @@ void bind_crossing(py::module_& m) {
              py::arg("max_crossings_per_event"),
              "Events and lifecycle as lists of exported batches (__arrow_c_array__); as_of -1 for none.")
         .def("start", &CrossingSweep::start, py::arg("helpers"), "Ask helper threads to start; returns at once.")
-        .def("wait", &CrossingSweep::wait,
-             "Help, then (cuts, histogram), or None when the exact way must run instead.")
+        .def("wait", &CrossingSweep::wait, py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"),
+             py::arg("i_end"), py::arg("i_state"), py::arg("act_of_mask"), py::arg("idle"), py::arg("n_states"),
+             py::arg("n_act"),
+             "Help, then the ledger's cells from the state intervals, or None when the exact way must run "
+             "instead.")
         .def_property_readonly("parts", &CrossingSweep::parts);
+
+    m.def(
+        "crossed_cells",
+        [](const carray<int32_t>& h_rank, const carray<int64_t>& h_window, const carray<uint8_t>& h_mask,
+           const carray<int64_t>& h_duration, const carray<int64_t>& cuts, const carray<int32_t>& ranks,
+           const carray<int32_t>& i_rank, const carray<int64_t>& i_start, const carray<int64_t>& i_end,
+           const carray<int8_t>& i_state, const carray<int8_t>& act_of_mask, int64_t idle, int64_t n_states,
+           int64_t n_act) {
+            const py::ssize_t nh = h_rank.size(), n = i_rank.size();
+            check_len(h_window, nh, "h_window", "h_rank");
+            check_len(h_mask, nh, "h_mask", "h_rank");
+            check_len(h_duration, nh, "h_duration", "h_rank");
+            check_len(i_start, n, "i_start", "i_rank");
+            check_len(i_end, n, "i_end", "i_rank");
+            check_len(i_state, n, "i_state", "i_rank");
+            check_len(act_of_mask, kNumMasks, "act_of_mask", "the 64 masks");
+            CellCrossing cross(ranks.data(), ranks.size(), cuts.data(), cuts.size(), act_of_mask.data(), idle,
+                               n_states, n_act);
+            const bool ok = cross.set_runs(i_rank.data(), i_start.data(), i_end.data(), i_state.data(), n) &&
+                            cross.add(h_rank.data(), h_window.data(), h_mask.data(), h_duration.data(), nh);
+            return py::make_tuple(ok, to_numpy(std::move(cross.cells())));
+        },
+        py::arg("h_rank"), py::arg("h_window"), py::arg("h_mask"), py::arg("h_duration"), py::arg("cuts"),
+        py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"), py::arg("i_end"), py::arg("i_state"),
+        py::arg("act_of_mask"), py::arg("idle"), py::arg("n_states"), py::arg("n_act"),
+        "The ledger's cells from a histogram over the cuts and the state intervals (CellCrossing): "
+        "(ok, cells); ok is False when the cuts do not resolve the states.");
 
     m.def(
         "lifecycle_cuts",

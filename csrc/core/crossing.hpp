@@ -381,4 +381,120 @@ inline std::vector<RankPart> rank_parts(const std::vector<EventBatch>& batches, 
     return out;
 }
 
+// The full ledger's cells from a sweep whose windows are the cuts (window w is
+// [cuts[w], cuts[w + 1]) on every rank) instead of the state runs.
+//
+// set_runs merges the state intervals (sorted by rank and start, ranks among the
+// sorted accountable `ranks`) into runs: intervals of one rank and one state that
+// touch. Each run first puts its whole time in the `idle` activity of its (rank,
+// state) cell. add() then takes histogram rows in the order the sweep gives them
+// (a rank's rows in window order; a rank's chunks one after the other): each row
+// of a busy mask (not 0) moves its time from idle to its activity, in the cell of
+// the run its window lies in, or nowhere when the window lies outside every run of
+// its rank (or its rank is not accountable, or it is outside every window). Idle
+// time is what is left, so rows of mask 0 are not read and the sweep needs no spans.
+//
+// Cells are indexed (p * n_states + state) * n_act + activity for rank ranks[p].
+// Either call returns false when the cuts do not resolve the states (a busy row's
+// window reaches over a run boundary, a run reaches outside [cuts[0], cuts[-1]))
+// or an argument is out of range: the caller then takes the exact way.
+class CellCrossing {
+  public:
+    CellCrossing(const int32_t* ranks, int64_t n_ranks, const int64_t* cuts, int64_t n_cuts,
+                 const int8_t* act_of_mask, int64_t idle, int64_t n_states, int64_t n_act)
+        : ranks_(ranks), n_ranks_(n_ranks), cuts_(cuts), n_cuts_(n_cuts), act_(act_of_mask), idle_(idle),
+          n_states_(n_states), n_act_(n_act) {
+        if (n_ranks >= 0 && n_states > 0 && n_act > 0 && idle >= 0 && idle < n_act)
+            cells_.assign(static_cast<size_t>(n_ranks * n_states * n_act), 0);
+    }
+
+    // act_of_mask has kNumMasks entries, each an activity below n_act.
+    bool set_runs(const int32_t* rank, const int64_t* start, const int64_t* end, const int8_t* state, int64_t n) {
+        if (cells_.empty() && n_ranks_ > 0) return false;
+        for (int m = 0; m < kNumMasks; ++m)
+            if (act_[m] < 0 || act_[m] >= n_act_) return false;
+        r_rank_.clear();
+        r_start_.clear();
+        r_end_.clear();
+        r_state_.clear();
+        for (int64_t i = 0; i < n; ++i) {
+            const size_t m = r_rank_.size();
+            if (m > 0 && r_rank_[m - 1] == rank[i] && r_state_[m - 1] == state[i] && r_end_[m - 1] == start[i]) {
+                r_end_[m - 1] = end[i];
+            } else {
+                if (state[i] < 0 || state[i] >= n_states_) return false;
+                r_rank_.push_back(rank[i]);
+                r_start_.push_back(start[i]);
+                r_end_.push_back(end[i]);
+                r_state_.push_back(state[i]);
+            }
+        }
+        const int64_t runs = static_cast<int64_t>(r_rank_.size());
+        first_.assign(static_cast<size_t>(n_ranks_ + 1), 0);
+        int64_t p = 0;
+        for (int64_t j = 0; j < runs; ++j) {
+            while (p < n_ranks_ && ranks_[p] != r_rank_[j]) first_[++p] = j;
+            if (p == n_ranks_ || n_cuts_ == 0 || r_start_[j] < cuts_[0] || r_end_[j] > cuts_[n_cuts_ - 1])
+                return false;
+            cells_[(p * n_states_ + r_state_[j]) * n_act_ + idle_] += r_end_[j] - r_start_[j];
+        }
+        for (int64_t q = p + 1; q <= n_ranks_; ++q) first_[q] = runs;
+        ready_ = true;
+        return true;
+    }
+
+    // Histogram rows (after set_runs); the cursor carries over from one call to the next.
+    bool add(const int32_t* h_rank, const int64_t* h_window, const uint8_t* h_mask, const int64_t* h_duration,
+             int64_t n) {
+        if (!ready_) return false;
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t w = h_window[i];
+            if (h_mask[i] == 0 || w < 0) continue;
+            if (h_mask[i] >= kNumMasks || w + 1 >= n_cuts_) return false;
+            if (h_rank[i] != last_rank_) {
+                last_rank_ = h_rank[i];
+                const int32_t* at = std::lower_bound(ranks_, ranks_ + n_ranks_, h_rank[i]);
+                pos_ = (at == ranks_ + n_ranks_ || *at != h_rank[i]) ? -1 : at - ranks_;
+                if (pos_ >= 0) {
+                    lo_ = first_[static_cast<size_t>(pos_)];
+                    hi_ = first_[static_cast<size_t>(pos_) + 1];
+                    j_ = lo_ - 1;
+                }
+            }
+            if (pos_ < 0) continue;
+            const int64_t a = cuts_[w], b = cuts_[w + 1];
+            // j_: the last run of the rank starting at or before a (lo_ - 1: none). A
+            // rank's rows come in window order, so it only moves forward but for a
+            // restart (the next chunk of the rank).
+            if (j_ >= lo_ && r_start_[j_] > a) j_ = lo_ - 1;
+            while (j_ + 1 < hi_ && r_start_[j_ + 1] <= a) ++j_;
+            if (j_ >= lo_ && b <= r_end_[j_]) {
+                const int64_t base = (pos_ * n_states_ + r_state_[j_]) * n_act_;
+                cells_[base + act_[h_mask[i]]] += h_duration[i];
+                cells_[base + idle_] -= h_duration[i];
+            } else if ((j_ >= lo_ && r_end_[j_] > a) || (j_ + 1 < hi_ && r_start_[j_ + 1] < b)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    std::vector<int64_t>& cells() { return cells_; }
+
+  private:
+    const int32_t* ranks_;
+    int64_t n_ranks_;
+    const int64_t* cuts_;
+    int64_t n_cuts_;
+    const int8_t* act_;
+    int64_t idle_, n_states_, n_act_;
+    std::vector<int64_t> cells_;
+    std::vector<int32_t> r_rank_;
+    std::vector<int64_t> r_start_, r_end_;
+    std::vector<int8_t> r_state_;
+    std::vector<int64_t> first_;  // runs of rank position p: first_[p] .. first_[p + 1]
+    bool ready_ = false;
+    int64_t last_rank_ = std::numeric_limits<int64_t>::min(), pos_ = -1, lo_ = 0, hi_ = 0, j_ = 0;
+};
+
 }  // namespace pau::core

@@ -47,10 +47,37 @@ class CrossingSweep:
         max_crossings_per_event: float,
     ) -> None: ...
     def start(self, helpers: int) -> None: ...
-    def wait(self) -> tuple[npt.NDArray[np.int64], dict[str, np.ndarray]] | None: ...
+    def wait(
+        self,
+        ranks: npt.NDArray[np.int32],  # the accountable ranks, sorted
+        i_rank: npt.NDArray[np.int32],  # the state intervals, sorted by rank and start
+        i_start: npt.NDArray[np.int64],
+        i_end: npt.NDArray[np.int64],
+        i_state: npt.NDArray[np.int8],
+        act_of_mask: npt.NDArray[np.int8],  # 64 entries
+        idle: int,
+        n_states: int,
+        n_act: int,
+    ) -> npt.NDArray[np.int64] | None: ...
     @property
     def parts(self) -> int: ...
 
+def crossed_cells(
+    h_rank: npt.NDArray[np.int32],
+    h_window: npt.NDArray[np.int64],
+    h_mask: npt.NDArray[np.uint8],
+    h_duration: npt.NDArray[np.int64],
+    cuts: npt.NDArray[np.int64],
+    ranks: npt.NDArray[np.int32],
+    i_rank: npt.NDArray[np.int32],
+    i_start: npt.NDArray[np.int64],
+    i_end: npt.NDArray[np.int64],
+    i_state: npt.NDArray[np.int8],
+    act_of_mask: npt.NDArray[np.int8],
+    idle: int,
+    n_states: int,
+    n_act: int,
+) -> tuple[bool, npt.NDArray[np.int64]]: ...
 def lifecycle_cuts(lifecycle: list[tuple[object, object]], as_of: int) -> npt.NDArray[np.int64] | None: ...
 
 def order_by_rank_start(

@@ -20,7 +20,7 @@ with a checkpoint every few dozen.
 The native core reads both tables in place through the Arrow C data interface and
 splits the events at rank boundaries into parts, and a rank of many events into
 chunks (``csrc/core/crossing.hpp``), so that the threads end together. Then the
-attribution gives the state runs, and :func:`pau._kernels.crossed_cells` sums
+attribution gives the state runs, and the native core (``CellCrossing``) sums
 each window's busy time into the run it lies in; a run's idle time is what its
 busy rows leave.
 
@@ -109,13 +109,7 @@ def finish(started: Started, intervals: tuple, ranks: np.ndarray, act_of_mask: n
     state intervals ``(rank, start, end, state)`` of the accountable ``ranks``, or
     None when the exact way must run instead: the cuts did not resolve the states,
     or the sweep declined (a layout not read natively, too many cuts, a problem in
-    the events, ranks not sorted), so the exact way names it."""
-    from ._kernels import crossed_cells
-
-    out = started.job.wait()
-    if out is None:
-        return None
-    cut, hist = out
-    ok, cells = crossed_cells(hist["rank"], hist["window"], hist["mask"], hist["duration"], cut, ranks, *intervals,
-                              act_of_mask, idle, n_states, n_act)
-    return cells if ok else None
+    the events, ranks not sorted), so the exact way names it. The native core merges
+    the intervals into runs while its helpers still sweep, then crosses each part's
+    histogram with them (``CellCrossing`` in ``csrc/core/crossing.hpp``)."""
+    return started.job.wait(ranks, *intervals, act_of_mask, idle, n_states, n_act)
