@@ -7,6 +7,7 @@ void bind_crossing(py::module_& m);
 void bind_econ(py::module_& m);
 void bind_sweep(py::module_& m);
 void bind_kineto(py::module_& m);
+void bind_lifecycle(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "pau's native core (private: use pau.core)";
@@ -17,4 +18,5 @@ PYBIND11_MODULE(_core, m) {
     bind_crossing(m);
     bind_econ(m);
     bind_kineto(m);
+    bind_lifecycle(m);
 }

@@ -14,6 +14,7 @@ from lifecycle_cases import S, steps_for_all_ranks, table
 from test_lifecycle_properties import with_as_of
 
 from pau import _kernels, core, lifecycle, synth
+from pau.errors import InvalidRowError
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NULL = lifecycle.NULL
@@ -659,3 +660,106 @@ def test_attribute_pass_by_rank_matches_the_reference(case):
     calls = check_pass(table(conv), None if as_of is None else as_of * S)
     if calls and any(r["record"] == "step" and (as_of is None or r["start"] <= as_of) for r in conv):
         assert calls[0][0][38].size > 0  # all_ranks: the pass made the visits
+
+
+# --------------------------------------------------------------------------- the native reader
+
+KIND_WORDS = st.one_of(st.sampled_from(lifecycle.PHASE_KINDS + lifecycle.ATTEMPT_KINDS), st.sampled_from(["oom", ""]),
+                       st.none())
+
+
+@st.composite
+def lifecycle_tables(draw):
+    """A lifecycle table of any record mix, column types, nulls, absent columns,
+    batches and offsets; and whether an int64 id lies outside int32."""
+    n = draw(st.integers(0, 24))
+    recs = draw(st.lists(st.one_of(st.sampled_from(lifecycle.RECORDS), st.sampled_from(["stap", "steps", ""]),
+                                   st.none()), min_size=n, max_size=n))
+    if draw(st.booleans()):  # the steps in one run, in the middle
+        steps = [r for r in recs if r == "step"]
+        other = [r for r in recs if r != "step"]
+        at = draw(st.integers(0, len(other)))
+        recs = other[:at] + steps + other[at:]
+
+    def values(lo, hi):
+        return draw(st.lists(st.one_of(st.integers(lo, hi), st.none()), min_size=n, max_size=n))
+
+    cols, far = {"record": pa.array(recs, pa.string())}, False
+    for name in ("attempt", "rank", "step", "tokens"):
+        if name != "attempt" and draw(st.integers(0, 4)) == 0:
+            continue  # absent
+        typ = draw(st.sampled_from([pa.int32(), pa.int64()]))
+        v = values(-2, 6)
+        if typ == pa.int64() and name in ("attempt", "rank") and n and draw(st.integers(0, 9)) == 0:
+            v[draw(st.integers(0, n - 1))] = 1 << 33
+            far = True
+        cols[name] = pa.array(v, typ)
+    for name in ("start_ns", "end_ns", "block_end_ns", "durable_ns"):
+        if name != "start_ns" and draw(st.integers(0, 4)) == 0:
+            continue
+        typ = draw(st.sampled_from([pa.int64(), pa.timestamp("ns"), pa.timestamp("ns", tz="UTC")]))
+        cols[name] = pa.array(values(-1, 100), pa.int64()).cast(typ)
+    if draw(st.booleans()):
+        cols["ok"] = pa.array(draw(st.lists(st.one_of(st.booleans(), st.none()), min_size=n, max_size=n)), pa.bool_())
+    if draw(st.booleans()):
+        cols["kind"] = pa.array(draw(st.lists(KIND_WORDS, min_size=n, max_size=n)), pa.string())
+    t = pa.table(cols)
+    skip = draw(st.integers(0, min(3, n)))  # a non-zero offset
+    t = t.slice(skip)
+    cuts = sorted({draw(st.integers(0, t.num_rows)) for _ in range(draw(st.integers(0, 3)))})
+    bounds = [0] + cuts + [t.num_rows]
+    batches = [b for a, z in zip(bounds, bounds[1:]) for b in t.slice(a, z - a).to_batches()]
+    return pa.Table.from_batches(batches, t.schema), far
+
+
+def _steps_lists(st_) -> list:
+    """A _Steps' columns as int64 lists (end's nulls filled as the first scan does)."""
+    end = np.asarray(st_.end, np.int64)
+    if st_.end_src is not None:
+        raw, bits, off = st_.end_src
+        valid = np.unpackbits(bits, bitorder="little")[off:off + raw.size].astype(bool)
+        end = np.where(valid, raw, NULL)
+    return [list(st_.row), *(np.asarray(c, np.int64).tolist() for c in (st_.attempt, st_.rank, st_.start)),
+            end.tolist(), *(np.asarray(c, np.int64).tolist() for c in (st_.step, st_.tokens))]
+
+
+@settings(max_examples=400, **SETTINGS)
+@given(case=lifecycle_tables())
+def test_native_rows_match_the_python_reader(case):
+    """The native reader (csrc/core/life_rows.hpp) gives the rows other than steps and
+    the step rows exactly as the general path does, on every layout it reads; it
+    leaves an int64 id outside int32 to the general path, which names the row (ids
+    of a run of step rows are checked by the pass, in both)."""
+    t, far = case
+    native = lifecycle._native_rows(t)
+    if native is None:  # an id outside int32 where the general path checks ids too
+        assert far
+        with pytest.raises(InvalidRowError, match="attempt|rank"):
+            lifecycle._python_rows(t)
+        return
+    x, n_step, first, steps = native
+    want_x, want_st = lifecycle._python_rows(t)
+    for f in ("row", "rec", "attempt", "rank", "start", "end", "step", "block_end", "durable", "ok", "tokens"):
+        assert getattr(x, f).tolist() == np.asarray(getattr(want_x, f)).tolist(), f
+    assert x.kind.tolist() == want_x.kind.tolist()
+    assert n_step == len(want_st) and first == (int(want_st.row[0]) if len(want_st) else -1)
+    if steps is None:  # one run: read in place, as the general path does
+        assert n_step == 0 or int(want_st.row[-1]) - first + 1 == n_step
+    else:
+        assert _steps_lists(lifecycle._Steps(*steps)) == _steps_lists(want_st)
+
+
+@pytest.mark.parametrize("change", [
+    lambda t: t.set_column(0, "record", t["record"].dictionary_encode()),
+    lambda t: t.set_column(t.schema.get_field_index("end_ns"), "end_ns", t["end_ns"].cast(pa.uint64())),
+    lambda t: t.set_column(t.schema.get_field_index("rank"), "rank", t["rank"].cast(pa.int16())),
+    lambda t: t.set_column(t.schema.get_field_index("kind"), "kind", t["kind"].cast(pa.large_string())),
+])
+def test_other_layouts_take_the_general_path(change):
+    """A layout the native reader does not read gives the same attribution through the
+    general path."""
+    job = synth.training_job(ranks=2, steps=40, seed=3, mtbf_s=20, checkpoint_every=10)
+    t = change(job.lifecycle)
+    assert lifecycle._native_rows(t) is None
+    got = lifecycle.attribute_rows(t).intervals
+    assert got.equals(lifecycle.attribute_rows(job.lifecycle).intervals)

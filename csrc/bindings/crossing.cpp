@@ -12,6 +12,7 @@
 #include "../core/parts.hpp"
 #include "../core/sweep.hpp"
 #include "common.hpp"
+#include "exported.hpp"
 
 namespace py = pybind11;
 using namespace pau::core;
@@ -20,27 +21,8 @@ namespace {
 
 using pau::bindings::carray;
 using pau::bindings::check_len;
+using pau::bindings::Exported;
 using pau::bindings::to_numpy;
-
-// Exported batches as (schema capsule, array capsule) pairs, kept alive here.
-struct Exported {
-    std::vector<py::object> keep;
-    std::vector<arrow::Batch> batches;
-
-    explicit Exported(const py::list& pairs) {
-        for (const auto& item : pairs) {
-            const auto pair = item.cast<py::tuple>();
-            if (pair.size() != 2) throw std::invalid_argument("expected (schema, array) capsules of a batch");
-            py::capsule schema = pair[0].cast<py::capsule>(), array = pair[1].cast<py::capsule>();
-            if (std::string(schema.name() ? schema.name() : "") != "arrow_schema" ||
-                std::string(array.name() ? array.name() : "") != "arrow_array")
-                throw std::invalid_argument("expected the capsules of __arrow_c_array__");
-            batches.push_back({schema.get_pointer<ArrowSchema>(), array.get_pointer<ArrowArray>()});
-            keep.push_back(schema);
-            keep.push_back(array);
-        }
-    }
-};
 
 std::vector<LifeBatch> read_lifecycle(const Exported& life, bool& ok) {
     std::vector<LifeBatch> out(life.batches.size());
@@ -99,7 +81,7 @@ class CrossingSweep {
         std::vector<int64_t> cells;
         {
             py::gil_scoped_release release;
-            std::call_once(once_, [this] { windows(); });
+            if (ok) std::call_once(once_, [this] { windows(); });  // no parts: the tables were not read
             CellCrossing cross(ranks.data(), ranks.size(), cuts_.data(), static_cast<int64_t>(cuts_.size()),
                                act_of_mask.data(), idle, n_states, n_act);
             ok = ok && !declined_ && cross.set_runs(i_rank.data(), i_start.data(), i_end.data(), i_state.data(), n);

@@ -78,6 +78,22 @@ def crossed_cells(
     n_states: int,
     n_act: int,
 ) -> tuple[bool, npt.NDArray[np.int64]]: ...
+def lifecycle_rows(
+    lifecycle: list[tuple[object, object]],  # __arrow_c_array__() of each batch
+    names: list[str],  # the record names
+    step_code: int,
+    kinded: list[bool],  # per record name: its kind is read
+) -> (
+    tuple[
+        # the rows other than steps: row, rec, attempt, rank, start, end, step, block_end,
+        # durable, ok, kinded (positions), kinds (their strings), tokens
+        tuple[np.ndarray, ...],
+        int,  # step rows
+        int,  # the first step row (-1: none)
+        tuple[np.ndarray, ...] | None,  # row, attempt, rank, start, end, step, tokens; None: one run
+    ]
+    | None
+): ...
 def lifecycle_cuts(lifecycle: list[tuple[object, object]], as_of: int) -> npt.NDArray[np.int64] | None: ...
 
 def order_by_rank_start(

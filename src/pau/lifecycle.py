@@ -46,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # pa.compute
 
-from . import _kernels
+from . import _core, _kernels
 from ._search import lower_bound
 from ._input import _column, as_table, rank_column, time_column
 from .errors import InvalidRowError, PauError, SchemaError
@@ -797,14 +797,29 @@ def _as_of(x: _Rows, sc: _Scan, as_of) -> int:
     return int(max(v.max() for v in vals))
 
 
-def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=None,
-                   threads: int | None = None) -> Attribution:
-    """Validate a lifecycle table and attribute every accountable ns (see module doc).
-    ``threads``: for the pass over the steps (None: all cores from
-    PARALLEL_MIN_VISITS step visits on)."""
-    table = as_table(lifecycle, "lifecycle")
-    if "start_ns" not in table.column_names:
-        _column(table, "start_ns", "lifecycle")  # raises: the column is missing
+_RECORD_NAMES = list(RECORDS)
+_KINDED = [r in ("phase", "attempt", "failure") for r in RECORDS]  # the records whose kind is read
+
+
+def _native_rows(table: pa.Table):
+    """The rows other than steps (as :func:`_read` gives them) and where the steps
+    are, read in one pass by the native core (``csrc/core/life_rows.hpp``):
+    ``(x, step count, first step row, steps)``, ``steps`` the step rows' columns
+    (as :class:`_Steps` takes them) unless they are one run of rows (then read in
+    place by :func:`_read_step_range`); None for a layout the native core leaves
+    to :func:`_python_rows`."""
+    out = _core.lifecycle_rows([b.__arrow_c_array__() for b in table.to_batches()], _RECORD_NAMES, _STEP, _KINDED)
+    if out is None:
+        return None
+    (row, rec, attempt, rank, start, end, step, block_end, durable, ok, kinded, kinds, tokens), n_step, first, steps = out
+    kind = np.full(row.size, None, dtype=object)  # read for phases, attempts and failures only
+    kind[kinded] = kinds
+    return _Rows(row, rec, attempt, rank, start, end, step, block_end, durable, ok, kind, tokens), n_step, first, steps
+
+
+def _python_rows(table: pa.Table):
+    """The rows other than steps and the step rows (:class:`_Rows`, :class:`_Steps`),
+    for any layout: each column converted (or its type named) by numpy and pyarrow."""
     codes, n_step, first, last = _record_codes(table)
     n = table.num_rows
     if n_step and last - first + 1 == n_step:
@@ -822,6 +837,23 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         x = _read(table, codes[small_rows], small_rows if small_rows.size < n else None, whole)
         st = _read_steps(table, np.flatnonzero(is_step), whole)
     x.row = small_rows
+    return x, st
+
+
+def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=None,
+                   threads: int | None = None) -> Attribution:
+    """Validate a lifecycle table and attribute every accountable ns (see module doc).
+    ``threads``: for the pass over the steps (None: all cores from
+    PARALLEL_MIN_VISITS step visits on)."""
+    table = as_table(lifecycle, "lifecycle")
+    if "start_ns" not in table.column_names:
+        _column(table, "start_ns", "lifecycle")  # raises: the column is missing
+    native = _native_rows(table)
+    if native is not None:
+        x, n_step, first, steps = native
+        st = _read_step_range(table, max(first, 0), n_step) if steps is None else _Steps(*steps)
+    else:
+        x, st = _python_rows(table)
 
     quarantine = []  # (original rows, reasons)
     x_reasons = _row_reasons(x)

@@ -1,0 +1,272 @@
+// pau native interval core: the lifecycle table as the attribution reads it
+// (pau.lifecycle.attribute_rows).
+//
+// A lifecycle table is mostly step rows, usually in one run, around which lie a few
+// hundred other records (attempts, phases, saves, restores, failures). The
+// attribution reads the step rows in place (zero-copy views of one run) and every
+// other row as int64 columns with a fill for nulls. Reading those few rows column
+// by column from Python costs far more than the rows themselves, so this finds the
+// step rows and the others in one scan of the record column of the batches
+// (exported through the Arrow C data interface, arrow_c.hpp), then gathers each
+// column of the others; and of the step rows too when they are not one run.
+//
+// Only the usual layouts are read: `record` and `kind` utf8 strings; times int64
+// or timestamp[ns]; `attempt` and `rank` int32, or int64 within int32; `step` and
+// `tokens` int32 or int64; `ok` bool. For any other layout read() says no and the
+// caller takes its general path, which converts the column or names the problem.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "arrow_c.hpp"
+
+namespace pau::core {
+
+class LifeRows {
+  public:
+    static constexpr int64_t kNull = std::numeric_limits<int64_t>::min();
+
+    // The rows other than steps, in table order, as int64 columns (nulls and
+    // absent columns: kNull, but rank -1 and tokens 0), `ok` as 0/1 (null and
+    // absent: 1), and the kinds of the rows whose record reads it.
+    struct Small {
+        std::vector<int64_t> row;  // position in the table
+        std::vector<int8_t> rec;   // index in the record names, -1 unknown or null
+        std::vector<int64_t> attempt, rank, start, end, step, block_end, durable, tokens;
+        std::vector<uint8_t> ok;
+        std::vector<int64_t> kinded;  // the rows (positions in these) whose kind is read and not null
+        std::vector<std::pair<const char*, int32_t>> kind;  // their kinds (utf8 bytes)
+    };
+
+    // The step rows' columns, as Small's, when they are not one run of rows.
+    struct Steps {
+        std::vector<int64_t> row, attempt, rank, start, end, step, tokens;
+    };
+
+    Small small;
+    int64_t n_step = 0, first = -1, last = -1;  // the step rows: count, first and last row
+    Steps steps;                                // filled unless the step rows are one run
+    bool one_run() const { return n_step == 0 || last - first + 1 == n_step; }
+
+    // `names`: the record names (RECORDS), `step_code` the step's, `kinded` the
+    // records whose kind is read (one flag per name). False for a layout not read.
+    bool read(const std::vector<arrow::Batch>& batches, const std::vector<std::string>& names, int step_code,
+              const std::vector<bool>& kinded) {
+        std::vector<Columns> cols(batches.size());
+        for (size_t b = 0; b < batches.size(); ++b)
+            if (!cols[b].read(batches[b])) return false;
+        const std::string& step_name = names[static_cast<size_t>(step_code)];
+        // The rows (per batch) other than steps, and where the steps are.
+        std::vector<std::vector<int64_t>> at(cols.size());
+        int64_t row0 = 0, n = 0, lo = -1, hi = -1;
+        for (size_t b = 0; b < cols.size(); ++b) {
+            const Columns& c = cols[b];
+            int64_t i = 0;
+            while (i < c.rows) {
+                const int64_t j = c.record.run_of(i, step_name);  // a run of step rows, in a tight loop
+                if (j > i) {
+                    if (lo < 0) lo = row0 + i;
+                    hi = row0 + j - 1;
+                    n += j - i;
+                    i = j;
+                    continue;
+                }
+                at[b].push_back(i);
+                small.row.push_back(row0 + i);
+                const int code = c.record.code(i, names);
+                small.rec.push_back(static_cast<int8_t>(code));
+                if (code >= 0 && kinded[static_cast<size_t>(code)] && c.kind.offsets && c.kind.valid(i)) {
+                    small.kinded.push_back(static_cast<int64_t>(small.row.size()) - 1);
+                    small.kind.emplace_back(c.kind.data + c.kind.offsets[i], c.kind.offsets[i + 1] - c.kind.offsets[i]);
+                }
+                ++i;
+            }
+            row0 += c.rows;
+        }
+        n_step = n;
+        first = lo;
+        last = hi;
+        // Then each column, gathered (the rows lie far apart in a large table: one
+        // simple loop per column lets the loads overlap).
+        if (!gather_ids(cols, at, &Columns::attempt, kNull, small.attempt) ||
+            !gather_ids(cols, at, &Columns::rank, -1, small.rank))
+            return false;
+        gather(cols, at, &Columns::start, kNull, small.start);
+        gather(cols, at, &Columns::end, kNull, small.end);
+        gather(cols, at, &Columns::step, kNull, small.step);
+        gather(cols, at, &Columns::block_end, kNull, small.block_end);
+        gather(cols, at, &Columns::durable, kNull, small.durable);
+        gather(cols, at, &Columns::tokens, 0, small.tokens);
+        small.ok.reserve(small.row.size());
+        for (size_t b = 0; b < cols.size(); ++b)
+            for (int64_t i : at[b]) small.ok.push_back(cols[b].ok(i));
+        if (one_run()) return true;
+        row0 = 0;
+        for (size_t b = 0; b < cols.size(); ++b) {
+            at[b].clear();
+            const Columns& c = cols[b];
+            for (int64_t i = 0; i < c.rows; ++i) {
+                if (c.record.run_of(i, step_name, i + 1) > i) {
+                    at[b].push_back(i);
+                    steps.row.push_back(row0 + i);
+                }
+            }
+            row0 += c.rows;
+        }
+        if (!gather_ids(cols, at, &Columns::attempt, kNull, steps.attempt) ||
+            !gather_ids(cols, at, &Columns::rank, -1, steps.rank))
+            return false;
+        gather(cols, at, &Columns::start, kNull, steps.start);
+        gather(cols, at, &Columns::end, kNull, steps.end);
+        gather(cols, at, &Columns::step, kNull, steps.step);
+        gather(cols, at, &Columns::tokens, 0, steps.tokens);
+        return true;
+    }
+
+  private:
+    // A column's values and validity bitmap, with the array's offset applied.
+    struct Ints {
+        const void* values = nullptr;  // nullptr: the column is absent
+        const uint8_t* validity = nullptr;
+        int64_t bit0 = 0;
+        bool wide = true;  // int64 (else int32)
+
+        // int64 or timestamp[ns] (`times`), or int32/int64: false for another type.
+        bool read(const arrow::Column& c, bool times) {
+            if (!c) return true;
+            const std::string f = c.format();
+            if (f == "l" || (times && f.rfind("tsn:", 0) == 0)) wide = true;
+            else if (!times && f == "i") wide = false;
+            else return false;
+            values = static_cast<const char*>(c.array->buffers[1]) + c.array->offset * (wide ? 8 : 4);
+            validity = c.has_nulls() ? static_cast<const uint8_t*>(c.array->buffers[0]) : nullptr;
+            bit0 = c.array->offset;
+            return true;
+        }
+        bool valid(int64_t i) const {
+            return validity == nullptr || (validity[(bit0 + i) >> 3] >> ((bit0 + i) & 7) & 1);
+        }
+        int64_t get(int64_t i, int64_t fill) const {
+            if (values == nullptr || !valid(i)) return fill;
+            return wide ? static_cast<const int64_t*>(values)[i] : static_cast<const int32_t*>(values)[i];
+        }
+    };
+
+    // A utf8 column (int32 offsets).
+    struct Strings {
+        const int32_t* offsets = nullptr;  // nullptr: absent
+        const char* data = nullptr;
+        const uint8_t* validity = nullptr;
+        int64_t bit0 = 0, rows = 0;
+
+        bool read(const arrow::Column& c) {
+            if (!c) return true;
+            if (!c.is_utf8()) return false;
+            offsets = static_cast<const int32_t*>(c.array->buffers[1]) + c.array->offset;
+            data = static_cast<const char*>(c.array->buffers[2]);
+            validity = c.has_nulls() ? static_cast<const uint8_t*>(c.array->buffers[0]) : nullptr;
+            bit0 = c.array->offset;
+            rows = c.length();
+            return true;
+        }
+        bool valid(int64_t i) const {
+            return validity == nullptr || (validity[(bit0 + i) >> 3] >> ((bit0 + i) & 7) & 1);
+        }
+        // The end of the run of rows from i (up to `to`, else the last row) whose value is `name`.
+        int64_t run_of(int64_t i, const std::string& name, int64_t to = -1) const {
+            const int64_t end = to < 0 ? rows : to;
+            const int32_t len = static_cast<int32_t>(name.size());
+            if (len == 4 && validity == nullptr) {  // the step name: one 32-bit word per row
+                uint32_t word;
+                std::memcpy(&word, name.data(), 4);
+                for (; i < end; ++i) {
+                    const int32_t a = offsets[i];
+                    if (offsets[i + 1] - a != 4) break;  // before the load: no read past the data
+                    uint32_t w;
+                    std::memcpy(&w, data + a, 4);
+                    if (w != word) break;
+                }
+                return i;
+            }
+            for (; i < end; ++i)
+                if (!valid(i) || offsets[i + 1] - offsets[i] != len ||
+                    std::memcmp(data + offsets[i], name.data(), name.size()) != 0)
+                    break;
+            return i;
+        }
+        // Index of row i's value in `names`; -1 when null or none.
+        int code(int64_t i, const std::vector<std::string>& names) const {
+            if (!valid(i)) return -1;
+            const int32_t a = offsets[i], len = offsets[i + 1] - a;
+            for (size_t k = 0; k < names.size(); ++k)
+                if (names[k].size() == static_cast<size_t>(len) && std::memcmp(names[k].data(), data + a, len) == 0)
+                    return static_cast<int>(k);
+            return -1;
+        }
+    };
+
+    struct Columns {
+        Strings record, kind;
+        Ints attempt, rank, start, end, step, block_end, durable, tokens;
+        const uint8_t *ok_bits = nullptr, *ok_validity = nullptr;  // ok_bits nullptr: absent
+        int64_t ok0 = 0, rows = 0;
+
+        bool read(const arrow::Batch& batch) {
+            if (!batch.ok()) return false;
+            rows = batch.rows();
+            const arrow::Column rec = batch.column("record"), s = batch.column("start_ns");
+            if (!rec || !s || !record.read(rec) || !start.read(s, true)) return false;
+            if (!end.read(batch.column("end_ns"), true) || !block_end.read(batch.column("block_end_ns"), true) ||
+                !durable.read(batch.column("durable_ns"), true))
+                return false;
+            if (!attempt.read(batch.column("attempt"), false) || !rank.read(batch.column("rank"), false) ||
+                !step.read(batch.column("step"), false) || !tokens.read(batch.column("tokens"), false))
+                return false;
+            if (!kind.read(batch.column("kind"))) return false;
+            const arrow::Column ok = batch.column("ok");
+            if (ok) {
+                if (ok.format() != "b") return false;
+                ok_bits = static_cast<const uint8_t*>(ok.array->buffers[1]);
+                ok_validity = ok.has_nulls() ? static_cast<const uint8_t*>(ok.array->buffers[0]) : nullptr;
+                ok0 = ok.array->offset;
+            }
+            return true;
+        }
+
+        uint8_t ok(int64_t i) const {
+            const int64_t k = ok0 + i;
+            if (ok_bits == nullptr || (ok_validity != nullptr && !(ok_validity[k >> 3] >> (k & 7) & 1))) return 1;
+            return ok_bits[k >> 3] >> (k & 7) & 1;
+        }
+    };
+
+    static void gather(const std::vector<Columns>& cols, const std::vector<std::vector<int64_t>>& at,
+                       Ints Columns::*col, int64_t fill, std::vector<int64_t>& out) {
+        size_t n = 0;
+        for (const auto& a : at) n += a.size();
+        out.resize(n);
+        size_t k = 0;
+        for (size_t b = 0; b < cols.size(); ++b) {
+            const Ints& c = cols[b].*col;
+            for (int64_t i : at[b]) out[k++] = c.get(i, fill);
+        }
+    }
+
+    // An id (attempt, rank): false when an int64 one lies outside int32 (the
+    // general path names the row).
+    static bool gather_ids(const std::vector<Columns>& cols, const std::vector<std::vector<int64_t>>& at,
+                           Ints Columns::*col, int64_t fill, std::vector<int64_t>& out) {
+        gather(cols, at, col, fill, out);
+        for (int64_t x : out)
+            if (x != fill && (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()))
+                return false;
+        return true;
+    }
+};
+
+}  // namespace pau::core
