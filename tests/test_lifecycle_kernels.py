@@ -332,7 +332,7 @@ maybe = st.one_of(st.just(NULL), st.integers(-3, 9), st.integers(0, 9))
 
 def check_rows(rows):
     """Kernel and twin on ``(rec, start, end, block_end, durable, rank, attempt, step)``
-    rows, called as ``lifecycle._row_reasons`` calls the kernel; the codes."""
+    rows, called as ``lifecycle._row_codes`` calls the kernel; the codes."""
     rec = np.array([r[0] for r in rows], np.int8)
     cols = [np.array([r[k] for r in rows], np.int64) for k in range(1, 8)]
     got = _kernels.row_checks(rec, *cols, NULL, lifecycle._ACC, lifecycle._NEEDS_STEP)

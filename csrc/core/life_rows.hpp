@@ -16,6 +16,7 @@
 // caller takes its general path, which converts the column or names the problem.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -63,6 +64,7 @@ class LifeRows {
         const std::string& step_name = names[static_cast<size_t>(step_code)];
         // The rows (per batch) other than steps, and where the steps are.
         std::vector<std::vector<int64_t>> at(cols.size());
+        std::vector<std::vector<std::pair<int64_t, int64_t>>> runs(cols.size());  // of step rows, [i, j)
         int64_t row0 = 0, n = 0, lo = -1, hi = -1;
         for (size_t b = 0; b < cols.size(); ++b) {
             const Columns& c = cols[b];
@@ -70,6 +72,7 @@ class LifeRows {
             while (i < c.rows) {
                 const int64_t j = c.record.run_of(i, step_name);  // a run of step rows, in a tight loop
                 if (j > i) {
+                    runs[b].emplace_back(i, j);
                     if (lo < 0) lo = row0 + i;
                     hi = row0 + j - 1;
                     n += j - i;
@@ -107,16 +110,16 @@ class LifeRows {
             for (int64_t i : at[b]) small.ok.push_back(cols[b].ok(i));
         if (one_run()) return true;
         row0 = 0;
+        steps.row.reserve(static_cast<size_t>(n));
         for (size_t b = 0; b < cols.size(); ++b) {
             at[b].clear();
-            const Columns& c = cols[b];
-            for (int64_t i = 0; i < c.rows; ++i) {
-                if (c.record.run_of(i, step_name, i + 1) > i) {
-                    at[b].push_back(i);
-                    steps.row.push_back(row0 + i);
+            for (const auto& [i, j] : runs[b]) {
+                for (int64_t k = i; k < j; ++k) {
+                    at[b].push_back(k);
+                    steps.row.push_back(row0 + k);
                 }
             }
-            row0 += c.rows;
+            row0 += cols[b].rows;
         }
         if (!gather_ids(cols, at, &Columns::attempt, kNull, steps.attempt) ||
             !gather_ids(cols, at, &Columns::rank, -1, steps.rank))
@@ -250,10 +253,22 @@ class LifeRows {
         size_t n = 0;
         for (const auto& a : at) n += a.size();
         out.resize(n);
-        size_t k = 0;
+        int64_t* o = out.data();
         for (size_t b = 0; b < cols.size(); ++b) {
             const Ints& c = cols[b].*col;
-            for (int64_t i : at[b]) out[k++] = c.get(i, fill);
+            const std::vector<int64_t>& rows = at[b];
+            if (c.values == nullptr) {
+                std::fill(o, o + rows.size(), fill);
+            } else if (c.validity != nullptr) {
+                for (size_t k = 0; k < rows.size(); ++k) o[k] = c.get(rows[k], fill);
+            } else if (c.wide) {  // the usual column: a plain gather
+                const auto* v = static_cast<const int64_t*>(c.values);
+                for (size_t k = 0; k < rows.size(); ++k) o[k] = v[rows[k]];
+            } else {
+                const auto* v = static_cast<const int32_t*>(c.values);
+                for (size_t k = 0; k < rows.size(); ++k) o[k] = v[rows[k]];
+            }
+            o += rows.size();
         }
     }
 

@@ -190,18 +190,23 @@ _NEEDS_STEP = np.array([r in ("step", "checkpoint_save", "restore") for r in REC
 _PHASE_SET, _ATTEMPT_SET = frozenset(PHASE_KINDS), frozenset(ATTEMPT_KINDS) | {None}
 
 
-def _row_reasons(x: _Rows) -> np.ndarray:
-    """A reason string per row (None = usable) for problems visible in one row."""
+def _row_codes(x: _Rows) -> np.ndarray:
+    """Per row, 0 when usable, else 1 + the index in _ROW_CHECKS of the first problem
+    visible in that row alone."""
     code = _kernels.row_checks(x.rec, x.start, x.end, x.block_end, x.durable, x.rank, x.attempt, x.step,
                                NULL, _ACC, _NEEDS_STEP)
     # kinds are strings: looked up in sets, on the rows concerned only
-    for rec, known, c in ((_PHASE, _PHASE_SET, 11), (_ATT, _ATTEMPT_SET, 12)):
-        rows = np.flatnonzero((x.rec == rec) & (code == 0))
-        bad = [i for i, k in zip(rows.tolist(), x.kind[rows].tolist()) if k not in known]
-        code[bad] = c
-    out = np.full(len(x), None, dtype=object)
-    if code.any():
-        out[code > 0] = np.array(_ROW_CHECKS, dtype=object)[code[code > 0] - 1]
+    rows = np.flatnonzero(((x.rec == _PHASE) | (x.rec == _ATT)) & (code == 0))
+    for i, r, k in zip(rows.tolist(), x.rec[rows].tolist(), x.kind[rows].tolist()):
+        if k not in (_PHASE_SET if r == _PHASE else _ATTEMPT_SET):
+            code[i] = 11 if r == _PHASE else 12
+    return code
+
+
+def _row_reasons(code: np.ndarray) -> np.ndarray:
+    """The reason string of each row's code (None = usable)."""
+    out = np.full(code.size, None, dtype=object)
+    out[code > 0] = np.array(_ROW_CHECKS, dtype=object)[code[code > 0] - 1]
     return out
 
 
@@ -789,12 +794,12 @@ def _scan(st: _Steps, x: _Rows, cut: int) -> _Scan:
 def _as_of(x: _Rows, sc: _Scan, as_of) -> int:
     if as_of is not None:
         return int(as_of)
-    vals = [c[c != NULL] for c in (x.start, x.end, x.block_end, x.durable)]
-    vals += [np.array([v], np.int64) for v in (sc.max_start, sc.max_end) if v != NULL]
-    vals = [v for v in vals if v.size]
-    if not vals:
+    # NULL is the least int64: a column's max is its latest time, or NULL when it has none
+    latest = max([int(c.max()) for c in (x.start, x.end, x.block_end, x.durable) if c.size]
+                 + [sc.max_start, sc.max_end])
+    if latest == NULL:
         raise PauError("lifecycle: the table has no times; give records with start_ns")
-    return int(max(v.max() for v in vals))
+    return latest
 
 
 _RECORD_NAMES = list(RECORDS)
@@ -856,8 +861,8 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         x, st = _python_rows(table)
 
     quarantine = []  # (original rows, reasons)
-    x_reasons = _row_reasons(x)
-    x_bad = ~np.equal(x_reasons, None)
+    x_code = _row_codes(x)
+    x_bad = x_code > 0
     cut = np.iinfo(np.int64).max if as_of is None else int(as_of)
     sc = _scan(st, x, cut)
     if x_bad.any() or sc.bad:
@@ -868,7 +873,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         s_idx = np.flatnonzero(s_bad)
         s_reasons = _step_reasons(st.take(s_idx))
         rows_bad = np.concatenate([x.row[x_bad], st.row[s_idx]])
-        why_bad = np.concatenate([x_reasons[x_bad], s_reasons])
+        why_bad = np.concatenate([_row_reasons(x_code[x_bad]), s_reasons])
         if on_invalid != "quarantine":
             k = int(np.argmin(rows_bad))
             r, row = why_bad[k], int(rows_bad[k])
