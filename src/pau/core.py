@@ -912,7 +912,9 @@ def ledger(
         from . import _crossing
 
         started = _crossing.start(events, lifecycle, as_of)
-    att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid)
+    # While the helpers sweep, the attribution's pass keeps to this thread: more
+    # threads would take cores from the sweep and cost the visit order on top.
+    att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid, threads=None if started is None else 1)
     if events is None:
         iv = att.intervals
         i_start, i_end = np.asarray(iv["start_ns"]), np.asarray(iv["end_ns"])
