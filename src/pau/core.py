@@ -817,7 +817,10 @@ def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "ra
     on_invalid : {"raise", "quarantine"}
     threads : int, optional
         Threads for the pass over the steps, each taking a range of ranks. Default:
-        every core (up to 8) from 50,000 step executions on, else one.
+        every core (up to 8) from 50,000 step executions on, else one; but one on a
+        machine of 2 cores when every step row is for all ranks (rank -1) and the rows
+        come in time order (the pass then visits them rank by rank itself, which is
+        faster there than splitting it).
 
     Returns
     -------

@@ -808,7 +808,7 @@ _KINDED = [r in ("phase", "attempt", "failure") for r in RECORDS]  # the records
 
 def _native_rows(table: pa.Table):
     """The rows other than steps (as :func:`_read` gives them) and where the steps
-    are, read in one pass by the native core (``csrc/core/life_rows.hpp``):
+    are, read by the native core in one scan and a gather per column (``csrc/core/life_rows.hpp``):
     ``(x, step count, first step row, steps)``, ``steps`` the step rows' columns
     (as :class:`_Steps` takes them) unless they are one run of rows (then read in
     place by :func:`_read_step_range`); None for a layout the native core leaves
@@ -849,7 +849,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
                    threads: int | None = None) -> Attribution:
     """Validate a lifecycle table and attribute every accountable ns (see module doc).
     ``threads``: for the pass over the steps (None: all cores from
-    PARALLEL_MIN_VISITS step visits on)."""
+    PARALLEL_MIN_VISITS step visits on, but see BY_RANK_MAX_CORES)."""
     table = as_table(lifecycle, "lifecycle")
     if "start_ns" not in table.column_names:
         _column(table, "start_ns", "lifecycle")  # raises: the column is missing
