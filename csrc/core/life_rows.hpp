@@ -32,22 +32,23 @@ class LifeRows {
   public:
     static constexpr int64_t kNull = std::numeric_limits<int64_t>::min();
 
-    // The rows other than steps, in table order, as int64 columns (nulls and
-    // absent columns: kNull, but rank -1 and tokens 0), `ok` as 0/1 (null and
-    // absent: 1), and the kinds of the rows whose record reads it.
-    struct Small {
-        std::vector<int64_t> row;  // position in the table
-        std::vector<int8_t> rec;   // index in the record names, -1 unknown or null
-        std::vector<int64_t> attempt, rank, start, end, step, block_end, durable, tokens;
+    // Rows in table order as int64 columns (nulls and absent columns: kNull, but
+    // rank -1 and tokens 0): the columns of every record (row: the position in the
+    // table).
+    struct Rows {
+        std::vector<int64_t> row, attempt, rank, start, end, step, tokens;
+    };
+    // The rows other than steps, with the columns of saves and the other records:
+    // `ok` as 0/1 (null and absent: 1), and the kinds of the rows whose record reads it.
+    struct Small : Rows {
+        std::vector<int8_t> rec;  // index in the record names, -1 unknown or null
+        std::vector<int64_t> block_end, durable;
         std::vector<uint8_t> ok;
         std::vector<int64_t> kinded;  // the rows (positions in these) whose kind is read and not null
         std::vector<std::pair<const char*, int32_t>> kind;  // their kinds (utf8 bytes)
     };
-
-    // The step rows' columns, as Small's, when they are not one run of rows.
-    struct Steps {
-        std::vector<int64_t> row, attempt, rank, start, end, step, tokens;
-    };
+    // The step rows' columns, when they are not one run of rows.
+    using Steps = Rows;
 
     Small small;
     int64_t n_step = 0, first = -1, last = -1;  // the step rows: count, first and last row
@@ -96,15 +97,9 @@ class LifeRows {
         last = hi;
         // Then each column, gathered (the rows lie far apart in a large table: one
         // simple loop per column lets the loads overlap).
-        if (!gather_ids(cols, at, &Columns::attempt, kNull, small.attempt) ||
-            !gather_ids(cols, at, &Columns::rank, -1, small.rank))
-            return false;
-        gather(cols, at, &Columns::start, kNull, small.start);
-        gather(cols, at, &Columns::end, kNull, small.end);
-        gather(cols, at, &Columns::step, kNull, small.step);
+        if (!gather_rows(cols, at, small)) return false;
         gather(cols, at, &Columns::block_end, kNull, small.block_end);
         gather(cols, at, &Columns::durable, kNull, small.durable);
-        gather(cols, at, &Columns::tokens, 0, small.tokens);
         small.ok.reserve(small.row.size());
         for (size_t b = 0; b < cols.size(); ++b)
             for (int64_t i : at[b]) small.ok.push_back(cols[b].ok(i));
@@ -121,14 +116,7 @@ class LifeRows {
             }
             row0 += cols[b].rows;
         }
-        if (!gather_ids(cols, at, &Columns::attempt, kNull, steps.attempt) ||
-            !gather_ids(cols, at, &Columns::rank, -1, steps.rank))
-            return false;
-        gather(cols, at, &Columns::start, kNull, steps.start);
-        gather(cols, at, &Columns::end, kNull, steps.end);
-        gather(cols, at, &Columns::step, kNull, steps.step);
-        gather(cols, at, &Columns::tokens, 0, steps.tokens);
-        return true;
+        return gather_rows(cols, at, steps);
     }
 
   private:
@@ -272,8 +260,20 @@ class LifeRows {
         }
     }
 
-    // An id (attempt, rank): false when an int64 one lies outside int32 (the
-    // general path names the row).
+    // The columns every record has (not `row`); false when an int64 attempt or rank
+    // lies outside int32 (the general path names the row).
+    static bool gather_rows(const std::vector<Columns>& cols, const std::vector<std::vector<int64_t>>& at,
+                            Rows& out) {
+        if (!gather_ids(cols, at, &Columns::attempt, kNull, out.attempt) ||
+            !gather_ids(cols, at, &Columns::rank, -1, out.rank))
+            return false;
+        gather(cols, at, &Columns::start, kNull, out.start);
+        gather(cols, at, &Columns::end, kNull, out.end);
+        gather(cols, at, &Columns::step, kNull, out.step);
+        gather(cols, at, &Columns::tokens, 0, out.tokens);
+        return true;
+    }
+
     static bool gather_ids(const std::vector<Columns>& cols, const std::vector<std::vector<int64_t>>& at,
                            Ints Columns::*col, int64_t fill, std::vector<int64_t>& out) {
         gather(cols, at, col, fill, out);
