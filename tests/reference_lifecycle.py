@@ -369,6 +369,42 @@ def record_codes(values: list, names: tuple) -> list:
     return [names.index(v) if v in names else -1 for v in values]
 
 
+def lifecycle_rows(table, names: tuple, kinded: list, null: int) -> tuple:
+    """What the native reader (``_core.lifecycle_rows``) gives, row by row in plain
+    Python: ``(other, steps)``, each a dict of column lists. ``other`` holds the rows
+    whose record is not "step" (row, rec, attempt, rank, start, end, step, block_end,
+    durable, ok, kind, tokens), ``steps`` the step rows (row, attempt, rank, start,
+    end, step, tokens). Missing values and absent columns read as `null`, but rank
+    as -1, tokens as 0 and ok as True; kind only for the records `kinded` marks."""
+    cols = {}
+    for name in table.column_names:
+        c = table.column(name)
+        cols[name] = (c.cast("int64") if str(c.type).startswith("timestamp") else c).to_pylist()
+
+    def get(name, i, fill):
+        v = cols[name][i] if name in cols else None
+        return fill if v is None else v
+
+    other = {k: [] for k in ("row", "rec", "attempt", "rank", "start", "end", "step", "block_end", "durable",
+                             "ok", "kind", "tokens")}
+    steps = {k: [] for k in ("row", "attempt", "rank", "start", "end", "step", "tokens")}
+    for i in range(table.num_rows):
+        rec = cols["record"][i]
+        code = names.index(rec) if rec in names else -1
+        out = steps if rec == "step" else other
+        for k, name, fill in (("attempt", "attempt", null), ("rank", "rank", -1), ("start", "start_ns", null),
+                              ("end", "end_ns", null), ("step", "step", null), ("tokens", "tokens", 0)):
+            out[k].append(get(name, i, fill))
+        out["row"].append(i)
+        if out is other:
+            other["rec"].append(code)
+            other["block_end"].append(get("block_end_ns", i, null))
+            other["durable"].append(get("durable_ns", i, null))
+            other["ok"].append(get("ok", i, True))
+            other["kind"].append(get("kind", i, None) if code >= 0 and kinded[code] else None)
+    return other, steps
+
+
 def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n) -> dict:
     """What ``_kernels.scan_steps`` reports, computed row by row in plain Python."""
     rows = list(zip(start, end, rank, attempt, step))

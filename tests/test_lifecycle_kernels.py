@@ -727,7 +727,8 @@ def _steps_lists(st_) -> list:
 @given(case=lifecycle_tables())
 def test_native_rows_match_the_python_reader(case):
     """The native reader (csrc/core/life_rows.hpp) gives the rows other than steps and
-    the step rows exactly as the general path does, on every layout it reads; it
+    the step rows as its twin in tests/reference_lifecycle.py reads them row by row,
+    and exactly as the general path does, on every layout it reads; it
     leaves an int64 id outside int32 to the general path, which names the row (ids
     of a run of step rows are checked by the pass, in both)."""
     t, far = case
@@ -738,7 +739,14 @@ def test_native_rows_match_the_python_reader(case):
             lifecycle._python_rows(t)
         return
     x, n_step, first, steps = native
-    want_x, want_st = lifecycle._python_rows(t)
+    other, ref_steps = ref.lifecycle_rows(t, lifecycle.RECORDS, lifecycle._KINDED, NULL)
+    for f, col in other.items():  # the reference, row by row
+        assert getattr(x, f).tolist() == col, f
+    assert n_step == len(ref_steps["row"]) and first == (ref_steps["row"][0] if n_step else -1)
+    if steps is not None:
+        assert _steps_lists(lifecycle._Steps(*steps)) == [ref_steps[k] for k in (
+            "row", "attempt", "rank", "start", "end", "step", "tokens")]
+    want_x, want_st = lifecycle._python_rows(t)  # the general path
     for f in ("row", "rec", "attempt", "rank", "start", "end", "step", "block_end", "durable", "ok", "tokens"):
         assert getattr(x, f).tolist() == np.asarray(getattr(want_x, f)).tolist(), f
     assert x.kind.tolist() == want_x.kind.tolist()
