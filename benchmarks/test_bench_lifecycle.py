@@ -11,9 +11,12 @@
 * The full ledger (events x lifecycle) against the events-only classification of the
   same events, on jobs of 1.4M and 7M events. Target (issue 3): 1.3x. The ledger sweeps
   the events on the native core's helper threads while the lifecycle is attributed
-  (pau._crossing): session 5, 1.25-1.28x and 1.23-1.33x against the faster classify of
-  its end (1.13-1.18x and 1.02-1.11x before; session 4, which attributed first and then
-  swept: 1.40-1.46x and 1.22-1.25x).
+  (pau._crossing): 1.20-1.23x and 1.11-1.21x at the end of session 7 (session 4, which
+  attributed first and then swept: 1.40-1.46x and 1.22-1.25x; the history is in
+  docs/benchmarks.md)::
+
+      PYTHONPATH=src python -m pytest benchmarks/test_bench_lifecycle.py -p no:cacheprovider \
+          --benchmark-enable -q -k full_ledger
 
 Every benchmark asserts its answer: conservation against the accountable time, and
 the ledger's activity totals equal to the events-only classification restricted to

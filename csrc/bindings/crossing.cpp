@@ -34,10 +34,11 @@ std::vector<LifeBatch> read_lifecycle(const Exported& life, bool& ok) {
 // Sweeps the events over the cuts of a lifecycle, one part per task (a range of
 // ranks, or a chunk of one rank's events): the first task to run computes the
 // cuts (and whether there are few enough to be worth it), every task then sweeps
-// its part. The caller starts helpers, does its
-// own work, then waits; the result is None whenever the exact way must run
-// instead (a layout not read here, too many cuts, a problem in a feed, ranks not
-// sorted after all), else (cuts, histogram as Sweep.finish).
+// its part. The caller starts helpers, does its own work (the attribution), then
+// waits with the state intervals; the result is None whenever the exact way must
+// run instead (a layout not read here, too many cuts, a problem in a feed, ranks
+// not sorted after all, cuts that do not resolve the states), else the ledger's
+// cells (CellCrossing).
 class CrossingSweep {
   public:
     CrossingSweep(const py::list& events, const std::vector<std::string>& kinds, const py::list& lifecycle,

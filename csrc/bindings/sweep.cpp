@@ -6,7 +6,6 @@
 
 #include "../core/sweep.hpp"
 #include "common.hpp"
-#include "histogram.hpp"
 
 namespace py = pybind11;
 using pau::core::FeedResult;
@@ -96,7 +95,15 @@ void bind_sweep(py::module_& m) {
                      py::gil_scoped_release release;
                      h = sw.finish();
                  }
-                 return pau::bindings::histogram_dict(std::move(h));
+                 py::dict d;  // the arrays moved to numpy, not copied
+                 d["rank"] = to_numpy(std::move(h.rank));
+                 d["window"] = to_numpy(std::move(h.window));
+                 d["mask"] = to_numpy(std::move(h.mask));
+                 d["duration"] = to_numpy(std::move(h.duration));
+                 d["span_rank"] = to_numpy(std::move(h.span_rank));
+                 d["span_start"] = to_numpy(std::move(h.span_start));
+                 d["span_end"] = to_numpy(std::move(h.span_end));
+                 return d;
              })
         .def_property_readonly("rank_count", &Sweep::rank_count);
 

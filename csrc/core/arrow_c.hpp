@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 extern "C" {
 #ifndef ARROW_C_DATA_INTERFACE
@@ -66,10 +67,6 @@ struct Column {
         if (f != "l" && f.rfind("tsn:", 0) != 0) return nullptr;
         return static_cast<const int64_t*>(array->buffers[1]) + array->offset;
     }
-    const int64_t* int64() const {
-        if (format() != "l") return nullptr;
-        return static_cast<const int64_t*>(array->buffers[1]) + array->offset;
-    }
     const int32_t* int32() const {
         if (format() != "i") return nullptr;
         return static_cast<const int32_t*>(array->buffers[1]) + array->offset;
@@ -99,6 +96,92 @@ struct Batch {
             if (schema->children[i]->name && std::strcmp(schema->children[i]->name, name) == 0)
                 return Column{schema->children[i], array->children[i]};
         return Column{};
+    }
+};
+
+// Per-row readers of one column, with its buffers and offset looked up once (a
+// Column goes through the ArrowArray on every call). An absent column (a Column
+// that is false) reads as absent, not as an error.
+
+// An integer column's values and validity bitmap, with the array's offset applied.
+struct Ints {
+    const void* values = nullptr;  // nullptr: the column is absent
+    const uint8_t* validity = nullptr;
+    int64_t bit0 = 0;
+    bool wide = true;  // int64 (else int32)
+
+    // int64 or timestamp[ns] (`times`), or int32/int64: false for another type.
+    bool read(const Column& c, bool times) {
+        if (!c) return true;
+        const std::string f = c.format();
+        if (f == "l" || (times && f.rfind("tsn:", 0) == 0)) wide = true;
+        else if (!times && f == "i") wide = false;
+        else return false;
+        values = static_cast<const char*>(c.array->buffers[1]) + c.array->offset * (wide ? 8 : 4);
+        validity = c.has_nulls() ? static_cast<const uint8_t*>(c.array->buffers[0]) : nullptr;
+        bit0 = c.array->offset;
+        return true;
+    }
+    bool valid(int64_t i) const {
+        return validity == nullptr || (validity[(bit0 + i) >> 3] >> ((bit0 + i) & 7) & 1);
+    }
+    int64_t get(int64_t i, int64_t fill) const {
+        if (values == nullptr || !valid(i)) return fill;
+        return wide ? static_cast<const int64_t*>(values)[i] : static_cast<const int32_t*>(values)[i];
+    }
+};
+
+// A utf8 column (int32 offsets).
+struct Utf8 {
+    const int32_t* offsets = nullptr;  // nullptr: absent
+    const char* data = nullptr;
+    const uint8_t* validity = nullptr;
+    int64_t bit0 = 0, rows = 0;
+
+    bool read(const Column& c) {
+        if (!c) return true;
+        if (!c.is_utf8()) return false;
+        offsets = static_cast<const int32_t*>(c.array->buffers[1]) + c.array->offset;
+        data = static_cast<const char*>(c.array->buffers[2]);
+        validity = c.has_nulls() ? static_cast<const uint8_t*>(c.array->buffers[0]) : nullptr;
+        bit0 = c.array->offset;
+        rows = c.length();
+        return true;
+    }
+    bool valid(int64_t i) const {
+        return validity == nullptr || (validity[(bit0 + i) >> 3] >> ((bit0 + i) & 7) & 1);
+    }
+    // Whether row i's value is `name` (false when null).
+    bool is(int64_t i, const std::string& name) const {
+        return valid(i) && offsets[i + 1] - offsets[i] == static_cast<int32_t>(name.size()) &&
+               std::memcmp(data + offsets[i], name.data(), name.size()) == 0;
+    }
+    // The end of the run of rows from i (up to `to`, else the last row) whose value is `name`.
+    int64_t run_of(int64_t i, const std::string& name, int64_t to = -1) const {
+        const int64_t end = to < 0 ? rows : to;
+        if (name.size() == 4 && validity == nullptr) {  // a 4-byte name ("step"): one 32-bit word per row
+            uint32_t word;
+            std::memcpy(&word, name.data(), 4);
+            for (; i < end; ++i) {
+                const int32_t a = offsets[i];
+                if (offsets[i + 1] - a != 4) break;  // before the load: no read past the data
+                uint32_t w;
+                std::memcpy(&w, data + a, 4);
+                if (w != word) break;
+            }
+            return i;
+        }
+        while (i < end && is(i, name)) ++i;
+        return i;
+    }
+    // Index of row i's value in `names`; -1 when null or none.
+    int code(int64_t i, const std::vector<std::string>& names) const {
+        if (!valid(i)) return -1;
+        const int32_t a = offsets[i], len = offsets[i + 1] - a;
+        for (size_t k = 0; k < names.size(); ++k)
+            if (names[k].size() == static_cast<size_t>(len) && std::memcmp(names[k].data(), data + a, len) == 0)
+                return static_cast<int>(k);
+        return -1;
     }
 };
 

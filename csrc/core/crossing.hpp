@@ -26,34 +26,19 @@ namespace pau::core {
 
 // The lifecycle columns the cuts need, of one batch.
 struct LifeBatch {
-    arrow::Column record, start, end, block_end, durable, rank, step;
-    const int64_t *s = nullptr, *e = nullptr, *b = nullptr, *d = nullptr;
-    const int32_t *r32 = nullptr, *k32 = nullptr;
-    const int64_t *r64 = nullptr, *k64 = nullptr;
+    arrow::Utf8 record;
+    arrow::Ints start, end, block_end, durable, rank, step;
     int64_t rows = 0;
 
     // False when a column has a layout read elsewhere (the exact way).
     bool read(const arrow::Batch& batch) {
         if (!batch.ok()) return false;
         rows = batch.rows();
-        record = batch.column("record");
-        start = batch.column("start_ns");
-        if (!record || !start || !record.is_utf8()) return false;
-        if (!(s = start.int64_ns())) return false;
-        for (auto [name, col, ptr] : {std::make_tuple("end_ns", &end, &e), std::make_tuple("block_end_ns", &block_end, &b),
-                                      std::make_tuple("durable_ns", &durable, &d)}) {
-            *col = batch.column(name);
-            if (*col && !(*ptr = col->int64_ns())) return false;
-        }
-        rank = batch.column("rank");
-        if (rank && !(r32 = rank.int32()) && !(r64 = rank.int64())) return false;
-        step = batch.column("step");
-        if (step && !(k32 = step.int32()) && !(k64 = step.int64())) return false;
-        return true;
-    }
-
-    static int64_t time(const arrow::Column& c, const int64_t* v, int64_t i) {
-        return v && c.valid(i) ? v[i] : -1;  // nulls and absent columns: -1, no time
+        const arrow::Column rec = batch.column("record"), s = batch.column("start_ns");
+        return rec && s && record.read(rec) && start.read(s, true) && end.read(batch.column("end_ns"), true) &&
+               block_end.read(batch.column("block_end_ns"), true) &&
+               durable.read(batch.column("durable_ns"), true) && rank.read(batch.column("rank"), false) &&
+               step.read(batch.column("step"), false);
     }
 
     struct Row {
@@ -61,30 +46,28 @@ struct LifeBatch {
         bool numbered;         // with a step number
         int64_t s, e, b, d, rank, number;
     };
-    bool is_step(int64_t i) const {
-        if (!record.valid(i)) return false;
-        int32_t len = 0;
-        const char* p = record.utf8(i, len);
-        return len == 4 && std::memcmp(p, "step", 4) == 0;
-    }
+    bool is_step(int64_t i) const { return record.is(i, kStep); }
     // The step number of row i, if it has one.
     bool number(int64_t i, int64_t& out) const {
-        if (!step || !step.valid(i)) return false;
-        out = k32 ? k32[i] : k64[i];
+        if (!step.values || !step.valid(i)) return false;
+        out = step.get(i, 0);
         return true;
     }
 
     Row row(int64_t i) const {
         Row r{};
         r.step = is_step(i);
-        r.s = time(start, s, i);
-        r.e = time(end, e, i);
-        r.b = time(block_end, b, i);
-        r.d = time(durable, d, i);
-        r.rank = !rank ? -1 : !rank.valid(i) ? -2 : r32 ? r32[i] : r64[i];
+        r.s = start.get(i, -1);  // nulls and absent columns: -1, no time
+        r.e = end.get(i, -1);
+        r.b = block_end.get(i, -1);
+        r.d = durable.get(i, -1);
+        r.rank = !rank.values ? -1 : !rank.valid(i) ? -2 : rank.get(i, 0);
         r.numbered = number(i, r.number);
         return r;
     }
+
+  private:
+    inline static const std::string kStep = "step";
 };
 
 // The cuts, sorted and distinct: every time of a row that is not a step; the start
@@ -99,7 +82,7 @@ inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int
     std::vector<int64_t> out;
     std::vector<int64_t> named;  // step numbers that rows other than steps name
     for (const LifeBatch& batch : batches) {
-        if (!batch.step) continue;
+        if (!batch.step.values) continue;
         int64_t k = 0;
         for (int64_t i = 0; i < batch.rows; ++i)
             if (!batch.is_step(i) && batch.number(i, k)) named.push_back(k);

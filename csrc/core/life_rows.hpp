@@ -120,90 +120,9 @@ class LifeRows {
     }
 
   private:
-    // A column's values and validity bitmap, with the array's offset applied.
-    struct Ints {
-        const void* values = nullptr;  // nullptr: the column is absent
-        const uint8_t* validity = nullptr;
-        int64_t bit0 = 0;
-        bool wide = true;  // int64 (else int32)
-
-        // int64 or timestamp[ns] (`times`), or int32/int64: false for another type.
-        bool read(const arrow::Column& c, bool times) {
-            if (!c) return true;
-            const std::string f = c.format();
-            if (f == "l" || (times && f.rfind("tsn:", 0) == 0)) wide = true;
-            else if (!times && f == "i") wide = false;
-            else return false;
-            values = static_cast<const char*>(c.array->buffers[1]) + c.array->offset * (wide ? 8 : 4);
-            validity = c.has_nulls() ? static_cast<const uint8_t*>(c.array->buffers[0]) : nullptr;
-            bit0 = c.array->offset;
-            return true;
-        }
-        bool valid(int64_t i) const {
-            return validity == nullptr || (validity[(bit0 + i) >> 3] >> ((bit0 + i) & 7) & 1);
-        }
-        int64_t get(int64_t i, int64_t fill) const {
-            if (values == nullptr || !valid(i)) return fill;
-            return wide ? static_cast<const int64_t*>(values)[i] : static_cast<const int32_t*>(values)[i];
-        }
-    };
-
-    // A utf8 column (int32 offsets).
-    struct Strings {
-        const int32_t* offsets = nullptr;  // nullptr: absent
-        const char* data = nullptr;
-        const uint8_t* validity = nullptr;
-        int64_t bit0 = 0, rows = 0;
-
-        bool read(const arrow::Column& c) {
-            if (!c) return true;
-            if (!c.is_utf8()) return false;
-            offsets = static_cast<const int32_t*>(c.array->buffers[1]) + c.array->offset;
-            data = static_cast<const char*>(c.array->buffers[2]);
-            validity = c.has_nulls() ? static_cast<const uint8_t*>(c.array->buffers[0]) : nullptr;
-            bit0 = c.array->offset;
-            rows = c.length();
-            return true;
-        }
-        bool valid(int64_t i) const {
-            return validity == nullptr || (validity[(bit0 + i) >> 3] >> ((bit0 + i) & 7) & 1);
-        }
-        // The end of the run of rows from i (up to `to`, else the last row) whose value is `name`.
-        int64_t run_of(int64_t i, const std::string& name, int64_t to = -1) const {
-            const int64_t end = to < 0 ? rows : to;
-            const int32_t len = static_cast<int32_t>(name.size());
-            if (len == 4 && validity == nullptr) {  // the step name: one 32-bit word per row
-                uint32_t word;
-                std::memcpy(&word, name.data(), 4);
-                for (; i < end; ++i) {
-                    const int32_t a = offsets[i];
-                    if (offsets[i + 1] - a != 4) break;  // before the load: no read past the data
-                    uint32_t w;
-                    std::memcpy(&w, data + a, 4);
-                    if (w != word) break;
-                }
-                return i;
-            }
-            for (; i < end; ++i)
-                if (!valid(i) || offsets[i + 1] - offsets[i] != len ||
-                    std::memcmp(data + offsets[i], name.data(), name.size()) != 0)
-                    break;
-            return i;
-        }
-        // Index of row i's value in `names`; -1 when null or none.
-        int code(int64_t i, const std::vector<std::string>& names) const {
-            if (!valid(i)) return -1;
-            const int32_t a = offsets[i], len = offsets[i + 1] - a;
-            for (size_t k = 0; k < names.size(); ++k)
-                if (names[k].size() == static_cast<size_t>(len) && std::memcmp(names[k].data(), data + a, len) == 0)
-                    return static_cast<int>(k);
-            return -1;
-        }
-    };
-
     struct Columns {
-        Strings record, kind;
-        Ints attempt, rank, start, end, step, block_end, durable, tokens;
+        arrow::Utf8 record, kind;
+        arrow::Ints attempt, rank, start, end, step, block_end, durable, tokens;
         const uint8_t *ok_bits = nullptr, *ok_validity = nullptr;  // ok_bits nullptr: absent
         int64_t ok0 = 0, rows = 0;
 
@@ -237,13 +156,13 @@ class LifeRows {
     };
 
     static void gather(const std::vector<Columns>& cols, const std::vector<std::vector<int64_t>>& at,
-                       Ints Columns::*col, int64_t fill, std::vector<int64_t>& out) {
+                       arrow::Ints Columns::*col, int64_t fill, std::vector<int64_t>& out) {
         size_t n = 0;
         for (const auto& a : at) n += a.size();
         out.resize(n);
         int64_t* o = out.data();
         for (size_t b = 0; b < cols.size(); ++b) {
-            const Ints& c = cols[b].*col;
+            const arrow::Ints& c = cols[b].*col;
             const std::vector<int64_t>& rows = at[b];
             if (c.values == nullptr) {
                 std::fill(o, o + rows.size(), fill);
@@ -275,7 +194,7 @@ class LifeRows {
     }
 
     static bool gather_ids(const std::vector<Columns>& cols, const std::vector<std::vector<int64_t>>& at,
-                           Ints Columns::*col, int64_t fill, std::vector<int64_t>& out) {
+                           arrow::Ints Columns::*col, int64_t fill, std::vector<int64_t>& out) {
         gather(cols, at, col, fill, out);
         for (int64_t x : out)
             if (x != fill && (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()))
