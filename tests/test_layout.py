@@ -1,25 +1,164 @@
-"""The shape of the project that the design card promises."""
+"""The package's layers point one way (docs/architecture.md).
+
+Every module of ``src/pau`` has a level; a module imports only modules of its own
+level or below, the imports form no cycle, and no pau import hides inside a
+function. The C++ core knows nothing of Python.
+"""
 
 from __future__ import annotations
 
+import ast
 import pathlib
-import re
 
 import pytest
 
 import pau
 import pau.core
+from pau import errors
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "pau"
+
+#: Bottom to top. A new module must be given a level here.
+LEVELS = [
+    # vocabulary, types, errors: import nothing of pau but each other
+    {"pau.errors", "pau._vocab", "pau._types"},
+    # input adapters and process-wide helpers
+    {"pau._input", "pau._search", "pau._jit", "pau._threads", "pau._progress"},
+    # kernels (the native pau._core is compiled, not listed)
+    {"pau._kernels", "pau._econ_kernels"},
+    # the engine's parts: sweep planning, lifecycle attribution, crossing, the ledger
+    {"pau._sweep", "pau.lifecycle", "pau._crossing", "pau._ledger"},
+    # readers and io: files in and out
+    {"pau.readers", "pau.readers._files", "pau.readers.detect", "pau.readers.kineto",
+     "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving", "pau.io"},
+    # partitions over executors and Dask (the engine sweeps archives through it)
+    {"pau.distributed"},
+    # the engine's entry points
+    {"pau._engine"},
+    # figures over ledgers and runs; synthetic runs
+    {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.synth"},
+    # the facade
+    {"pau.core"},
+    # the command line and the package's front door
+    {"pau.cli", "pau"},
+]
+LEVEL = {m: i for i, ms in enumerate(LEVELS) for m in ms}
 
 
-def test_core_headers_know_nothing_of_python():
-    core = ROOT / "csrc" / "core"
-    if not core.is_dir():
-        pytest.skip("sources not beside the tests (installed elsewhere)")
-    for header in core.glob("*"):
-        text = header.read_text()
-        assert not re.search(r"#\s*include\s*[<\"](pybind11|Python)", text), header.name
+def _modules() -> dict[str, pathlib.Path]:
+    out = {}
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        name = ".".join(rel.parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _targets(module: str, path: pathlib.Path, node: ast.AST) -> set[str]:
+    """The pau modules an import statement names."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join(parts + ([base] if base else []))
+        # `from X import a`: the module X.a when there is one, else X itself
+        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES or f"{base}.{a.name}" == "pau._core"
+                 else base for a in node.names]
+    else:
+        names = [a.name for a in node.names]
+    out = set()
+    for n in names:
+        while n and n not in MODULES and n != "pau._core":
+            n = n.rsplit(".", 1)[0] if "." in n else ""
+        if n and n != module and n != "pau._core":
+            out.add(n)
+    return out
+
+
+def _imports() -> tuple[dict[str, set[str]], list[str]]:
+    """Module -> pau modules it imports; and the imports found inside functions."""
+    edges: dict[str, set[str]] = {}
+    inner: list[str] = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        edges[module] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                edges[module] |= _targets(module, path, node)
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and _targets(module, path, node):
+                        inner.append(f"{path.relative_to(ROOT)}:{node.lineno} in {fn.name}()")
+    return edges, inner
+
+
+EDGES, INNER = _imports()
+
+
+def test_every_module_has_a_level():
+    missing = sorted(set(MODULES) - set(LEVEL))
+    assert not missing, f"give these modules a level in tests/test_layout.py: {missing}"
+    gone = sorted(set(LEVEL) - set(MODULES))
+    assert not gone, f"LEVELS names modules that do not exist: {gone}"
+
+
+def test_no_upward_import():
+    upward = []
+    for module, targets in EDGES.items():
+        for t in targets:
+            if t != "pau._core" and t != "pau" and LEVEL[t] > LEVEL[module]:
+                upward.append(f"{module} (level {LEVEL[module]}) imports {t} (level {LEVEL[t]})")
+            if t == "pau" and module != "pau":
+                upward.append(f"{module} imports the package pau itself")
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_no_import_cycle():
+    def reaches(a: str, b: str) -> bool:
+        stack, seen = [a], set()
+        while stack:
+            x = stack.pop()
+            if x == b:
+                return True
+            if x not in seen:
+                seen.add(x)
+                stack.extend(EDGES.get(x, ()))
+        return False
+
+    cycles = sorted(f"{a} -> {b} -> ... -> {a}" for a, ts in EDGES.items() for b in ts if reaches(b, a))
+    assert not cycles, "\n".join(cycles)
+
+
+def test_no_pau_import_inside_a_function():
+    assert not INNER, "pau imports inside functions (move them to the top of the module):\n" + "\n".join(INNER)
+
+
+def test_nothing_imports_the_facade():
+    users = sorted(m for m, ts in EDGES.items() if "pau.core" in ts and m not in ("pau.cli", "pau"))
+    assert not users, f"pau.core is the facade; these modules import it: {users}"
+
+
+def test_the_native_core_knows_no_python():
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "csrc" / "core").rglob("*")
+                 if p.is_file() and ("pybind11" in p.read_text() or "Python.h" in p.read_text())]
+    assert not offenders, offenders
+
+
+@pytest.mark.parametrize("bad", ["def f():\n    from . import core\n", "def f():\n    import pau.io\n"])
+def test_the_check_sees_a_function_level_import(tmp_path, bad):
+    """The inner-import check is not vacuous: it flags a pau import in a function."""
+    path = SRC / "_vocab.py"
+    tree = ast.parse(bad)
+    fn = tree.body[0]
+    hits = [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))
+            and _targets("pau._vocab", path, n)]
+    assert hits
 
 
 def test_compiled_module_is_private_and_public_api_is_curated():
@@ -37,8 +176,6 @@ def test_package_ships_typing_markers():
 
 
 def test_errors_are_value_errors():
-    from pau import errors
-
     for name in errors.__all__:
         if name == "Interrupted":
             # Ctrl-C is not bad input: `except ValueError` must not swallow it.

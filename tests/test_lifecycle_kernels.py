@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lifecycle_cases import S, steps_for_all_ranks, table
 from test_lifecycle_properties import with_as_of
 
-from pau import _kernels, core, lifecycle, synth
+from pau import _kernels, _sweep, core, lifecycle, synth
 from pau.errors import InvalidRowError
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -265,7 +265,7 @@ def cells_case(draw):
     n_ranks, n_states, n_act = draw(st.integers(1, 4)), draw(st.integers(1, 14)), draw(st.integers(1, 8))
     windows = draw(st.lists(st.tuples(st.integers(0, n_ranks - 1), st.integers(0, n_states - 1)), max_size=6))
     act_of_mask = draw(st.one_of(st.lists(st.integers(0, n_act - 1), min_size=64, max_size=64),
-                                 st.just(core._activity_of_mask(None).tolist()) if n_act > len(core.KINDS) else
+                                 st.just(_sweep.activity_of_mask(None).tolist()) if n_act > len(core.KINDS) else
                                  st.nothing()))
     rows = draw(st.lists(st.tuples(st.integers(-1, len(windows) - 1), st.integers(0, 63),
                                    st.one_of(st.integers(0, 20), st.integers(0, BIG))), max_size=30))

@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._vocab import KINDS
 from .errors import InvalidRowError, SchemaError
 
-KINDS = ("compute", "communication", "memcpy", "memset", "sync", "other")
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 INT64_MAX = np.iinfo(np.int64).max
 

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
+from .errors import PauError
+
 __all__ = ["Progress", "Bar", "Tracker", "tracker"]
 
 #: Seconds between two redraws of the bar, and between two row-count callbacks.
@@ -154,8 +156,6 @@ def reporter(progress: Any) -> Callable[[Progress], Any] | None:
         return Bar(stream) if stream is not None and isatty is not None and isatty() else None
     if callable(progress):
         return progress
-    from .errors import PauError
-
     raise PauError(f"progress: expected None, a bool or a callable taking pau.Progress, got {progress!r}")
 
 

@@ -5,8 +5,9 @@ import functools
 import numpy as np
 import pyarrow as pa
 
-from ._input import KINDS
 
+#: Kinds of device activity (DESIGN §2.1), in default priority order.
+KINDS = ("compute", "communication", "memcpy", "memset", "sync", "other")
 #: Activities of the exclusive ledger: the kinds, then ``idle`` (no device event).
 ACTIVITIES = KINDS + ("idle",)
 #: Default priority when kinds overlap on a rank, highest first (DESIGN §2.1).

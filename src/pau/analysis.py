@@ -18,10 +18,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pcsv
 
 from ._input import _column, as_table, time_column
 from ._ledger import NS_PER_HOUR, Ledger
+from ._types import Quarantined, check_on_invalid
 from ._vocab import STATES
+from .economics import cost
 from .errors import InvalidRowError, PauError, SchemaError
 
 __all__ = [
@@ -204,9 +207,7 @@ def stragglers(events_or_steps: Any, *, by: str = "step", min_share: float = 0.2
     (ties: the lowest rank). Rows with a null ``end_ns`` (steps in flight) are left
     out and counted in ``in_flight``.
     """
-    from .core import Quarantined, _check_on_invalid
-
-    _check_on_invalid(on_invalid)
+    check_on_invalid(on_invalid)
     if not 0 <= min_share <= 1:
         raise PauError(f"min_share = {min_share!r}. Fix: give a share in [0, 1]")
     t = as_table(events_or_steps, "steps")
@@ -347,8 +348,6 @@ def read_alibaba_minibatch(path, *, unit_ns: int = 1_000_000) -> pa.Table:
     slowest durations of the earlier sampled steps (time between samples is not
     in the file and is not invented).
     """
-    import pyarrow.csv as pcsv
-
     t = pcsv.read_csv(path)
     for name in ("worker", "time", "batch_time_norm"):
         _column(t, name, "alibaba mini-batch")
@@ -439,8 +438,6 @@ _COST_METRICS = ("total_cost", "waste_cost", "cost_per_productive_accelerator_ho
 
 
 def _side(led: Ledger, prices) -> tuple[dict, dict | None]:
-    from .economics import cost
-
     if not isinstance(led, Ledger):
         raise TypeError(f"compare: expected pau Ledgers, got {type(led).__name__}")
     s = led.summary()

@@ -15,8 +15,13 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 
-from . import core, errors
+from . import core, errors, io, synth
+from ._progress import Bar
+from .io import write_dataset
+from .readers.mllog import mllog_summary
 
 # Columns of the report: (heading, activities summed into it).
 _COLUMNS = (
@@ -99,8 +104,6 @@ def render_cost(led, price: float, power_path: str | None) -> str:
     """Cost (and energy) per useful output at a price per accelerator-hour."""
     power = None
     if power_path:
-        import pyarrow.parquet as pq
-
         power = pq.read_table(power_path)
     c = core.cost(led, {"per_accelerator_hour": price}, power=power)
     lines = ["", f"cost at ${price:,.2f} per accelerator-hour: total ${c['total_cost']:,.2f}, "
@@ -122,12 +125,8 @@ def render_cost(led, price: float, power_path: str | None) -> str:
 def _write(table: pa.Table, path: str, fmt: str | None) -> None:
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
         pq.write_table(table, path)
     elif fmt == "csv":
-        import pyarrow.csv as pcsv
-
         plain = pa.table({n: (c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c)
                           for n, c in zip(table.column_names, table.columns)})
         pcsv.write_csv(plain, path)
@@ -142,8 +141,6 @@ def _write(table: pa.Table, path: str, fmt: str | None) -> None:
 
 def _load(path: str, fmt: str | None):
     """(format, events, lifecycle, extra) of a path, read with the right reader."""
-    from . import io
-
     fmt = fmt or io.detect_format(path)
     if fmt == "parquet":
         return fmt, path, None, None
@@ -177,8 +174,6 @@ def _progress_arg(flag: bool | None):
     if flag is None:
         return True
     if flag:
-        from ._progress import Bar
-
         return Bar(sys.stderr)
     return False
 
@@ -187,8 +182,6 @@ def _report(args: argparse.Namespace) -> int:
     lifecycle = None
     extra = None
     if args.path is None:
-        from . import synth
-
         job = synth.training_job(ranks=args.ranks, steps=args.steps, seed=args.seed, mtbf_s=150.0,
                                  checkpoint_every=50, kernels_per_step=24,
                                  straggler=(args.straggler, 1.25) if args.straggler >= 0 else None)
@@ -200,8 +193,6 @@ def _report(args: argparse.Namespace) -> int:
         fmt, events, lifecycle, extra = _load(args.path, args.format)
         title = f"pau report: {args.path} ({fmt})"
         if fmt == "mllog":
-            from .readers.mllog import mllog_summary
-
             print(title + "\n")
             _print_table(mllog_summary(extra).select(
                 ["file", "benchmark", "status", "accelerators", "time_to_train_ns", "accelerator_hours",
@@ -215,8 +206,6 @@ def _report(args: argparse.Namespace) -> int:
             _print_table(st)
             return 0
     if args.lifecycle:
-        import pyarrow.parquet as pq
-
         lifecycle = pq.read_table(args.lifecycle)
     span = extra.spans() if hasattr(extra, "spans") and lifecycle is None else None
     led = core.ledger(events, lifecycle, progress=_progress_arg(args.progress), span=span)
@@ -236,8 +225,6 @@ def _report(args: argparse.Namespace) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     """Write what a reader finds to pau's Parquet layout: events/lifecycle/requests."""
-    import pyarrow.parquet as pq
-
     fmt, events, lifecycle, extra = _load(args.path, args.format)
     os.makedirs(args.out_dir, exist_ok=True)
     written = []
@@ -250,8 +237,6 @@ def _convert(args: argparse.Namespace) -> int:
         pq.write_table(extra.requests, os.path.join(args.out_dir, "requests.parquet"))
         written.append("requests.parquet")
     if isinstance(events, pa.Table):
-        from .io import write_dataset
-
         write_dataset(events, os.path.join(args.out_dir, "events"), overwrite=True)
         written.append("events/ (partitioned by job and rank)")
     if lifecycle is not None:
@@ -263,8 +248,6 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _run_ledger(path: str):
     """The ledger of a run folder in pau's layout (events.parquet, lifecycle.parquet)."""
-    import pyarrow.parquet as pq
-
     ev = next((p for p in (os.path.join(path, "events"), os.path.join(path, "events.parquet"))
                if os.path.exists(p)), "")
     lc = os.path.join(path, "lifecycle.parquet")

@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import functools
 import json
+import multiprocessing as mp
 import os
 import re
 from typing import Any, Sequence
@@ -37,16 +38,9 @@ import pyarrow.parquet as pq
 from . import io as _io
 from ._input import EVENT_COLUMNS
 from ._progress import MIN_INTERVAL, Progress, tracker
-from .core import (
-    Quarantined,
-    _check_on_invalid,
-    _exclusive,
-    _feed_batches,
-    _merge_hists,
-    _Plan,
-    _plan,
-    _with_counts,
-)
+from ._sweep import Plan, exclusive, feed_batches, merge_hists, plan_of, with_counts
+from ._threads import cores
+from ._types import Quarantined, check_on_invalid
 from .errors import Interrupted, MemoryBudgetError, PauError
 
 __all__ = ["classify_partitions", "partitions", "parse_memory_budget", "Progress", "ROW_GROUP_COPIES"]
@@ -144,7 +138,7 @@ def _partition_ranks(path: str, keys: dict) -> np.ndarray:
     return np.unique(pq.read_table(path, columns=["rank"]).column("rank").to_numpy()).astype(np.int32)
 
 
-def _partition_hist(path: str, keys: dict, plan: _Plan, on_invalid: str = "raise", tick=None) -> dict:
+def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise", tick=None) -> dict:
     """Sweep one partition; returns the histogram (numpy arrays) plus ``rows`` and
     ``quarantine`` (rows set aside, numbered from the partition's first row, or None).
     ``tick(rows)`` is called after each row group (thread executors only)."""
@@ -164,14 +158,14 @@ def _partition_hist(path: str, keys: dict, plan: _Plan, on_invalid: str = "raise
                 tick(table.num_rows)
 
     quarantine: list = []
-    rows = _feed_batches(sweep, batches(), on_invalid, quarantine, reorder_ok=False, source=path)
+    rows = feed_batches(sweep, batches(), on_invalid, quarantine, reorder_ok=False, source=path)
     hist = {k: np.asarray(v) for k, v in sweep.finish().items()}
     hist["rows"] = rows
     hist["quarantine"] = pa.concat_tables(quarantine, promote_options="permissive") if quarantine else None
     return hist
 
 
-def _run_partition(path: str, keys: dict, plan: _Plan, on_invalid: str = "raise", tick=None) -> dict:
+def _run_partition(path: str, keys: dict, plan: Plan, on_invalid: str = "raise", tick=None) -> dict:
     # Looked up at call time so tests can count calls (thread executors).
     return _partition_hist(path, keys, plan, on_invalid, tick)
 
@@ -180,7 +174,7 @@ def _run_partition(path: str, keys: dict, plan: _Plan, on_invalid: str = "raise"
 # saved results
 
 
-def _plan_digest(plan: _Plan) -> str:
+def _plan_digest(plan: Plan) -> str:
     h = hashlib.sha256()
     h.update(f"{plan.mode}:{plan.bucket}".encode())
     for f in dataclasses.fields(plan):
@@ -258,12 +252,10 @@ def _load(results_dir: str, key: str, on_invalid: str) -> dict | None:
 def _make_executor(executor: Any, workers: int | None):
     """(executor, owned): an Executor to submit to, and whether we must shut it down."""
     if executor is None or executor == "thread":
-        return cf.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1), True
+        return cf.ThreadPoolExecutor(max_workers=workers or cores()), True
     if executor == "process":
-        import multiprocessing as mp
-
         # spawn: the caller may hold threads (pyarrow's pools); fork would copy them.
-        return cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1,
+        return cf.ProcessPoolExecutor(max_workers=workers or cores(),
                                       mp_context=mp.get_context("spawn")), True
     if isinstance(executor, cf.Executor):
         return executor, False
@@ -297,7 +289,7 @@ class _Runner:
             return
         if self.client is not None:
             return self._run_dask(todo)
-        slots = self.workers or os.cpu_count() or 1
+        slots = self.workers or cores()
         if self.budget is not None:
             # No more threads than partitions that can be in flight at once.
             slots = max(1, min(slots, self.budget // max(1, min(self.costs[i] for i, _, _ in todo))))
@@ -375,7 +367,7 @@ class _Runner:
             client.cancel(list(inflight))
 
 
-def _histograms(parts: list, plan: _Plan, *, on_invalid: str, executor, client, workers, results_dir,
+def _histograms(parts: list, plan: Plan, *, on_invalid: str, executor, client, workers, results_dir,
                 progress, memory_budget, what: str):
     """Every partition's histogram (saved ones reused), computing the missing ones.
 
@@ -525,8 +517,8 @@ def classify_partitions(
         raise PauError(f"workers: expected a positive int, got {workers!r}")
     if not isinstance(by_job, bool):
         raise PauError(f"by_job: expected True or False, got {by_job!r}")
-    _check_on_invalid(on_invalid)
-    plan = _plan(windows, span)
+    check_on_invalid(on_invalid)
+    plan = plan_of(windows, span)
     parts = partitions(root_or_files)
     if by_job:
         missing = [p for p, k in parts if "job" not in k]
@@ -544,14 +536,14 @@ def classify_partitions(
         for job in sorted({str(k["job"]) for _, k in parts}):
             idx = [i for i, (_, k) in enumerate(parts) if str(k["job"]) == job]
             hist, n = _combine([hists[i] for i in idx], [parts[i] for i in idx], plan)
-            t = _exclusive(hist, plan, priority)
+            t = exclusive(hist, plan, priority)
             tables.append(t.add_column(0, "job", pa.array([job] * t.num_rows, pa.string())))
             rows += n
         out = pa.concat_tables(tables)
     else:
         hist, rows = _combine(hists, parts, plan)
-        out = _exclusive(hist, plan, priority)
-    out = _with_counts(out, rows, 0 if quarantine is None else quarantine.num_rows)
+        out = exclusive(hist, plan, priority)
+    out = with_counts(out, rows, 0 if quarantine is None else quarantine.num_rows)
     meta = dict(out.schema.metadata)
     meta[b"pau.partitions"] = str(len(parts)).encode()
     meta[b"pau.partitions_computed"] = str(computed).encode()
@@ -561,7 +553,7 @@ def classify_partitions(
     return Quarantined(out, quarantine) if on_invalid == "quarantine" else out
 
 
-def merged_hist(source: Any, plan: _Plan, *, workers: int | None = None, on_invalid: str = "raise",
+def merged_hist(source: Any, plan: Plan, *, workers: int | None = None, on_invalid: str = "raise",
                 progress: Any = None, memory_budget: Any = None):
     """The histogram of a rank-partitioned source, one partition per thread, the
     quarantine (or None) and the number of rows read (for :mod:`pau.core`:
@@ -591,7 +583,7 @@ def _quarantine(hists: list, parts: list, by_job: bool) -> pa.Table | None:
     return pa.concat_tables(out, promote_options="permissive") if out else None
 
 
-def _combine(hists: list, parts: list, plan: _Plan) -> tuple[dict, int]:
+def _combine(hists: list, parts: list, plan: Plan) -> tuple[dict, int]:
     """Merge per-partition histograms (disjoint ranks); sweep spans of ranks without
     events once. Returns (histogram, rows)."""
     rows = sum(int(h["rows"]) for h in hists)
@@ -610,4 +602,4 @@ def _combine(hists: list, parts: list, plan: _Plan) -> tuple[dict, int]:
         p = dataclasses.replace(plan, span_rank=plan.span_rank[rest], span_start=plan.span_start[rest],
                                 span_end=plan.span_end[rest])
         hists.append({k: np.asarray(v) for k, v in p.sweep().finish().items()})
-    return _merge_hists(hists), rows
+    return merge_hists(hists), rows

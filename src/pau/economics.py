@@ -26,6 +26,7 @@ from . import _core
 from . import _econ_kernels as K
 from ._input import _column, as_table, time_column
 from ._ledger import NS_PER_HOUR, Ledger
+from ._types import Quarantined, check_on_invalid
 from ._vocab import label
 from .errors import InvalidRowError, PauError, SchemaError
 
@@ -396,9 +397,7 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     ``accepted + late + failed + cancelled + idle == busy`` to the ns, and every
     phase's attributed ns is within 1 ns of its exact share (docs/economics.md).
     """
-    from .core import Quarantined, _check_on_invalid
-
-    _check_on_invalid(on_invalid)
+    check_on_invalid(on_invalid)
     t = as_table(requests, "requests")
     slo = {} if slo is None else dict(slo)
     for k, v in slo.items():

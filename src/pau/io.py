@@ -9,6 +9,7 @@ caller works on the current one (pyarrow releases the GIL while decoding).
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -16,49 +17,26 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from ._input import EVENT_COLUMNS, iter_batches
+from ._input import EVENT_COLUMNS, as_table, iter_batches
+from ._progress import tracker
+from .readers.detect import detect_format as _detect
+from .readers.kineto import read_kineto
+from .readers.mllog import read_mllog
+from .readers.nsys import read_nsys
+from .readers.serving import read_serving
 
 __all__ = ["stream_events", "parquet_files", "read_kineto", "read_nsys", "read_mllog", "read_serving",
            "detect_format", "write_dataset", "read_dataset", "layout_version", "LAYOUT_VERSION",
            "row_group_bytes"]
 
 
-def read_kineto(path, **kwargs):
-    """PyTorch profiler (Kineto) traces: see :func:`pau.readers.kineto.read_kineto`."""
-    from .readers.kineto import read_kineto as _read
-
-    return _read(path, **kwargs)
-
-
-def read_nsys(path, **kwargs):
-    """Nsight Systems SQLite exports: see :func:`pau.readers.nsys.read_nsys`."""
-    from .readers.nsys import read_nsys as _read
-
-    return _read(path, **kwargs)
-
-
-def read_mllog(path, **kwargs):
-    """MLPerf ``:::MLLOG`` result logs: see :func:`pau.readers.mllog.read_mllog`."""
-    from .readers.mllog import read_mllog as _read
-
-    return _read(path, **kwargs)
-
-
-def read_serving(path, **kwargs):
-    """Serving benchmark results: see :func:`pau.readers.serving.read_serving`."""
-    from .readers.serving import read_serving as _read
-
-    return _read(path, **kwargs)
-
-
-def detect_format(path) -> str:
+def detect_format(path: str | os.PathLike) -> str:
     """``parquet``, ``kineto``, ``nsys``, ``mllog`` or ``serving``: see
     :func:`pau.readers.detect.detect_format`."""
-    from .readers.detect import detect_format as _detect
-
     return _detect(path)
 
 
@@ -163,8 +141,6 @@ def stream_events(source: Any, *, columns=EVENT_COLUMNS, batch_rows: int | None 
     partition is one file). ``read_ahead``: row groups read ahead of the caller, each on a thread of its own
     (True: :data:`READ_AHEAD`; False or 0: none) while the caller works on the
     current one."""
-    from ._progress import tracker
-
     if not isinstance(source, (str, os.PathLike, list, tuple)):
         track = tracker(progress, 0, None)
         try:
@@ -293,12 +269,8 @@ def write_dataset(events: Any, root: str | os.PathLike, *, job: str = "job0",
     int
         Number of rows written.
     """
-    import shutil
 
-    import numpy as np
-    import pyarrow.compute as pc
 
-    from ._input import as_table
 
     if isinstance(row_group_size, bool) or not isinstance(row_group_size, int) or row_group_size < 1:
         raise ValueError(f"row_group_size must be a positive int, got {row_group_size!r}")

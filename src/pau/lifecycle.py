@@ -49,14 +49,14 @@ import pyarrow.compute  # pa.compute
 from . import _core, _kernels
 from ._search import lower_bound
 from ._input import _column, as_table, rank_column, time_column
+from ._threads import run_parts, thread_count
+from ._vocab import STATES, names
 from .errors import InvalidRowError, PauError, SchemaError
 
 RECORDS = ("accountable", "attempt", "phase", "step", "checkpoint_save", "restore", "failure")
 PHASE_KINDS = ("init", "compile", "data_warmup", "data_wait", "eval", "custom")
 ATTEMPT_KINDS = ("completed", "failed", "preempted", "running")
 INIT_KINDS = ("init", "compile", "data_warmup")
-
-from ._vocab import STATES, names  # noqa: E402
 
 S = {name: i for i, name in enumerate(STATES)}
 NULL = np.iinfo(np.int64).min
@@ -1279,8 +1279,6 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     # once per member rank of its attempt (x_rank: the rank of each visit). When
     # every row has rank -1 and they come in start order, the pass makes the visits
     # itself, rank by rank (all_ranks), on one thread.
-    from .core import _parts, _run_parts
-
     def visit_order():
         if not sc.neg_rank:
             if sc.ordered:
@@ -1299,7 +1297,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
 
     # One thread by rank, or the visit list split over threads: on BY_RANK_MAX_CORES
     # cores or fewer the first is faster at any size, unless threads are asked for.
-    parts = _parts(threads, nR * len(st), PARALLEL_MIN_VISITS)
+    parts = thread_count(threads, nR * len(st), PARALLEL_MIN_VISITS)
     by_rank = (len(st) > 0 and sc.neg_rank == len(st) and sc.ordered and not dense
                and (parts == 1 or (threads is None and parts <= BY_RANK_MAX_CORES)))
     all_ranks, first_member = _NO_RANKS, _NO_RANKS
@@ -1340,7 +1338,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             return int(x_rank[j]) if x_rank.size else int(rank_src[order[j]])
         return int(rank_src[j])
 
-    ranges = _rank_ranges(1 if by_rank else _parts(threads, ns, PARALLEL_MIN_VISITS), ns, b_cols[0], o_cols[0],
+    ranges = _rank_ranges(1 if by_rank else thread_count(threads, ns, PARALLEL_MIN_VISITS), ns, b_cols[0], o_cols[0],
                           visit_rank)
     att_ids32 = A.ids.astype(np.int32)
 
@@ -1362,7 +1360,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             *(c[o_lo:o_hi] for c in o_cols), att_ids32, NULL, all_ranks, first_member, *out, *valid)
         return res, out, valid, marks, shift
 
-    results = _run_parts(run, [(part,) for part in ranges])
+    results = run_parts(run, [(part,) for part in ranges])
     for (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2, bad_rank), _, _, _, shift \
             in results:
         if not code:

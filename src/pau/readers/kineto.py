@@ -70,7 +70,8 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _core
-from ..core import KINDS
+from .._vocab import KINDS
+from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from ..errors import PauError
 from ._files import expand, files_in
 
@@ -492,7 +493,6 @@ _QUARANTINE_SCHEMA = pa.schema([
 #: Why the native parser set an event aside, by code.
 _REASONS = {int(k): v for k, v in _core.kineto_invalid_reasons().items()}
 
-from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA  # noqa: E402
 
 _RANKS_SCHEMA = pa.schema([
     ("rank", pa.int32()), ("file_rank", pa.int32()), ("rank_source", pa.string()),

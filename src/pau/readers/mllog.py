@@ -50,11 +50,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from ..errors import PauError
 
 __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
 
-from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA  # noqa: E402
 
 _MARK = ":::MLLOG"
 _SYSMARK = ":::SYSJSON"

@@ -75,7 +75,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..core import KINDS
+from .._vocab import KINDS
+from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from ._files import expand, files_in
 from .kineto import (DEFAULT_RULES, InvalidEventError, NoDeviceEventsError, Rules,
                      TraceFormatError)
@@ -92,7 +93,6 @@ _NVTX_RANGE_TYPES = (59, 60)
 
 _FIX_EXPORT = "export the report again with `nsys export --type sqlite <report>.nsys-rep`"
 
-from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA  # noqa: E402
 
 _RANKS_SCHEMA = pa.schema([
     ("rank", pa.int32()), ("device", pa.int64()), ("device_name", pa.string()),

@@ -1,0 +1,389 @@
+"""The engine's entry points: exclusive time, overlap, the lifecycle attribution and
+the ledger (DESIGN §2), on in-memory tables, streams and Parquet archives.
+
+:mod:`pau.core` exports these; their docstrings are the public documentation.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from . import _crossing
+from . import io as _io
+from ._input import as_table
+from ._kernels import state_cells, state_windows
+from ._ledger import UNKNOWN_ACTIVITY, Ledger, cells_table, tidy
+from ._sweep import (
+    IDLE,
+    Overlap,
+    Plan,
+    activity_of_mask,
+    exclusive,
+    feed_batches,
+    hist_of_table,
+    in_memory,
+    is_path_source,
+    overlap_tables,
+    plan_of,
+    result,
+    slot_frame,
+    spans_table,
+    window_column,
+    with_counts,
+)
+from ._threads import cores
+from ._types import Quarantined, check_on_invalid
+from ._vocab import ACTIVITIES, STATES
+from .distributed import (
+    ROW_GROUP_COPIES,
+    _footprints,
+    check_job_ranks,
+    classify_partitions,
+    merged_hist,
+    parse_memory_budget,
+    partitions,
+)
+from .errors import PauError
+from .lifecycle import attribute_rows
+
+__all__ = ["attribute", "classify", "classify_dataset", "ledger", "overlap"]
+
+def classify(
+    events: Any,
+    *,
+    windows: Any = None,
+    span: Any = None,
+    priority: Sequence[str] | None = None,
+    on_invalid: str = "raise",
+    threads: int | None = None,
+):
+    """Exclusive accelerator time per rank and activity.
+
+    At every instant of a rank's span the highest-priority kind running wins; time
+    with no event is ``idle``. So communication hidden under compute counts as
+    compute, and ``communication`` here is *exposed* communication.
+
+    Parameters
+    ----------
+    events : table-like
+        Columns ``rank`` (int), ``start_ns``, ``end_ns`` (int64 ns or ``timestamp``),
+        ``kind`` (string or dictionary of strings, one of :data:`KINDS`). Any order;
+        overlapping, touching and zero-length events are allowed. Other columns
+        (``stream``, ``name``...) are ignored.
+    windows : table-like or int, optional
+        Either intervals ``rank, start_ns, end_ns`` (optional ``window`` id, default
+        the row number; ``rank = -1`` means every rank), disjoint within a rank, or
+        an int: fixed buckets of that many ns, ``[k*w, (k+1)*w)``, named by their
+        start. Every window of a rank gets a row per activity (zeros included); time
+        of the span outside every window comes in rows whose ``window`` is null, so
+        the windows of a rank always sum to its whole span.
+    span : table-like, optional
+        ``rank, start_ns, end_ns``: the accounted span per rank. Events are clipped to
+        it and uncovered time is idle; a rank listed here with no events is all idle.
+        Ranks without a row get ``[first event start, last event end)``.
+    priority : sequence of str, optional
+        All of :data:`KINDS`, highest first. Default :data:`DEFAULT_PRIORITY`.
+    on_invalid : {"raise", "quarantine"}
+        ``"raise"`` (default) raises :class:`pau.errors.InvalidRowError` on the
+        first bad row. ``"quarantine"`` classifies the usable rows and returns
+        :class:`Quarantined` ``(table, quarantine)``.
+    threads : int, optional
+        Threads to sweep on. Input sorted by rank is split into row ranges at rank
+        boundaries, one per thread; other input is swept on one thread. Default: one
+        below :data:`PARALLEL_MIN_ROWS` rows, else one per core (up to 8). The result
+        does not depend on it.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``rank, [window,] activity, duration_ns``, one row per rank (and window) and
+        activity in :data:`ACTIVITIES` order. Schema metadata ``pau.rows`` and
+        ``pau.quarantined_rows`` count the input.
+    """
+    check_on_invalid(on_invalid)
+    plan = plan_of(windows, span)
+    table = as_table(events, "events")
+    hist, quarantine, rows = hist_of_table(table, plan, on_invalid, threads)
+    out = exclusive(hist, plan, priority)
+    nq = 0 if quarantine is None else quarantine.num_rows
+    return result(with_counts(out, rows, nq), quarantine, on_invalid)
+
+
+def overlap(events: Any, *, windows: Any = None, span: Any = None, on_invalid: str = "raise",
+            threads: int | None = None):
+    """The full overlap matrix per rank, and the communication/compute overlap ratio.
+
+    Parameters are those of :func:`classify`. Returns :class:`Overlap` (or
+    :class:`Quarantined` wrapping it with ``on_invalid="quarantine"``).
+    """
+    check_on_invalid(on_invalid)
+    plan = plan_of(windows, span)
+    hist, quarantine, _ = hist_of_table(as_table(events, "events"), plan, on_invalid, threads)
+    return result(overlap_tables(hist, plan), quarantine, on_invalid)
+
+
+def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None, progress=None,
+                    workers=None, memory_budget=None):
+    """Sweep a Parquet path (streamed, or one partition per thread for pau's
+    rank-partitioned layout) or an in-memory table-like input."""
+    if is_path_source(source):
+        check_job_ranks(partitions(source))
+    if _rank_partitioned(source, batch_rows, workers):
+        return merged_hist(source, plan, workers=workers, on_invalid=on_invalid, progress=progress,
+                           memory_budget=memory_budget)
+    if in_memory(source):
+        return hist_of_table(as_table(source, "events"), plan, on_invalid)
+    read_ahead = _io.READ_AHEAD
+    if memory_budget is not None and is_path_source(source):
+        # One stream: the row group being swept and those read ahead, as many as fit
+        # (at least one: the check raises when two row groups do not fit).
+        budget = parse_memory_budget(memory_budget)
+        big = max(_footprints(partitions(source), budget), default=0) // ROW_GROUP_COPIES
+        if big:
+            read_ahead = max(1, min(read_ahead, budget // big - 1))
+    batches = _io.stream_events(source, batch_rows=batch_rows, progress=progress, read_ahead=read_ahead)
+    quarantine: list = []
+    sweep = plan.sweep()
+    name = str(source) if isinstance(source, (str, os.PathLike)) else "events"
+    try:
+        rows = feed_batches(sweep, batches, on_invalid, quarantine, reorder_ok=False, source=name)
+    finally:
+        batches.close()
+    q = pa.concat_tables(quarantine) if quarantine else None
+    return sweep.finish(), q, rows
+
+
+def _rank_partitioned(source, batch_rows, workers) -> bool:
+    """Whether a dataset can be swept one partition per thread: a directory whose
+    files each hold one rank (hive ``rank=R`` folders, no rank twice)."""
+    if workers is not None and workers < 1:
+        raise PauError(f"workers: expected a positive number, got {workers}")
+    if (workers == 1 or (workers is None and cores() < 2)
+            or batch_rows is not None or not isinstance(source, (str, os.PathLike))
+            or not os.path.isdir(source)):
+        return False
+    files = _io.parquet_files(source)
+    ranks = [keys.get("rank") for _, keys in files]
+    return len(files) > 1 and None not in ranks and len(set(ranks)) == len(ranks)
+
+
+def classify_dataset(
+    source: Any,
+    *,
+    windows: Any = None,
+    span: Any = None,
+    priority: Sequence[str] | None = None,
+    on_invalid: str = "raise",
+    batch_rows: int | None = None,
+    progress: Any = None,
+    workers: int | None = None,
+    memory_budget: int | str | None = None,
+    by_job: bool = False,
+):
+    """:func:`classify` on a Parquet file or directory, streamed.
+
+    Row groups are read one at a time (the next one is read ahead on a second
+    thread while the native core, GIL released, sweeps the current one), so memory
+    is bounded by a row group, not by the input. The result is identical to
+    :func:`classify` on the whole table.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, list of paths, pyarrow.RecordBatchReader or stream
+        A Parquet file, a directory of them (hive partitions such as ``rank=3/`` fill
+        a missing column), or any Arrow stream of record batches.
+    batch_rows : int, optional
+        Split row groups into batches of at most this many rows.
+    progress : None, bool or callable
+        None/False (default): nothing. True: a one-line bar on stderr (partitions,
+        rows, rows per second) when stderr is a terminal. A callable receives
+        :class:`pau.distributed.Progress` snapshots on the calling thread; if it raises
+        ``KeyboardInterrupt`` the run stops as on Ctrl-C.
+    workers : int, optional
+        A directory in pau's layout (one file per rank: ``rank=R/`` folders, see
+        :func:`pau.io.write_dataset`) is swept one partition per thread
+        (:func:`pau.distributed.classify_partitions`); default one thread per core.
+        ``workers=1`` streams everything on one thread. The result is the same.
+    memory_budget : int or str, optional
+        Bytes (or ``"2GiB"``) for the row groups in memory at once: bounds the
+        partitions swept at once and the threads (see
+        :func:`pau.distributed.classify_partitions` and ``docs/archive.md``).
+        :class:`pau.errors.MemoryBudgetError` when one row group does not fit.
+    by_job : bool, default False
+        For archives partitioned by job and rank: classify each job apart and add a
+        ``job`` column (:func:`pau.distributed.classify_partitions`). Without it, a
+        rank number found under two ``job=`` folders raises :class:`pau.errors.PauError`
+        (ranks are numbered per job; merging them would mix two accelerators).
+
+    The source must be ordered by ``start_ns`` within each rank (ranks may
+    interleave); otherwise :class:`pau.errors.UnsortedInputError` names the row.
+    Other parameters are those of :func:`classify`.
+    """
+    check_on_invalid(on_invalid)
+    if by_job:
+        if not is_path_source(source):
+            raise PauError("by_job=True: the source must be a directory partitioned by job (job=J/), "
+                           f"got {type(source).__name__}")
+        return classify_partitions(source, workers=workers, windows=windows, span=span, priority=priority,
+                                   on_invalid=on_invalid, progress=progress, memory_budget=memory_budget,
+                                   by_job=True)
+    plan = plan_of(windows, span)
+    hist, q, rows = _hist_of_source(source, plan, on_invalid, batch_rows=batch_rows, progress=progress,
+                                    workers=workers, memory_budget=memory_budget)
+    out = exclusive(hist, plan, priority)
+    return result(with_counts(out, rows, 0 if q is None else q.num_rows), q, on_invalid)
+
+
+def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "raise",
+              threads: int | None = None):
+    """Every accountable nanosecond of every rank, in exactly one lifecycle state.
+
+    Applies DESIGN §2.2 (states, precedence, lineage rule) to a lifecycle table; the
+    rules pau adds where the design is silent are in :mod:`pau.lifecycle`.
+
+    Parameters
+    ----------
+    lifecycle : table-like
+        Columns ``record, start_ns`` and any of ``attempt, rank, end_ns, step,
+        block_end_ns, durable_ns, ok, kind, tokens`` (missing columns are null).
+    as_of : int, optional
+        The instant (ns) the ledger is computed as of: later records and time are
+        ignored, open attempts are running. Default: the latest instant in the table.
+    on_invalid : {"raise", "quarantine"}
+    threads : int, optional
+        Threads for the pass over the steps, each taking a range of ranks. Default:
+        every core (up to 8) from 50,000 step executions on, else one; but one on a
+        machine of 2 cores when every step row is for all ranks (rank -1) and the rows
+        come in time order (the pass then visits them rank by rank itself, which is
+        faster there than splitting it).
+
+    Returns
+    -------
+    pyarrow.Table
+        ``rank, start_ns, end_ns, state, attempt, step, cause``: disjoint intervals,
+        sorted by rank and time, covering each rank's accountable time exactly.
+        ``cause`` is the failure a ``rolled_back`` interval is charged to.
+    """
+    check_on_invalid(on_invalid)
+    att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid, threads=threads)
+    if on_invalid == "quarantine":
+        return Quarantined(att.intervals, att.quarantine)
+    return att.intervals
+
+
+def ledger(
+    events: Any = None,
+    lifecycle: Any = None,
+    *,
+    as_of: int | None = None,
+    windows: Any = None,
+    rules: Sequence[str] | None = None,
+    span: Any = None,
+    on_invalid: str = "raise",
+    progress: Any = None,
+) -> Ledger:
+    """The ledger of DESIGN §2.3: lifecycle state × device activity, per rank.
+
+    Parameters
+    ----------
+    events : table-like or Parquet path, optional
+        Device events (see :func:`classify`); a path is streamed.
+    lifecycle : table-like, optional
+        The lifecycle table (see :func:`attribute`). The state intervals become the
+        windows of the native sweep, so each state gets the exact activity time
+        inside it; events outside every accountable interval are not counted.
+    as_of : int, optional
+        See :func:`attribute`.
+    windows : table-like or int, optional
+        Only without a lifecycle: adds a ``window`` column (see :func:`classify`).
+    rules : sequence of str, optional
+        The priority of kinds when they overlap (see :func:`classify`).
+    span : table-like, optional
+        Only without a lifecycle: the accounted span per rank.
+    progress : None, bool or callable
+        For a path of events: as in :func:`classify_dataset`.
+
+    Returns
+    -------
+    Ledger
+        With only events, ``state`` is ``unattributed`` and a rank's accountable time
+        is its span; with only a lifecycle, ``activity`` is ``unknown``.
+    """
+    check_on_invalid(on_invalid)
+    if events is None and lifecycle is None:
+        raise PauError("ledger: give events, a lifecycle, or both")
+    act_of_mask = activity_of_mask(rules)
+    unattributed = STATES.index("unattributed")
+    if lifecycle is None:
+        if as_of is not None:
+            raise PauError("ledger: as_of applies to a lifecycle; give one, or drop as_of")
+        plan = plan_of(windows, span)
+        hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
+        slot = None
+        if plan.mode != "none":
+            s_rank, s_win, slot = slot_frame(hist, plan)
+        # Aggregate by slot (unique per rank and window, "outside" included), then name
+        # the windows: a user's window id may be any integer, -1 included.
+        table = tidy(hist["rank"], np.full(hist["rank"].size, unattributed), act_of_mask[hist["mask"]],
+                     hist["duration"], slot)
+        if slot is not None:
+            table = table.set_column(1, "window", window_column(plan, s_win).take(table["window"]))
+        spans = spans_table(hist)
+        accountable = pa.table({"rank": spans["rank"], "accountable_ns": pa.array(
+            np.asarray(spans["end_ns"]) - np.asarray(spans["start_ns"]), pa.int64())})
+        return Ledger(with_counts(table, rows, 0 if quarantine is None else quarantine.num_rows),
+                      accountable, quarantine=quarantine)
+
+    if windows is not None or span is not None:
+        raise PauError("ledger: windows and span apply to events-only ledgers; with a lifecycle "
+                       "the accountable records set the span")
+    # In-memory events are swept on worker threads while this thread attributes,
+    # with windows guessed from the lifecycle (pau._crossing); when the guess does
+    # not resolve the states, the exact way below runs instead.
+    started = None
+    if events is not None and on_invalid == "raise" and in_memory(events):
+        started = _crossing.start(events, lifecycle, as_of)
+    # While the helpers sweep, the attribution's pass keeps to this thread: more
+    # threads would take cores from the sweep and cost the visit order on top.
+    att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid, threads=None if started is None else 1)
+    if events is None:
+        iv = att.intervals
+        i_start, i_end = np.asarray(iv["start_ns"]), np.asarray(iv["end_ns"])
+        i_state = np.asarray(iv["state"].combine_chunks().indices if iv.num_rows else np.empty(0, np.int8))
+        table = tidy(np.asarray(iv["rank"]), i_state, np.full(i_start.size, UNKNOWN_ACTIVITY), i_end - i_start)
+        return Ledger(table, att.accountable, attribution=att, lifecycle_quarantine=att.quarantine,
+                      has_events=False)
+    # The state intervals in batches of whole ranks (the pass's own arrays, joined
+    # when there are several); their ranks are the accountable ones.
+    n_act = len(ACTIVITIES) + 1
+    ranks = np.asarray(att.accountable["rank"])
+    pieces = att.pieces
+    cols = pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
+    if started is not None:
+        cells = _crossing.finish(started, cols, ranks, act_of_mask, IDLE, len(STATES), n_act)
+        if cells is not None:
+            return Ledger(with_counts(cells_table(cells, ranks, n_act), started.rows, 0), att.accountable,
+                          attribution=att)
+    # The windows of the sweep are the runs of one state: consecutive intervals of a
+    # rank in the same state that touch become one window (the ledger sums by state,
+    # so this changes nothing but the number of window boundaries the sweep crosses).
+    # A rank's accounted span runs from its first to its last interval; time in gaps
+    # (not accountable) falls outside every window and is not counted.
+    plan = Plan(mode="list")
+    (plan.win_rank, plan.win_start, plan.win_end, w_state, w_pos, plan.win_row, plan.span_start,
+     plan.span_end) = state_windows(*cols, ranks)
+    plan.win_id = plan.win_row
+    plan.span_rank = ranks.astype(np.int32)
+    hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
+    nq = 0 if quarantine is None else quarantine.num_rows
+    # One pass over the histogram into (accountable rank, state, activity) cells; rows
+    # in a window have an accountable rank (their windows are its intervals).
+    cells = state_cells(hist["window"], hist["mask"], hist["duration"], w_pos, w_state, act_of_mask, ranks.size,
+                        len(STATES), n_act)
+    return Ledger(with_counts(cells_table(cells, ranks, n_act), rows, nq), att.accountable, attribution=att,
+                  quarantine=quarantine, lifecycle_quarantine=att.quarantine)
+

@@ -1,0 +1,506 @@
+"""Planning and running the native sweep of device events (DESIGN §2.1).
+
+A :class:`Plan` holds the windows and spans; the native ``Sweep`` turns events into
+a histogram of ``(rank, window, mask) -> ns``; the functions below shape that
+histogram into pau's tables (exclusive time, the overlap matrix). Half-open
+intervals and int64 ns throughout (see :mod:`pau.core`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from . import _core
+from ._input import (
+    KINDS,
+    REASONS,
+    _column,
+    as_table,
+    event_columns,
+    raise_first,
+    rank_column,
+    row_reasons,
+    time_column,
+)
+from ._search import lower_bound
+from ._threads import run_parts, thread_count
+from ._types import Quarantined
+from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, label
+from .errors import InvalidWindowsError, PauError, UnsortedInputError
+
+IDLE = len(KINDS)
+_COMPUTE_BIT = 1 << KINDS.index("compute")
+_COMM_BIT = 1 << KINDS.index("communication")
+_UNSORTED = 5
+_MASK_NAMES = tuple(
+    "+".join(k for i, k in enumerate(KINDS) if m >> i & 1) or "idle" for m in range(1 << len(KINDS))
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _activity_of_mask_cached(priority: tuple) -> np.ndarray:
+    out = _activity_of_mask_uncached(priority)
+    out.setflags(write=False)
+    return out
+
+
+def activity_of_mask(priority: Sequence[str] | None) -> np.ndarray:
+    """For each of the 64 masks, the ACTIVITIES index of the kind that wins it."""
+    return _activity_of_mask_cached(tuple(DEFAULT_PRIORITY if priority is None else priority))
+
+
+def _activity_of_mask_uncached(priority: Sequence[str] | None) -> np.ndarray:
+    """For each of the 64 masks, the ACTIVITIES index of the kind that wins it."""
+    prio = tuple(DEFAULT_PRIORITY if priority is None else priority)
+    if sorted(prio) != sorted(KINDS):
+        raise PauError(
+            f"priority: expected an ordering of all of {', '.join(KINDS)} (highest first), "
+            f"got {list(prio)}"
+        )
+    out = np.full(1 << len(KINDS), IDLE, dtype=np.int8)
+    for m in range(1, 1 << len(KINDS)):
+        out[m] = next(KINDS.index(k) for k in prio if m >> KINDS.index(k) & 1)
+    return out
+
+
+
+# ---------------------------------------------------------------------------
+# windows and spans
+
+
+@dataclass
+class Plan:
+    """Everything the sweep needs besides the events: windows and spans."""
+
+    mode: str = "none"  # none | list | bucket
+    bucket: int = 0
+    win_rank: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    win_start: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    win_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    win_row: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    win_id: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    span_rank: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    span_start: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    span_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+
+    def sweep(self) -> _core.Sweep:
+        try:
+            return _core.Sweep(self.win_rank, self.win_start, self.win_end, self.win_row,
+                               self.span_rank, self.span_start, self.span_end, self.bucket)
+        except ValueError as exc:
+            raise InvalidWindowsError(str(exc)) from None
+
+
+def _interval_columns(obj: Any, what: str):
+    t = as_table(obj, what)
+    for name in ("rank", "start_ns", "end_ns"):
+        col = _column(t, name, what)
+        if col.null_count:
+            row = int(np.flatnonzero(np.asarray(col.is_null()))[0])
+            raise InvalidWindowsError(f"{what}: column '{name}', row {row}: null. Fix: every "
+                                      f"{what} row needs rank, start_ns and end_ns")
+    r = rank_column(_column(t, "rank", what), what)
+    s = time_column(_column(t, "start_ns", what), "start_ns", what)
+    e = time_column(_column(t, "end_ns", what), "end_ns", what)
+    bad = np.flatnonzero((e < s) | (s < 0))
+    if bad.size:
+        raise InvalidWindowsError(
+            f"{what}: row {int(bad[0])}: start_ns={int(s[bad[0]])}, end_ns={int(e[bad[0]])}. "
+            f"Fix: {what} need 0 <= start_ns <= end_ns"
+        )
+    return t, np.ascontiguousarray(r), np.ascontiguousarray(s), np.ascontiguousarray(e)
+
+
+def plan_of(windows: Any, span: Any) -> Plan:
+    plan = Plan()
+    if windows is not None:
+        if isinstance(windows, (int, np.integer)) and not isinstance(windows, bool):
+            if windows <= 0:
+                raise InvalidWindowsError(f"windows: a bucket width must be > 0 ns, got {windows}")
+            plan.mode, plan.bucket = "bucket", int(windows)
+        else:
+            t, r, s, e = _interval_columns(windows, "windows")
+            if (r < -1).any():
+                row = int(np.flatnonzero(r < -1)[0])
+                raise InvalidWindowsError(f"windows: column 'rank', row {row}: {r[row]}. Fix: "
+                                          "ranks are >= 0, or -1 for a window of every rank")
+            ids = (np.arange(len(r), dtype=np.int64) if "window" not in t.column_names
+                   else time_column(_column(t, "window", "windows"), "window", "windows"))
+            if not isinstance(ids, np.ndarray):
+                raise InvalidWindowsError("windows: column 'window' has nulls. Fix: give every "
+                                          "window an id, or drop the column to number them by row")
+            # Window indices follow start order, so output comes out in time order.
+            order = np.lexsort((e, s))
+            plan.mode = "list"
+            plan.win_rank, plan.win_start, plan.win_end = r[order], s[order], e[order]
+            plan.win_row, plan.win_id = order.astype(np.int64), np.asarray(ids, np.int64)[order]
+    if span is not None:
+        _, r, s, e = _interval_columns(span, "span")
+        plan.span_rank, plan.span_start, plan.span_end = r, s, e
+    return plan
+
+
+
+# ---------------------------------------------------------------------------
+# running the sweep
+
+
+class Reorder(Exception):
+    """The input is not start-ordered within a rank; the caller re-feeds in order."""
+
+
+def _feed(sweep, *args):
+    """Sweep.feed; windows are checked when a rank is first met, so their errors
+    surface here."""
+    try:
+        return sweep.feed(*args)
+    except ValueError as exc:
+        if str(exc).startswith("windows:"):
+            raise InvalidWindowsError(str(exc)) from None
+        raise
+
+
+def split_invalid(batch, row0: int, table: str = "events"):
+    """(usable rows, quarantined rows or None) of one batch."""
+    reasons = row_reasons(batch, table)
+    bad = reasons != 0
+    if not bad.any():
+        return batch, None
+    idx = np.flatnonzero(bad)
+    q = batch.take(pa.array(idx))
+    q = q.append_column("row", pa.array(idx + row0, pa.int64()))
+    q = q.append_column("reason", pa.array(np.asarray(REASONS, dtype=object)[reasons[idx]], pa.string()))
+    if isinstance(q, pa.RecordBatch):
+        q = pa.Table.from_batches([q])
+    return batch.filter(pa.array(~bad)), q
+
+
+def feed_batches(sweep, batches: Iterable, on_invalid: str, quarantine: list, *,
+                  reorder_ok: bool, source: str = "events") -> int:
+    """Feed batches into the sweep; returns the number of input rows seen."""
+    row0 = 0
+    for batch in batches:
+        n = batch.num_rows
+        kept = None  # input positions of the rows left after quarantine
+        if on_invalid == "quarantine":
+            batch, q = split_invalid(batch, row0)
+            if q is not None:
+                quarantine.append(q)
+                kept = np.setdiff1d(np.arange(n), np.asarray(q["row"]) - row0)
+        cols = event_columns(batch, row0=row0)
+        if cols is None:
+            raise_first(batch, row_reasons(batch), row0)
+        code, row = _feed(sweep, cols.rank, cols.start, cols.end, cols.kind.indices, cols.kind.codes)
+        if code == _UNSORTED:
+            if reorder_ok:
+                raise Reorder()
+            raise UnsortedInputError(
+                f"{source}: column 'start_ns', row {row0 + (row if kept is None else int(kept[row]))}: "
+                f"start_ns decreases within rank "
+                f"{int(cols.rank[row])}. Fix: streamed sources must be ordered by start_ns within "
+                "each rank (pau.synth and pau's writers do so); sort the file by (rank, start_ns), "
+                "or load it and call pau.core.classify, which sorts."
+            )
+        if code != 0:
+            raise_first(batch, row_reasons(batch), row0)
+        row0 += n
+    return row0
+
+
+
+def merge_hists(hists: list) -> dict:
+    if len(hists) == 1:
+        return hists[0]
+    return {k: np.concatenate([h[k] for h in hists]) for k in hists[0]}
+
+
+def rank_split(cols: list, parts: int):
+    """Split input into `parts` row ranges at rank boundaries, assuming it is sorted
+    by rank, without reading every row: each cut at the rank boundary nearest an
+    equal share of the rows (fewer parts where two cuts meet).
+
+    Returns, per part, its pieces ``[(batch index, row slice)]`` and its rank range,
+    or None when a sample of the rank column shows it is not sorted (then the input
+    is swept on one thread). The assumption is checked for free afterwards: the
+    parts' sweeps are valid together exactly when no rank shows up in two of them
+    (:func:`sweep_parts` checks, and sweeps again on one thread otherwise)."""
+    if not cols:
+        return None
+    offsets = np.cumsum([0] + [c.rows for c in cols])
+    n = int(offsets[-1])
+    if n < parts:
+        return None
+    if len(cols) == 1:  # one batch: the same steps, as array operations
+        r = cols[0].rank
+        sample = r[np.minimum(n - 1, (np.arange(65) * n) // 64)]
+        if (sample[1:] < sample[:-1]).any():
+            return None
+        at = (np.arange(1, parts) * n) // parts
+        lows = np.searchsorted(r, r[at], "left")  # r assumed sorted
+        highs = np.searchsorted(r, r[at], "right")
+        cuts = sorted({0, n} | set(np.where(at - lows <= highs - at, lows, highs).tolist()))
+        return [([(0, slice(lo, hi))], int(r[lo]), int(r[hi - 1])) for lo, hi in zip(cuts[:-1], cuts[1:])
+                if hi > lo]
+
+    def rank_at(i: int) -> int:
+        b = int(np.searchsorted(offsets, i, "right")) - 1
+        return int(cols[b].rank[i - offsets[b]])
+
+    sample = [rank_at(min(n - 1, (j * n) // 64)) for j in range(65)]
+    if any(x > y for x, y in zip(sample, sample[1:])):
+        return None
+
+    def nearest_boundary(i: int) -> int:  # the rank boundary nearest row i, ranks (assumed) sorted
+        v = rank_at(i)
+        lo, hi = lower_bound(n, rank_at, v), lower_bound(n, rank_at, v + 1)
+        return lo if i - lo <= hi - i else hi
+
+    cuts = sorted({0, n} | {nearest_boundary((j * n) // parts) for j in range(1, parts)})
+    out = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        if hi <= lo:
+            continue
+        pieces = []
+        for b in range(len(cols)):
+            x, z = max(lo, offsets[b]), min(hi, offsets[b + 1])
+            if x < z:
+                pieces.append((b, slice(int(x - offsets[b]), int(z - offsets[b]))))
+        out.append((pieces, rank_at(lo), rank_at(hi - 1)))
+    return out
+
+
+def sweep_parts(plan: Plan, cols: list, parts: int, order=None):
+    """Sweep column batches, on several threads when that pays (the core releases
+    the GIL). Input sorted by rank is split into row ranges at rank boundaries;
+    other input runs on one thread. Returns the merged histogram, or (code, row,
+    batch index) of the first problem met."""
+
+    def run(pieces, span_sel=None):
+        p = plan if span_sel is None else dataclasses.replace(
+            plan, span_rank=plan.span_rank[span_sel], span_start=plan.span_start[span_sel],
+            span_end=plan.span_end[span_sel])
+        sweep = p.sweep()
+        for b, sl in pieces:
+            c = cols[b]
+            code, row = _feed(sweep, c.rank[sl], c.start[sl], c.end[sl], c.kind.indices[sl], c.kind.codes,
+                                   None if order is None else order[sl])
+            if code != 0:
+                return (code, row + (sl.start or 0), b)
+        return sweep.finish()
+
+    whole = [(b, slice(0, c.rows)) for b, c in enumerate(cols)]
+    split = rank_split(cols, parts) if (parts > 1 and order is None) else None
+    if split is None or len(split) == 1:
+        results = [run(whole)]
+    else:
+        sr = plan.span_rank
+        taken = np.zeros(sr.size, bool)
+        jobs = []
+        for pieces, lo, hi in split:
+            sel = (sr >= lo) & (sr <= hi)
+            taken |= sel
+            jobs.append((pieces, sel))
+        jobs[0] = (jobs[0][0], jobs[0][1] | ~taken)  # spans of ranks without events
+        results = run_parts(run, jobs)
+        if not any(isinstance(r, tuple) for r in results):
+            seen = np.concatenate([r["span_rank"] for r in results])
+            if np.unique(seen).size != seen.size:
+                # A rank in two parts: the rank column was not sorted after all.
+                results = [run(whole)]
+    problems = [r for r in results if isinstance(r, tuple)]
+    if problems:
+        return min(problems, key=lambda p: (p[2], p[1]))
+    return merge_hists(results)
+
+
+def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | None = None):
+    """Sweep an in-memory table; returns (histogram, quarantine table or None, rows)."""
+    quarantine, rows = None, table.num_rows
+    if on_invalid == "quarantine":
+        table, quarantine = split_invalid(table, 0)
+    batches = table.to_batches()
+    cols, row0 = [], 0
+    for batch in batches:
+        c = event_columns(batch, row0=row0)
+        if c is None:
+            raise_first(batch, row_reasons(batch), row0)
+        cols.append(c)
+        row0 += batch.num_rows
+    parts = thread_count(threads, table.num_rows)
+    out = sweep_parts(plan, cols, parts)
+    if isinstance(out, tuple) and out[0] == _UNSORTED:
+        # Unsorted within a rank: sweep once more through a (rank, start) permutation.
+        cols = [event_columns(table.combine_chunks())]
+        order = _core.order_by_rank_start(cols[0].rank, cols[0].start)
+        out = sweep_parts(plan, cols, parts, order)
+        batches = [table]
+    if isinstance(out, tuple):
+        b = out[2]
+        raise_first(batches[b], row_reasons(batches[b]), sum(x.num_rows for x in batches[:b]))
+    return out, quarantine, rows
+
+
+
+# ---------------------------------------------------------------------------
+# shaping the histogram into tables
+
+
+def _slots(rank: np.ndarray, window: np.ndarray):
+    """Unique (rank, window) pairs in order and each input pair's slot."""
+    if rank.size == 0:
+        return rank.astype(np.int32), window.astype(np.int64), np.empty(0, np.int64)
+    order = np.lexsort((window, rank))
+    r, w = rank[order], window[order]
+    new = np.empty(r.size, bool)
+    new[0] = True
+    new[1:] = (r[1:] != r[:-1]) | (w[1:] != w[:-1])
+    slot_sorted = np.cumsum(new) - 1
+    inverse = np.empty(r.size, np.int64)
+    inverse[order] = slot_sorted
+    return r[new], w[new], inverse
+
+
+def slot_frame(hist: dict, plan: Plan):
+    """Slots of the output and the slot of every histogram row.
+
+    Every accounted rank gets a slot for each of its windows (even one the span
+    never reaches: zeros), plus a slot for time outside all windows when it has
+    some. Without windows the one slot per rank is the whole span.
+    """
+    h_rank = hist["rank"]
+    h_win = hist["window"]
+    ranks = np.unique(hist["span_rank"])
+    if plan.mode == "list":
+        own = plan.win_rank >= 0
+        own_idx = np.flatnonzero(own & np.isin(plan.win_rank, ranks))
+        glob_idx = np.flatnonzero(~own)
+        exp_rank = np.concatenate([plan.win_rank[own_idx], np.repeat(ranks, glob_idx.size)])
+        exp_win = np.concatenate([own_idx, np.tile(glob_idx, ranks.size)]).astype(np.int64)
+    elif plan.mode == "none":
+        exp_rank, exp_win = ranks, np.full(ranks.size, -1, np.int64)
+    else:
+        exp_rank, exp_win = np.empty(0, np.int32), np.empty(0, np.int64)
+    all_rank = np.concatenate([exp_rank.astype(np.int32), h_rank])
+    all_win = np.concatenate([exp_win, h_win])
+    s_rank, s_win, inverse = _slots(all_rank, all_win)
+    return s_rank, s_win, inverse[exp_rank.size:]
+
+
+def window_column(plan: Plan, s_win: np.ndarray) -> pa.Array:
+    if plan.mode == "bucket":
+        return pa.array(s_win, pa.int64())
+    ids = np.where(s_win >= 0, plan.win_id[np.maximum(s_win, 0)] if plan.win_id.size else 0, 0)
+    return pa.array(ids, pa.int64(), mask=s_win < 0)
+
+
+def exclusive(hist: dict, plan: Plan, priority) -> pa.Table:
+    act = activity_of_mask(priority)
+    if plan.mode == "none":  # one slot per rank (every rank has a span)
+        s_rank = np.sort(hist["span_rank"])
+        slot = np.searchsorted(s_rank, hist["rank"])
+    else:
+        s_rank, s_win, slot = slot_frame(hist, plan)
+    n_act = len(ACTIVITIES)
+    mat = np.zeros((s_rank.size, n_act), np.int64)
+    np.add.at(mat, (slot, act[hist["mask"]]), hist["duration"])
+    cols = {"rank": pa.array(np.repeat(s_rank, n_act), pa.int32())}
+    if plan.mode != "none":
+        w = window_column(plan, s_win)
+        cols["window"] = w.take(pa.array(np.repeat(np.arange(s_rank.size), n_act)))
+    cols["activity"] = label(ACTIVITIES, np.tile(np.arange(n_act), s_rank.size))
+    cols["duration_ns"] = pa.array(mat.ravel(), pa.int64())
+    return pa.table(cols)
+
+
+def spans_table(hist: dict) -> pa.Table:
+    order = np.argsort(hist["span_rank"], kind="stable")
+    return pa.table({
+        "rank": pa.array(hist["span_rank"][order], pa.int32()),
+        "start_ns": pa.array(hist["span_start"][order], pa.int64()),
+        "end_ns": pa.array(hist["span_end"][order], pa.int64()),
+    })
+
+
+def with_counts(table: pa.Table, rows: int, quarantined: int) -> pa.Table:
+    meta = dict(table.schema.metadata or {})
+    meta[b"pau.rows"] = str(rows).encode()
+    meta[b"pau.quarantined_rows"] = str(quarantined).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def result(table: pa.Table, quarantine, on_invalid: str, source_schema=None):
+    if on_invalid != "quarantine":
+        return table
+    if quarantine is None:
+        empty = {"row": pa.array([], pa.int64()), "reason": pa.array([], pa.string())}
+        quarantine = pa.table(empty)
+    return Quarantined(table, quarantine)
+
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The overlap matrix and the communication/compute overlap ratio.
+
+    ``matrix``: ``rank, [window,] kinds, duration_ns`` — time during which exactly
+    the kinds named (joined with ``+`` in :data:`KINDS` order; ``idle`` for none)
+    were running; only non-zero rows. Sums to each rank's span.
+
+    ``ratio``: ``rank, [window,] communication_ns, overlap_ns, ratio`` with
+    ``overlap_ns = |communication ∩ compute|`` and ``ratio = overlap_ns /
+    communication_ns``, null when a rank has no communication (never NaN).
+    """
+
+    matrix: pa.Table
+    ratio: pa.Table
+
+
+def overlap_tables(hist: dict, plan: Plan) -> Overlap:
+    s_rank, s_win, slot = slot_frame(hist, plan)
+    order = np.lexsort((hist["mask"], slot))
+    m = hist["mask"][order]
+    cols = {"rank": pa.array(hist["rank"][order], pa.int32())}
+    win = window_column(plan, s_win) if plan.mode != "none" else None
+    if win is not None:
+        cols["window"] = win.take(pa.array(slot[order]))
+    cols["kinds"] = pa.DictionaryArray.from_arrays(pa.array(m.astype(np.int8)),
+                                                   pa.array(_MASK_NAMES, pa.string()))
+    cols["duration_ns"] = pa.array(hist["duration"][order], pa.int64())
+    matrix = pa.table(cols)
+
+    d = hist["duration"]
+    comm = np.zeros(s_rank.size, np.int64)
+    both = np.zeros(s_rank.size, np.int64)
+    has_comm = (hist["mask"] & _COMM_BIT) != 0
+    np.add.at(comm, slot[has_comm], d[has_comm])
+    has_both = has_comm & ((hist["mask"] & _COMPUTE_BIT) != 0)
+    np.add.at(both, slot[has_both], d[has_both])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = both / comm
+    rcols = {"rank": pa.array(s_rank, pa.int32())}
+    if win is not None:
+        rcols["window"] = win
+    rcols["communication_ns"] = pa.array(comm)
+    rcols["overlap_ns"] = pa.array(both)
+    rcols["ratio"] = pa.array(ratio, pa.float64(), mask=comm == 0)
+    return Overlap(matrix, pa.table(rcols))
+
+
+
+def is_path_source(obj: Any) -> bool:
+    return isinstance(obj, (str, os.PathLike)) or (
+        isinstance(obj, (list, tuple)) and bool(obj) and all(isinstance(x, (str, os.PathLike)) for x in obj))
+
+
+def in_memory(source: Any) -> bool:
+    """An in-memory table-like input (not a path nor a stream of batches)."""
+    return not is_path_source(source) and not isinstance(source, pa.RecordBatchReader) and not (
+        hasattr(source, "__arrow_c_stream__") and not isinstance(source, (pa.Table, pa.RecordBatch)))
+
