@@ -7,7 +7,6 @@ against a slow, obviously correct twin written below.
 
 from __future__ import annotations
 
-import pathlib
 from fractions import Fraction
 
 import numpy as np
@@ -21,9 +20,10 @@ import pau.core as core
 import pau.synth as synth
 from pau.errors import InvalidRowError, PauError
 
+from shared_data import shared
+
 S = 10**9
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
-MINIBATCH = DATA / "cluster" / "alibaba" / "gpu-v2020" / "mini-batch-time"
+MINIBATCH = ("cluster", "alibaba", "gpu-v2020", "mini-batch-time")
 
 
 # ---------------------------------------------------------------------------
@@ -154,8 +154,8 @@ def test_stragglers_property_matches_twin(rows):
     assert sum(res.ranks["charged_ns"].to_pylist()) == sum(res.ranks["wait_ns"].to_pylist())
 
 
-@pytest.mark.skipif(not MINIBATCH.exists(), reason=f"Alibaba mini-batch data not found at {MINIBATCH}")
 def test_alibaba_minibatch_persistent_stragglers():
+    minibatch = shared(*MINIBATCH)
     # Expected sets derived independently with pandas on the raw CSVs: per sampled
     # iteration, the worker with the largest batch_time_norm, counted, and the wait
     # (max - own) summed and charged to it. Job 4: workers 5..8 have mean batch
@@ -165,7 +165,7 @@ def test_alibaba_minibatch_persistent_stragglers():
     expected = {1: [0, 1], 2: [5], 3: [0, 1], 4: [5, 6, 7, 8]}
     iterations = {1: 300, 2: 254, 3: 249, 4: 2183}
     for job, want in expected.items():
-        t = A.read_alibaba_minibatch(MINIBATCH / f"job_{job}_norm.csv")
+        t = A.read_alibaba_minibatch(minibatch / f"job_{job}_norm.csv")
         assert t.column_names[:4] == ["rank", "step", "start_ns", "end_ns"]
         res, q = A.stragglers(t, on_invalid="quarantine")
         # job 2 repeats one (worker, iteration) row: set aside, not dropped silently
@@ -176,7 +176,7 @@ def test_alibaba_minibatch_persistent_stragglers():
         assert sum(res.ranks["charged_ns"].to_pylist()) == res.summary()["wait_ns"]
     # Job 1, iteration 1 (first lines of the file): worker 1 is slowest at 509 units;
     # worker 0 (476) waits 33 units = 33 ms at the default 1 ms per unit.
-    t = A.read_alibaba_minibatch(MINIBATCH / "job_1_norm.csv")
+    t = A.read_alibaba_minibatch(minibatch / "job_1_norm.csv")
     first = A.stragglers(t).table.slice(0, 2).to_pydict()
     assert first["wait_ns"] == [33_000_000, 0]
 

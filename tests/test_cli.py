@@ -107,15 +107,11 @@ def test_console_script_runs():
     assert "total" in res.stdout
 
 
-from shared_data import ROOT as DATA, shared  # noqa: E402
-
-
-def _need(path):
-    return shared(*path.relative_to(DATA).parts)
+from shared_data import shared  # noqa: E402
 
 
 def test_report_detects_kineto_and_matches_the_reader(capsys):
-    path = _need(DATA / "kineto" / "hta-trace_filter")
+    path = shared("kineto", "hta-trace_filter")
     assert cli.main(["report", str(path), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "(kineto)" in out
@@ -128,14 +124,14 @@ def test_report_detects_kineto_and_matches_the_reader(capsys):
 
 
 def test_report_on_mlperf_results_lists_runs(capsys):
-    path = _need(DATA / "mlperf" / "training_v4.0" / "NVIDIA")
+    path = shared("mlperf", "training_v4.0", "NVIDIA")
     assert cli.main(["report", str(path)]) == 0
     out = capsys.readouterr().out
     assert "(mllog)" in out and "time_to_train_ns" in out and "aborted" in out
 
 
 def test_convert_then_report_gives_the_same_ledger(tmp_path, capsys):
-    path = _need(DATA / "nsys" / "icon_isc25" / "gpu.sqlite")
+    path = shared("nsys", "icon_isc25", "gpu.sqlite")
     assert cli.main(["convert", str(path), str(tmp_path / "out")]) == 0
     conv = pc.classify_dataset(str(tmp_path / "out" / "events"))
     from pau import io

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import pathlib
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,7 +12,7 @@ import pytest
 
 from pau.readers.detect import UnknownFormatError, detect_format
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+from shared_data import shared
 
 
 @pytest.mark.parametrize("rel, fmt", [
@@ -23,9 +22,7 @@ DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
     ("kineto/pytorch-kineto", "kineto"), ("kineto/hta-amd_trace", "kineto"),
 ])
 def test_samples(rel, fmt):
-    p = DATA / rel
-    if not p.exists():
-        pytest.skip(f"sample {p} absent (../shared/data/{rel})")
+    p = shared(*rel.split("/"))
     assert detect_format(p) == fmt
 
 

@@ -1,7 +1,8 @@
 """pau.readers.kineto: PyTorch profiler (Kineto) traces.
 
-Real samples come from ``../shared/data/kineto`` (see its README); a test whose sample
-is absent is skipped with a message. Bad files are built in ``tmp_path``.
+Real samples come from ``kineto/`` under the data roots of ``shared_data`` (``../shared/data``
+or the copy in ``tests/data``; see its README); a test whose sample is absent is skipped with
+a message. Bad files are built in ``tmp_path``.
 
 Expected figures were derived as follows: event counts by kind, ranks and steps were
 read once with pau and checked against ``json.load`` + a plain-Python classification

@@ -1,6 +1,6 @@
 """pau.readers.nsys: Nsight Systems SQLite exports.
 
-Sample: ``../shared/data/nsys/icon_isc25`` (see its README). Expected figures were
+Sample: ``nsys/icon_isc25``, found by ``shared_data`` (see its README). Expected figures were
 hand-checked with sqlite3 queries on gpu.sqlite, e.g.
 ``SELECT count(*), sum("end"-start) FROM CUPTI_ACTIVITY_KIND_MEMCPY`` -> 5511, 32532292;
 ``SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL`` -> 7 (all on device 0, stream 7,
@@ -12,7 +12,6 @@ for_each x3. Bad files are built in ``tmp_path``.
 
 from __future__ import annotations
 
-import pathlib
 import sqlite3
 
 import numpy as np
@@ -24,15 +23,13 @@ from pau.errors import PauError
 from pau.readers.kineto import InvalidEventError, NoDeviceEventsError, TraceFormatError
 from pau.readers.nsys import read_nsys
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "nsys" / "icon_isc25"
+from shared_data import shared
+
 BASE = 1744298836266214360
 
 
 def _sample(name):
-    p = DATA / name
-    if not p.exists():
-        pytest.skip(f"sample {p} absent (../shared/data/nsys/icon_isc25)")
-    return p
+    return shared("nsys", "icon_isc25", name)
 
 
 def _sum(t, kind):
@@ -86,11 +83,16 @@ def test_nvtx_steps_and_phases_feed_the_ledger():
 
 
 def test_directory_and_files_without_device_activity():
-    _sample("gpu.sqlite")
+    # reads the whole folder, so it needs all three exports in one place (tests/data keeps
+    # only gpu.sqlite: cpu.sqlite and rank_.sqlite are 2 MB each)
+    data = _sample("gpu.sqlite").parent
+    for name in ("cpu.sqlite", "rank_.sqlite"):
+        if not (data / name).exists():
+            pytest.skip(f"sample {data / name} absent (only in ../shared/data/nsys/icon_isc25)")
     for name in ("cpu.sqlite", "rank_.sqlite"):   # no CUPTI kernel/memcpy tables
         with pytest.raises(NoDeviceEventsError, match="no device activity"):
-            read_nsys(DATA / name)
-    t = read_nsys(DATA, on_invalid="quarantine")
+            read_nsys(data / name)
+    t = read_nsys(data, on_invalid="quarantine")
     assert t.ranks.num_rows == 1 and t.events.num_rows == 5524
     assert sum("skipped" in w for w in t.warnings) == 2
 
