@@ -38,6 +38,8 @@ LEVELS = [
     {"pau._engine"},
     # figures over ledgers and runs; synthetic runs
     {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.synth"},
+    # the run: one in-memory form of a run from every reader
+    {"pau.run"},
     # the facade
     {"pau.core"},
     # the command line and the package's front door

@@ -29,6 +29,7 @@ from .core import (
     ledger,
     overlap,
 )
+from .run import Run, RunWarning, read, read_runs
 
 __version__ = _core.__version__
 
@@ -45,5 +46,9 @@ __all__ = [
     "errors",
     "ledger",
     "overlap",
+    "read",
+    "read_runs",
+    "Run",
+    "RunWarning",
     "__version__",
 ]

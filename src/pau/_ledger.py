@@ -139,7 +139,12 @@ class Ledger:
         badput_by_cause_ns (rolled-back time per failure cause), failures,
         mtbf_s, preserved_steps, preserved_tokens, preserved_model_cycles,
         accountable_ns_per_preserved_step, accountable_ns_per_model_cycle,
-        activity_ns.
+        badput_accelerator_hours, accelerator_seconds_per_preserved_step,
+        productive_accelerator_seconds_per_preserved_step, activity_ns.
+
+        This is the one place these figures are computed: ``pau report`` (every
+        format), ``pau compare``, :func:`pau.core.compare` and ``Run.summary()``
+        take them from here.
         """
         acc = self.accountable_ns()
         states = self.state_ns()
@@ -164,7 +169,9 @@ class Ledger:
         if self._att is None:
             out.update(failures=None, mtbf_s=None, preserved_steps=None, preserved_tokens=None,
                        preserved_model_cycles=None, accountable_ns_per_preserved_step=None,
-                       accountable_ns_per_model_cycle=None)
+                       accountable_ns_per_model_cycle=None, badput_accelerator_hours=None,
+                       accelerator_seconds_per_preserved_step=None,
+                       productive_accelerator_seconds_per_preserved_step=None)
             return out
         att = self._att
         nfail = len(att.failures_all)
@@ -178,6 +185,9 @@ class Ledger:
             preserved_model_cycles=cycles,
             accountable_ns_per_preserved_step=(acc // steps if acc % steps == 0 else acc / steps) if steps else None,
             accountable_ns_per_model_cycle=(acc / cycles) if cycles else None,
+            badput_accelerator_hours=out["badput_ns"] / NS_PER_HOUR,
+            accelerator_seconds_per_preserved_step=(acc / steps / 1e9) if steps else None,
+            productive_accelerator_seconds_per_preserved_step=(prod / steps / 1e9) if steps else None,
         )
         return out
 

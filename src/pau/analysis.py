@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from ._input import _column, as_table, time_column
-from ._ledger import NS_PER_HOUR, Ledger
+from ._ledger import Ledger
 from ._types import Quarantined, check_on_invalid
 from ._vocab import STATES
 from .economics import cost
@@ -440,13 +440,7 @@ _COST_METRICS = ("total_cost", "waste_cost", "cost_per_productive_accelerator_ho
 def _side(led: Ledger, prices) -> tuple[dict, dict | None]:
     if not isinstance(led, Ledger):
         raise TypeError(f"compare: expected pau Ledgers, got {type(led).__name__}")
-    s = led.summary()
-    steps = s["preserved_steps"]
-    s["badput_accelerator_hours"] = None if s["badput_ns"] is None else s["badput_ns"] / NS_PER_HOUR
-    s["accelerator_seconds_per_preserved_step"] = (s["accountable_ns"] / steps / _NS_PER_S) if steps else None
-    s["productive_accelerator_seconds_per_preserved_step"] = (s["productive_ns"] / steps / _NS_PER_S
-                                                              if steps else None)
-    return s, (None if prices is None else cost(led, prices))
+    return led.summary(), (None if prices is None else cost(led, prices))
 
 
 def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dict | None = None,

@@ -1,27 +1,43 @@
-"""The ``pau`` command line.
+"""The ``pau`` command line: argument parsing and printing only.
 
-``pau report`` (no path) analyzes a built-in synthetic 8-rank run; ``pau report PATH``
-analyzes a Parquet events file or directory, streamed. Printing lives here, never in
-the kernels.
+Every command reads its input through :func:`pau.read` (format detected from the
+content, ``--input-format`` to override) and takes its figures from
+:meth:`pau.Run.summary`, so ``report`` in every ``--format``, ``compare`` and the API
+agree. Exit codes (one table, also in ``pau --help``):
+
+====  ==========================================================================
+0     done
+1     bad input (a :mod:`pau.errors` exception, a missing file)
+2     usage (an unknown flag, or an option that does not apply to the input)
+3     a ``--gate`` failed
+130   interrupted (Ctrl-C)
+====  ==========================================================================
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import operator
 import os
+import re
 import sys
-from typing import Sequence
+from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from . import core, errors, io, synth
+from . import core, errors, synth
 from ._progress import Bar
-from .io import write_dataset
-from .readers.mllog import mllog_summary
+from .run import Run, detect, read_runs
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+_EXIT_TABLE = """exit codes: 0 done, 1 bad input, 2 usage (or an option that does not apply to the input),
+3 a --gate failed, 130 interrupted"""
 
 # Columns of the report: (heading, activities summed into it).
 _COLUMNS = (
@@ -32,6 +48,18 @@ _COLUMNS = (
     ("idle", ("idle",)),
 )
 
+# Defaults of the built-in run's options (None in the parser, so that giving them
+# with a path can be refused).
+_BUILTIN = {"ranks": 8, "steps": 400, "seed": 0, "straggler": 3}
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as given (exit 2)."""
+
+
+# ---------------------------------------------------------------------------
+# rendering
+
 
 def _seconds(ns: int) -> str:
     return f"{ns / 1e9:,.3f} s"
@@ -41,13 +69,17 @@ def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:5.1f}%" if whole else "    -"
 
 
-def render_report(table: pa.Table, title: str) -> str:
-    """The per-rank table of a :func:`pau.core.classify` result, as text."""
+def _hours(ns: int) -> str:
+    return f"{ns / 3.6e12:,.3f} h"
+
+
+def render_activity(table: pa.Table, title: str) -> str:
+    """The per-rank activity table of a ledger (``rank, activity, duration_ns``), as text."""
     ranks = np.asarray(table["rank"])
     acts = np.asarray(table["activity"].to_numpy(zero_copy_only=False)).astype(str)
     dur = np.asarray(table["duration_ns"])
     uniq = np.unique(ranks)
-    per = {r: {} for r in uniq.tolist()}
+    per: dict[int, dict[str, int]] = {r: {} for r in uniq.tolist()}
     for r, a, d in zip(ranks.tolist(), acts.tolist(), dur.tolist()):
         per[r][a] = per[r].get(a, 0) + d  # Python ints: exact
 
@@ -62,7 +94,10 @@ def render_report(table: pa.Table, title: str) -> str:
     whole = sum(totals)
     rows.append(["total"] + [f"{_seconds(v)} {_pct(v, whole)}" for v in totals] + [_seconds(whole)])
     widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
-    fmt = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+
     lines = [title, "", fmt(head), fmt(["-" * w for w in widths])]
     lines += [fmt(x) for x in rows[:-1]] + [fmt(["-" * w for w in widths]), fmt(rows[-1])]
     lines.append("")
@@ -71,13 +106,8 @@ def render_report(table: pa.Table, title: str) -> str:
     return "\n".join(lines)
 
 
-def _hours(ns: int) -> str:
-    return f"{ns / 3.6e12:,.3f} h"
-
-
-def render_goodput(led) -> str:
-    """The goodput section: time per lifecycle state, waste by cause, headline figures."""
-    s = led.summary()
+def render_goodput(s: dict) -> str:
+    """The goodput section of a ledger summary: time per state, waste by cause, headline figures."""
     acc = s["accountable_ns"]
     lines = ["", f"goodput {100 * s['goodput']:.1f} % of {_hours(acc)} accountable accelerator time"
              + (f" (strict, productive x compute: {100 * s['goodput_strict']:.1f} %)"
@@ -100,12 +130,8 @@ def render_goodput(led) -> str:
     return "\n".join(lines)
 
 
-def render_cost(led, price: float, power_path: str | None) -> str:
+def render_cost(c: dict, price: float) -> str:
     """Cost (and energy) per useful output at a price per accelerator-hour."""
-    power = None
-    if power_path:
-        power = pq.read_table(power_path)
-    c = core.cost(led, {"per_accelerator_hour": price}, power=power)
     lines = ["", f"cost at ${price:,.2f} per accelerator-hour: total ${c['total_cost']:,.2f}, "
              f"of which waste ${c['waste_cost']:,.2f}"]
     for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
@@ -122,196 +148,418 @@ def render_cost(led, price: float, power_path: str | None) -> str:
     return "\n".join(lines)
 
 
-def _write(table: pa.Table, path: str, fmt: str | None) -> None:
-    fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
-    if fmt == "parquet":
-        pq.write_table(table, path)
-    elif fmt == "csv":
-        plain = pa.table({n: (c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c)
-                          for n, c in zip(table.column_names, table.columns)})
-        pcsv.write_csv(plain, path)
-    elif fmt == "json":
-        with open(path, "w") as f:
-            json.dump(table.to_pylist(), f, indent=1)
-            f.write("\n")
+def render_requests(s: dict) -> str:
+    """The request section: outcomes, SLO attainment, request goodput."""
+    att = s["slo_attainment"]
+    rate = s["request_goodput_per_s"]
+    lines = ["", f"requests: {s['offered']:,} offered; accepted {s['accepted']:,}, late {s['late']:,}, "
+             f"failed {s['failed']:,}, rejected {s['rejected']:,}, cancelled {s['cancelled']:,}"
+             + (f", quarantined {s['quarantined']:,}" if s["quarantined"] else ""),
+             "SLO attainment " + ("-" if att is None else f"{100 * att:.1f} %")
+             + "; request goodput " + ("-" if rate is None else f"{rate:,.3f} accepted/s")
+             + f" over {_seconds(s['window_ns'])}; accepted tokens {s['accepted_tokens']:,}"]
+    return "\n".join(lines)
+
+
+def _render_meta(run: Run) -> str:
+    m = run.metadata
+    if m.get("format") != "mllog":
+        return ""
+    ttt = m.get("time_to_train_ns")
+    return (f"\n{m.get('benchmark')} on {m.get('system')} ({m.get('submitter')}): status {m.get('status')}, "
+            f"{m.get('accelerators')} accelerators ({m.get('accelerators_source')}), time to train "
+            + ("-" if ttt is None else _seconds(ttt)))
+
+
+def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, price: float | None) -> str:
+    """The whole text report of one run."""
+    parts = []
+    led = figures["ledger"]
+    if table is not None and run.events is not None:
+        parts.append(render_activity(table.select(["rank", "activity", "duration_ns"]), title))
     else:
-        raise SystemExit(f"pau: --out {path!r}: unknown format {fmt!r}; use .parquet, .csv or .json "
-                         "(or --out-format)")
+        parts.append(title)
+    meta = _render_meta(run)
+    if meta:
+        parts.append(meta)
+    if led is not None and led["goodput"] is not None:
+        parts.append(render_goodput(led))
+    elif led is not None and run.events is not None:
+        parts.append("\nno lifecycle (no step records): goodput needs one; the table is device activity only")
+    outside = figures["events_outside_accountable"]
+    if outside and outside["events"]:
+        parts.append(f"\n{outside['events']:,} events ({_seconds(outside['ns'])}) lie outside the accountable "
+                     f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
+    if figures["requests"] is not None:
+        parts.append(render_requests(figures["requests"]))
+    if "cost" in figures and price is not None:
+        parts.append(render_cost(figures["cost"], price))
+    return "\n".join(parts)
 
 
-def _load(path: str, fmt: str | None):
-    """(format, events, lifecycle, extra) of a path, read with the right reader."""
-    fmt = fmt or io.detect_format(path)
-    if fmt == "parquet":
-        return fmt, path, None, None
-    if fmt == "kineto":
-        tr = io.read_kineto(path)
-        return fmt, tr.events, None, tr
-    if fmt == "nsys":
-        tr = io.read_nsys(path)
-        lc = tr.lifecycle if tr.lifecycle is not None and tr.lifecycle.num_rows else None
-        return fmt, tr.events, lc, tr
-    if fmt == "mllog":
-        return fmt, None, None, io.read_mllog(path)
-    if fmt == "serving":
-        return fmt, None, None, io.read_serving(path)
-    raise SystemExit(f"pau: unknown --format {fmt!r}")
+def render_runs(rows: list[tuple[Run, dict]], title: str) -> str:
+    """Several runs (a folder of MLPerf logs): one line each, figures from each run's summary."""
+    head = ["source", "benchmark", "status", "accelerators", "time_to_train_s", "accountable_h", "goodput"]
+    cells = []
+    for run, fig in rows:
+        m, led = run.metadata, fig["ledger"] or {}
+        ttt = m.get("time_to_train_ns")
+        good = led.get("goodput")
+        cells.append([os.path.basename(str(m.get("sources", ["?"])[0])), str(m.get("benchmark") or "-"),
+                      str(m.get("status") or "-"), str(m.get("accelerators") or "-"),
+                      "-" if ttt is None else f"{ttt / 1e9:,.1f}",
+                      "-" if not led else f"{led['accountable_accelerator_hours']:,.3f}",
+                      "-" if good is None else f"{good:.4f}"])
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(head)]
+    lines = [title, "", "  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
 
 
-def _print_table(t: pa.Table) -> None:
-    cols = t.column_names
-    rows = [[("" if v is None else f"{v:,.4f}" if isinstance(v, float) else str(v)) for v in r.values()]
-            for r in t.to_pylist()]
-    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
-    print("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
-    for r in rows:
-        print("  ".join(v.rjust(w) for v, w in zip(r, widths)))
+def _flat(prefix: str, value: Any, out: list[tuple[str, Any]]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, list):
+        out.append((prefix, json.dumps(value)))
+    else:
+        out.append((prefix, value))
 
 
-def _progress_arg(flag: bool | None):
+def flatten(figures: dict) -> list[tuple[str, Any]]:
+    """``(dotted.metric, value)`` for every leaf of a summary."""
+    out: list[tuple[str, Any]] = []
+    _flat("", figures, out)
+    return out
+
+
+def render_csv(figures: dict) -> str:
+    rows = flatten(figures)
+    t = pa.table({"metric": pa.array([r[0] for r in rows], pa.string()),
+                  "value": pa.array(["" if r[1] is None else (repr(r[1]) if isinstance(r[1], float) else str(r[1]))
+                                     for r in rows], pa.string())})
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(t, sink)
+    return sink.getvalue().to_pybytes().decode()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=1, allow_nan=False)
+
+
+# ---------------------------------------------------------------------------
+# gates: `--gate ledger.goodput>=0.45`
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
+_GATE = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(>=|<=|==|>|<)\s*(-?[0-9][0-9_.eE+\-]*)\s*$")
+
+
+def check_gates(gates: Sequence[str], figures: dict) -> list[str]:
+    """The gates that fail, each with its figure; a null or missing figure fails."""
+    values = dict(flatten(figures))
+    failed = []
+    for g in gates:
+        m = _GATE.match(g)
+        if m is None:
+            raise UsageError(f"--gate {g!r}: expected METRIC OP NUMBER, e.g. ledger.goodput>=0.45 "
+                             f"(OP one of {', '.join(_OPS)})")
+        name, op, number = m.group(1), m.group(2), float(m.group(3))
+        key = name if name in values else next((k for k in values if k.endswith("." + name)), None)
+        if key is None:
+            raise UsageError(f"--gate {g!r}: no figure {name!r} in this report (see --format json)")
+        v = values[key]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or (isinstance(v, float) and math.isnan(v)):
+            failed.append(f"{g}: {key} is {v!r}, not a number")
+        elif not _OPS[op](v, number):
+            failed.append(f"{g}: {key} = {v!r}")
+    return failed
+
+
+# ---------------------------------------------------------------------------
+# commands
+
+
+def _progress(flag: bool | None) -> Any:
     """``--progress``: a bar on stderr even when it is not a terminal; default: a bar
     when stderr is a terminal; ``--no-progress``: none."""
     if flag is None:
         return True
-    if flag:
-        return Bar(sys.stderr)
-    return False
+    return Bar(sys.stderr) if flag else False
+
+
+def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
+    options: dict[str, Any] = {}
+    # a progress bar while events are read applies to Parquet and pau runs only
+    if os.path.exists(path) and (fmt or detect(path)) in ("parquet", "pau"):
+        options["progress"] = _progress(getattr(args, "progress", None))
+    return read_runs(path, format=fmt, on_invalid=getattr(args, "on_invalid", "raise"), **options)
+
+
+def _builtin(args: argparse.Namespace) -> tuple[Run, str]:
+    o = {k: (_BUILTIN[k] if getattr(args, k) is None else getattr(args, k)) for k in _BUILTIN}
+    job = synth.training_job(ranks=o["ranks"], steps=o["steps"], seed=o["seed"], mtbf_s=150.0,
+                             checkpoint_every=50, kernels_per_step=24,
+                             straggler=(o["straggler"], 1.25) if o["straggler"] >= 0 else None)
+    title = (f"pau report: built-in synthetic run ({o['ranks']} ranks, {o['steps']} steps, "
+             f"seed {o['seed']}, {job.events.num_rows:,} events, failures at a 150 s MTBF"
+             + (f", straggler rank {o['straggler']} x1.25)" if o["straggler"] >= 0 else ")"))
+    run = Run(events=job.events, lifecycle=job.lifecycle,
+              metadata={"format": "synthetic", "sources": [], "assumed": [], "options": o})
+    return run, title
+
+
+def _with_lifecycle(run: Run, path: str) -> Run:
+    """``--lifecycle FILE``: a lifecycle for a run that has none, whose ranks must be
+    the events' ranks."""
+    if run.lifecycle is not None:
+        raise UsageError(f"--lifecycle {path}: the input has a lifecycle of its own "
+                         f"({run.lifecycle.num_rows} records); drop --lifecycle")
+    if run.events is None:
+        raise UsageError(f"--lifecycle {path}: the input has no device events to cross it with; "
+                         "report the lifecycle alone (pau report LIFECYCLE.parquet --input-format pau "
+                         "is not needed: write it with Run(lifecycle=...).write)")
+    lc = pq.read_table(path)
+    ev_ranks = set(np.unique(np.asarray(run.events["rank"])).tolist())
+    lc_rank = np.asarray(lc["rank"].fill_null(-1)) if "rank" in lc.column_names else np.empty(0, np.int64)
+    lc_ranks = set(np.unique(lc_rank[lc_rank >= 0]).tolist())
+    if not lc_ranks:
+        raise errors.PauError(f"--lifecycle {path}: no record names a rank (accountable records name "
+                              "the ranks); fix the lifecycle")
+    if ev_ranks - lc_ranks:
+        missing = sorted(ev_ranks - lc_ranks)
+        raise errors.PauError(
+            f"--lifecycle {path}: ranks {_ranks(missing)} have events but no record in the lifecycle "
+            f"(which names ranks {_ranks(sorted(lc_ranks))}). Fix: give the lifecycle of this run")
+    return Run(events=run.events, lifecycle=lc, spans=run.spans, requests=run.requests, samples=run.samples,
+               metadata={**run.metadata, "lifecycle_source": path}, warnings=list(run.warnings),
+               quarantine=run.quarantine)
+
+
+def _ranks(ranks: list[int]) -> str:
+    shown = ", ".join(map(str, ranks[:10]))
+    return shown + (f" ... ({len(ranks)} in all)" if len(ranks) > 10 else "")
+
+
+def _warn(run: Run, err: TextIO) -> None:
+    for w in run.warnings:
+        print(f"pau: warning: {w.code}: {w.message}", file=err)
+
+
+def _emit(text: str, out: str) -> None:
+    if out == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        with open(out, "w") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+
+
+def _write_table(table: pa.Table, path: str) -> None:
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext == "parquet":
+        pq.write_table(table, path)
+    elif ext == "csv":
+        plain = pa.table({n: (c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c)
+                          for n, c in zip(table.column_names, table.columns)})
+        pcsv.write_csv(plain, path)
+    elif ext == "json":
+        with open(path, "w") as f:
+            json.dump(table.to_pylist(), f, indent=1)
+            f.write("\n")
+    else:
+        raise UsageError(f"--ledger {path!r}: unknown file type {ext!r}; use .parquet, .csv or .json")
+
+
+def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, pa.Table | None]:
+    """The run's summary (plus cost with --price), and its ledger table."""
+    has_ledger = run.events is not None or run.lifecycle is not None
+    if args.as_of is not None and run.lifecycle is None:
+        raise UsageError("--as-of applies to a lifecycle, and this input has none")
+    if args.price is not None and run.lifecycle is None:
+        raise UsageError("--price needs a lifecycle: cost per useful output is cost per preserved work, "
+                         "and this input has none (give --lifecycle with its events)")
+    if args.power is not None and args.price is None:
+        raise UsageError("--power adds energy to the cost section: give --price too")
+    if args.ledger is not None and not has_ledger:
+        raise UsageError("--ledger: this input has no events or lifecycle, so no ledger table")
+    figures = run.summary(as_of=args.as_of)
+    table = None
+    if has_ledger:
+        led = run.ledger(as_of=args.as_of)
+        table = led.table
+        if args.price is not None:
+            power = pq.read_table(args.power) if args.power else None
+            figures["cost"] = core.cost(led, {"per_accelerator_hour": args.price}, power=power)
+    return figures, table
 
 
 def _report(args: argparse.Namespace) -> int:
-    lifecycle = None
-    extra = None
     if args.path is None:
-        job = synth.training_job(ranks=args.ranks, steps=args.steps, seed=args.seed, mtbf_s=150.0,
-                                 checkpoint_every=50, kernels_per_step=24,
-                                 straggler=(args.straggler, 1.25) if args.straggler >= 0 else None)
-        events, lifecycle = job.events, job.lifecycle
-        title = (f"pau report: built-in synthetic run ({args.ranks} ranks, {args.steps} steps, "
-                 f"seed {args.seed}, {events.num_rows:,} events, failures at a 150 s MTBF"
-                 + (f", straggler rank {args.straggler} x1.25)" if args.straggler >= 0 else ")"))
+        if args.input_format or args.lifecycle:
+            raise UsageError("--input-format and --lifecycle apply to a PATH; the built-in run has its own")
+        run, title = _builtin(args)
+        runs = [run]
     else:
-        fmt, events, lifecycle, extra = _load(args.path, args.format)
-        title = f"pau report: {args.path} ({fmt})"
-        if fmt == "mllog":
-            print(title + "\n")
-            _print_table(mllog_summary(extra).select(
-                ["file", "benchmark", "status", "accelerators", "time_to_train_ns", "accelerator_hours",
-                 "goodput"]))
-            return 0
-        if fmt == "serving":
-            req = extra.requests
-            print(title + "\n")
-            st = req.group_by("status").aggregate([("request_id", "count")]).rename_columns(
-                ["status", "requests"])
-            _print_table(st)
-            return 0
-    if args.lifecycle:
-        lifecycle = pq.read_table(args.lifecycle)
-    span = extra.spans() if hasattr(extra, "spans") and lifecycle is None else None
-    led = core.ledger(events, lifecycle, progress=_progress_arg(args.progress), span=span)
-    table = led.table.select(["rank", "activity", "duration_ns"])
-    print(render_report(table, title))
-    if lifecycle is not None:
-        print(render_goodput(led))
-        if args.price is not None:
-            print(render_cost(led, args.price, args.power))
-    elif args.price is not None:
-        print("\n(--price needs a lifecycle: cost per useful output is cost per preserved work)")
-    if args.out:
-        _write(led.table, args.out, args.out_format)
-        print(f"ledger written to {args.out} ({led.table.num_rows} rows)")
-    return 0
+        given = [f"--{k}" for k in _BUILTIN if getattr(args, k) is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} set the built-in run and do not apply to {args.path}")
+        runs = _read(args.path, args.input_format, args)
+        title = f"pau report: {args.path} ({runs[0].metadata.get('format')})" if runs else ""
+        if args.lifecycle:
+            if len(runs) != 1:
+                raise UsageError("--lifecycle applies to one run; the path holds several")
+            runs = [_with_lifecycle(runs[0], args.lifecycle)]
+    for run in runs:
+        _warn(run, sys.stderr)
+    if len(runs) != 1:
+        if args.price is not None or args.power or args.ledger or args.as_of is not None:
+            raise UsageError(f"--price, --power, --ledger and --as-of apply to one run; {args.path} holds "
+                             f"{len(runs)} (report one file)")
+        rows = [(r, r.summary()) for r in runs]
+        figures: Any = {"runs": [f for _, f in rows]}
+        text = render_runs(rows, title)
+    else:
+        run = runs[0]
+        figures, table = _report_figures(run, args)
+        text = render_text(run, title, figures, table, args.price)
+        if args.ledger:
+            _write_table(table, args.ledger)
+            print(f"pau: ledger written to {args.ledger} ({table.num_rows} rows)", file=sys.stderr)
+    if args.format == "json":
+        _emit(_json(figures), args.output)
+    elif args.format == "csv":
+        if "runs" in figures:
+            raise UsageError("--format csv shows one run; use --format json for several")
+        _emit(render_csv(figures), args.output)
+    else:
+        _emit(text, args.output)
+    failed = check_gates(args.gate or [], figures if "runs" not in figures else {})
+    for f in failed:
+        print(f"pau: gate failed: {f}", file=sys.stderr)
+    return EXIT_GATE if failed else EXIT_OK
 
 
 def _convert(args: argparse.Namespace) -> int:
-    """Write what a reader finds to pau's Parquet layout: events/lifecycle/requests."""
-    fmt, events, lifecycle, extra = _load(args.path, args.format)
-    os.makedirs(args.out_dir, exist_ok=True)
-    written = []
-    if fmt == "mllog":
-        runs = extra if isinstance(extra, list) else [extra]
-        parts = [r.lifecycle.append_column("run", pa.array([i] * r.lifecycle.num_rows, pa.int32()))
-                 for i, r in enumerate(runs)]
-        lifecycle = pa.concat_tables(parts) if parts else None
-    if fmt == "serving":
-        pq.write_table(extra.requests, os.path.join(args.out_dir, "requests.parquet"))
-        written.append("requests.parquet")
-    if isinstance(events, pa.Table):
-        write_dataset(events, os.path.join(args.out_dir, "events"), overwrite=True)
-        written.append("events/ (partitioned by job and rank)")
-    if lifecycle is not None:
-        pq.write_table(lifecycle, os.path.join(args.out_dir, "lifecycle.parquet"))
-        written.append("lifecycle.parquet")
-    print(f"pau convert: {args.path} ({fmt}) -> {args.out_dir}: {', '.join(written) or 'nothing'}")
-    return 0
-
-
-def _run_ledger(path: str):
-    """The ledger of a run folder in pau's layout (events.parquet, lifecycle.parquet)."""
-    ev = next((p for p in (os.path.join(path, "events"), os.path.join(path, "events.parquet"))
-               if os.path.exists(p)), "")
-    lc = os.path.join(path, "lifecycle.parquet")
-    if not os.path.exists(lc):
-        raise SystemExit(f"pau compare: {path!r} has no lifecycle.parquet (write one with pau convert "
-                         "or pau.synth)")
-    return core.ledger(ev if os.path.exists(ev) else None, pq.read_table(lc))
+    """Write a run in pau's layout; pau.read of the folder gives back an equal run."""
+    runs = _read(args.path, args.input_format, args)
+    for run in runs:
+        _warn(run, sys.stderr)
+    if len(runs) == 1:
+        out = runs[0].write(args.out, overwrite=args.overwrite)
+        written = [f"{n} ({getattr(runs[0], n).num_rows:,} rows)" for n in runs[0].tables()]
+        print(f"pau convert: {args.path} ({runs[0].metadata.get('format')}) -> {out}: {', '.join(written)}")
+        return EXIT_OK
+    # several runs (a folder of MLPerf logs): one run folder each, named after its source
+    if os.path.isdir(args.out) and os.listdir(args.out) and not args.overwrite:
+        raise errors.PauError(f"{args.out!r} exists and is not empty. Fix: pass --overwrite or another folder")
+    os.makedirs(args.out, exist_ok=True)
+    for i, run in enumerate(runs):
+        src = os.path.splitext(os.path.basename(str(run.metadata.get("sources", [f"run{i}"])[0])))[0]
+        run.write(os.path.join(args.out, f"{i:04d}-{src}"), overwrite=args.overwrite)
+    print(f"pau convert: {args.path} -> {args.out}: {len(runs)} runs (one folder each)")
+    return EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:
-    a, b = _run_ledger(args.a), _run_ledger(args.b)
+    sides = []
+    for path, fmt in ((args.a, args.input_format_a), (args.b, args.input_format_b)):
+        runs = _read(path, fmt, args)
+        if len(runs) != 1:
+            raise UsageError(f"pau compare: {path} holds {len(runs)} runs; compare two single runs")
+        _warn(runs[0], sys.stderr)
+        sides.append(runs[0])
+    if (args.price_a is None) != (args.price_b is None):
+        raise UsageError("--price-a and --price-b go together")
     pa_ = {"per_accelerator_hour": args.price_a} if args.price_a is not None else None
     pb_ = {"per_accelerator_hour": args.price_b} if args.price_b is not None else None
-    cmp = core.compare(a, b, prices_a=pa_, prices_b=pb_, labels=(args.a, args.b))
-    print(cmp.render())
-    return 0
+    cmp = core.compare(sides[0], sides[1], prices_a=pa_, prices_b=pb_, labels=(args.a, args.b))
+    if args.format == "json":
+        _emit(_json({"labels": list(cmp.labels), "metrics": cmp.table.to_pylist(),
+                     "by_cause": cmp.by_cause.to_pylist()}), args.output)
+    elif args.format == "csv":
+        sink = pa.BufferOutputStream()
+        pcsv.write_csv(cmp.table, sink)
+        _emit(sink.getvalue().to_pybytes().decode(), args.output)
+    else:
+        _emit(cmp.render(), args.output)
+    return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    fmts = ("pau", "parquet", "kineto", "nsys", "mllog", "serving")
+    parser = argparse.ArgumentParser(prog="pau", description="Productive accelerator utilization.",
+                                     epilog=_EXIT_TABLE)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def output_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                       help="what to print: text (default), json (every figure), csv (metric,value)")
+        p.add_argument("-o", "--output", default="-", help="where the report goes (default -: stdout)")
+
+    rep = sub.add_parser("report", help="the ledger of a run: activity, goodput, waste by cause", epilog=_EXIT_TABLE)
+    rep.add_argument("path", nargs="?", help="a trace, log, results file, Parquet events or a pau run folder "
+                     "(default: a built-in synthetic 8-rank run)")
+    rep.add_argument("--input-format", choices=fmts, help="input format (default: detected from the content)")
+    output_options(rep)
+    rep.add_argument("--ledger", metavar="FILE", help="also write the ledger table (.parquet, .csv, .json)")
+    rep.add_argument("--lifecycle", help="Parquet lifecycle table (DESIGN 2.2) for input that has events only")
+    rep.add_argument("--as-of", type=int, dest="as_of", help="the ledger as of this instant (int ns)")
+    rep.add_argument("--price", type=float, help="price per accelerator-hour: adds cost per useful output")
+    rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy (with --price)")
+    rep.add_argument("--gate", action="append", metavar="METRIC>=X",
+                     help="fail (exit 3) unless the figure holds, e.g. ledger.goodput>=0.45; repeatable")
+    rep.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid",
+                     help="rows a reader cannot use: raise (default) or set aside (counted, warned)")
+    for k, h in (("ranks", "number of ranks"), ("steps", "number of steps"), ("seed", "seed"),
+                 ("straggler", "rank slowed by 1.25x (-1 for none)")):
+        rep.add_argument(f"--{k}", type=int, default=None, help=f"built-in run: {h} (default {_BUILTIN[k]})")
+    prog = rep.add_mutually_exclusive_group()
+    prog.add_argument("--progress", dest="progress", action="store_true", default=None,
+                      help="a progress bar on stderr while Parquet events are read, even when stderr is not "
+                      "a terminal (default: only when it is one)")
+    prog.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+    conv = sub.add_parser("convert", help="write any input as a pau run folder (pau.read gives it back)",
+                          epilog=_EXIT_TABLE)
+    conv.add_argument("path")
+    conv.add_argument("out", help="the run folder to write")
+    conv.add_argument("--input-format", choices=fmts)
+    conv.add_argument("--overwrite", action="store_true", help="replace OUT when it exists")
+    conv.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid")
+
+    cmpp = sub.add_parser("compare", help="two runs side by side on the same useful-output denominators",
+                          epilog=_EXIT_TABLE)
+    cmpp.add_argument("a", help="a run in any format pau reads")
+    cmpp.add_argument("b")
+    cmpp.add_argument("--input-format-a", choices=fmts, dest="input_format_a")
+    cmpp.add_argument("--input-format-b", choices=fmts, dest="input_format_b")
+    output_options(cmpp)
+    cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
+    cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pau", description="Productive accelerator utilization.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("report", help="per-rank ledger of accelerator time")
-    rep.add_argument("path", nargs="?", help="Parquet events file or directory (default: a built-in "
-                     "synthetic 8-rank run)")
-    rep.add_argument("--out", help="write the ledger table to this file (.parquet, .csv, .json)")
-    rep.add_argument("--out-format", choices=("parquet", "csv", "json"), help="format of --out")
-    rep.add_argument("--ranks", type=int, default=8, help="built-in run: number of ranks")
-    rep.add_argument("--lifecycle", help="Parquet lifecycle table (DESIGN 2.2) for the goodput ledger")
-    rep.add_argument("--steps", type=int, default=400, help="built-in run: number of steps")
-    rep.add_argument("--price", type=float, help="price per accelerator-hour: adds cost per useful output")
-    rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy")
-    rep.add_argument("--seed", type=int, default=0, help="built-in run: seed")
-    rep.add_argument("--straggler", type=int, default=3,
-                     help="built-in run: rank slowed by 1.25x (-1 for none)")
-    prog = rep.add_mutually_exclusive_group()
-    prog.add_argument("--progress", dest="progress", action="store_true", default=None,
-                      help="show a progress bar on stderr for a Parquet path even when stderr is not "
-                      "a terminal (default: only when it is one)")
-    prog.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-    rep.add_argument("--format", choices=("parquet", "kineto", "nsys", "mllog", "serving"),
-                     help="input format (default: detected from the content)")
-    conv = sub.add_parser("convert", help="write a trace/log/results file to pau's Parquet layout")
-    conv.add_argument("path")
-    conv.add_argument("out_dir")
-    conv.add_argument("--format", choices=("parquet", "kineto", "nsys", "mllog", "serving"))
-    cmpp = sub.add_parser("compare", help="two runs side by side on the same useful-output denominators")
-    cmpp.add_argument("a", help="run folder with lifecycle.parquet (and events.parquet)")
-    cmpp.add_argument("b")
-    cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
-    cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         if args.command == "compare":
             return _compare(args)
         return _convert(args) if args.command == "convert" else _report(args)
+    except (UsageError, errors.OptionError) as exc:
+        print(f"pau: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (errors.PauError, FileNotFoundError) as exc:
         print(f"pau: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except errors.Interrupted as exc:  # Ctrl-C: say what was kept
         print(f"\npau: {exc}", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("\npau: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `pau report | head`: the reader left; not an error
         sys.stderr.close()
-        return 0
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

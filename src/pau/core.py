@@ -26,8 +26,10 @@ from ._sweep import Overlap
 from ._threads import PARALLEL_MIN_ROWS
 from ._types import OnInvalid, Quarantined, TableLike
 from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
-from .analysis import colocated, compare, interference, stragglers
+from . import analysis as _analysis
+from .analysis import Comparison, colocated, interference, stragglers
 from .economics import OUTCOMES, RequestLedger, checkpoint_advice, checkpoint_interval, cost, requests
+from .run import Run, RunWarning, read, read_runs
 
 __all__ = [
     "KINDS",
@@ -55,4 +57,22 @@ __all__ = [
     "compare",
     "interference",
     "colocated",
+    "Comparison",
+    "Run",
+    "RunWarning",
+    "read",
+    "read_runs",
 ]
+
+
+def compare(a: Run | Ledger, b: Run | Ledger, *, prices_a: dict | None = None, prices_b: dict | None = None,
+            labels: tuple = ("a", "b"), as_of: int | None = None) -> Comparison:
+    """Two runs (or their ledgers) side by side on the same useful-output denominators.
+
+    A :class:`Run` is taken through :meth:`Run.ledger` (``as_of`` applies to runs);
+    the rest is :func:`pau.analysis.compare`, whose figures are those of
+    :meth:`Ledger.summary`.
+    """
+    led_a = a.ledger(as_of=as_of) if isinstance(a, Run) else a
+    led_b = b.ledger(as_of=as_of) if isinstance(b, Run) else b
+    return _analysis.compare(led_a, led_b, prices_a=prices_a, prices_b=prices_b, labels=labels)

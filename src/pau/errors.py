@@ -16,6 +16,7 @@ __all__ = [
     "UnsortedInputError",
     "MemoryBudgetError",
     "Interrupted",
+    "OptionError",
 ]
 
 
@@ -74,3 +75,8 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, message: str, *, saved: int, total: int, results_dir: str | None):
         self.saved, self.total, self.results_dir = saved, total, results_dir
         super().__init__(message)
+
+
+class OptionError(PauError):
+    """An option that does not apply to the input it was given with (refused, never
+    ignored)."""

@@ -231,8 +231,9 @@ def write_dataset(events: Any, root: str | os.PathLike, *, job: str = "job0",
                   overwrite: bool = False) -> int:
     """Write events in pau's archive layout: ``root/job=J/rank=R/part-0.parquet``.
 
-    One file per rank (hive partitions ``job`` and ``rank``), sorted by
-    ``(start_ns, end_ns)``, so :func:`pau.core.classify_dataset` and
+    One file per rank (hive partitions ``job`` and ``rank``), ordered by ``start_ns``
+    (a rank's events already in that order keep their order; others are sorted by
+    ``(start_ns, end_ns)``), so :func:`pau.core.classify_dataset` and
     :func:`pau.distributed.classify_partitions` stream it without sorting. All
     columns of ``events`` are kept. Encodings are chosen for reading speed at no
     larger size than pyarrow's defaults (``benchmarks/test_bench_archive.py``):
@@ -269,9 +270,6 @@ def write_dataset(events: Any, root: str | os.PathLike, *, job: str = "job0",
     int
         Number of rows written.
     """
-
-
-
     if isinstance(row_group_size, bool) or not isinstance(row_group_size, int) or row_group_size < 1:
         raise ValueError(f"row_group_size must be a positive int, got {row_group_size!r}")
     if not isinstance(job, str) or not job or "/" in job or "=" in job:
@@ -295,7 +293,7 @@ def write_dataset(events: Any, root: str | os.PathLike, *, job: str = "job0",
     rows = 0
     for r in ranks:
         part = table.filter(pc.equal(table.column("rank"), pa.scalar(r, table.schema.field("rank").type)))
-        if sort_keys:
+        if sort_keys and not _start_ordered(part):
             part = part.sort_by(sort_keys)
         d = os.path.join(job_dir, f"rank={int(r)}")
         os.makedirs(d, exist_ok=True)
@@ -307,6 +305,11 @@ def write_dataset(events: Any, root: str | os.PathLike, *, job: str = "job0",
     if not ranks.size:
         os.makedirs(job_dir, exist_ok=True)
     return rows
+
+
+def _start_ordered(part: pa.Table) -> bool:
+    start = part.column("start_ns").to_numpy()
+    return bool(np.all(start[1:] >= start[:-1]))
 
 
 def read_dataset(root: str | os.PathLike, *, columns=None) -> pa.Table:

@@ -7,8 +7,17 @@ gzip):
 * ``PAR1`` magic -> parquet; ``SQLite format 3`` with a ``StringIds`` table -> nsys;
 * a ``:::MLLOG`` line among the first 256 KiB -> mllog;
 * JSON with ``"traceEvents"``, or a top-level array of objects with ``"ph"`` -> kineto;
-* JSON with ``"ttfts"``/``"input_lens"`` (vLLM), ``"experiments"`` (GenAI-Perf) or a
-  first line with ``"metadata"`` and ``"request_start_ns"`` (AIPerf jsonl) -> serving.
+* serving (per-request results of a serving benchmark):
+  JSON with ``"ttfts"``/``"input_lens"`` (vLLM) or ``"experiments"`` (GenAI-Perf); a
+  first line that is an object with ``"metadata"`` holding ``"timestamp_ns"`` (or the
+  older ``"request_start_ns"``) (AIPerf ``profile_export.jsonl``); a top-level array
+  whose first object has ``"ttft_s"`` and ``"end_to_end_latency_s"`` (LLMPerf
+  ``*_individual_responses.json``). The tools' summaries (AIPerf's
+  ``profile_export_aiperf.json``: ``"records"`` with ``"input_config"``; LLMPerf's
+  ``*_summary.json``: ``"results_ttft_s_mean"``...) hold no per-request data: alone they
+  raise :class:`UnknownFormatError` naming the file to give instead, and in a folder
+  they are passed over, so a folder with the per-request file and its summaries is
+  serving.
 
 A directory takes the format of its files: ``*.parquet`` -> parquet, else the first
 readable file that is recognised (all recognised files must agree).
@@ -17,6 +26,7 @@ readable file that is recognised (all recognised files must agree).
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import sqlite3
@@ -39,7 +49,8 @@ class UnknownFormatError(PauError):
         self.path, self.problem = path, problem
         super().__init__(f"{path}: {problem}. Fix: give one of {', '.join(FORMATS)} "
                          "(PyTorch profiler JSON, Nsight Systems .sqlite export, MLPerf :::MLLOG log, "
-                         "vLLM/AIPerf/GenAI-Perf results, pau Parquet), or pass the format explicitly")
+                         "vLLM/AIPerf/LLMPerf/GenAI-Perf per-request results, pau Parquet), "
+                         "or pass the format explicitly")
 
 
 def _head(path: str) -> bytes:
@@ -66,6 +77,18 @@ def _is_nsys(path: str) -> bool:
         return False
 
 
+def _is_aiperf_line(first: str) -> bool:
+    """An AIPerf ``profile_export.jsonl`` record: ``metadata`` with the request's start."""
+    if '"metadata"' not in first:
+        return False
+    try:
+        rec = json.loads(first)
+    except ValueError:   # a first line longer than the head read: look at its text
+        return bool(re.search(r'"metadata"\s*:\s*\{[^{}]*"(?:timestamp_ns|request_start_ns)"\s*:', first))
+    md = rec.get("metadata") if isinstance(rec, dict) else None
+    return isinstance(md, dict) and ("timestamp_ns" in md or "request_start_ns" in md)
+
+
 def _detect_file(path: str) -> str:
     if os.path.getsize(path) == 0:
         raise UnknownFormatError(path, "the file is empty")
@@ -85,9 +108,17 @@ def _detect_file(path: str) -> str:
             return "kineto"
         if re.search(r'"(?:ttfts|input_lens|itls)"\s*:', text) or re.search(r'"experiments"\s*:', text):
             return "serving"
-        first = stripped.split("\n", 1)[0]
-        if '"metadata"' in first and '"request_start_ns"' in first:
+        if _is_aiperf_line(stripped.split("\n", 1)[0]):
             return "serving"
+        if re.search(r'"records"\s*:\s*\{', text) and re.search(r'"(?:input_config|error_summary)"\s*:', text):
+            raise UnknownFormatError(path, "an AIPerf summary (aggregates only, no per-request records): give the "
+                                     "profile_export.jsonl beside it")
+        if re.search(r'"results_(?:ttft_s_mean|num_completed_requests)"\s*:', text):
+            raise UnknownFormatError(path, "an LLMPerf summary (quantiles only, no per-request records): give the "
+                                     "*_individual_responses.json beside it")
+    if (re.match(r'\[\s*\{', stripped) and re.search(r'"ttft_s"\s*:', text)
+            and re.search(r'"end_to_end_latency_s"\s*:', text)):
+        return "serving"
     if stripped.startswith("[") and re.search(r'"ph"\s*:', text):
         return "kineto"
     raise UnknownFormatError(path, "the content matches no known format")

@@ -11,7 +11,8 @@ What becomes what (DESIGN §2.2, all records attempt 0)
 * ``init_start``/``init_stop`` -> ``phase`` ``init`` (first start to last stop).
 * ``run_start``/``run_stop`` -> the run. ``time_to_train_ns = run_stop - run_start``
   (the MLPerf score). The ``attempt`` record spans the first ``init_start`` (or
-  ``run_start``) to ``run_stop``, so that initialization lies inside the attempt as
+  ``run_start``) to ``run_stop`` or the last line timed after it (an offline
+  evaluation after ``run_stop``, with a warning), so that initialization lies inside the attempt as
   DESIGN §2.2 requires (outside any attempt it would be counted as outage). Its kind
   is ``completed`` when ``run_stop``'s ``metadata.status`` is ``success``, else
   ``failed`` with a ``failure`` record at ``run_stop`` (kind ``aborted``, or the status
@@ -48,7 +49,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from ..errors import PauError
@@ -238,8 +238,16 @@ def _read_one(path: str, system: Any) -> MLLogRun:
                          "give a complete MLPerf result log; a log cut before run_start has no run to account")
     start = init_start[0] if init_start else run_start[0]
     if run_stop:
-        end = run_stop[-1]
-        stop_rec = [r for t, r in by_key["run_stop"] if t == end][0]
+        stop = run_stop[-1]
+        # Lines timed after run_stop (an offline evaluation of the checkpoints, as
+        # stable_diffusion logs it) still occupy the accelerators: the attempt runs to
+        # the last line.
+        end = max(stop, last)
+        if end > stop:
+            after = sum(1 for _, r in recs if _time_ns(r["time_ms"]) > stop)
+            warnings.append(f"{path}: {after} :::MLLOG lines are timed after run_stop (by up to "
+                            f"{(end - stop) / 1e9:,.3f} s): the attempt runs to the last of them")
+        stop_rec = [r for t, r in by_key["run_stop"] if t == stop][0]
         md = stop_rec.get("metadata") if isinstance(stop_rec.get("metadata"), dict) else {}
         status = str(md.get("status", "unknown"))
         if status != "success":
@@ -359,21 +367,17 @@ def read_mllog(path: str | os.PathLike, *, system: Any = None) -> MLLogRun | lis
 
 
 def mllog_summary(runs: MLLogRun | list[MLLogRun]) -> pa.Table:
-    """One row per run: ``file, benchmark, submitter, system, status, accelerators,
-    init_ns, time_to_train_ns, attempt_ns, accelerator_hours, productive_accelerator_hours,
-    goodput``. Productive time is the run's blocks (steps) when it succeeded, 0 when it
-    failed (an MLPerf run that did not reach its target trains nothing usable)."""
+    """One row per run, what the log records: ``file, benchmark, submitter, system,
+    status, accelerators, init_ns, time_to_train_ns, attempt_ns, accelerator_hours``.
+
+    Goodput and productive time are the ledger's figures (``pau.read(path).summary()``),
+    which apply DESIGN's precedence (an eval inside a block is ``eval``); they are not
+    computed here a second way."""
     runs = [runs] if isinstance(runs, MLLogRun) else list(runs)
     rows = []
     for r in runs:
-        life = r.lifecycle.filter(pc.equal(r.lifecycle["record"], "step"))
-        step_ns = sum(e - s for s, e in zip(life["start_ns"].to_pylist(), life["end_ns"].to_pylist())
-                      if e is not None)
-        prod = r.accelerators * step_ns / 3.6e12 if r.status == "success" else 0.0
-        acc = r.accelerator_hours
         rows.append({"file": r.path, "benchmark": r.benchmark, "submitter": r.submitter, "system": r.system,
                      "status": r.status, "accelerators": r.accelerators, "init_ns": r.init_ns,
                      "time_to_train_ns": r.time_to_train_ns, "attempt_ns": r.end_ns - r.start_ns,
-                     "accelerator_hours": acc, "productive_accelerator_hours": prod,
-                     "goodput": prod / acc if acc > 0 else None})
+                     "accelerator_hours": r.accelerator_hours})
     return pa.Table.from_pylist(rows)

@@ -4,8 +4,53 @@ Columns: ``request_id:string, replica:string, arrival_ns:int64, first_token_ns:i
 end_ns:int64, input_tokens:int64, output_tokens:int64, status:string`` (status one of
 ok, error, timeout, rejected, cancelled). Nullable where the source does not say.
 
-Formats
--------
+Time
+----
+Every time is an exact ``int64`` ns. Integer ns fields are taken as they are. A time a
+tool writes as a decimal number of seconds or milliseconds is converted from the
+**decimal text in the file** (``json`` is read with the numbers kept as text, then
+:class:`decimal.Decimal`), scaled exactly and **rounded half away from zero to the ns**:
+no float multiplication error. So ``0.1`` s is 100,000,000 ns and ``18.7125645679989`` s
+is 18,712,564,568 ns. What each format assumed is listed in
+:attr:`ServingResults.meta` ``["assumptions"]``; what is lossy or guessed also in
+:attr:`ServingResults.warnings`.
+
+Formats (recognised from the content, not the name)
+---------------------------------------------------
+``aiperf``: AIPerf's ``profile_export.jsonl``, one JSON record per line with
+``metadata``, ``metrics`` (each ``{"value", "unit"}``) and ``error``:
+
+* ``arrival_ns`` = ``metadata.timestamp_ns`` (integer ns; older exports:
+  ``metadata.request_start_ns``, else ``metrics.min_request_timestamp``);
+* ``end_ns`` = ``metrics.max_response_timestamp`` (integer ns; older exports:
+  ``metadata.request_end_ns``);
+* ``first_token_ns`` = arrival + ``metrics.ttft`` (older: ``time_to_first_token``) in
+  its ``unit`` (ms: AIPerf writes integer ns / 10^6, so this is exact);
+* ``input_tokens`` = ``input_sequence_length`` (or ``error_isl``); ``output_tokens`` =
+  ``output_sequence_length`` (answer plus reasoning tokens, as AIPerf counts them; else
+  ``output_token_count + reasoning_token_count``); the reasoning total is in
+  ``meta["reasoning_tokens"]``;
+* ``request_id`` = ``metadata.x_request_id``; ``replica`` null;
+* ``status``: ``error`` null -> ok; ``RequestCancellationError`` / code 499 /
+  ``was_cancelled`` -> cancelled; HTTP 408/504 or a type containing ``Timeout`` ->
+  timeout; 429/503 -> rejected; any other error -> error.
+* A cancelled record carries only its start: AIPerf writes no end time. Its
+  ``end_ns`` is the start plus the delay stated in the error message (``"Request was
+  cancelled after 0.000 seconds"``, written to the ms, so ±0.5 ms); without such a
+  message it is null. ``request_latency``, where written, is checked against
+  ``end - arrival`` (a mismatch is a warning).
+
+``llmperf``: LLMPerf's ``*_individual_responses.json``, a JSON list with one object
+per request: ``ttft_s``, ``end_to_end_latency_s`` (float seconds),
+``number_input_tokens``, ``number_output_tokens``, ``error_code``, ``error_msg``.
+LLMPerf writes **no start times**: every request is taken to arrive at 0 (times are
+relative to each request's own send; a warning says so), ``first_token_ns`` =
+``ttft_s``, ``end_ns`` = ``end_to_end_latency_s`` (seconds -> ns as above).
+``request_id`` is the list index; ``replica`` is null. Status: ``error_code`` null
+and ``error_msg`` empty -> ok, else by the code as for AIPerf (other codes -> error).
+LLMPerf does not measure the times of a failed request consistently (they stay 0),
+so a failed request has ``first_token_ns`` null and ``end_ns`` as written.
+
 ``vllm``: the JSON that vLLM's ``benchmark_serving.py --save-result`` (``vllm bench
 serve``) writes: per-request arrays ``ttfts`` (s), ``itls`` (list of s per request),
 ``input_lens``, ``output_lens``, ``errors`` (``""`` = success), plus ``duration`` and
@@ -13,40 +58,47 @@ serve``) writes: per-request arrays ``ttfts`` (s), ``itls`` (list of s per reque
 (``arrival_ns = 0``: times are relative to each request's own send), unless the file
 has ``start_times`` (s since the benchmark started), then used as arrivals. Then
 ``first_token_ns = arrival + ttft`` and ``end_ns = first_token + sum(itls)`` (or
-``arrival + e2els[i]`` when per-request ``e2els`` are saved). Seconds are rounded to
-the nearest ns. ``request_id`` is the index; ``replica`` is null.
-
-``aiperf``: AIPerf's ``profile_export.jsonl``, one record per line:
-``metadata.request_start_ns`` (arrival), ``request_end_ns``, ``x_request_id``,
-``was_cancelled``; ``metrics.time_to_first_token`` (ms; first token =
-arrival + ttft), ``input_sequence_length`` (or ``error_isl``),
-``output_sequence_length``; ``error`` (null = ok; HTTP 408/504 or a type containing
-``Timeout`` -> timeout, 429/503 -> rejected, else error; a cancelled request ->
-cancelled).
+``arrival + e2els[i]`` when per-request ``e2els`` are saved); seconds -> ns as above
+(the ``itls`` are summed exactly, then rounded once). ``request_id`` is the index;
+``replica`` is null.
 
 ``genai-perf``: GenAI-Perf's ``profile_export.json``: ``experiments[*].requests[*]``
 with ``timestamp`` (arrival, ns) and ``response_timestamps`` (first and last response).
 Token counts are not in this file (GenAI-Perf tokenizes the outputs): null. A request
 without responses is an error.
 
+A **directory** is read through the one per-request results file in it (found by
+content, as :func:`pau.readers.detect.detect_format` does): the summaries the tools
+write beside it (AIPerf's ``profile_export_aiperf.json``/``.csv``, LLMPerf's
+``*_summary.json``) are not per-request data and are left out; ``meta["source"]`` names
+the file read. A summary given alone raises :class:`ServingFormatError` naming the
+per-request file to give instead.
+
 Bad input raises :class:`ServingFormatError` (a :class:`pau.errors.PauError`) naming
-the file, the record and the fix; unusable records are skipped with ``on_invalid=
-"quarantine"`` and counted in :attr:`ServingResults.warnings`.
+the file, the record (``line N`` of a JSONL file, ``record N`` -- the 0-based index --
+of a JSON list) and the fix. With ``on_invalid="quarantine"`` unusable AIPerf and
+LLMPerf records are set aside in :attr:`ServingResults.quarantine` (``source_file,
+record, reason``) and counted in :attr:`ServingResults.warnings`; nothing is dropped
+silently.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pathlib
+import re
+from collections import Counter
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from ..errors import PauError
+from .detect import UnknownFormatError, _detect_file
 
-__all__ = ["REQUESTS_SCHEMA", "ServingFormatError", "ServingResults", "read_serving"]
+__all__ = ["QUARANTINE_SCHEMA", "REQUESTS_SCHEMA", "ServingFormatError", "ServingResults", "read_serving"]
 
 REQUESTS_SCHEMA = pa.schema([
     ("request_id", pa.string()), ("replica", pa.string()), ("arrival_ns", pa.int64()),
@@ -54,7 +106,17 @@ REQUESTS_SCHEMA = pa.schema([
     ("output_tokens", pa.int64()), ("status", pa.string()),
 ])
 
+#: The records set aside with ``on_invalid="quarantine"``: the file, the record
+#: (``line N`` or ``record N``) and why.
+QUARANTINE_SCHEMA = pa.schema([
+    ("source_file", pa.string()), ("record", pa.string()), ("reason", pa.string()),
+])
+
 _VLLM_KEYS = ("ttfts", "itls", "input_lens", "output_lens")
+_LLMPERF_KEYS = ("ttft_s", "end_to_end_latency_s", "number_input_tokens", "number_output_tokens")
+_FIX = ("give vLLM benchmark results (--save-result), an AIPerf profile_export.jsonl, an LLMPerf "
+        "*_individual_responses.json or a GenAI-Perf profile_export.json")
+_ROUNDING = "round half away from zero to the ns, from the decimal text in the file"
 
 
 class ServingFormatError(PauError):
@@ -70,21 +132,132 @@ class ServingFormatError(PauError):
 @dataclass
 class ServingResults:
     """What :func:`read_serving` returns: ``requests`` (DESIGN §3), ``format``
-    (``vllm``, ``aiperf``, ``genai-perf``), ``meta`` (the run's scalar fields, e.g.
-    vLLM's ``duration``, ``date``, ``model_id``) and ``warnings``."""
+    (``vllm``, ``aiperf``, ``llmperf``, ``genai-perf``), ``meta`` (the run's scalar
+    fields, e.g. vLLM's ``duration``, ``date``, ``model_id``; ``source``, the file read;
+    ``assumptions``, how times were derived), ``warnings`` and ``quarantine`` (records
+    set aside with ``on_invalid="quarantine"``: ``source_file, record, reason``)."""
 
     requests: pa.Table
     format: str
     meta: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
 
     def __repr__(self) -> str:
-        return f"ServingResults(format={self.format!r}, requests={self.requests.num_rows}, warnings={len(self.warnings)})"
+        return (f"ServingResults(format={self.format!r}, requests={self.requests.num_rows}, "
+                f"warnings={len(self.warnings)}, quarantined={self.quarantine.num_rows})")
 
 
-def _s_to_ns(x) -> np.ndarray:
-    return np.rint(np.asarray(x, dtype=np.float64) * 1e9).astype(np.int64)
+# --- exact numbers ---------------------------------------------------------------------
 
+class _Num(str):
+    """A JSON number with a fraction or an exponent, kept as the text the file holds."""
+
+    __slots__ = ()
+
+
+_CTX = Context(prec=80)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+class _Bad(Exception):
+    """A record pau cannot use (the message is the reason)."""
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_float=_Num)
+
+
+def _to_ns(value: Any, scale: int, what: str) -> int:
+    """``value`` (a JSON integer, or a decimal number's text) times ``scale``, rounded half
+    away from zero to an integer that fits int64."""
+    if isinstance(value, bool) or not isinstance(value, (int, _Num)):
+        raise _Bad(f"{what} is {value!r}, not a number")
+    if isinstance(value, int):
+        ns = value * scale
+    else:
+        try:
+            d = _CTX.multiply(Decimal(value), Decimal(scale))
+        except InvalidOperation:
+            raise _Bad(f"{what} is {value!r}, not a number") from None
+        if not d.is_finite():
+            raise _Bad(f"{what} is {value!r}, not a finite number")
+        ns = int(d.to_integral_value(rounding=ROUND_HALF_UP, context=_CTX))
+    if not _INT64[0] <= ns <= _INT64[1]:
+        raise _Bad(f"{what} is {value!r}: outside the int64 ns range")
+    return ns
+
+
+def _count(value: Any, what: str) -> int:
+    """A token count: a JSON integer (or an integral decimal such as ``550.0``)."""
+    if isinstance(value, _Num):
+        try:
+            d = Decimal(value)
+        except InvalidOperation:
+            raise _Bad(f"{what} is {value!r}, not a number") from None
+        if not d.is_finite() or d != d.to_integral_value():
+            raise _Bad(f"{what} is {value!r}, not a whole number of tokens")
+        value = int(d)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad(f"{what} is {value!r}, not a whole number of tokens")
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise _Bad(f"{what} is {value!r}: outside int64")
+    return value
+
+
+def _plain(v: Any) -> Any:
+    """A JSON value with the kept number texts turned back into floats (for ``meta``)."""
+    if isinstance(v, _Num):
+        return float(v)
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+def _http_status(code: Any, typ: str = "") -> str:
+    """error / timeout / rejected, from an HTTP-like status code and an error type."""
+    try:
+        code = int(code) if code is not None and not isinstance(code, bool) else None
+    except (TypeError, ValueError):
+        code = None
+    if code in (408, 504) or "timeout" in typ.lower():
+        return "timeout"
+    if code in (429, 503):
+        return "rejected"
+    return "error"
+
+
+class _Aside:
+    """Records set aside (``on_invalid="quarantine"``) or the first one raised."""
+
+    def __init__(self, path: str, on_invalid: str, fix: str):
+        self.path, self.on_invalid, self.fix = path, on_invalid, fix
+        self.records: list[str] = []
+        self.reasons: list[str] = []
+
+    def add(self, record: str, reason: str) -> None:
+        if self.on_invalid == "raise":
+            raise ServingFormatError(self.path, reason, self.fix + ", or pass on_invalid='quarantine' to set "
+                                     "such records aside", record=record)
+        self.records.append(record)
+        self.reasons.append(reason)
+
+    def table(self) -> pa.Table:
+        n = len(self.records)
+        return pa.table({"source_file": pa.array([self.path] * n, pa.string()),
+                         "record": pa.array(self.records, pa.string()),
+                         "reason": pa.array(self.reasons, pa.string())}, schema=QUARANTINE_SCHEMA)
+
+    def warnings(self) -> list[str]:
+        if not self.records:
+            return []
+        return [f"{self.path}: {len(self.records)} unusable records set aside (first at {self.records[0]}: "
+                f"{self.reasons[0]}); see .quarantine"]
+
+
+# --- vLLM ------------------------------------------------------------------------------
 
 def _vllm(path: str, doc: dict) -> tuple[pa.Table, dict, list]:
     missing = [k for k in _VLLM_KEYS if k not in doc]
@@ -97,95 +270,313 @@ def _vllm(path: str, doc: dict) -> tuple[pa.Table, dict, list]:
         if k in doc and len(doc[k]) != n:
             raise ServingFormatError(path, f"'{k}' has {len(doc[k])} entries but 'ttfts' has {n}",
                                      "the file is inconsistent: save the results again")
+
+    def ns(key: str, i: int, v: Any) -> int:
+        try:
+            return _to_ns(v, 10**9, f"{key}[{i}]")
+        except _Bad as exc:
+            raise ServingFormatError(path, str(exc), "the file is corrupt: save the results again",
+                                     record=f"request {i}") from None
+
     warnings = []
-    arrival = np.zeros(n, np.int64)
+    assumptions = [f"seconds -> ns: {_ROUNDING}"]
     if "start_times" in doc and len(doc["start_times"]) == n:
-        arrival = _s_to_ns(doc["start_times"])
+        arrival = [ns("start_times", i, v) for i, v in enumerate(doc["start_times"])]
+        assumptions.append("arrival_ns = start_times (s since the benchmark started)")
     else:
+        arrival = [0] * n
         warnings.append(f"{path}: vLLM results hold no arrival times; every request is taken to arrive at 0 "
                         f"({n} requests)")
-    first = arrival + _s_to_ns(doc["ttfts"])
+        assumptions.append("arrival_ns = 0 for every request (the file holds no arrival times)")
+    first = [a + ns("ttfts", i, v) for i, (a, v) in enumerate(zip(arrival, doc["ttfts"]))]
     if "e2els" in doc and len(doc["e2els"]) == n:
-        end = arrival + _s_to_ns(doc["e2els"])
+        end = [a + ns("e2els", i, v) for i, (a, v) in enumerate(zip(arrival, doc["e2els"]))]
+        assumptions.append("end_ns = arrival + e2els")
     else:
-        end = first + _s_to_ns([float(np.sum(x)) if x else 0.0 for x in doc["itls"]])
+        end = []
+        for i, (f, x) in enumerate(zip(first, doc["itls"])):
+            if not isinstance(x, list) or any(isinstance(v, bool) or not isinstance(v, (int, _Num)) for v in x):
+                raise ServingFormatError(path, f"itls[{i}] is not a list of numbers",
+                                         "the file is corrupt: save the results again", record=f"request {i}")
+            total = sum((Decimal(v) for v in x), Decimal(0))
+            end.append(f + ns("itls", i, _Num(str(total))))
+        assumptions.append("end_ns = first_token + sum(itls) (summed exactly, rounded once)")
     errors = doc.get("errors") or [""] * n
     status = ["ok" if not e else "error" for e in errors]
-    meta = {k: v for k, v in doc.items() if not isinstance(v, (list, dict))}
+    meta = {k: _plain(v) for k, v in doc.items() if not isinstance(v, (list, dict))}
+    meta["assumptions"] = assumptions
+    try:
+        tin, tout = pa.array(doc["input_lens"], pa.int64()), pa.array(doc["output_lens"], pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ServingFormatError(path, f"input_lens/output_lens are not integer token counts ({exc})",
+                                 "the file is corrupt: save the results again") from None
     t = pa.table({
         "request_id": pa.array([str(i) for i in range(n)], pa.string()),
-        "replica": pa.nulls(n, pa.string()), "arrival_ns": arrival, "first_token_ns": first, "end_ns": end,
-        "input_tokens": pa.array(doc["input_lens"], pa.int64()),
-        "output_tokens": pa.array(doc["output_lens"], pa.int64()), "status": status}, schema=REQUESTS_SCHEMA)
+        "replica": pa.nulls(n, pa.string()), "arrival_ns": pa.array(arrival, pa.int64()),
+        "first_token_ns": pa.array(first, pa.int64()), "end_ns": pa.array(end, pa.int64()),
+        "input_tokens": tin, "output_tokens": tout, "status": status}, schema=REQUESTS_SCHEMA)
     return t, meta, warnings
 
 
-def _metric(metrics: dict, name: str):
+# --- AIPerf ----------------------------------------------------------------------------
+
+#: ns per unit of the AIPerf metrics read.
+_UNIT_NS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "sec": 10**9}
+_CANCELLED_AFTER = re.compile(r"cancell?ed after\s+([0-9]+(?:\.[0-9]+)?)\s*s", re.IGNORECASE)
+
+
+def _metric(metrics: dict, name: str) -> tuple[Any, str | None]:
+    """(value, unit) of an AIPerf metric (``{"value", "unit"}`` or a bare value)."""
     m = metrics.get(name)
-    return m.get("value") if isinstance(m, dict) else m
+    if isinstance(m, dict):
+        return m.get("value"), m.get("unit")
+    return m, None
 
 
-def _aiperf_status(rec: dict) -> str:
-    md = rec.get("metadata") or {}
+def _aiperf_time(metrics: dict, name: str, default_unit: str) -> int | None:
+    v, unit = _metric(metrics, name)
+    if v is None:
+        return None
+    unit = unit or default_unit
+    if unit not in _UNIT_NS:
+        raise _Bad(f"metrics.{name} has the unit {unit!r}; pau knows {', '.join(_UNIT_NS)}")
+    return _to_ns(v, _UNIT_NS[unit], f"metrics.{name}")
+
+
+def _aiperf_tokens(metrics: dict, *names: str) -> int | None:
+    for name in names:
+        v, _ = _metric(metrics, name)
+        if v is not None:
+            return _count(v, f"metrics.{name}")
+    return None
+
+
+def _aiperf_status(md: dict, err: Any) -> str:
     if md.get("was_cancelled"):
         return "cancelled"
-    err = rec.get("error")
     if not err:
         return "ok"
-    code, typ = err.get("code"), str(err.get("type") or "")
-    if code in (408, 504) or "timeout" in typ.lower():
-        return "timeout"
-    if code in (429, 503):
-        return "rejected"
-    return "error"
+    if not isinstance(err, dict):
+        return "error"
+    typ = str(err.get("type") or "")
+    if err.get("code") == 499 or "cancel" in typ.lower():
+        return "cancelled"
+    return _http_status(err.get("code"), typ)
 
 
-def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dict, list]:
-    rows, bad, first_bad = [], 0, None
+class _AIPerfTally:
+    def __init__(self):
+        self.cancel_end = self.cancel_no_end = self.latency_mismatch = self.reasoning = 0
+        self.ok_missing: Counter = Counter()
+        self.phases: Counter = Counter()
+        self.first_mismatch: str | None = None
+
+
+def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
+    if not isinstance(rec, dict):
+        raise _Bad("not a JSON object")
+    md = rec.get("metadata")
+    if not isinstance(md, dict):
+        raise _Bad("no 'metadata' object (not an AIPerf record)")
+    metrics = rec.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise _Bad("'metrics' is not an object")
+    err = rec.get("error")
+    status = _aiperf_status(md, err)
+    if md.get("timestamp_ns") is not None:
+        start = _to_ns(md["timestamp_ns"], 1, "metadata.timestamp_ns")
+    elif md.get("request_start_ns") is not None:
+        start = _to_ns(md["request_start_ns"], 1, "metadata.request_start_ns")
+    else:
+        start = _aiperf_time(metrics, "min_request_timestamp", "ns")
+    if start is None:
+        raise _Bad("no request start (metadata.timestamp_ns)")
+    end = _aiperf_time(metrics, "max_response_timestamp", "ns")
+    if end is None and md.get("request_end_ns") is not None:
+        end = _to_ns(md["request_end_ns"], 1, "metadata.request_end_ns")
+    ttft = _aiperf_time(metrics, "ttft", "ms")
+    if ttft is None:
+        ttft = _aiperf_time(metrics, "time_to_first_token", "ms")
+    isl = _aiperf_tokens(metrics, "input_sequence_length", "error_isl")
+    osl = _aiperf_tokens(metrics, "output_sequence_length")
+    reasoning = _aiperf_tokens(metrics, "reasoning_token_count")
+    if osl is None:
+        answer = _aiperf_tokens(metrics, "output_token_count")
+        if answer is not None or reasoning is not None:
+            osl = (answer or 0) + (reasoning or 0)
+    if status == "ok" and end is None:
+        raise _Bad("a successful request without an end time (metrics.max_response_timestamp)")
+    cancel_end = None
+    if status == "cancelled" and end is None:
+        m = _CANCELLED_AFTER.search(str(err.get("message") or "")) if isinstance(err, dict) else None
+        if m:
+            end = start + _to_ns(_Num(m.group(1)), 10**9, "the cancellation delay")
+        cancel_end = bool(m)
+    latency = _aiperf_time(metrics, "request_latency", "ms")
+    # the record is usable: count what it needed (after every check that can fail)
+    if cancel_end is not None:
+        tally.cancel_end += cancel_end
+        tally.cancel_no_end += not cancel_end
+    if status == "ok":
+        for col, v in (("first_token_ns", ttft), ("input_tokens", isl), ("output_tokens", osl)):
+            if v is None:
+                tally.ok_missing[col] += 1
+    if latency is not None and end is not None and latency != end - start:
+        tally.latency_mismatch += 1
+        tally.first_mismatch = tally.first_mismatch or f"line {no}"
+    tally.reasoning += reasoning or 0
+    tally.phases[str(md.get("credit_phase", "profiling"))] += 1
+    rid = md.get("x_request_id")
+    return {"request_id": str(rid) if rid is not None else str(md.get("session_num", no - 1)),
+            "replica": None, "arrival_ns": start, "first_token_ns": None if ttft is None else start + ttft,
+            "end_ns": end, "input_tokens": isl, "output_tokens": osl, "status": status}
+
+
+def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+    aside = _Aside(path, on_invalid, "repair or remove the line (each line of profile_export.jsonl is one "
+                                     "AIPerf record with metadata.timestamp_ns)")
+    rows, tally = [], _AIPerfTally()
     for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-            md = rec["metadata"]
-            start, end = int(md["request_start_ns"]), md.get("request_end_ns")
-            metrics = rec.get("metrics") or {}
-            ttft = _metric(metrics, "time_to_first_token")
-            isl = _metric(metrics, "input_sequence_length") or _metric(metrics, "error_isl")
-            osl = _metric(metrics, "output_sequence_length")
-            rows.append({
-                "request_id": str(md.get("x_request_id") or md.get("session_num", no - 1)),
-                "replica": None, "arrival_ns": start,
-                "first_token_ns": None if ttft is None else start + int(round(float(ttft) * 1e6)),
-                "end_ns": None if end is None else int(end),
-                "input_tokens": None if isl is None else int(isl), "output_tokens": None if osl is None else int(osl),
-                "status": _aiperf_status(rec)})
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            if on_invalid == "raise":
-                raise ServingFormatError(path, f"not an AIPerf record ({type(exc).__name__}: {exc})",
-                                         "repair or remove the line, or pass on_invalid='quarantine' to skip "
-                                         "such records", record=f"line {no}") from None
-            bad += 1
-            first_bad = first_bad or no
-    warnings = [f"{path}: {bad} unusable records skipped (first at line {first_bad})"] if bad else []
-    return pa.Table.from_pylist(rows, schema=REQUESTS_SCHEMA), {}, warnings
+            try:
+                rec = _loads(line)
+            except ValueError as exc:
+                raise _Bad(f"not JSON ({exc})") from None
+            rows.append(_aiperf_row(rec, no, tally))
+        except _Bad as exc:
+            aside.add(f"line {no}", f"not a usable AIPerf record: {exc}")
+    warnings = aside.warnings()
+    assumptions = [
+        "arrival_ns = metadata.timestamp_ns and end_ns = metrics.max_response_timestamp (integer ns, exact)",
+        f"first_token_ns = arrival_ns + metrics.ttft in its unit ({_ROUNDING}; AIPerf writes integer ns / 1e6 "
+        "as ms, so this is exact)",
+        "output_tokens = output_sequence_length (answer + reasoning tokens)",
+    ]
+    if tally.cancel_end:
+        msg = (f"{tally.cancel_end} cancelled requests: AIPerf writes no end time; end_ns = metadata.timestamp_ns "
+               "+ the delay in the error message ('cancelled after N seconds', written to the ms, ±0.5 ms)")
+        warnings.append(f"{path}: {msg}")
+        assumptions.append(msg)
+    if tally.cancel_no_end:
+        warnings.append(f"{path}: {tally.cancel_no_end} cancelled requests without an end time: end_ns null "
+                        "(pau.core.requests needs end_ns for them; pass on_invalid='quarantine' there)")
+    for col, k in sorted(tally.ok_missing.items()):
+        warnings.append(f"{path}: {k} successful requests without {col} (null; pau.core.requests needs it for "
+                        "ok requests)")
+    if tally.latency_mismatch:
+        warnings.append(f"{path}: {tally.latency_mismatch} records whose request_latency differs from "
+                        f"max_response_timestamp - timestamp_ns (first at {tally.first_mismatch}); the "
+                        "timestamps were used")
+    other = {k: v for k, v in tally.phases.items() if k != "profiling"}
+    if other:
+        warnings.append(f"{path}: records outside the profiling phase are included (" +
+                        ", ".join(f"{v} {k}" for k, v in sorted(other.items())) +
+                        "); AIPerf's own summary counts the profiling phase only")
+    meta = {"requests": len(rows), "reasoning_tokens": tally.reasoning, "credit_phases": dict(tally.phases),
+            "assumptions": assumptions}
+    return pa.Table.from_pylist(rows, schema=REQUESTS_SCHEMA), meta, warnings, aside.table()
 
+
+# --- LLMPerf ---------------------------------------------------------------------------
+
+def _llmperf_row(rec: Any) -> dict:
+    if not isinstance(rec, dict):
+        raise _Bad("not a JSON object")
+    missing = [k for k in _LLMPERF_KEYS if k not in rec]
+    if missing:
+        raise _Bad(f"no {', '.join(missing)}")
+    code, msg = rec.get("error_code"), rec.get("error_msg")
+    if code is None and not msg:
+        return {"replica": None, "arrival_ns": 0,
+                "first_token_ns": _to_ns(rec["ttft_s"], 10**9, "ttft_s"),
+                "end_ns": _to_ns(rec["end_to_end_latency_s"], 10**9, "end_to_end_latency_s"),
+                "input_tokens": _count(rec["number_input_tokens"], "number_input_tokens"),
+                "output_tokens": _count(rec["number_output_tokens"], "number_output_tokens"), "status": "ok"}
+    e2e, tin, tout = rec["end_to_end_latency_s"], rec["number_input_tokens"], rec["number_output_tokens"]
+    return {"replica": None, "arrival_ns": 0, "first_token_ns": None,
+            "end_ns": None if e2e is None else _to_ns(e2e, 10**9, "end_to_end_latency_s"),
+            "input_tokens": None if tin is None else _count(tin, "number_input_tokens"),
+            "output_tokens": None if tout is None else _count(tout, "number_output_tokens"),
+            "status": _http_status(code, str(msg or ""))}
+
+
+def _llmperf(path: str, doc: list, on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+    aside = _Aside(path, on_invalid, "repair or remove the record (each one needs " + ", ".join(_LLMPERF_KEYS) + ")")
+    rows = []
+    for i, rec in enumerate(doc):
+        try:
+            row = _llmperf_row(rec)
+        except _Bad as exc:
+            aside.add(f"record {i}", f"not a usable LLMPerf record: {exc}")
+            continue
+        row["request_id"] = str(i)
+        rows.append(row)
+    failed = sum(r["status"] != "ok" for r in rows)
+    warnings = [f"{path}: LLMPerf results hold no arrival times; every request is taken to arrive at 0 "
+                f"({len(rows)} requests): TTFT and E2E are exact, but arrival order, concurrency and "
+                "goodput windows are not in the file", *aside.warnings()]
+    if failed:
+        warnings.append(f"{path}: {failed} failed requests: LLMPerf leaves their times unmeasured; "
+                        "first_token_ns null, end_ns as written (end_to_end_latency_s)")
+    meta = {"requests": len(rows), "assumptions": [
+        "arrival_ns = 0 for every request (LLMPerf writes no start times)",
+        f"first_token_ns = ttft_s, end_ns = end_to_end_latency_s: seconds -> ns, {_ROUNDING}",
+        "request_id = index in the list"]}
+    return pa.Table.from_pylist(rows, schema=REQUESTS_SCHEMA), meta, warnings, aside.table()
+
+
+# --- GenAI-Perf ------------------------------------------------------------------------
 
 def _genai_perf(path: str, doc: dict) -> tuple[pa.Table, dict, list]:
     rows = []
     for e, exp in enumerate(doc["experiments"]):
         for j, req in enumerate(exp.get("requests", [])):
+            where = f"experiments[{e}].requests[{j}]"
             ts = req.get("timestamp")
             if ts is None:
                 raise ServingFormatError(path, "a request without 'timestamp'", "export the profile again",
-                                         record=f"experiments[{e}].requests[{j}]")
+                                         record=where)
             resp = req.get("response_timestamps") or []
-            rows.append({"request_id": f"{e}-{j}", "replica": None, "arrival_ns": int(ts),
-                         "first_token_ns": int(resp[0]) if resp else None,
-                         "end_ns": int(resp[-1]) if resp else None, "input_tokens": None, "output_tokens": None,
+            try:
+                arrival = _to_ns(ts, 1, "timestamp")
+                first = _to_ns(resp[0], 1, "response_timestamps[0]") if resp else None
+                end = _to_ns(resp[-1], 1, "response_timestamps[-1]") if resp else None
+            except _Bad as exc:
+                raise ServingFormatError(path, str(exc), "export the profile again", record=where) from None
+            rows.append({"request_id": f"{e}-{j}", "replica": None, "arrival_ns": arrival,
+                         "first_token_ns": first, "end_ns": end, "input_tokens": None, "output_tokens": None,
                          "status": "ok" if resp else "error"})
-    return pa.Table.from_pylist(rows, schema=REQUESTS_SCHEMA), {}, [
+    return pa.Table.from_pylist(rows, schema=REQUESTS_SCHEMA), {
+        "assumptions": ["arrival_ns = timestamp, first_token_ns / end_ns = first / last response_timestamps "
+                        "(integer ns)"]}, [
         f"{path}: GenAI-Perf raw export: token counts are not in the file ({len(rows)} requests)"]
+
+
+# --- entry point -----------------------------------------------------------------------
+
+def _per_request_file(d: str) -> str:
+    """The one per-request results file in directory ``d`` (by content)."""
+    files = sorted(str(f) for f in pathlib.Path(d).rglob("*") if f.is_file() and not f.name.startswith("."))
+    found, other = [], []
+    for f in files:
+        if f.endswith((".md", ".csv")) or os.path.getsize(f) == 0:
+            continue
+        try:
+            kind = _detect_file(f)
+        except (UnknownFormatError, OSError):
+            other.append(f)
+            continue
+        (found if kind == "serving" else other).append(f)
+    if not found:
+        raise ServingFormatError(d, f"a directory with no per-request serving results among {len(files)} files",
+                                 _FIX + " (or a folder holding one)")
+    if len(found) > 1:
+        raise ServingFormatError(d, f"a directory with {len(found)} per-request result files (" +
+                                 ", ".join(os.path.relpath(f, d) for f in found) + ")",
+                                 "give one of the files")
+    return found[0]
 
 
 def read_serving(path: str | os.PathLike, *, on_invalid: str = "raise") -> ServingResults:
@@ -194,10 +585,13 @@ def read_serving(path: str | os.PathLike, *, on_invalid: str = "raise") -> Servi
     Parameters
     ----------
     path : str or os.PathLike
-        A vLLM results JSON, an AIPerf ``profile_export.jsonl`` or a GenAI-Perf
-        ``profile_export.json`` (the format is recognised from the content).
+        A vLLM results JSON, an AIPerf ``profile_export.jsonl``, an LLMPerf
+        ``*_individual_responses.json`` or a GenAI-Perf ``profile_export.json`` (the
+        format is recognised from the content), or a directory holding one of them
+        (beside the tool's summaries).
     on_invalid : {"raise", "quarantine"}
-        AIPerf lines that are not records: raise (default) or skip with a count.
+        AIPerf / LLMPerf records pau cannot use: raise (default) or set aside in
+        :attr:`ServingResults.quarantine` with a reason, counted in the warnings.
 
     Returns
     -------
@@ -206,35 +600,54 @@ def read_serving(path: str | os.PathLike, *, on_invalid: str = "raise") -> Servi
     Raises
     ------
     ServingFormatError
-        Empty file, malformed JSON, an unknown layout, missing per-request fields.
+        Empty file, malformed JSON, an unknown layout, a summary instead of per-request
+        results, missing or non-numeric per-request fields.
     """
     if on_invalid not in ("raise", "quarantine"):
         raise ValueError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
     p = os.fspath(path)
+    if os.path.isdir(p):
+        p = _per_request_file(p)
+    res = _read_file(p, on_invalid)
+    res.meta["source"] = p
+    return res
+
+
+def _read_file(p: str, on_invalid: str) -> ServingResults:
     with open(p, "r", encoding="utf-8") as f:
         text = f.read()
-    fix = "give vLLM benchmark results (--save-result), an AIPerf profile_export.jsonl or a GenAI-Perf profile_export.json"
     if not text.strip():
-        raise ServingFormatError(p, "the file is empty", fix)
+        raise ServingFormatError(p, "the file is empty", _FIX)
     doc: Any = None
     try:
-        doc = json.loads(text)
+        doc = _loads(text)
     except ValueError as exc:
         first = text.lstrip().splitlines()[0]
         if first.startswith("{") and '"metadata"' in first:
-            t, meta, w = _aiperf(p, text.splitlines(), on_invalid)
-            return ServingResults(t, "aiperf", meta, w)
-        raise ServingFormatError(p, f"malformed JSON ({exc})", "the file is truncated or corrupt; " + fix) from None
-    if isinstance(doc, dict) and "ttfts" in doc or isinstance(doc, dict) and "input_lens" in doc:
+            t, meta, w, q = _aiperf(p, text.splitlines(), on_invalid)
+            return ServingResults(t, "aiperf", meta, w, q)
+        raise ServingFormatError(p, f"malformed JSON ({exc})", "the file is truncated or corrupt; " + _FIX) from None
+    if isinstance(doc, list) and doc and isinstance(doc[0], dict) and any(k in doc[0] for k in _LLMPERF_KEYS):
+        t, meta, w, q = _llmperf(p, doc, on_invalid)
+        return ServingResults(t, "llmperf", meta, w, q)
+    if not isinstance(doc, dict):
+        raise ServingFormatError(p, "not a known serving result layout", _FIX)
+    if "ttfts" in doc or "input_lens" in doc:
         t, meta, w = _vllm(p, doc)
         return ServingResults(t, "vllm", meta, w)
-    if isinstance(doc, dict) and isinstance(doc.get("experiments"), list):
+    if isinstance(doc.get("experiments"), list):
         t, meta, w = _genai_perf(p, doc)
         return ServingResults(t, "genai-perf", meta, w)
-    if isinstance(doc, dict) and "metadata" in doc:   # a one-record AIPerf jsonl
-        t, meta, w = _aiperf(p, text.splitlines(), on_invalid)
-        return ServingResults(t, "aiperf", meta, w)
-    if isinstance(doc, dict) and "duration" in doc and "completed" in doc:
+    if "metadata" in doc:   # a one-record AIPerf jsonl
+        t, meta, w, q = _aiperf(p, text.splitlines(), on_invalid)
+        return ServingResults(t, "aiperf", meta, w, q)
+    if isinstance(doc.get("records"), dict) and ("input_config" in doc or "error_summary" in doc):
+        raise ServingFormatError(p, "an AIPerf summary (aggregates per metric, no per-request records)",
+                                 "give the per-request profile_export.jsonl that AIPerf writes beside it")
+    if "results_ttft_s_mean" in doc or "results_num_completed_requests" in doc:
+        raise ServingFormatError(p, "an LLMPerf summary (quantiles only, no per-request records)",
+                                 "give the *_individual_responses.json that LLMPerf writes beside it")
+    if "duration" in doc and "completed" in doc:
         raise ServingFormatError(p, "vLLM results without per-request arrays (ttfts, itls, input_lens, "
                                  "output_lens)", "re-run with --save-result --save-detailed")
-    raise ServingFormatError(p, "not a known serving result layout", fix)
+    raise ServingFormatError(p, "not a known serving result layout", _FIX)

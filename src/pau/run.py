@@ -1,0 +1,529 @@
+"""pau.Run: the one in-memory form of a run, and pau.read: the one way in (DESIGN §6).
+
+Every reader's output becomes a :class:`Run`; ``run.write(path)`` writes it in pau's
+layout and :func:`read` of that path gives back an equal run, table by table. The
+figures of a run come from :meth:`Run.summary`, which ``pau report`` (every output
+format), ``pau compare`` and :meth:`pau.core.Ledger.summary` share.
+
+Choices where the design is silent (also in ``docs/run.md``):
+
+* A profiler trace (Kineto, Nsight) with step annotations gets a lifecycle the
+  ledger accepts: each rank is accountable over its profiled window (``spans``),
+  and that window is one **completed** attempt of that rank. So every profiled
+  step counts as preserved work: a profiler cannot see checkpoints or failures.
+  The assumption is written in ``metadata["assumed"]``. A trace without steps has no
+  lifecycle; its ledger is events-only and has no goodput (null, not zero).
+* A run's events are in ``(rank, start_ns)`` order, the order every reader gives;
+  :meth:`Run.write` keeps it (a rank's events out of that order are sorted).
+* A path holding several runs (a folder of MLPerf result logs) is read with
+  :func:`read_runs`; :func:`read` refuses it, naming the runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from . import _engine
+from . import io as _io
+from ._input import as_table
+from ._ledger import Ledger
+from ._vocab import LIFECYCLE_SCHEMA
+from .economics import requests as _request_ledger
+from .errors import OptionError, PauError
+from .readers.detect import detect_format
+from .readers.kineto import KinetoTrace, read_kineto
+from .readers.mllog import MLLogRun, read_mllog
+from .readers.nsys import NsysTrace, read_nsys
+from .readers.serving import ServingResults, read_serving
+
+__all__ = ["FORMATS", "TABLES", "MultipleRunsError", "Run", "RunWarning", "detect", "read", "read_runs",
+           "run_figures", "spans_of"]
+
+#: The formats :func:`read` knows; ``pau`` is pau's own run layout (a folder).
+FORMATS = ("pau", "parquet", "kineto", "nsys", "mllog", "serving")
+#: The tables of a run, in the order they are written.
+TABLES = ("events", "lifecycle", "spans", "requests", "samples", "quarantine")
+#: The file naming a folder as a pau run, and its version.
+RUN_FILE = "pau-run.json"
+RUN_LAYOUT_VERSION = 1
+
+SPANS_SCHEMA = pa.schema([("rank", pa.int32()), ("start_ns", pa.int64()), ("end_ns", pa.int64())])
+
+
+class MultipleRunsError(PauError):
+    """A path holds several runs; :func:`read` reads one."""
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    """Something a reader assumed, set aside or could not use. ``code`` is stable (for
+    tools to match on); ``message`` is for people."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def _tables_equal(a: pa.Table | None, b: pa.Table | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.schema.remove_metadata().equals(b.schema.remove_metadata()) and a.equals(b)
+
+
+@dataclass(eq=False)
+class Run:
+    """One run: device events, lifecycle, accountable spans, requests, telemetry.
+
+    Attributes
+    ----------
+    events : pyarrow.Table or None
+        Device events (DESIGN §2.1), in ``(rank, start_ns)`` order.
+    lifecycle : pyarrow.Table or None
+        Lifecycle records (DESIGN §2.2), one the ledger accepts.
+    spans : pyarrow.Table or None
+        ``rank, start_ns, end_ns``: the accountable span per rank (a profiler's window).
+    requests : pyarrow.Table or None
+        Serving requests (DESIGN §3).
+    samples : pyarrow.Table or None
+        Hardware telemetry ``rank, time_ns, metric, value``.
+    metadata : dict
+        JSON-able facts: ``format``, ``sources``, per-rank devices (``ranks``), ``assumed``
+        (what the reader assumed), and what the format records (benchmark, status...).
+    warnings : list of RunWarning
+    quarantine : pyarrow.Table or None
+        Rows or files set aside with ``on_invalid="quarantine"``, each with a ``reason``.
+    """
+
+    events: pa.Table | None = None
+    lifecycle: pa.Table | None = None
+    spans: pa.Table | None = None
+    requests: pa.Table | None = None
+    samples: pa.Table | None = None
+    metadata: dict = field(default_factory=dict)
+    warnings: list[RunWarning] = field(default_factory=list)
+    quarantine: pa.Table | None = None
+
+    def __post_init__(self) -> None:
+        for name in TABLES:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, pa.Table):
+                setattr(self, name, as_table(value, name))
+
+    # -- figures ------------------------------------------------------------
+
+    def ledger(self, *, as_of: int | None = None, priority: Sequence[str] | None = None,
+               progress: Any = None) -> Ledger:
+        """The ledger (DESIGN §2.3) of this run: state × activity per rank.
+
+        With a lifecycle its accountable records set each rank's time; without one
+        the ledger is events-only over :attr:`spans` (or first to last event)."""
+        if self.events is None and self.lifecycle is None:
+            raise PauError("run.ledger: this run has neither events nor a lifecycle (it holds "
+                           f"{', '.join(self.tables()) or 'no table'}). Fix: read a trace or a lifecycle, "
+                           "or use run.summary() for request figures")
+        if self.lifecycle is not None:
+            return _engine.ledger(self.events, self.lifecycle, as_of=as_of, rules=priority, progress=progress)
+        if as_of is not None:
+            raise OptionError("run.ledger: as_of applies to a lifecycle, and this run has none")
+        return _engine.ledger(self.events, span=self.spans, rules=priority, progress=progress)
+
+    def summary(self, *, as_of: int | None = None, slo: dict | None = None) -> dict:
+        """Every headline figure of the run as a JSON-able dict (see :func:`run_figures`)."""
+        return run_figures(self, as_of=as_of, slo=slo)
+
+    # -- tables and equality ------------------------------------------------
+
+    def tables(self) -> list[str]:
+        """Names of the tables this run holds."""
+        return [n for n in TABLES if getattr(self, n) is not None]
+
+    def equals(self, other: object) -> bool:
+        """Same tables (schema and rows, in order), metadata and warnings."""
+        if not isinstance(other, Run):
+            return False
+        return (all(_tables_equal(getattr(self, n), getattr(other, n)) for n in TABLES)
+                and _jsonable(self.metadata) == _jsonable(other.metadata)
+                and self.warnings == other.warnings)
+
+    def __eq__(self, other: object) -> bool:
+        return self.equals(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        parts = [f"{n}={getattr(self, n).num_rows}" for n in self.tables()]
+        return f"Run(format={self.metadata.get('format')!r}, {', '.join(parts)}, warnings={len(self.warnings)})"
+
+    # -- writing --------------------------------------------------------------
+
+    def write(self, path: str | os.PathLike, *, overwrite: bool = False) -> str:
+        """Write the run in pau's layout: a folder (see ``docs/run.md``).
+
+        ``path/pau-run.json`` (metadata, warnings, the tables' columns), ``events/``
+        (:func:`pau.io.write_dataset`: ``job=run/rank=R/part-0.parquet``) and one
+        ``<table>.parquet`` per other table. Returns the folder's path."""
+        out = os.fspath(path)
+        if out.endswith((".parquet", ".json", ".gz")):
+            raise PauError(f"run.write: {out!r}: a run is written as a folder (several tables). Fix: give "
+                           "a folder name without a file suffix")
+        if os.path.isfile(out):
+            raise PauError(f"run.write: {out!r} is a file. Fix: give a folder")
+        if os.path.isdir(out) and os.listdir(out):
+            if not overwrite:
+                raise PauError(f"run.write: {out!r} exists and is not empty. Fix: pass overwrite=True "
+                               "(pau convert --overwrite) or another folder")
+            shutil.rmtree(out)
+        os.makedirs(out, exist_ok=True)
+        columns = {}
+        for name in self.tables():
+            table = getattr(self, name)
+            columns[name] = table.column_names
+            if name == "events" and table.num_rows:
+                _io.write_dataset(table, os.path.join(out, "events"), job="run")
+            else:  # an empty events table has no rank to partition by: one file keeps its schema
+                pq.write_table(table, os.path.join(out, f"{name}.parquet"))
+        doc = {"pau_run_layout": RUN_LAYOUT_VERSION, "tables": columns, "metadata": self.metadata,
+               "warnings": [{"code": w.code, "message": w.message} for w in self.warnings]}
+        with open(os.path.join(out, RUN_FILE), "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True, default=_json_default)
+            f.write("\n")
+        return out
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"metadata: {type(value).__name__} is not JSON-able")
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=_json_default))
+
+
+# ---------------------------------------------------------------------------
+# figures: one function for every way of asking
+
+
+def run_figures(run: Run, *, as_of: int | None = None, slo: dict | None = None) -> dict:
+    """The figures of a run, JSON-able: what ``pau report --format json`` prints.
+
+    Keys: ``format``, ``tables`` (rows per table), ``ledger`` (:meth:`Ledger.summary`
+    when the run has events or a lifecycle, else None), ``requests``
+    (:meth:`pau.economics.RequestLedger.summary` when it has requests, else None),
+    ``events_outside_accountable`` (events that fall outside their rank's accountable
+    time, counted, never dropped silently: ``events``, ``ns``, ``ranks``; None when
+    there is nothing to check), ``warnings`` (count) and ``quarantined`` (rows).
+    """
+    led = run.ledger(as_of=as_of) if (run.events is not None or run.lifecycle is not None) else None
+    req = _request_ledger(run.requests, slo=slo).summary() if run.requests is not None else None
+    return {
+        "format": run.metadata.get("format"),
+        "tables": {n: getattr(run, n).num_rows for n in run.tables()},
+        "ledger": None if led is None else led.summary(),
+        "requests": req,
+        "events_outside_accountable": outside_accountable(run.events, led),
+        "warnings": len(run.warnings),
+        "quarantined": 0 if run.quarantine is None else run.quarantine.num_rows,
+    }
+
+
+def outside_accountable(events: pa.Table | None, led: Ledger | None) -> dict | None:
+    """Events of a lifecycle ledger that lie (partly) outside their rank's accountable
+    time: their count, the ns outside, and the ranks. The ledger counts only
+    accountable time, so this is what it left out. None without both tables."""
+    if events is None or led is None or led.intervals is None:
+        return None
+    iv = led.intervals
+    rank = np.asarray(events["rank"], np.int64)
+    start = np.asarray(events["start_ns"], np.int64)
+    end = np.asarray(events["end_ns"], np.int64)
+    i_rank = np.asarray(iv["rank"], np.int64)
+    i_start = np.asarray(iv["start_ns"], np.int64)
+    i_end = np.asarray(iv["end_ns"], np.int64)
+    n_events, n_ns, ranks = 0, 0, []
+    for r in np.unique(rank).tolist():
+        sel = rank == r
+        s, e = start[sel], end[sel]
+        mine = i_rank == r
+        # The rank's accountable time: disjoint intervals, in start order.
+        a_s, a_e = i_start[mine], i_end[mine]
+        order = np.argsort(a_s, kind="stable")
+        a_s, a_e = a_s[order], a_e[order]
+        prefix = np.concatenate([[0], np.cumsum(a_e - a_s)])
+
+        def covered_before(t: np.ndarray) -> np.ndarray:
+            """Accountable ns of this rank before each instant t (exact)."""
+            k = np.searchsorted(a_s, t, "right")  # intervals starting at or before t
+            last = np.maximum(k - 1, 0)
+            partial = np.where(k > 0, np.minimum(t, a_e[last]) - a_s[last], 0) if a_s.size else 0
+            return prefix[np.maximum(k - 1, 0)] * (k > 0) + partial
+
+        outside = (e - s) - (covered_before(e) - covered_before(s)) if a_s.size else (e - s)
+        # A zero-length event covers no time; it is outside when no interval holds it.
+        point = e == s
+        if point.any():
+            k = np.searchsorted(a_s, s[point], "right") - 1
+            held = (k >= 0) & (s[point] < a_e[np.maximum(k, 0)]) if a_s.size else np.zeros(k.size, bool)
+            flag = np.asarray(outside > 0)
+            flag[np.flatnonzero(point)] = ~held
+        else:
+            flag = np.asarray(outside > 0)
+        if flag.any():
+            n_events += int(flag.sum())
+            n_ns += int(np.asarray(outside)[flag].sum())
+            ranks.append(int(r))
+    return {"events": n_events, "ns": n_ns, "ranks": ranks}
+
+
+# ---------------------------------------------------------------------------
+# from each reader to a Run
+
+
+def spans_of(*tables: pa.Table | None) -> pa.Table:
+    """``rank, start_ns, end_ns``: per rank, first start to last end over the given
+    tables' rows that name a rank (``rank >= 0``) and have both times."""
+    parts = []
+    for t in tables:
+        if t is None or t.num_rows == 0:
+            continue
+        sel = t.select(["rank", "start_ns", "end_ns"])
+        sel = sel.filter(pc.and_(pc.greater_equal(sel["rank"], 0), pc.is_valid(sel["end_ns"])))
+        parts.append(sel.cast(SPANS_SCHEMA))
+    if not parts:
+        return SPANS_SCHEMA.empty_table()
+    t = pa.concat_tables(parts)
+    g = t.group_by("rank").aggregate([("start_ns", "min"), ("end_ns", "max")])
+    return g.rename_columns(["rank", "start_ns", "end_ns"]).sort_by("rank").cast(SPANS_SCHEMA)
+
+
+def _trace_lifecycle(steps: pa.Table, spans: pa.Table) -> pa.Table | None:
+    """A profiler trace's steps made into a lifecycle the ledger accepts: each rank is
+    accountable over its span, which is one completed attempt (attempt 0) of it."""
+    if steps is None or steps.num_rows == 0:
+        return None
+    n = spans.num_rows
+    null64 = pa.nulls(n, pa.int64())
+    rank = spans["rank"].combine_chunks()
+    start, end = spans["start_ns"].combine_chunks(), spans["end_ns"].combine_chunks()
+
+    def records(record: str, kind: pa.Array) -> pa.Table:
+        return pa.table({
+            "record": pa.array([record] * n, pa.string()), "attempt": pa.array(np.zeros(n, np.int32)),
+            "rank": rank, "start_ns": start, "end_ns": end, "step": null64, "block_end_ns": null64,
+            "durable_ns": null64, "ok": pa.nulls(n, pa.bool_()), "kind": kind, "tokens": null64,
+        }, schema=LIFECYCLE_SCHEMA)
+
+    head = [records("accountable", pa.nulls(n, pa.string())),
+            records("attempt", pa.array(["completed"] * n, pa.string()))]
+    return pa.concat_tables(head + [steps.cast(LIFECYCLE_SCHEMA)])
+
+
+_ASSUMED_TRACE = ("each rank is accountable over its profiled window (spans), one completed attempt: "
+                  "every profiled step counts as preserved work (a profiler trace records no "
+                  "checkpoints or failures)")
+
+
+def _reader_warnings(fmt: str, messages: Sequence[str]) -> list[RunWarning]:
+    return [RunWarning(f"{fmt}.reader", str(m)) for m in messages]
+
+
+def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str) -> Run:
+    spans = trace.spans() if isinstance(trace, KinetoTrace) else spans_of(trace.events, trace.lifecycle)
+    steps = trace.lifecycle
+    has_steps = steps is not None and steps.num_rows > 0 and bool(pc.any(pc.equal(steps["record"], "step")).as_py())
+    lifecycle = _trace_lifecycle(steps, spans) if has_steps else None
+    meta: dict = {"format": fmt, "sources": sorted({str(x) for x in trace.ranks["source_file"].to_pylist()
+                                                     if x is not None}) or [path],
+                  "ranks": trace.ranks.to_pylist(), "assumed": [_ASSUMED_TRACE] if lifecycle is not None else []}
+    warnings = _reader_warnings(fmt, trace.warnings)
+    if steps is not None and steps.num_rows and not has_steps:
+        warnings.append(RunWarning("trace.no_steps", f"{path}: {steps.num_rows} phase records but no step: "
+                                   "the run has no lifecycle (no goodput); the phases are in metadata"))
+        meta["phases"] = steps.to_pylist()
+    elif lifecycle is None:
+        meta["assumed"].append("no step annotations: events-only ledger over each rank's profiled window")
+    if isinstance(trace, NsysTrace):
+        meta["nvtx_ranges"] = trace.nvtx.num_rows
+    q = trace.quarantine if trace.quarantine.num_rows else None
+    return Run(events=trace.events, lifecycle=lifecycle, spans=spans, metadata=meta, warnings=warnings,
+               quarantine=q)
+
+
+def _from_mllog(r: MLLogRun) -> Run:
+    meta = {"format": "mllog", "sources": [r.path], "benchmark": r.benchmark, "submitter": r.submitter,
+            "system": r.system, "status": r.status, "accelerators": r.accelerators,
+            "accelerators_source": r.accelerators_source, "accelerator_model": r.accelerator_model,
+            "init_ns": r.init_ns, "time_to_train_ns": r.time_to_train_ns, "blocks": r.blocks, "evals": r.evals,
+            "assumed": [] if not r.accelerators_source == "assumed" else ["one accelerator (no system description)"]}
+    lc = r.lifecycle
+    acc = lc.filter(pc.equal(lc["record"], "accountable"))
+    return Run(lifecycle=lc, spans=spans_of(acc), metadata=meta, warnings=_reader_warnings("mllog", r.warnings))
+
+
+def _from_serving(s: ServingResults, path: str) -> Run:
+    meta = {"format": "serving", "tool": s.format, "sources": [path], **_jsonable(s.meta)}
+    return Run(requests=s.requests, metadata=meta, warnings=_reader_warnings("serving", s.warnings))
+
+
+def _table_files(path: str) -> dict[str, str]:
+    """The tables of a run folder, by the names pau writes: ``events/`` (or
+    ``events.parquet``) and ``<table>.parquet``."""
+    out = {}
+    for name in TABLES:
+        for cand in ((name, f"{name}.parquet") if name == "events" else (f"{name}.parquet",)):
+            if os.path.exists(os.path.join(path, cand)):
+                out[name] = os.path.join(path, cand)
+                break
+    return out
+
+
+def _is_run_folder(path: str) -> bool:
+    """A folder in pau's run layout: ``pau-run.json``, or (written by hand or by an
+    older pau) only tables named as pau names them, a lifecycle among them."""
+    if os.path.isfile(os.path.join(path, RUN_FILE)):
+        return True
+    tables = _table_files(path)
+    others = [f for f in os.listdir(path) if not f.startswith(".")
+              and os.path.join(path, f) not in tables.values()]
+    return "lifecycle" in tables or ("events" in tables and len(tables) > 1 and not others)
+
+
+def _read_run_folder(path: str, progress: Any) -> Run:
+    if not os.path.isfile(os.path.join(path, RUN_FILE)):
+        found = _table_files(path)
+        tables = {n: (_read_events(p, progress) if n == "events" else pq.read_table(p)) for n, p in found.items()}
+        return Run(**tables, metadata={"format": "pau", "sources": [path],
+                                       "assumed": [f"no {RUN_FILE}: tables read by their file names"]})
+    with open(os.path.join(path, RUN_FILE)) as f:
+        doc = json.load(f)
+    version = doc.get("pau_run_layout")
+    if not isinstance(version, int) or version > RUN_LAYOUT_VERSION:
+        raise PauError(f"{path}/{RUN_FILE}: pau run layout {version!r} is not one this pau reads (up to "
+                       f"{RUN_LAYOUT_VERSION}). Fix: upgrade pau")
+    tables: dict[str, pa.Table] = {}
+    files = _table_files(path)
+    for name, columns in doc.get("tables", {}).items():
+        if name not in TABLES:
+            raise PauError(f"{path}/{RUN_FILE}: unknown table {name!r}. Fix: tables are {', '.join(TABLES)}")
+        if name not in files:
+            raise PauError(f"{path}: {RUN_FILE} lists table {name!r} but its file is missing. Fix: "
+                           "write the run again (pau convert)")
+        if os.path.isdir(files[name]):
+            tables[name] = _read_events(files[name], progress).select(columns)
+        else:
+            tables[name] = pq.read_table(files[name])
+    warnings = [RunWarning(w["code"], w["message"]) for w in doc.get("warnings", [])]
+    return Run(**tables, metadata=doc.get("metadata", {}), warnings=warnings)
+
+
+def _read_events(path: str, progress: Any) -> pa.Table:
+    """Every column of a Parquet events file or folder (hive keys fill ``rank``), read
+    row group by row group (with ``progress``), in numeric rank order."""
+    files = _io.parquet_files(path)
+    names = list(pq.read_schema(files[0][0]).names)
+    columns = names + [k for k in ("rank",) if k not in names and k in files[0][1]]
+    for f, _ in files:
+        _io.layout_version(f)
+    batches = list(_io.stream_events(path, columns=columns, progress=progress))
+    events = pa.Table.from_batches(batches) if batches else _io.read_dataset(path).select(columns)
+    events = events.replace_schema_metadata(None)
+    if "rank" in events.column_names and events.num_rows:
+        events = events.take(pc.sort_indices(events, [("rank", "ascending")]))  # stable
+    return events
+
+
+def _read_parquet(path: str, progress: Any) -> Run:
+    """Plain Parquet (a file or a folder of them): an events table."""
+    return Run(events=_read_events(path, progress), metadata={"format": "parquet", "sources": [path],
+                                                              "assumed": []})
+
+
+def detect(path: str | os.PathLike) -> str:
+    """The format of ``path`` (one of :data:`FORMATS`), from its content: a folder with
+    ``pau-run.json`` is ``pau``; anything else as :func:`pau.readers.detect.detect_format`."""
+    path = os.fspath(path)
+    if os.path.isdir(path) and _is_run_folder(path):
+        return "pau"
+    return detect_format(path)
+
+
+def read_runs(path: str | os.PathLike, *, format: str | None = None, on_invalid: str = "raise",
+              **options: Any) -> list[Run]:
+    """Every run at ``path`` (several for a folder of MLPerf result logs, else one).
+    Parameters as for :func:`read`."""
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise FileNotFoundError(f"nothing at {p!r}")
+    fmt = format or detect(p)
+    if fmt not in FORMATS:
+        raise PauError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    accepts = {"kineto": {"rules", "threads"}, "nsys": {"rules"}, "mllog": {"system"},
+               "pau": {"progress"}, "parquet": {"progress"}}.get(fmt, set())
+    unknown = sorted(set(options) - accepts)
+    if unknown:
+        raise OptionError(f"read: option {', '.join(unknown)} does not apply to {fmt} input (it takes "
+                       f"{', '.join(sorted(accepts)) or 'no option'})")
+    if on_invalid not in ("raise", "quarantine"):
+        raise PauError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+    if on_invalid == "quarantine" and fmt in ("mllog", "pau", "parquet"):
+        raise OptionError(f"on_invalid='quarantine' does not apply to {fmt} input: its reader sets nothing "
+                       "aside (it raises on what it cannot use)")
+    if fmt == "pau":
+        return [_read_run_folder(p, options.get("progress"))]
+    if fmt == "parquet":
+        return [_read_parquet(p, options.get("progress"))]
+    if fmt == "kineto":
+        return [_from_trace(read_kineto(p, on_invalid=on_invalid, **options), fmt, p)]
+    if fmt == "nsys":
+        return [_from_trace(read_nsys(p, on_invalid=on_invalid, **options), fmt, p)]
+    if fmt == "mllog":
+        got = read_mllog(p, **options)
+        return [_from_mllog(r) for r in (got if isinstance(got, list) else [got])]
+    got_s = read_serving(p, on_invalid=on_invalid)
+    return [_from_serving(got_s, p)]
+
+
+def read(path: str | os.PathLike, *, format: str | None = None, on_invalid: str = "raise",
+         **options: Any) -> Run:
+    """Read any input pau knows into a :class:`Run`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file or folder: a PyTorch profiler (Kineto) trace or a folder of them, an
+        Nsight Systems SQLite export, an MLPerf result log, serving benchmark
+        results, plain Parquet events, or a run in pau's layout (``run.write``).
+    format : str, optional
+        One of :data:`FORMATS`; detected from the content by default.
+    on_invalid : {"raise", "quarantine"}
+        For readers that can set rows aside (Kineto, Nsight, serving): ``"quarantine"``
+        keeps the usable rows and puts the others in :attr:`Run.quarantine`.
+    **options
+        Reader options: ``rules``, ``threads`` (Kineto), ``rules`` (Nsight),
+        ``system`` (MLPerf), ``progress`` (Parquet and pau runs: a bar or callback
+        while the events are read, as in :func:`pau.core.classify_dataset`). An option that does not apply to the format is an error.
+
+    Raises
+    ------
+    MultipleRunsError
+        The path holds several runs (use :func:`read_runs`).
+    pau.errors.PauError
+        Whatever the reader refuses, naming the file and the fix.
+    """
+    runs = read_runs(path, format=format, on_invalid=on_invalid, **options)
+    if len(runs) != 1:
+        names = ", ".join(os.path.basename(str(r.metadata.get("sources", ["?"])[0])) for r in runs[:5])
+        raise MultipleRunsError(f"{os.fspath(path)}: {len(runs)} runs ({names}{' ...' if len(runs) > 5 else ''}). "
+                                "Fix: read one file, or pau.read_runs(path) for the list")
+    return runs[0]
