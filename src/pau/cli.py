@@ -422,6 +422,11 @@ def _report(args: argparse.Namespace) -> int:
         run = runs[0]
         figures, table = _report_figures(run, args)
         text = render_text(run, title, figures, table, args.price)
+        outside = figures["events_outside_accountable"]
+        if outside and outside["events"]:
+            print(f"pau: warning: events_outside_accountable: {outside['events']:,} events "
+                  f"({outside['ns']:,} ns) lie outside the accountable time of ranks "
+                  f"{_ranks(outside['ranks'])}; the ledger does not count them", file=sys.stderr)
         if args.ledger:
             _write_table(table, args.ledger)
             print(f"pau: ledger written to {args.ledger} ({table.num_rows} rows)", file=sys.stderr)

@@ -1,0 +1,318 @@
+"""pau.Run and pau.read: every real sample reads into a run, round-trips through
+``pau convert`` to an equal run, and gives one set of figures through every path
+(``Run.summary()``, ``Ledger.summary()``, ``pau report --format json``, after convert).
+
+Samples are found under the first data root (``tests/shared_data.py``): the full shared
+samples when present, else the curated ``tests/data``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+from shared_data import locate, roots, shared
+
+import pau
+import pau.core as pc
+from pau import cli, errors, synth
+from pau.run import MultipleRunsError, Run, detect
+
+# Folders that are one run of several files (one file per rank, or a tool's output).
+_RUN_FOLDERS = ("kineto/hta-trace_filter", "kineto/param-dlrm-8ranks", "kineto/pytorch-kineto/resnet50_num_workers_0",
+                "serving/aiperf_gpt-oss-20b_run1", "serving/llmperf_vllm_yi34b_4xa10g_c16")
+
+
+def _root() -> pathlib.Path | None:
+    return next((r for r in roots() if r.is_dir()), None)
+
+
+def _samples() -> list[str]:
+    """Every file of the data root a reader recognises (plus the multi-file runs)."""
+    root = _root()
+    if root is None:
+        return []
+    out = []
+    for d, _, files in sorted(os.walk(root)):
+        for f in sorted(files):
+            p = pathlib.Path(d) / f
+            if f.endswith((".md", ".parquet")):
+                continue
+            try:
+                detect(p)
+            except (errors.PauError, OSError):
+                continue
+            out.append(p.relative_to(root).as_posix())
+    return out + [f for f in _RUN_FOLDERS if (root / f).exists()]
+
+
+SAMPLES = _samples()
+
+
+def _runs(path: pathlib.Path) -> tuple[list[Run], str]:
+    """The runs at path, and the on_invalid that reads them: malformed traces (no
+    device events, by design of the sample) raise a PauError unless set aside."""
+    try:
+        return pau.read_runs(path), "raise"
+    except errors.PauError as exc:
+        assert str(path) in str(exc) or path.name in str(exc)  # the error names the file
+        if detect(path) == "mllog":
+            raise
+        return pau.read_runs(path, on_invalid="quarantine"), "quarantine"
+
+
+def _conserves(run: Run) -> None:
+    if run.events is None and run.lifecycle is None:
+        return
+    led = run.ledger()
+    per = led.table.group_by("rank").aggregate([("duration_ns", "sum")]).to_pylist()
+    acc = {r["rank"]: r["accountable_ns"] for r in led.accountable.to_pylist()}
+    assert {r["rank"]: r["duration_ns_sum"] for r in per if r["duration_ns_sum"]} == \
+        {k: v for k, v in acc.items() if v}
+
+
+def _report_json(capsys, *args: str) -> dict:
+    capsys.readouterr()
+    assert cli.main(["report", *args, "--format", "json", "-o", "-", "--no-progress"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.skipif(not SAMPLES, reason="no test data root (tests/data or ../shared/data)")
+@pytest.mark.parametrize("rel", SAMPLES)
+def test_every_sample_is_one_run_with_one_set_of_figures(rel, tmp_path, capsys):
+    path = shared(*rel.split("/"))
+    runs, on_invalid = _runs(path)
+    assert runs and all(isinstance(r, Run) for r in runs)
+    for k, run in enumerate(runs):
+        assert run.metadata["format"] in pau.run.FORMATS
+        _conserves(run)
+        figures = run.summary()
+        json.dumps(figures, allow_nan=False)  # every figure is JSON-able, no NaN
+        if run.events is not None or run.lifecycle is not None:
+            assert figures["ledger"] == run.ledger().summary()  # one function
+        # the archive: an equal run, table by table, and the same figures to the ns
+        out = run.write(tmp_path / f"run{k}")
+        back = pau.read(out)
+        assert back == run, rel
+        for name in pau.run.TABLES:
+            a, b = getattr(run, name), getattr(back, name)
+            assert (a is None and b is None) or a.equals(b), name
+        assert back.summary() == figures
+    if len(runs) == 1:
+        flags = ["--on-invalid", "quarantine"] if on_invalid == "quarantine" else []
+        via_cli = _report_json(capsys, str(path), *flags)
+        assert via_cli == json.loads(json.dumps(runs[0].summary()))
+        converted = tmp_path / "converted"
+        assert cli.main(["convert", str(path), str(converted), *flags]) == 0
+        assert _report_json(capsys, str(converted)) == via_cli
+    else:
+        with pytest.raises(MultipleRunsError, match="read_runs"):
+            pau.read(path)
+
+
+def _trace(name: str) -> pathlib.Path:
+    return shared("kineto", *name.split("/"))
+
+
+def test_a_profiler_trace_gets_a_lifecycle_the_ledger_accepts():
+    run = pau.read(_trace("hta-trace_filter"))
+    assert run.lifecycle is not None and run.spans.num_rows == 2
+    # each rank accountable over its profiled window, a completed attempt of it
+    acc = run.lifecycle.filter(pa.compute.equal(run.lifecycle["record"], "accountable"))
+    assert acc.select(["rank", "start_ns", "end_ns"]).equals(run.spans)
+    assert any("completed attempt" in a for a in run.metadata["assumed"])
+    s = run.summary()["ledger"]
+    steps = run.lifecycle.filter(pa.compute.equal(run.lifecycle["record"], "step"))
+    step_ns = sum(e - b for b, e in zip(steps["start_ns"].to_pylist(), steps["end_ns"].to_pylist()))
+    assert s["productive_ns"] == step_ns and s["goodput"] == step_ns / s["accountable_ns"]
+    # the activity of the ledger is the events-only classification over the same spans
+    led = run.ledger().by("rank", "activity").to_pylist()
+    ref = pc.classify(run.events, span=run.spans).to_pylist()
+    got = {(r["rank"], r["activity"]): r["duration_ns"] for r in led}
+    assert {(r["rank"], r["activity"]): r["duration_ns"] for r in ref if r["duration_ns"]} == got
+    # stragglers work on the trace's lifecycle
+    assert pc.stragglers(run.lifecycle.filter(pa.compute.equal(run.lifecycle["record"], "step"))).table.num_rows
+
+
+def test_convert_keeps_the_profiler_span(tmp_path, capsys):
+    """A trace converted and reported gives the idle and span of the trace itself."""
+    path = _trace("hta-trace_filter")
+    assert cli.main(["convert", str(path), str(tmp_path / "out")]) == 0
+    ref = pc.classify(pau.io.read_kineto(path).events, span=pau.io.read_kineto(path).spans())
+    idle0 = sum(r["duration_ns"] for r in ref.to_pylist() if r["rank"] == 0 and r["activity"] == "idle")
+    s = _report_json(capsys, str(tmp_path / "out"))
+    per = pau.read(tmp_path / "out").ledger().table.to_pylist()
+    assert sum(r["duration_ns"] for r in per if r["rank"] == 0 and r["activity"] == "idle") == idle0
+    assert s["ledger"]["activity_ns"]["idle"] == sum(
+        r["duration_ns"] for r in ref.to_pylist() if r["activity"] == "idle")
+
+
+def test_the_archive_opens_with_plain_tools(tmp_path):
+    run = pau.read(_trace("param-dlrm-8ranks"))
+    out = pathlib.Path(run.write(tmp_path / "run"))
+    doc = json.loads((out / "pau-run.json").read_text())
+    assert set(doc["tables"]) == {"events", "lifecycle", "spans"}
+    assert pq.read_table(out / "lifecycle.parquet").num_rows == run.lifecycle.num_rows
+    events = ds.dataset(out / "events", format="parquet").to_table()
+    assert events.num_rows == run.events.num_rows
+    assert sorted(set(events["rank"].to_pylist())) == list(range(8))
+
+
+def test_compare_takes_any_two_runs(capsys):
+    kineto_a, kineto_b = _trace("hta-trace_filter"), _trace("param-dlrm-8ranks")
+    ml = shared("mlperf", "training_v4.0", "ASUSTeK", "results", "ESC8000A-E12-8xH100-PCIE-80GB", "resnet")
+    ml_a, ml_b = ml / "result_1.txt", ml / "result_3.txt"
+    for a, b in ((kineto_a, kineto_b), (ml_a, ml_b), (ml_a, kineto_a)):
+        capsys.readouterr()
+        assert cli.main(["compare", str(a), str(b), "--format", "json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        ref = pc.compare(pau.read(a), pau.read(b), labels=(str(a), str(b)))
+        assert got["metrics"] == json.loads(json.dumps(ref.table.to_pylist()))
+        metrics = {r["metric"]: r for r in got["metrics"]}
+        assert metrics["goodput"]["a"] == pau.read(a).summary()["ledger"]["goodput"]
+
+
+def test_report_goodput_of_an_mlperf_log_is_the_ledgers(capsys):
+    """Evals inside a block count as eval (DESIGN's precedence), on every path."""
+    path = shared("mlperf", "training_v4.0", "Dell", "results", "R760xax4L40S", "bert", "result_0.txt")
+    run = pau.read(path)
+    s = _report_json(capsys, str(path))
+    assert s["ledger"]["goodput"] == run.ledger().summary()["goodput"]
+    assert s["ledger"]["state_ns"]["eval"] > 0
+    capsys.readouterr()
+    assert cli.main(["report", str(path)]) == 0
+    assert f"goodput {100 * s['ledger']['goodput']:.1f} %" in capsys.readouterr().out
+
+
+def _tiny(ranks=(0,)) -> tuple[pa.Table, pa.Table]:
+    ev = pa.table({"rank": pa.array([0, 0, 0, 1], pa.int32()), "start_ns": pa.array([10, 50, 200, 0]),
+                   "end_ns": pa.array([20, 150, 210, 5]), "kind": ["compute"] * 4})
+    n = len(ranks)
+    lc = pa.table({"record": ["accountable"] * n + ["attempt", "step"],
+                   "attempt": pa.array([None] * n + [0, 0], pa.int32()),
+                   "rank": pa.array(list(ranks) + [-1, -1], pa.int32()),
+                   "start_ns": pa.array([0] * n + [0, 0]), "end_ns": pa.array([100] * n + [100, 80]),
+                   "step": pa.array([None] * n + [None, 1]), "kind": [None] * n + ["completed", None]})
+    return ev, lc
+
+
+def test_events_outside_accountable_time_are_counted_and_shown(tmp_path, capsys):
+    ev, lc = _tiny()
+    run = Run(events=ev, lifecycle=lc)
+    out = run.summary()["events_outside_accountable"]
+    # [50,150) has 50 ns past the accountable [0,100); [200,210) 10; rank 1 has none: 5
+    assert out == {"events": 3, "ns": 65, "ranks": [0, 1]}
+    assert run.ledger().summary()["activity_ns"]["compute"] == 10 + 50
+    run.write(tmp_path / "r")
+    capsys.readouterr()
+    assert cli.main(["report", str(tmp_path / "r")]) == 0
+    got = capsys.readouterr()
+    assert "3 events (0.000 s) lie outside the accountable time of ranks 0, 1" in got.out
+    assert "outside the accountable time" in got.err
+
+
+def test_a_lifecycle_whose_ranks_do_not_match_is_refused(tmp_path, capsys):
+    ev, lc = _tiny()
+    synth.write_parquet(ev, tmp_path / "ev.parquet")
+    pq.write_table(lc, tmp_path / "lc.parquet")
+    assert cli.main(["report", str(tmp_path / "ev.parquet"), "--lifecycle", str(tmp_path / "lc.parquet")]) == 1
+    err = capsys.readouterr().err
+    assert "ranks 1 have events but no record in the lifecycle" in err and "names ranks 0" in err
+    _, lc2 = _tiny(ranks=(0, 1))
+    pq.write_table(lc2, tmp_path / "lc2.parquet")
+    assert cli.main(["report", str(tmp_path / "ev.parquet"), "--lifecycle", str(tmp_path / "lc2.parquet"),
+                     "--format", "json"]) == 0
+
+
+def test_options_that_do_not_apply_are_errors(tmp_path, capsys):
+    trace = _trace("hta-trace_filter")
+    nsys = shared("nsys", "icon_isc25", "gpu.sqlite")  # no steps: no lifecycle
+    cases = [
+        ["report", str(trace), "--steps", "3"],
+        ["report", str(nsys), "--price", "2"],
+        ["report", str(nsys), "--as-of", "5"],
+        ["report", "--power", "p.parquet", "--steps", "5"],
+        ["report", "--lifecycle", "x.parquet"],
+    ]
+    for argv in cases:
+        capsys.readouterr()
+        assert cli.main(argv) == 2, argv
+        assert capsys.readouterr().err.startswith("pau: "), argv
+    with pytest.raises(errors.OptionError, match="does not apply to mllog"):
+        pau.read(shared("mlperf", "training_v4.0", "Dell", "results", "R760xax4L40S", "bert", "result_0.txt"),
+                 rules=None)
+
+
+def test_write_refuses_a_file_name_and_a_full_folder(tmp_path):
+    run = pau.read(_trace("param-dlrm-8ranks"))
+    with pytest.raises(errors.PauError, match="a run is written as a folder"):
+        run.write(tmp_path / "x.parquet")
+    run.write(tmp_path / "r")
+    with pytest.raises(errors.PauError, match="overwrite=True"):
+        run.write(tmp_path / "r")
+    run.write(tmp_path / "r", overwrite=True)
+    assert pau.read(tmp_path / "r") == run
+
+
+def test_reader_warnings_reach_stderr_and_stay_on_the_run(capsys):
+    path = _trace("pytorch-kineto/resnet50_num_workers_0")
+    run = pau.read(path)
+    assert run.warnings and all(w.code and w.message for w in run.warnings)
+    capsys.readouterr()
+    assert cli.main(["report", str(path), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    for w in run.warnings:
+        assert f"pau: warning: {w.code}: {w.message}" in err
+
+
+def test_gates_exit_3_when_a_figure_fails(capsys):
+    base = ["report", "--steps", "40", "--format", "json", "-o", os.devnull]
+    assert cli.main(base + ["--gate", "ledger.goodput>=0.1"]) == 0
+    assert cli.main(base + ["--gate", "goodput>=0.99"]) == 3
+    assert "gate failed: goodput>=0.99" in capsys.readouterr().err
+    assert cli.main(base + ["--gate", "nonsense"]) == 2
+
+
+def test_formats_agree(capsys, tmp_path):
+    """text, json and csv of one report carry the same figures."""
+    js = _report_json(capsys, "--steps", "40")
+    assert cli.main(["report", "--steps", "40", "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 0
+    rows = dict(line.split(",", 1) for line in (tmp_path / "r.csv").read_text().splitlines()[1:])
+    assert float(rows['"ledger.goodput"'].strip('"')) == js["ledger"]["goodput"]
+    assert int(rows['"ledger.accountable_ns"'].strip('"')) == js["ledger"]["accountable_ns"]
+    capsys.readouterr()
+    assert cli.main(["report", "--steps", "40"]) == 0
+    assert f"goodput {100 * js['ledger']['goodput']:.1f} %" in capsys.readouterr().out
+
+
+def test_readme_example_runs_as_written(monkeypatch):
+    readme = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+    text = readme.read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(readme.parent)
+    if locate("kineto", "hta-trace_filter") is None:
+        pytest.skip("the README's sample trace is not here")
+    exec(compile(code, str(readme), "exec"), {})
+
+
+def test_a_run_without_events_or_lifecycle_has_no_ledger():
+    run = pau.read(shared("serving", "aiperf_gpt-oss-20b_run1"))
+    with pytest.raises(errors.PauError, match="neither events nor a lifecycle"):
+        run.ledger()
+    s = run.summary()
+    assert s["ledger"] is None and s["requests"]["offered"] == 100
+    assert s["requests"]["cancelled"] == 11
+
+
+def test_run_tables_are_arrow_and_equality_is_strict():
+    run = pau.read(_trace("param-dlrm-8ranks"))
+    other = Run(events=run.events.slice(1), lifecycle=run.lifecycle, spans=run.spans, metadata=run.metadata)
+    assert other != run
+    same = Run(events={c: np.asarray(run.events[c]) for c in ("rank", "start_ns")})
+    assert isinstance(same.events, pa.Table)
