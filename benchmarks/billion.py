@@ -47,12 +47,13 @@ def write(root: str, n_events: int, ranks: int, seed: int = 0) -> int:
             cuts = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1], True])
             for a, b in zip(cuts[:-1], cuts[1:]):
                 r = int(rank[a])
-                part = chunk.slice(a, b - a)
+                part = chunk.slice(a, b - a).drop_columns(["rank"])  # the rank=R folder names it
                 if r not in writers:
                     d = os.path.join(root, "job=job0", f"rank={r}")
                     os.makedirs(d, exist_ok=True)
                     meta = dict(part.schema.metadata or {})
                     meta[io._LAYOUT_KEY] = str(io.LAYOUT_VERSION).encode()
+                    meta[io._RANK_NOT_NULL] = b"1"
                     schema = part.schema.with_metadata(meta)
                     writers[r] = (pq.ParquetWriter(os.path.join(d, "part-0.parquet"), schema,
                                                    **io._layout_options(schema, "snappy")), meta)

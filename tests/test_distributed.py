@@ -70,14 +70,18 @@ def test_write_dataset_layout(archive, run):
         t = pq.read_table(path)
         assert t.schema.field("kind").type == pa.dictionary(pa.int8(), pa.string())
         assert np.all(np.diff(t["start_ns"].to_numpy()) >= 0)
-        assert set(t["rank"].to_pylist()) == {keys["rank"]}
+        assert "rank" not in t.column_names  # the rank=R folder alone names it
         col = pq.ParquetFile(path).metadata.row_group(0)
         encodings = {col.column(i).path_in_schema: col.column(i).encodings for i in range(col.num_columns)}
         assert "DELTA_BINARY_PACKED" in encodings["start_ns"]
         assert "DELTA_BINARY_PACKED" in encodings["end_ns"]
-    back = pio.read_dataset(archive).drop_columns(["job"])
+    back = pio.read_dataset(archive).select(run.column_names)
     key = [("rank", "ascending"), ("start_ns", "ascending"), ("end_ns", "ascending"), ("stream", "ascending")]
     assert back.sort_by(key).equals(run.sort_by(key))
+    # plain readers open the archive without flags
+    plain = pq.read_table(archive)
+    assert plain.num_rows == run.num_rows
+    assert sorted(int(r) for r in set(plain["rank"].to_pylist())) == list(range(RANKS))
 
 
 def test_write_dataset_round_trip(archive, expected):
@@ -85,11 +89,14 @@ def test_write_dataset_round_trip(archive, expected):
     assert core.classify_dataset(archive, progress=False, workers=1).equals(expected)  # streamed
 
 
-def test_rank_column_dropped_comes_from_the_folder(tmp_path, run, expected):
-    # Older or foreign archives may drop the rank column: the rank=R folder fills it.
+def test_rank_column_in_the_file_still_reads(tmp_path, run, expected):
+    # Layout 1 (and foreign archives) kept the rank column in each file beside the
+    # rank=R folder: pau reads them the same.
     pio.write_dataset(run, tmp_path)
-    for path, _ in pio.parquet_files(tmp_path):
-        pq.write_table(pq.read_table(path).drop_columns(["rank"]), path)
+    for path, keys in pio.parquet_files(tmp_path):
+        t = pq.read_table(path)
+        t = t.add_column(0, "rank", pa.array(np.full(t.num_rows, int(keys["rank"]), np.int32)))
+        pq.write_table(t.replace_schema_metadata({"pau.layout_version": "1"}), path)
     assert core.classify_dataset(tmp_path, progress=False).equals(expected)
     assert dist.classify_partitions(tmp_path).equals(expected)
 
@@ -561,5 +568,12 @@ def test_by_job_classifies_each_job_apart(two_jobs, tmp_path):
     assert got.schema.metadata[b"pau.rows"] == str(sum(t.num_rows for t in runs.values())).encode()
     # One job's folder alone needs no by_job.
     assert dist.classify_partitions(root / "job=B").equals(core.classify(runs["B"]))
+    # A file of the layout named alone keeps its job and rank from its folders...
+    one = pio.parquet_files(root)[0][0]
+    assert pio.parquet_files(one)[0][1] == pio.parquet_files(root)[0][1]
+    # ...and a file under no job folder cannot be split by job.
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pq.read_table(one).append_column("rank", pa.array(
+        np.zeros(pq.read_metadata(one).num_rows, np.int32))), plain)
     with pytest.raises(PauError, match="job=J"):
-        dist.classify_partitions(pio.parquet_files(root)[0][0], by_job=True)
+        dist.classify_partitions(plain, by_job=True)

@@ -159,9 +159,15 @@ def test_the_archive_opens_with_plain_tools(tmp_path):
     doc = json.loads((out / "pau-run.json").read_text())
     assert set(doc["tables"]) == {"events", "lifecycle", "spans"}
     assert pq.read_table(out / "lifecycle.parquet").num_rows == run.lifecycle.num_rows
-    events = ds.dataset(out / "events", format="parquet").to_table()
-    assert events.num_rows == run.events.num_rows
-    assert sorted(set(events["rank"].to_pylist())) == list(range(8))
+    for events in (pq.read_table(out / "events"),
+                   ds.dataset(out / "events", format="parquet", partitioning="hive").to_table()):
+        assert events.num_rows == run.events.num_rows
+        assert sorted(int(r) for r in set(events["rank"].to_pylist())) == list(range(8))
+    duckdb = pytest.importorskip("duckdb")
+    got = duckdb.sql(f"select rank, count(*) from read_parquet('{out}/events/**/*.parquet') "
+                     "group by rank order by rank").fetchall()
+    ranks, counts = np.unique(np.asarray(run.events["rank"]), return_counts=True)
+    assert got == list(zip(ranks.tolist(), counts.tolist()))
 
 
 def test_compare_takes_any_two_runs(capsys):

@@ -13,7 +13,7 @@ import shutil
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -34,17 +34,28 @@ __all__ = ["stream_events", "parquet_files", "read_kineto", "read_nsys", "read_m
            "row_group_bytes"]
 
 
-def detect_format(path: str | os.PathLike) -> str:
+def detect_format(path: str | os.PathLike[str]) -> str:
     """``parquet``, ``kineto``, ``nsys``, ``mllog`` or ``serving``: see
     :func:`pau.readers.detect.detect_format`."""
     return _detect(path)
 
 
-def parquet_files(source: str | os.PathLike) -> list[tuple[str, dict]]:
+def _hive_keys(path: str) -> dict[str, Any]:
+    """The ``key=value`` folders a file lies in (``job=J/rank=R/part-0.parquet``), so a
+    file of pau's layout named alone still has its rank; integers as ints."""
+    keys: dict[str, Any] = {}
+    for part in os.path.normpath(os.path.dirname(os.path.abspath(path))).split(os.sep):
+        k, eq, v = part.partition("=")
+        if eq and k.isidentifier() and v:
+            keys[k] = int(v) if v.lstrip("-").isdigit() else v
+    return keys
+
+
+def parquet_files(source: str | os.PathLike[str]) -> list[tuple[str, dict[str, Any]]]:
     """Parquet files under ``source`` in path order, with their hive partition values."""
     path = os.fspath(source)
     if os.path.isfile(path):
-        return [(path, {})]
+        return [(path, _hive_keys(path))]
     if not os.path.isdir(path):
         raise FileNotFoundError(f"no Parquet file or directory at {path!r}")
     dataset = ds.dataset(path, format="parquet", partitioning="hive")
@@ -56,7 +67,8 @@ def parquet_files(source: str | os.PathLike) -> list[tuple[str, dict]]:
     return out
 
 
-def row_group_bytes(path: str | os.PathLike, columns=EVENT_COLUMNS, keys: dict | None = None) -> list[int]:
+def row_group_bytes(path: str | os.PathLike[str], columns: Sequence[str] = EVENT_COLUMNS,
+                    keys: dict[str, Any] | None = None) -> list[int]:
     """Estimated bytes one row group of ``path`` takes once read (the ``columns`` as
     Arrow arrays), per row group, from the Parquet footer alone.
 
@@ -96,7 +108,7 @@ def row_group_bytes(path: str | os.PathLike, columns=EVENT_COLUMNS, keys: dict |
 _READERS = threading.local()
 
 
-def _reader(path) -> pq.ParquetFile:
+def _reader(path: str) -> pq.ParquetFile:
     """This thread's ParquetFile of ``path``: a ParquetFile is not safe to read from
     two threads at once (it crashed), so each reading thread opens its own, and keeps
     one file open at a time (reopened when the file changed on disk)."""
@@ -107,21 +119,28 @@ def _reader(path) -> pq.ParquetFile:
     return _READERS.pf
 
 
-def _row_group_reads(files, columns, batch_rows):
+def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str],
+                     batch_rows: int | None) -> Iterator[tuple[Callable[[], pa.Table], int]]:
     """Callables, each reading one row group (optionally sliced into batches)."""
     for path, keys in files:
         pf = pq.ParquetFile(path)
         names = pf.schema_arrow.names
         present = [c for c in columns if c in names]
         missing = [c for c in columns if c not in names and c in keys]
+        # the rank field as written (layout 2 keeps its nullability in the metadata)
+        rank_field = pa.field("rank", pa.int32(),
+                              nullable=(pf.schema_arrow.metadata or {}).get(_RANK_NOT_NULL) != b"1")
         for i in range(pf.num_row_groups):
-            def read(path=path, i=i, present=present, missing=missing, keys=keys):
+            def read(path: str = path, i: int = i, present: list[str] = present,
+                     missing: list[str] = missing, keys: dict[str, Any] = keys,
+                     rank_field: pa.Field = rank_field) -> pa.Table:
                 t = _reader(path).read_row_group(i, columns=present)
                 for c in missing:
                     value = keys[c]
-                    col = (pa.array(np.full(t.num_rows, int(value), np.int32)) if c == "rank"
-                           else pa.array([value] * t.num_rows))
-                    t = t.append_column(c, col)
+                    if c == "rank":
+                        t = t.append_column(rank_field, pa.array(np.full(t.num_rows, int(value), np.int32)))
+                    else:
+                        t = t.append_column(c, pa.array([value] * t.num_rows))
                 return t
             yield read, pf.metadata.row_group(i).num_rows
 
@@ -132,8 +151,8 @@ def _row_group_reads(files, columns, batch_rows):
 READ_AHEAD = 2
 
 
-def stream_events(source: Any, *, columns=EVENT_COLUMNS, batch_rows: int | None = None,
-                  progress: Any = None, read_ahead: bool | int = True) -> Iterator[pa.RecordBatch]:
+def stream_events(source: Any, *, columns: Sequence[str] = EVENT_COLUMNS, batch_rows: int | None = None,
+                  progress: Any = None, read_ahead: bool | int = True) -> Generator[pa.RecordBatch, None, None]:
     """Record batches of the events columns from a Parquet file/directory or a stream.
 
     ``progress``: None/False (default) nothing; True a bar on stderr when it is a
@@ -179,7 +198,7 @@ def stream_events(source: Any, *, columns=EVENT_COLUMNS, batch_rows: int | None 
         track.close()
 
 
-def _sliced(batches, batch_rows):
+def _sliced(batches: Iterable[pa.RecordBatch], batch_rows: int | None) -> Iterator[pa.RecordBatch]:
     for b in batches:
         if not batch_rows or b.num_rows <= batch_rows:
             yield b
@@ -194,13 +213,15 @@ def _sliced(batches, batch_rows):
 #: Version of the archive layout :func:`write_dataset` writes (file metadata key
 #: ``pau.layout_version``). Readers accept every version up to this one; files
 #: without the key (plain Parquet) read as version 0.
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 _LAYOUT_KEY = b"pau.layout_version"
+#: Layout 2: b"1" when the events' rank field (not stored) was not nullable.
+_RANK_NOT_NULL = b"pau.rank_not_null"
 #: Integer columns stored with DELTA_BINARY_PACKED (sorted or slowly varying).
 _DELTA_COLUMNS = ("start_ns", "end_ns", "stream", "step", "bytes", "attempt")
 
 
-def layout_version(path: str | os.PathLike) -> int:
+def layout_version(path: str | os.PathLike[str]) -> int:
     """The ``pau.layout_version`` of one Parquet file (0 when it has none).
 
     Raises :class:`ValueError` for a version newer than this pau reads."""
@@ -213,7 +234,7 @@ def layout_version(path: str | os.PathLike) -> int:
     return version
 
 
-def _layout_options(schema: pa.Schema, compression: str) -> dict:
+def _layout_options(schema: pa.Schema, compression: str) -> dict[str, Any]:
     delta, dictionary = {}, []
     for f in schema:
         if f.name in _DELTA_COLUMNS and pa.types.is_integer(f.type) and f.type.bit_width in (32, 64):
@@ -226,7 +247,7 @@ def _layout_options(schema: pa.Schema, compression: str) -> dict:
                 write_statistics=stats)
 
 
-def write_dataset(events: Any, root: str | os.PathLike, *, job: str = "job0",
+def write_dataset(events: Any, root: str | os.PathLike[str], *, job: str = "job0",
                   row_group_size: int = 1_000_000, compression: str = "snappy",
                   overwrite: bool = False) -> int:
     """Write events in pau's archive layout: ``root/job=J/rank=R/part-0.parquet``.
@@ -240,9 +261,12 @@ def write_dataset(events: Any, root: str | os.PathLike, *, job: str = "job0",
 
     * ``start_ns``, ``end_ns`` and the other integer columns (``stream, step, bytes,
       attempt``) are DELTA_BINARY_PACKED (no dictionary);
-    * ``kind``, ``name`` and ``rank`` are dictionary-encoded; ``rank`` is kept in the
-      file (constant per file, so it costs a few bytes) to keep each file
-      self-contained, and also appears as the ``rank=R`` folder;
+    * ``kind`` and ``name`` are dictionary-encoded; ``rank`` is the ``rank=R`` folder
+      only, not a column of the file, so that plain readers open the archive without
+      flags (``pyarrow.parquet.read_table(root)``, ``pyarrow.dataset``, DuckDB,
+      Polars: a column and a hive key of one name but two types cannot be merged).
+      pau's readers fill it from the folder (``int32``). Layout version 1 kept it in
+      the file too; both versions read;
     * snappy compression: with delta-packed times, zstd saves about 3 % of the size
       but decodes about 1.6x slower here; snappy and lz4 read alike, and every
       Parquet reader knows snappy;
@@ -284,10 +308,12 @@ def write_dataset(events: Any, root: str | os.PathLike, *, job: str = "job0",
         if not overwrite:
             raise FileExistsError(f"{job_dir} exists. Fix: pass overwrite=True or another job")
         shutil.rmtree(job_dir)
-    opts = _layout_options(table.schema, compression)
+    stored = table.schema.remove(table.schema.get_field_index("rank"))
+    opts = _layout_options(stored, compression)
     meta = dict(table.schema.metadata or {})
     meta[_LAYOUT_KEY] = str(LAYOUT_VERSION).encode()
-    schema = table.schema.with_metadata(meta)
+    meta[_RANK_NOT_NULL] = b"0" if table.schema.field("rank").nullable else b"1"
+    schema = stored.with_metadata(meta)
     ranks = np.unique(table.column("rank").to_numpy())
     sort_keys = [(c, "ascending") for c in ("start_ns", "end_ns") if c in table.column_names]
     rows = 0
@@ -299,7 +325,8 @@ def write_dataset(events: Any, root: str | os.PathLike, *, job: str = "job0",
         os.makedirs(d, exist_ok=True)
         tmp = os.path.join(d, ".part-0.parquet.tmp")
         with pq.ParquetWriter(tmp, schema, **opts) as writer:
-            writer.write_table(part.replace_schema_metadata(meta), row_group_size=row_group_size)
+            writer.write_table(part.drop_columns(["rank"]).replace_schema_metadata(meta),
+                               row_group_size=row_group_size)
         os.replace(tmp, os.path.join(d, "part-0.parquet"))
         rows += part.num_rows
     if not ranks.size:
@@ -312,7 +339,7 @@ def _start_ordered(part: pa.Table) -> bool:
     return bool(np.all(start[1:] >= start[:-1]))
 
 
-def read_dataset(root: str | os.PathLike, *, columns=None) -> pa.Table:
+def read_dataset(root: str | os.PathLike[str], *, columns: Sequence[str] | None = None) -> pa.Table:
     """Read a Parquet file or a dataset (pau's layout or any hive-partitioned one) whole.
 
     Hive keys (``job``, ``rank``) fill columns the files lack; archives of every
@@ -323,8 +350,10 @@ def read_dataset(root: str | os.PathLike, *, columns=None) -> pa.Table:
         layout_version(path)
         t = pq.read_table(path, columns=None if columns is None else
                           [c for c in columns if c in pq.read_schema(path).names])
+        not_null = (t.schema.metadata or {}).get(_RANK_NOT_NULL) == b"1"
         for c, v in keys.items():
             if c not in t.column_names and (columns is None or c in columns):
-                t = t.append_column(c, pa.array([v] * t.num_rows, pa.int32() if c == "rank" else None))
+                field = pa.field(c, pa.int32(), nullable=not not_null) if c == "rank" else c
+                t = t.append_column(field, pa.array([v] * t.num_rows, pa.int32() if c == "rank" else None))
         tables.append(t.replace_schema_metadata(None))
     return pa.concat_tables(tables, promote_options="default")
