@@ -27,41 +27,33 @@ near = st.sampled_from(["step", "stepp", "ste", "stap", "Step", "restore", "rest
 words = st.one_of(st.sampled_from(lifecycle.RECORDS), near, st.text(max_size=8), st.none())
 
 
+def _record_codes(col) -> tuple[list, int, int]:
+    """Record codes of a column as the native reader gives them (after the layout
+    conversion), with the count and first row of the steps."""
+    n = len(col)
+    t = lifecycle._native_layout(pa.table({"record": col, "start_ns": pa.array(np.zeros(n, np.int64))}))
+    x, n_step, first, steps = lifecycle._native_rows(t)
+    codes = np.full(n, lifecycle.RECORDS.index("step"), np.int64)
+    codes[x.row] = x.rec
+    return codes.tolist(), n_step, first
+
+
 @settings(max_examples=300, **SETTINGS)
 @given(values=st.lists(words, max_size=40), cuts=st.lists(st.integers(0, 40), max_size=3),
-       large=st.booleans(), start=st.integers(0, 3))
-def test_record_codes_match_the_reference(values, cuts, large, start):
-    """Chunked, sliced, string or large_string: codes and where the steps are."""
+       large=st.booleans(), dictionary=st.booleans(), start=st.integers(0, 3))
+def test_record_codes_match_the_reference(values, cuts, large, dictionary, start):
+    """Chunked, sliced, string, large_string or dictionary: codes and where the steps are."""
     typ = pa.large_string() if large else pa.string()
     arr = pa.array(["x"] * start + values, typ).slice(start)  # a non-zero offset
     bounds = sorted({min(c, len(values)) for c in cuts} | {0, len(values)})
     col = pa.chunked_array([arr.slice(a, b - a) for a, b in zip(bounds, bounds[1:])] or [arr], typ)
-    codes, count, first, last = lifecycle._record_codes(pa.table({"record": col}))
+    if dictionary:
+        col = col.dictionary_encode()
+    codes, count, first = _record_codes(col)
     want = ref.record_codes(values, lifecycle.RECORDS)
-    assert codes.tolist() == want
+    assert codes == want
     steps = [i for i, c in enumerate(want) if c == lifecycle.RECORDS.index("step")]
-    assert (count, first, last) == (len(steps), steps[0] if steps else -1, steps[-1] if steps else -1)
-
-
-@settings(max_examples=200, **SETTINGS)
-@given(n=st.integers(0, 12), odd=st.sampled_from([None, "stap", "ste", "stepp", "", None]),
-       at=st.integers(0, 11), skip=st.integers(0, 3), large=st.booleans())
-def test_step_chunks_take_the_word_path_only_when_every_row_is_step(n, odd, at, skip, large):
-    """A chunk of "step" rows only (at any byte offset) is coded by comparing 32-bit
-    words; one other string anywhere sends it through the per-row kernel."""
-    values = ["step"] * n
-    if odd is not None and n:
-        values[min(at, n - 1)] = odd
-    typ = pa.large_string() if large else pa.string()
-    arr = pa.array(["x" * skip] + values, typ).slice(1)  # data starts `skip` bytes in
-    codes, count, first, last = lifecycle._record_codes(pa.table({"record": arr}))
-    want = ref.record_codes(values, lifecycle.RECORDS)
-    assert codes.tolist() == want
-    steps = [i for i, c in enumerate(want) if c == lifecycle.RECORDS.index("step")]
-    assert (count, first, last) == (len(steps), steps[0] if steps else -1, steps[-1] if steps else -1)
-    dt = np.int64 if large else np.int32
-    off = np.frombuffer(arr.buffers()[1], dt, len(arr) + 1, arr.offset * np.dtype(dt).itemsize)
-    assert _kernels.runs_of_four(off) == all(len(v) == 4 for v in values)
+    assert (count, first) == (len(steps), steps[0] if steps else -1)
 
 
 # --------------------------------------------------------------------------- scan of the steps
@@ -725,36 +717,33 @@ def _steps_lists(st_) -> list:
 
 @settings(max_examples=400, **SETTINGS)
 @given(case=lifecycle_tables())
-def test_native_rows_match_the_python_reader(case):
-    """The native reader (csrc/core/life_rows.hpp) gives the rows other than steps and
-    the step rows as its twin in tests/reference_lifecycle.py reads them row by row,
-    and exactly as the general path does, on every layout it reads; it
-    leaves an int64 id outside int32 to the general path, which names the row (ids
-    of a run of step rows are checked by the pass, in both)."""
-    t, far = case
-    native = lifecycle._native_rows(t)
-    if native is None:  # an id outside int32 where the general path checks ids too
-        assert far
+def test_native_rows_match_the_reference(case):
+    """The native reader (csrc/core/life_rows.hpp), after the layout conversion, gives
+    the rows other than steps and the step rows as its twin in
+    tests/reference_lifecycle.py reads them row by row; an int64 id outside int32 is
+    refused by the conversion, naming the column and row."""
+    t, _ = case
+    far = any(v is not None and not -2**31 <= v < 2**31 for name in ("attempt", "rank")
+              if name in t.column_names for v in t.column(name).to_pylist())
+    if far:  # an id that survived the slicing lies outside int32
         with pytest.raises(InvalidRowError, match="attempt|rank"):
-            lifecycle._python_rows(t)
+            lifecycle._native_layout(t)
         return
+    t = lifecycle._native_layout(t)
+    native = lifecycle._native_rows(t)
+    assert native is not None
     x, n_step, first, steps = native
     other, ref_steps = ref.lifecycle_rows(t, lifecycle.RECORDS, lifecycle._KINDED, NULL)
     for f, col in other.items():  # the reference, row by row
         assert getattr(x, f).tolist() == col, f
     assert n_step == len(ref_steps["row"]) and first == (ref_steps["row"][0] if n_step else -1)
-    if steps is not None:
-        assert _steps_lists(lifecycle._Steps(*steps)) == [ref_steps[k] for k in (
-            "row", "attempt", "rank", "start", "end", "step", "tokens")]
-    want_x, want_st = lifecycle._python_rows(t)  # the general path
-    for f in ("row", "rec", "attempt", "rank", "start", "end", "step", "block_end", "durable", "ok", "tokens"):
-        assert getattr(x, f).tolist() == np.asarray(getattr(want_x, f)).tolist(), f
-    assert x.kind.tolist() == want_x.kind.tolist()
-    assert n_step == len(want_st) and first == (int(want_st.row[0]) if len(want_st) else -1)
-    if steps is None:  # one run: read in place, as the general path does
-        assert n_step == 0 or int(want_st.row[-1]) - first + 1 == n_step
+    if steps is None:  # one run of step rows: read in place, as the attribution does
+        assert n_step == 0 or ref_steps["row"][-1] - first + 1 == n_step
+        steps = lifecycle._read_step_range(t, max(first, 0), n_step)
     else:
-        assert _steps_lists(lifecycle._Steps(*steps)) == _steps_lists(want_st)
+        steps = lifecycle._Steps(*steps)
+    assert _steps_lists(steps) == [ref_steps[k] for k in ("row", "attempt", "rank", "start", "end", "step",
+                                                          "tokens")]
 
 
 @pytest.mark.parametrize("change", [
@@ -763,11 +752,12 @@ def test_native_rows_match_the_python_reader(case):
     lambda t: t.set_column(t.schema.get_field_index("rank"), "rank", t["rank"].cast(pa.int16())),
     lambda t: t.set_column(t.schema.get_field_index("kind"), "kind", t["kind"].cast(pa.large_string())),
 ])
-def test_other_layouts_take_the_general_path(change):
-    """A layout the native reader does not read gives the same attribution through the
-    general path."""
+def test_other_layouts_are_converted_for_the_native_reader(change):
+    """A layout the native reader does not read is converted to one it does, and gives
+    the same attribution."""
     job = synth.training_job(ranks=2, steps=40, seed=3, mtbf_s=20, checkpoint_every=10)
     t = change(job.lifecycle)
     assert lifecycle._native_rows(t) is None
+    assert lifecycle._native_rows(lifecycle._native_layout(t)) is not None
     got = lifecycle.attribute_rows(t).intervals
     assert got.equals(lifecycle.attribute_rows(job.lifecycle).intervals)

@@ -73,7 +73,7 @@ _CORES = os.cpu_count() or 1
 class Started:
     """A sweep of the events over the cuts, running (see :func:`start`)."""
 
-    job: object
+    job: _core.CrossingSweep
     rows: int
 
 
@@ -112,4 +112,5 @@ def finish(started: Started, intervals: tuple, ranks: np.ndarray, act_of_mask: n
     the events, ranks not sorted), so the exact way names it. The native core merges
     the intervals into runs while its helpers still sweep, then crosses each part's
     histogram with them (``CellCrossing`` in ``csrc/core/crossing.hpp``)."""
-    return started.job.wait(ranks, *intervals, act_of_mask, idle, n_states, n_act)
+    i_rank, i_start, i_end, i_state = intervals
+    return started.job.wait(ranks, i_rank, i_start, i_end, i_state, act_of_mask, idle, n_states, n_act)

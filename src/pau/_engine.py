@@ -142,6 +142,7 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
         # One stream: the row group being swept and those read ahead, as many as fit
         # (at least one: the check raises when two row groups do not fit).
         budget = parse_memory_budget(memory_budget)
+        assert budget is not None  # memory_budget is not None
         big = max(_footprints(partitions(source), budget), default=0) // ROW_GROUP_COPIES
         if big:
             read_ahead = max(1, min(read_ahead, budget // big - 1))
@@ -362,6 +363,7 @@ def ledger(
     n_act = len(ACTIVITIES) + 1
     ranks = np.asarray(att.accountable["rank"])
     pieces = att.pieces
+    assert pieces is not None  # attribute_rows always sets them
     cols = pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
     if started is not None:
         cells = _crossing.finish(started, cols, ranks, act_of_mask, IDLE, len(STATES), n_act)

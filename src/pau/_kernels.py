@@ -3,7 +3,7 @@
 Time is int64 ns, intervals half-open ``[start, end)``. Inputs are validated by
 :mod:`pau.lifecycle` before they get here; each kernel has a slow twin in
 ``tests/reference_lifecycle.py`` (the end-to-end replay, and per kernel for
-:func:`record_codes`, :func:`scan_steps`, :func:`attribute_pass` and the small ones),
+:func:`scan_steps`, :func:`attribute_pass` and the small ones),
 except :func:`prepare`, whose twin is the numpy path it replaces
 (``pau.lifecycle._setup_numpy``, compared field by field in the tests).
 """
@@ -380,59 +380,8 @@ def lut_map(values, lo, lut):
 
 
 # ---------------------------------------------------------------------------
-# the one-pass path of attribution: record codes, a scan of the step columns,
+# the one-pass path of attribution: a scan of the step columns,
 # and steps labelled while they are layered (no step arrays written and read back)
-
-
-@kernel
-def record_codes(offsets, data, lut, names_offsets, names_data, step_code, key4, code4, out):
-    """Code of each string of an Arrow string array (``offsets`` into ``data``): its
-    index among the names (``names_offsets`` into ``names_data``), -1 if none.
-
-    ``lut[length * 256 + first byte]`` is the one name a string can be (-1: none;
-    lengths below 32), so each string is compared with at most one name; ``key4``
-    (the 4 bytes of name ``code4`` as a little-endian uint32, or 0 if none) is tried
-    first. Writes
-    ``out`` and returns ``(count, first, last)`` of the rows whose code is
-    ``step_code`` (first/last -1 when none). Null rows are the caller's to mark.
-    """
-    n = out.size
-    cnt = 0
-    first = -1
-    last = -1
-    for i in range(n):
-        s = offsets[i]
-        length = offsets[i + 1] - s
-        code = -1
-        if length == 4 and (np.uint32(data[s]) | (np.uint32(data[s + 1]) << 8) | (np.uint32(data[s + 2]) << 16)
-                            | (np.uint32(data[s + 3]) << 24)) == key4:
-            code = code4  # the bulk of a lifecycle: one comparison
-        elif 0 < length < 32:
-            c = lut[length * 256 + data[s]]
-            if c >= 0:
-                ns = names_offsets[c]
-                code = c
-                for b in range(1, length):
-                    if data[s + b] != names_data[ns + b]:
-                        code = -1
-                        break
-        out[i] = code
-        if code == step_code:
-            cnt += 1
-            if first < 0:
-                first = i
-            last = i
-    return cnt, first, last
-
-
-@kernel
-def runs_of_four(offsets):
-    """Whether every string of an Arrow string array is 4 bytes long (its offsets
-    step by 4): then its bytes are one run of 32-bit words."""
-    for i in range(offsets.size - 1):
-        if offsets[i + 1] - offsets[i] != 4:
-            return False
-    return True
 
 
 _RANK_LIMIT = 1 << 24  # ranks counted in a presence table up to this value

@@ -62,9 +62,9 @@ class Ledger:
 
     def by(self, *keys: str) -> pa.Table:
         """Total ``duration_ns`` grouped by the given columns (e.g. ``"state"``)."""
-        keys = list(keys)
-        out = self.table.group_by(keys).aggregate([("duration_ns", "sum")])
-        return out.rename_columns(keys + ["duration_ns"])
+        names = list(keys)
+        out = self.table.group_by(names).aggregate([("duration_ns", "sum")])
+        return out.rename_columns(names + ["duration_ns"])
 
     def state_ns(self) -> dict:
         """ns per state (every state, zeros included)."""
@@ -74,7 +74,7 @@ class Ledger:
         return out
 
     def activity_ns(self) -> dict:
-        out = {}
+        out: dict[str, int] = {}
         for r in self.by("activity").to_pylist():
             out[r["activity"]] = out.get(r["activity"], 0) + int(r["duration_ns"])
         return out

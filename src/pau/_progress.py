@@ -45,7 +45,7 @@ class Bar:
 
     def __init__(self, stream: TextIO, *, min_interval: float = MIN_INTERVAL, clock=time.monotonic):
         self.stream, self.min_interval, self.clock = stream, min_interval, clock
-        self._last = None  # time of the last redraw
+        self._last: float | None = None  # time of the last redraw
         self._pending: Progress | None = None  # a snapshot not drawn yet (throttled)
         self.drawn = 0
 

@@ -481,7 +481,7 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
         names.append(metric)
         va.append(sa[key or metric])
         vb.append(sb[key or metric])
-    if ca is not None:
+    if ca is not None and cb is not None:  # both or neither (checked above)
         for k in _COST_METRICS:
             names.append(k)
             va.append(ca.get(k))

@@ -301,6 +301,7 @@ def _builtin(args: argparse.Namespace) -> tuple[Run, str]:
     job = synth.training_job(ranks=o["ranks"], steps=o["steps"], seed=o["seed"], mtbf_s=150.0,
                              checkpoint_every=50, kernels_per_step=24,
                              straggler=(o["straggler"], 1.25) if o["straggler"] >= 0 else None)
+    assert job.events is not None  # built with events
     title = (f"pau report: built-in synthetic run ({o['ranks']} ranks, {o['steps']} steps, "
              f"seed {o['seed']}, {job.events.num_rows:,} events, failures at a 150 s MTBF"
              + (f", straggler rank {o['straggler']} x1.25)" if o["straggler"] >= 0 else ")"))
@@ -428,6 +429,7 @@ def _report(args: argparse.Namespace) -> int:
                   f"({outside['ns']:,} ns) lie outside the accountable time of ranks "
                   f"{_ranks(outside['ranks'])}; the ledger does not count them", file=sys.stderr)
         if args.ledger:
+            assert table is not None  # --ledger without a ledger is refused by _report_figures
             _write_table(table, args.ledger)
             print(f"pau: ledger written to {args.ledger} ({table.num_rows} rows)", file=sys.stderr)
     if args.format == "json":

@@ -20,6 +20,8 @@ Output tables use ``dictionary<int8, string>`` for label columns (``activity``,
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._engine import attribute, classify, classify_dataset, ledger, overlap
 from ._ledger import Ledger
 from ._sweep import Overlap
@@ -65,8 +67,9 @@ __all__ = [
 ]
 
 
-def compare(a: Run | Ledger, b: Run | Ledger, *, prices_a: dict | None = None, prices_b: dict | None = None,
-            labels: tuple = ("a", "b"), as_of: int | None = None) -> Comparison:
+def compare(a: Run | Ledger, b: Run | Ledger, *, prices_a: dict[str, Any] | None = None,
+            prices_b: dict[str, Any] | None = None, labels: tuple[str, str] = ("a", "b"),
+            as_of: int | None = None) -> Comparison:
     """Two runs (or their ledgers) side by side on the same useful-output denominators.
 
     A :class:`Run` is taken through :meth:`Run.ledger` (``as_of`` applies to runs);

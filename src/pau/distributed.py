@@ -159,7 +159,7 @@ def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise"
 
     quarantine: list = []
     rows = feed_batches(sweep, batches(), on_invalid, quarantine, reorder_ok=False, source=path)
-    hist = {k: np.asarray(v) for k, v in sweep.finish().items()}
+    hist: dict[str, Any] = {k: np.asarray(v) for k, v in sweep.finish().items()}
     hist["rows"] = rows
     hist["quarantine"] = pa.concat_tables(quarantine, promote_options="permissive") if quarantine else None
     return hist
@@ -312,7 +312,7 @@ class _Runner:
                     self.max_in_flight = max(self.max_in_flight, len(inflight))
                 done, _ = cf.wait(list(inflight), timeout=MIN_INTERVAL if self.track.active else None,
                                   return_when=cf.FIRST_COMPLETED)
-                for fut in sorted(done, key=inflight.get):
+                for fut in sorted(done, key=inflight.__getitem__):
                     i = inflight.pop(fut)
                     used -= self.costs[i] if self.budget is not None else 0
                     self.on_result(i, fut.result(), True)

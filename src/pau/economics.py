@@ -216,7 +216,7 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
     n = t.num_rows
     for name in ("request_id", "replica", "arrival_ns", "end_ns", "status"):
         _column(t, name, "requests")
-    cols = {}
+    cols: dict[str, Any] = {}
     for key, name in (("arr", "arrival_ns"), ("end", "end_ns"), ("ft", "first_token_ns")):
         if t.schema.get_field_index(name) < 0:  # only first_token_ns is optional
             cols[key], cols[key + "_null"], cols[key + "_col"] = np.zeros(n, np.int64), np.ones(n, bool), None
@@ -492,6 +492,7 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         # per replica, exact int64 sums from the native pass; every code of the
         # replica dictionary occurs in requests or busy, so every replica is listed
         cols = {"busy_ns": rep_busy, "idle_ns": rep_idle}
+        assert by_outcome is not None  # outcome was given
         for i, o in ((0, "accepted"), (1, "late"), (2, "failed"), (4, "cancelled")):
             cols[f"{o}_ns"] = by_outcome[:, i]
         replicas = pa.table({"replica": names, **{
@@ -786,9 +787,10 @@ def _cost_requests(rl: RequestLedger, prices: dict, power) -> dict:
         parts = {"accepted": s["productive_ns"], "late": s["late_ns"], "failed": s["failed_ns"],
                  "cancelled": s["cancelled_ns"], "idle": idle}
         if "per_rank_hour" in prices or "per_type_hour" in prices:
-            keys = np.array(rl.replicas["replica"].to_pylist(), dtype=object)
-            pr = _price_per_ns(prices, keys, "replica")
             r = rl.replicas
+            assert r is not None  # checked above
+            keys = np.array(r["replica"].to_pylist(), dtype=object)
+            pr = _price_per_ns(prices, keys, "replica")
             parts_cost = {o: float((np.asarray(r[f"{o}_ns"]) * pr).sum()) for o in parts}
         else:
             parts_cost = {o: v * per_ns for o, v in parts.items()}

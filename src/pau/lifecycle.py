@@ -41,6 +41,7 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -100,57 +101,6 @@ class _Rows:
 
     def __len__(self) -> int:
         return self.row.size
-
-
-_INT_FILL = (("attempt", NULL), ("rank", -1), ("start_ns", NULL), ("end_ns", NULL), ("step", NULL),
-             ("block_end_ns", NULL), ("durable_ns", NULL), ("tokens", 0))
-
-
-def _read(t: pa.Table, rec: np.ndarray, rows: np.ndarray | None = None, whole: dict | None = None) -> _Rows:
-    """Rows `rows` of the table (all when None) as numpy columns; `rec` are their
-    record codes. Each column is converted once, whole, then indexed (cheaper than
-    a take of the table first); `whole` keeps the converted columns for the caller's
-    next read of the same table."""
-    n = t.num_rows
-    m = n if rows is None else rows.size
-
-    def pick(a):
-        return a if rows is None else a[rows]
-
-    whole = {} if whole is None else whole
-    names = set(t.schema.names)
-    for name, fill in _INT_FILL:
-        if name not in whole:
-            whole[name] = _num(t, name, n, fill, names)
-    cols = {name: pick(whole[name]) for name, _ in _INT_FILL}
-    if "ok" in names:
-        ok_col = _column(t, "ok", "lifecycle")
-        if not pa.types.is_boolean(ok_col.type):
-            raise SchemaError("lifecycle", "ok", f"has type {ok_col.type}, not bool", "give ok as true/false")
-        # the value bits, or-ed with the null bits: a missing ok is True
-        validity, data = ok_col.buffers()[:2]
-        o = ok_col.offset
-        ok = np.unpackbits(np.frombuffer(data, np.uint8), count=o + n, bitorder="little")[o:].view(bool)
-        if ok_col.null_count:
-            ok = ok | ~np.unpackbits(np.frombuffer(validity, np.uint8), count=o + n, bitorder="little")[o:].view(bool)
-        ok = pick(ok)
-    else:
-        ok = np.ones(m, bool)
-    # kind names a phase, an attempt's end or a failure; other records do not read it
-    kind = np.full(m, None, dtype=object)
-    need = np.flatnonzero((rec == _PHASE) | (rec == _ATT) | (rec == _FAIL))
-    if "kind" in names and need.size:
-        kind[need] = _strings_at(_column(t, "kind", "lifecycle"), need if rows is None else rows[need])
-    return _Rows(np.arange(m, dtype=np.int64), rec, cols["attempt"], cols["rank"], cols["start_ns"],
-                 cols["end_ns"], cols["step"], cols["block_end_ns"], cols["durable_ns"], ok, kind, cols["tokens"])
-
-
-def _strings_at(col: pa.Array, rows: np.ndarray) -> list:
-    """The values of a string column at a few rows (None where null)."""
-    picked = col.take(pa.array(rows, pa.int64()))
-    if not pa.types.is_string(col.type):
-        picked = picked.cast(pa.string())
-    return picked.to_pylist()
 
 
 def _record_name(table: pa.Table, row: int):
@@ -235,7 +185,7 @@ class _Attempts:
 def _attempts(x: _Rows, as_of: int, strict: list) -> _Attempts:
     # Attempt and failure rows are few (tens): plain Python over lists.
     ai = np.flatnonzero(x.rec == _ATT)
-    per = {}  # id -> [earliest start, latest end (NULL if one is open), first kind given]
+    per: dict[int, list] = {}  # id -> [earliest start, latest end (NULL if one is open), first kind given]
     for a, s, e, k in zip(x.attempt[ai].tolist(), x.start[ai].tolist(), x.end[ai].tolist(), x.kind[ai].tolist()):
         p = per.get(a)
         if p is None:
@@ -258,7 +208,7 @@ def _attempts(x: _Rows, as_of: int, strict: list) -> _Attempts:
     failures = sorted({(a, t, k if k is not None else "unknown")
                        for a, t, k in zip(x.attempt[fi].tolist(), x.start[fi].tolist(), x.kind[fi].tolist())},
                       key=lambda f: (f[1], f[0], f[2]))
-    first_fail = {}
+    first_fail: dict[int, tuple[int, str]] = {}
     for a, t, k in failures:
         first_fail.setdefault(a, (t, k))
 
@@ -419,7 +369,7 @@ def _lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
 
 @dataclass
 class _Steps:
-    row: np.ndarray       # or a range: one run of rows (an array only when needed)
+    row: np.ndarray | range  # a range: one run of rows (an array only when needed)
     attempt: np.ndarray
     rank: np.ndarray
     start: np.ndarray
@@ -438,77 +388,6 @@ class _Steps:
 
     def __len__(self) -> int:
         return len(self.row)
-
-
-_NAMES_OFFSETS = np.cumsum([0] + [len(r) for r in RECORDS]).astype(np.int64)
-_NAMES_DATA = np.frombuffer("".join(RECORDS).encode(), np.uint8)
-# The one candidate name of a string, by (length, first byte): unique for RECORDS.
-_NAMES_LUT = np.full(32 * 256, -1, np.int8)
-for _i, _r in enumerate(RECORDS):
-    assert len(_r) < 32 and _NAMES_LUT[len(_r) * 256 + ord(_r[0])] == -1
-    _NAMES_LUT[len(_r) * 256 + ord(_r[0])] = _i
-_KEY4 = np.uint32(int.from_bytes(RECORDS[_STEP].encode(), "little") if len(RECORDS[_STEP]) == 4 else 0)
-
-
-def _all_steps(offsets: np.ndarray, data_buf) -> bool:
-    """Whether a chunk's strings are all the step name (4 bytes): its offsets step
-    by 4 and its bytes, read as 32-bit words, all equal the name's."""
-    n = offsets.size - 1
-    if n == 0 or not _kernels.runs_of_four(offsets):
-        return False
-    return bool((np.frombuffer(data_buf, np.uint32, n, int(offsets[0])) == _KEY4).all())
-
-
-def _record_codes(table: pa.Table):
-    """Record codes (index in RECORDS, -1 = unknown or null) and where the step rows
-    are: ``(codes, count, first, last)`` (first/last -1 when there are none)."""
-    if "record" not in table.column_names:
-        _column(table, "record", "lifecycle")  # raises: the column is missing
-    col = table.column("record")
-    if pa.types.is_dictionary(col.type):
-        col = _column(table, "record", "lifecycle")
-        lookup = {r: i for i, r in enumerate(RECORDS)}
-        codes = np.array([lookup.get(v, -1) for v in col.dictionary.to_pylist()] + [-1], np.int8)
-        idx = np.asarray(col.indices.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
-        codes = codes[idx]
-    elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        # The bytes of each chunk compared in one kernel pass: a hash lookup
-        # (pc.index_in) costs several times more on 10M short strings.
-        codes = np.empty(table.num_rows, np.int8)
-        off_type = np.int32 if pa.types.is_string(col.type) else np.int64
-        row0 = 0
-        count, first, last, nulls = 0, -1, -1, False
-        for chunk in col.chunks:
-            n = len(chunk)
-            if n == 0:
-                continue
-            _, off_buf, data_buf = chunk.buffers()
-            offsets = np.frombuffer(off_buf, off_type, n + 1, chunk.offset * np.dtype(off_type).itemsize)
-            data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.empty(0, np.uint8)
-            out = codes[row0:row0 + n]
-            if _KEY4 and not chunk.null_count and _all_steps(offsets, data_buf):
-                out[:] = _STEP  # a chunk of step rows only (the bulk of a large lifecycle)
-                c, f, la = n, 0, n - 1
-            else:
-                c, f, la = _kernels.record_codes(offsets, data, _NAMES_LUT, _NAMES_OFFSETS, _NAMES_DATA, _STEP,
-                                                 _KEY4, _STEP, out)
-            if c:
-                count += int(c)
-                first = row0 + int(f) if first < 0 else first
-                last = row0 + int(la)
-            if chunk.null_count:
-                out[np.asarray(chunk.is_null())] = -1
-                nulls = True
-            row0 += n
-        if not nulls:
-            return codes, count, first, last
-    else:
-        raise SchemaError("lifecycle", "record", f"has type {col.type}, not string",
-                          "name each record: " + ", ".join(RECORDS))
-    step_rows = np.flatnonzero(codes == _STEP)
-    if step_rows.size == 0:
-        return codes, 0, -1, -1
-    return codes, int(step_rows.size), int(step_rows[0]), int(step_rows[-1])
 
 
 _INT64, _INT32, _INT16, _INT8 = pa.int64(), pa.int32(), pa.int16(), pa.int8()
@@ -551,30 +430,6 @@ def _num_array(col, name: str, fill=NULL) -> np.ndarray:
     return vals
 
 
-def _num(t: pa.Table, name: str, n: int, fill=NULL, names=None) -> np.ndarray:
-    """An int64 column with `fill` for nulls (or all `fill` when absent); `names`,
-    the table's column names, when the caller has them."""
-    if name not in (t.schema.names if names is None else names):
-        return np.full(n, fill, np.int64)
-    return _num_array(_column(t, name, "lifecycle"), name, fill)
-
-
-def _read_steps(t: pa.Table, rows: np.ndarray, whole: dict | None = None) -> _Steps:
-    """The step rows' columns: read whole (zero-copy where there are no nulls) and
-    indexed, which beats filtering the Arrow table when most rows are steps."""
-    n = t.num_rows
-    contiguous = rows.size > 0 and int(rows[-1]) - int(rows[0]) + 1 == rows.size
-    if contiguous:
-        return _read_step_range(t, int(rows[0]), rows.size)
-    pick = rows
-
-    def col(name, fill=NULL):
-        return (whole[name] if whole and name in whole else _num(t, name, n, fill))[pick]
-
-    return _Steps(rows, col("attempt"), col("rank", -1), col("start_ns"), col("end_ns"), col("step"),
-                  col("tokens", 0))
-
-
 def _read_step_range(t: pa.Table, lo: int, count: int) -> _Steps:
     """Step rows ``lo .. lo + count``: views of the Arrow buffers when that range lies
     in one chunk and has no nulls (int32 ``attempt``/``rank`` stay int32: the kernels
@@ -606,8 +461,11 @@ def _read_step_range(t: pa.Table, lo: int, count: int) -> _Steps:
 def _wide(st: _Steps) -> _Steps:
     """The same rows with every column int64 (the numpy paths compare with NULL)."""
     assert st.end_src is None, "scan the steps first"
-    return _Steps(*(np.asarray(getattr(st, f), np.int64)  # the row range too
-                    for f in ("row", "attempt", "rank", "start", "end", "step", "tokens")))
+    def wide(f: str) -> np.ndarray:
+        return np.asarray(getattr(st, f), np.int64)  # the row range too
+
+    return _Steps(wide("row"), wide("attempt"), wide("rank"), wide("start"), wide("end"), wide("step"),
+                  wide("tokens"))
 
 
 def _step_reasons(st: _Steps) -> np.ndarray:
@@ -702,7 +560,7 @@ class _StepLabels:
 class Attribution:
     """Everything :func:`attribute_rows` knows: the state intervals and what led to them."""
 
-    intervals_of: object       # () -> the intervals table (built on first use of .intervals)
+    intervals_of: Any          # () -> the intervals table (built on first use of .intervals)
     as_of: int
     attempts: _Attempts
     lineage: Lineage
@@ -715,7 +573,7 @@ class Attribution:
     preserved_tokens: int
     accountable: pa.Table      # rank, accountable_ns
     quarantine: pa.Table | None = None
-    pieces: list = None        # the intervals' (rank, start, end, state) as numpy arrays, per batch
+    pieces: list | None = None  # the intervals' (rank, start, end, state) as numpy arrays, per batch
 
     @property
     def intervals(self) -> pa.Table:
@@ -806,13 +664,59 @@ _RECORD_NAMES = list(RECORDS)
 _KINDED = [r in ("phase", "attempt", "failure") for r in RECORDS]  # the records whose kind is read
 
 
+def _native_layout(table: pa.Table) -> pa.Table:
+    """The table with every lifecycle column in a layout the native reader reads
+    (utf8 ``record``/``kind``; int64 or ``timestamp[ns]`` times; int32 or int64 ids
+    within int32; int64 ``step``/``tokens``; bool ``ok``): other string and integer
+    types are converted exactly, and a column that cannot be raises a
+    :class:`pau.errors.SchemaError` or :class:`InvalidRowError` naming it (and the row).
+    Columns already so are passed through untouched (zero-copy)."""
+    if "record" not in table.column_names:
+        _column(table, "record", "lifecycle")  # raises: the column is missing
+    out = table
+    for i, name in enumerate(table.column_names):
+        col = table.column(i)
+        typ = col.type
+        if name in ("record", "kind"):
+            if pa.types.is_string(typ):
+                continue
+            values = typ.value_type if pa.types.is_dictionary(typ) else typ
+            if not (pa.types.is_string(values) or pa.types.is_large_string(values)):
+                fix = ("name each record: " + ", ".join(RECORDS)) if name == "record" else \
+                    "give kinds as strings"
+                raise SchemaError("lifecycle", name, f"has type {typ}, not string", fix)
+            out = out.set_column(i, name, col.cast(pa.string()))
+        elif name == "ok":
+            if not pa.types.is_boolean(typ):
+                raise SchemaError("lifecycle", "ok", f"has type {typ}, not bool", "give ok as true/false")
+        elif name in _INT_COLUMNS:
+            ids = name in ("attempt", "rank")
+            native = typ == _INT64 or (ids and typ == _INT32) or (
+                not ids and pa.types.is_timestamp(typ) and typ.unit == "ns")
+            if native:
+                if ids and typ == _INT64:
+                    for chunk in col.chunks:
+                        _num_array(chunk, name, 0)  # raises, naming the row, outside int32
+                continue
+            chunks = []
+            for chunk in col.chunks:
+                vals = _num_array(chunk, name, 0)  # converts exactly, or names the problem
+                mask = np.asarray(chunk.is_null()) if chunk.null_count else None
+                chunks.append(pa.array(vals, _INT64, mask=mask))
+            out = out.set_column(i, name, pa.chunked_array(chunks, _INT64))
+    return out
+
+
+_INT_COLUMNS = ("attempt", "rank", "start_ns", "end_ns", "step", "block_end_ns", "durable_ns", "tokens")
+
+
 def _native_rows(table: pa.Table):
     """The rows other than steps (as :func:`_read` gives them) and where the steps
     are, read by the native core in one scan and a gather per column (``csrc/core/life_rows.hpp``):
     ``(x, step count, first step row, steps)``, ``steps`` the step rows' columns
     (as :class:`_Steps` takes them) unless they are one run of rows (then read in
     place by :func:`_read_step_range`); None for a layout the native core leaves
-    to :func:`_python_rows`."""
+    to the caller (never, after :func:`_native_layout`)."""
     out = _core.lifecycle_rows([b.__arrow_c_array__() for b in table.to_batches()], _RECORD_NAMES, _STEP, _KINDED)
     if out is None:
         return None
@@ -820,29 +724,6 @@ def _native_rows(table: pa.Table):
     kind = np.full(row.size, None, dtype=object)  # read for phases, attempts and failures only
     kind[kinded] = kinds
     return _Rows(row, rec, attempt, rank, start, end, step, block_end, durable, ok, kind, tokens), n_step, first, steps
-
-
-def _python_rows(table: pa.Table):
-    """The rows other than steps and the step rows (:class:`_Rows`, :class:`_Steps`),
-    for any layout: each column converted (or its type named) by numpy and pyarrow."""
-    codes, n_step, first, last = _record_codes(table)
-    n = table.num_rows
-    if n_step and last - first + 1 == n_step:
-        # One run of step rows (the usual layout): the other records are the rows
-        # around it, two zero-copy slices instead of a take of the whole table.
-        small_rows = np.concatenate([np.arange(first, dtype=np.int64), np.arange(last + 1, n, dtype=np.int64)])
-        small = pa.concat_tables([table.slice(0, first), table.slice(last + 1)]) if small_rows.size else \
-            table.slice(0, 0)
-        x = _read(small, codes[small_rows])
-        st = _read_step_range(table, first, n_step)
-    else:
-        is_step = codes == _STEP
-        small_rows = np.flatnonzero(~is_step)
-        whole: dict = {}
-        x = _read(table, codes[small_rows], small_rows if small_rows.size < n else None, whole)
-        st = _read_steps(table, np.flatnonzero(is_step), whole)
-    x.row = small_rows
-    return x, st
 
 
 def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=None,
@@ -853,12 +734,13 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     table = as_table(lifecycle, "lifecycle")
     if "start_ns" not in table.column_names:
         _column(table, "start_ns", "lifecycle")  # raises: the column is missing
+    table = _native_layout(table)
     native = _native_rows(table)
-    if native is not None:
-        x, n_step, first, steps = native
-        st = _read_step_range(table, max(first, 0), n_step) if steps is None else _Steps(*steps)
-    else:
-        x, st = _python_rows(table)
+    if native is None:  # pragma: no cover - _native_layout leaves nothing the reader declines
+        raise RuntimeError("pau: the native lifecycle reader declined a table in its own layout; "
+                           "please report this with the table's schema")
+    x, n_step, first, steps = native
+    st = _read_step_range(table, max(first, 0), n_step) if steps is None else _Steps(*steps)
 
     quarantine = []  # (original rows, reasons)
     x_code = _row_codes(x)
@@ -1045,7 +927,7 @@ def _setup_kernel(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks) -> _Setup 
     failures = [(a, t, fail_names[k]) for a, t, k in zip(*(f.tolist() for f in fails))]
     A = _Attempts(ids, a_start, a_end, running, cause, failures, completed)
     C = _Checkpoints(*ckpts)
-    L = Lineage(*lin, ids.size - 1)
+    L = Lineage(lin[0], lin[1], lin[2], ids.size - 1)  # lin: (base, head, on)
     rank_values, r_lo, rank_lut, m_start, m_end = rk
     att_lo = sc.att_lo
     return _Setup(A, C, L, _Members(*mem), rank_values, False, int(r_lo), rank_lut, st.rank, att_lo,
@@ -1108,8 +990,8 @@ def _setup_numpy(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: lis
         # every rank -1 attempt row against every accountable row at once
         t0 = att_rows.start[neg]
         hit_i, hit_r = np.nonzero((acc.start[None, :] <= t0[:, None]) & (open_end[None, :] > t0[:, None]))
-        a = att_d[neg][hit_i]
-        parts.append((a, acc.rank[hit_r], A.start[a], A.end[a]))
+        hit_a = att_d[neg][hit_i]
+        parts.append((hit_a, acc.rank[hit_r], A.start[hit_a], A.end[hit_a]))
         neg = neg[:0]
     for i in neg:
         a, t0 = int(att_d[i]), att_rows.start[i]
@@ -1152,7 +1034,7 @@ def _setup_numpy(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: lis
     k = d * nR + np.maximum(rd, 0)
     ms = np.where(rd >= 0, m_start[k] if k.size else 0, NULL)
     me = np.where(rd >= 0, m_end[k] if k.size else 0, NULL)
-    for j in np.flatnonzero((ms == NULL) | (rec.start < ms) | (rec.start > me)):
+    for j in np.flatnonzero((ms == NULL) | (rec.start < ms) | (rec.start > me)).tolist():
         why = (f"rank {rec.rank[j]} is not a member of attempt {rec.attempt[j]}" if ms[j] == NULL else
                f"starts at {rec.start[j]}, outside attempt {rec.attempt[j]} on rank {rec.rank[j]} "
                f"[{ms[j]}, {me[j]}]")

@@ -78,7 +78,7 @@ class RunWarning:
 def _tables_equal(a: pa.Table | None, b: pa.Table | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
-    return a.schema.remove_metadata().equals(b.schema.remove_metadata()) and a.equals(b)
+    return bool(a.schema.remove_metadata().equals(b.schema.remove_metadata()) and a.equals(b))
 
 
 @dataclass(eq=False)
@@ -110,7 +110,7 @@ class Run:
     spans: pa.Table | None = None
     requests: pa.Table | None = None
     samples: pa.Table | None = None
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
     warnings: list[RunWarning] = field(default_factory=list)
     quarantine: pa.Table | None = None
 
@@ -138,7 +138,7 @@ class Run:
             raise OptionError("run.ledger: as_of applies to a lifecycle, and this run has none")
         return _engine.ledger(self.events, span=self.spans, rules=priority, progress=progress)
 
-    def summary(self, *, as_of: int | None = None, slo: dict | None = None) -> dict:
+    def summary(self, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> dict[str, Any]:
         """Every headline figure of the run as a JSON-able dict (see :func:`run_figures`)."""
         return run_figures(self, as_of=as_of, slo=slo)
 
@@ -167,7 +167,7 @@ class Run:
 
     # -- writing --------------------------------------------------------------
 
-    def write(self, path: str | os.PathLike, *, overwrite: bool = False) -> str:
+    def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> str:
         """Write the run in pau's layout: a folder (see ``docs/run.md``).
 
         ``path/pau-run.json`` (metadata, warnings, the tables' columns), ``events/``
@@ -215,7 +215,7 @@ def _jsonable(value: Any) -> Any:
 # figures: one function for every way of asking
 
 
-def run_figures(run: Run, *, as_of: int | None = None, slo: dict | None = None) -> dict:
+def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> dict[str, Any]:
     """The figures of a run, JSON-able: what ``pau report --format json`` prints.
 
     Keys: ``format``, ``tables`` (rows per table), ``ledger`` (:meth:`Ledger.summary`
@@ -238,7 +238,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict | None = None) 
     }
 
 
-def outside_accountable(events: pa.Table | None, led: Ledger | None) -> dict | None:
+def outside_accountable(events: pa.Table | None, led: Ledger | None) -> dict[str, Any] | None:
     """Events of a lifecycle ledger that lie (partly) outside their rank's accountable
     time: their count, the ns outside, and the ranks. The ledger counts only
     accountable time, so this is what it left out. None without both tables."""
@@ -343,9 +343,10 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str) -> Run:
     steps = trace.lifecycle
     has_steps = steps is not None and steps.num_rows > 0 and bool(pc.any(pc.equal(steps["record"], "step")).as_py())
     lifecycle = _trace_lifecycle(steps, spans) if has_steps else None
-    meta: dict = {"format": fmt, "sources": sorted({str(x) for x in trace.ranks["source_file"].to_pylist()
-                                                     if x is not None}) or [path],
-                  "ranks": trace.ranks.to_pylist(), "assumed": [_ASSUMED_TRACE] if lifecycle is not None else []}
+    meta: dict[str, Any] = {
+        "format": fmt, "sources": sorted({str(x) for x in trace.ranks["source_file"].to_pylist()
+                                          if x is not None}) or [path],
+        "ranks": trace.ranks.to_pylist(), "assumed": [_ASSUMED_TRACE] if lifecycle is not None else []}
     warnings = _reader_warnings(fmt, trace.warnings)
     if steps is not None and steps.num_rows and not has_steps:
         warnings.append(RunWarning("trace.no_steps", f"{path}: {steps.num_rows} phase records but no step: "
@@ -402,7 +403,8 @@ def _is_run_folder(path: str) -> bool:
 def _read_run_folder(path: str, progress: Any) -> Run:
     if not os.path.isfile(os.path.join(path, RUN_FILE)):
         found = _table_files(path)
-        tables = {n: (_read_events(p, progress) if n == "events" else pq.read_table(p)) for n, p in found.items()}
+        tables: dict[str, pa.Table] = {n: (_read_events(p, progress) if n == "events" else pq.read_table(p))
+                                       for n, p in found.items()}
         return Run(**tables, metadata={"format": "pau", "sources": [path],
                                        "assumed": [f"no {RUN_FILE}: tables read by their file names"]})
     with open(os.path.join(path, RUN_FILE)) as f:
@@ -411,7 +413,7 @@ def _read_run_folder(path: str, progress: Any) -> Run:
     if not isinstance(version, int) or version > RUN_LAYOUT_VERSION:
         raise PauError(f"{path}/{RUN_FILE}: pau run layout {version!r} is not one this pau reads (up to "
                        f"{RUN_LAYOUT_VERSION}). Fix: upgrade pau")
-    tables: dict[str, pa.Table] = {}
+    tables = {}
     files = _table_files(path)
     for name, columns in doc.get("tables", {}).items():
         if name not in TABLES:
@@ -449,7 +451,7 @@ def _read_parquet(path: str, progress: Any) -> Run:
                                                               "assumed": []})
 
 
-def detect(path: str | os.PathLike) -> str:
+def detect(path: str | os.PathLike[str]) -> str:
     """The format of ``path`` (one of :data:`FORMATS`), from its content: a folder with
     ``pau-run.json`` is ``pau``; anything else as :func:`pau.readers.detect.detect_format`."""
     path = os.fspath(path)
@@ -458,7 +460,7 @@ def detect(path: str | os.PathLike) -> str:
     return detect_format(path)
 
 
-def read_runs(path: str | os.PathLike, *, format: str | None = None, on_invalid: str = "raise",
+def read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_invalid: str = "raise",
               **options: Any) -> list[Run]:
     """Every run at ``path`` (several for a folder of MLPerf result logs, else one).
     Parameters as for :func:`read`."""
@@ -494,7 +496,7 @@ def read_runs(path: str | os.PathLike, *, format: str | None = None, on_invalid:
     return [_from_serving(got_s, p)]
 
 
-def read(path: str | os.PathLike, *, format: str | None = None, on_invalid: str = "raise",
+def read(path: str | os.PathLike[str], *, format: str | None = None, on_invalid: str = "raise",
          **options: Any) -> Run:
     """Read any input pau knows into a :class:`Run`.
 

@@ -135,7 +135,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Union
+from typing import Any, Iterable, Iterator, Union
 
 import numpy as np
 import pyarrow as pa
@@ -495,12 +495,13 @@ def _generate_block(p: _Plan, m: _Model, x0: int, tail0: np.ndarray, s0: int, n_
     return cols, int(xs[-1]), tail[:, -1].copy()
 
 
-def _table(p: _Plan, m: _Model, cols: dict) -> pa.Table:
+def _table(p: _Plan, m: _Model | None, cols: dict) -> pa.Table:  # m: None without names
     kind = pa.DictionaryArray.from_arrays(pa.array(cols["kind"], pa.int8()),
                                           pa.array(KINDS, pa.string()))
     arrays = [pa.array(cols["rank"], pa.int32()), pa.array(cols["stream"], pa.int32()),
               pa.array(cols["start_ns"], pa.int64()), pa.array(cols["end_ns"], pa.int64()), kind]
     if p.names:
+        assert m is not None
         arrays.append(pa.array(m.slot_name, pa.string()).take(pa.array(cols["slot"])))
     arrays.append(pa.array(cols["step"], pa.int64()))
     return pa.Table.from_arrays(arrays, schema=events_schema(p.names))
@@ -982,7 +983,7 @@ def _view(a: _Attempt, as_of: int) -> _View:
     return _View(running, cut, init_end, min(a.init_end, cut), restore, restore_cut,
                  steps, s_end, np.minimum(a.s_end, cut), saves, c_block,
                  np.minimum(a.c_block, cut), c_durable, c_ok,
-                 a.failed and a.fail[0] <= as_of)
+                 a.fail is not None and a.fail[0] <= as_of)
 
 
 def _simulate(cfg: dict) -> list[_Attempt]:
@@ -990,7 +991,7 @@ def _simulate(cfg: dict) -> list[_Attempt]:
     ranks, steps, every = cfg["ranks"], cfg["steps"], cfg["checkpoint_every"]
     as_of = cfg["as_of"]
     members = np.arange(ranks, dtype=np.int64)
-    good = []                    # (step, writer index) of ok checkpoints durable at a failure
+    good: list[tuple[int, int]] = []  # (step, writer index) of ok checkpoints durable at a failure
     attempts: list[_Attempt] = []
     t = cfg["start_ns"]
     failures = 0
@@ -1148,7 +1149,7 @@ def _job_truth(atts, views, cfg, as_of, acc_start, acc_end) -> dict:
     per_rank = {r: {s: int(per_rank_m[r, i]) for s, i in col.items()} for r in range(R)}
     state_ns = {s: int(per_rank_m[:, i].sum()) for s, i in col.items()}
     acc = sum(int(e) - acc_start for e in acc_end)
-    truth = {_TRUTH_KEY[s]: state_ns[s] for s in _LC_STATES}
+    truth: dict[str, Any] = {_TRUTH_KEY[s]: state_ns[s] for s in _LC_STATES}
     truth.update(
         state_ns=state_ns,
         state_ns_by_rank=per_rank,
@@ -1512,7 +1513,7 @@ def training_job(
     acc_end = np.full(ranks, job_end, np.int64)
     acc_known = np.full(ranks, done)
     for a in atts:  # a rank that left the job (shrink) is accountable until the failure
-        if a.lost is not None and a.fail[0] <= as_of:
+        if a.lost is not None and a.fail is not None and a.fail[0] <= as_of:  # lost: it failed
             acc_end[a.lost], acc_known[a.lost] = a.fail[0], True
     truth = _job_truth(atts, views, cfg, as_of, start_ns, acc_end)
     table = _job_table(atts, views, cfg, as_of, start_ns, acc_end, acc_known)
@@ -1525,11 +1526,11 @@ def training_job(
                           for a, v in zip(atts, views)], pa.string()),
         "ranks": pa.array([a.members.size for a in atts], pa.int32()),
         "restored_step": pa.array([v.restore[0] if v.restore else None for v in views], pa.int64()),
-        "failure_ns": pa.array([a.fail[0] if v.fail_known else None for a, v in zip(atts, views)],
+        "failure_ns": pa.array([a.fail[0] if v.fail_known and a.fail else None for a, v in zip(atts, views)],
                                pa.int64()),
-        "failure_rank": pa.array([a.fail[1] if v.fail_known else None for a, v in zip(atts, views)],
+        "failure_rank": pa.array([a.fail[1] if v.fail_known and a.fail else None for a, v in zip(atts, views)],
                                  pa.int32()),
-        "failure_kind": pa.array([a.fail[2] if v.fail_known else None for a, v in zip(atts, views)],
+        "failure_kind": pa.array([a.fail[2] if v.fail_known and a.fail else None for a, v in zip(atts, views)],
                                  pa.string()),
     })
     return TrainingJob(table, ev, truth, int(as_of), start_ns, summary)
@@ -1701,9 +1702,9 @@ def lifecycle_records(
     inst = np.tile(np.arange(N, dtype=np.int64), R)
     excl = [np.flatnonzero(order >= s_) * N + i for i, order, s_ in in_flight if s_ < R]
     if excl:
-        excl = np.sort(np.concatenate(excl))
-        inst = np.delete(inst, excl)
-        per_rank = N - np.bincount(excl // N, minlength=R)
+        excluded = np.sort(np.concatenate(excl))
+        inst = np.delete(inst, excluded)
+        per_rank = N - np.bincount(excluded // N, minlength=R)
     else:
         per_rank = np.full(R, N, np.int64)
     rows = inst.size
@@ -1721,7 +1722,7 @@ def lifecycle_records(
     fi = np.flatnonzero(fly)
     start[fi] = fly_order[fly_slot[inst[fi]], rank[fi]] * spacing
     start += i_T[inst]
-    end = (i_T + i_D)[inst]
+    step_end = (i_T + i_D)[inst]
     att = i_att[inst]
     step = i_k[inst]
     steps_table = pa.Table.from_arrays([
@@ -1729,7 +1730,7 @@ def lifecycle_records(
         pa.array(att, pa.int32()),
         pa.array(rank, pa.int32()),
         pa.array(start, pa.int64()),
-        pa.array(end, pa.int64(), mask=fly) if fi.size else pa.array(end, pa.int64()),
+        pa.array(step_end, pa.int64(), mask=fly) if fi.size else pa.array(step_end, pa.int64()),
         pa.array(step, pa.int64()),
         pa.nulls(rows, pa.int64()),
         pa.nulls(rows, pa.int64()),

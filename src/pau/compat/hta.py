@@ -110,7 +110,7 @@ def _ranks(trace_dir: Any, *, exact: bool = False, last_step: bool = False) -> l
     """
     files = sorted(_load_files(trace_dir), key=lambda f: f.rank)
     # HTA's filter applies when all traces together name two or more ProfilerSteps.
-    step_names = set()
+    step_names: set[str] = set()
     for f in files:
         step_names.update(s for s in (f.strings[i] for i in np.unique(f.rows["name"])) if "ProfilerStep" in s)
     filtering = len(step_names) >= 2 and not last_step

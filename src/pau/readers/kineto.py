@@ -75,11 +75,13 @@ from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from ..errors import PauError
 from ._files import expand, files_in
 
+_fast_gzip_error: type[Exception]
 try:  # optional: ISA-L inflates gzip about 3x faster than zlib (pip install isal)
     from isal import igzip as _fast_gzip
-    from isal.isal_zlib import error as _fast_gzip_error
+    # isal's stub declares `error: Exception` (an instance); it is the exception class
+    from isal.isal_zlib import error as _fast_gzip_error  # type: ignore[assignment]
 except ImportError:  # pragma: no cover - depends on the environment
-    _fast_gzip = None
+    _fast_gzip = None  # type: ignore[assignment]  # None: the zlib path (checked where used)
     _fast_gzip_error = zlib.error
 
 __all__ = [
@@ -233,8 +235,8 @@ class Rules:
         """A copy with more rules; the new ones take precedence."""
         cats = dict(self.categories)
         cats.update(categories or {})
-        return Rules(cats, tuple(communication) + self.communication,
-                     tuple(NameRule(*r) for r in names) + self.names)
+        return Rules(cats, tuple(communication) + tuple(self.communication),
+                     tuple(NameRule(*r) for r in names) + tuple(self.names))
 
     def classify(self, category: str, name: str) -> str | None:
         """The kind of one event, or None when its category is not device activity."""

@@ -46,7 +46,7 @@ import json
 import os
 import pathlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -136,6 +136,11 @@ def _time_ns(v: Any) -> int | None:
     return None
 
 
+def _kept_ns(rec: dict) -> int:
+    """The time of a record :func:`_parse` kept (it has one), in ns."""
+    return cast(int, _time_ns(rec["time_ms"]))
+
+
 def _as_int(v: Any) -> int | None:
     try:
         return int(str(v).strip())
@@ -159,7 +164,7 @@ def _parse(path: str) -> tuple[list[tuple[int, dict]], dict | None, dict]:
     seen: set[str] = set()
     out: list[tuple[int, dict]] = []
     sysjson = None
-    counts = {"lines": 0, "mllog": 0, "duplicate": 0, "malformed": 0, "first_malformed": None}
+    counts: dict[str, Any] = {"lines": 0, "mllog": 0, "duplicate": 0, "malformed": 0, "first_malformed": None}
     with open(path, "r", encoding="utf-8", errors="replace") as f:
         for no, line in enumerate(f, 1):
             counts["lines"] += 1
@@ -226,13 +231,13 @@ def _read_one(path: str, system: Any) -> MLLogRun:
 
     by_key: dict[str, list[tuple[int, dict]]] = {}
     for _, r in recs:
-        by_key.setdefault(r["key"], []).append((_time_ns(r["time_ms"]), r))
+        by_key.setdefault(r["key"], []).append((_kept_ns(r), r))
     times = lambda k: sorted(t for t, _ in by_key.get(k, []))  # noqa: E731
     value = lambda k: by_key[k][0][1].get("value") if k in by_key else None  # noqa: E731
 
     run_start, run_stop = times("run_start"), times("run_stop")
     init_start, init_stop = times("init_start"), times("init_stop")
-    last = max(t for t, _ in ((_time_ns(r["time_ms"]), r) for _, r in recs))
+    last = max(t for t, _ in ((_kept_ns(r), r) for _, r in recs))
     if not run_start:
         raise MLLogError(path, "no run_start line: the run never started training",
                          "give a complete MLPerf result log; a log cut before run_start has no run to account")
@@ -244,11 +249,11 @@ def _read_one(path: str, system: Any) -> MLLogRun:
         # the last line.
         end = max(stop, last)
         if end > stop:
-            after = sum(1 for _, r in recs if _time_ns(r["time_ms"]) > stop)
+            after = sum(1 for _, r in recs if _kept_ns(r) > stop)
             warnings.append(f"{path}: {after} :::MLLOG lines are timed after run_stop (by up to "
                             f"{(end - stop) / 1e9:,.3f} s): the attempt runs to the last of them")
         stop_rec = [r for t, r in by_key["run_stop"] if t == stop][0]
-        md = stop_rec.get("metadata") if isinstance(stop_rec.get("metadata"), dict) else {}
+        md = stop_rec["metadata"] if isinstance(stop_rec.get("metadata"), dict) else {}
         status = str(md.get("status", "unknown"))
         if status != "success":
             warnings.append(f"{path}: run_stop status is {status!r}: a failed attempt")
@@ -291,8 +296,8 @@ def _read_one(path: str, system: Any) -> MLLogRun:
         rows.append({"record": record, "attempt": attempt, "rank": rank, "start_ns": s, "end_ns": e,
                      "step": step, "kind": kind})
 
-    for r in range(n_acc):
-        add("accountable", start, end, rank=r, attempt=None)
+    for acc in range(n_acc):
+        add("accountable", start, end, rank=acc, attempt=None)
     add("attempt", start, end, kind="completed" if ok else "failed")
     if init_start:
         init_end = init_stop[-1] if init_stop else run_start[0]

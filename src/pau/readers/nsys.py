@@ -70,7 +70,7 @@ import re
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -356,6 +356,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
     warnings: list[str] = []
     quarantine: list[pa.Table] = []
     strings: dict[str, int] = {}
+    life: list[dict[str, Any]]
     blocks, rank_rows, nvtx_rows, life = [], [], [], []
     next_rank = 0
     for fpath in paths:
@@ -420,7 +421,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
         for pid, tid, s, e, text in ranges:
             nvtx_rows.append({"source_file": fpath, "pid": pid, "tid": tid, "start_ns": s + base,
                               "end_ns": e + base, "text": text})
-            rec = None
+            rec: tuple[str, int | None, str | None] | None = None
             m = step_re.search(text) if step_re else None
             if m:
                 ordinal[pid] += 1

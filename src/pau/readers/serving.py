@@ -383,6 +383,7 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
         raise _Bad("'metrics' is not an object")
     err = rec.get("error")
     status = _aiperf_status(md, err)
+    start: int | None
     if md.get("timestamp_ns") is not None:
         start = _to_ns(md["timestamp_ns"], 1, "metadata.timestamp_ns")
     elif md.get("request_start_ns") is not None:
@@ -559,7 +560,8 @@ def _genai_perf(path: str, doc: dict) -> tuple[pa.Table, dict, list]:
 def _per_request_file(d: str) -> str:
     """The one per-request results file in directory ``d`` (by content)."""
     files = sorted(str(f) for f in pathlib.Path(d).rglob("*") if f.is_file() and not f.name.startswith("."))
-    found, other = [], []
+    found: list[str] = []
+    other: list[str] = []
     for f in files:
         if f.endswith((".md", ".csv")) or os.path.getsize(f) == 0:
             continue
