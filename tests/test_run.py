@@ -322,3 +322,14 @@ def test_run_tables_are_arrow_and_equality_is_strict():
     assert other != run
     same = Run(events={c: np.asarray(run.events[c]) for c in ("rank", "start_ns")})
     assert isinstance(same.events, pa.Table)
+
+
+def test_priority_is_one_word_and_rules_its_design_name():
+    job = synth.training_job(ranks=2, steps=20, seed=2, mtbf_s=30, checkpoint_every=5)
+    prio = ("communication", "compute", "memcpy", "memset", "sync", "other")
+    a = pc.ledger(job.events, job.lifecycle, priority=prio)
+    assert a.table.equals(pc.ledger(job.events, job.lifecycle, rules=prio).table)
+    assert a.table.equals(Run(events=job.events, lifecycle=job.lifecycle).ledger(priority=prio).table)
+    assert not a.table.equals(pc.ledger(job.events, job.lifecycle).table)  # the priority matters
+    with pytest.raises(errors.PauError, match="give one"):
+        pc.ledger(job.events, job.lifecycle, priority=prio, rules=prio)

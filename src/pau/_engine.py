@@ -286,6 +286,7 @@ def ledger(
     span: Any = None,
     on_invalid: str = "raise",
     progress: Any = None,
+    priority: Sequence[str] | None = None,
 ) -> Ledger:
     """The ledger of DESIGN §2.3: lifecycle state × device activity, per rank.
 
@@ -301,8 +302,10 @@ def ledger(
         See :func:`attribute`.
     windows : table-like or int, optional
         Only without a lifecycle: adds a ``window`` column (see :func:`classify`).
-    rules : sequence of str, optional
-        The priority of kinds when they overlap (see :func:`classify`).
+    rules, priority : sequence of str, optional
+        The priority of kinds when they overlap (see :func:`classify`). ``rules`` is
+        DESIGN's name for it, ``priority`` the name :func:`classify` and
+        :meth:`pau.Run.ledger` use; give one.
     span : table-like, optional
         Only without a lifecycle: the accounted span per rank.
     progress : None, bool or callable
@@ -317,7 +320,9 @@ def ledger(
     check_on_invalid(on_invalid)
     if events is None and lifecycle is None:
         raise PauError("ledger: give events, a lifecycle, or both")
-    act_of_mask = activity_of_mask(rules)
+    if rules is not None and priority is not None:
+        raise PauError("ledger: rules and priority name the same thing; give one")
+    act_of_mask = activity_of_mask(priority if priority is not None else rules)
     unattributed = STATES.index("unattributed")
     if lifecycle is None:
         if as_of is not None:

@@ -133,10 +133,10 @@ class Run:
                            f"{', '.join(self.tables()) or 'no table'}). Fix: read a trace or a lifecycle, "
                            "or use run.summary() for request figures")
         if self.lifecycle is not None:
-            return _engine.ledger(self.events, self.lifecycle, as_of=as_of, rules=priority, progress=progress)
+            return _engine.ledger(self.events, self.lifecycle, as_of=as_of, priority=priority, progress=progress)
         if as_of is not None:
             raise OptionError("run.ledger: as_of applies to a lifecycle, and this run has none")
-        return _engine.ledger(self.events, span=self.spans, rules=priority, progress=progress)
+        return _engine.ledger(self.events, span=self.spans, priority=priority, progress=progress)
 
     def summary(self, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> dict[str, Any]:
         """Every headline figure of the run as a JSON-able dict (see :func:`run_figures`)."""
