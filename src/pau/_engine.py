@@ -7,7 +7,7 @@ the ledger (DESIGN §2), on in-memory tables, streams and Parquet archives.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, overload
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +52,15 @@ from .lifecycle import attribute_rows
 
 __all__ = ["attribute", "classify", "classify_dataset", "ledger", "overlap"]
 
+@overload
+def classify(events: Any, *, windows: Any = ..., span: Any = ..., priority: Sequence[str] | None = ...,
+             on_invalid: Literal["raise"] = ..., threads: int | None = ...) -> pa.Table: ...
+@overload
+def classify(events: Any, *, windows: Any = ..., span: Any = ..., priority: Sequence[str] | None = ...,
+             on_invalid: Literal["quarantine"], threads: int | None = ...) -> Quarantined: ...
+@overload
+def classify(events: Any, *, windows: Any = ..., span: Any = ..., priority: Sequence[str] | None = ...,
+             on_invalid: str = ..., threads: int | None = ...) -> pa.Table | Quarantined: ...
 def classify(
     events: Any,
     *,
@@ -60,7 +69,7 @@ def classify(
     priority: Sequence[str] | None = None,
     on_invalid: str = "raise",
     threads: int | None = None,
-):
+) -> pa.Table | Quarantined:
     """Exclusive accelerator time per rank and activity.
 
     At every instant of a rank's span the highest-priority kind running wins; time
@@ -113,8 +122,17 @@ def classify(
     return result(with_counts(out, rows, nq), quarantine, on_invalid)
 
 
+@overload
+def overlap(events: Any, *, windows: Any = ..., span: Any = ..., on_invalid: Literal["raise"] = ...,
+            threads: int | None = ...) -> Overlap: ...
+@overload
+def overlap(events: Any, *, windows: Any = ..., span: Any = ..., on_invalid: Literal["quarantine"],
+            threads: int | None = ...) -> Quarantined: ...
+@overload
+def overlap(events: Any, *, windows: Any = ..., span: Any = ..., on_invalid: str = ...,
+            threads: int | None = ...) -> Overlap | Quarantined: ...
 def overlap(events: Any, *, windows: Any = None, span: Any = None, on_invalid: str = "raise",
-            threads: int | None = None):
+            threads: int | None = None) -> Overlap | Quarantined:
     """The full overlap matrix per rank, and the communication/compute overlap ratio.
 
     Parameters are those of :func:`classify`. Returns :class:`Overlap` (or
@@ -172,6 +190,21 @@ def _rank_partitioned(source, batch_rows, workers) -> bool:
     return len(files) > 1 and None not in ranks and len(set(ranks)) == len(ranks)
 
 
+@overload
+def classify_dataset(source: Any, *, windows: Any = ..., span: Any = ..., priority: Sequence[str] | None = ...,
+                     on_invalid: Literal["raise"] = ..., batch_rows: int | None = ..., progress: Any = ...,
+                     workers: int | None = ..., memory_budget: int | str | None = ...,
+                     by_job: bool = ...) -> pa.Table: ...
+@overload
+def classify_dataset(source: Any, *, windows: Any = ..., span: Any = ..., priority: Sequence[str] | None = ...,
+                     on_invalid: Literal["quarantine"], batch_rows: int | None = ..., progress: Any = ...,
+                     workers: int | None = ..., memory_budget: int | str | None = ...,
+                     by_job: bool = ...) -> Quarantined: ...
+@overload
+def classify_dataset(source: Any, *, windows: Any = ..., span: Any = ..., priority: Sequence[str] | None = ...,
+                     on_invalid: str = ..., batch_rows: int | None = ..., progress: Any = ...,
+                     workers: int | None = ..., memory_budget: int | str | None = ...,
+                     by_job: bool = ...) -> pa.Table | Quarantined: ...
 def classify_dataset(
     source: Any,
     *,
@@ -184,7 +217,7 @@ def classify_dataset(
     workers: int | None = None,
     memory_budget: int | str | None = None,
     by_job: bool = False,
-):
+) -> pa.Table | Quarantined:
     """:func:`classify` on a Parquet file or directory, streamed.
 
     Row groups are read one at a time (the next one is read ahead on a second
@@ -239,8 +272,17 @@ def classify_dataset(
     return result(with_counts(out, rows, 0 if q is None else q.num_rows), q, on_invalid)
 
 
+@overload
+def attribute(lifecycle: Any, *, as_of: int | None = ..., on_invalid: Literal["raise"] = ...,
+              threads: int | None = ...) -> pa.Table: ...
+@overload
+def attribute(lifecycle: Any, *, as_of: int | None = ..., on_invalid: Literal["quarantine"],
+              threads: int | None = ...) -> Quarantined: ...
+@overload
+def attribute(lifecycle: Any, *, as_of: int | None = ..., on_invalid: str = ...,
+              threads: int | None = ...) -> pa.Table | Quarantined: ...
 def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "raise",
-              threads: int | None = None):
+              threads: int | None = None) -> pa.Table | Quarantined:
     """Every accountable nanosecond of every rank, in exactly one lifecycle state.
 
     Applies DESIGN §2.2 (states, precedence, lineage rule) to a lifecycle table; the

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ._types import LedgerSummary
 from ._vocab import ACTIVITIES, STATES, label
 
 NS_PER_HOUR = 3_600 * 10**9
@@ -128,8 +129,8 @@ class Ledger:
 
     # -- headline figures ----------------------------------------------------
 
-    def summary(self) -> dict:
-        """Headline figures as a plain dict (ns and counts are exact ints).
+    def summary(self) -> LedgerSummary:
+        """Headline figures as a dict (:class:`pau.core.LedgerSummary`) (ns and counts are exact ints).
 
         Keys: ranks, as_of, accountable_ns, accountable_accelerator_hours,
         productive_ns (step level: all time of lineage steps),
@@ -150,46 +151,38 @@ class Ledger:
         states = self.state_ns()
         prod = states["productive"]
         strict = self._cell("productive", "compute") if self.has_events else None
-        out = {
+        att = self._att
+        lifecycle = att is not None
+        badput = acc - prod - states["pending"] if lifecycle else None
+        nfail = len(att.failures_all) if att is not None else None
+        steps = att.preserved_steps if att is not None else None
+        cycles = int(np.unique(att.lineage_ckpt_steps).size) if att is not None else None
+        return {
             "ranks": self.accountable.num_rows,
-            "as_of": None if self._att is None else self._att.as_of,
+            "as_of": None if att is None else att.as_of,
             "accountable_ns": acc,
             "accountable_accelerator_hours": acc / NS_PER_HOUR,
             "productive_ns": prod,
             "productive_accelerator_hours": prod / NS_PER_HOUR,
             "productive_strict_ns": strict,
-            "goodput": _ratio(prod, acc) if self._att is not None else None,
-            "goodput_strict": _ratio(strict, acc) if (self._att is not None and strict is not None) else None,
+            "goodput": _ratio(prod, acc) if lifecycle else None,
+            "goodput_strict": _ratio(strict, acc) if (lifecycle and strict is not None) else None,
             "pending_ns": states["pending"],
             "state_ns": states,
-            "badput_ns": acc - prod - states["pending"] if self._att is not None else None,
+            "badput_ns": badput,
             "badput_by_cause_ns": self.cause_ns(),
             "activity_ns": self.activity_ns(),
+            "failures": nfail,
+            "mtbf_s": (att.wall_ns / nfail / 1e9) if att is not None and nfail else None,
+            "preserved_steps": steps,
+            "preserved_tokens": att.preserved_tokens if att is not None else None,
+            "preserved_model_cycles": cycles,
+            "accountable_ns_per_preserved_step": (acc // steps if acc % steps == 0 else acc / steps) if steps else None,
+            "accountable_ns_per_model_cycle": (acc / cycles) if cycles else None,
+            "badput_accelerator_hours": badput / NS_PER_HOUR if badput is not None else None,
+            "accelerator_seconds_per_preserved_step": (acc / steps / 1e9) if steps else None,
+            "productive_accelerator_seconds_per_preserved_step": (prod / steps / 1e9) if steps else None,
         }
-        if self._att is None:
-            out.update(failures=None, mtbf_s=None, preserved_steps=None, preserved_tokens=None,
-                       preserved_model_cycles=None, accountable_ns_per_preserved_step=None,
-                       accountable_ns_per_model_cycle=None, badput_accelerator_hours=None,
-                       accelerator_seconds_per_preserved_step=None,
-                       productive_accelerator_seconds_per_preserved_step=None)
-            return out
-        att = self._att
-        nfail = len(att.failures_all)
-        steps = att.preserved_steps
-        cycles = int(np.unique(att.lineage_ckpt_steps).size)
-        out.update(
-            failures=nfail,
-            mtbf_s=(att.wall_ns / nfail / 1e9) if nfail else None,
-            preserved_steps=steps,
-            preserved_tokens=att.preserved_tokens,
-            preserved_model_cycles=cycles,
-            accountable_ns_per_preserved_step=(acc // steps if acc % steps == 0 else acc / steps) if steps else None,
-            accountable_ns_per_model_cycle=(acc / cycles) if cycles else None,
-            badput_accelerator_hours=out["badput_ns"] / NS_PER_HOUR,
-            accelerator_seconds_per_preserved_step=(acc / steps / 1e9) if steps else None,
-            productive_accelerator_seconds_per_preserved_step=(prod / steps / 1e9) if steps else None,
-        )
-        return out
 
     def summary_table(self) -> pa.Table:
         """:meth:`summary` as a table: ``metric, value`` (float64) and ``exact``

@@ -5,13 +5,14 @@ Imports nothing of pau but :mod:`pau.errors`.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple, Union
+from typing import Any, Dict, List, Literal, NamedTuple, Optional, TypedDict, Union
 
 import pyarrow as pa
 
 from .errors import PauError
 
-__all__ = ["OnInvalid", "Quarantined", "TableLike", "check_on_invalid"]
+__all__ = ["LedgerSummary", "OnInvalid", "OutsideAccountable", "Quarantined", "RunSummary", "TableLike",
+           "check_on_invalid"]
 
 #: What to do with input rows pau cannot use: raise (the default) or set them aside.
 OnInvalid = Literal["raise", "quarantine"]
@@ -37,3 +38,55 @@ def check_on_invalid(on_invalid: str) -> None:
     ``"quarantine"``."""
     if on_invalid not in ("raise", "quarantine"):
         raise PauError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+
+
+class LedgerSummary(TypedDict):
+    """The headline figures of a ledger (:meth:`pau.core.Ledger.summary`). ns and
+    counts are exact ints; hours, seconds and ratios floats; None where a figure does
+    not apply (no lifecycle, no preserved step, a zero denominator)."""
+
+    ranks: int
+    as_of: Optional[int]
+    accountable_ns: int
+    accountable_accelerator_hours: float
+    productive_ns: int
+    productive_accelerator_hours: float
+    productive_strict_ns: Optional[int]
+    goodput: Optional[float]
+    goodput_strict: Optional[float]
+    pending_ns: int
+    state_ns: Dict[str, int]
+    badput_ns: Optional[int]
+    badput_by_cause_ns: Dict[str, int]
+    activity_ns: Dict[str, int]
+    failures: Optional[int]
+    mtbf_s: Optional[float]
+    preserved_steps: Optional[int]
+    preserved_tokens: Optional[int]
+    preserved_model_cycles: Optional[int]
+    accountable_ns_per_preserved_step: Optional[Union[int, float]]
+    accountable_ns_per_model_cycle: Optional[float]
+    badput_accelerator_hours: Optional[float]
+    accelerator_seconds_per_preserved_step: Optional[float]
+    productive_accelerator_seconds_per_preserved_step: Optional[float]
+
+
+class OutsideAccountable(TypedDict):
+    """Events of a lifecycle ledger that lie (partly) outside their rank's accountable
+    time: how many, the ns outside, and the ranks."""
+
+    events: int
+    ns: int
+    ranks: List[int]
+
+
+class RunSummary(TypedDict):
+    """Every figure of a run (:meth:`pau.Run.summary`, ``pau report --format json``)."""
+
+    format: Optional[str]
+    tables: Dict[str, int]
+    ledger: Optional[LedgerSummary]
+    requests: Optional[Dict[str, Any]]
+    events_outside_accountable: Optional[OutsideAccountable]
+    warnings: int
+    quarantined: int

@@ -22,7 +22,7 @@ import pyarrow.csv as pcsv
 
 from ._input import _column, as_table, time_column
 from ._ledger import Ledger
-from ._types import Quarantined, check_on_invalid
+from ._types import LedgerSummary, Quarantined, check_on_invalid
 from ._vocab import STATES
 from .economics import cost
 from .errors import InvalidRowError, PauError, SchemaError
@@ -437,7 +437,7 @@ _COST_METRICS = ("total_cost", "waste_cost", "cost_per_productive_accelerator_ho
                  "cost_per_million_preserved_tokens")
 
 
-def _side(led: Ledger, prices) -> tuple[dict, dict | None]:
+def _side(led: Ledger, prices) -> tuple[LedgerSummary, dict | None]:
     if not isinstance(led, Ledger):
         raise TypeError(f"compare: expected pau Ledgers, got {type(led).__name__}")
     return led.summary(), (None if prices is None else cost(led, prices))
@@ -474,8 +474,10 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
         raise PauError(f"labels: expected two names, got {labels!r}")
     if (prices_a is None) != (prices_b is None):
         raise PauError("compare: prices for one side only. Fix: give both prices_a and prices_b, or neither")
-    sa, ca = _side(a, prices_a)
-    sb, cb = _side(b, prices_b)
+    sa_t, ca = _side(a, prices_a)
+    sb_t, cb = _side(b, prices_b)
+    sa: dict[str, Any] = dict(sa_t)  # looked up by the metric names of _COMPARE_METRICS
+    sb: dict[str, Any] = dict(sb_t)
     names, va, vb = [], [], []
     for metric, key in _COMPARE_METRICS:
         names.append(metric)

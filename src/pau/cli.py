@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from . import core, errors, synth
 from ._progress import Bar
+from ._types import RunSummary
 from .run import Run, detect, read_runs
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -197,12 +198,13 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     return "\n".join(parts)
 
 
-def render_runs(rows: list[tuple[Run, dict]], title: str) -> str:
+def render_runs(rows: list[tuple[Run, RunSummary]], title: str) -> str:
     """Several runs (a folder of MLPerf logs): one line each, figures from each run's summary."""
     head = ["source", "benchmark", "status", "accelerators", "time_to_train_s", "accountable_h", "goodput"]
     cells = []
     for run, fig in rows:
-        m, led = run.metadata, fig["ledger"] or {}
+        m = run.metadata
+        led: dict[str, Any] = dict(fig["ledger"] or {})
         ttt = m.get("time_to_train_ns")
         good = led.get("goodput")
         cells.append([os.path.basename(str(m.get("sources", ["?"])[0])), str(m.get("benchmark") or "-"),
@@ -383,7 +385,8 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, pa.Table 
         raise UsageError("--power adds energy to the cost section: give --price too")
     if args.ledger is not None and not has_ledger:
         raise UsageError("--ledger: this input has no events or lifecycle, so no ledger table")
-    figures = run.summary(as_of=args.as_of)
+    # the run's summary as a plain dict: the report adds its cost section to it
+    figures: dict[str, Any] = dict(run.summary(as_of=args.as_of))
     table = None
     if has_ledger:
         led = run.ledger(as_of=args.as_of)

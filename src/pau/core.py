@@ -26,7 +26,7 @@ from ._engine import attribute, classify, classify_dataset, ledger, overlap
 from ._ledger import Ledger
 from ._sweep import Overlap
 from ._threads import PARALLEL_MIN_ROWS
-from ._types import OnInvalid, Quarantined, TableLike
+from ._types import LedgerSummary, OnInvalid, OutsideAccountable, Quarantined, RunSummary, TableLike
 from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
 from . import analysis as _analysis
 from .analysis import Comparison, colocated, interference, stragglers
@@ -40,6 +40,9 @@ __all__ = [
     "DEFAULT_PRIORITY",
     "PARALLEL_MIN_ROWS",
     "Ledger",
+    "LedgerSummary",
+    "OutsideAccountable",
+    "RunSummary",
     "OnInvalid",
     "Overlap",
     "Quarantined",

@@ -26,7 +26,7 @@ from . import _core
 from . import _econ_kernels as K
 from ._input import _column, as_table, time_column
 from ._ledger import NS_PER_HOUR, Ledger
-from ._types import Quarantined, check_on_invalid
+from ._types import LedgerSummary, Quarantined, check_on_invalid
 from ._vocab import label
 from .errors import InvalidRowError, PauError, SchemaError
 
@@ -726,7 +726,7 @@ def _cost_ledger(led: Ledger, prices: dict, power) -> dict:
     return out
 
 
-def _ledger_denoms(s: dict) -> dict:
+def _ledger_denoms(s: LedgerSummary) -> dict:
     toks = s.get("preserved_tokens")
     return {
         "per_productive_accelerator_hour": (s["productive_ns"], NS_PER_HOUR),

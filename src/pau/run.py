@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 from . import _engine
 from . import io as _io
 from ._input import as_table
+from ._types import OutsideAccountable, RunSummary
 from ._ledger import Ledger
 from ._vocab import LIFECYCLE_SCHEMA
 from .economics import requests as _request_ledger
@@ -138,7 +139,7 @@ class Run:
             raise OptionError("run.ledger: as_of applies to a lifecycle, and this run has none")
         return _engine.ledger(self.events, span=self.spans, priority=priority, progress=progress)
 
-    def summary(self, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> dict[str, Any]:
+    def summary(self, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> RunSummary:
         """Every headline figure of the run as a JSON-able dict (see :func:`run_figures`)."""
         return run_figures(self, as_of=as_of, slo=slo)
 
@@ -215,7 +216,7 @@ def _jsonable(value: Any) -> Any:
 # figures: one function for every way of asking
 
 
-def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> RunSummary:
     """The figures of a run, JSON-able: what ``pau report --format json`` prints.
 
     Keys: ``format``, ``tables`` (rows per table), ``ledger`` (:meth:`Ledger.summary`
@@ -238,7 +239,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     }
 
 
-def outside_accountable(events: pa.Table | None, led: Ledger | None) -> dict[str, Any] | None:
+def outside_accountable(events: pa.Table | None, led: Ledger | None) -> OutsideAccountable | None:
     """Events of a lifecycle ledger that lie (partly) outside their rank's accountable
     time: their count, the ns outside, and the ranks. The ledger counts only
     accountable time, so this is what it left out. None without both tables."""
