@@ -31,12 +31,27 @@ STATES = (
 )
 
 
-#: The lifecycle table of DESIGN §2.2, as the readers and generators write it.
+# The tables of DESIGN §2-3 as pau's readers, generators and runs write them: each
+# schema is defined here once. Inputs may differ (see pau._input: other integer and
+# string types are converted); these are what pau itself produces.
+
+#: The lifecycle table of DESIGN §2.2: every field but ``record`` and ``start_ns`` nullable.
 LIFECYCLE_SCHEMA = pa.schema([
-    ("record", pa.string()), ("attempt", pa.int32()), ("rank", pa.int32()),
-    ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("step", pa.int64()),
-    ("block_end_ns", pa.int64()), ("durable_ns", pa.int64()), ("ok", pa.bool_()),
-    ("kind", pa.string()), ("tokens", pa.int64()),
+    pa.field(name, typ, nullable=name not in ("record", "start_ns")) for name, typ in (
+        ("record", pa.string()), ("attempt", pa.int32()), ("rank", pa.int32()),
+        ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("step", pa.int64()),
+        ("block_end_ns", pa.int64()), ("durable_ns", pa.int64()), ("ok", pa.bool_()),
+        ("kind", pa.string()), ("tokens", pa.int64()))
+])
+
+#: The accountable span per rank (DESIGN §6): ``rank, start_ns, end_ns``.
+SPANS_SCHEMA = pa.schema([("rank", pa.int32()), ("start_ns", pa.int64()), ("end_ns", pa.int64())])
+
+#: Serving requests (DESIGN §3), as the serving readers write them.
+REQUESTS_SCHEMA = pa.schema([
+    ("request_id", pa.string()), ("replica", pa.string()), ("arrival_ns", pa.int64()),
+    ("first_token_ns", pa.int64()), ("end_ns", pa.int64()), ("input_tokens", pa.int64()),
+    ("output_tokens", pa.int64()), ("status", pa.string()),
 ])
 
 

@@ -37,7 +37,7 @@ from . import io as _io
 from ._input import as_table
 from ._types import OutsideAccountable, RunSummary
 from ._ledger import Ledger
-from ._vocab import LIFECYCLE_SCHEMA
+from ._vocab import LIFECYCLE_SCHEMA, SPANS_SCHEMA
 from .economics import requests as _request_ledger
 from .errors import OptionError, PauError
 from .readers.detect import detect_format
@@ -57,7 +57,6 @@ TABLES = ("events", "lifecycle", "spans", "requests", "samples", "quarantine")
 RUN_FILE = "pau-run.json"
 RUN_LAYOUT_VERSION = 1
 
-SPANS_SCHEMA = pa.schema([("rank", pa.int32()), ("start_ns", pa.int64()), ("end_ns", pa.int64())])
 
 
 class MultipleRunsError(PauError):

@@ -141,6 +141,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ._vocab import LIFECYCLE_SCHEMA
+
 __all__ = [
     "KINDS",
     "COMPUTE_STREAM",
@@ -858,12 +860,6 @@ _TRUTH_KEY = {
     "recovery.restore": "restore_ns", "eval": "eval_ns", "data_wait": "data_wait_ns",
     "custom": "custom_ns", "unattributed": "unattributed_ns",
 }
-_LC_FIELDS = (
-    ("record", pa.string()), ("attempt", pa.int32()), ("rank", pa.int32()),
-    ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("step", pa.int64()),
-    ("block_end_ns", pa.int64()), ("durable_ns", pa.int64()), ("ok", pa.bool_()),
-    ("kind", pa.string()), ("tokens", pa.int64()),
-)
 
 
 def lifecycle_schema() -> pa.Schema:
@@ -873,8 +869,7 @@ def lifecycle_schema() -> pa.Schema:
     block_end_ns:int64, durable_ns:int64, ok:bool, kind:string, tokens:int64``; every field
     but ``record`` and ``start_ns`` is nullable.
     """
-    return pa.schema([pa.field(n, t, nullable=n not in ("record", "start_ns"))
-                      for n, t in _LC_FIELDS])
+    return LIFECYCLE_SCHEMA
 
 
 def _check_int(name, v, lo=None, allow_none=False):
@@ -1191,7 +1186,7 @@ class _Cols:
             return lifecycle_schema().empty_table()
         cat = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
         arrays = []
-        for name, typ in _LC_FIELDS:
+        for name, typ in zip(LIFECYCLE_SCHEMA.names, LIFECYCLE_SCHEMA.types):
             v = cat[name]
             if name in ("record", "kind"):
                 arrays.append(pa.array(v, typ))

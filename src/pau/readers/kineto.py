@@ -70,7 +70,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _core
-from .._vocab import KINDS
+from .._vocab import KINDS, SPANS_SCHEMA
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from ..errors import PauError
 from ._files import expand, files_in
@@ -548,7 +548,7 @@ class KinetoTrace:
         parts = []
         for t in (self.events, self.lifecycle):
             if t.num_rows:
-                parts.append(t.select(["rank", "start_ns", "end_ns"]))
+                parts.append(t.select(["rank", "start_ns", "end_ns"]).cast(SPANS_SCHEMA))
         if not parts:
             return pa.table({"rank": pa.array([], pa.int32()), "start_ns": pa.array([], pa.int64()),
                              "end_ns": pa.array([], pa.int64())})

@@ -95,16 +95,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from .._vocab import REQUESTS_SCHEMA
 from ..errors import PauError
 from .detect import UnknownFormatError, _detect_file
 
 __all__ = ["QUARANTINE_SCHEMA", "REQUESTS_SCHEMA", "ServingFormatError", "ServingResults", "read_serving"]
 
-REQUESTS_SCHEMA = pa.schema([
-    ("request_id", pa.string()), ("replica", pa.string()), ("arrival_ns", pa.int64()),
-    ("first_token_ns", pa.int64()), ("end_ns", pa.int64()), ("input_tokens", pa.int64()),
-    ("output_tokens", pa.int64()), ("status", pa.string()),
-])
 
 #: The records set aside with ``on_invalid="quarantine"``: the file, the record
 #: (``line N`` or ``record N``) and why.
