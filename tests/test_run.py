@@ -270,6 +270,8 @@ def test_reader_warnings_reach_stderr_and_stay_on_the_run(capsys):
     path = _trace("pytorch-kineto/resnet50_num_workers_0")
     run = pau.read(path)
     assert run.warnings and all(w.code and w.message for w in run.warnings)
+    assert {w.code for w in run.warnings} == {"kineto.rank_assigned"}  # a code per kind of warning
+    assert all(isinstance(w, str) for w in pau.io.read_kineto(path).warnings)  # the readers' str warnings
     capsys.readouterr()
     assert cli.main(["report", str(path), "--no-progress"]) == 0
     err = capsys.readouterr().err

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from .errors import PauError
 
-__all__ = ["LedgerSummary", "OnInvalid", "OutsideAccountable", "Quarantined", "RunSummary", "TableLike",
+__all__ = ["LedgerSummary", "OnInvalid", "RunWarning", "OutsideAccountable", "Quarantined", "RunSummary", "TableLike",
            "check_on_invalid"]
 
 #: What to do with input rows pau cannot use: raise (the default) or set them aside.
@@ -20,6 +20,37 @@ OnInvalid = Literal["raise", "quarantine"]
 #: A table-like input: a ``pyarrow.Table``/``RecordBatch``/``RecordBatchReader``,
 #: anything with ``__arrow_c_stream__``, a pandas ``DataFrame`` or a dict of arrays.
 TableLike = Union[pa.Table, pa.RecordBatch, pa.RecordBatchReader, "dict[str, Any]", Any]
+
+
+class RunWarning(str):
+    """Something a reader assumed, set aside or could not use: a ``str`` (the message,
+    for people) with a stable ``code`` (for tools to match on, e.g.
+    ``"kineto.sub_ns_rounded"``). Equal warnings have equal codes and messages."""
+
+    code: str
+
+    def __new__(cls, code: str, message: str) -> "RunWarning":
+        obj = super().__new__(cls, message)
+        obj.code = code
+        return obj
+
+    @property
+    def message(self) -> str:
+        return str.__str__(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RunWarning):
+            return self.code == other.code and self.message == other.message
+        return str.__eq__(self, other)
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+    def __repr__(self) -> str:
+        return f"RunWarning({self.code!r}, {self.message!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RunWarning, (self.code, self.message))
 
 
 class Quarantined(NamedTuple):

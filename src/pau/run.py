@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from . import _engine
 from . import io as _io
 from ._input import as_table
-from ._types import OutsideAccountable, RunSummary
+from ._types import OutsideAccountable, RunSummary, RunWarning
 from ._ledger import Ledger
 from ._vocab import LIFECYCLE_SCHEMA, SPANS_SCHEMA
 from .economics import requests as _request_ledger
@@ -61,18 +61,6 @@ RUN_LAYOUT_VERSION = 1
 
 class MultipleRunsError(PauError):
     """A path holds several runs; :func:`read` reads one."""
-
-
-@dataclass(frozen=True)
-class RunWarning:
-    """Something a reader assumed, set aside or could not use. ``code`` is stable (for
-    tools to match on); ``message`` is for people."""
-
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
 
 
 def _tables_equal(a: pa.Table | None, b: pa.Table | None) -> bool:
@@ -335,7 +323,9 @@ _ASSUMED_TRACE = ("each rank is accountable over its profiled window (spans), on
 
 
 def _reader_warnings(fmt: str, messages: Sequence[str]) -> list[RunWarning]:
-    return [RunWarning(f"{fmt}.reader", str(m)) for m in messages]
+    """The reader's warnings (each a RunWarning with its code; a plain message gets
+    the format's generic code)."""
+    return [m if isinstance(m, RunWarning) else RunWarning(f"{fmt}.reader", str(m)) for m in messages]
 
 
 def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str) -> Run:

@@ -72,6 +72,7 @@ import pyarrow as pa
 from .. import _core
 from .._vocab import KINDS, SPANS_SCHEMA
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
+from .._types import RunWarning
 from ..errors import PauError
 from ._files import expand, files_in
 
@@ -369,7 +370,7 @@ def _assign_ranks(files: list[_File], warnings: list[str]) -> None:
     for f in files:
         r = f.meta["rank"]
         if r is not None and r < 0:
-            warnings.append(f"{f.path}: distributedInfo.rank is {r}, not a rank; ignored")
+            warnings.append(RunWarning("kineto.rank_invalid", f"{f.path}: distributedInfo.rank is {r}, not a rank; ignored"))
             r = None
         if r is not None:
             f.rank, f.rank_source = int(r), "distributedInfo"
@@ -395,12 +396,12 @@ def _assign_ranks(files: list[_File], warnings: list[str]) -> None:
         claimed[free] = f
     for f in files:
         if f.rank_source == "file name":
-            warnings.append(f"{f.path}: no distributedInfo.rank in the trace; rank {f.rank} taken from "
-                            "the file name")
+            warnings.append(RunWarning("kineto.rank_from_file_name", f"{f.path}: no distributedInfo.rank in the trace; rank {f.rank} taken from "
+                            "the file name"))
         elif f.rank_source == "assigned":
-            warnings.append(f"{f.path}: no distributedInfo.rank in the trace nor a rank in its file name; "
+            warnings.append(RunWarning("kineto.rank_assigned", f"{f.path}: no distributedInfo.rank in the trace nor a rank in its file name; "
                             f"assigned rank {f.rank} (the smallest rank no other file claims, in file-name "
-                            "order)")
+                            "order)"))
 
 
 # ---------------------------------------------------------------------------
@@ -608,8 +609,8 @@ def _set_aside(f: _File, on_invalid: str, quarantine: list, warnings: list) -> N
         "name": pa.array([f.strings[int(i)] for i in a["name"]], pa.string()),
         "reason": pa.array([_REASONS[int(r)] for r in a["reason"]], pa.string()),
     }, schema=_QUARANTINE_SCHEMA))
-    warnings.append(f"{f.path}: {n} events set aside (" +
-                    ", ".join(f"{k} {r}" for r, k in reasons.most_common()) + "); see .quarantine")
+    warnings.append(RunWarning("kineto.events_set_aside", f"{f.path}: {n} events set aside (" +
+                    ", ".join(f"{k} {r}" for r, k in reasons.most_common()) + "); see .quarantine"))
 
 
 def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[str]) -> KinetoTrace:
@@ -620,13 +621,13 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
         unknown = {c: n for c, n in f.cat_counts().items()
                    if c not in rules.categories and c not in HOST_CATEGORIES}
         if unknown:
-            warnings.append(f"{f.path}: complete events of categories not in Rules.categories were not "
+            warnings.append(RunWarning("kineto.categories_not_counted", f"{f.path}: complete events of categories not in Rules.categories were not "
                             "counted as device activity: " +
                             ", ".join(f"{c or '(none)'} {n}" for c, n in sorted(unknown.items())) +
-                            "; add the category to Rules.categories if it is device work")
+                            "; add the category to Rules.categories if it is device work"))
         if f.meta["sub_ns"]:
-            warnings.append(f"{f.path}: some times have digits below the nanosecond; rounded to the "
-                            "nearest nanosecond (half away from zero)")
+            warnings.append(RunWarning("kineto.sub_ns_rounded", f"{f.path}: some times have digits below the nanosecond; rounded to the "
+                            "nearest nanosecond (half away from zero)"))
         if f.order.size == 0:
             counts = f.cat_counts()
             detail = ", ".join(f"{c or '(none)'} {n}" for c, n in counts.most_common(6)) or "none"
@@ -637,7 +638,7 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
                    "on_invalid='quarantine' to skip such files")
             if on_invalid == "raise":
                 raise NoDeviceEventsError(f.path, problem, fix)
-            warnings.append(f"{f.path}: {problem}; skipped")
+            warnings.append(RunWarning("kineto.no_device_events", f"{f.path}: {problem}; skipped"))
             quarantine.append(pa.table({
                 "source_file": [f.path], "offset": pa.array([None], pa.int64()),
                 "line": pa.array([None], pa.int64()), "category": pa.array([None], pa.string()),
@@ -653,8 +654,8 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
         rank_of = {(k, d): r for r, (_, d, k) in enumerate(pairs)}
         shown = ", ".join(f"{os.path.basename(usable[k].path)} device {d} -> rank {r}"
                           for (k, d), r in list(rank_of.items())[:8])
-        warnings.append("a file holds several devices: every (file, device) pair is a rank, numbered in "
-                        f"order of (file rank, device id): {shown}" + (" ..." if len(rank_of) > 8 else ""))
+        warnings.append(RunWarning("kineto.several_devices_per_file", "a file holds several devices: every (file, device) pair is a rank, numbered in "
+                        f"order of (file rank, device id): {shown}" + (" ..." if len(rank_of) > 8 else "")))
     else:
         rank_of = {(k, int(d)): f.rank for k, f in enumerate(usable) for d in devices[id(f)]}
 

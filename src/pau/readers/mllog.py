@@ -51,6 +51,7 @@ from typing import Any, cast
 import pyarrow as pa
 
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
+from .._types import RunWarning
 from ..errors import PauError
 
 __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
@@ -224,10 +225,10 @@ def _read_one(path: str, system: Any) -> MLLogRun:
         raise MLLogError(path, f"no :::MLLOG lines in {counts['lines']} lines: not an MLPerf result log",
                          "give an MLPerf training result log (result_N.txt)")
     if counts["malformed"]:
-        warnings.append(f"{path}: {counts['malformed']} malformed :::MLLOG lines ignored (first at line "
-                        f"{counts['first_malformed']})")
+        warnings.append(RunWarning("mllog.malformed_lines", f"{path}: {counts['malformed']} malformed :::MLLOG lines ignored (first at line "
+                        f"{counts['first_malformed']})"))
     if counts["duplicate"]:
-        warnings.append(f"{path}: {counts['duplicate']} repeated :::MLLOG lines (one per rank) counted once")
+        warnings.append(RunWarning("mllog.repeated_lines", f"{path}: {counts['duplicate']} repeated :::MLLOG lines (one per rank) counted once"))
 
     by_key: dict[str, list[tuple[int, dict]]] = {}
     for _, r in recs:
@@ -250,16 +251,16 @@ def _read_one(path: str, system: Any) -> MLLogRun:
         end = max(stop, last)
         if end > stop:
             after = sum(1 for _, r in recs if _kept_ns(r) > stop)
-            warnings.append(f"{path}: {after} :::MLLOG lines are timed after run_stop (by up to "
-                            f"{(end - stop) / 1e9:,.3f} s): the attempt runs to the last of them")
+            warnings.append(RunWarning("mllog.lines_after_run_stop", f"{path}: {after} :::MLLOG lines are timed after run_stop (by up to "
+                            f"{(end - stop) / 1e9:,.3f} s): the attempt runs to the last of them"))
         stop_rec = [r for t, r in by_key["run_stop"] if t == stop][0]
         md = stop_rec["metadata"] if isinstance(stop_rec.get("metadata"), dict) else {}
         status = str(md.get("status", "unknown"))
         if status != "success":
-            warnings.append(f"{path}: run_stop status is {status!r}: a failed attempt")
+            warnings.append(RunWarning("mllog.run_failed", f"{path}: run_stop status is {status!r}: a failed attempt"))
     else:
         end, status = last, "no_run_stop"
-        warnings.append(f"{path}: no run_stop line: a failed attempt ending at the last MLLOG line")
+        warnings.append(RunWarning("mllog.no_run_stop", f"{path}: no run_stop line: a failed attempt ending at the last MLLOG line"))
     ok = status == "success"
 
     # Accelerators.
@@ -273,7 +274,7 @@ def _read_one(path: str, system: Any) -> MLLogRun:
             try:
                 info, source = json.loads(sj.read_text()), f"system json {sj}"
             except ValueError:
-                warnings.append(f"{sj}: not valid JSON; system description ignored")
+                warnings.append(RunWarning("mllog.system_json_invalid", f"{sj}: not valid JSON; system description ignored"))
         if info is None and sysjson is not None:
             info, source = sysjson, "SYSJSON line"
     n_acc = None
@@ -282,13 +283,13 @@ def _read_one(path: str, system: Any) -> MLLogRun:
         if nodes is not None and per is not None and nodes * per > 0:
             n_acc = nodes * per
         else:
-            warnings.append(f"{path}: system description ({source}) has no usable number_of_nodes x "
+            warnings.append(RunWarning("mllog.system_without_accelerators", f"{path}: system description ({source}) has no usable number_of_nodes x "
                             f"accelerators_per_node ({info.get('number_of_nodes')!r} x "
-                            f"{info.get('accelerators_per_node')!r})")
+                            f"{info.get('accelerators_per_node')!r})"))
     if n_acc is None:
         n_acc, source = 1, "assumed"
-        warnings.append(f"{path}: accelerator count unknown (no system description JSON); one accelerator "
-                        "assumed: pass system= to read_mllog")
+        warnings.append(RunWarning("mllog.accelerators_assumed", f"{path}: accelerator count unknown (no system description JSON); one accelerator "
+                        "assumed: pass system= to read_mllog"))
 
     rows: list[dict] = []
 
@@ -302,7 +303,7 @@ def _read_one(path: str, system: Any) -> MLLogRun:
     if init_start:
         init_end = init_stop[-1] if init_stop else run_start[0]
         if not init_stop:
-            warnings.append(f"{path}: init_start without init_stop; init taken to end at run_start")
+            warnings.append(RunWarning("mllog.init_unclosed", f"{path}: init_start without init_stop; init taken to end at run_start"))
         add("phase", init_start[0], max(init_start[0], init_end), kind="init")
     unit = "block" if "block_start" in by_key else "epoch"
     steps = _pairs(times(f"{unit}_start"), times(f"{unit}_stop"), end)

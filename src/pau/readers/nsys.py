@@ -77,6 +77,7 @@ import pyarrow as pa
 
 from .._vocab import KINDS
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
+from .._types import RunWarning
 from ._files import expand, files_in
 from .kineto import (DEFAULT_RULES, InvalidEventError, NoDeviceEventsError, Rules,
                      TraceFormatError)
@@ -255,7 +256,7 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
             "source_file": pa.array([db.path] * idx.size, pa.string()), "table": [table] * idx.size,
             "rowid": pa.array(rowid[idx], pa.int64()), "reason": [reason] * idx.size},
             schema=_QUARANTINE_SCHEMA))
-        warnings.append(f"{db.path}: {idx.size} rows of {table} set aside ({reason}); see .quarantine")
+        warnings.append(RunWarning("nsys.rows_set_aside", f"{db.path}: {idx.size} rows of {table} set aside ({reason}); see .quarantine"))
     keep = ~bad
     stream = _col(rows, 5)[keep]
     stream = np.where((stream < 0) | (stream > np.iinfo(np.int32).max), -1, stream)
@@ -371,8 +372,8 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
                 if row and row[0][0] is not None:
                     base = int(row[0][0])
                 else:
-                    warnings.append(f"{fpath}: no TARGET_INFO_SESSION_START_TIME; times stay relative to "
-                                    "the session start")
+                    warnings.append(RunWarning("nsys.no_session_start", f"{fpath}: no TARGET_INFO_SESSION_START_TIME; times stay relative to "
+                                    "the session start"))
             parts = [p for t, k in _TABLES
                      if (p := _read_table(db, t, k, kernel_names, rules, strings, on_invalid, warnings,
                                           quarantine)) is not None]
@@ -395,12 +396,12 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
                    "on_invalid='quarantine' to skip such files")
             if on_invalid == "raise":
                 raise NoDeviceEventsError(fpath, problem, fix)
-            warnings.append(f"{fpath}: {problem}; skipped")
+            warnings.append(RunWarning("nsys.no_device_events", f"{fpath}: {problem}; skipped"))
             continue
         cat = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
         if (cat["pid"] < 0).any():
-            warnings.append(f"{fpath}: {int((cat['pid'] < 0).sum())} device events without globalPid; "
-                            "their process is taken as pid -1")
+            warnings.append(RunWarning("nsys.no_global_pid", f"{fpath}: {int((cat['pid'] < 0).sum())} device events without globalPid; "
+                            "their process is taken as pid -1"))
         pairs = np.unique(np.stack([cat["device"], cat["pid"]], axis=1), axis=0)
         ranks_of_pid: dict[int, list[int]] = {}
         for dev, pid in pairs.tolist():
@@ -443,8 +444,8 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
                 life.append({"record": rec[0], "attempt": 0, "rank": r, "start_ns": s + base,
                              "end_ns": e + base, "step": rec[1], "kind": rec[2]})
         if unmatched:
-            warnings.append(f"{fpath}: {unmatched} NVTX step/phase ranges come from processes without "
-                            "device events; left out of the lifecycle (see .nvtx)")
+            warnings.append(RunWarning("nsys.nvtx_unmatched", f"{fpath}: {unmatched} NVTX step/phase ranges come from processes without "
+                            "device events; left out of the lifecycle (see .nvtx)"))
 
     if not blocks:
         events = pa.table({

@@ -96,6 +96,7 @@ from typing import Any
 import pyarrow as pa
 
 from .._vocab import REQUESTS_SCHEMA
+from .._types import RunWarning
 from ..errors import PauError
 from .detect import UnknownFormatError, _detect_file
 
@@ -281,8 +282,8 @@ def _vllm(path: str, doc: dict) -> tuple[pa.Table, dict, list]:
         assumptions.append("arrival_ns = start_times (s since the benchmark started)")
     else:
         arrival = [0] * n
-        warnings.append(f"{path}: vLLM results hold no arrival times; every request is taken to arrive at 0 "
-                        f"({n} requests)")
+        warnings.append(RunWarning("serving.no_arrival_times", f"{path}: vLLM results hold no arrival times; every request is taken to arrive at 0 "
+                        f"({n} requests)"))
         assumptions.append("arrival_ns = 0 for every request (the file holds no arrival times)")
     first = [a + ns("ttfts", i, v) for i, (a, v) in enumerate(zip(arrival, doc["ttfts"]))]
     if "e2els" in doc and len(doc["e2els"]) == n:
@@ -454,23 +455,23 @@ def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dic
     if tally.cancel_end:
         msg = (f"{tally.cancel_end} cancelled requests: AIPerf writes no end time; end_ns = metadata.timestamp_ns "
                "+ the delay in the error message ('cancelled after N seconds', written to the ms, ±0.5 ms)")
-        warnings.append(f"{path}: {msg}")
+        warnings.append(RunWarning("serving.cancelled_end_assumed", f"{path}: {msg}"))
         assumptions.append(msg)
     if tally.cancel_no_end:
-        warnings.append(f"{path}: {tally.cancel_no_end} cancelled requests without an end time: end_ns null "
-                        "(pau.core.requests needs end_ns for them; pass on_invalid='quarantine' there)")
+        warnings.append(RunWarning("serving.cancelled_without_end", f"{path}: {tally.cancel_no_end} cancelled requests without an end time: end_ns null "
+                        "(pau.core.requests needs end_ns for them; pass on_invalid='quarantine' there)"))
     for col, k in sorted(tally.ok_missing.items()):
-        warnings.append(f"{path}: {k} successful requests without {col} (null; pau.core.requests needs it for "
-                        "ok requests)")
+        warnings.append(RunWarning("serving.missing_column", f"{path}: {k} successful requests without {col} (null; pau.core.requests needs it for "
+                        "ok requests)"))
     if tally.latency_mismatch:
-        warnings.append(f"{path}: {tally.latency_mismatch} records whose request_latency differs from "
+        warnings.append(RunWarning("serving.latency_mismatch", f"{path}: {tally.latency_mismatch} records whose request_latency differs from "
                         f"max_response_timestamp - timestamp_ns (first at {tally.first_mismatch}); the "
-                        "timestamps were used")
+                        "timestamps were used"))
     other = {k: v for k, v in tally.phases.items() if k != "profiling"}
     if other:
-        warnings.append(f"{path}: records outside the profiling phase are included (" +
+        warnings.append(RunWarning("serving.outside_profiling", f"{path}: records outside the profiling phase are included (" +
                         ", ".join(f"{v} {k}" for k, v in sorted(other.items())) +
-                        "); AIPerf's own summary counts the profiling phase only")
+                        "); AIPerf's own summary counts the profiling phase only"))
     meta = {"requests": len(rows), "reasoning_tokens": tally.reasoning, "credit_phases": dict(tally.phases),
             "assumptions": assumptions}
     return pa.Table.from_pylist(rows, schema=REQUESTS_SCHEMA), meta, warnings, aside.table()
@@ -515,8 +516,8 @@ def _llmperf(path: str, doc: list, on_invalid: str) -> tuple[pa.Table, dict, lis
                 f"({len(rows)} requests): TTFT and E2E are exact, but arrival order, concurrency and "
                 "goodput windows are not in the file", *aside.warnings()]
     if failed:
-        warnings.append(f"{path}: {failed} failed requests: LLMPerf leaves their times unmeasured; "
-                        "first_token_ns null, end_ns as written (end_to_end_latency_s)")
+        warnings.append(RunWarning("serving.failed_unmeasured", f"{path}: {failed} failed requests: LLMPerf leaves their times unmeasured; "
+                        "first_token_ns null, end_ns as written (end_to_end_latency_s)"))
     meta = {"requests": len(rows), "assumptions": [
         "arrival_ns = 0 for every request (LLMPerf writes no start times)",
         f"first_token_ns = ttft_s, end_ns = end_to_end_latency_s: seconds -> ns, {_ROUNDING}",
