@@ -207,6 +207,10 @@ class CrossingSweep {
 }  // namespace
 
 void bind_crossing(py::module_& m) {
+    m.def(
+        "set_pool_cores", [](unsigned cores) { return Workers::set_cores(cores); }, py::arg("cores"),
+        "Size the native helper pool for this many cores (before its first use): True when applied.");
+
     py::class_<CrossingSweep>(m, "CrossingSweep")
         .def(py::init<const py::list&, const std::vector<std::string>&, const py::list&, int64_t, int64_t, int64_t,
                       int64_t, int64_t, int64_t, double>(),

@@ -40,17 +40,28 @@ class Workers {
     // there; a fork at the very moment another thread is inside get() would leave
     // the child's lock held, as with any lock held across fork). Pools are never
     // destroyed, so no thread is joined at exit.
+    //
+    // The cores are the process's to decide (pau._threads, from its affinity mask):
+    // set_cores() before the first use; without it, the hardware's thread count.
     static Workers& get() {
-        static std::mutex guard;
-        static Workers* pool = nullptr;
+        std::lock_guard<std::mutex> lock(guard());
+        Workers*& pool = instance();
         static pid_t owner = 0;
-        std::lock_guard<std::mutex> lock(guard);
         if (pool == nullptr || owner != getpid()) {
-            const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
+            const unsigned n = cores_setting() ? cores_setting() : std::thread::hardware_concurrency();
+            const unsigned cores = std::max(2u, n);
             pool = new Workers(std::min(cores - 1, 7u));
             owner = getpid();
         }
         return *pool;
+    }
+
+    // The cores the pool is sized for; false (and no change) once the pool exists.
+    static bool set_cores(unsigned cores) {
+        std::lock_guard<std::mutex> lock(guard());
+        if (instance() != nullptr) return false;
+        cores_setting() = cores;
+        return true;
     }
 
     size_t size() const { return threads_.size(); }
@@ -84,6 +95,19 @@ class Workers {
     std::mutex m_;
     std::condition_variable cv_;
     std::deque<std::function<void()>> queue_;
+    static std::mutex& guard() {
+        static std::mutex m;
+        return m;
+    }
+    static Workers*& instance() {
+        static Workers* pool = nullptr;
+        return pool;
+    }
+    static unsigned& cores_setting() {
+        static unsigned cores = 0;
+        return cores;
+    }
+
     std::vector<std::thread> threads_;
 };
 

@@ -62,6 +62,7 @@ class CrossingSweep:
     @property
     def parts(self) -> int: ...
 
+def set_pool_cores(cores: int) -> bool: ...
 def crossed_cells(
     h_rank: npt.NDArray[np.int32],
     h_window: npt.NDArray[np.int64],

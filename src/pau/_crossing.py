@@ -37,7 +37,6 @@ more than MAX_CROSSINGS_PER_EVENT window crossings per event.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +44,7 @@ import pyarrow as pa
 
 from . import _core
 from ._input import KINDS, as_table
+from ._threads import cores
 
 #: Events from which the sweep runs beside the attribution (below, starting a
 #: thread costs more than it saves).
@@ -66,7 +66,9 @@ CHUNK_TAIL_ROWS = 16_384
 #: ``csrc/core/crossing.hpp``): no event may reach past them from before the chunk.
 HEAD_ROWS = 1024
 
-_CORES = os.cpu_count() or 1
+_CORES = cores()
+# The native helper pool is sized by the same count as every other pool of pau.
+_core.set_pool_cores(_CORES)
 
 
 @dataclass

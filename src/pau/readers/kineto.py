@@ -70,6 +70,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _core
+from .._threads import cores
 from .._vocab import KINDS, SPANS_SCHEMA
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from .._types import RunWarning
@@ -353,7 +354,7 @@ def _parse_file(path: str, device_categories: list[str], prefetch: bool = False,
 def _parse_all(paths: list[str], device_categories: list[str], threads: int | None = None) -> list[_File]:
     if len(paths) == 1:
         return [_parse_file(paths[0], device_categories, prefetch=True)]
-    workers = threads or min(len(paths), os.cpu_count() or 1)
+    workers = threads or min(len(paths), cores())
     if workers <= 1:
         return [_parse_file(p, device_categories) for p in paths]
     with ThreadPoolExecutor(max_workers=workers) as pool:
