@@ -185,3 +185,15 @@ def test_errors_are_value_errors():
             assert not issubclass(errors.Interrupted, ValueError)
         else:
             assert issubclass(getattr(errors, name), ValueError)
+
+
+def test_importing_pau_stays_light():
+    """`import pau` loads neither pandas nor pyarrow.dataset (pyarrow.dataset imports
+    pandas, which doubled pau's import time): they are optional extras."""
+    import subprocess
+    import sys
+
+    code = "import sys, pau, pau.core, pau.io; print(sorted(m for m in ('pandas', 'pyarrow.dataset') if m in sys.modules))"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
