@@ -57,7 +57,8 @@ def test_pau_classify(benchmark, case, note_rate):
 
 def test_pau_classify_one_thread(benchmark, case, note_rate):
     """``classify(threads=1)``: pau on the same single core as the Numba sweep (by
-    default pau sweeps inputs of 2M+ rows on one thread per core, by rank)."""
+    default pau sweeps inputs of ``pau._threads.PARALLEL_MIN_ROWS`` (500,000) rows or more
+    on one thread per core, by rank)."""
     benchmark.group = case.group
     benchmark.extra_info["events"] = case.n
     out = benchmark(pau.core.classify, case.table, threads=1)

@@ -1,22 +1,20 @@
 """Lifecycle attribution and the full ledger (issue: lifecycle ledger).
 
 * Attribution throughput on ``10M`` step records across 1,024 ranks and 50 attempts
-  (``pau.synth.lifecycle_records``), in step records per second. Target (issue 3):
-  20M/s on one core. Measured on the 2-core shared dev box, median of 11 rounds:
-  4.7M/s (2.1 s) before the one-pass kernel, 15.0M/s (0.67 s) with it, 20.9-22.0M/s
-  (0.45-0.48 s) with its outputs in Arrow's pool (docs/lifecycle.md)::
+  (``pau.synth.lifecycle_records``), in step records per second, on one core
+  (``threads=1``). Target (issue 3): 20M/s on one core. Median of 11 rounds after a
+  warm-up call (the figures are in docs/benchmarks.md; how the attribution works is in
+  docs/lifecycle.md)::
 
-      PYTHONPATH=src python -m pytest benchmarks/test_bench_lifecycle.py -p no:cacheprovider \
-          --benchmark-enable -s -k attribution
+      python -m pytest benchmarks/test_bench_lifecycle.py -p no:cacheprovider \
+          --benchmark-enable --benchmark-columns=min,median,rounds -k attribution
 * The full ledger (events x lifecycle) against the events-only classification of the
-  same events, on jobs of 1.4M and 7M events. Target (issue 3): 1.3x. The ledger sweeps
-  the events on the native core's helper threads while the lifecycle is attributed
-  (pau._crossing): 1.20-1.23x and 1.11-1.21x at the end of session 7 (session 4, which
-  attributed first and then swept: 1.40-1.46x and 1.22-1.25x; the history is in
-  docs/benchmarks.md)::
+  same events, on jobs of 1.4M and 7M events. Target (issue 3): at most 1.3x. The
+  ledger sweeps the events on the native core's helper threads while the lifecycle is
+  attributed (pau._crossing; docs/lifecycle.md)::
 
-      PYTHONPATH=src python -m pytest benchmarks/test_bench_lifecycle.py -p no:cacheprovider \
-          --benchmark-enable -q -k full_ledger
+      python -m pytest benchmarks/test_bench_lifecycle.py -p no:cacheprovider \
+          --benchmark-enable --benchmark-columns=min,median,rounds -k full_ledger
 
 Every benchmark asserts its answer: conservation against the accountable time, and
 the ledger's activity totals equal to the events-only classification restricted to
