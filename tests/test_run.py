@@ -335,3 +335,49 @@ def test_priority_is_one_word_and_rules_its_design_name():
     assert not a.table.equals(pc.ledger(job.events, job.lifecycle).table)  # the priority matters
     with pytest.raises(errors.PauError, match="give one"):
         pc.ledger(job.events, job.lifecycle, priority=prio, rules=prio)
+
+
+class _Intervals:
+    """A stand-in for a ledger: only ``intervals`` (what outside_accountable reads)."""
+
+    def __init__(self, rows):
+        self.intervals = pa.table({"rank": pa.array([r[0] for r in rows], pa.int32()),
+                                   "start_ns": pa.array([r[1] for r in rows], pa.int64()),
+                                   "end_ns": pa.array([r[2] for r in rows], pa.int64())})
+
+
+def _outside_by_ns(events, intervals):
+    """The slow twin: per event, the ns of it in no interval of its rank, one ns at a
+    time; a zero-length event is outside when no interval holds its instant."""
+    n_events, n_ns, ranks = 0, 0, set()
+    for r, s, e in events:
+        mine = [(a, b) for rr, a, b in intervals if rr == r]
+        inside = lambda t: any(a <= t < b for a, b in mine)  # noqa: E731
+        out = sum(1 for t in range(s, e) if not inside(t)) if e > s else (0 if inside(s) else None)
+        if out is None or out > 0:
+            n_events += 1
+            n_ns += out or 0
+            ranks.add(r)
+    return {"events": n_events, "ns": n_ns, "ranks": sorted(ranks)}
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=hst.lists(hst.tuples(hst.integers(0, 3), hst.integers(0, 50), hst.integers(0, 12)), max_size=12),
+       cuts=hst.lists(hst.tuples(hst.integers(0, 2), hst.integers(0, 50), hst.integers(0, 10)), max_size=8))
+def test_events_outside_accountable_match_a_count_by_ns(events, cuts):
+    # disjoint, touching or apart intervals per rank, from (rank, start, length)
+    intervals, last = [], {}
+    for r, s, n in sorted(cuts):
+        s = max(s, last.get(r, 0))
+        intervals.append((r, s, s + n))
+        last[r] = s + n
+    ev_rows = [(r, s, s + n) for r, s, n in events]
+    ev = pa.table({"rank": pa.array([e[0] for e in ev_rows], pa.int32()),
+                   "start_ns": pa.array([e[1] for e in ev_rows], pa.int64()),
+                   "end_ns": pa.array([e[2] for e in ev_rows], pa.int64())})
+    got = pau.run.outside_accountable(ev, _Intervals(intervals))
+    assert got == _outside_by_ns(ev_rows, intervals)
