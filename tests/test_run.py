@@ -381,3 +381,13 @@ def test_events_outside_accountable_match_a_count_by_ns(events, cuts):
                    "end_ns": pa.array([e[2] for e in ev_rows], pa.int64())})
     got = pau.run.outside_accountable(ev, _Intervals(intervals))
     assert got == _outside_by_ns(ev_rows, intervals)
+
+
+def test_overwrite_replaces_a_run_never_another_folder(tmp_path):
+    run = pau.read(_trace("param-dlrm-8ranks"))
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    with pytest.raises(errors.PauError, match="not a pau run"):
+        run.write(other, overwrite=True)
+    assert (other / "keep.txt").read_text() == "mine"

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from . import core, errors, synth
 from ._progress import Bar
 from ._types import RunSummary
-from .run import Run, detect, read_runs
+from .run import Run, detect, read_runs, run_figures
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -385,11 +385,11 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, pa.Table 
         raise UsageError("--power adds energy to the cost section: give --price too")
     if args.ledger is not None and not has_ledger:
         raise UsageError("--ledger: this input has no events or lifecycle, so no ledger table")
-    # the run's summary as a plain dict: the report adds its cost section to it
-    figures: dict[str, Any] = dict(run.summary(as_of=args.as_of))
+    led = run.ledger(as_of=args.as_of) if has_ledger else None
+    # the run's summary as a plain dict (the report adds its cost section to it)
+    figures: dict[str, Any] = dict(run_figures(run, as_of=args.as_of, ledger=led))
     table = None
-    if has_ledger:
-        led = run.ledger(as_of=args.as_of)
+    if led is not None:
         table = led.table
         if args.price is not None:
             power = pq.read_table(args.power) if args.power else None

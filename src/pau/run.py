@@ -171,6 +171,10 @@ class Run:
             if not overwrite:
                 raise PauError(f"run.write: {out!r} exists and is not empty. Fix: pass overwrite=True "
                                "(pau convert --overwrite) or another folder")
+            if not os.path.isfile(os.path.join(out, RUN_FILE)):
+                # overwrite replaces a run, never a folder of something else
+                raise PauError(f"run.write: {out!r} is not empty and holds no {RUN_FILE}: not a pau run, "
+                               "so overwrite does not replace it. Fix: give another folder")
             shutil.rmtree(out)
         os.makedirs(out, exist_ok=True)
         columns = {}
@@ -203,7 +207,8 @@ def _jsonable(value: Any) -> Any:
 # figures: one function for every way of asking
 
 
-def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> RunSummary:
+def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | None = None,
+                ledger: Ledger | None = None) -> RunSummary:
     """The figures of a run, JSON-able: what ``pau report --format json`` prints.
 
     Keys: ``format``, ``tables`` (rows per table), ``ledger`` (:meth:`Ledger.summary`
@@ -212,8 +217,12 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     ``events_outside_accountable`` (events that fall outside their rank's accountable
     time, counted, never dropped silently: ``events``, ``ns``, ``ranks``; None when
     there is nothing to check), ``warnings`` (count) and ``quarantined`` (rows).
+
+    ``ledger``: the run's ledger when the caller has it already (``run.ledger(as_of=...)``),
+    so that it is not computed twice.
     """
-    led = run.ledger(as_of=as_of) if (run.events is not None or run.lifecycle is not None) else None
+    led = ledger if ledger is not None else (
+        run.ledger(as_of=as_of) if (run.events is not None or run.lifecycle is not None) else None)
     req = _request_ledger(run.requests, slo=slo).summary() if run.requests is not None else None
     return {
         "format": run.metadata.get("format"),
