@@ -45,15 +45,15 @@ import pytest
 import pau.core
 from pau.readers.kineto import read_kineto
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "kineto"
+# The tests' data roots (tests/shared_data.py): $PAU_TEST_DATA, ../shared/data, tests/data.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+from shared_data import shared  # noqa: E402
+
 HTA_PYTHON = os.environ.get("PAU_HTA_PYTHON", "")
 
 
 def sample(name: str) -> pathlib.Path:
-    path = DATA / name
-    if not path.exists():
-        pytest.skip(f"Kineto sample {name!r} not found at {path} (shared data absent)")
-    return path
+    return shared("kineto", *name.split("/"))
 
 
 # --------------------------------------------------------------------------- samples
