@@ -391,3 +391,15 @@ def test_overwrite_replaces_a_run_never_another_folder(tmp_path):
     with pytest.raises(errors.PauError, match="not a pau run"):
         run.write(other, overwrite=True)
     assert (other / "keep.txt").read_text() == "mine"
+
+
+def test_report_slos_are_the_request_ledgers(capsys):
+    path = shared("serving", "aiperf_gpt-oss-20b_run1")
+    run = pau.read(path)
+    got = _report_json(capsys, str(path), "--slo", "ttft=3.5", "--slo", "e2e=10")
+    want = pc.requests(run.requests, slo={"ttft": 3_500_000_000, "e2e": 10_000_000_000}).summary()
+    assert got["requests"] == json.loads(json.dumps(want))
+    assert got["slo_ns"] == {"ttft": 3_500_000_000, "e2e": 10_000_000_000}
+    assert 0 < want["accepted"] < 89  # the SLOs bite: some completed requests are late
+    assert cli.main(["report", str(path), "--slo", "ttft=-1"]) == 2
+    assert cli.main(["report", "--slo", "ttft=1"]) == 2  # the built-in run has no requests

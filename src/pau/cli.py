@@ -17,6 +17,7 @@ agree. Exit codes (one table, also in ``pau --help``):
 from __future__ import annotations
 
 import argparse
+import decimal
 import json
 import math
 import operator
@@ -149,16 +150,19 @@ def render_cost(c: dict, price: float) -> str:
     return "\n".join(lines)
 
 
-def render_requests(s: dict) -> str:
-    """The request section: outcomes, SLO attainment, request goodput."""
+def render_requests(s: dict[str, Any], slo: dict[str, int]) -> str:
+    """The request section: outcomes, SLO attainment (against the SLOs given), request goodput."""
     att = s["slo_attainment"]
+    slos = (", ".join(f"{k} <= {v / 1e9:g} s" for k, v in slo.items()) if slo
+            else "no SLO given (--slo): every completed request is accepted")
     rate = s["request_goodput_per_s"]
     lines = ["", f"requests: {s['offered']:,} offered; accepted {s['accepted']:,}, late {s['late']:,}, "
              f"failed {s['failed']:,}, rejected {s['rejected']:,}, cancelled {s['cancelled']:,}"
              + (f", quarantined {s['quarantined']:,}" if s["quarantined"] else ""),
              "SLO attainment " + ("-" if att is None else f"{100 * att:.1f} %")
              + "; request goodput " + ("-" if rate is None else f"{rate:,.3f} accepted/s")
-             + f" over {_seconds(s['window_ns'])}; accepted tokens {s['accepted_tokens']:,}"]
+             + f" over {_seconds(s['window_ns'])}; accepted tokens {s['accepted_tokens']:,}",
+             f"SLOs: {slos}"]
     return "\n".join(lines)
 
 
@@ -192,7 +196,7 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
         parts.append(f"\n{outside['events']:,} events ({_seconds(outside['ns'])}) lie outside the accountable "
                      f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
     if figures["requests"] is not None:
-        parts.append(render_requests(figures["requests"]))
+        parts.append(render_requests(figures["requests"], figures.get("slo_ns", {})))
     if "cost" in figures and price is not None:
         parts.append(render_cost(figures["cost"], price))
     return "\n".join(parts)
@@ -373,6 +377,29 @@ def _write_table(table: pa.Table, path: str) -> None:
         raise UsageError(f"--ledger {path!r}: unknown file type {ext!r}; use .parquet, .csv or .json")
 
 
+_SLO_NAMES = ("ttft", "tpot", "e2e")
+
+
+def parse_slo(items: Sequence[str]) -> dict[str, int]:
+    """``["ttft=0.5", "e2e=30"]`` -> ``{"ttft": 500000000, "e2e": 30000000000}`` (ns,
+    exact: the seconds are read as decimals, rounded half away from zero)."""
+    out: dict[str, int] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        name = name.strip().lower()
+        try:
+            sec: decimal.Decimal | None = decimal.Decimal(value.strip().rstrip("s"))
+        except decimal.InvalidOperation:
+            sec = None
+        if not eq or name not in _SLO_NAMES or sec is None or not sec.is_finite() or sec < 0:
+            raise UsageError(f"--slo {item!r}: expected NAME=SECONDS with NAME one of {', '.join(_SLO_NAMES)} "
+                             "and SECONDS >= 0, e.g. ttft=0.5")
+        if name in out:
+            raise UsageError(f"--slo {name} given twice")
+        out[name] = int((sec * 10**9).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+    return out
+
+
 def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, pa.Table | None]:
     """The run's summary (plus cost with --price), and its ledger table."""
     has_ledger = run.events is not None or run.lifecycle is not None
@@ -385,9 +412,14 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, pa.Table 
         raise UsageError("--power adds energy to the cost section: give --price too")
     if args.ledger is not None and not has_ledger:
         raise UsageError("--ledger: this input has no events or lifecycle, so no ledger table")
+    slo = parse_slo(args.slo or [])
+    if slo and run.requests is None:
+        raise UsageError("--slo applies to serving requests, and this input has none")
     led = run.ledger(as_of=args.as_of) if has_ledger else None
     # the run's summary as a plain dict (the report adds its cost section to it)
-    figures: dict[str, Any] = dict(run_figures(run, as_of=args.as_of, ledger=led))
+    figures: dict[str, Any] = dict(run_figures(run, as_of=args.as_of, slo=slo or None, ledger=led))
+    if run.requests is not None:
+        figures["slo_ns"] = slo
     table = None
     if led is not None:
         table = led.table
@@ -516,6 +548,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--as-of", type=int, dest="as_of", help="the ledger as of this instant (int ns)")
     rep.add_argument("--price", type=float, help="price per accelerator-hour: adds cost per useful output")
     rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy (with --price)")
+    rep.add_argument("--slo", action="append", metavar="NAME=SECONDS",
+                     help="a serving SLO: ttft, tpot or e2e, in seconds (e.g. ttft=0.5); repeatable. A request "
+                     "is accepted when it completed and meets every SLO given")
     rep.add_argument("--gate", action="append", metavar="METRIC>=X",
                      help="fail (exit 3) unless the figure holds, e.g. ledger.goodput>=0.45; repeatable")
     rep.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid",
