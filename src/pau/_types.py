@@ -118,6 +118,7 @@ class RunSummary(TypedDict):
     tables: Dict[str, int]
     ledger: Optional[LedgerSummary]
     requests: Optional[Dict[str, Any]]
+    slo_ns: Dict[str, int]
     events_outside_accountable: Optional[OutsideAccountable]
     warnings: int
     quarantined: int

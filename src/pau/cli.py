@@ -418,8 +418,6 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, pa.Table 
     led = run.ledger(as_of=args.as_of) if has_ledger else None
     # the run's summary as a plain dict (the report adds its cost section to it)
     figures: dict[str, Any] = dict(run_figures(run, as_of=args.as_of, slo=slo or None, ledger=led))
-    if run.requests is not None:
-        figures["slo_ns"] = slo
     table = None
     if led is not None:
         table = led.table

@@ -214,6 +214,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     Keys: ``format``, ``tables`` (rows per table), ``ledger`` (:meth:`Ledger.summary`
     when the run has events or a lifecycle, else None), ``requests``
     (:meth:`pau.economics.RequestLedger.summary` when it has requests, else None),
+    ``slo_ns`` (the SLOs the requests were checked against, ns; empty when none),
     ``events_outside_accountable`` (events that fall outside their rank's accountable
     time, counted, never dropped silently: ``events``, ``ns``, ``ranks``; None when
     there is nothing to check), ``warnings`` (count) and ``quarantined`` (rows).
@@ -229,6 +230,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "tables": {n: getattr(run, n).num_rows for n in run.tables()},
         "ledger": None if led is None else led.summary(),
         "requests": req,
+        "slo_ns": dict(slo or {}),
         "events_outside_accountable": outside_accountable(run.events, led),
         "warnings": len(run.warnings),
         "quarantined": 0 if run.quarantine is None else run.quarantine.num_rows,
