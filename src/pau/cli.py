@@ -323,9 +323,9 @@ def _with_lifecycle(run: Run, path: str) -> Run:
         raise UsageError(f"--lifecycle {path}: the input has a lifecycle of its own "
                          f"({run.lifecycle.num_rows} records); drop --lifecycle")
     if run.events is None:
-        raise UsageError(f"--lifecycle {path}: the input has no device events to cross it with; "
-                         "report the lifecycle alone (pau report LIFECYCLE.parquet --input-format pau "
-                         "is not needed: write it with Run(lifecycle=...).write)")
+        raise UsageError(f"--lifecycle {path}: the input has no device events to cross it with. Fix: "
+                         "report the lifecycle alone: a folder holding it as lifecycle.parquet is a run "
+                         "(pau report FOLDER)")
     lc = pq.read_table(path)
     ev_ranks = set(np.unique(np.asarray(run.events["rank"])).tolist())
     lc_rank = np.asarray(lc["rank"].fill_null(-1)) if "rank" in lc.column_names else np.empty(0, np.int64)
