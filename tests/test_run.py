@@ -403,3 +403,34 @@ def test_report_slos_are_the_request_ledgers(capsys):
     assert 0 < want["accepted"] < 89  # the SLOs bite: some completed requests are late
     assert cli.main(["report", str(path), "--slo", "ttft=-1"]) == 2
     assert cli.main(["report", "--slo", "ttft=1"]) == 2  # the built-in run has no requests
+
+
+def test_quarantine_comes_back_one_way_from_every_reader(tmp_path):
+    """Whatever a reader sets aside reaches run.quarantine as source_file, location,
+    reason (then the reader's own columns), is counted, and survives the archive."""
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 1.0, "dur": 2.0,
+         "args": {"device": 0, "stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "bad", "pid": 1, "tid": 7, "ts": 3.0,
+         "args": {"device": 0, "stream": 7}}]}))
+    real = shared("serving", "aiperf_gpt-oss-20b_run1", "profile_export.jsonl").read_text()
+    serving = tmp_path / "profile_export.jsonl"
+    serving.write_text(real.rstrip("\n") + "\n" + json.dumps({"metadata": {"x": 1}}) + "\n")
+    lines = real.rstrip("\n").count("\n") + 1
+    with pytest.raises(errors.PauError):
+        pau.read(trace)
+    kineto = pau.read(trace, on_invalid="quarantine")
+    q = kineto.quarantine.to_pylist()
+    assert [(r["location"], r["reason"], r["name"]) for r in q] == [("line 1, offset 139", 'missing "dur"', "bad")]
+    nodevice = pau.read(shared("kineto", "hta-rank_non_gpu"), on_invalid="quarantine")
+    assert [(r["location"], r["reason"]) for r in nodevice.quarantine.to_pylist()] == [("file", "no device events")]
+    requests = pau.read(serving, on_invalid="quarantine")
+    assert [(r["location"], r["source_file"]) for r in requests.quarantine.to_pylist()] == [
+        (f"line {lines + 1}", str(serving))]
+    assert requests.requests.num_rows == lines
+    for run in (kineto, nodevice, requests):
+        assert run.quarantine.column_names[:3] == ["source_file", "location", "reason"]
+        assert run.summary()["quarantined"] == run.quarantine.num_rows
+        back = pau.read(run.write(tmp_path / f"r{id(run)}"))
+        assert back == run and back.quarantine.equals(run.quarantine)

@@ -90,7 +90,10 @@ class Run:
         (what the reader assumed), and what the format records (benchmark, status...).
     warnings : list of RunWarning
     quarantine : pyarrow.Table or None
-        Rows or files set aside with ``on_invalid="quarantine"``, each with a ``reason``.
+        Rows or files set aside with ``on_invalid="quarantine"``: ``source_file, location,
+        reason`` for every reader (``location``: ``line L, offset B`` or ``file`` in a
+        trace, ``TABLE rowid N`` in an Nsight export, ``line N``/``record N`` in serving
+        results), then the reader's own columns.
     """
 
     events: pa.Table | None = None
@@ -357,7 +360,13 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str) -> Run:
         meta["assumed"].append("no step annotations: events-only ledger over each rank's profiled window")
     if isinstance(trace, NsysTrace):
         meta["nvtx_ranges"] = trace.nvtx.num_rows
-    q = trace.quarantine if trace.quarantine.num_rows else None
+    qt = trace.quarantine
+    if isinstance(trace, KinetoTrace):  # byte offset and line of the event, or the whole file
+        where = pc.if_else(pc.is_null(qt["line"]), pa.scalar("file", pa.string()), pc.binary_join_element_wise(
+            "line ", pc.cast(qt["line"], pa.string()), ", offset ", pc.cast(qt["offset"], pa.string()), ""))
+    else:  # Nsight: the table and the row
+        where = pc.binary_join_element_wise(qt["table"], " rowid ", pc.cast(qt["rowid"], pa.string()), "")
+    q = _quarantine(qt, where if qt.num_rows else None)
     return Run(events=trace.events, lifecycle=lifecycle, spans=spans, metadata=meta, warnings=warnings,
                quarantine=q)
 
@@ -375,7 +384,22 @@ def _from_mllog(r: MLLogRun) -> Run:
 
 def _from_serving(s: ServingResults, path: str) -> Run:
     meta = {"format": "serving", "tool": s.format, "sources": [path], **_jsonable(s.meta)}
-    return Run(requests=s.requests, metadata=meta, warnings=_reader_warnings("serving", s.warnings))
+    return Run(requests=s.requests, metadata=meta, warnings=_reader_warnings("serving", s.warnings),
+               quarantine=_quarantine(s.quarantine, s.quarantine["record"] if s.quarantine.num_rows else None))
+
+
+def _quarantine(table: pa.Table, location: pa.Array | pa.ChunkedArray | None) -> pa.Table | None:
+    """A reader's quarantine in the run's one layout: ``source_file, location, reason``
+    first (``location``: where in the file, as the reader names it), then the reader's
+    own columns; None when nothing was set aside."""
+    if table.num_rows == 0 or location is None:
+        return None
+    own = [c for c in table.column_names if c not in ("source_file", "reason")]
+    head = pa.table({"source_file": table["source_file"], "location": pc.cast(location, pa.string()),
+                     "reason": table["reason"]})
+    for c in own:
+        head = head.append_column(table.schema.field(c), table[c])
+    return head
 
 
 def _table_files(path: str) -> dict[str, str]:
