@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow.compute as pc
 import pytest
 
+import pau
+
 import pau.core
 from pau.errors import PauError
 from pau.readers.kineto import InvalidEventError, NoDeviceEventsError, TraceFormatError
@@ -148,6 +150,9 @@ def test_bad_files(tmp_path):
     t = read_nsys(rev, on_invalid="quarantine")
     assert t.events.num_rows == 1 and t.quarantine["rowid"].to_pylist() == [2]
     assert any("1 rows of CUPTI_ACTIVITY_KIND_KERNEL set aside" in w for w in t.warnings)
+    run = pau.read(rev, on_invalid="quarantine")  # the run's one quarantine layout
+    assert [(r["source_file"], r["location"]) for r in run.quarantine.to_pylist()] == [
+        (str(rev), "CUPTI_ACTIVITY_KIND_KERNEL rowid 2")]
     nocol = tmp_path / "nocol.sqlite"
     con = sqlite3.connect(nocol)
     con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
