@@ -19,7 +19,6 @@ import pyarrow.compute as pc
 import pytest
 
 import pau
-
 import pau.core
 from pau.errors import PauError
 from pau.readers.kineto import InvalidEventError, NoDeviceEventsError, TraceFormatError
