@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._vocab import KINDS
+from ._vocab import KINDS, SPANS_SCHEMA
 from .errors import InvalidRowError, SchemaError
 
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
@@ -293,3 +293,20 @@ def event_columns(batch: pa.RecordBatch | pa.Table, table: str = "events", row0:
     if not all(isinstance(x, np.ndarray) for x in (r, s, e)) or kind.null_count:
         return None
     return EventColumns(r, s, e, k, batch.num_rows)
+
+
+def spans_of(*tables: pa.Table | None) -> pa.Table:
+    """``rank, start_ns, end_ns``: per rank, first start to last end over the given
+    tables' rows that name a rank (``rank >= 0``) and have both times."""
+    parts = []
+    for t in tables:
+        if t is None or t.num_rows == 0:
+            continue
+        sel = t.select(["rank", "start_ns", "end_ns"])
+        sel = sel.filter(pc.and_(pc.greater_equal(sel["rank"], 0), pc.is_valid(sel["end_ns"])))
+        parts.append(sel.cast(SPANS_SCHEMA))
+    if not parts:
+        return SPANS_SCHEMA.empty_table()
+    t = pa.concat_tables(parts)
+    g = t.group_by("rank").aggregate([("start_ns", "min"), ("end_ns", "max")])
+    return g.rename_columns(["rank", "start_ns", "end_ns"]).sort_by("rank").cast(SPANS_SCHEMA)

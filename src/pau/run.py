@@ -34,10 +34,10 @@ import pyarrow.parquet as pq
 
 from . import _engine
 from . import io as _io
-from ._input import as_table
-from ._types import OutsideAccountable, RunSummary, RunWarning
+from ._input import as_table, spans_of
+from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
 from ._ledger import Ledger
-from ._vocab import LIFECYCLE_SCHEMA, SPANS_SCHEMA
+from ._vocab import LIFECYCLE_SCHEMA
 from .economics import requests as _request_ledger
 from .errors import OptionError, PauError
 from .readers.detect import detect_format
@@ -292,23 +292,6 @@ def outside_accountable(events: pa.Table | None, led: Ledger | None) -> OutsideA
 # from each reader to a Run
 
 
-def spans_of(*tables: pa.Table | None) -> pa.Table:
-    """``rank, start_ns, end_ns``: per rank, first start to last end over the given
-    tables' rows that name a rank (``rank >= 0``) and have both times."""
-    parts = []
-    for t in tables:
-        if t is None or t.num_rows == 0:
-            continue
-        sel = t.select(["rank", "start_ns", "end_ns"])
-        sel = sel.filter(pc.and_(pc.greater_equal(sel["rank"], 0), pc.is_valid(sel["end_ns"])))
-        parts.append(sel.cast(SPANS_SCHEMA))
-    if not parts:
-        return SPANS_SCHEMA.empty_table()
-    t = pa.concat_tables(parts)
-    g = t.group_by("rank").aggregate([("start_ns", "min"), ("end_ns", "max")])
-    return g.rename_columns(["rank", "start_ns", "end_ns"]).sort_by("rank").cast(SPANS_SCHEMA)
-
-
 def _trace_lifecycle(steps: pa.Table, spans: pa.Table) -> pa.Table | None:
     """A profiler trace's steps made into a lifecycle the ledger accepts: each rank is
     accountable over its span, which is one completed attempt (attempt 0) of it."""
@@ -501,8 +484,7 @@ def read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_inv
     if unknown:
         raise OptionError(f"read: option {', '.join(unknown)} does not apply to {fmt} input (it takes "
                        f"{', '.join(sorted(accepts)) or 'no option'})")
-    if on_invalid not in ("raise", "quarantine"):
-        raise PauError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+    check_on_invalid(on_invalid)
     if on_invalid == "quarantine" and fmt in ("mllog", "pau", "parquet"):
         raise OptionError(f"on_invalid='quarantine' does not apply to {fmt} input: its reader sets nothing "
                        "aside (it raises on what it cannot use)")

@@ -71,7 +71,9 @@ import pyarrow as pa
 
 from .. import _core
 from .._threads import cores
-from .._vocab import KINDS, SPANS_SCHEMA
+from .._input import spans_of
+from .._types import check_on_invalid
+from .._vocab import KINDS
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from .._types import RunWarning
 from ..errors import PauError
@@ -547,17 +549,7 @@ class KinetoTrace:
         to the last instant covered by its device events or its steps. Pass it as
         ``span=`` to :func:`pau.core.classify` to count the idle time at the edges
         (the default span is first to last device event)."""
-        parts = []
-        for t in (self.events, self.lifecycle):
-            if t.num_rows:
-                parts.append(t.select(["rank", "start_ns", "end_ns"]).cast(SPANS_SCHEMA))
-        if not parts:
-            return pa.table({"rank": pa.array([], pa.int32()), "start_ns": pa.array([], pa.int64()),
-                             "end_ns": pa.array([], pa.int64())})
-        t = pa.concat_tables(parts)
-        g = t.group_by("rank").aggregate([("start_ns", "min"), ("end_ns", "max")])
-        g = g.rename_columns(["rank", "start_ns", "end_ns"]).sort_by("rank")
-        return g.select(["rank", "start_ns", "end_ns"])
+        return spans_of(self.events, self.lifecycle)
 
     def __repr__(self) -> str:
         return (f"KinetoTrace(ranks={self.ranks.num_rows}, events={self.events.num_rows}, "
@@ -584,8 +576,7 @@ def _host_pid(f: _File) -> int | None:
 
 
 def _check_on_invalid(on_invalid: str) -> None:
-    if on_invalid not in ("raise", "quarantine"):
-        raise ValueError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+    check_on_invalid(on_invalid)
 
 
 def _set_aside(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None:

@@ -75,6 +75,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from .._types import check_on_invalid
 from .._vocab import KINDS
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from .._types import RunWarning
@@ -336,8 +337,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
     TraceFormatError, InvalidEventError, NoDeviceEventsError
         :class:`pau.errors.PauError` subclasses naming the file, table and row.
     """
-    if on_invalid not in ("raise", "quarantine"):
-        raise ValueError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+    check_on_invalid(on_invalid)
     if kernel_names not in ("short", "demangled"):
         raise ValueError(f"kernel_names: expected 'short' or 'demangled', got {kernel_names!r}")
     rules = DEFAULT_RULES if rules is None else rules

@@ -96,7 +96,7 @@ from typing import Any
 import pyarrow as pa
 
 from .._vocab import REQUESTS_SCHEMA
-from .._types import RunWarning
+from .._types import RunWarning, check_on_invalid
 from ..errors import PauError
 from .detect import UnknownFormatError, _detect_file
 
@@ -602,8 +602,7 @@ def read_serving(path: str | os.PathLike, *, on_invalid: str = "raise") -> Servi
         Empty file, malformed JSON, an unknown layout, a summary instead of per-request
         results, missing or non-numeric per-request fields.
     """
-    if on_invalid not in ("raise", "quarantine"):
-        raise ValueError(f"on_invalid: expected 'raise' or 'quarantine', got {on_invalid!r}")
+    check_on_invalid(on_invalid)
     p = os.fspath(path)
     if os.path.isdir(p):
         p = _per_request_file(p)
