@@ -573,8 +573,9 @@ def expand_ordered(rank: list, attempt: list, start: list, m_ids: list, m_off: l
 
 
 def state_cells(h_window, h_mask, h_duration, w_rank, w_state, act_of_mask, n_ranks, n_states, n_act) -> list:
-    """What ``_kernels.state_cells`` returns, as a list: the duration of each
-    histogram row summed, in Python ints, by (rank of its window, state of its
+    """The full ledger's cells over the state runs (``_core.crossed_cells`` with the
+    runs as windows, the exact way), as a list: the duration of each histogram row
+    summed, in Python ints, by (rank of its window, state of its
     window, activity of its mask), laid out at ``(rank * n_states + state) * n_act +
     activity``; rows of window -1 (outside every window) left out."""
     sums = {}
@@ -647,7 +648,7 @@ def paint(rank, start, end, level, order) -> list:
 
 
 def state_runs(rank, start, end, state) -> list:
-    """What ``_kernels.state_runs`` computes: consecutive intervals of one rank and
+    """What ``_core.state_runs`` computes: consecutive intervals of one rank and
     one state that touch, merged."""
     out = []
     for r, s, e, k in zip(rank, start, end, state):
@@ -656,19 +657,6 @@ def state_runs(rank, start, end, state) -> list:
         else:
             out.append((r, s, e, k))
     return [tuple(int(v) for v in x) for x in out]
-
-
-def state_windows(rank, start, end, state, ranks) -> tuple:
-    """What ``_kernels.state_windows`` computes: the runs of :func:`state_runs`,
-    each run's rank as its index in `ranks`, and per rank of `ranks` the start of
-    its first run and the end of its last (0, 0 without runs)."""
-    runs = state_runs(rank, start, end, state)
-    ranks = [int(r) for r in ranks]
-    span: dict = {}
-    for r, s, e, _ in runs:
-        span.setdefault(r, [s, e])[1] = e
-    return (runs, [ranks.index(r) for r, *_ in runs], [span.get(r, [0, 0])[0] for r in ranks],
-            [span.get(r, [0, 0])[1] for r in ranks])
 
 
 def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
@@ -709,7 +697,7 @@ def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
 
 
 def crossed_cells(rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act):
-    """What ``_kernels.crossed_cells`` returns: ``(ok, cells)``. ``rows`` are the
+    """What ``_core.crossed_cells`` returns over the cuts: ``(ok, cells)``. ``rows`` are the
     sweep's ``(rank, window, mask, duration)``; window w is ``[cuts[w], cuts[w+1])``;
     ``intervals`` are ``(rank, start, end, state)`` in rank and time order. Cells as
     :func:`state_cells`: each run's time (:func:`state_runs`) as idle, then each busy

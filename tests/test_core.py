@@ -34,7 +34,7 @@ import pytest
 
 import pau
 import pau.core as core
-from pau import _sweep
+from pau import _core, _sweep
 
 ACTS = ("compute", "communication", "memcpy", "memset", "sync", "other", "idle")
 LABEL = pa.dictionary(pa.int8(), pa.string())
@@ -580,7 +580,7 @@ def test_threads_fall_back_when_a_rank_is_out_of_order():
     ranks = [0] * 500 + [1] * 500 + [2] * 500 + [3] * 500
     ranks[1001] = 0  # between two sampled rows (every 2000 / 64 = 31st row)
     t = _rank_runs_table(ranks)
-    assert len(_sweep.rank_split([_sweep.event_columns(t)], 2)) == 2  # the sample saw no disorder
+    assert len(_core.rank_parts(_sweep.batch_arrays([_sweep.event_columns(t)]), 2)) == 2  # the sample saw no disorder
     assert np.all(np.diff(np.asarray(ranks)[[min(1999, j * 2000 // 64) for j in range(65)]]) >= 0)
     one = core.classify(t, threads=1)
     assert core.classify(t, threads=2).equals(one)
@@ -593,5 +593,4 @@ def test_threads_split_sorted_ranks():
     one = core.classify(t, threads=1)
     for threads in (2, 3, 4):
         assert core.classify(t, threads=threads).equals(one)
-    parts = _sweep.rank_split([_sweep.event_columns(t)], 2)
-    assert [(lo, hi) for _, lo, hi in parts] == [(0, 1), (2, 5)]
+    assert _core.rank_parts(_sweep.batch_arrays([_sweep.event_columns(t)]), 2) == [(0, 1), (2, 5)]

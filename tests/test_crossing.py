@@ -211,8 +211,8 @@ def test_crossed_cells_match_the_reference(case):
     iv = [np.array([x[k] for x in intervals], dt) for k, dt in enumerate((np.int32, np.int64, np.int64, np.int8))]
     masks = np.full(64, idle, np.int8)  # the masks drawn are 0..7
     masks[:8] = act_of_mask
-    ok, cells = _core.crossed_cells(*cols, np.array(cuts, np.int64), np.array(ranks, np.int32), *iv, masks, idle,
-                                    n_states, n_act)
+    c = np.array(cuts, np.int64)
+    ok, cells = _core.crossed_cells(*cols, c[:-1], c[1:], np.array(ranks, np.int32), *iv, masks, idle, n_states, n_act)
     want_ok, want = ref.crossed_cells(rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act)
     assert ok == want_ok
     if ok:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lifecycle_cases import S, steps_for_all_ranks, table
 from test_lifecycle_properties import with_as_of
 
-from pau import _kernels, _sweep, core, lifecycle, synth
+from pau import _core, _kernels, core, lifecycle, synth
 from pau.errors import InvalidRowError
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -254,27 +254,48 @@ BIG = 2**57  # 30 rows of up to this sum below 2**62: the int64 cells are exact
 
 @st.composite
 def cells_case(draw):
+    """State runs (the exact way's windows) and a histogram over them: each run's
+    time split into rows of random masks, as the sweep gives it, plus rows outside
+    every window."""
     n_ranks, n_states, n_act = draw(st.integers(1, 4)), draw(st.integers(1, 14)), draw(st.integers(1, 8))
-    windows = draw(st.lists(st.tuples(st.integers(0, n_ranks - 1), st.integers(0, n_states - 1)), max_size=6))
-    act_of_mask = draw(st.one_of(st.lists(st.integers(0, n_act - 1), min_size=64, max_size=64),
-                                 st.just(_sweep.activity_of_mask(None).tolist()) if n_act > len(core.KINDS) else
-                                 st.nothing()))
-    rows = draw(st.lists(st.tuples(st.integers(-1, len(windows) - 1), st.integers(0, 63),
-                                   st.one_of(st.integers(0, 20), st.integers(0, BIG))), max_size=30))
-    return rows, [w[0] for w in windows], [w[1] for w in windows], act_of_mask, n_ranks, n_states, n_act
+    idle = draw(st.integers(0, n_act - 1))
+    act_of_mask = draw(st.lists(st.integers(0, n_act - 1), min_size=64, max_size=64))
+    act_of_mask[0] = idle
+    runs, rows, t = [], [], 0
+    for p in range(n_ranks):
+        for _ in range(draw(st.integers(0, 3))):
+            t += draw(st.integers(0, 5))  # a gap (not accountable) or none
+            parts = draw(st.lists(st.tuples(st.integers(0, 63), st.one_of(st.integers(0, 20), st.integers(0, BIG))),
+                                  min_size=1, max_size=4))
+            w = len(runs)
+            state = draw(st.integers(0, n_states - 1))  # a run may touch one of its state: they merge
+            length = sum(d for _, d in parts)
+            runs.append((p, t, t + length, state))
+            rows += [(p, w, m, d) for m, d in parts]
+            t += length
+        t = 0
+    rows += [(draw(st.integers(0, n_ranks - 1)), -1, m, d)
+             for m, d in draw(st.lists(st.tuples(st.integers(0, 63), st.integers(0, 20)), max_size=3))]
+    return runs, rows, act_of_mask, idle, n_ranks, n_states, n_act
 
 
 @settings(max_examples=300, **SETTINGS)
 @given(case=cells_case())
-@example(case=([(0, 5, 2**62), (1, 5, 2**62 - 1), (-1, 5, 2**62), (2, 63, 1)], [0, 0, 1], [2, 2, 2], [1] * 64,
-               2, 3, 2))  # one cell of 2**63 - 1 exactly, a row outside every window
-@example(case=([], [], [], [0] * 64, 1, 1, 1))
-def test_state_cells_match_the_reference(case):
-    rows, w_rank, w_state, act_of_mask, n_ranks, n_states, n_act = case
-    cols = [np.array([r[k] for r in rows], dt) for k, dt in enumerate((np.int64, np.uint8, np.int64))]
-    got = _kernels.state_cells(*cols, np.array(w_rank, np.int64), np.array(w_state, np.int8),
-                               np.array(act_of_mask, np.int8), n_ranks, n_states, n_act)
-    want = ref.state_cells(*(c.tolist() for c in cols), w_rank, w_state, act_of_mask, n_ranks, n_states, n_act)
+@example(case=([(0, 0, 2**62, 2), (0, 2**62, 2**63 - 1, 1)], [(0, 0, 5, 2**62), (0, 1, 5, 2**62 - 1), (0, -1, 5, 3)],
+               [1] + [0] * 63, 1, 1, 3, 2))  # cells of 2**62 and 2**62 - 1 exactly, a row outside every window
+@example(case=([], [], [0] * 64, 0, 1, 1, 1))
+def test_crossed_cells_over_the_state_runs_match_the_reference(case):
+    """The exact way of the full ledger: the sweep's windows are the state runs, and
+    crossed_cells sums the histogram by (rank, state of the run, activity), as
+    ref.state_cells does with every row (idle rows included)."""
+    runs, rows, act_of_mask, idle, n_ranks, n_states, n_act = case
+    ranks = np.arange(n_ranks, dtype=np.int32)
+    w = [np.array([r[k] for r in runs], dt) for k, dt in enumerate((np.int32, np.int64, np.int64, np.int8))]
+    h = [np.array([r[k] for r in rows], dt) for k, dt in enumerate((np.int32, np.int64, np.uint8, np.int64))]
+    ok, got = _core.crossed_cells(*h, w[1], w[2], ranks, *w, np.array(act_of_mask, np.int8), idle, n_states, n_act)
+    want = ref.state_cells([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+                           [r[0] for r in runs], [r[3] for r in runs], act_of_mask, n_ranks, n_states, n_act)
+    assert ok
     assert got.dtype == np.int64
     assert got.tolist() == want
 
@@ -434,22 +455,8 @@ def test_state_runs_match_the_reference(pieces):
         state.append(k)
         t[r] = s + length
     cols = (np.array(rank, np.int32), np.array(start, np.int64), np.array(end, np.int64), np.array(state, np.int8))
-    got = _kernels.state_runs(*cols)
+    got = _core.state_runs(*cols)
     assert list(zip(*(c.tolist() for c in got))) == ref.state_runs(*cols)
-    # the same runs with their ranks' positions and spans, among ranks some have no runs
-    ranks = np.array(sorted(set(rank) | {1, 5}), np.int32)
-    w_rank, w_start, w_end, w_state, w_pos, w_row, span_start, span_end = _kernels.state_windows(*cols, ranks)
-    runs, pos, s_start, s_end = ref.state_windows(*cols, ranks)
-    assert list(zip(*(c.tolist() for c in (w_rank, w_start, w_end, w_state)))) == runs
-    assert (w_pos.tolist(), w_row.tolist(), span_start.tolist(), span_end.tolist()) == \
-        (pos, list(range(len(runs))), s_start, s_end)
-
-
-def test_state_windows_names_a_rank_it_was_not_given():
-    cols = (np.array([0, 3], np.int32), np.array([0, 0], np.int64), np.array([1, 1], np.int64),
-            np.array([0, 0], np.int8))
-    with pytest.raises(ValueError, match="not among the ranks given"):
-        _kernels.state_windows(*cols, np.array([0, 1], np.int32))
 
 
 # --------------------------------------------------------------------------- the one pass

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -83,8 +84,9 @@ class CrossingSweep {
         {
             py::gil_scoped_release release;
             if (ok) std::call_once(once_, [this] { windows(); });  // no parts: the tables were not read
-            CellCrossing cross(ranks.data(), ranks.size(), cuts_.data(), static_cast<int64_t>(cuts_.size()),
-                               act_of_mask.data(), idle, n_states, n_act);
+            const int64_t n_windows = std::max<int64_t>(0, static_cast<int64_t>(cuts_.size()) - 1);
+            CellCrossing cross(ranks.data(), ranks.size(), cuts_.data(), cuts_.data() + (n_windows > 0),
+                               n_windows, act_of_mask.data(), idle, n_states, n_act);
             ok = ok && !declined_ && cross.set_runs(i_rank.data(), i_start.data(), i_end.data(), i_state.data(), n);
             tasks_->wait();
             ok = ok && !declined_;
@@ -229,29 +231,57 @@ void bind_crossing(py::module_& m) {
     m.def(
         "crossed_cells",
         [](const carray<int32_t>& h_rank, const carray<int64_t>& h_window, const carray<uint8_t>& h_mask,
-           const carray<int64_t>& h_duration, const carray<int64_t>& cuts, const carray<int32_t>& ranks,
-           const carray<int32_t>& i_rank, const carray<int64_t>& i_start, const carray<int64_t>& i_end,
-           const carray<int8_t>& i_state, const carray<int8_t>& act_of_mask, int64_t idle, int64_t n_states,
-           int64_t n_act) {
+           const carray<int64_t>& h_duration, const carray<int64_t>& w_start, const carray<int64_t>& w_end,
+           const carray<int32_t>& ranks, const carray<int32_t>& i_rank, const carray<int64_t>& i_start,
+           const carray<int64_t>& i_end, const carray<int8_t>& i_state, const carray<int8_t>& act_of_mask,
+           int64_t idle, int64_t n_states, int64_t n_act) {
             const py::ssize_t nh = h_rank.size(), n = i_rank.size();
             check_len(h_window, nh, "h_window", "h_rank");
             check_len(h_mask, nh, "h_mask", "h_rank");
             check_len(h_duration, nh, "h_duration", "h_rank");
+            check_len(w_end, w_start.size(), "w_end", "w_start");
             check_len(i_start, n, "i_start", "i_rank");
             check_len(i_end, n, "i_end", "i_rank");
             check_len(i_state, n, "i_state", "i_rank");
             check_len(act_of_mask, kNumMasks, "act_of_mask", "the 64 masks");
-            CellCrossing cross(ranks.data(), ranks.size(), cuts.data(), cuts.size(), act_of_mask.data(), idle,
-                               n_states, n_act);
-            const bool ok = cross.set_runs(i_rank.data(), i_start.data(), i_end.data(), i_state.data(), n) &&
-                            cross.add(h_rank.data(), h_window.data(), h_mask.data(), h_duration.data(), nh);
-            return py::make_tuple(ok, to_numpy(std::move(cross.cells())));
+            bool ok = false;
+            std::vector<int64_t> cells;
+            {
+                py::gil_scoped_release release;
+                CellCrossing cross(ranks.data(), ranks.size(), w_start.data(), w_end.data(), w_start.size(),
+                                   act_of_mask.data(), idle, n_states, n_act);
+                ok = cross.set_runs(i_rank.data(), i_start.data(), i_end.data(), i_state.data(), n) &&
+                     cross.add(h_rank.data(), h_window.data(), h_mask.data(), h_duration.data(), nh);
+                cells = std::move(cross.cells());
+            }
+            return py::make_tuple(ok, to_numpy(std::move(cells)));
         },
-        py::arg("h_rank"), py::arg("h_window"), py::arg("h_mask"), py::arg("h_duration"), py::arg("cuts"),
-        py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"), py::arg("i_end"), py::arg("i_state"),
-        py::arg("act_of_mask"), py::arg("idle"), py::arg("n_states"), py::arg("n_act"),
-        "The ledger's cells from a histogram over the cuts and the state intervals (CellCrossing): "
-        "(ok, cells); ok is False when the cuts do not resolve the states.");
+        py::arg("h_rank"), py::arg("h_window"), py::arg("h_mask"), py::arg("h_duration"), py::arg("w_start"),
+        py::arg("w_end"), py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"), py::arg("i_end"),
+        py::arg("i_state"), py::arg("act_of_mask"), py::arg("idle"), py::arg("n_states"), py::arg("n_act"),
+        "The ledger's cells from a histogram over windows [w_start, w_end) (the cuts, or the state runs) "
+        "and the state intervals (CellCrossing): (ok, cells); ok is False when the windows do not resolve "
+        "the states.");
+
+    m.def(
+        "state_runs",
+        [](const carray<int32_t>& rank, const carray<int64_t>& start, const carray<int64_t>& end,
+           const carray<int8_t>& state) {
+            const py::ssize_t n = rank.size();
+            check_len(start, n, "start", "rank");
+            check_len(end, n, "end", "rank");
+            check_len(state, n, "state", "rank");
+            StateRuns r;
+            {
+                py::gil_scoped_release release;
+                r = state_runs(rank.data(), start.data(), end.data(), state.data(), n);
+            }
+            return py::make_tuple(to_numpy(std::move(r.rank)), to_numpy(std::move(r.start)),
+                                  to_numpy(std::move(r.end)), to_numpy(std::move(r.state)));
+        },
+        py::arg("rank"), py::arg("start"), py::arg("end"), py::arg("state"),
+        "The runs of state intervals sorted by rank and start (intervals of one rank and one state that "
+        "touch become one): (rank, start, end, state).");
 
     m.def(
         "lifecycle_cuts",

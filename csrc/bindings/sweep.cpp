@@ -3,7 +3,9 @@
 #include <pybind11/pybind11.h>
 
 #include <cstring>
+#include <vector>
 
+#include "../core/split.hpp"
 #include "../core/sweep.hpp"
 #include "common.hpp"
 
@@ -15,6 +17,17 @@ namespace {
 
 using pau::bindings::carray;
 using pau::bindings::to_numpy;
+
+// The arrow::index_type code of an array of dictionary indices (-1: none of them).
+int index_code(const py::array& idx) {
+    const auto dt = idx.dtype();
+    const py::dtype types[] = {py::dtype::of<int8_t>(),  py::dtype::of<int16_t>(),  py::dtype::of<int32_t>(),
+                               py::dtype::of<int64_t>(), py::dtype::of<uint8_t>(), py::dtype::of<uint16_t>(),
+                               py::dtype::of<uint32_t>()};
+    for (int i = 0; i < 7; ++i)
+        if (dt.is(types[i])) return i;
+    return -1;
+}
 
 // Every array of a feed has the length of rank.
 void check_len(const py::array& a, py::ssize_t n, const char* name) {
@@ -37,6 +50,83 @@ FeedResult feed_typed(Sweep& sw, const carray<int32_t>& rank, const carray<int64
     return sw.feed<IdxT>(r, s, e, idx, m, ms, n, order);
 }
 
+py::dict hist_dict(pau::core::Histogram&& h) {
+    py::dict d;  // the arrays moved to numpy, not copied
+    d["rank"] = to_numpy(std::move(h.rank));
+    d["window"] = to_numpy(std::move(h.window));
+    d["mask"] = to_numpy(std::move(h.mask));
+    d["duration"] = to_numpy(std::move(h.duration));
+    d["span_rank"] = to_numpy(std::move(h.span_rank));
+    d["span_start"] = to_numpy(std::move(h.span_start));
+    d["span_end"] = to_numpy(std::move(h.span_end));
+    return d;
+}
+
+// The arrays of one batch of events, held while the core reads them.
+struct BatchArrays {
+    carray<int32_t> rank;
+    carray<int64_t> start, end;
+    py::array kind;
+    carray<int8_t> kind_map;
+};
+
+// Batches of (rank, start, end, kind indices, kind map) arrays, held in `held`
+// and read in place by `ev`.
+void read_batches(const py::list& batches, std::vector<BatchArrays>& held, std::vector<pau::core::EventBatch>& ev) {
+    for (const auto& item : batches) {
+        const auto t = item.cast<py::tuple>();
+        if (t.size() != 5) throw std::invalid_argument("batches: expected (rank, start, end, kind, kind_map)");
+        BatchArrays a{t[0].cast<carray<int32_t>>(), t[1].cast<carray<int64_t>>(), t[2].cast<carray<int64_t>>(),
+                      t[3].cast<py::array>(), t[4].cast<carray<int8_t>>()};
+        const py::ssize_t n = a.rank.ndim() == 1 ? a.rank.shape(0) : -1;
+        check_len(a.rank, n, "rank");
+        check_len(a.start, n, "start_ns");
+        check_len(a.end, n, "end_ns");
+        check_len(a.kind, n, "kind");
+        const int code = index_code(a.kind);
+        if (code < 0 || !(a.kind.flags() & py::array::c_style))
+            throw std::invalid_argument("kind: indices must be a contiguous array of integers");
+        ev.push_back(pau::core::EventBatch::of(a.rank.data(), a.start.data(), a.end.data(), a.kind.data(), code,
+                                               a.kind_map.data(), a.kind_map.shape(0), n));
+        held.push_back(std::move(a));
+    }
+}
+
+// sweep_split over batches of (rank, start, end, kind indices, kind map) arrays:
+// the histogram as a dict, or (code, row, batch) of the first problem a feed met.
+py::object sweep_batches(const carray<int32_t>& wr, const carray<int64_t>& ws, const carray<int64_t>& we,
+                         const carray<int64_t>& wrow, const carray<int32_t>& sr, const carray<int64_t>& ss,
+                         const carray<int64_t>& se, int64_t bucket, const py::list& batches, int64_t parts,
+                         const py::object& order_obj) {
+    const py::ssize_t nw = wr.shape(0), ns = sr.shape(0);
+    pau::bindings::check_len(ws, nw, "windows.start_ns", "windows.rank");
+    pau::bindings::check_len(we, nw, "windows.end_ns", "windows.rank");
+    pau::bindings::check_len(wrow, nw, "windows.row", "windows.rank");
+    pau::bindings::check_len(ss, ns, "span.start_ns", "span.rank");
+    pau::bindings::check_len(se, ns, "span.end_ns", "span.rank");
+    std::vector<BatchArrays> held;
+    std::vector<pau::core::EventBatch> ev;
+    read_batches(batches, held, ev);
+    const int64_t* order = nullptr;
+    carray<int64_t> order_arr;
+    if (!order_obj.is_none()) {
+        if (ev.size() != 1) throw std::invalid_argument("order: applies to one batch");
+        order_arr = order_obj.cast<carray<int64_t>>();
+        check_len(order_arr, ev[0].rows, "order");
+        order = order_arr.data();
+    }
+    pau::core::SweepPlan plan{wr.data(), ws.data(), we.data(), wrow.data(), nw,
+                              sr.data(), ss.data(), se.data(), ns,        bucket};
+    pau::core::SplitResult r;
+    {
+        // The arrays are held by `held` and the caller's frame; the core only reads them.
+        py::gil_scoped_release release;
+        r = pau::core::sweep_split(plan, ev, parts, order);
+    }
+    if (!r.ok) return py::make_tuple(static_cast<int>(r.code), r.row, r.batch);
+    return hist_dict(std::move(r.hist));
+}
+
 py::tuple feed(Sweep& sw, const carray<int32_t>& rank, const carray<int64_t>& start,
                const carray<int64_t>& end, const py::array& kind_idx, const carray<int8_t>& kind_map,
                const py::object& order_obj) {
@@ -54,13 +144,7 @@ py::tuple feed(Sweep& sw, const carray<int32_t>& rank, const carray<int64_t>& st
         check_len(order_arr, n, "order");
         order = order_arr.data();
     }
-    const auto dt = kind_idx.dtype();
-    const py::dtype types[] = {py::dtype::of<int8_t>(),  py::dtype::of<int16_t>(),  py::dtype::of<int32_t>(),
-                               py::dtype::of<int64_t>(), py::dtype::of<uint8_t>(), py::dtype::of<uint16_t>(),
-                               py::dtype::of<uint32_t>()};
-    int code = -1;
-    for (int i = 0; i < 7 && code < 0; ++i)
-        if (dt.is(types[i])) code = i;
+    const int code = index_code(kind_idx);
     const FeedResult res = pau::core::with_index_type(code, [&](auto type) {
         return feed_typed<decltype(type)>(sw, rank, start, end, kind_idx, kind_map, order, n);
     });
@@ -95,17 +179,29 @@ void bind_sweep(py::module_& m) {
                      py::gil_scoped_release release;
                      h = sw.finish();
                  }
-                 py::dict d;  // the arrays moved to numpy, not copied
-                 d["rank"] = to_numpy(std::move(h.rank));
-                 d["window"] = to_numpy(std::move(h.window));
-                 d["mask"] = to_numpy(std::move(h.mask));
-                 d["duration"] = to_numpy(std::move(h.duration));
-                 d["span_rank"] = to_numpy(std::move(h.span_rank));
-                 d["span_start"] = to_numpy(std::move(h.span_start));
-                 d["span_end"] = to_numpy(std::move(h.span_end));
-                 return d;
+                 return hist_dict(std::move(h));
              })
         .def_property_readonly("rank_count", &Sweep::rank_count);
+
+    m.def("sweep_batches", &sweep_batches, py::arg("win_rank"), py::arg("win_start"), py::arg("win_end"),
+          py::arg("win_row"), py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("bucket"),
+          py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(),
+          "Sweep in-memory batches of (rank, start, end, kind indices, kind map) on up to `parts` threads of "
+          "the native pool: the histogram, or (code, row, batch) of the first problem met.");
+
+    m.def(
+        "rank_parts",
+        [](const py::list& batches, int64_t parts) {
+            std::vector<BatchArrays> held;
+            std::vector<pau::core::EventBatch> ev;
+            read_batches(batches, held, ev);
+            py::list out;
+            for (const auto& p : pau::core::rank_parts(ev, parts)) out.append(py::make_tuple(p.lo, p.hi));
+            return out;
+        },
+        py::arg("batches"), py::arg("parts"),
+        "The rank ranges (lo, hi) of the parts sweep_batches would split these batches into (empty: one "
+        "thread, as when a sample shows the ranks unsorted).");
 
     m.def(
         "order_by_rank_start",

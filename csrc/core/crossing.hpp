@@ -4,8 +4,8 @@
 // attributes the lifecycle. The sweep's windows are the **cuts**: every instant at
 // which some rank's lifecycle state may change, read from the lifecycle table
 // before any attribution (cut_times). The events are read in place and split at
-// rank boundaries into parts (rank_parts), a rank of many events further into
-// chunks (chunked), one sweep each. Both tables are read as record batches through
+// rank boundaries into parts (rank_parts, split.hpp), a rank of many events further
+// into chunks (chunked), one sweep each. Both tables are read as record batches through
 // the Arrow C data interface (arrow_c.hpp), and a layout not read zero-copy is
 // declined: the caller then takes the exact way.
 #pragma once
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "arrow_c.hpp"
+#include "split.hpp"
 #include "sweep.hpp"
 
 namespace pau::core {
@@ -138,99 +139,6 @@ inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int
     return out;
 }
 
-// The event columns the sweep reads, of one batch, in place.
-struct EventBatch {
-    const int32_t* rank = nullptr;
-    const int64_t *start = nullptr, *end = nullptr;
-    const void* kind = nullptr;  // dictionary indices
-    int kind_type = -1;          // arrow::index_type
-    std::vector<int8_t> kind_map;  // dictionary position -> kind code, -1 if unknown
-    int64_t rows = 0;
-
-    // False unless rank is int32, the times int64 ns, kind a dictionary of utf8
-    // strings, and no column has nulls.
-    bool read(const arrow::Batch& batch, const std::vector<std::string>& kinds) {
-        if (!batch.ok()) return false;
-        rows = batch.rows();
-        const arrow::Column r = batch.column("rank"), s = batch.column("start_ns"), e = batch.column("end_ns"),
-                            k = batch.column("kind");
-        if (!r || !s || !e || !k || r.has_nulls() || s.has_nulls() || e.has_nulls() || k.has_nulls()) return false;
-        rank = r.int32();
-        start = s.int64_ns();
-        end = e.int64_ns();
-        if (!rank || !start || !end) return false;
-        const ArrowSchema* dict_schema = k.schema->dictionary;
-        const ArrowArray* dict = k.array->dictionary;
-        kind_type = arrow::index_type(k.schema->format);
-        if (!dict_schema || !dict || kind_type < 0 || std::string(dict_schema->format) != "u") return false;
-        const arrow::Column values{dict_schema, dict};
-        kind_map.assign(static_cast<size_t>(values.length()), -1);
-        for (int64_t j = 0; j < values.length(); ++j) {
-            if (!values.valid(j)) continue;
-            int32_t len = 0;
-            const char* p = values.utf8(j, len);
-            for (size_t c = 0; c < kinds.size(); ++c)
-                if (kinds[c].size() == static_cast<size_t>(len) && std::memcmp(kinds[c].data(), p, len) == 0)
-                    kind_map[static_cast<size_t>(j)] = static_cast<int8_t>(c);
-        }
-        const int width[] = {1, 2, 4, 8, 1, 2, 4};
-        kind = static_cast<const char*>(k.array->buffers[1]) + k.array->offset * width[kind_type];
-        return true;
-    }
-};
-
-// A part of the events: row ranges of batches, and its ranks (lo..hi, first and
-// last row's) as the split assumed them.
-//
-// A part of many rows of one rank is cut further into **chunks** of consecutive
-// rows, so that the last parts to run are short and the threads end together. A
-// chunk c > 0 begins its span at H_c, the start of its row `head` rows in. Its
-// first rows, the head (`lead`), only open the kinds that run on at H_c (the
-// latest end of each kind among them: lead_ends); their time is accounted by
-// chunk c - 1, which sweeps them after its own rows, and checks them. Chunk 0
-// begins at its first row's start; the last chunk ends at the rank's last end.
-// Chunk c accounts [H_c, H_{c+1}) exactly when no event before its first row
-// reaches past H_c: chunk c - 1 checks that, and when it fails the caller takes
-// the exact way.
-struct RankPart {
-    struct Piece {
-        size_t batch;
-        int64_t lo, hi;
-    };
-    struct Row {
-        size_t batch;
-        int64_t row;
-    };
-    std::vector<Piece> pieces;
-    int32_t lo = 0, hi = 0;
-    // Chunks only:
-    bool chunk = false;
-    bool last = true;          // the rank's last chunk (its span ends at the last end)
-    std::vector<Piece> lead;   // but the first: its own head, before its span
-    std::vector<Piece> head;   // but the last: the next chunk's head, swept after `pieces`
-    Row from{}, to{};          // the span: [start of `from`, start of `to`) (the last: open)
-};
-
-// The rows seq[a, b) of a part's pieces, as pieces.
-inline std::vector<RankPart::Piece> piece_range(const std::vector<RankPart::Piece>& seq, int64_t a, int64_t b) {
-    std::vector<RankPart::Piece> out;
-    int64_t at = 0;
-    for (const auto& p : seq) {
-        const int64_t n = p.hi - p.lo, x = std::max(a, at), z = std::min(b, at + n);
-        if (x < z) out.push_back({p.batch, p.lo + (x - at), p.lo + (z - at)});
-        at += n;
-    }
-    return out;
-}
-
-inline RankPart::Row row_at(const std::vector<RankPart::Piece>& seq, int64_t i) {
-    for (const auto& p : seq) {
-        if (i < p.hi - p.lo) return {p.batch, p.lo + i};
-        i -= p.hi - p.lo;
-    }
-    return {seq.back().batch, seq.back().hi - 1};
-}
-
 // Cut the parts of one rank into chunks, guided: a chunk has about a
 // 2 * threads-th of the rows left from its start to the end of all the parts
 // (taken in order), at most `chunk_rows` and at least `min_rows`, so the chunks
@@ -315,80 +223,65 @@ inline void lead_ends(const std::vector<EventBatch>& batches, const std::vector<
     }
 }
 
-// Split the events into about `parts` row ranges at rank boundaries, each cut at
-// the rank boundary nearest an equal share of the rows, assuming the rank column
-// sorted (not read whole: the caller checks afterwards that no rank is in two
-// parts). Empty when a sample of 65 rows shows it unsorted.
-inline std::vector<RankPart> rank_parts(const std::vector<EventBatch>& batches, int64_t parts) {
-    std::vector<int64_t> offset{0};
-    for (const EventBatch& b : batches) offset.push_back(offset.back() + b.rows);
-    const int64_t n = offset.back();
-    std::vector<RankPart> out;
-    if (n == 0 || parts < 1) return out;
-    auto rank_at = [&](int64_t i) {
-        const size_t b = static_cast<size_t>(std::upper_bound(offset.begin(), offset.end(), i) - offset.begin() - 1);
-        return batches[b].rank[i - offset[b]];
-    };
-    for (int64_t j = 0, prev = rank_at(0); j <= 64; ++j) {
-        const int32_t r = rank_at(std::min(n - 1, j * n / 64));
-        if (r < prev) return out;
-        prev = r;
-    }
-    auto first_at_least = [&](int64_t v) {  // over the (assumed) sorted ranks
-        int64_t lo = 0, hi = n;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (rank_at(mid) < v) lo = mid + 1;
-            else hi = mid;
+// The runs of state intervals (sorted by rank and start): intervals of one rank
+// and one state that touch become one. The sweep of the full ledger's exact way
+// takes them as its windows; CellCrossing crosses a histogram with them.
+struct StateRuns {
+    std::vector<int32_t> rank;
+    std::vector<int64_t> start, end;
+    std::vector<int8_t> state;
+};
+
+inline StateRuns state_runs(const int32_t* rank, const int64_t* start, const int64_t* end, const int8_t* state,
+                            int64_t n) {
+    StateRuns r;
+    for (int64_t i = 0; i < n; ++i) {
+        const size_t m = r.rank.size();
+        if (m > 0 && r.rank[m - 1] == rank[i] && r.state[m - 1] == state[i] && r.end[m - 1] == start[i]) {
+            r.end[m - 1] = end[i];
+        } else {
+            r.rank.push_back(rank[i]);
+            r.start.push_back(start[i]);
+            r.end.push_back(end[i]);
+            r.state.push_back(state[i]);
         }
-        return lo;
-    };
-    std::vector<int64_t> cuts{0, n};
-    for (int64_t j = 1; j < parts; ++j) {
-        const int64_t i = j * n / parts;
-        const int64_t v = rank_at(i), lo = first_at_least(v), hi = first_at_least(v + 1);
-        cuts.push_back(i - lo <= hi - i ? lo : hi);
     }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
-        RankPart p;
-        p.lo = rank_at(cuts[c]);
-        p.hi = rank_at(cuts[c + 1] - 1);
-        for (size_t b = 0; b < batches.size(); ++b) {
-            const int64_t x = std::max(cuts[c], offset[b]), z = std::min(cuts[c + 1], offset[b + 1]);
-            if (x < z) p.pieces.push_back({b, x - offset[b], z - offset[b]});
-        }
-        out.push_back(std::move(p));
-    }
-    return out;
+    return r;
 }
 
-// The full ledger's cells from a sweep whose windows are the cuts (window w is
-// [cuts[w], cuts[w + 1]) on every rank) instead of the state runs.
+// The full ledger's cells from a sweep's histogram and the state runs, for either
+// way the full ledger sweeps: over the cuts (window w is [cuts[w], cuts[w + 1]) on
+// every rank: the early sweep) or over the state runs themselves (window w is run
+// w, of its rank only: the exact way). The windows are given as their starts and
+// ends, `w_start[w]`, `w_end[w]`.
 //
 // set_runs merges the state intervals (sorted by rank and start, ranks among the
-// sorted accountable `ranks`) into runs: intervals of one rank and one state that
-// touch. Each run first puts its whole time in the `idle` activity of its (rank,
-// state) cell. add() then takes histogram rows in the order the sweep gives them
-// (a rank's rows in window order; a rank's chunks one after the other): each row
-// of a busy mask (not 0) moves its time from idle to its activity, in the cell of
-// the run its window lies in, or nowhere when the window lies outside every run of
-// its rank (or its rank is not accountable, or it is outside every window). Idle
-// time is what is left, so rows of mask 0 are not read and the sweep needs no spans.
+// sorted accountable `ranks`) into runs (state_runs). Each run first puts its
+// whole time in the `idle` activity of its (rank, state) cell. add() then takes
+// histogram rows, best in the order the sweep gives them (a rank's rows in window
+// order; a rank's chunks one after the other): each row of a busy mask (not 0)
+// moves its time from idle to its activity, in the cell of the run its window lies
+// in, or nowhere when the window lies outside every run of its rank (or its rank
+// is not accountable, or it is outside every window). Idle time is what is left,
+// so rows of mask 0 are not read and the sweep needs no spans.
 //
 // Cells are indexed (p * n_states + state) * n_act + activity for rank ranks[p].
-// Either call returns false when the cuts do not resolve the states (a busy row's
-// window reaches over a run boundary, a run reaches outside [cuts[0], cuts[-1]))
-// or an argument is out of range: the caller then takes the exact way.
+// Either call returns false when the windows do not resolve the states (a busy
+// row's window reaches over a run boundary, a run reaches outside the windows'
+// extent) or an argument is out of range: the early sweep's caller then takes the
+// exact way, whose windows always resolve them.
 class CellCrossing {
   public:
-    CellCrossing(const int32_t* ranks, int64_t n_ranks, const int64_t* cuts, int64_t n_cuts,
-                 const int8_t* act_of_mask, int64_t idle, int64_t n_states, int64_t n_act)
-        : ranks_(ranks), n_ranks_(n_ranks), cuts_(cuts), n_cuts_(n_cuts), act_(act_of_mask), idle_(idle),
-          n_states_(n_states), n_act_(n_act) {
+    CellCrossing(const int32_t* ranks, int64_t n_ranks, const int64_t* w_start, const int64_t* w_end,
+                 int64_t n_windows, const int8_t* act_of_mask, int64_t idle, int64_t n_states, int64_t n_act)
+        : ranks_(ranks), n_ranks_(n_ranks), w_start_(w_start), w_end_(w_end), n_windows_(n_windows),
+          act_(act_of_mask), idle_(idle), n_states_(n_states), n_act_(n_act) {
         if (n_ranks >= 0 && n_states > 0 && n_act > 0 && idle >= 0 && idle < n_act)
             cells_.assign(static_cast<size_t>(n_ranks * n_states * n_act), 0);
+        for (int64_t w = 0; w < n_windows; ++w) {
+            lo_all_ = std::min(lo_all_, w_start[w]);
+            hi_all_ = std::max(hi_all_, w_end[w]);
+        }
     }
 
     // act_of_mask has kNumMasks entries, each an activity below n_act.
@@ -396,29 +289,19 @@ class CellCrossing {
         if (cells_.empty() && n_ranks_ > 0) return false;
         for (int m = 0; m < kNumMasks; ++m)
             if (act_[m] < 0 || act_[m] >= n_act_) return false;
-        r_rank_.clear();
-        r_start_.clear();
-        r_end_.clear();
-        r_state_.clear();
-        for (int64_t i = 0; i < n; ++i) {
-            const size_t m = r_rank_.size();
-            if (m > 0 && r_rank_[m - 1] == rank[i] && r_state_[m - 1] == state[i] && r_end_[m - 1] == start[i]) {
-                r_end_[m - 1] = end[i];
-            } else {
-                if (state[i] < 0 || state[i] >= n_states_) return false;
-                r_rank_.push_back(rank[i]);
-                r_start_.push_back(start[i]);
-                r_end_.push_back(end[i]);
-                r_state_.push_back(state[i]);
-            }
-        }
+        StateRuns runs_of = state_runs(rank, start, end, state, n);
+        for (int8_t x : runs_of.state)
+            if (x < 0 || x >= n_states_) return false;
+        r_rank_ = std::move(runs_of.rank);
+        r_start_ = std::move(runs_of.start);
+        r_end_ = std::move(runs_of.end);
+        r_state_ = std::move(runs_of.state);
         const int64_t runs = static_cast<int64_t>(r_rank_.size());
         first_.assign(static_cast<size_t>(n_ranks_ + 1), 0);
         int64_t p = 0;
         for (int64_t j = 0; j < runs; ++j) {
             while (p < n_ranks_ && ranks_[p] != r_rank_[j]) first_[++p] = j;
-            if (p == n_ranks_ || n_cuts_ == 0 || r_start_[j] < cuts_[0] || r_end_[j] > cuts_[n_cuts_ - 1])
-                return false;
+            if (p == n_ranks_ || n_windows_ == 0 || r_start_[j] < lo_all_ || r_end_[j] > hi_all_) return false;
             cells_[(p * n_states_ + r_state_[j]) * n_act_ + idle_] += r_end_[j] - r_start_[j];
         }
         for (int64_t q = p + 1; q <= n_ranks_; ++q) first_[q] = runs;
@@ -433,7 +316,7 @@ class CellCrossing {
         for (int64_t i = 0; i < n; ++i) {
             const int64_t w = h_window[i];
             if (h_mask[i] == 0 || w < 0) continue;
-            if (h_mask[i] >= kNumMasks || w + 1 >= n_cuts_) return false;
+            if (h_mask[i] >= kNumMasks || w >= n_windows_) return false;
             if (h_rank[i] != last_rank_) {
                 last_rank_ = h_rank[i];
                 const int32_t* at = std::lower_bound(ranks_, ranks_ + n_ranks_, h_rank[i]);
@@ -445,7 +328,7 @@ class CellCrossing {
                 }
             }
             if (pos_ < 0) continue;
-            const int64_t a = cuts_[w], b = cuts_[w + 1];
+            const int64_t a = w_start_[w], b = w_end_[w];
             // j_: the last run of the rank starting at or before a (lo_ - 1: none). A
             // rank's rows come in window order, so it only moves forward but for a
             // restart (the next chunk of the rank).
@@ -467,8 +350,9 @@ class CellCrossing {
   private:
     const int32_t* ranks_;
     int64_t n_ranks_;
-    const int64_t* cuts_;
-    int64_t n_cuts_;
+    const int64_t *w_start_, *w_end_;
+    int64_t n_windows_;
+    int64_t lo_all_ = std::numeric_limits<int64_t>::max(), hi_all_ = std::numeric_limits<int64_t>::min();
     const int8_t* act_;
     int64_t idle_, n_states_, n_act_;
     std::vector<int64_t> cells_;

@@ -68,7 +68,8 @@ def crossed_cells(
     h_window: npt.NDArray[np.int64],
     h_mask: npt.NDArray[np.uint8],
     h_duration: npt.NDArray[np.int64],
-    cuts: npt.NDArray[np.int64],
+    w_start: npt.NDArray[np.int64],  # window w is [w_start[w], w_end[w]): the cuts', or the state runs
+    w_end: npt.NDArray[np.int64],
     ranks: npt.NDArray[np.int32],
     i_rank: npt.NDArray[np.int32],
     i_start: npt.NDArray[np.int64],
@@ -79,6 +80,12 @@ def crossed_cells(
     n_states: int,
     n_act: int,
 ) -> tuple[bool, npt.NDArray[np.int64]]: ...
+def state_runs(
+    rank: npt.NDArray[np.int32],
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    state: npt.NDArray[np.int8],
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int8]]: ...
 def lifecycle_rows(
     lifecycle: list[tuple[object, object]],  # __arrow_c_array__() of each batch
     names: list[str],  # the record names
@@ -97,6 +104,23 @@ def lifecycle_rows(
 ): ...
 def lifecycle_cuts(lifecycle: list[tuple[object, object]], as_of: int) -> npt.NDArray[np.int64] | None: ...
 
+# per batch: rank, start, end, kind indices, kind map (dictionary position -> kind code)
+_Batch = tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64], np.ndarray, npt.NDArray[np.int8]]
+
+def sweep_batches(
+    win_rank: npt.NDArray[np.int32],
+    win_start: npt.NDArray[np.int64],
+    win_end: npt.NDArray[np.int64],
+    win_row: npt.NDArray[np.int64],
+    span_rank: npt.NDArray[np.int32],
+    span_start: npt.NDArray[np.int64],
+    span_end: npt.NDArray[np.int64],
+    bucket: int,
+    batches: list[_Batch],
+    parts: int,
+    order: npt.NDArray[np.int64] | None = None,
+) -> dict[str, np.ndarray] | tuple[int, int, int]: ...  # the histogram, or (code, row, batch)
+def rank_parts(batches: list[_Batch], parts: int) -> list[tuple[int, int]]: ...
 def order_by_rank_start(
     rank: npt.NDArray[np.int32], start: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]: ...

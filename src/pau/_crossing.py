@@ -107,7 +107,7 @@ def start(events, lifecycle, as_of: int | None) -> Started | None:
 
 def finish(started: Started, intervals: tuple, ranks: np.ndarray, act_of_mask: np.ndarray, idle: int,
            n_states: int, n_act: int):
-    """The cells of the ledger (as ``_kernels.state_cells``) from the sweep and the
+    """The cells of the ledger (as the exact way's) from the sweep and the
     state intervals ``(rank, start, end, state)`` of the accountable ``ranks``, or
     None when the exact way must run instead: the cuts did not resolve the states,
     or the sweep declined (a layout not read natively, too many cuts, a problem in

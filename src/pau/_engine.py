@@ -12,10 +12,9 @@ from typing import Any, Literal, Sequence, overload
 import numpy as np
 import pyarrow as pa
 
-from . import _crossing
+from . import _core, _crossing
 from . import io as _io
 from ._input import as_table
-from ._kernels import state_cells, state_windows
 from ._ledger import UNKNOWN_ACTIVITY, Ledger, cells_table, tidy
 from ._sweep import (
     IDLE,
@@ -420,19 +419,28 @@ def ledger(
     # The windows of the sweep are the runs of one state: consecutive intervals of a
     # rank in the same state that touch become one window (the ledger sums by state,
     # so this changes nothing but the number of window boundaries the sweep crosses).
-    # A rank's accounted span runs from its first to its last interval; time in gaps
-    # (not accountable) falls outside every window and is not counted.
-    plan = Plan(mode="list")
-    (plan.win_rank, plan.win_start, plan.win_end, w_state, w_pos, plan.win_row, plan.span_start,
-     plan.span_end) = state_windows(*cols, ranks)
+    # A rank's accounted span runs from its first to its last run; time in gaps (not
+    # accountable) falls outside every window and is not counted.
+    w_rank, w_start, w_end, w_state = _core.state_runs(*cols)
+    plan = Plan(mode="list", win_rank=w_rank, win_start=w_start, win_end=w_end,
+                win_row=np.arange(w_rank.size, dtype=np.int64))
     plan.win_id = plan.win_row
+    # Every run's rank is accountable (attribute_rows gives intervals of those only);
+    # a rank without runs has an empty span.
+    first = np.searchsorted(w_rank, ranks, "left")
+    last = np.searchsorted(w_rank, ranks, "right") - 1
+    has = last >= first
     plan.span_rank = ranks.astype(np.int32)
+    plan.span_start = np.where(has, w_start[np.minimum(first, w_rank.size - 1)] if w_rank.size else 0, 0)
+    plan.span_end = np.where(has, w_end[np.maximum(last, 0)] if w_rank.size else 0, 0)
     hist, quarantine, rows = _hist_of_source(events, plan, on_invalid, progress=progress)
     nq = 0 if quarantine is None else quarantine.num_rows
-    # One pass over the histogram into (accountable rank, state, activity) cells; rows
-    # in a window have an accountable rank (their windows are its intervals).
-    cells = state_cells(hist["window"], hist["mask"], hist["duration"], w_pos, w_state, act_of_mask, ranks.size,
-                        len(STATES), n_act)
+    # One pass over the histogram into (accountable rank, state, activity) cells, by
+    # the same rule as the early sweep's (CellCrossing); here each window is one run.
+    ok, cells = _core.crossed_cells(hist["rank"], hist["window"], hist["mask"], hist["duration"], w_start, w_end,
+                                    ranks.astype(np.int32), w_rank, w_start, w_end, w_state, act_of_mask, IDLE,
+                                    len(STATES), n_act)
+    assert ok, "the state runs as windows always resolve the states"
     return Ledger(with_counts(cells_table(cells, ranks, n_act), rows, nq), att.accountable, attribution=att,
                   quarantine=quarantine, lifecycle_quarantine=att.quarantine)
 

@@ -8,7 +8,6 @@ intervals and int64 ns throughout (see :mod:`pau.core`).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from dataclasses import dataclass, field
@@ -29,8 +28,7 @@ from ._input import (
     row_reasons,
     time_column,
 )
-from ._search import lower_bound
-from ._threads import run_parts, thread_count
+from ._threads import thread_count
 from ._types import Quarantined
 from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, label
 from .errors import InvalidWindowsError, PauError, UnsortedInputError
@@ -221,103 +219,25 @@ def merge_hists(hists: list) -> dict:
     return {k: np.concatenate([h[k] for h in hists]) for k in hists[0]}
 
 
-def rank_split(cols: list, parts: int):
-    """Split input into `parts` row ranges at rank boundaries, assuming it is sorted
-    by rank, without reading every row: each cut at the rank boundary nearest an
-    equal share of the rows (fewer parts where two cuts meet).
-
-    Returns, per part, its pieces ``[(batch index, row slice)]`` and its rank range,
-    or None when a sample of the rank column shows it is not sorted (then the input
-    is swept on one thread). The assumption is checked for free afterwards: the
-    parts' sweeps are valid together exactly when no rank shows up in two of them
-    (:func:`sweep_parts` checks, and sweeps again on one thread otherwise)."""
-    if not cols:
-        return None
-    offsets = np.cumsum([0] + [c.rows for c in cols])
-    n = int(offsets[-1])
-    if n < parts:
-        return None
-    if len(cols) == 1:  # one batch: the same steps, as array operations
-        r = cols[0].rank
-        sample = r[np.minimum(n - 1, (np.arange(65) * n) // 64)]
-        if (sample[1:] < sample[:-1]).any():
-            return None
-        at = (np.arange(1, parts) * n) // parts
-        lows = np.searchsorted(r, r[at], "left")  # r assumed sorted
-        highs = np.searchsorted(r, r[at], "right")
-        cuts = sorted({0, n} | set(np.where(at - lows <= highs - at, lows, highs).tolist()))
-        return [([(0, slice(lo, hi))], int(r[lo]), int(r[hi - 1])) for lo, hi in zip(cuts[:-1], cuts[1:])
-                if hi > lo]
-
-    def rank_at(i: int) -> int:
-        b = int(np.searchsorted(offsets, i, "right")) - 1
-        return int(cols[b].rank[i - offsets[b]])
-
-    sample = [rank_at(min(n - 1, (j * n) // 64)) for j in range(65)]
-    if any(x > y for x, y in zip(sample, sample[1:])):
-        return None
-
-    def nearest_boundary(i: int) -> int:  # the rank boundary nearest row i, ranks (assumed) sorted
-        v = rank_at(i)
-        lo, hi = lower_bound(n, rank_at, v), lower_bound(n, rank_at, v + 1)
-        return lo if i - lo <= hi - i else hi
-
-    cuts = sorted({0, n} | {nearest_boundary((j * n) // parts) for j in range(1, parts)})
-    out = []
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        if hi <= lo:
-            continue
-        pieces = []
-        for b in range(len(cols)):
-            x, z = max(lo, offsets[b]), min(hi, offsets[b + 1])
-            if x < z:
-                pieces.append((b, slice(int(x - offsets[b]), int(z - offsets[b]))))
-        out.append((pieces, rank_at(lo), rank_at(hi - 1)))
-    return out
+def batch_arrays(cols: list) -> list:
+    """Event columns as the native sweep takes them: (rank, start, end, kind
+    indices, kind map) per batch."""
+    return [(c.rank, c.start, c.end, c.kind.indices, c.kind.codes) for c in cols]
 
 
 def sweep_parts(plan: Plan, cols: list, parts: int, order=None):
-    """Sweep column batches, on several threads when that pays (the core releases
-    the GIL). Input sorted by rank is split into row ranges at rank boundaries;
-    other input runs on one thread. Returns the merged histogram, or (code, row,
-    batch index) of the first problem met."""
-
-    def run(pieces, span_sel=None):
-        p = plan if span_sel is None else dataclasses.replace(
-            plan, span_rank=plan.span_rank[span_sel], span_start=plan.span_start[span_sel],
-            span_end=plan.span_end[span_sel])
-        sweep = p.sweep()
-        for b, sl in pieces:
-            c = cols[b]
-            code, row = _feed(sweep, c.rank[sl], c.start[sl], c.end[sl], c.kind.indices[sl], c.kind.codes,
-                                   None if order is None else order[sl])
-            if code != 0:
-                return (code, row + (sl.start or 0), b)
-        return sweep.finish()
-
-    whole = [(b, slice(0, c.rows)) for b, c in enumerate(cols)]
-    split = rank_split(cols, parts) if (parts > 1 and order is None) else None
-    if split is None or len(split) == 1:
-        results = [run(whole)]
-    else:
-        sr = plan.span_rank
-        taken = np.zeros(sr.size, bool)
-        jobs = []
-        for pieces, lo, hi in split:
-            sel = (sr >= lo) & (sr <= hi)
-            taken |= sel
-            jobs.append((pieces, sel))
-        jobs[0] = (jobs[0][0], jobs[0][1] | ~taken)  # spans of ranks without events
-        results = run_parts(run, jobs)
-        if not any(isinstance(r, tuple) for r in results):
-            seen = np.concatenate([r["span_rank"] for r in results])
-            if np.unique(seen).size != seen.size:
-                # A rank in two parts: the rank column was not sorted after all.
-                results = [run(whole)]
-    problems = [r for r in results if isinstance(r, tuple)]
-    if problems:
-        return min(problems, key=lambda p: (p[2], p[1]))
-    return merge_hists(results)
+    """Sweep in-memory column batches on up to ``parts`` threads of the native pool
+    (``sweep_split`` in ``csrc/core/split.hpp``): input sorted by rank is split into
+    row ranges at rank boundaries, other input runs on one thread. Returns the
+    merged histogram, or (code, row, batch index) of the first problem met."""
+    try:
+        return _core.sweep_batches(
+            plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.span_rank, plan.span_start,
+            plan.span_end, plan.bucket, batch_arrays(cols), parts, order)
+    except ValueError as exc:
+        if str(exc).startswith(("windows:", "span:")):
+            raise InvalidWindowsError(str(exc)) from None
+        raise
 
 
 def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | None = None):
