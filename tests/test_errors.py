@@ -152,6 +152,26 @@ def test_bad_row_after_an_unsorted_row():
     assert ei.value.row == 3 and ei.value.column == "end_ns"
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("entry", ["classify", "overlap", "ledger"])
+def test_an_end_whose_difference_wraps_is_refused(entry, threads):
+    """end_ns - start_ns overflows int64 here (2**62 to -2**62 - 100): the row is
+    reversed, and no check may take the wrapped difference for a length (it once
+    stretched the span by 4.6e18 ns and the row vanished)."""
+    t = pa.table({"rank": pa.array([0, 0], pa.int32()), "start_ns": pa.array([0, 2**62], pa.int64()),
+                  "end_ns": pa.array([1000, -2**62 - 100], pa.int64()),
+                  "kind": pa.array(["memcpy", "compute"]).dictionary_encode()})
+    call = {"classify": lambda: core.classify(t, threads=threads), "overlap": lambda: core.overlap(t),
+            "ledger": lambda: core.ledger(t)}[entry]
+    with pytest.raises(errors.InvalidRowError) as ei:
+        call()
+    check_message(ei.value, "end_ns" if entry != "ledger" else ei.value.column, 1)
+    assert ei.value.row == 1
+    kept, quarantine = core.classify(t, on_invalid="quarantine")
+    assert quarantine["row"].to_pylist() == [1]
+    assert sum(kept["duration_ns"].to_pylist()) == 1000  # the span of the one good row
+
+
 def test_uint64_time_beyond_int64():
     t = table(end_ns=pa.array([10, 20, 2**63 + 5, 40], pa.uint64()))
     with pytest.raises(errors.InvalidRowError) as ei:

@@ -267,9 +267,12 @@ class Sweep {
                 const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(kind_idx[i]));
                 k = ki < static_cast<uint64_t>(map_size) ? kind_map[ki] : -1;
             }
-            // One predictable branch for all row checks (unsigned difference: no overflow).
+            // One predictable branch for all row checks. With st >= 0 and en >= 0 the
+            // difference cannot overflow, so len < 0 exactly when en < st; en is in the
+            // test itself because a negative end can wrap the difference to a positive
+            // length (st = 2^62, en = -2^62 - 100).
             const int64_t len = static_cast<int64_t>(static_cast<uint64_t>(en) - static_cast<uint64_t>(st));
-            if (__builtin_expect((static_cast<int64_t>(r) | st | len | k) < 0, 0)) {
+            if (__builtin_expect((static_cast<int64_t>(r) | st | en | len | k) < 0, 0)) {
                 if (r < 0) res = {Code::negative_rank, i};
                 else if (st < 0) res = {Code::negative_start, i};
                 else if (en < st) res = {Code::end_before_start, i};
