@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import reference_lifecycle as ref
+import reference_setup as ref_setup
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lifecycle_cases import S, steps_for_all_ranks, table
@@ -553,21 +554,23 @@ def _same(a, b, what):
 
 
 def setups_compared(t, as_of=None, ranks=None, monkeypatch=None):
-    """Attribute `t`, with each kernel setup (:func:`_kernels.prepare`) checked
-    field by field against its numpy twin on the same inputs; returns how many
-    setups the kernel made (0: it left the input to numpy)."""
+    """Attribute `t`, with each set-up of the pass (``lifecycle._setup``, the kernel
+    :func:`_kernels.prepare`) checked field by field against its numpy twin
+    (``reference_setup.setup``) on the same inputs, the relational errors found
+    included; returns how many set-ups were made without an error."""
     made = []
-    real = lifecycle._setup_kernel
+    real = lifecycle._setup
 
-    def both(x, st_, sc, as_of_, ranks_):
-        got = real(x, st_, sc, as_of_, ranks_)
+    def both(x, st_, sc, as_of_, ranks_, strict):
+        got = real(x, st_, sc, as_of_, ranks_, strict)
+        want_strict: list = []
+        want = ref_setup.setup(x, st_, sc, as_of_, ranks_, want_strict)
+        assert [tuple(int(v) if isinstance(v, np.integer) else v for v in p) for p in want_strict] == strict
         if got is None:
+            assert want is None
             return None
         made.append(1)
-        strict: list = []
-        want = lifecycle._setup_numpy(x, st_, sc, as_of_, ranks_, strict)
-        assert not strict and want is not None
-        for f in ("rank_values", "dense", "r_lo", "rank_lut", "att_lo", "att_lut", "m_start", "m_end",
+        for f in ("rank_values", "dense", "r_lo", "rank_lut", "att_lo", "att_lut", "rank_src", "m_start", "m_end",
                   "b_cols", "o_cols", "acc_min", "lineage_ckpts"):
             _same(getattr(got, f), getattr(want, f), f)
         for part, fields in (("A", ("ids", "start", "end", "running", "cause", "failures", "completed")),
@@ -577,48 +580,85 @@ def setups_compared(t, as_of=None, ranks=None, monkeypatch=None):
                 _same(getattr(getattr(got, part), f), getattr(getattr(want, part), f), f"{part}.{f}")
         return got
 
-    monkeypatch.setattr(lifecycle, "_setup_kernel", both)
-    lifecycle.attribute_rows(t, as_of=as_of, ranks=ranks)
-    monkeypatch.undo()
+    monkeypatch.setattr(lifecycle, "_setup", both)
+    try:
+        lifecycle.attribute_rows(t, as_of=as_of, ranks=ranks)
+    finally:
+        monkeypatch.undo()
     return len(made)
 
 
 @settings(max_examples=300, **SETTINGS)
 @given(case=with_as_of(), shuffle=st.randoms(use_true_random=False), extra=st.booleans())
 def test_prepare_matches_its_numpy_twin(case, shuffle, extra):
-    """Every generated (valid) lifecycle with an attempt as of as_of goes through
-    the kernel, in any row order, with or without extra ranks, and gets exactly the
-    numpy path's setup."""
+    """Every generated (valid) lifecycle, in any row order, with or without extra
+    ranks, gets exactly the numpy twin's set-up."""
     rows, as_of = case
     rows = list(rows)
     shuffle.shuffle(rows)
     mp = pytest.MonkeyPatch()
-    attempts = any(r["record"] == "attempt" and (as_of is None or r["start"] <= as_of) for r in rows)
     assert setups_compared(table(rows), None if as_of is None else as_of * S,
-                           ranks=[0, 7] if extra else None, monkeypatch=mp) == int(attempts)
+                           ranks=[0, 7] if extra else None, monkeypatch=mp) == 1
 
 
-def test_prepare_leaves_relational_errors_and_far_ranks_to_numpy():
-    """Input the numpy path must name, or that the kernel does not lay out, goes
-    there: the error or the result is the numpy path's."""
+def _edit(t: pa.Table, change) -> pa.Table:
+    return pa.Table.from_pylist([change(dict(r)) for r in t.to_pylist()], schema=t.schema)
+
+
+@pytest.mark.parametrize("case, message", [
+    (lambda r: dict(r, step=99) if r["record"] == "restore" else r, "no ok checkpoint of step 99"),
+    (lambda r: dict(r, attempt=7) if r["record"] == "phase" and r["attempt"] == 2 else r,
+     "attempt 7 has no attempt record"),
+    (lambda r: dict(r, attempt=8) if r["record"] == "step" and r["step"] == 10 else r,
+     "attempt 8 has no attempt record"),
+    (lambda r: dict(r, start_ns=r["start_ns"] - 20 * S) if r["record"] == "restore" else r,
+     "outside attempt 2 on rank 0"),
+    (lambda r: dict(r, rank=3) if r["record"] == "checkpoint_save" and r["step"] == 5 else r,
+     "rank 3 is not a member of attempt 1"),
+])
+def test_prepare_names_relational_errors_as_its_twin(case, message):
+    """Rows that contradict others: the kernel reports them, the same rows and
+    reasons as the numpy twin, raised or set aside."""
+    from lifecycle_cases import example_a
+
+    bad = _edit(example_a(), case)
+    mp = pytest.MonkeyPatch()
+    with pytest.raises(lifecycle.InvalidLifecycleError, match=message):
+        setups_compared(bad, monkeypatch=mp)
+    q = lifecycle.attribute_rows(bad, on_invalid="quarantine").quarantine
+    assert q.num_rows >= 1 and any(message in r for r in q["reason"].to_pylist())
+
+
+def test_prepare_without_attempts_lays_out_accountable_time():
+    t = table([dict(record="accountable", rank=0, start=0, end=10), dict(record="accountable", rank=2, start=5,
+                                                                           end=20)])
+    assert setups_compared(t, monkeypatch=pytest.MonkeyPatch()) == 1
+    iv = lifecycle.attribute_rows(t).intervals
+    assert iv.select(["rank", "start_ns", "end_ns"]).to_pylist() == [
+        {"rank": 0, "start_ns": 0, "end_ns": 10 * S}, {"rank": 2, "start_ns": 5 * S, "end_ns": 20 * S}]
+    assert set(iv["state"].to_pylist()) == {"recovery.outage"}
+
+
+def test_prepare_lays_out_far_ranks_spread_ids_and_large_steps():
+    """Ranks 2**30 apart pass as dense positions; attempt ids too spread for a
+    lookup table and checkpoint steps beyond 2**40 are kept by value."""
     from lifecycle_cases import example_a
 
     t = example_a()
+    rows = t.to_pylist()
     mp = pytest.MonkeyPatch()
     assert setups_compared(t, monkeypatch=mp) == 1
-    rows = t.to_pylist()
-    bad = [dict(r, step=99) if r["record"] == "restore" else r for r in rows]  # never saved
-    with pytest.raises(lifecycle.InvalidLifecycleError, match="no ok checkpoint of step 99"):
-        setups_compared(pa.Table.from_pylist(bad, schema=t.schema), monkeypatch=mp)
-    assert lifecycle.attribute_rows(pa.Table.from_pylist(bad, schema=t.schema), on_invalid="quarantine") \
-        .quarantine["reason"].to_pylist() == [
-            "restore of step 99 in attempt 2, but no ok checkpoint of step 99 was durable before the restore "
-            "started"]
-    # a second rank 2**30 away: ranks pass as dense positions (the numpy path)
     far = pa.Table.from_pylist(rows + [dict(rows[0], rank=1 << 30)], schema=t.schema)
-    assert setups_compared(far, monkeypatch=mp) == 0
+    assert setups_compared(far, monkeypatch=mp) == 1
     iv = lifecycle.attribute_rows(far).intervals
     assert sorted(set(iv["rank"].to_pylist())) == [0, 1 << 30]
+    spread = _edit(t, lambda r: dict(r, attempt=(1 << 30) if r["attempt"] == 2 else r["attempt"]))
+    assert setups_compared(spread, monkeypatch=mp) == 1
+    base = core.ledger(lifecycle=t).summary()
+    assert core.ledger(lifecycle=spread).summary()["goodput"] == base["goodput"]
+    big = _edit(t, lambda r: dict(r, step=r["step"] + (1 << 41)) if r["step"] is not None else r)
+    assert setups_compared(big, monkeypatch=mp) == 1
+    assert core.ledger(lifecycle=big).summary()["goodput"] == base["goodput"]
 
 
 @settings(max_examples=300, **SETTINGS)

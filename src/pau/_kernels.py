@@ -4,8 +4,8 @@ Time is int64 ns, intervals half-open ``[start, end)``. Inputs are validated by
 :mod:`pau.lifecycle` before they get here; each kernel has a slow twin in
 ``tests/reference_lifecycle.py`` (the end-to-end replay, and per kernel for
 :func:`scan_steps`, :func:`attribute_pass` and the small ones),
-except :func:`prepare`, whose twin is the numpy path it replaces
-(``pau.lifecycle._setup_numpy``, compared field by field in the tests).
+and :func:`prepare`, whose twin is the set-up in numpy and plain Python in
+``tests/reference_setup.py`` (compared field by field, errors included).
 """
 
 from __future__ import annotations
@@ -736,9 +736,9 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
 
 # ---------------------------------------------------------------------------
 # the small records (attempts, membership, phases, saves, restores, failures) in
-# one call: what pau.lifecycle's numpy path computes before the pass, for input
-# without relational errors (any error, or an unusual layout, returns status 1 and
-# the caller takes that path, which names the problem)
+# one call: everything attribution needs before its pass over the steps, or the
+# relational errors of the input (rows that contradict others), which the caller
+# names (pau.lifecycle._setup)
 
 # record codes, as pau.lifecycle.RECORDS orders them
 R_ACC, R_ATT, R_PHASE, R_STEP, R_CKPT, R_REST, R_FAIL = 0, 1, 2, 3, 4, 5, 6
@@ -749,7 +749,15 @@ N_INIT_KINDS = 3  # the first phase kinds are the init kinds
 C_FAILED, C_PREEMPTED, C_ENDED, C_SUPERSEDED = 0, 1, 2, 3
 # positions in `st_codes`
 P_OUTAGE, P_UNATTRIBUTED, P_RESTORE, P_INIT, P_REINIT, P_LOST, P_CKPT, P_UNUSED = range(8)
-_KEY40 = np.int64(1) << 40
+# relational errors prepare reports (its status), with the rows they concern
+E_NO_ATTEMPT = 1        # a record names an attempt without an attempt row: the first row of the least such id
+E_STEP_NO_ATTEMPT = 2   # a step does: the first such step (its index among the steps)
+E_NO_RANK = 3           # an attempt row of rank -1 while no rank is known
+E_OUTSIDE = 4           # phases, saves, restores starting outside their attempt on a rank: every one
+E_RESTORE = 5           # ok restores of a step no ok checkpoint was durable for before them: every one
+#: Ranks spread wider than this pass through attribution as dense positions (a
+#: lookup table by value would not fit).
+RANK_LUT_MAX = 1 << 24
 
 
 @helper
@@ -758,6 +766,45 @@ def _find(keys, v):
     p = np.searchsorted(keys, v)
     if p < keys.size and keys[p] == v:
         return p
+    return -1
+
+
+@helper
+def _find_pair(a_keys, b_keys, a, b):
+    """Position of ``(a, b)`` in the lexicographically sorted pairs ``(a_keys,
+    b_keys)``, -1 if absent."""
+    lo, hi = 0, a_keys.size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a_keys[mid] < a or (a_keys[mid] == a and b_keys[mid] < b):
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < a_keys.size and a_keys[lo] == a and b_keys[lo] == b:
+        return lo
+    return -1
+
+
+@kernel
+def _pair_order(a, b):
+    """A stable sort order of the pairs ``(a, b)``: the identity when they are
+    sorted already."""
+    for j in range(1, a.size):
+        if a[j] < a[j - 1] or (a[j] == a[j - 1] and b[j] < b[j - 1]):
+            o = np.argsort(b, kind="mergesort")
+            return o[np.argsort(a[o], kind="mergesort")]
+    return np.arange(a.size)
+
+
+@helper
+def _rank_pos(v, rank_values, r_lo, rank_lut, dense):
+    """Position of rank ``v`` among the sorted ``rank_values``, -1 if absent: by the
+    lookup table, or by a search when ranks are dense positions."""
+    if dense:
+        return _find(rank_values, v)
+    j = v - r_lo
+    if 0 <= j < rank_lut.size:
+        return rank_lut[j]
     return -1
 
 
@@ -850,30 +897,45 @@ def _rows_of(rec, code, start, until):
 
 
 @kernel
-def _prepare_empty():
-    """What :func:`prepare` returns when the caller must take the numpy path."""
+def _prepare_error(code, e_row, e_rank, e_ms, e_me):
+    """What :func:`prepare` returns on a relational error: its code and rows, the
+    rest empty."""
     e = np.empty(0, np.int64)
     b = np.empty(0, np.bool_)
     P = paint(np.empty(0, np.int32), e, e, np.empty(0, np.int8), e)
     layer = (P[0], P[1], P[2], np.empty(0, np.int8)[P[3]], np.empty(0, np.int32)[P[3]], e[P[3]])
-    return (1, (e, e, e, b, e, b), (e, e, e), (e, e, e, b), (e, e, b), (e, e, e), (e, np.int64(0), e, e, e),
-            layer, layer, np.int64(0), e)
+    return (code, (e_row, e_rank, e_ms, e_me), (e, e, e, b, e, b), (e, e, e), (e, e, e, b), (e, e, b), (e, e, e),
+            (e, np.int64(0), e, e, e, False), layer, layer, np.int64(0), e)
+
+
+@helper
+def _one(v):
+    out = np.empty(1, np.int64)
+    out[0] = v
+    return out
 
 
 @kernel
 def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode, n_fail_kinds,
-            as_of, null, step_ranks, extra_ranks, att_lo, att_count, att_max_step, att_max_end,
+            as_of, null, step_ranks, extra_ranks, sa_ids, sa_count, sa_max_step, sa_max_end,
             s_att, s_end, s_step, phase_state, st_codes):
     """Attempts, checkpoints, lineage, membership and the painted background and
     overlay of attribution, from the small records (``kcode``: a kind code per row:
     attempt rows index ATTEMPT_KINDS (-1: none), phase rows PHASE_KINDS, failure
-    rows the caller's sorted failure kinds). The rules are those of
-    :mod:`pau.lifecycle` (``_attempts``, ``_checkpoints``, ``_lineage`` and the
-    layers of ``_attribute``), which is this kernel's twin.
+    rows the caller's sorted failure kinds), by the rules of :mod:`pau.lifecycle`.
+    The steps enter through their attempts' figures (``sa_ids``: the distinct
+    attempt ids of the step rows, sorted; per id the rows, the highest step and the
+    latest end among rows that ended) and their columns ``s_att, s_end, s_step``.
+    ``tests/reference_lifecycle.py`` (``setup``) is this kernel's twin.
 
-    Returns ``(status, attempts, failures, checkpoints, lineage, members, ranks,
-    background, overlay, acc_min, lineage_ckpts)`` as tuples of arrays; status 1:
-    a relational error or an unusual layout (then the rest is empty).
+    Returns ``(status, errors, attempts, failures, checkpoints, lineage, members,
+    ranks, background, overlay, acc_min, lineage_ckpts)`` as tuples of arrays.
+    Status 0: no error. Else an ``E_*`` code, ``errors`` its rows ``(row, rank,
+    member start, member end)`` (row: of these records, or of the steps for
+    E_STEP_NO_ATTEMPT; rank and member times for E_OUTSIDE) and the rest empty.
+    ``ranks`` is ``(rank_values, r_lo, rank_lut, m_start, m_end, dense)``: with
+    ``dense``, ranks spread wider than RANK_LUT_MAX, the painted layers name
+    ranks by position in ``rank_values`` (``r_lo`` 0, ``rank_lut`` the identity).
     """
     n = rec.size
     big = np.iinfo(np.int64).max
@@ -907,17 +969,25 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     # every record but accountable names a known attempt (row_d: its dense index);
     # the steps' ids are known from the scan (ids without a row: an error)
     row_d = np.full(n, -1, np.int64)
+    miss = -1
     for i in range(n):
         if rec[i] != R_ACC:
             p = _find(u, attempt[i])
             if p < 0:
-                return _prepare_empty()
-            row_d[i] = dense_of[p]
-    if nA == 0:
-        return _prepare_empty()
-    for j in range(att_count.size):
-        if att_count[j] > 0 and _find(u, att_lo + j) < 0:
-            return _prepare_empty()
+                if miss < 0 or attempt[i] < attempt[miss]:
+                    miss = i
+            else:
+                row_d[i] = dense_of[p]
+    e0 = np.empty(0, np.int64)
+    if miss >= 0:
+        for i in range(n):  # the first row of the least unknown id
+            if attempt[i] == attempt[miss]:
+                return _prepare_error(E_NO_ATTEMPT, _one(i), e0, e0, e0)
+    for j in range(sa_ids.size):
+        if _find(u, sa_ids[j]) < 0:
+            for q in range(s_att.size):
+                if _find(u, s_att[q]) < 0:
+                    return _prepare_error(E_STEP_NO_ATTEMPT, _one(q), e0, e0, e0)
     # failures as of as_of, distinct, by (time, attempt, kind); the first of each
     # attempt ends it
     fr = _rows_of(rec, R_FAIL, start, as_of)
@@ -1028,7 +1098,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
                         nm += 1
             else:
                 if known.size == 0:
-                    return _prepare_empty()
+                    return _prepare_error(E_NO_RANK, _one(i), e0, e0, e0)
                 for j in range(known.size):
                     mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm] = d, known[j], a_start[d], a_end[d]
                     nm += 1
@@ -1087,15 +1157,18 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     nR = max(rank_values.size, 1)
     r_lo = rank_values[0] if rank_values.size else 0
     span = rank_values[-1] - r_lo + 1 if rank_values.size else 0
-    if span >= 1 << 24:  # ranks far apart: the caller's dense-rank path
-        return _prepare_empty()
-    rank_lut = np.full(span, -1, np.int64)
-    for j in range(rank_values.size):
-        rank_lut[rank_values[j] - r_lo] = j
+    dense = span >= RANK_LUT_MAX  # ranks far apart: positions, not values, in the layers
+    if dense:
+        r_lo = 0
+        rank_lut = np.arange(rank_values.size)
+    else:
+        rank_lut = np.full(span, -1, np.int64)
+        for j in range(rank_values.size):
+            rank_lut[rank_values[j] - r_lo] = j
     m_start = np.full(nA * nR, null, np.int64)
     m_end = np.full(nA * nR, null, np.int64)
     for j in range(nmu):
-        c = mem_att[j] * nR + rank_lut[mem_rank[j] - r_lo]
+        c = mem_att[j] * nR + _rank_pos(mem_rank[j], rank_values, r_lo, rank_lut, dense)
         m_start[c] = mem_start[j]
         m_end[c] = mem_end[j]
 
@@ -1130,58 +1203,63 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     x_d = np.empty(ne, np.int64)
     x_end = np.empty(ne, np.int64)
     x_block = np.empty(ne, np.int64)
+    n_out = 0
+    out_k = np.empty(ne, np.int64)
+    out_ms = np.empty(ne, np.int64)
+    out_me = np.empty(ne, np.int64)
     for k in range(ne):
         i = x_src[k]
         d = row_d[i]
-        v = x_rank[k] - r_lo
-        rd = rank_lut[v] if 0 <= v < span else -1
-        if rd < 0:
-            return _prepare_empty()
-        ms = m_start[d * nR + rd]
-        me = m_end[d * nR + rd]
+        rd = _rank_pos(x_rank[k], rank_values, r_lo, rank_lut, dense)
+        ms = m_start[d * nR + rd] if rd >= 0 else null
+        me = m_end[d * nR + rd] if rd >= 0 else null
         if ms == null or start[i] < ms or start[i] > me:
-            return _prepare_empty()
+            out_k[n_out], out_ms[n_out], out_me[n_out] = k, ms, me
+            n_out += 1
+            continue
         x_d[k] = d
         e = end[i]
         x_end[k] = max(me if (e == null or e > me) else e, start[i])
         e = block_end[i]
         x_block[k] = max(me if (e == null or e > me) else e, start[i])
 
+    if n_out:
+        e_row = np.empty(n_out, np.int64)
+        e_rank = np.empty(n_out, np.int64)
+        for j in range(n_out):
+            e_row[j], e_rank[j] = x_src[out_k[j]], x_rank[out_k[j]]
+        return _prepare_error(E_OUTSIDE, e_row, e_rank, out_ms[:n_out].copy(), out_me[:n_out].copy())
+
     # -- checkpoints: per (attempt, step) durable when the last shard is, ok if all are
     cr = _rows_of(rec, R_CKPT, start, big)
     nc_rows = cr.size
-    ckey = np.empty(nc_rows, np.int64)
+    k_att = row_d[cr]
+    k_step = step[cr]
     cdur = np.empty(nc_rows, np.int64)
     for k in range(nc_rows):
         i = cr[k]
-        if step[i] < 0 or step[i] >= _KEY40:
-            return _prepare_empty()
-        ckey[k] = row_d[i] * _KEY40 + step[i]
         cdur[k] = big if durable[i] == null else durable[i]
     cok = ok[cr]
-    co = _stable_order(ckey)  # shards come save by save: usually sorted
+    co = _pair_order(k_att, k_step)  # shards come save by save: usually sorted
     nC = 0
     for j in range(nc_rows):
-        if j == 0 or ckey[co[j]] != ckey[co[j - 1]]:
+        if j == 0 or k_att[co[j]] != k_att[co[j - 1]] or k_step[co[j]] != k_step[co[j - 1]]:
             nC += 1
-    c_key = np.empty(nC, np.int64)
+    c_att = np.empty(nC, np.int64)
+    c_step = np.empty(nC, np.int64)
     c_dur = np.empty(nC, np.int64)
     c_ok = np.empty(nC, np.bool_)
     g = -1
     for j in range(nc_rows):
         i = co[j]
-        if j == 0 or ckey[i] != ckey[co[j - 1]]:
+        if j == 0 or k_att[i] != k_att[co[j - 1]] or k_step[i] != k_step[co[j - 1]]:
             g += 1
-            c_key[g], c_dur[g], c_ok[g] = ckey[i], cdur[i], cok[i]
+            c_att[g], c_step[g], c_dur[g], c_ok[g] = k_att[i], k_step[i], cdur[i], cok[i]
         else:
             c_dur[g] = max(c_dur[g], cdur[i])
             c_ok[g] = c_ok[g] and cok[i]
-    c_att = np.empty(nC, np.int64)
-    c_step = np.empty(nC, np.int64)
     has_durable = np.zeros(nA, np.bool_)
     for g in range(nC):
-        c_att[g] = c_key[g] >> 40
-        c_step[g] = c_key[g] & (_KEY40 - 1)
         if not (c_ok[g] and c_dur[g] <= as_of):
             c_dur[g] = null
         else:
@@ -1195,6 +1273,8 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     used = np.zeros(nA, np.bool_)
     used_step = np.zeros(nA, np.int64)
     used_w = np.zeros(nA, np.int64)
+    n_bad = 0
+    bad_rest = np.empty(r_rows.size, np.int64)
     for j in np.argsort(r_st, kind="mergesort"):
         i = r_rows[j]
         if not ok[i]:
@@ -1206,13 +1286,17 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
                     and (w < 0 or c_dur[g] > c_dur[w])):
                 w = g
         if w < 0:
-            return _prepare_empty()
+            bad_rest[n_bad] = i
+            n_bad += 1
+            continue
         used[a], used_step[a], used_w[a] = True, step[i], c_att[w]
+    if n_bad:
+        return _prepare_error(E_RESTORE, bad_rest[:n_bad].copy(), e0, e0, e0)
     base = np.full(nA, null, np.int64)
     head = np.full(nA, null, np.int64)
     on = np.zeros(nA, np.bool_)
     cur = nA - 1
-    while cur > 0 and att_count[a_ids[cur] - att_lo] == 0 and not used[cur] and not has_durable[cur]:
+    while cur > 0 and _find(sa_ids, a_ids[cur]) < 0 and not used[cur] and not has_durable[cur]:
         cur -= 1
     seen = np.zeros(nA, np.bool_)
     first = True
@@ -1223,8 +1307,8 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
         if first:
             first = False
             if a_completed[cur]:
-                h = _last_done_step(a_ids[cur] - att_lo, a_ids[cur], min(as_of, a_end[cur]), as_of, a_end[cur],
-                                    att_count, att_max_step, att_max_end, s_att, s_end, s_step, null)
+                h = _last_done_step(_find(sa_ids, a_ids[cur]), a_ids[cur], min(as_of, a_end[cur]), as_of, a_end[cur],
+                                    sa_count, sa_max_step, sa_max_end, s_att, s_end, s_step, null)
                 if h == null:
                     h = b
             else:
@@ -1281,6 +1365,9 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             else:
                 b_state[q] = st_codes[P_INIT] if x_d[k] == 0 else st_codes[P_REINIT]
             q += 1
+    if dense:
+        for q in range(b_rank.size):
+            b_rank[q] = _find(rank_values, b_rank[q])
     bo = _by_rank_start(b_rank, b_start, r_lo, rank_lut, nR)
     B = paint(b_rank, b_start, b_end, b_level, bo)
     br = B[3]
@@ -1308,7 +1395,7 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             d = x_d[k]
             o_rank[q], o_start[q], o_end[q], o_level[q], o_att[q] = x_rank[k], start[i], x_block[k], 1, d
             o_step[q] = step[i]
-            g = _find(c_key, d * _KEY40 + step[i])
+            g = _find_pair(c_att, c_step, d, step[i])
             if c_dur[g] == null:
                 o_state[q] = st_codes[P_LOST]
             elif _on_line(on, base, head, d, step[i], null):
@@ -1316,13 +1403,16 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             else:
                 o_state[q] = st_codes[P_UNUSED]
             q += 1
+    if dense:
+        for q in range(o_rank.size):
+            o_rank[q] = _find(rank_values, o_rank[q])
     oo = _by_rank_start(o_rank, o_start, r_lo, rank_lut, nR)
     O = paint(o_rank, o_start, o_end, o_level, oo)
     orow = O[3]
     overlay = (O[0], O[1], O[2], o_state[orow], o_att[orow], o_step[orow])
-    return (0, (a_ids, a_start, a_end, a_running, a_cause, a_completed), (f_a, f_t, f_k),
+    return (0, (e0, e0, e0, e0), (a_ids, a_start, a_end, a_running, a_cause, a_completed), (f_a, f_t, f_k),
             (c_att, c_step, c_dur, c_ok), (base, head, on), (m_ids, m_off, m_ranks),
-            (rank_values, r_lo, rank_lut, m_start, m_end), background, overlay, acc_min, lineage_ckpts)
+            (rank_values, r_lo, rank_lut, m_start, m_end, dense), background, overlay, acc_min, lineage_ckpts)
 
 
 @helper
@@ -1332,15 +1422,16 @@ def _on_line(on, base, head, a, s, null):
 
 
 @helper
-def _last_done_step(j, a_id, until, as_of, a_end, att_count, att_max_step, att_max_end, s_att, s_end, s_step,
+def _last_done_step(j, a_id, until, as_of, a_end, sa_count, sa_max_step, sa_max_end, s_att, s_end, s_step,
                     null):
     """The highest step attempt ``a_id`` completed by ``until`` (its end, as of
     as_of); null if none. From the scan's figures when every step that ended did
-    so by then, else from the steps."""
-    if att_count[j] == 0 or att_max_end[j] == null:
+    so by then, else from the steps. ``j``: the id's position among the steps'
+    attempt ids (-1: none of its rows is a step)."""
+    if j < 0 or sa_count[j] == 0 or sa_max_end[j] == null:
         return null
-    if att_max_end[j] <= until:
-        return att_max_step[j]
+    if sa_max_end[j] <= until:
+        return sa_max_step[j]
     h = null
     for i in range(s_att.size):
         e = s_end[i]
