@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pau.core as core
-from pau import errors
+from pau import _sweep, errors
 
 GOOD = [(0, 0, 10, "compute"), (0, 5, 20, "communication"), (1, 10, 30, "memcpy"),
         (1, 30, 40, "sync")]
@@ -284,6 +284,30 @@ def test_window_nulls():
     w = windows([0], [0], [1], window=pa.array([None], pa.int64()))
     with pytest.raises(errors.InvalidWindowsError, match="'window'"):
         core.classify(table(), windows=w)
+
+
+def test_a_bucket_width_too_small_for_the_span_is_refused(monkeypatch):
+    """1 ns buckets over 1,000 s would be 10**12 windows: refused when the sweep
+    reaches the bound (without a span), or before any sweep (with one), not run
+    until memory runs out."""
+    assert _sweep.max_windows() == _sweep.MAX_WINDOWS == 10**8
+    t = table(end_ns=pa.array([10, 20, 30, 1000 * 10**9], pa.int64()))
+    span = pa.table({"rank": pa.array([0, 1], pa.int32()), "start_ns": [0, 0], "end_ns": [40, 1000 * 10**9]})
+    with pytest.raises(errors.InvalidWindowsError, match="makes 1000000000040 windows over the spans given"):
+        core.classify(t, windows=1, span=span)
+    monkeypatch.setenv("PAU_MAX_WINDOWS", "100000")  # the default's 10**8 windows take seconds to reach
+    for call in (lambda: core.classify(t, windows=1), lambda: core.overlap(t, windows=1),
+                 lambda: core.ledger(t, windows=1)):
+        with pytest.raises(errors.InvalidWindowsError, match="more than 100000 windows.*PAU_MAX_WINDOWS"):
+            call()
+    monkeypatch.setenv("PAU_MAX_WINDOWS", "4")
+    with pytest.raises(errors.InvalidWindowsError, match="more than 4 windows"):
+        core.classify(table(), windows=5)  # rank 0's 20 ns and rank 1's 30 ns: 4 + 6 windows
+    monkeypatch.setenv("PAU_MAX_WINDOWS", "10")
+    assert core.classify(table(), windows=5)["window"].to_pylist()[::7] == [0, 5, 10, 15, 10, 15, 20, 25, 30, 35]
+    monkeypatch.setenv("PAU_MAX_WINDOWS", "many")
+    with pytest.raises(errors.InvalidWindowsError, match="PAU_MAX_WINDOWS='many'"):
+        core.classify(table(), windows=5)
 
 
 @pytest.mark.parametrize("width", [0, -5])

@@ -97,7 +97,7 @@ void read_batches(const py::list& batches, std::vector<BatchArrays>& held, std::
 py::object sweep_batches(const carray<int32_t>& wr, const carray<int64_t>& ws, const carray<int64_t>& we,
                          const carray<int64_t>& wrow, const carray<int32_t>& sr, const carray<int64_t>& ss,
                          const carray<int64_t>& se, int64_t bucket, const py::list& batches, int64_t parts,
-                         const py::object& order_obj) {
+                         const py::object& order_obj, int64_t max_buckets) {
     const py::ssize_t nw = wr.shape(0), ns = sr.shape(0);
     pau::bindings::check_len(ws, nw, "windows.start_ns", "windows.rank");
     pau::bindings::check_len(we, nw, "windows.end_ns", "windows.rank");
@@ -116,7 +116,7 @@ py::object sweep_batches(const carray<int32_t>& wr, const carray<int64_t>& ws, c
         order = order_arr.data();
     }
     pau::core::SweepPlan plan{wr.data(), ws.data(), we.data(), wrow.data(), nw,
-                              sr.data(), ss.data(), se.data(), ns,        bucket};
+                              sr.data(), ss.data(), se.data(), ns,        bucket, max_buckets};
     pau::core::SplitResult r;
     {
         // The arrays are held by `held` and the caller's frame; the core only reads them.
@@ -157,18 +157,21 @@ void bind_sweep(py::module_& m) {
     py::class_<Sweep>(m, "Sweep")
         .def(py::init([](const carray<int32_t>& wr, const carray<int64_t>& ws, const carray<int64_t>& we,
                          const carray<int64_t>& wrow, const carray<int32_t>& sr, const carray<int64_t>& ss,
-                         const carray<int64_t>& se, int64_t bucket) {
+                         const carray<int64_t>& se, int64_t bucket, int64_t max_buckets) {
                  const py::ssize_t nw = wr.shape(0), ns = sr.shape(0);
                  check_len(ws, nw, "windows.start_ns");
                  check_len(we, nw, "windows.end_ns");
                  check_len(wrow, nw, "windows.row");
                  check_len(ss, ns, "span.start_ns");
                  check_len(se, ns, "span.end_ns");
-                 return new Sweep(wr.data(), ws.data(), we.data(), wrow.data(), nw, sr.data(), ss.data(),
-                                  se.data(), ns, bucket);
+                 auto* sw = new Sweep(wr.data(), ws.data(), we.data(), wrow.data(), nw, sr.data(), ss.data(),
+                                      se.data(), ns, bucket);
+                 sw->set_max_buckets(max_buckets);
+                 return sw;
              }),
              py::arg("win_rank"), py::arg("win_start"), py::arg("win_end"), py::arg("win_row"),
-             py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("bucket") = 0)
+             py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("bucket") = 0,
+             py::arg("max_buckets") = 0)
         .def("feed", &feed, py::arg("rank"), py::arg("start"), py::arg("end"), py::arg("kind_idx"),
              py::arg("kind_map"), py::arg("order") = py::none(),
              "Feed one batch; returns (code, row), code 0 when every row was taken.")
@@ -185,7 +188,7 @@ void bind_sweep(py::module_& m) {
 
     m.def("sweep_batches", &sweep_batches, py::arg("win_rank"), py::arg("win_start"), py::arg("win_end"),
           py::arg("win_row"), py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("bucket"),
-          py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(),
+          py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(), py::arg("max_buckets") = 0,
           "Sweep in-memory batches of (rank, start, end, kind indices, kind map) on up to `parts` threads of "
           "the native pool: the histogram, or (code, row, batch) of the first problem met.");
 

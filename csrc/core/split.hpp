@@ -191,6 +191,7 @@ struct SweepPlan {
     const int64_t *span_start = nullptr, *span_end = nullptr;
     int64_t n_spans = 0;
     int64_t bucket = 0;
+    int64_t max_buckets = 0;  // Sweep::set_max_buckets, per part
 };
 
 // What sweep_split gives: the histogram, or the first problem a feed met (by
@@ -218,6 +219,7 @@ inline SplitResult sweep_pieces(const SweepPlan& plan, const std::vector<EventBa
     }
     Sweep sw(plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.n_windows, sr.data(), ss.data(),
              se.data(), static_cast<int64_t>(sr.size()), plan.bucket);
+    sw.set_max_buckets(plan.max_buckets);
     SplitResult out;
     for (const RankPart::Piece& p : pieces) {
         const EventBatch& b = batches[p.batch];

@@ -156,6 +156,11 @@ class Sweep {
 
     int64_t rank_count() const { return static_cast<int64_t>(states_.size()); }
 
+    // Bucket mode: refuse (std::length_error, "windows: ...") to open more than
+    // `n` buckets over all ranks (0: no bound), so that a width too small for the
+    // span fails before its histogram outgrows memory.
+    void set_max_buckets(int64_t n) { max_buckets_ = n; }
+
     // Begin rank r's span at t, before its first event, and end it at its last
     // event end (as without a span): events fed from before t set the kinds
     // running at t but no time before t is accounted. Windowed sweeps only (they
@@ -583,6 +588,7 @@ class Sweep {
                 if (k != s.bucket) {
                     if (s.bucket >= 0) flush(s, s.bucket * bucket_, s.cur);
                     s.bucket = k;
+                    if (max_buckets_ > 0 && ++buckets_ > max_buckets_) too_many_buckets(s.rank, a);
                 }
                 const int64_t c = std::min(b, hi);
                 put(s.cur, mask, c - a);
@@ -615,6 +621,14 @@ class Sweep {
                 a = c;
             }
         }
+    }
+
+    [[noreturn]] void too_many_buckets(int32_t rank, int64_t t) const {
+        throw std::length_error("windows: a bucket width of " + std::to_string(bucket_) +
+                                " ns makes more than " + std::to_string(max_buckets_) +
+                                " windows (reached on rank " + std::to_string(rank) + " at " + std::to_string(t) +
+                                " ns). Fix: give a wider bucket width, or raise the bound with the environment "
+                                "variable PAU_MAX_WINDOWS");
     }
 
     static void put(Bins& bins, uint8_t mask, int64_t d) {
@@ -703,6 +717,7 @@ class Sweep {
 
     bool has_windows_;
     int64_t bucket_;
+    int64_t max_buckets_ = 0, buckets_ = 0;
     bool clip_;  // some rank has a given span: time must be clipped to it
     std::vector<int64_t> wstart_, wend_, wrow_;
     std::vector<int64_t> global_wins_;

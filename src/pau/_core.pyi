@@ -16,6 +16,7 @@ class Sweep:
         span_start: npt.NDArray[np.int64],
         span_end: npt.NDArray[np.int64],
         bucket: int = 0,
+        max_buckets: int = 0,  # bucket mode: at most this many windows (0: no bound)
     ) -> None: ...
     def feed(
         self,
@@ -119,6 +120,7 @@ def sweep_batches(
     batches: list[_Batch],
     parts: int,
     order: npt.NDArray[np.int64] | None = None,
+    max_buckets: int = 0,
 ) -> dict[str, np.ndarray] | tuple[int, int, int]: ...  # the histogram, or (code, row, batch)
 def rank_parts(batches: list[_Batch], parts: int) -> list[tuple[int, int]]: ...
 def order_by_rank_start(

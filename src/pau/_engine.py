@@ -23,6 +23,7 @@ from ._sweep import (
     activity_of_mask,
     exclusive,
     feed_batches,
+    finish,
     hist_of_table,
     in_memory,
     is_path_source,
@@ -172,7 +173,7 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
     finally:
         batches.close()
     q = pa.concat_tables(quarantine) if quarantine else None
-    return sweep.finish(), q, rows
+    return finish(sweep), q, rows
 
 
 def _rank_partitioned(source, batch_rows, workers) -> bool:

@@ -72,6 +72,27 @@ def _activity_of_mask_uncached(priority: Sequence[str] | None) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # windows and spans
 
+#: At most this many bucket windows (``windows=`` a width) in one sweep; the
+#: environment variable PAU_MAX_WINDOWS sets another bound. A width too small for
+#: the span (1 ns over 1,000 s is 10**12 windows) is refused, with the span given
+#: before the sweep, else when the sweep reaches the bound, before its histogram
+#: (a few dozen bytes per window) outgrows memory.
+MAX_WINDOWS = 100_000_000
+
+
+def max_windows() -> int:
+    """The bound on bucket windows: PAU_MAX_WINDOWS, else MAX_WINDOWS."""
+    text = os.environ.get("PAU_MAX_WINDOWS")
+    if text is None:
+        return MAX_WINDOWS
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidWindowsError(f"PAU_MAX_WINDOWS={text!r}: expected a positive whole number of windows")
+    return value
+
 
 @dataclass
 class Plan:
@@ -87,11 +108,12 @@ class Plan:
     span_rank: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     span_start: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     span_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    max_windows: int = 0  # bucket mode: the bound on windows per sweep (0: none)
 
     def sweep(self) -> _core.Sweep:
         try:
             return _core.Sweep(self.win_rank, self.win_start, self.win_end, self.win_row,
-                               self.span_rank, self.span_start, self.span_end, self.bucket)
+                               self.span_rank, self.span_start, self.span_end, self.bucket, self.max_windows)
         except ValueError as exc:
             raise InvalidWindowsError(str(exc)) from None
 
@@ -122,7 +144,7 @@ def plan_of(windows: Any, span: Any) -> Plan:
         if isinstance(windows, (int, np.integer)) and not isinstance(windows, bool):
             if windows <= 0:
                 raise InvalidWindowsError(f"windows: a bucket width must be > 0 ns, got {windows}")
-            plan.mode, plan.bucket = "bucket", int(windows)
+            plan.mode, plan.bucket, plan.max_windows = "bucket", int(windows), max_windows()
         else:
             t, r, s, e = _interval_columns(windows, "windows")
             if (r < -1).any():
@@ -142,6 +164,14 @@ def plan_of(windows: Any, span: Any) -> Plan:
     if span is not None:
         _, r, s, e = _interval_columns(span, "span")
         plan.span_rank, plan.span_start, plan.span_end = r, s, e
+        if plan.mode == "bucket":  # the windows the spans make, known before any sweep
+            w = plan.bucket
+            count = int(np.sum((e + (w - 1)) // w - s // w)) if s.size else 0
+            if count > plan.max_windows:
+                raise InvalidWindowsError(
+                    f"windows: a bucket width of {w} ns makes {count} windows over the spans given, more than "
+                    f"{plan.max_windows}. Fix: give a wider bucket width, or raise the bound with the "
+                    "environment variable PAU_MAX_WINDOWS")
     return plan
 
 
@@ -159,6 +189,16 @@ def _feed(sweep, *args):
     surface here."""
     try:
         return sweep.feed(*args)
+    except ValueError as exc:
+        if str(exc).startswith("windows:"):
+            raise InvalidWindowsError(str(exc)) from None
+        raise
+
+
+def finish(sweep) -> dict:
+    """Sweep.finish, whose closing of the last buckets may reach the window bound."""
+    try:
+        return sweep.finish()
     except ValueError as exc:
         if str(exc).startswith("windows:"):
             raise InvalidWindowsError(str(exc)) from None
@@ -233,7 +273,7 @@ def sweep_parts(plan: Plan, cols: list, parts: int, order=None):
     try:
         return _core.sweep_batches(
             plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.span_rank, plan.span_start,
-            plan.span_end, plan.bucket, batch_arrays(cols), parts, order)
+            plan.span_end, plan.bucket, batch_arrays(cols), parts, order, plan.max_windows)
     except ValueError as exc:
         if str(exc).startswith(("windows:", "span:")):
             raise InvalidWindowsError(str(exc)) from None

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from . import io as _io
 from ._input import EVENT_COLUMNS
 from ._progress import MIN_INTERVAL, Progress, tracker
-from ._sweep import Plan, exclusive, feed_batches, merge_hists, plan_of, with_counts
+from ._sweep import Plan, exclusive, feed_batches, finish, merge_hists, plan_of, with_counts
 from ._threads import cores
 from ._types import Quarantined, check_on_invalid
 from .errors import Interrupted, MemoryBudgetError, PauError
@@ -159,7 +159,7 @@ def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise"
 
     quarantine: list = []
     rows = feed_batches(sweep, batches(), on_invalid, quarantine, reorder_ok=False, source=path)
-    hist: dict[str, Any] = {k: np.asarray(v) for k, v in sweep.finish().items()}
+    hist: dict[str, Any] = {k: np.asarray(v) for k, v in finish(sweep).items()}
     hist["rows"] = rows
     hist["quarantine"] = pa.concat_tables(quarantine, promote_options="permissive") if quarantine else None
     return hist
@@ -601,5 +601,5 @@ def _combine(hists: list, parts: list, plan: Plan) -> tuple[dict, int]:
     if rest.any() or not hists:
         p = dataclasses.replace(plan, span_rank=plan.span_rank[rest], span_start=plan.span_start[rest],
                                 span_end=plan.span_end[rest])
-        hists.append({k: np.asarray(v) for k, v in p.sweep().finish().items()})
+        hists.append({k: np.asarray(v) for k, v in finish(p.sweep()).items()})
     return merge_hists(hists), rows
