@@ -128,7 +128,8 @@ def test_comm_comp_overlap_equals_hta(name):
 @pytest.mark.parametrize("name", sorted(IDLE))
 def test_idle_time_breakdown_equals_hta(name):
     df = hta.idle_time_breakdown(sample(name))
-    assert list(df.columns) == ["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"]
+    assert list(df.columns) == ["rank", "stream", "idle_category", "idle_time", "idle_time_ratio",
+                                "negative_gap_time"]
     got = _rows(df)
     assert len(got) == len(IDLE[name])
     for g, w in zip(got, IDLE[name]):
@@ -138,10 +139,10 @@ def test_idle_time_breakdown_equals_hta(name):
 def test_idle_time_breakdown_mtia_streams_and_filters():
     path = sample("hta-mtia_inference_trace")
     df = hta.idle_time_breakdown(path)
-    assert _rows(df)[:9] == IDLE_MTIA_HEAD
+    assert [r[:5] for r in _rows(df)[:9]] == IDLE_MTIA_HEAD
     assert df["stream"].nunique() == 12
     only = hta.idle_time_breakdown(path, streams=[105])
-    assert _rows(only) == IDLE_MTIA_HEAD[6:9]
+    assert [r[:5] for r in _rows(only)] == IDLE_MTIA_HEAD[6:9]
     assert hta.idle_time_breakdown(path, ranks=[3]).empty
 
 
@@ -168,3 +169,30 @@ def test_old_format_traces_get_hta_figures_too():
     w0 = hta.temporal_breakdown(sample("pytorch-kineto/resnet50_num_workers_0"))
     w4 = hta.temporal_breakdown(sample("pytorch-kineto/resnet50_num_workers_4"))
     assert w0["idle_time_pctg"][0] > w4["idle_time_pctg"][0]
+
+
+def test_negative_kernel_wait_is_kept_and_flagged(tmp_path):
+    # HTA sums a kernel starting before the previous one on its stream ends as a
+    # negative gap (issue 19: -10,478 us on an MTIA trace). pau keeps HTA's figure and
+    # says how much of it is such gaps.
+    import gzip
+    import json
+
+    def k(ts, dur, corr, name):
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+                "args": {"stream": 7, "device": 0, "correlation": corr}}
+
+    def launch(ts, corr):
+        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts,
+                "dur": 1, "args": {"correlation": corr}}
+
+    events = [launch(0, 1), k(10, 100, 1, "a"), launch(1, 2), k(60, 20, 2, "b"),  # b starts 50 us before a ends
+              launch(2, 3), k(100, 10, 3, "c")]
+    p = tmp_path / "overlap.json.gz"
+    p.write_bytes(gzip.compress(json.dumps({"distributedInfo": {"rank": 0}, "traceEvents": events}).encode()))
+    df = hta.idle_time_breakdown(p)
+    rows = {r[2]: r for r in _rows(df)}
+    # gaps: b - a = 60 - 110 = -50 (kernel_wait), c - b = 100 - 80 = 20 (kernel_wait)
+    assert rows["kernel_wait"][3] == -30.0 and rows["kernel_wait"][5] == -50.0
+    assert all(r[5] <= 0 for r in rows.values())
+    assert rows["kernel_wait"][3] - rows["kernel_wait"][5] == 20.0  # the idle time without overlap

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pytest
 
 import pau.core
-from pau.errors import PauError
+from pau.errors import OptionError, PauError
 from pau.readers import kineto
 from pau.readers.kineto import (
     DuplicateRankError,
@@ -349,6 +349,9 @@ def test_rules_extend_and_validate():
     with pytest.raises(ValueError, match="kind must be one of"):
         Rules(names=[("*", "x", "busy")])
     with pytest.raises(TypeError, match="Rules"):
+        read_kineto(sample("hta-triton_example"), rules=[("kernel", "compute")])
+    # a mapping is device tables; a category -> kind mapping is not one
+    with pytest.raises(OptionError, match=r"rules\['kernel'\]: expected a table"):
         read_kineto(sample("hta-triton_example"), rules={"kernel": "compute"})
 
 
@@ -631,3 +634,126 @@ def test_repr():
     t = read_kineto(sample("hta-trace_filter"))
     assert isinstance(t, KinetoTrace)
     assert repr(t) == "KinetoTrace(ranks=2, events=2358, steps=4, warnings=0)"
+
+
+# ---------------------------------------------------------------------------
+# issue 19: fuzz findings 2, 5 and 8, and spans the trace covers
+
+
+def test_corrupt_gzip_names_the_byte_with_the_default_chunk_size(tmp_path):
+    # Finding 8: the parser sees whole 1 MB chunks, so a file that fails inside its
+    # first chunk said "after 0 bytes of JSON". A wrong CRC fails after all of it.
+    events = [_kernel(i * 10, 5, f"k{i}") for i in range(3000)]
+    doc = json.dumps({"distributedInfo": {"rank": 0}, "traceEvents": events}, indent=1).encode()
+    data = bytearray(gzip.compress(doc, mtime=0))
+    data[-8] ^= 0xFF  # the CRC-32 of the trailer
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(bytes(data))
+    with pytest.raises(TraceFormatError, match=r"corrupt at byte \d+ of the file, after \d+ bytes of JSON") as err:
+        read_kineto(p)
+    packed, json_bytes = map(int, re.search(r"byte (\d+) of the file, after (\d+) bytes", str(err.value)).groups())
+    assert len(data) - 8 - 256 <= packed <= len(data) - 8     # where the damage is, to a 256-byte piece
+    assert 0.9 * len(doc) < json_bytes <= len(doc)            # not 0
+    assert err.value.offset == json_bytes
+
+
+def test_negative_ts_without_a_base_is_refused_naming_the_field(tmp_path):
+    # Finding 2: "ts": -1 was accepted and the first error came later, from span=.
+    events = [_kernel(10, 5, "a"), _kernel(-1, 5, "b")]
+    p = _write(tmp_path / "neg.json", events)
+    with pytest.raises(InvalidEventError, match=r"kernel event 'b': \"ts\" \+ baseTimeNanoseconds is a negative "
+                       r"time .*\"ts\" -1000 ns \+ baseTimeNanoseconds 0") as err:
+        read_kineto(p)
+    assert err.value.path == str(p) and err.value.offset is not None and err.value.line == 1
+    raw = p.read_bytes()
+    assert raw[err.value.offset:err.value.offset + 1] == b"{" and b'"b"' in raw[err.value.offset:err.value.offset + 40]
+    t = read_kineto(p, on_invalid="quarantine")
+    assert t.events["name"].to_pylist() == ["a"]
+    assert t.quarantine["name"].to_pylist() == ["b"] and "negative time" in t.quarantine["reason"][0].as_py()
+    assert "kineto.events_set_aside" in [w.code for w in t.warnings]
+
+
+def test_negative_ts_relative_to_a_base_is_a_time_like_any_other(tmp_path):
+    p = _write(tmp_path / "a.json", [_kernel(-1, 2, "a"), _kernel(5, 1, "b")], baseTimeNanoseconds=10_000)
+    t = read_kineto(p)
+    assert t.events["start_ns"].to_pylist() == [9_000, 15_000]
+    assert t.events["end_ns"].to_pylist() == [11_000, 16_000]
+
+
+def test_negative_base_time_is_added_with_a_warning_or_refused(tmp_path):
+    p = _write(tmp_path / "a.json", [_kernel(5, 1, "a")], baseTimeNanoseconds=-2_000)
+    t = read_kineto(p)
+    assert t.events["start_ns"].to_pylist() == [3_000]
+    assert "kineto.negative_base_time" in [w.code for w in t.warnings]
+    p = _write(tmp_path / "b.json", [_kernel(1, 1, "a")], baseTimeNanoseconds=-2_000)
+    with pytest.raises(InvalidEventError, match="negative time"):
+        read_kineto(p)
+
+
+def test_times_beyond_int64_after_the_base_are_refused_with_the_event(tmp_path):
+    p = _write(tmp_path / "a.json", [_kernel(9_000_000_000_000_000, 1, "a")],
+               baseTimeNanoseconds=2**63 - 10)
+    with pytest.raises(InvalidEventError, match="beyond the int64 nanosecond range") as err:
+        read_kineto(p)
+    assert err.value.offset is not None
+
+
+@pytest.mark.parametrize("rank", [2**31, 2**40, 2**63 - 1])
+def test_rank_beyond_int32_is_a_trace_error(tmp_path, rank):
+    # Finding 5: OverflowError from numpy.
+    p = _write(tmp_path / "a.json", [_kernel(1, 1)], rank=rank)
+    with pytest.raises(TraceFormatError, match=f"distributedInfo.rank is {rank}, beyond the largest rank") as err:
+        read_kineto(p)
+    assert err.value.path == str(p)
+
+
+def test_rank_beyond_int32_in_the_file_name_is_a_trace_error(tmp_path):
+    p = _write(tmp_path / "rank-99999999999.json", [_kernel(1, 1)], rank=None)
+    with pytest.raises(TraceFormatError, match="the file name gives rank 99999999999"):
+        read_kineto(p)
+
+
+def test_a_20_digit_profiler_step_is_an_invalid_event(tmp_path):
+    # Finding 5: OverflowError for ProfilerStep#<20 digits>.
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#12345678901234567890", "pid": 0,
+            "tid": 1, "ts": 0, "dur": 100}
+    p = _write(tmp_path / "a.json", [step, _kernel(1, 1)])
+    with pytest.raises(InvalidEventError, match=r"'ProfilerStep#12345678901234567890': the ProfilerStep# number "
+                       "is beyond int64") as err:
+        read_kineto(p)
+    assert err.value.offset == p.read_bytes().index(b'{"ph": "X", "cat": "user_annotation"')
+    t = read_kineto(p, on_invalid="quarantine")
+    assert t.lifecycle.num_rows == 0 and t.quarantine.num_rows == 1
+    ok = dict(step, name="ProfilerStep#9223372036854775807")  # the largest that fits
+    assert read_kineto(_write(tmp_path / "b.json", [ok, _kernel(1, 1)])).lifecycle["step"].to_pylist() == [2**63 - 1]
+
+
+def test_span_is_clipped_to_the_capture_window(tmp_path):
+    # hta-triton_example: ProfilerStep#1 ends 13 s after the capture window.
+    t = read_kineto(sample("hta-triton_example"))
+    win = t.ranks.to_pylist()[0]
+    assert (win["window_start_ns"], win["window_end_ns"]) == (1730156790742269099, 1730156791097763283)
+    span = t.spans().to_pylist()[0]
+    assert span == {"rank": 0, "start_ns": 1730156791096090100, "end_ns": 1730156791097763283}
+    assert t.lifecycle["end_ns"].to_pylist() == [1730156791097763283]
+    codes = [w.code for w in t.warnings]
+    assert "kineto.steps_clipped_to_window" in codes and "kineto.low_device_coverage" in codes
+    (low,) = [w for w in t.warnings if w.code == "kineto.low_device_coverage"]
+    assert "1,760 ns of its 1,673,183 ns span (0.11 %, below 5 %)" in low
+    # the run's ledger covers the captured 1.67 ms, not 13.3 s
+    run = pau.read(sample("hta-triton_example"))
+    assert run.summary()["ledger"]["accountable_ns"] == 1_673_183
+
+
+def test_window_does_not_cut_device_events(tmp_path):
+    trace_ev = {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": 0, "tid": 0, "ts": 100,
+                "dur": 100}
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 0, "tid": 1, "ts": 120,
+            "dur": 10_000}
+    p = _write(tmp_path / "a.json", [trace_ev, step, _kernel(50, 20, "early"), _kernel(150, 10)])
+    t = read_kineto(p)
+    assert t.spans().to_pylist() == [{"rank": 0, "start_ns": 50_000, "end_ns": 200_000}]
+    assert t.lifecycle["start_ns"].to_pylist() == [120_000] and t.lifecycle["end_ns"].to_pylist() == [200_000]
+    codes = [w.code for w in t.warnings]
+    assert "kineto.events_outside_window" in codes and "kineto.steps_clipped_to_window" in codes
+    assert "kineto.low_device_coverage" not in codes  # 30 of 150 us: 20 %

@@ -60,6 +60,7 @@ py::dict result(Parser& p) {
     rows["bytes"] = to_numpy(std::move(r.bytes));
     rows["pid"] = to_numpy(std::move(r.pid));
     rows["is_device"] = to_numpy(std::move(r.is_device));
+    rows["offset"] = to_numpy(std::move(r.offset));
 
     auto& a = p.set_aside();
     py::dict aside;

@@ -27,8 +27,10 @@
 // Which events are kept: complete events ("ph": "X") whose category is one of
 // the device categories given to the parser, plus the host events other
 // analyses need: those with an args.correlation (kernel launches: they tell
-// which profiler step a kernel belongs to), those with an args.stream, and
-// ProfilerStep annotations. Everything else is only counted, per category.
+// which profiler step a kernel belongs to), those with an args.stream,
+// ProfilerStep annotations, and the "Trace" event ("PyTorch Profiler (0)"),
+// whose extent is the profiler's capture window. Everything else is only
+// counted, per category.
 //
 // Malformed input never aborts: the parser stops and reports what it expected,
 // at which byte offset (in the decompressed stream) and line. Kept events that
@@ -104,6 +106,8 @@ struct Rows {
     std::vector<int64_t> bytes;        // args.bytes, else -1
     std::vector<int64_t> pid;          // integer pid, else -1
     std::vector<uint8_t> is_device;    // 1 when the category is a device category
+    std::vector<int64_t> offset;       // byte offset of the event in the decompressed stream (for errors
+                                       // found after parsing: a negative time, a step number beyond int64)
 };
 
 struct SetAside {
@@ -717,7 +721,7 @@ class Parser {
         if (static_cast<size_t>(cat) >= meta_.cat_counts.size()) meta_.cat_counts.resize(strings_.size(), 0);
         ++meta_.cat_counts[static_cast<size_t>(cat)];
         const bool device = static_cast<size_t>(cat) < device_cat_flag_.size() && device_cat_flag_[static_cast<size_t>(cat)];
-        const bool keep = device || e.has_corr || e.has_stream || contains(e.name, "ProfilerStep");
+        const bool keep = device || e.has_corr || e.has_stream || contains(e.name, "ProfilerStep") || e.cat == "Trace";
         if (!keep) return;
         const int32_t name = strings_.intern(e.name);
         Invalid bad{};
@@ -748,6 +752,7 @@ class Parser {
         rows_.bytes.push_back(e.has_bytes ? e.bytes : -1);
         rows_.pid.push_back(e.pid_int ? e.pid : -1);
         rows_.is_device.push_back(device ? 1 : 0);
+        rows_.offset.push_back(offset);
     }
 
     // ---------------------------------------------------------------- JSON tokens

@@ -306,7 +306,12 @@ def idle_time_breakdown(trace_dir: Any, ranks: Sequence[int] | None = None,
     -------
     pandas.DataFrame
         ``rank, stream, idle_category, idle_time, idle_time_ratio`` (idle time in
-        microseconds; both rounded to 2 decimals, as HTA does).
+        microseconds; both rounded to 2 decimals, as HTA does), and a column HTA does
+        not have, ``negative_gap_time``: the part of ``idle_time`` that is negative gaps
+        (microseconds, <= 0; 0.0 when there is none). HTA sums a kernel that starts
+        before the previous one on its stream ends as a negative gap, so an
+        ``idle_time`` can be below zero; pau keeps HTA's figure and flags it here: idle
+        time without such gaps is ``idle_time - negative_gap_time``.
     """
     pd = _pandas()
     out = []
@@ -331,12 +336,19 @@ def idle_time_breakdown(trace_dir: Any, ranks: Sequence[int] | None = None,
                 kernel = ~host & (gap < consecutive_kernel_delay)
             cat = np.where(host, 0, np.where(kernel, 1, 2))
             sums = {c: float(np.nansum(gap[cat == c])) for c in (0, 1, 2) if (cat == c).any()}
+            # HTA sums every gap, negative ones too (a kernel starting before the previous
+            # one on its stream ends: overlap, not idle time). Keep its figure, and say
+            # how much of it is such negative gaps.
+            with np.errstate(invalid="ignore"):
+                negative = {c: float(np.nansum(np.where(gap < 0, gap, 0.0)[cat == c])) for c in sums}
             total = sum(sums.values())
             for c, v in sums.items():
                 with np.errstate(invalid="ignore", divide="ignore"):
                     ratio = v / total if total else np.nan
-                out.append((r.rank, int(s), ("host_wait", "kernel_wait", "other")[c], v, ratio))
-    df = pd.DataFrame(out, columns=["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"])
+                out.append((r.rank, int(s), ("host_wait", "kernel_wait", "other")[c], v, ratio, negative[c]))
+    df = pd.DataFrame(out, columns=["rank", "stream", "idle_category", "idle_time", "idle_time_ratio",
+                                    "negative_gap_time"])
     df["idle_time"] = df["idle_time"].round(2)
     df["idle_time_ratio"] = df["idle_time_ratio"].round(2)
+    df["negative_gap_time"] = df["negative_gap_time"].round(2)
     return df

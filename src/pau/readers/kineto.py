@@ -19,12 +19,18 @@ What becomes what
   each kernel to its profiler step.
 * Each device event gets a **kind** (DESIGN §2.1) from its category, then from its
   name: a ``kernel`` whose name matches :attr:`Rules.communication` (NCCL, RCCL, MSCCL,
-  HCCL) is ``communication``, other kernels are ``compute``; MTIA events are named by
-  :attr:`Rules.names`. :class:`Rules` is a plain dataclass: extend it.
+  oneCCL, HCCL) is ``communication``, other kernels are ``compute``; MTIA events are
+  classed by :attr:`Rules.names` only. The defaults are one table per device type
+  (:data:`pau._devices.DEVICE_TABLES`, data that ``rules={device: table}`` overrides);
+  device time no rule classes is ``other`` with a warning naming its top names
+  (``docs/devices.md``).
 * **Steps**: every ``ProfilerStep#N`` annotation (host side) becomes a lifecycle
   ``step`` record (attempt 0) for each rank of its file, and each device event's
   ``step`` is the step during which it was launched (its launch is found through the
   ``correlation`` id; events without a launch are dated by their own start).
+* **Spans**: step annotations are clipped to the profiler's capture window (the
+  ``Trace`` event), device events never are; a rank whose device events cover less
+  than :data:`COVERAGE_WARN` of its span gets a warning (``docs/kineto.md``, Spans).
 * **Ranks** come from ``distributedInfo.rank``. A file without one gets the number in
   its name (``rank-3``, ``rank_3``, ``rank3``), else the smallest rank no other file
   claims, in file-name order; either way with a warning. Two files claiming one rank
@@ -73,10 +79,11 @@ from .. import _core
 from .._threads import cores
 from .._input import spans_of
 from .._types import check_on_invalid
+from .._devices import DEVICE_TABLES, DEVICES, check_table
 from .._vocab import KINDS
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from .._types import RunWarning
-from ..errors import PauError
+from ..errors import OptionError, PauError
 from ._files import expand, files_in
 
 _fast_gzip_error: type[Exception]
@@ -160,32 +167,32 @@ class NameRule(NamedTuple):
     kind: str
 
 
-#: Trace category -> kind. Categories not listed are host activity.
-DEFAULT_CATEGORIES: Mapping[str, str] = {
-    "kernel": "compute",
-    "Kernel": "compute",            # old Kineto format
-    "gpu_memcpy": "memcpy",
-    "Memcpy": "memcpy",
-    "gpu_memset": "memset",
-    "Memset": "memset",
-    "cuda_sync": "sync",            # Stream Sync, Event Sync, Context Sync, Stream Wait Event
-    "mtia_ccp_events": "other",     # refined by DEFAULT_NAME_RULES
-}
+def _tables_union(tables: Mapping[str, Mapping[str, Any]]) -> tuple[dict, tuple, tuple]:
+    """(categories, communication, names) of device tables merged in DEVICES order (then
+    any other device the caller adds). A name rule for ``"*"`` applies to its own
+    table's categories only, so one vendor's names never reach another's events."""
+    order = [d for d in DEVICES if d in tables] + sorted(d for d in tables if d not in DEVICES)
+    cats: dict[str, str | None] = {}
+    comm: list[str] = []
+    names: list[NameRule] = []
+    for device in order:
+        t = check_table(device, tables[device])
+        cats.update(t["categories"])
+        comm.extend(p for p in t["communication"] if p not in comm)
+        for cat, pattern, kind in t["names"]:
+            for c in (t["categories"] if cat == "*" else [cat]):
+                names.append(NameRule(c, pattern, kind))
+    return cats, tuple(comm), tuple(names)
 
-#: Kernel names that are communication (matched with re.search, any case).
-DEFAULT_COMMUNICATION: tuple[str, ...] = (
-    r"(?i)^(?:void\s+)?nccl",      # ncclKernel_*, ncclDevKernel_*, ncclkernel_* (NCCL, and RCCL on ROCm)
-    r"(?i)^(?:void\s+)?rccl",      # RCCL builds that prefix their own name
-    r"(?i)^(?:void\s+)?msccl",     # MSCCL / MSCCL++
-    r"(?i)^(?:void\s+)?(?:hccl|hcom)",  # HCCL (Ascend)
-)
 
+_DEFAULT_CATS, _DEFAULT_COMM, _DEFAULT_NAMES = _tables_union(DEVICE_TABLES)
+
+#: Trace category -> kind (None: by name only). Categories not listed are host activity.
+DEFAULT_CATEGORIES: Mapping[str, str | None] = _DEFAULT_CATS
+#: Kernel names that are communication (matched with re.search).
+DEFAULT_COMMUNICATION: tuple[str, ...] = _DEFAULT_COMM
 #: Name rules tried before the category's default kind.
-DEFAULT_NAME_RULES: tuple[NameRule, ...] = (
-    NameRule("mtia_ccp_events", r"^(?:pe_exe|merge|remote)$", "compute"),   # processing-element jobs
-    NameRule("mtia_ccp_events", r"^dma", "memcpy"),                         # dma_request
-    NameRule("mtia_ccp_events", r"^event_(?:wait|record)$", "sync"),
-)
+DEFAULT_NAME_RULES: tuple[NameRule, ...] = _DEFAULT_NAMES
 
 #: Categories known to be host activity (not reported as unknown).
 HOST_CATEGORIES = frozenset({
@@ -204,15 +211,21 @@ class Rules:
     A complete event is device activity when its category is a key of ``categories``.
     Its kind is then, in order: the kind of the first :class:`NameRule` in ``names``
     that applies; ``communication`` when the category's kind is ``compute`` and the
-    name matches a pattern of ``communication``; else ``categories[category]``.
+    name matches a pattern of ``communication``; else ``categories[category]``. A
+    category whose kind is ``None`` is classified by name only: an event no name rule
+    matches is ``other`` and *unclassified*, which :func:`read_kineto` reports with its
+    top names (warning ``kineto.unclassified_device_time``).
 
-    Extend rather than rebuild::
+    The defaults are the device tables of :data:`pau._devices.DEVICE_TABLES` (one per
+    device type: CUDA, ROCm, XPU, HPU, MTIA, XLA), merged. Replace or add a device's
+    table with :meth:`from_tables` (data, e.g. from a JSON file; ``read_kineto(path,
+    rules={"mtia": {...}})`` does the same), or extend the rules::
 
         rules = Rules().extend(communication=[r"^my_allreduce"],
                                categories={"xpu_kernel": "compute"})
     """
 
-    categories: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_CATEGORIES))
+    categories: Mapping[str, str | None] = field(default_factory=lambda: dict(DEFAULT_CATEGORIES))
     communication: Sequence[str] = DEFAULT_COMMUNICATION
     names: Sequence[NameRule] = DEFAULT_NAME_RULES
 
@@ -221,8 +234,9 @@ class Rules:
         object.__setattr__(self, "communication", tuple(self.communication))
         object.__setattr__(self, "names", tuple(NameRule(*r) for r in self.names))
         for cat, kind in self.categories.items():
-            if kind not in KINDS:
-                raise ValueError(f"rules.categories[{cat!r}] = {kind!r}: expected one of {', '.join(KINDS)}")
+            if kind is not None and kind not in KINDS:
+                raise ValueError(f"rules.categories[{cat!r}] = {kind!r}: expected one of {', '.join(KINDS)}, "
+                                 "or None (by name only)")
         for rule in self.names:
             if rule.kind not in KINDS:
                 raise ValueError(f"rules.names: {rule}: kind must be one of {', '.join(KINDS)}")
@@ -234,7 +248,22 @@ class Rules:
         object.__setattr__(self, "_comm", comm)
         object.__setattr__(self, "_names", names)
 
-    def extend(self, *, categories: Mapping[str, str] | None = None,
+    @classmethod
+    def from_tables(cls, tables: Mapping[str, Mapping[str, Any]], *, defaults: bool = True) -> "Rules":
+        """Rules from device tables (see :mod:`pau._devices` for their fields): each
+        field of a given device's table replaces that field of the default table, the
+        fields not given are kept (``defaults=False``: only the given tables)."""
+        if not isinstance(tables, Mapping):
+            raise TypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables, "
+                            f"got {type(tables).__name__}")
+        merged: dict[str, Mapping[str, Any]] = dict(DEVICE_TABLES) if defaults else {}
+        for device, table in tables.items():
+            # A field given replaces that field of the default table; the others stay.
+            base = merged.get(device, {})
+            merged[device] = {**base, **table} if isinstance(table, Mapping) else table
+        return cls(*_tables_union(merged))
+
+    def extend(self, *, categories: Mapping[str, str | None] | None = None,
                communication: Iterable[str] = (), names: Iterable[Sequence[str]] = ()) -> "Rules":
         """A copy with more rules; the new ones take precedence."""
         cats = dict(self.categories)
@@ -242,17 +271,25 @@ class Rules:
         return Rules(cats, tuple(communication) + tuple(self.communication),
                      tuple(NameRule(*r) for r in names) + tuple(self.names))
 
-    def classify(self, category: str, name: str) -> str | None:
-        """The kind of one event, or None when its category is not device activity."""
-        base = self.categories.get(category)
-        if base is None:
-            return None
+    def match(self, category: str, name: str) -> tuple[str | None, bool]:
+        """``(kind, classified)`` of one event: kind None when the category is not device
+        activity; ``classified`` False when a by-name category's event matched no rule
+        (its kind is then ``other``)."""
+        if category not in self.categories:
+            return None, True
+        base = self.categories[category]
         for cat, pattern, kind in self._names:  # type: ignore[attr-defined]
             if (cat == "*" or cat == category) and pattern.search(name):
-                return kind
+                return kind, True
+        if base is None:
+            return "other", False
         if base == "compute" and any(p.search(name) for p in self._comm):  # type: ignore[attr-defined]
-            return "communication"
-        return base
+            return "communication", True
+        return base, True
+
+    def classify(self, category: str, name: str) -> str | None:
+        """The kind of one event, or None when its category is not device activity."""
+        return self.match(category, name)[0]
 
 
 DEFAULT_RULES = Rules()
@@ -274,6 +311,9 @@ class _File:
     strings: list
     rank: int = -1
     rank_source: str = ""
+    keep: np.ndarray = field(default_factory=lambda: np.empty(0, bool))      # rows pau can use (_screen)
+    is_step: np.ndarray = field(default_factory=lambda: np.empty(0, bool))   # usable ProfilerStep rows
+    time_ok: np.ndarray = field(default_factory=lambda: np.empty(0, bool))   # absolute time within int64
 
     def cat_counts(self) -> Counter:
         counts = self.meta["cat_counts"]
@@ -313,6 +353,32 @@ def _chunks(f, size: int, gzipped: bool, prefetch: bool):
             yield data
 
 
+def _gzip_break(path: str, piece: int = 256) -> tuple[int, int]:
+    """(byte of the file, bytes of JSON decompressed before it) where a gzip stream
+    stops being readable. Only called once a read has failed: it inflates the file
+    again ``piece`` compressed bytes at a time, so both numbers are exact to a piece
+    (a decompressor keeps no output of the call that fails)."""
+    out = 0
+    d = zlib.decompressobj(wbits=31)
+    with open(path, "rb") as f:
+        packed = 0
+        while data := f.read(piece):
+            while data:
+                try:
+                    out += len(d.decompress(data))
+                except zlib.error:
+                    return packed, out
+                data = d.unused_data  # a next gzip member (concatenated files) starts here
+                if d.eof:
+                    d = zlib.decompressobj(wbits=31)
+                    if not data:
+                        break
+                else:
+                    data = b""
+            packed = f.tell()
+    return packed, out
+
+
 def _parse_file(path: str, device_categories: list[str], prefetch: bool = False,
                 chunk_bytes: int = CHUNK_BYTES, fast_gzip: bool = True) -> _File:
     parser = _core.KinetoParser(device_categories)
@@ -332,9 +398,12 @@ def _parse_file(path: str, device_categories: list[str], prefetch: bool = False,
                 # ISA-L fails a whole block at a time; the standard module says at
                 # which byte the stream breaks.
                 return _parse_file(path, device_categories, prefetch, chunk_bytes, fast_gzip=False)
+            # The parser has seen only whole chunks; the decompressor had produced more
+            # when it failed. Find where the stream breaks, in both coordinates.
+            packed, json_bytes = _gzip_break(path)
             raise TraceFormatError(
-                path, f"the gzip stream is truncated or corrupt after {parser.bytes_seen} bytes of JSON "
-                f"({exc})", fix_gzip, offset=parser.bytes_seen) from None
+                path, f"the gzip stream is truncated or corrupt at byte {packed} of the file, after "
+                f"{json_bytes} bytes of JSON ({exc})", fix_gzip, offset=json_bytes) from None
         parser.finish()
     if parser.error is not None:
         message, offset, line = parser.error
@@ -364,6 +433,8 @@ def _parse_all(paths: list[str], device_categories: list[str], threads: int | No
 
 
 _RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")
+#: Ranks are int32 in every pau table (DESIGN §2.1).
+_RANK_MAX = np.iinfo(np.int32).max
 
 
 def _assign_ranks(files: list[_File], warnings: list[str]) -> None:
@@ -376,9 +447,18 @@ def _assign_ranks(files: list[_File], warnings: list[str]) -> None:
             warnings.append(RunWarning("kineto.rank_invalid", f"{f.path}: distributedInfo.rank is {r}, not a rank; ignored"))
             r = None
         if r is not None:
+            if r > _RANK_MAX:
+                raise TraceFormatError(
+                    f.path, f"distributedInfo.rank is {r}, beyond the largest rank pau holds ({_RANK_MAX}, "
+                    "int32)", "correct distributedInfo.rank in the trace (it is the process's rank in the job)")
             f.rank, f.rank_source = int(r), "distributedInfo"
         else:
             m = _RANK_IN_NAME.search(os.path.basename(f.path))
+            if m and int(m.group(1)) > _RANK_MAX:
+                raise TraceFormatError(
+                    f.path, f"the file name gives rank {m.group(1)}, beyond the largest rank pau holds "
+                    f"({_RANK_MAX}, int32), and the trace has no distributedInfo.rank",
+                    "rename the file with its real rank, or add distributedInfo.rank to the trace")
             if m:
                 f.rank, f.rank_source = int(m.group(1)), "file name"
             else:
@@ -411,61 +491,200 @@ def _assign_ranks(files: list[_File], warnings: list[str]) -> None:
 # assembling tables
 
 
-def _checked_add(a: np.ndarray, b, what: str, path: str) -> np.ndarray:
-    """a + b in int64, raising instead of wrapping around."""
-    if a.size == 0:
-        return a.astype(np.int64)
-    lo, hi = int(a.min()), int(a.max())
-    bl, bh = (int(b.min()), int(b.max())) if isinstance(b, np.ndarray) else (int(b), int(b))
-    if hi + bh > np.iinfo(np.int64).max or lo + bl < np.iinfo(np.int64).min:
-        raise TraceFormatError(path, f"{what} overflows int64 nanoseconds",
-                               "check baseTimeNanoseconds and the event times")
-    return a + b
-
-
+_I64_MIN, _I64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 _STEP_NAME = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
+
+# Why rows were refused after parsing (the native parser's reasons are in _REASONS).
+_BEYOND_INT64 = "\"ts\" + baseTimeNanoseconds (+ \"dur\") is beyond the int64 nanosecond range"
+_NEGATIVE_TIME = ("\"ts\" + baseTimeNanoseconds is a negative time (before the Unix epoch), which pau's "
+                  "engine does not accept yet")
+_STEP_BEYOND_INT64 = "the ProfilerStep# number is beyond int64"
+
+
+def _screen(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None:
+    """Absolute times of every kept row, and the rows pau cannot use.
+
+    Sets ``f.rows["start_abs"]``/``["end_abs"]`` (``ts`` + ``baseTimeNanoseconds`` and
+    + ``dur``, exact int64) and ``f.keep``. A device event or a step annotation whose
+    absolute time overflows int64 or is negative (the engine refuses negative times
+    today: DESIGN's whole int64 range is issue 19 item 6), or a step whose number does
+    not fit int64, is refused (InvalidEventError naming the byte and line) or, with
+    ``on_invalid="quarantine"``, set aside. A host launch whose time overflows only
+    loses its launch time (the kernel is then dated by its own start).
+    """
+    rows = f.rows
+    base = int(f.meta["base_time_ns"] or 0)
+    if base < 0:
+        warnings.append(RunWarning("kineto.negative_base_time", f"{f.path}: baseTimeNanoseconds is {base}, "
+                                   "before the Unix epoch (Kineto writes the epoch time of the trace's start); "
+                                   "added as written"))
+    ts, dur = rows["ts_ns"], rows["dur_ns"]
+    # Compare before adding, never add then look: a wrapped sum looks like a time.
+    over = ts > _I64_MAX - base if base >= 0 else ts < _I64_MIN - base
+    start = np.where(over, 0, ts + np.where(over, 0, base))
+    over |= start > _I64_MAX - dur
+    end = np.where(over, 0, start + np.where(over, 0, dur))
+    rows["start_abs"], rows["end_abs"] = start, end
+    step_of_id = _step_names(f)
+    is_step = (rows["is_device"] == 0) & np.isin(rows["name"], np.fromiter(step_of_id, np.int32, len(step_of_id)))
+    gpu_anno = [i for i, s in enumerate(f.strings) if s == "gpu_user_annotation"]
+    if gpu_anno:
+        is_step &= ~np.isin(rows["cat"], np.array(gpu_anno, np.int32))
+    checked = (rows["is_device"] == 1) | is_step
+    huge = {i for i, n in step_of_id.items() if n is None}
+    step_huge = is_step & np.isin(rows["name"], np.fromiter(huge, np.int32, len(huge)))
+    reason = np.full(ts.size, -1, np.int8)
+    reason[checked & (start < 0)] = 1
+    reason[checked & over] = 0
+    reason[step_huge] = 2
+    f.keep = (reason < 0) | ~checked
+    f.time_ok = ~over
+    f.is_step = is_step & f.keep
+    bad = np.flatnonzero(reason >= 0)
+    if bad.size == 0:
+        return
+    texts = (_BEYOND_INT64, _NEGATIVE_TIME, _STEP_BEYOND_INT64)
+    counts = Counter(texts[int(r)] for r in reason[bad])
+    summary = ", ".join(f"{n} {r}" for r, n in counts.most_common())
+    first = int(bad[0])
+    if on_invalid == "raise":
+        cat, name = f.strings[int(rows["cat"][first])], f.strings[int(rows["name"][first])]
+        value = (f"\"ts\" {int(ts[first])} ns + baseTimeNanoseconds {base}"
+                 if reason[first] < 2 else f"name {name!r}")
+        off = int(rows["offset"][first])
+        raise InvalidEventError(
+            f.path, f"{cat or 'uncategorized'} event {name!r}: {texts[int(reason[first])]} ({value}; {bad.size} "
+            f"such events in this file: {summary})",
+            "repair the trace (or its baseTimeNanoseconds), or pass on_invalid='quarantine' to set such "
+            "events aside", offset=off, line=int(_lines_at(f.path, np.array([off]))[0]))
+    offsets = rows["offset"][bad]
+    quarantine.append(pa.table({
+        "source_file": pa.array([f.path] * bad.size, pa.string()),
+        "offset": pa.array(offsets, pa.int64()),
+        "line": pa.array(_lines_at(f.path, offsets), pa.int64()),
+        "category": pa.array([f.strings[int(i)] for i in rows["cat"][bad]], pa.string()),
+        "name": pa.array([f.strings[int(i)] for i in rows["name"][bad]], pa.string()),
+        "reason": pa.array([texts[int(r)] for r in reason[bad]], pa.string()),
+    }, schema=_QUARANTINE_SCHEMA))
+    warnings.append(RunWarning("kineto.events_set_aside", f"{f.path}: {bad.size} events set aside ({summary}); "
+                               "see .quarantine"))
+
+
+def _lines_at(path: str, offsets: np.ndarray) -> np.ndarray:
+    """1-based line of each byte offset of the decompressed JSON (offsets ascending).
+    Only on the error path: the file is read again."""
+    out = np.empty(offsets.size, np.int64)
+    order = np.argsort(offsets, kind="stable")
+    with open(path, "rb") as raw:
+        gz = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        f = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+        pos = lines = 0
+        k = 0
+        while k < order.size:
+            chunk = f.read(CHUNK_BYTES)
+            if not chunk:
+                break
+            while k < order.size and offsets[order[k]] < pos + len(chunk):
+                out[order[k]] = lines + chunk.count(b"\n", 0, int(offsets[order[k]]) - pos) + 1
+                k += 1
+            lines += chunk.count(b"\n")
+            pos += len(chunk)
+        out[order[k:]] = lines + 1
+    return out
+
+
+def _step_names(f: _File) -> dict[int, int | None]:
+    """String id -> step number of the file's ``ProfilerStep#N`` names (None: N beyond int64)."""
+    host = f.rows["is_device"] == 0
+    ids = np.unique(f.rows["name"][host]) if host.any() else np.empty(0, np.int32)
+    out: dict[int, int | None] = {}
+    for i in ids.tolist():
+        m = _STEP_NAME.match(f.strings[i])
+        if m:
+            n = int(m.group(1))
+            out[i] = n if n <= _I64_MAX else None
+    return out
 
 
 def _steps(f: _File) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start_ns, end_ns, step) of the file's host-side ProfilerStep annotations,
-    sorted by start (times with the base time added)."""
+    sorted by start (absolute times; after :func:`_screen`)."""
     rows = f.rows
-    host = rows["is_device"] == 0
-    ids = np.unique(rows["name"][host]) if host.any() else np.empty(0, np.int32)
-    step_of_id = {int(i): int(m.group(1)) for i in ids if (m := _STEP_NAME.match(f.strings[i]))}
-    if not step_of_id:
+    idx = np.flatnonzero(f.is_step)
+    if idx.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
-    gpu_anno = {i for i, s in enumerate(f.strings) if s == "gpu_user_annotation"}
-    sel = host & np.isin(rows["name"], np.fromiter(step_of_id, np.int32))
-    if gpu_anno:
-        sel &= ~np.isin(rows["cat"], np.fromiter(gpu_anno, np.int32))
-    idx = np.flatnonzero(sel)
-    base = f.meta["base_time_ns"] or 0
-    start = _checked_add(rows["ts_ns"][idx], base, "a step start", f.path)
-    end = _checked_add(start, rows["dur_ns"][idx], "a step end", f.path)
+    step_of_id = _step_names(f)
+    start, end = rows["start_abs"][idx], rows["end_abs"][idx]
     step = np.array([step_of_id[int(i)] for i in rows["name"][idx]], np.int64)
     order = np.argsort(start, kind="stable")
     return start[order], end[order], step[order]
 
 
-def _launch_times(f: _File, dev_idx: np.ndarray) -> np.ndarray:
-    """For each device row, the ts of the host event with the same correlation id
-    (the launch), or -1 when there is none. Times without the base time."""
+def _window(f: _File) -> tuple[int, int] | None:
+    """The profiler's capture window of the file: the extent of its ``Trace`` events
+    ("PyTorch Profiler (0)"), absolute; None when the trace has none."""
+    trace = [i for i, s in enumerate(f.strings) if s == "Trace"]
+    if not trace:
+        return None
+    sel = (f.rows["is_device"] == 0) & np.isin(f.rows["cat"], np.array(trace, np.int32)) & f.keep
+    sel &= f.rows["start_abs"] >= 0  # an unusable window is no window
+    if not sel.any():
+        return None
+    return int(f.rows["start_abs"][sel].min()), int(f.rows["end_abs"][sel].max())
+
+
+def _clip_steps(st_s: np.ndarray, st_e: np.ndarray, window: tuple[int, int] | None
+                ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Steps clipped to the capture window, and how many were clipped. A step annotation
+    can outlast what the profiler captured (hta-triton_example: ProfilerStep#1 ends 13 s
+    after the capture window); the part outside was never observed. A step wholly
+    outside the window is kept as written (clipping would leave nothing of it)."""
+    if window is None or st_s.size == 0:
+        return st_s, st_e, 0
+    lo, hi = window
+    cs, ce = np.maximum(st_s, lo), np.minimum(st_e, hi)
+    ok = cs < ce
+    cs, ce = np.where(ok, cs, st_s), np.where(ok, ce, st_e)
+    return cs, ce, int(((cs != st_s) | (ce != st_e)).sum())
+
+
+def _busy_ns(start: np.ndarray, end: np.ndarray) -> int:
+    """Length of the union of half-open intervals."""
+    if start.size == 0:
+        return 0
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > reach[:-1]]
+    first = np.flatnonzero(new)
+    last_reach = np.r_[reach[first[1:] - 1], reach[-1]]
+    return int((last_reach - s[first]).sum())
+
+
+#: A rank whose device events cover less than this share of its span gets a warning.
+COVERAGE_WARN = 0.05
+
+
+def _launch_times(f: _File, dev_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each device row, the absolute time of the host event with the same
+    correlation id (the launch), and whether there is one."""
     rows = f.rows
     corr = rows["correlation"]
-    host = np.flatnonzero((rows["is_device"] == 0) & (corr >= 0))
-    out = np.full(dev_idx.size, -1, np.int64)
+    host = np.flatnonzero((rows["is_device"] == 0) & (corr >= 0) & f.time_ok)
+    out = np.zeros(dev_idx.size, np.int64)
+    found = np.zeros(dev_idx.size, bool)
     if host.size == 0 or dev_idx.size == 0:
-        return out
+        return out, found
     hc = corr[host]
     order = np.argsort(hc, kind="stable")
-    hc_sorted, ts_sorted = hc[order], rows["ts_ns"][host][order]
+    hc_sorted, ts_sorted = hc[order], rows["start_abs"][host][order]
     dc = corr[dev_idx]
     pos = np.searchsorted(hc_sorted, dc)
     ok = (dc >= 0) & (pos < hc_sorted.size)
     ok[ok] = hc_sorted[pos[ok]] == dc[ok]
     out[ok] = ts_sorted[pos[ok]]
-    return out
+    return out, ok
 
 
 def _step_of(times: np.ndarray, st: np.ndarray, en: np.ndarray, step: np.ndarray) -> np.ndarray:
@@ -479,16 +698,45 @@ def _step_of(times: np.ndarray, st: np.ndarray, en: np.ndarray, step: np.ndarray
     return np.where(inside, step[np.maximum(pos, 0)], -1)
 
 
-def _kinds(f: _File, dev_idx: np.ndarray, rules: Rules) -> np.ndarray:
-    """int8 kind codes of device rows, classifying each distinct (category, name) once."""
+def _kinds(f: _File, dev_idx: np.ndarray, rules: Rules) -> tuple[np.ndarray, np.ndarray]:
+    """int8 kind codes of device rows, and which rows no rule classified, classifying
+    each distinct (category, name) once."""
     n_str = len(f.strings)
     key = f.rows["cat"][dev_idx].astype(np.int64) * n_str + f.rows["name"][dev_idx]
     uniq, inverse = np.unique(key, return_inverse=True)
     codes = np.empty(uniq.size, np.int8)
+    known = np.empty(uniq.size, bool)
     for j, k in enumerate(uniq.tolist()):
-        kind = rules.classify(f.strings[k // n_str], f.strings[k % n_str])
+        kind, known[j] = rules.match(f.strings[k // n_str], f.strings[k % n_str])
         codes[j] = KINDS.index(kind) if kind is not None else -1
-    return codes[inverse.reshape(-1)]
+    inverse = inverse.reshape(-1)
+    return codes[inverse], ~known[inverse]
+
+
+def _unclassified_warning(f: _File, idx: np.ndarray, unclassified: np.ndarray) -> RunWarning | None:
+    """The warning for device time no rule classed: its share of the file's device
+    time and its top names by time, so that the rule to add is plain."""
+    if not unclassified.any():
+        return None
+    dur = f.rows["dur_ns"][idx]
+    names = f.rows["name"][idx][unclassified]
+    cats = f.rows["cat"][idx][unclassified]
+    d = dur[unclassified]
+    total = int(dur.sum())
+    by: dict[tuple[int, int], list[int]] = {}
+    for c, n, t in zip(cats.tolist(), names.tolist(), d.tolist()):
+        acc = by.setdefault((c, n), [0, 0])
+        acc[0] += t
+        acc[1] += 1
+    top = sorted(by.items(), key=lambda kv: -kv[1][0])
+    shown = ", ".join(f"{f.strings[n]!r} ({f.strings[c]}, {k} events, {t / 1e3:,.3f} us)"
+                      for (c, n), (t, k) in top[:5])
+    share = f"{100 * int(d.sum()) / total:.2f} % of the file's device event time" if total else "no time"
+    return RunWarning(
+        "kineto.unclassified_device_time",
+        f"{f.path}: {int(unclassified.sum())} device events of {len(by)} names match no rule and are counted "
+        f"as 'other' ({share}); top names: {shown}{' ...' if len(top) > 5 else ''}. Add a name rule for "
+        "them (read_kineto(path, rules={device: table}) or Rules().extend(names=[...]))")
 
 
 _QUARANTINE_SCHEMA = pa.schema([
@@ -506,6 +754,7 @@ _RANKS_SCHEMA = pa.schema([
     ("backend", pa.string()), ("pid", pa.int64()), ("source_file", pa.string()),
     ("format", pa.string()), ("time_resolution", pa.string()), ("base_time_ns", pa.int64()),
     ("events", pa.int64()), ("steps", pa.int64()),
+    ("window_start_ns", pa.int64()), ("window_end_ns", pa.int64()),
 ])
 
 
@@ -610,6 +859,8 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
     usable: list[_File] = []
     for f in files:
         _set_aside(f, on_invalid, quarantine, warnings)
+        _screen(f, on_invalid, quarantine, warnings)
+        f.order = f.order[f.keep[f.order]]
         unknown = {c: n for c, n in f.cat_counts().items()
                    if c not in rules.categories and c not in HOST_CATEGORIES}
         if unknown:
@@ -655,15 +906,33 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
     blocks, life, rank_rows = [], [], []
     for k, f in enumerate(usable):
         rows, idx = f.rows, f.order
-        base = f.meta["base_time_ns"] or 0
         st_s, st_e, st_n = _steps(f)
+        window = _window(f)
         dev = rows["device"][idx]
-        start = _checked_add(rows["ts_ns"][idx], base, "an event start", f.path)
-        end = _checked_add(start, rows["dur_ns"][idx], "an event end", f.path)
-        launch = _launch_times(f, idx)
-        when = np.where(launch >= 0, launch + base, start)
+        start, end = rows["start_abs"][idx], rows["end_abs"][idx]
+        launch, launched = _launch_times(f, idx)
+        when = np.where(launched, launch, start)
+        # Device events are dated by the steps as annotated; the steps' records are
+        # then clipped to what the profiler captured.
         step = _step_of(when, st_s, st_e, st_n)
-        kinds = _kinds(f, idx, rules)
+        st_s, st_e, clipped = _clip_steps(st_s, st_e, window)
+        if clipped and window is not None:
+            warnings.append(RunWarning(
+                "kineto.steps_clipped_to_window",
+                f"{f.path}: {clipped} ProfilerStep annotations reach beyond the profiler's capture window "
+                f"[{window[0]}, {window[1]}) ns (its 'PyTorch Profiler' event); their records are clipped to it, "
+                "since nothing outside it was captured"))
+        if window is not None and idx.size:
+            outside = int(((start < window[0]) | (end > window[1])).sum())
+            if outside:
+                warnings.append(RunWarning(
+                    "kineto.events_outside_window",
+                    f"{f.path}: {outside} device events reach outside the profiler's capture window "
+                    f"[{window[0]}, {window[1]}) ns; they are kept, and the rank's span covers them"))
+        kinds, unclassified = _kinds(f, idx, rules)
+        w = _unclassified_warning(f, idx, unclassified)
+        if w is not None:
+            warnings.append(w)
         local = rows["name"][idx]
         uniq_local, inv = np.unique(local, return_inverse=True)
         glob = np.array([names.setdefault(f.strings[i], len(names)) for i in uniq_local.tolist()], np.int32)
@@ -691,13 +960,15 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
                 "device_name": dev_names.get(d), "world_size": f.meta["world_size"],
                 "backend": f.meta["backend"] or None, "pid": pid, "source_file": f.path, "format": fmt,
                 "time_resolution": res, "base_time_ns": f.meta["base_time_ns"], "events": b - a,
-                "steps": int(st_s.size)})
+                "steps": int(st_s.size), "window_start_ns": window and window[0],
+                "window_end_ns": window and window[1]})
         if dev.size == 0:
             rank_rows.append({
                 "rank": f.rank, "file_rank": f.rank, "rank_source": f.rank_source, "device": None,
                 "device_name": None, "world_size": f.meta["world_size"], "backend": f.meta["backend"] or None,
                 "pid": pid, "source_file": f.path, "format": fmt, "time_resolution": res,
-                "base_time_ns": f.meta["base_time_ns"], "events": 0, "steps": int(st_s.size)})
+                "base_time_ns": f.meta["base_time_ns"], "events": 0, "steps": int(st_s.size),
+                "window_start_ns": window and window[0], "window_end_ns": window and window[1]})
 
     blocks.sort(key=lambda x: x[0])
     if blocks:
@@ -746,7 +1017,30 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
     rank_rows.sort(key=lambda r: (r["rank"], r["device"] is None))
     ranks = pa.Table.from_pylist(rank_rows, schema=_RANKS_SCHEMA)
     q = pa.concat_tables(quarantine) if quarantine else _QUARANTINE_SCHEMA.empty_table()
-    return KinetoTrace(events, lifecycle, ranks, warnings, q)
+    trace = KinetoTrace(events, lifecycle, ranks, warnings, q)
+    _coverage_warnings(trace, warnings)
+    return trace
+
+
+def _coverage_warnings(trace: KinetoTrace, warnings: list) -> None:
+    """Warn for each rank whose device events cover less than COVERAGE_WARN of its
+    span: its figures are then mostly idle time, which is worth a second look (a step
+    annotation or a capture window far longer than the device work, a device whose
+    activity was not recorded)."""
+    ev = trace.events
+    rank = ev["rank"].to_numpy()
+    start, end = ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy()
+    for row in trace.spans().to_pylist():
+        span = row["end_ns"] - row["start_ns"]
+        sel = rank == row["rank"]
+        busy = _busy_ns(start[sel], end[sel])
+        if span > 0 and busy < COVERAGE_WARN * span:
+            warnings.append(RunWarning(
+                "kineto.low_device_coverage",
+                f"rank {row['rank']}: device events cover {busy:,} ns of its {span:,} ns span "
+                f"({100 * busy / span:.2f} %, below {100 * COVERAGE_WARN:.0f} %): its figures are mostly idle "
+                "time; check that the device's activity was recorded and that the steps or the capture "
+                "window are not far longer than the work"))
 
 
 def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: Rules | None = None,
@@ -760,8 +1054,11 @@ def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules:
         file per rank; ``*.json`` and ``*.gz``, not recursive), or a list of files.
         Both the current format (``{"traceEvents": [...]}``) and the old one (a
         top-level array) are read.
-    rules : Rules, optional
-        How categories and kernel names become kinds. Default :data:`DEFAULT_RULES`.
+    rules : Rules or mapping, optional
+        How categories and kernel names become kinds. Default :data:`DEFAULT_RULES`
+        (the device tables of :data:`pau._devices.DEVICE_TABLES`). A mapping of device
+        tables (``{"mtia": {"categories": ..., "names": ..., "communication": ...}}``,
+        plain data, e.g. from a JSON file) replaces those devices' default tables.
     on_invalid : {"raise", "quarantine"}
         ``"raise"`` (default): a device event without a usable ``ts``/``dur``, or a file
         without device events, raises a :class:`TraceError`. ``"quarantine"``: they are
@@ -787,14 +1084,28 @@ def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules:
     >>> pau.core.classify(trace.events, span=trace.spans())  # doctest: +SKIP
     """
     _check_on_invalid(on_invalid)
-    rules = DEFAULT_RULES if rules is None else rules
-    if not isinstance(rules, Rules):
-        raise TypeError(f"rules: expected a pau.readers.kineto.Rules, got {type(rules).__name__}")
+    rules = _rules(rules)
     paths = expand(path, trace_files, "read_kineto")
     warnings: list[str] = []
     files = _parse_all(paths, sorted(rules.categories), threads)
     _assign_ranks(files, warnings)
     return _assemble(files, rules, on_invalid, warnings)
+
+
+def _rules(rules: Any) -> Rules:
+    """The ``rules=`` option: None (the defaults), a Rules, or device tables (data)."""
+    if rules is None:
+        return DEFAULT_RULES
+    if isinstance(rules, Rules):
+        return rules
+    if isinstance(rules, Mapping):
+        try:
+            return Rules.from_tables(rules)
+        except ValueError as exc:
+            raise OptionError(f"{exc}. Fix: give tables as in pau._devices.DEVICE_TABLES (device -> "
+                              "{categories, names, communication})") from None
+    raise TypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables "
+                    f"(device -> {{categories, names, communication}}), got {type(rules).__name__}")
 
 
 def _load_files(path: Any, rules: Rules | None = None) -> list[_File]:
