@@ -405,14 +405,19 @@ def lifecycle_rows(table, names: tuple, kinded: list, null: int) -> tuple:
     return other, steps
 
 
-def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n) -> dict:
+def step_reason(s, e, r, a, k, tok, null):
+    """The first problem of a step row alone (None: none), as ``_kernels.step_codes``
+    names it (``pau.lifecycle._STEP_CHECKS``)."""
+    return ("null start_ns" if s == null else "negative time" if s < 0
+            else "end_ns before start_ns" if e != null and e < s else "rank below -1" if r < -1
+            else "missing attempt" if a == null else "missing step" if k == null
+            else "negative tokens" if tok < 0 else None)
+
+
+def scan_steps(start, end, rank, attempt, step, tokens, null, cut, att_lo, att_n) -> dict:
     """What ``_kernels.scan_steps`` reports, computed row by row in plain Python."""
-    rows = list(zip(start, end, rank, attempt, step))
-
-    def bad(s, e, r, a, k):
-        return s == null or s < 0 or (e != null and e < s) or r < -1 or a == null or k == null
-
-    good = [x for x in rows if not bad(*x)]
+    rows = list(zip(start, end, rank, attempt, step, tokens))
+    good = [x[:5] for x in rows if step_reason(*x, null) is None]
     ended = [x for x in good if x[1] != null]
     keys = [(x[2], x[0]) for x in good]
     out = {

@@ -267,6 +267,23 @@ def setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
             strict.append((st.row[j], "attempt", f"attempt {st.attempt[j]} has no attempt record",
                            "add an 'attempt' row (start_ns, end_ns, kind) for it"))
             return None
+    # Failures (as of as_of) outside their attempt: before the earliest start of its
+    # attempt rows, or after their latest end (none while one of them is open).
+    span: dict = {}
+    ai = np.flatnonzero(x.rec == _ATT)
+    for a, s_, e_ in zip(x.attempt[ai].tolist(), x.start[ai].tolist(), x.end[ai].tolist()):
+        lo, hi = span.get(a, (s_, e_))
+        span[a] = (min(lo, s_), NULL if NULL in (hi, e_) else max(hi, e_))
+    for i in np.flatnonzero((x.rec == _FAIL) & (x.start <= as_of)).tolist():
+        t, (lo, hi) = int(x.start[i]), span[int(x.attempt[i])]
+        if t < lo or (hi != NULL and t > hi):
+            why = f"at {t}, before attempt {x.attempt[i]} started (at {lo})" if t < lo else \
+                f"at {t}, after attempt {x.attempt[i]} ended (at {hi})"
+            strict.append((x.row[i], "start_ns", f"failure {why}",
+                           "a failure ends its attempt: give it a time inside the attempt, or correct the "
+                           "attempt's start_ns/end_ns"))
+    if strict:
+        return None
 
     # Ranks, membership and accountable time.
     acc = x.take(np.flatnonzero(x.rec == _ACC))
@@ -287,7 +304,7 @@ def setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
     own_end = np.where((att_rows.end[own] == NULL) | (att_rows.end[own] > as_of), A.end[att_d[own]],
                        np.minimum(att_rows.end[own], A.end[att_d[own]]))
     parts = [(att_d[own], att_rows.rank[own], att_rows.start[own],
-              np.maximum(own_end, att_rows.start[own]))]
+              np.maximum(own_end, att_rows.start[own]), own)]
     neg = np.flatnonzero(att_rows.rank < 0)
     # an open accountable row (no end) covers every later instant, as_of included
     open_end = np.where(acc.end == NULL, np.iinfo(np.int64).max, acc.end)
@@ -296,7 +313,7 @@ def setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
         t0 = att_rows.start[neg]
         hit_i, hit_r = np.nonzero((acc.start[None, :] <= t0[:, None]) & (open_end[None, :] > t0[:, None]))
         hit_a = att_d[neg][hit_i]
-        parts.append((hit_a, acc.rank[hit_r], A.start[hit_a], A.end[hit_a]))
+        parts.append((hit_a, acc.rank[hit_r], A.start[hit_a], A.end[hit_a], neg[hit_i]))
         neg = neg[:0]
     for i in neg:
         a, t0 = int(att_d[i]), att_rows.start[i]
@@ -308,11 +325,25 @@ def setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
                 strict.append((att_rows.row[i], "rank", "attempt with rank -1 but no rank is known",
                                "give accountable records, per-rank attempt rows, or events"))
                 return None
-        parts.append((np.full(rs.size, a), rs, np.full(rs.size, A.start[a]), np.full(rs.size, A.end[a])))
-    mem_att, mem_rank, mem_start, mem_end = (np.concatenate([p[k] for p in parts]).astype(np.int64)
-                                             for k in range(4))
+        parts.append((np.full(rs.size, a), rs, np.full(rs.size, A.start[a]), np.full(rs.size, A.end[a]),
+                      np.full(rs.size, i)))
+    mem_att, mem_rank, mem_start, mem_end, mem_src = (np.concatenate([p[k] for p in parts]).astype(np.int64)
+                                                      for k in range(5))
     _, first = np.unique(mem_att * (1 << 32) + mem_rank, return_index=True)
-    mem_att, mem_rank, mem_start, mem_end = mem_att[first], mem_rank[first], mem_start[first], mem_end[first]
+    mem_att, mem_rank, mem_start, mem_end, mem_src = (mem_att[first], mem_rank[first], mem_start[first],
+                                                      mem_end[first], mem_src[first])
+    # An attempt that starts on a rank before the attempt before it there ended.
+    by = sorted(range(mem_att.size), key=lambda j: (int(mem_rank[j]), int(mem_start[j])))
+    for p, q in zip(by, by[1:]):
+        if mem_rank[q] == mem_rank[p] and mem_start[q] < mem_end[p]:
+            i = int(mem_src[q])
+            strict.append((att_rows.row[i], "start_ns",
+                           f"attempt {att_rows.attempt[i]} starts on rank {mem_rank[q]} at {att_rows.start[i]}, "
+                           f"before attempt {A.ids[mem_att[p]]} ended there (at {mem_end[p]})",
+                           "attempts of one rank follow each other: correct the earlier attempt's end_ns "
+                           "(a failure record ends it too) or this one's start_ns"))
+    if strict:
+        return None
     members = _Members.of(A.ids[mem_att], mem_rank)
 
     if len(acc):

@@ -65,28 +65,32 @@ maybe_null = st.one_of(st.just(NULL), st.integers(-2, 30))
 
 @settings(max_examples=300, **SETTINGS)
 @given(rows=st.lists(st.tuples(maybe_null, maybe_null, small, st.one_of(st.just(NULL), small),
-                               st.one_of(st.just(NULL), st.integers(-5, 9))), max_size=30),
+                               st.one_of(st.just(NULL), st.integers(-5, 9)), st.integers(-2, 5)), max_size=30),
        cut=st.integers(0, 30), att_lo=st.integers(-2, 3), att_n=st.integers(0, 5),
        big_rank=st.booleans(), int32=st.booleans())
 def test_scan_steps_matches_the_reference(rows, cut, att_lo, att_n, big_rank, int32):
-    start, end, rank, attempt, step = (np.array([r[k] for r in rows], np.int64) for k in range(5))
+    start, end, rank, attempt, step, tokens = (np.array([r[k] for r in rows], np.int64) for k in range(6))
     if big_rank and rows:
         rank[0] = 5000  # the presence table grows
     if int32:
         rank, attempt = rank.astype(np.int32), np.where(attempt == NULL, 0, attempt).astype(np.int32)
     no_bits = np.zeros(0, np.uint8)
-    got = _kernels.scan_steps(start, end, rank, attempt, step, NULL, cut, att_lo, att_n, no_bits, 0,
+    got = _kernels.scan_steps(start, end, rank, attempt, step, tokens, NULL, cut, att_lo, att_n, no_bits, 0,
                               np.zeros(0, np.int64))
+    codes = _kernels.step_codes(start, end, rank, attempt, step, tokens, NULL)
+    assert [None if c == 0 else lifecycle._STEP_CHECKS[c - 1] for c in codes.tolist()] == [
+        ref.step_reason(*(int(v) for v in r), NULL) for r in zip(start, end, rank, attempt, step, tokens)]
     # The same with end's nulls read from an Arrow validity bitmap (at an offset), filled on the way.
     arr = pa.array([0] + [None if e == NULL else int(e) for e in end.tolist()], pa.int64()).slice(1)
     validity, data = arr.buffers()[:2]
     bits = np.frombuffer(validity, np.uint8) if validity is not None else np.full(len(arr) // 8 + 2, 255, np.uint8)
     filled = np.full(end.size, 7, np.int64)
-    got_bits = _kernels.scan_steps(start, np.frombuffer(data, np.int64, end.size, 8), rank, attempt, step, NULL,
+    got_bits = _kernels.scan_steps(start, np.frombuffer(data, np.int64, end.size, 8), rank, attempt, step, tokens, NULL,
                                    cut, att_lo, att_n, bits, arr.offset, filled)
     assert filled.tolist() == end.tolist()
     assert all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b for a, b in zip(got, got_bits))
-    want = ref.scan_steps(start.tolist(), end.tolist(), rank.tolist(), attempt.tolist(), step.tolist(), NULL,
+    want = ref.scan_steps(start.tolist(), end.tolist(), rank.tolist(), attempt.tolist(), step.tolist(),
+                          tokens.tolist(), NULL,
                           cut, att_lo, att_n)
     (bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen, rank_over,
      att_count, att_max_step, att_max_end, att_out) = got
@@ -615,6 +619,15 @@ def _edit(t: pa.Table, change) -> pa.Table:
      "outside attempt 2 on rank 0"),
     (lambda r: dict(r, rank=3) if r["record"] == "checkpoint_save" and r["step"] == 5 else r,
      "rank 3 is not a member of attempt 1"),
+    # issue 19's lifecycle contradictions: a failure after its attempt ended (it was
+    # counted, changing MTBF), one before its attempt began (the restore row was named),
+    # attempts that overlap on a rank
+    (lambda r: dict(r, start_ns=106 * S) if r["record"] == "failure" else r,
+     "failure at 106000000000, after attempt 1 ended"),
+    (lambda r: dict(r, attempt=2) if r["record"] == "failure" else r,
+     "failure at 105000000000, before attempt 2 started"),
+    (lambda r: dict(r, start_ns=100 * S) if r["record"] == "attempt" and r["attempt"] == 2 else r,
+     "attempt 2 starts on rank 0 at 100000000000, before attempt 1 ended there"),
 ])
 def test_prepare_names_relational_errors_as_its_twin(case, message):
     """Rows that contradict others: the kernel reports them, the same rows and
@@ -627,6 +640,16 @@ def test_prepare_names_relational_errors_as_its_twin(case, message):
         setups_compared(bad, monkeypatch=mp)
     q = lifecycle.attribute_rows(bad, on_invalid="quarantine").quarantine
     assert q.num_rows >= 1 and any(message in r for r in q["reason"].to_pylist())
+
+
+def test_negative_tokens_are_refused():
+    from lifecycle_cases import example_a
+
+    bad = _edit(example_a(), lambda r: dict(r, tokens=-50) if r["record"] == "step" and r["step"] == 3 else r)
+    with pytest.raises(InvalidRowError, match="column 'tokens', row 5: negative tokens"):
+        lifecycle.attribute_rows(bad)
+    q = lifecycle.attribute_rows(bad, on_invalid="quarantine").quarantine
+    assert q["reason"].to_pylist() == ["negative tokens"]
 
 
 def test_prepare_without_attempts_lays_out_accountable_time():

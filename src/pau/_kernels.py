@@ -387,16 +387,47 @@ def lut_map(values, lo, lut):
 _RANK_LIMIT = 1 << 24  # ranks counted in a presence table up to this value
 
 
+@helper
+def _step_code(s, e, r, a, k, tok, null):
+    """The first problem of a step row alone: 0 none, else 1 + its index in
+    ``pau.lifecycle._STEP_CHECKS``."""
+    if s == null:
+        return 1
+    if s < 0:
+        return 2
+    if e != null and e < s:
+        return 3
+    if r < -1:
+        return 4
+    if a == null:
+        return 5
+    if k == null:
+        return 6
+    if tok < 0:
+        return 7
+    return 0
+
+
 @kernel
-def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n, end_bits, end_off, end_out):
+def step_codes(start, end, rank, attempt, step, tokens, null):
+    """:func:`_step_code` of every step row (the slow path, for rows the scan found bad)."""
+    out = np.zeros(start.size, np.int8)
+    for i in range(start.size):
+        out[i] = _step_code(np.int64(start[i]), np.int64(end[i]), np.int64(rank[i]), np.int64(attempt[i]),
+                            np.int64(step[i]), np.int64(tokens[i]), null)
+    return out
+
+
+@kernel
+def scan_steps(start, end, rank, attempt, step, tokens, null, cut, att_lo, att_n, end_bits, end_off, end_out):
     """One pass over the step columns: what attribution needs before it can label.
 
     Returns ``(bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen,
     rank_over, att_count, att_max_step, att_max_end, att_out)``:
 
-    * ``bad``: rows that cannot be used (null or negative start, end before start,
-      rank below -1, missing attempt or step); the other figures are only meaningful
-      when it is 0.
+    * ``bad``: rows that cannot be used (:func:`_step_code`: null or negative start,
+      end before start, rank below -1, missing attempt or step, negative tokens); the
+      other figures are only meaningful when it is 0.
     * ``after``: rows starting after ``cut``; ``max_start``/``max_end``: the latest
       start and non-null end (``null`` if none).
     * ``ordered``: rows come by (rank, start); ``neg_rank``: rows with rank -1;
@@ -438,7 +469,7 @@ def scan_steps(start, end, rank, attempt, step, null, cut, att_lo, att_n, end_bi
         r = np.int64(rank[i])
         a = np.int64(attempt[i])
         k = np.int64(step[i])
-        if s == null or s < 0 or (e != null and e < s) or r < -1 or a == null or k == null:
+        if _step_code(s, e, r, a, k, np.int64(tokens[i]), null) != 0:
             bad += 1
             continue
         if s > cut:
@@ -755,6 +786,8 @@ E_STEP_NO_ATTEMPT = 2   # a step does: the first such step (its index among the 
 E_NO_RANK = 3           # an attempt row of rank -1 while no rank is known
 E_OUTSIDE = 4           # phases, saves, restores starting outside their attempt on a rank: every one
 E_RESTORE = 5           # ok restores of a step no ok checkpoint was durable for before them: every one
+E_FAILURE_OUTSIDE = 6   # failures before their attempt's start or after its end: every one
+E_ATTEMPT_OVERLAP = 7   # an attempt's time on a rank overlaps an earlier attempt's there: every one
 #: Ranks spread wider than this pass through attribution as dense positions (a
 #: lookup table by value would not fit).
 RANK_LUT_MAX = 1 << 24
@@ -932,7 +965,9 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     ranks, background, overlay, acc_min, lineage_ckpts)`` as tuples of arrays.
     Status 0: no error. Else an ``E_*`` code, ``errors`` its rows ``(row, rank,
     member start, member end)`` (row: of these records, or of the steps for
-    E_STEP_NO_ATTEMPT; rank and member times for E_OUTSIDE) and the rest empty.
+    E_STEP_NO_ATTEMPT; rank and member times for E_OUTSIDE; the attempt's start and
+    end, or null while open, for E_FAILURE_OUTSIDE; rank, the earlier attempt's id and
+    its end on that rank for E_ATTEMPT_OVERLAP) and the rest empty.
     ``ranks`` is ``(rank_values, r_lo, rank_lut, m_start, m_end, dense)``: with
     ``dense``, ranks spread wider than RANK_LUT_MAX, the painted layers name
     ranks by position in ``rank_values`` (``r_lo`` 0, ``rank_lut`` the identity).
@@ -989,9 +1024,23 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
                 if _find(u, s_att[q]) < 0:
                     return _prepare_error(E_STEP_NO_ATTEMPT, _one(q), e0, e0, e0)
     # failures as of as_of, distinct, by (time, attempt, kind); the first of each
-    # attempt ends it
+    # attempt ends it. A failure before its attempt began, or after the end its
+    # attempt rows give, contradicts them.
     fr = _rows_of(rec, R_FAIL, start, as_of)
     nf = fr.size
+    n_bad = 0
+    bad_f = np.empty(nf, np.int64)
+    bad_s = np.empty(nf, np.int64)
+    bad_e = np.empty(nf, np.int64)
+    for j in range(nf):
+        i = fr[j]
+        p = _find(u, attempt[i])
+        if start[i] < p_start[p] or (p_end[p] != null and start[i] > p_end[p]):
+            bad_f[n_bad], bad_s[n_bad], bad_e[n_bad] = i, p_start[p], p_end[p]
+            n_bad += 1
+    if n_bad:
+        return _prepare_error(E_FAILURE_OUTSIDE, bad_f[:n_bad].copy(), e0, bad_s[:n_bad].copy(),
+                              bad_e[:n_bad].copy())
     f_a, f_t, f_k, f_d = attempt[fr], start[fr], kcode[fr], row_d[fr]
     fo = np.argsort(f_k, kind="mergesort")
     fo = fo[np.argsort(f_a[fo], kind="mergesort")]
@@ -1078,13 +1127,14 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
     mm_r = np.empty(cap, np.int64)
     mm_s = np.empty(cap, np.int64)
     mm_e = np.empty(cap, np.int64)
+    mm_i = np.empty(cap, np.int64)  # the attempt row of each
     nm = 0
     for i in range(n):
         if rec[i] == R_ATT and rank[i] >= 0:
             d = row_d[i]
             ae = a_end[d]
             oe = ae if (end[i] == null or end[i] > as_of) else min(end[i], ae)
-            mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm] = d, rank[i], start[i], max(oe, start[i])
+            mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm], mm_i[nm] = d, rank[i], start[i], max(oe, start[i]), i
             nm += 1
     for i in range(n):
         if rec[i] == R_ATT and rank[i] < 0:
@@ -1094,13 +1144,13 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
                 for j in range(n_acc):
                     q = acc_rows[j]
                     if start[q] <= t0 and (end[q] == null or end[q] > t0):
-                        mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm] = d, rank[q], a_start[d], a_end[d]
+                        mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm], mm_i[nm] = d, rank[q], a_start[d], a_end[d], i
                         nm += 1
             else:
                 if known.size == 0:
                     return _prepare_error(E_NO_RANK, _one(i), e0, e0, e0)
                 for j in range(known.size):
-                    mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm] = d, known[j], a_start[d], a_end[d]
+                    mm_d[nm], mm_r[nm], mm_s[nm], mm_e[nm], mm_i[nm] = d, known[j], a_start[d], a_end[d], i
                     nm += 1
     # distinct (attempt, rank), the first row of each, sorted
     mkey = np.empty(nm, np.int64)
@@ -1114,6 +1164,23 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             nmu += 1
     mo = mo[:nmu]
     mem_att, mem_rank, mem_start, mem_end = mm_d[mo], mm_r[mo], mm_s[mo], mm_e[mo]
+    # attempts follow each other on a rank: one starting before the one before it on
+    # that rank ended contradicts it
+    ro = _pair_order(mem_rank, mem_start)
+    n_bad = 0
+    bad_i = np.empty(nmu, np.int64)
+    bad_r = np.empty(nmu, np.int64)
+    bad_a = np.empty(nmu, np.int64)
+    bad_e = np.empty(nmu, np.int64)
+    for j in range(1, nmu):
+        q, p = ro[j], ro[j - 1]
+        if mem_rank[q] == mem_rank[p] and mem_start[q] < mem_end[p]:
+            bad_i[n_bad], bad_r[n_bad], bad_a[n_bad], bad_e[n_bad] = mm_i[mo[q]], mem_rank[q], a_ids[mem_att[p]], \
+                mem_end[p]
+            n_bad += 1
+    if n_bad:
+        return _prepare_error(E_ATTEMPT_OVERLAP, bad_i[:n_bad].copy(), bad_r[:n_bad].copy(), bad_a[:n_bad].copy(),
+                              bad_e[:n_bad].copy())
     # the members of each attempt by id (ranks sorted)
     by_id = _stable_order(a_ids[mem_att])  # ids usually grow with start
     m_ranks = mem_rank[by_id]

@@ -121,14 +121,18 @@ _ROW_FIX = {
     "accountable rank must be >= 0": "give one accountable row per rank",
     "unknown phase kind": "use one of " + ", ".join(PHASE_KINDS),
     "unknown attempt kind": "use one of " + ", ".join(ATTEMPT_KINDS),
+    "negative tokens": "tokens count the tokens a step trained on: 0 or more (leave it null if unknown)",
 }
 _REASON_COLUMN = {
     "unknown record": "record", "null start_ns": "start_ns", "negative time": "start_ns",
     "end_ns before start_ns": "end_ns", "block_end_ns before start_ns": "block_end_ns",
     "durable_ns before start_ns": "durable_ns", "rank below -1": "rank",
     "missing attempt": "attempt", "missing step": "step", "accountable rank must be >= 0": "rank",
-    "unknown phase kind": "kind", "unknown attempt kind": "kind",
+    "unknown phase kind": "kind", "unknown attempt kind": "kind", "negative tokens": "tokens",
 }
+# The problems a step row can show alone (_kernels.step_codes), in the order they are looked for.
+_STEP_CHECKS = ("null start_ns", "negative time", "end_ns before start_ns", "rank below -1", "missing attempt",
+                "missing step", "negative tokens")
 
 
 # The problems one row can show alone, in the order they are looked for.
@@ -305,17 +309,6 @@ def _wide(st: _Steps) -> _Steps:
                   wide("tokens"))
 
 
-def _step_reasons(st: _Steps) -> np.ndarray:
-    """The reason each of these (bad) step rows cannot be used."""
-    out = np.full(len(st), None, dtype=object)
-    for i in range(len(st)):
-        out[i] = ("null start_ns" if st.start[i] == NULL else "negative time" if st.start[i] < 0
-                  else "end_ns before start_ns" if st.end[i] != NULL and st.end[i] < st.start[i]
-                  else "rank below -1" if st.rank[i] < -1 else "missing attempt" if st.attempt[i] == NULL
-                  else "missing step")
-    return out
-
-
 def _dense_lut(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Position of each value in the sorted unique `keys`, -1 if absent."""
     if keys.size == 0:
@@ -458,11 +451,12 @@ def _scan(st: _Steps, x: _Rows, cut: int) -> _Scan:
         att_lo, att_n = 0, 0
     if st.end_src is not None:  # the first scan fills end_ns's nulls on the way
         raw, bits, off = st.end_src
-        out = _kernels.scan_steps(st.start, raw, st.rank, st.attempt, st.step, NULL, cut, att_lo, att_n,
+        out = _kernels.scan_steps(st.start, raw, st.rank, st.attempt, st.step, st.tokens, NULL, cut, att_lo, att_n,
                                   bits, off, st.end)
         st.end_src = None
     else:
-        out = _kernels.scan_steps(st.start, st.end, st.rank, st.attempt, st.step, NULL, cut, att_lo, att_n,
+        out = _kernels.scan_steps(st.start, st.end, st.rank, st.attempt, st.step, st.tokens, NULL, cut, att_lo,
+                                  att_n,
                                   _NO_BITS, 0, _NO_BITS.view(np.int64))
     (bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen, rank_over,
      att_count, att_max_step, att_max_end, att_out) = out
@@ -571,11 +565,11 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     sc = _scan(st, x, cut)
     if x_bad.any() or sc.bad:
         st = _wide(st)
-        s_bad = (((st.start == NULL) | (st.start < 0) | ((st.end != NULL) & (st.end < st.start))
-                  | (st.rank < -1) | (st.attempt == NULL) | (st.step == NULL)) if sc.bad
-                 else np.zeros(len(st), bool))
+        s_code = (_kernels.step_codes(st.start, st.end, st.rank, st.attempt, st.step, st.tokens, NULL) if sc.bad
+                  else np.zeros(len(st), np.int8))
+        s_bad = s_code > 0
         s_idx = np.flatnonzero(s_bad)
-        s_reasons = _step_reasons(st.take(s_idx))
+        s_reasons = np.array(_STEP_CHECKS, dtype=object)[s_code[s_idx] - 1]
         rows_bad = np.concatenate([x.row[x_bad], st.row[s_idx]])
         why_bad = np.concatenate([_row_reasons(x_code[x_bad]), s_reasons])
         if on_invalid != "quarantine":
@@ -800,6 +794,18 @@ def _relational_errors(code: int, err: tuple, x: _Rows, st: _Steps) -> list:
                    f"starts at {int(x.start[i])}, outside attempt {att} on rank {e_rank[k]} [{e_ms[k]}, {e_me[k]}]")
             out.append((row, "rank" if e_ms[k] == NULL else "start_ns", f"{RECORDS[int(x.rec[i])]} {why}",
                         "records must start inside their attempt on that rank"))
+        elif code == _kernels.E_FAILURE_OUTSIDE:
+            t, a0, a1 = int(x.start[i]), e_ms[k], e_me[k]
+            why = (f"at {t}, before attempt {att} started (at {a0})" if t < a0 else
+                   f"at {t}, after attempt {att} ended (at {a1})")
+            out.append((row, "start_ns", f"failure {why}",
+                        "a failure ends its attempt: give it a time inside the attempt, or correct the "
+                        "attempt's start_ns/end_ns"))
+        elif code == _kernels.E_ATTEMPT_OVERLAP:
+            out.append((row, "start_ns", f"attempt {att} starts on rank {e_rank[k]} at {int(x.start[i])}, before "
+                        f"attempt {e_ms[k]} ended there (at {e_me[k]})",
+                        "attempts of one rank follow each other: correct the earlier attempt's end_ns "
+                        "(a failure record ends it too) or this one's start_ns"))
         elif code == _kernels.E_RESTORE:
             out.append((row, "step", f"restore of step {stp} in attempt {att}, but no ok checkpoint of step "
                         f"{stp} was durable before the restore started",
