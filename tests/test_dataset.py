@@ -234,3 +234,97 @@ def test_a_rewritten_file_is_read_anew(tmp_path):
         assert core.classify_dataset(path, workers=depth_workers).column("duration_ns")[0].as_py() == 50
         write(20)
         assert core.classify_dataset(path, workers=depth_workers).column("duration_ns")[0].as_py() == 100
+
+
+# --- issue 19, finding 6: stray files, page checksums, hive keys; finding 5: errors ------
+
+def test_files_not_named_parquet_are_skipped_with_a_counted_warning(tmp_path, events, expected):
+    import pau
+    from pau import io as pio
+
+    root = tmp_path / "ds"
+    pio.write_dataset(events, root)
+    (root / "README.txt").write_text("notes")
+    (root / "job=job0" / "rank=1" / "part-1.parquet.tmp").write_bytes(b"PAR1 half written")
+    (root / "_SUCCESS").write_text("")   # pyarrow's convention: not data, passed over silently
+    with pytest.warns(UserWarning, match=r"2 files not named \*.parquet left out of the dataset "
+                                         r"\(README.txt, job=job0/rank=1/part-1.parquet.tmp\)"):
+        got = core.classify_dataset(root, progress=False)
+    assert got.equals(expected)
+    run = pau.read(root)   # in run.warnings, not as a Python warning
+    assert [w.code for w in run.warnings] == ["dataset.skipped_files"]
+    assert run.events.num_rows == events.num_rows
+
+
+def test_a_parquet_name_that_is_not_parquet_is_an_error_naming_it(tmp_path, events):
+    from pau import io as pio
+    from pau.errors import PauError
+
+    root = tmp_path / "ds"
+    pio.write_dataset(events, root)
+    junk = root / "job=job0" / "rank=2" / "junk.parquet"
+    junk.write_text("not parquet at all")
+    with pytest.raises(PauError, match=r"junk.parquet: not readable as Parquet"):
+        core.classify_dataset(root, progress=False)
+    part = root / "job=job0" / "rank=0" / "part-0.parquet"
+    data = part.read_bytes()
+    part.write_bytes(data[: len(data) // 2])   # truncated
+    junk.unlink()
+    with pytest.raises(PauError, match=r"rank=0/part-0.parquet: not readable as Parquet"):
+        core.classify_dataset(root, progress=False)
+    with pytest.raises(PauError, match="part-0.parquet: not readable as Parquet"):
+        pio.read_dataset(root)
+
+
+def test_an_empty_folder_is_a_pau_error(tmp_path):
+    from pau.errors import NoInputError
+
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(NoInputError, match="no Parquet files"):
+        core.classify_dataset(tmp_path / "empty", progress=False)
+
+
+def test_page_checksums_catch_every_bit_flip_in_the_data(tmp_path, events, expected):
+    """A flipped bit in a data page changed the result silently in 3 of 30 cases before
+    pau wrote page checksums; now it is an error naming the file, or (a bit in a part of
+    the file no figure reads) the same result."""
+    from pau import io as pio
+    from pau.errors import PauError
+
+    root = tmp_path / "ds"
+    pio.write_dataset(events, root)
+    part = root / "job=job0" / "rank=1" / "part-0.parquet"
+    data = part.read_bytes()
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    rng = np.random.default_rng(19)
+    errors = 0
+    for pos in rng.integers(4, footer, 60).tolist():   # the pages, not the footer
+        flipped = bytearray(data)
+        flipped[pos] ^= 1 << int(rng.integers(8))
+        part.write_bytes(bytes(flipped))
+        try:
+            got = core.classify_dataset(root, progress=False, workers=1)
+        except PauError as exc:
+            assert "part-0.parquet" in str(exc)
+            errors += 1
+            continue
+        assert got.equals(expected), pos
+    assert errors > 40   # most bits are in checksummed pages
+
+
+def test_a_hive_key_that_contradicts_the_file_is_refused(tmp_path, events):
+    from pau import io as pio
+    from pau.errors import PauError
+
+    folder = tmp_path / "ds" / "rank=7"
+    folder.mkdir(parents=True)
+    one = events.filter(pc.equal(events["rank"], 1))
+    pq.write_table(one, folder / "part-0.parquet")
+    for read in (lambda: core.classify_dataset(tmp_path / "ds", progress=False),
+                 lambda: pio.read_dataset(tmp_path / "ds")):
+        with pytest.raises(PauError, match=r"rank=7/part-0.parquet.*column 'rank' holds 1 at row 0, but the "
+                                           r"file lies in the folder rank=7"):
+            read()
+    pq.write_table(one.set_column(0, "rank", pa.array(np.full(one.num_rows, 7, np.int32))),
+                   folder / "part-0.parquet")
+    assert core.classify_dataset(tmp_path / "ds", progress=False)["rank"].to_pylist()[0] == 7

@@ -185,3 +185,50 @@ def test_bad_logs(tmp_path):
         read_mllog(_log(tmp_path, [_line("init_start", 1)], "norun.txt"))
     with pytest.raises(FileNotFoundError):
         read_mllog(tmp_path / "nothing")
+
+
+# --- issue 19, finding 5: only pau.errors, naming the file and the line -----------------
+
+def _ok_run(tmp_path, extra, name="r.txt"):
+    return _log(tmp_path, [_line("run_start", 1000), *extra, _line("run_stop", 3000, status="success")], name)
+
+
+@pytest.mark.parametrize("bad", [
+    ':::MLLOG {"key": "eval_start", "time_ms": 100000000000000000000000000000, "metadata": {}}',  # ns > int64
+    ':::MLLOG {"key": "eval_start", "time_ms": 1e400, "metadata": {}}',
+    ':::MLLOG {"key": "eval_start", "time_ms": 1e999999999, "metadata": {}}',  # decimal.Overflow
+    ':::MLLOG {"key": "eval_start", "time_ms": -1e30, "metadata": {}}',
+    ':::MLLOG {"key": "eval_start", "time_ms": 1000, "value": ' + "[" * 100_000 + "]" * 100_000 + "}",
+])
+def test_a_line_beyond_int64_or_nested_too_deep_is_malformed_and_counted(tmp_path, bad):
+    r = read_mllog(_ok_run(tmp_path, [bad]), system={"number_of_nodes": 1, "accelerators_per_node": 1})
+    assert r.time_to_train_ns == 2000 * 10**6 and r.evals == 0
+    assert any(w.code == "mllog.malformed_lines" and "first at line 2" in w for w in r.warnings)
+
+
+def test_a_system_description_that_is_not_one_is_refused_or_ignored(tmp_path):
+    p = _ok_run(tmp_path, [])
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(MLLogError, match="deep.json: the system description is not valid JSON"):
+        read_mllog(p, system=deep)
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]")
+    with pytest.raises(MLLogError, match="not a JSON object"):
+        read_mllog(p, system=listed)
+    with pytest.raises(MLLogError, match="cannot be read"):
+        read_mllog(p, system=tmp_path / "absent.json")
+    with pytest.raises(MLLogError, match="more than 1,000,000"):
+        read_mllog(p, system={"number_of_nodes": 10**9, "accelerators_per_node": 10**9})
+    line = _ok_run(tmp_path, [':::SYSJSON {"number_of_nodes": "9' + "9" * 30 + '", "accelerators_per_node": 8}'],
+                   "sys.txt")
+    with pytest.raises(MLLogError, match="sys.txt: the system description \\(SYSJSON line\\)"):
+        read_mllog(line)
+
+
+def test_an_empty_folder_is_a_pau_error(tmp_path):
+    from pau.errors import NoInputError, PauError
+    with pytest.raises(PauError, match="no MLPerf result logs"):
+        read_mllog(tmp_path)
+    with pytest.raises(NoInputError):   # also a FileNotFoundError, as before
+        read_mllog(tmp_path / "nothing")

@@ -161,3 +161,132 @@ def test_bad_files(tmp_path):
     con.close()
     with pytest.raises(TraceFormatError, match="lacks column"):
         read_nsys(nocol)
+
+
+# --- issue 19: the capture window, memset and sync, wrong types, int64 -----------------
+
+EPOCH = 1_700_000_000_000_000_000
+
+
+def _export(path, tables, *, epoch=EPOCH, duration=2_000_000_000):
+    """A small export: ``tables`` maps an activity table to its rows (start, end, deviceId,
+    streamId, globalPid, kind column); the session start and the capture's length."""
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    con.execute("INSERT INTO StringIds VALUES (1, 'gemm')")
+    extra = {"CUPTI_ACTIVITY_KIND_KERNEL": "shortName", "CUPTI_ACTIVITY_KIND_MEMSET": "memKind",
+             "CUPTI_ACTIVITY_KIND_MEMCPY": "copyKind", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": "syncType"}
+    for table, rows in tables.items():
+        # no declared types: SQLite then stores each value as given (what a fuzzer writes)
+        con.execute(f"CREATE TABLE {table} (start, end, deviceId, streamId, globalPid, {extra[table]})")
+        con.executemany(f"INSERT INTO {table} VALUES (?,?,?,?,?,?)", rows)
+    if epoch is not None:
+        con.execute("CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, "
+                    "localTime TEXT)")
+        con.execute("INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (?, '', '')", (epoch,))
+    if duration is not None:
+        con.execute("CREATE TABLE ANALYSIS_DETAILS (globalVid INTEGER, duration INTEGER, startTime INTEGER, "
+                    "stopTime INTEGER)")
+        con.execute("INSERT INTO ANALYSIS_DETAILS VALUES (1, ?, 7, ?)", (duration, 7 + duration))
+    con.commit()
+    con.close()
+    return path
+
+
+def test_a_memset_alone_spans_the_capture_and_memset_and_sync_are_themselves(tmp_path):
+    # one 1.5 us memset and one sync, no kernel table, in a 2 s capture
+    p = _export(tmp_path / "memset.sqlite", {
+        "CUPTI_ACTIVITY_KIND_MEMSET": [(1_000_000, 1_001_500, 0, 7, 5 << 24, 1)],
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": [(1_001_500, 1_002_000, 0, 7, 5 << 24, 3)]})
+    t = read_nsys(p)
+    assert t.events["kind"].cast("string").to_pylist() == ["memset", "sync"]
+    assert t.spans().to_pylist() == [{"rank": 0, "start_ns": EPOCH, "end_ns": EPOCH + 2_000_000_000}]
+    sparse = [w for w in t.warnings if w.code == "nsys.sparse_span"]
+    assert len(sparse) == 1 and "0.00%" in sparse[0] and "2000000000 ns" in sparse[0]
+    run = pau.read(p)
+    assert run.spans.to_pylist() == t.spans().to_pylist()
+    assert any(w.code == "nsys.sparse_span" for w in run.warnings)
+    act = run.summary()["ledger"]["activity_ns"]
+    assert act["memset"] == 1_500 and act["sync"] == 500
+    assert act["idle"] == 2_000_000_000 - 2_000   # the capture, not the memset, is the span
+    assert sum(act.values()) == 2_000_000_000
+
+
+def test_the_capture_grows_to_events_outside_it_and_missing_capture_is_said(tmp_path):
+    p = _export(tmp_path / "out.sqlite", {"CUPTI_ACTIVITY_KIND_KERNEL": [(-5, 100, 0, 7, 5 << 24, 1)]},
+                duration=50)
+    t = read_nsys(p)
+    assert t.spans().to_pylist() == [{"rank": 0, "start_ns": EPOCH - 5, "end_ns": EPOCH + 100}]
+    assert [w.code for w in t.warnings] == ["nsys.outside_capture"]
+    q = _export(tmp_path / "nocap.sqlite", {"CUPTI_ACTIVITY_KIND_KERNEL": [(10, 100, 0, 7, 5 << 24, 1)]},
+                duration=None)
+    t = read_nsys(q)
+    assert t.spans().to_pylist() == [{"rank": 0, "start_ns": EPOCH + 10, "end_ns": EPOCH + 100}]
+    assert [w.code for w in t.warnings] == ["nsys.no_capture_window"]
+
+
+def test_the_real_sample_spans_its_capture():
+    # ANALYSIS_DETAILS.duration = 777255881 ns = DIAGNOSTIC_EVENT "Profiling has stopped"
+    t = read_nsys(_sample("gpu.sqlite"))
+    assert t.spans().to_pylist() == [{"rank": 0, "start_ns": BASE, "end_ns": BASE + 777255881}]
+    assert t.warnings == []   # device activity 362733654..499174829: 17.6 % of the capture
+
+
+@pytest.mark.parametrize("column, value, reason", [
+    ("start", "12abc", "column start is not an integer ('12abc')"),
+    ("end", 1e300, "column end is not an integer (1e+300)"),
+    ("end", float("nan"), "column end is null"),    # SQLite stores a NaN as NULL
+    ("start", b"\x00\x01", "column start is not an integer (b'\\x00\\x01')"),
+    ("deviceId", 0.5, "column deviceId is not an integer (0.5)"),
+    ("globalPid", "5", "column globalPid is not an integer ('5')"),
+    ("shortName", 2.0, "column shortName is not an integer (2.0)"),
+])
+def test_a_value_of_the_wrong_type_names_table_column_and_rowid(tmp_path, column, value, reason):
+    row = {"start": 0, "end": 10, "deviceId": 0, "streamId": 7, "globalPid": 5 << 24, "shortName": 1}
+    row[column] = value
+    p = _export(tmp_path / "t.sqlite", {"CUPTI_ACTIVITY_KIND_KERNEL": [(20, 30, 0, 7, 5 << 24, 1),
+                                                                      tuple(row.values())]})
+    with pytest.raises(InvalidEventError) as e:
+        read_nsys(p)
+    assert f"table CUPTI_ACTIVITY_KIND_KERNEL, rowid 2: {reason}" in str(e.value)
+    t = read_nsys(p, on_invalid="quarantine")
+    assert t.events["start_ns"].to_pylist() == [EPOCH + 20]
+    assert t.quarantine.select(["rowid", "reason"]).to_pylist() == [{"rowid": 2, "reason": reason}]
+
+
+def test_a_time_the_session_start_pushes_beyond_int64_is_refused(tmp_path):
+    top = np.iinfo(np.int64).max
+    p = _export(tmp_path / "wrap.sqlite", {"CUPTI_ACTIVITY_KIND_KERNEL": [(0, 10, 0, 7, 5 << 24, 1),
+                                                                         (0, top, 0, 7, 5 << 24, 1)]})
+    with pytest.raises(InvalidEventError, match=r"rowid 2: end \+ the session start .* is beyond int64"):
+        read_nsys(p)
+    t = read_nsys(p, on_invalid="quarantine")
+    assert t.events["end_ns"].to_pylist() == [EPOCH + 10]   # not wrapped to a negative time
+    assert read_nsys(p, absolute=False).events["end_ns"].to_pylist() == [10, top]
+
+
+def test_a_session_start_or_capture_of_the_wrong_type_is_refused(tmp_path):
+    p = _export(tmp_path / "s.sqlite", {"CUPTI_ACTIVITY_KIND_KERNEL": [(0, 10, 0, 7, 5 << 24, 1)]},
+                epoch="soon")
+    with pytest.raises(TraceFormatError, match="utcEpochNs is 'soon'"):
+        read_nsys(p)
+    q = _export(tmp_path / "d.sqlite", {"CUPTI_ACTIVITY_KIND_KERNEL": [(0, 10, 0, 7, 5 << 24, 1)]},
+                duration=-1)
+    with pytest.raises(TraceFormatError, match="ANALYSIS_DETAILS.duration"):
+        read_nsys(q)
+
+
+def test_an_empty_folder_is_a_pau_error(tmp_path):
+    with pytest.raises(PauError, match="no Nsight Systems exports"):
+        read_nsys(tmp_path)
+
+
+def test_a_name_that_is_not_utf8_is_read_with_replacement_characters(tmp_path):
+    # found by tests/test_fuzz_readers.py (a flipped byte in StringIds): sqlite3 raised
+    # UnicodeDecodeError
+    p = _export(tmp_path / "u.sqlite", {"CUPTI_ACTIVITY_KIND_KERNEL": [(0, 10, 0, 7, 5 << 24, 1)]})
+    con = sqlite3.connect(p)
+    con.execute("UPDATE StringIds SET value = CAST(X'67656D6DB7' AS TEXT) WHERE id = 1")
+    con.commit()
+    con.close()
+    assert read_nsys(p).events["name"].cast("string").to_pylist() == ["gemm\ufffd"]

@@ -503,3 +503,97 @@ def test_aiperf_latency_mismatch(tmp_path):
     r = read_serving(p)
     assert r.requests["end_ns"].to_pylist() == [9_001_000]
     assert any("1 records whose request_latency differs" in w and "line 1" in w for w in r.warnings)
+
+
+# --- issue 19, finding 4: no INT64_MIN, no negative counts; one error naming the field --
+
+_BAD_NUMBERS = [("null", "is None, not a number"), ("NaN", "is nan, not a number"),
+                ("Infinity", "is inf, not a number"), ("-Infinity", "is -inf, not a number"),
+                ("1e300", "outside the int64 ns range"), ("-0.5", "a latency is >= 0")]
+
+
+@pytest.mark.parametrize("text, reason", _BAD_NUMBERS)
+def test_vllm_bad_latency_is_named_or_set_aside(tmp_path, text, reason):
+    doc = json.dumps({**VLLM, "ttfts": [0.1, "X", 0.0]}).replace('"X"', text)
+    p = tmp_path / "vllm.json"
+    p.write_text(doc)
+    with pytest.raises(ServingFormatError, match=rf"vllm.json, request 1: ttfts\[1\] .*{reason}"):
+        read_serving(p)
+    r = read_serving(p, on_invalid="quarantine")
+    assert r.requests["request_id"].to_pylist() == ["0", "2"]
+    assert r.quarantine["record"].to_pylist() == ["request 1"]
+    assert min(r.requests["first_token_ns"].to_pylist()) >= 0   # nothing turned into INT64_MIN
+    run = pau.read(p, on_invalid="quarantine")
+    assert run.quarantine.num_rows == 1 and any(w.code == "serving.records_set_aside" for w in run.warnings)
+
+
+@pytest.mark.parametrize("text, reason", _BAD_NUMBERS)
+def test_llmperf_bad_latency_is_named(tmp_path, text, reason):
+    recs = [_llmperf_rec(0.1, 1.0), _llmperf_rec(0.2, "X")]
+    p = tmp_path / "x_individual_responses.json"
+    p.write_text(json.dumps(recs).replace('"X"', text))
+    with pytest.raises(ServingFormatError, match=rf"record 1: .*end_to_end_latency_s .*{reason}"):
+        read_serving(p)
+    assert read_serving(p, on_invalid="quarantine").requests.num_rows == 1
+
+
+@pytest.mark.parametrize("text, reason", _BAD_NUMBERS[1:])
+def test_aiperf_bad_ttft_is_named(tmp_path, text, reason):
+    good = _aiperf_real_rec(0, 1_000, ttft_ms=0.5, latency_ns=2_000_000)
+    bad = _aiperf_real_rec(1, 5_000, ttft_ms="X", latency_ns=2_000_000).replace('"X"', text)
+    p = tmp_path / "profile_export.jsonl"
+    p.write_text(good + "\n" + bad + "\n")
+    with pytest.raises(ServingFormatError, match=rf"line 2: .*metrics.ttft .*{reason}"):
+        read_serving(p)
+
+
+def test_negative_or_fractional_token_counts_are_refused(tmp_path):
+    p = tmp_path / "vllm.json"
+    p.write_text(json.dumps({**VLLM, "output_lens": [3, -1, 0]}))
+    with pytest.raises(ServingFormatError, match=r"request 1: output_lens\[1\] is -1: a token count is >= 0"):
+        read_serving(p)
+    p.write_text(json.dumps({**VLLM, "input_lens": [10, 2.5, 30]}))
+    with pytest.raises(ServingFormatError, match=r"request 1: input_lens\[1\] is '2.5', not a whole number"):
+        read_serving(p)
+    q = tmp_path / "x_individual_responses.json"
+    q.write_text(json.dumps([_llmperf_rec(0.1, 1.0, tout=-3)]))
+    with pytest.raises(ServingFormatError, match="record 0: .*number_output_tokens is -3: a token count is >= 0"):
+        read_serving(q)
+    a = tmp_path / "profile_export.jsonl"
+    a.write_text(_aiperf_real_rec(0, 1_000, ttft_ms=0.5, latency_ns=2_000_000, osl=-7) + "\n")
+    with pytest.raises(ServingFormatError, match="line 1: .*output_sequence_length is -7"):
+        read_serving(a)
+
+
+def test_sums_beyond_int64_and_structures_of_the_wrong_shape(tmp_path):
+    p = tmp_path / "vllm.json"
+    p.write_text(json.dumps({**VLLM, "ttfts": [9e9, 0.25, 0.0], "itls": [[9e9], [], []]}))
+    with pytest.raises(ServingFormatError, match="request 0: end = .* outside the int64 ns range"):
+        read_serving(p)
+    p.write_text(json.dumps({**VLLM, "ttfts": "abc"}))
+    with pytest.raises(ServingFormatError, match="'ttfts' is a str, not a list"):
+        read_serving(p)
+    g = tmp_path / "profile_export.json"
+    g.write_text(json.dumps({"experiments": [5]}))
+    with pytest.raises(ServingFormatError, match=r"experiments\[0\]: not a GenAI-Perf experiment"):
+        read_serving(g)
+    g.write_text(json.dumps({"experiments": [{"requests": [{"timestamp": 1, "response_timestamps": [2]}, 7]}]}))
+    with pytest.raises(ServingFormatError, match=r"experiments\[0\].requests\[1\]: not a JSON object"):
+        read_serving(g)
+    assert read_serving(g, on_invalid="quarantine").requests.num_rows == 1
+
+
+def test_deep_nesting_and_bytes_that_are_not_utf8(tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_text('{"ttfts": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ServingFormatError, match="malformed JSON"):
+        read_serving(p)
+    a = tmp_path / "profile_export.jsonl"
+    a.write_text(_aiperf_real_rec(0, 1_000, ttft_ms=0.5, latency_ns=2_000_000) + "\n" +
+                 '{"metadata": ' + "[" * 100_000 + "\n")
+    with pytest.raises(ServingFormatError, match="line 2: not a usable AIPerf record: not JSON"):
+        read_serving(a)
+    b = tmp_path / "bytes.json"
+    b.write_bytes(json.dumps(VLLM).encode()[:20] + b"\xff" + json.dumps(VLLM).encode()[20:])
+    with pytest.raises(ServingFormatError, match="not UTF-8 text: byte 20 .line 1. is 0xff"):
+        read_serving(b)

@@ -17,6 +17,7 @@ __all__ = [
     "MemoryBudgetError",
     "Interrupted",
     "OptionError",
+    "NoInputError",
 ]
 
 
@@ -80,3 +81,9 @@ class Interrupted(KeyboardInterrupt):
 class OptionError(PauError):
     """An option that does not apply to the input it was given with (refused, never
     ignored)."""
+
+
+class NoInputError(PauError, FileNotFoundError):
+    """Nothing to read: no file or folder at a path, or a folder without a file of the
+    format asked for. Also a ``FileNotFoundError``, so callers that caught that before
+    still catch it."""

@@ -8,11 +8,14 @@ caller works on the current one (pyarrow releases the GIL while decoding).
 
 from __future__ import annotations
 
+import contextvars
 import os
 import shutil
 import threading
+import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, Callable, Generator, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -22,6 +25,8 @@ import pyarrow.parquet as pq
 
 from ._input import EVENT_COLUMNS, as_table, iter_batches
 from ._progress import tracker
+from ._types import RunWarning
+from .errors import NoInputError, PauError
 from .readers.detect import detect_format as _detect
 from .readers.kineto import read_kineto
 from .readers.mllog import read_mllog
@@ -30,7 +35,7 @@ from .readers.serving import read_serving
 
 __all__ = ["stream_events", "parquet_files", "read_kineto", "read_nsys", "read_mllog", "read_serving",
            "detect_format", "write_dataset", "read_dataset", "layout_version", "LAYOUT_VERSION",
-           "row_group_bytes"]
+           "row_group_bytes", "read_table", "read_schema", "write_table", "skipped_files"]
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -54,27 +59,138 @@ def _hive_keys(path: str, root: str | None = None) -> dict[str, Any]:
     return keys
 
 
+#: While :func:`skipped_files` is active: the warnings about files left out of a dataset
+#: (one per folder), instead of a Python warning.
+_SKIPPED: contextvars.ContextVar[dict[str, RunWarning] | None] = contextvars.ContextVar("pau_io_skipped",
+                                                                                      default=None)
+
+
+@contextmanager
+def skipped_files() -> Iterator[list[RunWarning]]:
+    """Within the block, :func:`parquet_files` reports the files it leaves out of a
+    dataset into the list this yields (filled when the block ends; once per folder),
+    instead of as a Python ``UserWarning``: :func:`pau.read` puts them in
+    ``run.warnings``."""
+    found: dict[str, RunWarning] = {}
+    token = _SKIPPED.set(found)
+    out: list[RunWarning] = []
+    try:
+        yield out
+    finally:
+        _SKIPPED.reset(token)
+        out.extend(found.values())
+
+
 def parquet_files(source: str | os.PathLike[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Parquet files under ``source`` in path order, with their hive partition values."""
+    """Parquet files under ``source`` in path order, with their hive partition values.
+
+    A folder is walked as pyarrow.dataset lists a hive-partitioned one: names that start
+    with ``.`` or ``_`` are not data (``_SUCCESS``, ``_metadata``, ``.part.tmp``) and are
+    passed over. Of the other files, those whose names do not end in ``.parquet`` (a
+    ``README.txt``, a ``part-1.parquet.tmp`` left by a writer) are skipped with one
+    warning that counts and names them (a Python ``UserWarning``, or ``run.warnings``
+    under :func:`skipped_files`); a file named ``.parquet`` that is not Parquet is an
+    error naming it when it is read. Raises :class:`pau.errors.NoInputError` when
+    nothing is at ``source`` or a folder holds no Parquet file."""
     path = os.fspath(source)
     if os.path.isfile(path):
         return [(path, _hive_keys(path))]
     if not os.path.isdir(path):
-        raise FileNotFoundError(f"no Parquet file or directory at {path!r}")
-    # Every file below, as pyarrow.dataset lists a hive-partitioned folder (names that
-    # start with "." or "_" are not data), without importing it: pyarrow.dataset
-    # imports pandas, a third of pau's import time.
-    out = []
+        raise NoInputError(f"no Parquet file or directory at {path!r}")
+    # Walked without importing pyarrow.dataset: it imports pandas, a third of pau's
+    # import time.
+    out, skipped = [], []
     for folder, dirs, files in os.walk(path):
         dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
         for name in files:
             if not name.startswith((".", "_")):
                 f = os.path.join(folder, name)
-                out.append((f, _hive_keys(f, path)))
+                if name.endswith(".parquet"):
+                    out.append((f, _hive_keys(f, path)))
+                else:
+                    skipped.append(os.path.relpath(f, path))
     out.sort(key=lambda item: item[0])
+    if skipped:
+        skipped.sort()
+        shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        w = RunWarning("dataset.skipped_files", f"{path}: {len(skipped)} files not named *.parquet left out "
+                       f"of the dataset ({shown})")
+        found = _SKIPPED.get()
+        if found is not None:
+            found.setdefault(path, w)
+        else:
+            warnings.warn(w.message, UserWarning, stacklevel=2)
     if not out:
-        raise FileNotFoundError(f"no Parquet files under {path!r}")
+        raise NoInputError(f"no Parquet files (*.parquet) under {path!r}" +
+                           (f" ({len(skipped)} other files)" if skipped else "") +
+                           ". Fix: give a Parquet file or a folder of them (pau.io.write_dataset writes one)")
     return out
+
+
+def _corrupt(path: str, exc: BaseException, where: str = "") -> PauError:
+    """A pyarrow failure on ``path`` as pau's error: pyarrow's own messages name neither
+    the file nor what to do."""
+    return PauError(f"{path}{where}: not readable as Parquet ({type(exc).__name__}: {exc}). Fix: the file is "
+                    "truncated, corrupt or not Parquet (a page checksum that does not match is corruption): "
+                    "write it again from its source, or move it out of the dataset")
+
+
+#: What pyarrow raises on a file it cannot read (ArrowInvalid is a ValueError, ArrowIOError
+#: an OSError).
+_READ_ERRORS = (pa.ArrowException, OSError, ValueError)
+
+
+def _open(path: str) -> pq.ParquetFile:
+    """``path`` opened with every data page's checksum verified where it has one."""
+    try:
+        pf = pq.ParquetFile(path, page_checksum_verification=True)
+        pf.schema_arrow  # decoded here, so that a corrupt schema names its file too
+    except _READ_ERRORS as exc:
+        raise _corrupt(path, exc) from None
+    return pf
+
+
+def read_table(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:
+    """One Parquet file, with its page checksums verified; pau's error (naming the file)
+    when it cannot be read."""
+    p = os.fspath(path)
+    pf = _open(p)
+    try:
+        return pf.read(columns=None if columns is None else list(columns))
+    except _READ_ERRORS as exc:
+        raise _corrupt(p, exc) from None
+
+
+def read_schema(path: str | os.PathLike[str]) -> pa.Schema:
+    """The Arrow schema of one Parquet file (pau's error, naming it, when unreadable)."""
+    return _open(os.fspath(path)).schema_arrow
+
+
+def write_table(table: pa.Table, path: str | os.PathLike[str], **options: Any) -> None:
+    """``pyarrow.parquet.write_table`` with a checksum on every page, so that a flipped
+    bit is an error on read rather than a changed figure."""
+    pq.write_table(table, os.fspath(path), write_page_checksum=True, **options)
+
+
+def _check_keys(t: pa.Table, keys: dict[str, Any], path: str, where: str = "") -> None:
+    """Refuse a file whose column contradicts the hive folder it lies in (``rank=7/``
+    holding rank 1): which one is right cannot be known, and either choice changes the
+    figures silently."""
+    for c, v in keys.items():
+        if c not in t.column_names or t.num_rows == 0:
+            continue
+        col = t.column(c)
+        if isinstance(v, int) and pa.types.is_integer(col.type) and col.null_count == 0:
+            mm = pc.min_max(col).as_py()
+            if mm["min"] == v == mm["max"]:
+                continue
+        same = pc.fill_null(pc.equal(pc.cast(col, pa.string()), pa.scalar(str(v))), False)
+        if pc.all(same).as_py():
+            continue
+        row = int(pc.index(same, False).as_py())
+        raise PauError(f"{path}{where}: column '{c}' holds {col[row].as_py()!r} at row {row}, but the file lies "
+                       f"in the folder {c}={v}. Fix: move the file to the folder of its {c}, or rewrite it "
+                       f"with {c} = {v!r} (pau.io.write_dataset names the folders from the column)")
 
 
 def row_group_bytes(path: str | os.PathLike[str], columns: Sequence[str] = EVENT_COLUMNS,
@@ -89,7 +205,7 @@ def row_group_bytes(path: str | os.PathLike[str], columns: Sequence[str] = EVENT
     a row. The Parquet "uncompressed" size alone would be far too low for pau's
     delta-encoded times (about 2 bytes a value against 8 in memory).
     """
-    pf = pq.ParquetFile(os.fspath(path))
+    pf = _open(os.fspath(path))
     schema = pf.schema_arrow
     meta = pf.metadata
     out = []
@@ -125,7 +241,7 @@ def _reader(path: str) -> pq.ParquetFile:
     st = os.stat(path)
     key = (os.fspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
     if getattr(_READERS, "key", None) != key:
-        _READERS.pf, _READERS.key = pq.ParquetFile(path), key
+        _READERS.pf, _READERS.key = _open(path), key
     return _READERS.pf
 
 
@@ -133,7 +249,7 @@ def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str]
                      batch_rows: int | None) -> Iterator[tuple[Callable[[], pa.Table], int]]:
     """Callables, each reading one row group (optionally sliced into batches)."""
     for path, keys in files:
-        pf = pq.ParquetFile(path)
+        pf = _open(path)
         names = pf.schema_arrow.names
         present = [c for c in columns if c in names]
         missing = [c for c in columns if c not in names and c in keys]
@@ -144,7 +260,11 @@ def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str]
             def read(path: str = path, i: int = i, present: list[str] = present,
                      missing: list[str] = missing, keys: dict[str, Any] = keys,
                      rank_field: pa.Field = rank_field) -> pa.Table:
-                t = _reader(path).read_row_group(i, columns=present)
+                try:
+                    t = _reader(path).read_row_group(i, columns=present)
+                except _READ_ERRORS as exc:
+                    raise _corrupt(path, exc, f", row group {i}") from None
+                _check_keys(t, keys, path, f", row group {i}")
                 for c in missing:
                     value = keys[c]
                     if c == "rank":
@@ -234,12 +354,17 @@ _DELTA_COLUMNS = ("start_ns", "end_ns", "stream", "step", "bytes", "attempt")
 def layout_version(path: str | os.PathLike[str]) -> int:
     """The ``pau.layout_version`` of one Parquet file (0 when it has none).
 
-    Raises :class:`ValueError` for a version newer than this pau reads."""
-    meta = pq.read_metadata(os.fspath(path)).metadata or {}
+    Raises :class:`pau.errors.PauError` for a version newer than this pau reads, or a
+    file that is not readable Parquet."""
+    meta = _open(os.fspath(path)).metadata.metadata or {}
     raw = meta.get(_LAYOUT_KEY)
-    version = int(raw) if raw is not None else 0
+    try:
+        version = int(raw) if raw is not None else 0
+    except ValueError:
+        raise PauError(f"{os.fspath(path)}: pau.layout_version is {raw!r}, not a number. Fix: the file is "
+                       "corrupt: write it again") from None
     if version > LAYOUT_VERSION:
-        raise ValueError(f"{os.fspath(path)}: pau archive layout version {version} is newer than "
+        raise PauError(f"{os.fspath(path)}: pau archive layout version {version} is newer than "
                          f"this pau reads (up to {LAYOUT_VERSION}). Fix: upgrade pau")
     return version
 
@@ -334,7 +459,8 @@ def write_dataset(events: Any, root: str | os.PathLike[str], *, job: str = "job0
         d = os.path.join(job_dir, f"rank={int(r)}")
         os.makedirs(d, exist_ok=True)
         tmp = os.path.join(d, ".part-0.parquet.tmp")
-        with pq.ParquetWriter(tmp, schema, **opts) as writer:
+        # page checksums: a flipped bit in a page is an error on read, not a changed figure
+        with pq.ParquetWriter(tmp, schema, write_page_checksum=True, **opts) as writer:
             writer.write_table(part.drop_columns(["rank"]).replace_schema_metadata(meta),
                                row_group_size=row_group_size)
         os.replace(tmp, os.path.join(d, "part-0.parquet"))
@@ -358,8 +484,9 @@ def read_dataset(root: str | os.PathLike[str], *, columns: Sequence[str] | None 
     tables = []
     for path, keys in parquet_files(root):
         layout_version(path)
-        t = pq.read_table(path, columns=None if columns is None else
-                          [c for c in columns if c in pq.read_schema(path).names])
+        t = read_table(path, columns=None if columns is None else
+                       [c for c in columns if c in read_schema(path).names])
+        _check_keys(t, keys, path)
         not_null = (t.schema.metadata or {}).get(_RANK_NOT_NULL) == b"1"
         for c, v in keys.items():
             if c not in t.column_names and (columns is None or c in columns):

@@ -30,7 +30,6 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from . import _engine
 from . import io as _io
@@ -187,7 +186,7 @@ class Run:
             if name == "events" and table.num_rows:
                 _io.write_dataset(table, os.path.join(out, "events"), job="run")
             else:  # an empty events table has no rank to partition by: one file keeps its schema
-                pq.write_table(table, os.path.join(out, f"{name}.parquet"))
+                _io.write_table(table, os.path.join(out, f"{name}.parquet"))
         doc = {"pau_run_layout": RUN_LAYOUT_VERSION, "tables": columns, "metadata": self.metadata,
                "warnings": [{"code": w.code, "message": w.message} for w in self.warnings]}
         with open(os.path.join(out, RUN_FILE), "w") as f:
@@ -326,7 +325,7 @@ def _reader_warnings(fmt: str, messages: Sequence[str]) -> list[RunWarning]:
 
 
 def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str) -> Run:
-    spans = trace.spans() if isinstance(trace, KinetoTrace) else spans_of(trace.events, trace.lifecycle)
+    spans = trace.spans()  # Kineto: the profiled window; Nsight: the capture window
     steps = trace.lifecycle
     has_steps = steps is not None and steps.num_rows > 0 and bool(pc.any(pc.equal(steps["record"], "step")).as_py())
     lifecycle = _trace_lifecycle(steps, spans) if has_steps else None
@@ -411,7 +410,7 @@ def _is_run_folder(path: str) -> bool:
 def _read_run_folder(path: str, progress: Any) -> Run:
     if not os.path.isfile(os.path.join(path, RUN_FILE)):
         found = _table_files(path)
-        tables: dict[str, pa.Table] = {n: (_read_events(p, progress) if n == "events" else pq.read_table(p))
+        tables: dict[str, pa.Table] = {n: (_read_events(p, progress) if n == "events" else _io.read_table(p))
                                        for n, p in found.items()}
         return Run(**tables, metadata={"format": "pau", "sources": [path],
                                        "assumed": [f"no {RUN_FILE}: tables read by their file names"]})
@@ -432,7 +431,7 @@ def _read_run_folder(path: str, progress: Any) -> Run:
         if os.path.isdir(files[name]):
             tables[name] = _read_events(files[name], progress).select(columns)
         else:
-            tables[name] = pq.read_table(files[name])
+            tables[name] = _io.read_table(files[name])
     warnings = [RunWarning(w["code"], w["message"]) for w in doc.get("warnings", [])]
     return Run(**tables, metadata=doc.get("metadata", {}), warnings=warnings)
 
@@ -441,7 +440,7 @@ def _read_events(path: str, progress: Any) -> pa.Table:
     """Every column of a Parquet events file or folder (hive keys fill ``rank``), read
     row group by row group (with ``progress``), in numeric rank order."""
     files = _io.parquet_files(path)
-    names = list(pq.read_schema(files[0][0]).names)
+    names = list(_io.read_schema(files[0][0]).names)
     columns = names + [k for k in ("rank",) if k not in names and k in files[0][1]]
     for f, _ in files:
         _io.layout_version(f)
@@ -488,10 +487,11 @@ def read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_inv
     if on_invalid == "quarantine" and fmt in ("mllog", "pau", "parquet"):
         raise OptionError(f"on_invalid='quarantine' does not apply to {fmt} input: its reader sets nothing "
                        "aside (it raises on what it cannot use)")
-    if fmt == "pau":
-        return [_read_run_folder(p, options.get("progress"))]
-    if fmt == "parquet":
-        return [_read_parquet(p, options.get("progress"))]
+    if fmt in ("pau", "parquet"):
+        with _io.skipped_files() as skipped:  # files of a dataset that are not Parquet
+            run = (_read_run_folder if fmt == "pau" else _read_parquet)(p, options.get("progress"))
+        run.warnings.extend(skipped)
+        return [run]
     if fmt == "kineto":
         return [_from_trace(read_kineto(p, on_invalid=on_invalid, **options), fmt, p)]
     if fmt == "nsys":

@@ -6,21 +6,24 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from ..errors import NoInputError
+
 
 def files_in(path: str | os.PathLike, suffixes: tuple[str, ...], *, missing: str, empty: str) -> list[str]:
     """``path`` itself, or the files of a directory (not recursive, hidden ones left
     out) whose names end with one of ``suffixes``, in name order. ``missing`` and
-    ``empty`` are the messages (``{p}`` stands for the path) of the FileNotFoundError when
-    nothing is at ``path`` or a directory holds no such file."""
+    ``empty`` are the messages (``{p}`` stands for the path) of the
+    :class:`~pau.errors.NoInputError` when nothing is at ``path`` or a directory holds
+    no such file."""
     p = os.fspath(path)
     if os.path.isfile(p):
         return [p]
     if not os.path.isdir(p):
-        raise FileNotFoundError(missing.replace("{p}", repr(p)))
+        raise NoInputError(missing.replace("{p}", repr(p)))
     names = sorted(n for n in os.listdir(p) if not n.startswith(".") and n.endswith(suffixes)
                    and os.path.isfile(os.path.join(p, n)))
     if not names:
-        raise FileNotFoundError(empty.replace("{p}", repr(p)))
+        raise NoInputError(empty.replace("{p}", repr(p)))
     return [os.path.join(p, n) for n in names]
 
 
@@ -30,5 +33,5 @@ def expand(path: Any, lister: Callable[[Any], list[str]], reader: str) -> list[s
         return lister(path)
     paths = [p for item in path for p in lister(item)]
     if not paths:
-        raise FileNotFoundError(f"{reader}: no paths given")
+        raise NoInputError(f"{reader}: no paths given. Fix: give a file or a folder")
     return paths

@@ -33,7 +33,7 @@ import sqlite3
 import pathlib
 import zlib
 
-from ..errors import PauError
+from ..errors import NoInputError, PauError
 
 __all__ = ["FORMATS", "UnknownFormatError", "detect_format"]
 
@@ -83,6 +83,8 @@ def _is_aiperf_line(first: str) -> bool:
         return False
     try:
         rec = json.loads(first)
+    except RecursionError:   # nested past Python's stack: no AIPerf record
+        return False
     except ValueError:   # a first line longer than the head read: look at its text
         return bool(re.search(r'"metadata"\s*:\s*\{[^{}]*"(?:timestamp_ns|request_start_ns)"\s*:', first))
     md = rec.get("metadata") if isinstance(rec, dict) else None
@@ -129,8 +131,8 @@ def detect_format(path: str | os.PathLike) -> str:
 
     Raises
     ------
-    FileNotFoundError
-        Nothing at ``path``.
+    pau.errors.NoInputError
+        Nothing at ``path`` (also a ``FileNotFoundError``).
     UnknownFormatError
         Empty, unrecognised, or a directory mixing formats.
     """
@@ -138,7 +140,7 @@ def detect_format(path: str | os.PathLike) -> str:
     if os.path.isfile(p):
         return _detect_file(p)
     if not os.path.isdir(p):
-        raise FileNotFoundError(f"nothing at {p!r}")
+        raise NoInputError(f"nothing at {p!r}. Fix: give a file or a folder")
     files = sorted(str(f) for f in pathlib.Path(p).rglob("*") if f.is_file() and not f.name.startswith("."))
     if any(f.endswith(".parquet") for f in files):
         return "parquet"

@@ -52,7 +52,7 @@ import pyarrow as pa
 
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from .._types import RunWarning
-from ..errors import PauError
+from ..errors import NoInputError, PauError
 
 __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
 
@@ -126,15 +126,30 @@ class MLLogRun:
                 f"time_to_train_ns={self.time_to_train_ns}, warnings={len(self.warnings)})")
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
 def _time_ns(v: Any) -> int | None:
+    """``time_ms`` in ns, or None when it is not a number whose ns fit int64 (the line is
+    then malformed: counted and named in a warning, as a line of bad JSON is)."""
     if isinstance(v, bool) or v is None:
         return None
     if isinstance(v, int):
-        return v * 1_000_000
-    if isinstance(v, decimal.Decimal):
         ns = v * 1_000_000
-        return int(ns.to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
-    return None
+    elif isinstance(v, decimal.Decimal):
+        # beyond 10**25 ms no ns fits int64: checked before multiplying, so that an
+        # exponent of a million digits costs nothing
+        if not v.is_finite() or v.adjusted() > 25:
+            return None
+        ns = int((v * 1_000_000).to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
+    else:
+        return None
+    return ns if _INT64[0] <= ns <= _INT64[1] else None
+
+
+def _text(v: Any) -> str | None:
+    """A name from the log (benchmark, submitter...) as text."""
+    return None if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
 
 
 def _kept_ns(rec: dict) -> int:
@@ -147,6 +162,32 @@ def _as_int(v: Any) -> int | None:
         return int(str(v).strip())
     except (TypeError, ValueError):
         return None
+
+
+#: The most accelerators a system description may count (one accountable record each).
+MAX_ACCELERATORS = 1_000_000
+
+
+def _system_arg(system: Any) -> dict:
+    """``system=`` of :func:`read_mllog`: a path to a system description JSON, or a mapping."""
+    if not isinstance(system, (str, os.PathLike)):
+        try:
+            return dict(system)
+        except (TypeError, ValueError):
+            raise PauError(f"system: expected a path or a mapping, got {type(system).__name__}") from None
+    p = os.fspath(system)
+    try:
+        info = json.loads(pathlib.Path(p).read_text())
+    except OSError as exc:
+        raise MLLogError(p, f"the system description cannot be read ({exc.strerror or exc})",
+                         "give the path of the system description JSON") from None
+    except (ValueError, RecursionError):
+        raise MLLogError(p, "the system description is not valid JSON",
+                         "give an MLPerf system description (systems/<system>.json)") from None
+    if not isinstance(info, dict):
+        raise MLLogError(p, "the system description is not a JSON object",
+                         "give an MLPerf system description (systems/<system>.json)")
+    return info
 
 
 def _system_json(path: pathlib.Path) -> pathlib.Path | None:
@@ -176,14 +217,14 @@ def _parse(path: str) -> tuple[list[tuple[int, dict]], dict | None, dict]:
                     try:
                         obj, _ = dec.raw_decode(line[j + len(_SYSMARK):].lstrip())
                         sysjson = obj if isinstance(obj, dict) else None
-                    except ValueError:
+                    except (ValueError, RecursionError):   # nested past Python's stack: not a system
                         pass
                 continue
             counts["mllog"] += 1
             text = line[i + len(_MARK):].strip()
             try:
                 obj, _ = dec.raw_decode(text)
-            except ValueError:
+            except (ValueError, RecursionError):   # bad JSON, or nested past Python's stack
                 obj = None
             if not isinstance(obj, dict) or not isinstance(obj.get("key"), str) or _time_ns(obj.get("time_ms")) is None:
                 counts["malformed"] += 1
@@ -266,20 +307,29 @@ def _read_one(path: str, system: Any) -> MLLogRun:
     # Accelerators.
     source, info = "assumed", None
     if system is not None:
-        info = json.loads(pathlib.Path(system).read_text()) if isinstance(system, (str, os.PathLike)) else dict(system)
+        info = _system_arg(system)
         source = "argument"
     else:
         sj = _system_json(pathlib.Path(path))
         if sj is not None:
             try:
                 info, source = json.loads(sj.read_text()), f"system json {sj}"
-            except ValueError:
+            except (ValueError, RecursionError):
                 warnings.append(RunWarning("mllog.system_json_invalid", f"{sj}: not valid JSON; system description ignored"))
+            if info is not None and not isinstance(info, dict):
+                warnings.append(RunWarning("mllog.system_json_invalid", f"{sj}: not a JSON object; system "
+                                           "description ignored"))
+                info, source = None, "assumed"
         if info is None and sysjson is not None:
             info, source = sysjson, "SYSJSON line"
     n_acc = None
     if info is not None:
         nodes, per = _as_int(info.get("number_of_nodes")), _as_int(info.get("accelerators_per_node"))
+        if nodes is not None and per is not None and nodes * per > MAX_ACCELERATORS:
+            # one accountable record per accelerator: a corrupt count would fill memory
+            raise MLLogError(path, f"the system description ({source}) counts {nodes} x {per} accelerators, "
+                             f"more than {MAX_ACCELERATORS:,}", "correct number_of_nodes and "
+                             "accelerators_per_node, or pass system= to read_mllog")
         if nodes is not None and per is not None and nodes * per > 0:
             n_acc = nodes * per
         else:
@@ -320,11 +370,11 @@ def _read_one(path: str, system: Any) -> MLLogRun:
         [{**x, "block_end_ns": None, "durable_ns": None, "ok": None, "tokens": None} for x in rows],
         schema=_LIFECYCLE_SCHEMA)
     return MLLogRun(
-        lifecycle=table, path=path, benchmark=value("submission_benchmark"),
-        submitter=value("submission_org") or (info or {}).get("submitter"),
-        system=value("submission_platform") or (info or {}).get("system_name"),
+        lifecycle=table, path=path, benchmark=_text(value("submission_benchmark")),
+        submitter=_text(value("submission_org") or (info or {}).get("submitter")),
+        system=_text(value("submission_platform") or (info or {}).get("system_name")),
         status=status, accelerators=n_acc, accelerators_source=source,
-        accelerator_model=(info or {}).get("accelerator_model_name"),
+        accelerator_model=_text((info or {}).get("accelerator_model_name")),
         init_ns=(init_stop[-1] - init_start[0]) if init_start and init_stop else None,
         time_to_train_ns=(run_stop[-1] - run_start[0]) if run_stop else None,
         start_ns=start, end_ns=end, blocks=len(steps), evals=len(evals), warnings=warnings)
@@ -338,8 +388,8 @@ def mllog_files(path: str | os.PathLike) -> list[str]:
         found = sorted(p for ext in ("*.txt", "*.log") for p in root.rglob(ext)
                        if p.is_file() and _MARK.encode() in p.read_bytes())
     if not found:
-        raise FileNotFoundError(f"no MLPerf result logs (result_*.txt, or *.txt/*.log with :::MLLOG lines) "
-                                f"under {os.fspath(path)!r}")
+        raise NoInputError(f"no MLPerf result logs (result_*.txt, or *.txt/*.log with :::MLLOG lines) "
+                           f"under {os.fspath(path)!r}. Fix: give a result log or a folder of them")
     return [os.fspath(p) for p in found]
 
 
@@ -368,7 +418,7 @@ def read_mllog(path: str | os.PathLike, *, system: Any = None) -> MLLogRun | lis
     if os.path.isdir(p):
         return [_read_one(f, system) for f in mllog_files(p)]
     if not os.path.isfile(p):
-        raise FileNotFoundError(f"no MLPerf result log or directory at {p!r}")
+        raise NoInputError(f"no MLPerf result log or directory at {p!r}")
     return _read_one(p, system)
 
 

@@ -78,6 +78,7 @@ import pyarrow as pa
 from .._types import check_on_invalid
 from .._vocab import KINDS
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
+from .._vocab import SPANS_SCHEMA as _SPANS_SCHEMA
 from .._types import RunWarning
 from ._files import expand, files_in
 from .kineto import (DEFAULT_RULES, InvalidEventError, NoDeviceEventsError, Rules,
@@ -133,6 +134,8 @@ class NsysTrace:
     warnings : list of str
     quarantine : pyarrow.Table
         Rows set aside with ``on_invalid="quarantine"``: ``source_file, table, rowid, reason``.
+    span : pyarrow.Table
+        Each rank's span (see :meth:`spans`).
     """
 
     events: pa.Table
@@ -141,6 +144,15 @@ class NsysTrace:
     nvtx: pa.Table
     warnings: list = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: _QUARANTINE_SCHEMA.empty_table())
+    span: pa.Table = field(default_factory=lambda: _SPANS_SCHEMA.empty_table())
+
+    def spans(self) -> pa.Table:
+        """``rank, start_ns, end_ns``: each rank's span, its capture window (the Nsight
+        session, ``ANALYSIS_DETAILS.duration`` from the session start) grown to any of its
+        events or lifecycle records outside it (with a warning); first to last event
+        when the export records no capture. Pass it as ``span=`` to
+        :func:`pau.core.classify`."""
+        return self.span
 
     def __repr__(self) -> str:
         return (f"NsysTrace(ranks={self.ranks.num_rows}, events={self.events.num_rows}, "
@@ -169,6 +181,9 @@ class _Db:
                                    "format?)", _FIX_EXPORT)
         uri = pathlib.Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
         self.con = sqlite3.connect(uri, uri=True)
+        # TEXT that is not UTF-8 (a corrupt name): shown with U+FFFD for the bad bytes,
+        # as names only label events, rather than failing the whole file in sqlite3
+        self.con.text_factory = lambda b: b.decode("utf-8", "replace")
         self.tables = {r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
         if "StringIds" not in self.tables:
             raise TraceFormatError(path, "a SQLite database but not an Nsight Systems export (no StringIds "
@@ -188,10 +203,62 @@ class _Db:
         self.con.close()
 
 
-def _col(rows: list, i: int, dtype=np.int64, fill: int = -1) -> np.ndarray:
-    if not rows:
-        return np.empty(0, dtype)
-    return np.array([fill if r[i] is None else r[i] for r in rows], dtype=dtype)
+_I64 = np.iinfo(np.int64)
+
+
+class _Rows:
+    """The rows of one table with their problems: a row holding a value pau cannot use
+    (a REAL, TEXT or BLOB where Nsight writes an INTEGER, a null time, a time that the
+    session start pushes beyond int64) is marked bad with the column and the reason, so
+    it is raised or set aside by its rowid, never converted into a wrong number."""
+
+    def __init__(self, table: str, rows: list, rowid: np.ndarray):
+        self.table, self.rows = table, rows
+        self.rowid = rowid
+        self.bad = np.zeros(len(rows), bool)
+        self.reason: dict[int, str] = {}   # first reason per bad row index
+
+    def mark(self, idx: np.ndarray, reason: str) -> None:
+        for i in np.flatnonzero(idx & ~self.bad).tolist():
+            self.reason[i] = reason
+        self.bad |= idx
+
+    def ints(self, i: int, column: str, *, fill: int | None = -1) -> np.ndarray:
+        """Column ``i`` as int64. Nulls become ``fill`` (``fill=None``: a null is bad);
+        values that are not SQLite INTEGERs mark their row bad (and read as 0)."""
+        vals = [r[i] for r in self.rows]
+        if not vals:
+            return np.empty(0, np.int64)
+        types = set(map(type, vals))
+        if types <= {int} or (fill is not None and types <= {int, type(None)}):
+            # sqlite3 returns INTEGER as a Python int that always fits int64
+            return np.array([fill if v is None else v for v in vals], np.int64)
+        out = np.zeros(len(vals), np.int64)
+        bad = np.zeros(len(vals), bool)
+        for k, v in enumerate(vals):
+            if type(v) is int:
+                out[k] = v
+            elif v is None and fill is not None:
+                out[k] = fill
+            else:
+                bad[k] = True
+        for k in np.flatnonzero(bad & ~self.bad).tolist():
+            v = vals[k]
+            self.reason[k] = (f"column {column} is null" if v is None else
+                              f"column {column} is not an integer ({v!r:.40})")
+        self.bad |= bad
+        return out
+
+
+def _shift(rows: _Rows, t: np.ndarray, base: int, column: str) -> np.ndarray:
+    """``t + base`` (the session start), marking rows where the sum leaves int64: numpy
+    would wrap them to the other end of the range without a word."""
+    if base == 0 or t.size == 0:
+        return t
+    over = t > _I64.max - base if base > 0 else t < _I64.min - base
+    if over.any():
+        rows.mark(over, f"{column} + the session start ({base}) is beyond int64")
+    return np.where(over, 0, t) + base
 
 
 def _enum(db: _Db, table: str) -> dict[int, str]:
@@ -199,7 +266,8 @@ def _enum(db: _Db, table: str) -> dict[int, str]:
         return {}
     cols = db.columns(table)
     label = "label" if "label" in cols else "name"
-    return {int(i): str(v) for i, v in db.query(f"SELECT id, {label} FROM {table}")}
+    # labels only name events (never a figure): a malformed row is left out
+    return {i: str(v) for i, v in db.query(f"SELECT id, {label} FROM {table}") if type(i) is int}
 
 
 # (table, kind, columns needed besides start/end)
@@ -211,9 +279,29 @@ _TABLES = (
 )
 
 
+def _set_aside(db: _Db, rows: _Rows, on_invalid: str, warnings: list, quarantine: list) -> None:
+    """Raise on the first bad row (``on_invalid="raise"``) or put them in the quarantine."""
+    idx = np.flatnonzero(rows.bad)
+    if not idx.size:
+        return
+    first = int(idx[0])
+    if on_invalid == "raise":
+        raise InvalidEventError(
+            db.path, f"table {rows.table}, rowid {int(rows.rowid[first])}: {rows.reason[first]} ({idx.size} "
+            "unusable rows in this table)", "repair the export, or pass on_invalid='quarantine' to set such "
+            "rows aside")
+    quarantine.append(pa.table({
+        "source_file": pa.array([db.path] * idx.size, pa.string()), "table": [rows.table] * idx.size,
+        "rowid": pa.array(rows.rowid[idx], pa.int64()),
+        "reason": [rows.reason[int(i)] for i in idx.tolist()]}, schema=_QUARANTINE_SCHEMA))
+    warnings.append(RunWarning("nsys.rows_set_aside", f"{db.path}: {idx.size} rows of {rows.table} set aside "
+                               f"(first: rowid {int(rows.rowid[first])}, {rows.reason[first]}); see .quarantine"))
+
+
 def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules, strings: dict,
-                on_invalid: str, warnings: list, quarantine: list) -> dict | None:
-    """Columns of one activity table: device, pid, stream, start, end, kind code, name, bytes."""
+                on_invalid: str, warnings: list, quarantine: list, base: int) -> dict | None:
+    """Columns of one activity table: device, pid, stream, start, end (``base`` added),
+    kind code, name, bytes."""
     if table not in db.tables:
         return None
     cols = db.columns(table)
@@ -222,7 +310,9 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
     if missing:
         raise TraceFormatError(db.path, f"table {table} lacks column(s) {', '.join(missing)}",
                                "this schema version is not supported; " + _FIX_EXPORT)
-    pid_expr = "((globalPid >> 24) & 16777215)" if "globalPid" in cols else "NULL"
+    # globalPid is read as stored and split in numpy: SQLite's >> would turn a TEXT value
+    # into 0 silently
+    pid_col = "globalPid" if "globalPid" in cols else "NULL"
     if kind == "compute":
         order = ("shortName", "demangledName", "mangledName") if kernel_names == "short" else (
             "demangledName", "shortName", "mangledName")
@@ -238,37 +328,37 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
     else:
         extra = "syncType" if "syncType" in cols else "NULL"
         bytes_expr = "NULL"
-    rows = db.query(f"SELECT rowid, start, end, deviceId, {pid_expr}, streamId, {extra}, {bytes_expr} "
-                    f"FROM {table} ORDER BY rowid")
-    if not rows:
+    raw = db.query(f"SELECT rowid, start, end, deviceId, {pid_col}, streamId, {extra}, {bytes_expr} "
+                   f"FROM {table} ORDER BY rowid")
+    if not raw:
         return None
-    rowid = _col(rows, 0)
-    start = _col(rows, 1, fill=np.iinfo(np.int64).min)
-    end = _col(rows, 2, fill=np.iinfo(np.int64).min)
-    bad = (end < start) | (start == np.iinfo(np.int64).min) | (end == np.iinfo(np.int64).min)
-    if bad.any():
-        idx = np.flatnonzero(bad)
-        reason = "end before start, or a null time"
-        if on_invalid == "raise":
-            raise InvalidEventError(
-                db.path, f"table {table}, rowid {int(rowid[idx[0]])}: {reason} ({idx.size} such rows in "
-                "this table)", "repair the export, or pass on_invalid='quarantine' to set such rows aside")
-        quarantine.append(pa.table({
-            "source_file": pa.array([db.path] * idx.size, pa.string()), "table": [table] * idx.size,
-            "rowid": pa.array(rowid[idx], pa.int64()), "reason": [reason] * idx.size},
-            schema=_QUARANTINE_SCHEMA))
-        warnings.append(RunWarning("nsys.rows_set_aside", f"{db.path}: {idx.size} rows of {table} set aside ({reason}); see .quarantine"))
-    keep = ~bad
-    stream = _col(rows, 5)[keep]
+    rows = _Rows(table, raw, np.array([r[0] for r in raw], np.int64))
+    start = rows.ints(1, "start", fill=None)
+    end = rows.ints(2, "end", fill=None)
+    rows.mark((end < start) & ~rows.bad, "end before start")
+    start = _shift(rows, start, base, "start")
+    end = _shift(rows, end, base, "end")
+    device = rows.ints(3, "deviceId")
+    gpid = rows.ints(4, "globalPid")
+    stream = rows.ints(5, "streamId")
+    extra_v = rows.ints(6, extra)
+    nbytes = rows.ints(7, "bytes")
+    _set_aside(db, rows, on_invalid, warnings, quarantine)
+    keep = ~rows.bad
+    pid = np.where(gpid < 0, -1, (gpid >> 24) & 0xFFFFFF)[keep]
+    stream = stream[keep]
     stream = np.where((stream < 0) | (stream > np.iinfo(np.int32).max), -1, stream)
-    extra_v = _col(rows, 6)[keep]
-    nbytes = _col(rows, 7)[keep]
+    extra_v, nbytes = extra_v[keep], nbytes[keep]
     # Names: one lookup per distinct id, then a vectorized take.
     uniq, inv = np.unique(extra_v, return_inverse=True)
     inv = inv.reshape(-1)
     if kind == "compute":
-        text = {int(i): v for i, v in db.query(
+        text = {i: v for i, v in db.query(
             f"SELECT id, value FROM StringIds WHERE id IN ({','.join(map(str, uniq.tolist()))})")}
+        bad_text = [(u, text[u]) for u in uniq.tolist() if u in text and not isinstance(text[u], str)]
+        if bad_text:
+            raise TraceFormatError(db.path, f"StringIds id {bad_text[0][0]} (a kernel name in {table}) is "
+                                   f"{type(bad_text[0][1]).__name__}, not text", _FIX_EXPORT)
         labels = [text.get(int(u), f"<unknown StringIds {int(u)}>") for u in uniq.tolist()]
         codes = np.array([KINDS.index(rules.classify("kernel", s) or "compute") for s in labels], np.int8)
         kinds = codes[inv] if uniq.size else np.empty(0, np.int8)
@@ -276,15 +366,18 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
         enum = _enum(db, {"memcpy": "ENUM_CUDA_MEMCPY_OPER", "memset": "ENUM_CUDA_MEM_KIND",
                           "sync": "ENUM_CUPTI_SYNC_TYPE"}[kind])
         labels = [kind if u < 0 else f"{kind} {enum.get(int(u), int(u))}" for u in uniq.tolist()]
+        # memsets and syncs keep their own kind: they are device time of their own
+        # (DESIGN §2.1), not "other"
         kinds = np.full(extra_v.size, KINDS.index(kind), np.int8)
     gid = np.array([strings.setdefault(s, len(strings)) for s in labels], np.int32)
-    return {"device": _col(rows, 3)[keep], "pid": _col(rows, 4)[keep], "stream": stream,
+    return {"device": device[keep], "pid": pid, "stream": stream,
             "start_ns": start[keep], "end_ns": end[keep], "kind": kinds,
             "name": gid[inv] if uniq.size else np.empty(0, np.int32), "bytes": nbytes}
 
 
-def _nvtx(db: _Db) -> list[tuple[int, int, int, int, str]]:
-    """(pid, tid, start, end, text) of the file's NVTX ranges."""
+def _nvtx(db: _Db, base: int, on_invalid: str, warnings: list,
+          quarantine: list) -> list[tuple[int, int, int, int, str]]:
+    """(pid, tid, start, end, text) of the file's NVTX ranges, ``base`` added."""
     if "NVTX_EVENTS" not in db.tables:
         return []
     cols = db.columns("NVTX_EVENTS")
@@ -293,12 +386,66 @@ def _nvtx(db: _Db) -> list[tuple[int, int, int, int, str]]:
     text = "COALESCE(n.text, s.value)" if "textId" in cols else "n.text"
     join = "LEFT JOIN StringIds s ON s.id = n.textId" if "textId" in cols else ""
     tid = "n.globalTid" if "globalTid" in cols else "NULL"
-    rows = db.query(
-        f"SELECT ({tid} >> 24) & 16777215, {tid} & 16777215, n.start, n.end, {text} FROM NVTX_EVENTS n "
+    raw = db.query(
+        f"SELECT n.rowid, {tid}, n.start, n.end, {text} FROM NVTX_EVENTS n "
         f"{join} WHERE n.eventType IN ({','.join(map(str, _NVTX_RANGE_TYPES))}) AND n.end IS NOT NULL "
         "ORDER BY n.start, n.rowid")
-    return [(-1 if p is None else int(p), -1 if t is None else int(t), int(s), int(e), t_ or "")
-            for p, t, s, e, t_ in rows]
+    if not raw:
+        return []
+    rows = _Rows("NVTX_EVENTS", raw, np.array([r[0] if type(r[0]) is int else -1 for r in raw], np.int64))
+    gtid = rows.ints(1, "globalTid")
+    start = rows.ints(2, "start", fill=None)
+    end = rows.ints(3, "end", fill=None)
+    rows.mark((end < start) & ~rows.bad, "end before start")
+    start = _shift(rows, start, base, "start")
+    end = _shift(rows, end, base, "end")
+    _set_aside(db, rows, on_invalid, warnings, quarantine)
+    pid = np.where(gtid < 0, -1, (gtid >> 24) & 0xFFFFFF)
+    tids = np.where(gtid < 0, -1, gtid & 0xFFFFFF)
+    return [(int(pid[k]), int(tids[k]), int(start[k]), int(end[k]),
+             r[4] if isinstance(r[4], str) else "" if r[4] is None else str(r[4]))
+            for k, r in enumerate(raw) if not rows.bad[k]]
+
+
+def _session(db: _Db, fpath: str, absolute: bool, warnings: list) -> tuple[int, tuple[int, int] | None]:
+    """(the session start to add, the capture window in the times read).
+
+    Nsight writes times relative to the session start (``TARGET_INFO_SESSION_START_TIME``),
+    and ``ANALYSIS_DETAILS.duration`` is how long it captured: DIAGNOSTIC_EVENT's
+    "Profiling has started" is at 0 and "Profiling has stopped" at ``duration`` in the
+    exports we have, so the capture is ``[0, duration)`` session-relative.
+    (``startTime``/``stopTime`` there are on another clock: the events do not line up
+    with them.)"""
+    base = 0
+    if absolute:
+        row = (db.query("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
+               if "TARGET_INFO_SESSION_START_TIME" in db.tables else [])
+        if row and row[0][0] is not None:
+            if type(row[0][0]) is not int:
+                raise TraceFormatError(fpath, f"TARGET_INFO_SESSION_START_TIME.utcEpochNs is {row[0][0]!r}, not "
+                                       "an integer of ns", _FIX_EXPORT + ", or pass absolute=False")
+            base = row[0][0]
+        else:
+            warnings.append(RunWarning("nsys.no_session_start", f"{fpath}: no TARGET_INFO_SESSION_START_TIME; "
+                                       "times stay relative to the session start"))
+    dur = (db.query("SELECT duration FROM ANALYSIS_DETAILS LIMIT 1")
+           if "ANALYSIS_DETAILS" in db.tables and "duration" in db.columns("ANALYSIS_DETAILS") else [])
+    if not dur:
+        warnings.append(RunWarning("nsys.no_capture_window", f"{fpath}: no ANALYSIS_DETAILS.duration (the "
+                                   "capture's length): each rank's span runs from its first to its last "
+                                   "device event"))
+        return base, None
+    d = dur[0][0]
+    if type(d) is not int or d < 0 or d > _I64.max - max(base, 0):
+        raise TraceFormatError(fpath, f"ANALYSIS_DETAILS.duration (the capture's length) is {d!r}, not a "
+                               "number of ns that fits int64", _FIX_EXPORT)
+    return base, (base, base + d)
+
+
+#: A rank whose device activity (first start to last end) covers less than this share of
+#: its span gets a warning: the span is then mostly capture without device work (a
+#: profiler started long before the GPU was used, or one stray event).
+MIN_COVERAGE = 0.10
 
 
 def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: Rules | None = None,
@@ -360,30 +507,25 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
     life: list[dict[str, Any]]
     blocks, rank_rows, nvtx_rows, life = [], [], [], []
     next_rank = 0
+    captures: dict[int, tuple[int, int]] = {}   # rank -> capture window (absolute when base is added)
     for fpath in paths:
         db = _Db(fpath)
         try:
-            version = dict(db.query("SELECT name, value FROM META_DATA_EXPORT")).get(
+            version = dict((r[0], r[1]) for r in db.query("SELECT name, value FROM META_DATA_EXPORT")).get(
                 "EXPORT_SCHEMA_VERSION") if "META_DATA_EXPORT" in db.tables else None
-            base = 0
-            if absolute:
-                row = (db.query("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
-                       if "TARGET_INFO_SESSION_START_TIME" in db.tables else [])
-                if row and row[0][0] is not None:
-                    base = int(row[0][0])
-                else:
-                    warnings.append(RunWarning("nsys.no_session_start", f"{fpath}: no TARGET_INFO_SESSION_START_TIME; times stay relative to "
-                                    "the session start"))
+            base, capture = _session(db, fpath, absolute, warnings)
             parts = [p for t, k in _TABLES
                      if (p := _read_table(db, t, k, kernel_names, rules, strings, on_invalid, warnings,
-                                          quarantine)) is not None]
+                                          quarantine, base)) is not None]
             gpu_names: dict[int, str] = {}
             if "TARGET_INFO_GPU" in db.tables and {"id", "name"} <= db.columns("TARGET_INFO_GPU"):
-                gpu_names = {int(i): n for i, n in db.query("SELECT id, name FROM TARGET_INFO_GPU")}
+                gpu_names = {i: n for i, n in db.query("SELECT id, name FROM TARGET_INFO_GPU")
+                             if type(i) is int and isinstance(n, str)}
             procs: dict[int, str] = {}
             if "PROCESSES" in db.tables and {"pid", "name"} <= db.columns("PROCESSES"):
-                procs = {int(p): n for p, n in db.query("SELECT pid, name FROM PROCESSES") if p is not None}
-            ranges = _nvtx(db)
+                procs = {p: n for p, n in db.query("SELECT pid, name FROM PROCESSES")
+                         if type(p) is int and isinstance(n, str)}
+            ranges = _nvtx(db, base, on_invalid, warnings, quarantine)
         finally:
             db.close()
         n_events = sum(p["start_ns"].size for p in parts)
@@ -413,21 +555,24 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
             blocks.append((r, {c: cat[c][idx] for c in ("stream", "start_ns", "end_ns", "kind", "name",
                                                           "bytes")}))
             ranks_of_pid.setdefault(pid, []).append(r)
+            if capture is not None:
+                captures[r] = capture
             rank_rows.append({"rank": r, "device": dev, "device_name": gpu_names.get(dev),
                               "pid": None if pid < 0 else pid, "process": procs.get(pid),
-                              "source_file": fpath, "schema_version": version,
+                              "source_file": fpath, "schema_version": None if version is None else str(version),
                               "session_start_ns": base if base else None, "events": int(idx.size)})
         ordinal: Counter = Counter()
         unmatched = 0
         for pid, tid, s, e, text in ranges:
-            nvtx_rows.append({"source_file": fpath, "pid": pid, "tid": tid, "start_ns": s + base,
-                              "end_ns": e + base, "text": text})
+            nvtx_rows.append({"source_file": fpath, "pid": pid, "tid": tid, "start_ns": s,
+                              "end_ns": e, "text": text})
             rec: tuple[str, int | None, str | None] | None = None
             m = step_re.search(text) if step_re else None
             if m:
                 ordinal[pid] += 1
                 g = m.group(1) if m.groups() else None
-                step = int(g) if g is not None and g.isdigit() else ordinal[pid]
+                # a number too large for int64 is no step number: the ordinal stands in
+                step = int(g) if g is not None and g.isdigit() and len(g) < 19 else ordinal[pid]
                 rec = ("step", step, None)
             else:
                 for k, rx in phase_re:
@@ -441,8 +586,8 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
                 unmatched += 1
                 continue
             for r in targets:
-                life.append({"record": rec[0], "attempt": 0, "rank": r, "start_ns": s + base,
-                             "end_ns": e + base, "step": rec[1], "kind": rec[2]})
+                life.append({"record": rec[0], "attempt": 0, "rank": r, "start_ns": s,
+                             "end_ns": e, "step": rec[1], "kind": rec[2]})
         if unmatched:
             warnings.append(RunWarning("nsys.nvtx_unmatched", f"{fpath}: {unmatched} NVTX step/phase ranges come from processes without "
                             "device events; left out of the lifecycle (see .nvtx)"))
@@ -460,7 +605,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
         events = pa.table({
             "rank": pa.array(rank, pa.int32()),
             "stream": pa.array(col["stream"].astype(np.int32), pa.int32()),
-            "start_ns": pa.array(col["start_ns"] + 0, pa.int64()),
+            "start_ns": pa.array(col["start_ns"], pa.int64()),
             "end_ns": pa.array(col["end_ns"], pa.int64()),
             "kind": pa.DictionaryArray.from_arrays(pa.array(col["kind"], pa.int8()),
                                                    pa.array(KINDS, pa.string())),
@@ -468,25 +613,34 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
                                                    pa.array(list(strings), pa.string())),
             "bytes": pa.array(col["bytes"], pa.int64(), mask=col["bytes"] < 0),
         })
-        # Shift to epoch time per rank (files may have different session starts).
-        base_of = {r["rank"]: r["session_start_ns"] or 0 for r in rank_rows}
-        if any(base_of.values()):
-            b = np.array([base_of[r] for r in range(len(rank_rows))], np.int64)[rank]
-            events = events.set_column(2, "start_ns", pa.array(col["start_ns"] + b, pa.int64()))
-            events = events.set_column(3, "end_ns", pa.array(col["end_ns"] + b, pa.int64()))
+    # Each rank's span: its capture window (the Nsight session), grown to any event or
+    # NVTX record outside it. Without the capture, a file with one memset would span
+    # that memset alone and hide the rest of the session.
+    ev_lo = {r: int(b["start_ns"].min()) for r, b in blocks}
+    ev_hi = {r: int(b["end_ns"].max()) for r, b in blocks}
+    lo, hi = dict(ev_lo), dict(ev_hi)
+    for x in life:
+        lo[x["rank"]] = min(lo[x["rank"]], x["start_ns"])
+        hi[x["rank"]] = max(hi[x["rank"]], x["end_ns"])
+    for r, (c0, c1) in captures.items():
+        if lo[r] < c0 or hi[r] > c1:
+            warnings.append(RunWarning("nsys.outside_capture", f"{rank_rows[r]['source_file']}: rank {r}: "
+                                       f"events or NVTX ranges lie outside the capture window "
+                                       f"[{c0}, {c1}) (by {max(c0 - lo[r], 0) + max(hi[r] - c1, 0)} ns in "
+                                       "all): the span is grown to hold them"))
+        lo[r], hi[r] = min(lo[r], c0), max(hi[r], c1)
+    for r in sorted(lo):
+        span, covered = hi[r] - lo[r], ev_hi[r] - ev_lo[r]
+        if span > 0 and covered < MIN_COVERAGE * span:
+            warnings.append(RunWarning(
+                "nsys.sparse_span", f"{rank_rows[r]['source_file']}: rank {r}: device activity (first to last "
+                f"event, {covered} ns) covers {covered / span:.2%} of its span ({span} ns, the capture): the "
+                "rest of the span is idle; classify a narrower span (span=) to leave it out"))
+    span_rows = [{"rank": r, "start_ns": lo[r], "end_ns": hi[r]} for r in sorted(lo)]
     if life:
         # Make the lifecycle usable on its own (pau.core.ledger needs accountable time and an
         # attempt): each rank with NVTX records is accountable, and one completed attempt 0,
-        # over the capture window = first to last instant of its events and records.
-        ev = events.select(["rank", "start_ns", "end_ns"]).to_pydict()
-        lo: dict[int, int] = {}
-        hi: dict[int, int] = {}
-        for r, s, e in zip(ev["rank"], ev["start_ns"], ev["end_ns"]):
-            lo[r] = min(lo.get(r, s), s)
-            hi[r] = max(hi.get(r, e), e)
-        for x in life:
-            lo[x["rank"]] = min(lo[x["rank"]], x["start_ns"])
-            hi[x["rank"]] = max(hi[x["rank"]], x["end_ns"])
+        # over its span (the capture window, grown to its events and records).
         for r in sorted({x["rank"] for x in life}):
             life.append({"record": "accountable", "attempt": None, "rank": r, "start_ns": lo[r],
                          "end_ns": hi[r], "step": None, "kind": None})
@@ -499,4 +653,5 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
         schema=_LIFECYCLE_SCHEMA)
     q = pa.concat_tables(quarantine) if quarantine else _QUARANTINE_SCHEMA.empty_table()
     return NsysTrace(events, lifecycle, pa.Table.from_pylist(rank_rows, schema=_RANKS_SCHEMA),
-                     pa.Table.from_pylist(nvtx_rows, schema=_NVTX_SCHEMA), warnings, q)
+                     pa.Table.from_pylist(nvtx_rows, schema=_NVTX_SCHEMA), warnings, q,
+                     pa.Table.from_pylist(span_rows, schema=_SPANS_SCHEMA))

@@ -76,9 +76,13 @@ per-request file to give instead.
 
 Bad input raises :class:`ServingFormatError` (a :class:`pau.errors.PauError`) naming
 the file, the record (``line N`` of a JSONL file, ``record N`` -- the 0-based index --
-of a JSON list) and the fix. With ``on_invalid="quarantine"`` unusable AIPerf and
-LLMPerf records are set aside in :attr:`ServingResults.quarantine` (``source_file,
-record, reason``) and counted in :attr:`ServingResults.warnings`; nothing is dropped
+of a JSON list, ``request N`` of vLLM's arrays, ``experiments[E].requests[J]``), the
+field and the fix. A record is unusable when a time is null, not a number, NaN,
+infinite or beyond int64 ns (also once a latency is added to its start), when a latency
+(TTFT, an inter-token gap, an end-to-end latency) is negative, or when a token count is
+negative or fractional. With ``on_invalid="quarantine"`` unusable records (of every
+format) are set aside in :attr:`ServingResults.quarantine` (``source_file, record,
+reason``) and counted in :attr:`ServingResults.warnings`; nothing is dropped
 silently.
 """
 
@@ -162,7 +166,12 @@ class _Bad(Exception):
 
 
 def _loads(text: str) -> Any:
-    return json.loads(text, parse_float=_Num)
+    """JSON with the decimal numbers kept as text. Nesting past Python's stack is bad
+    JSON here (a ValueError), as it is for any JSON reader with a depth limit."""
+    try:
+        return json.loads(text, parse_float=_Num)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
 
 
 def _to_ns(value: Any, scale: int, what: str) -> int:
@@ -197,9 +206,28 @@ def _count(value: Any, what: str) -> int:
         value = int(d)
     if isinstance(value, bool) or not isinstance(value, int):
         raise _Bad(f"{what} is {value!r}, not a whole number of tokens")
-    if not _INT64[0] <= value <= _INT64[1]:
+    if value < 0:
+        raise _Bad(f"{what} is {value}: a token count is >= 0")
+    if value > _INT64[1]:
         raise _Bad(f"{what} is {value!r}: outside int64")
     return value
+
+
+def _latency(value: Any, scale: int, what: str) -> int:
+    """A duration (TTFT, an inter-token gap, an end-to-end latency) in ns: >= 0, as a
+    time cannot run backwards within one request."""
+    ns = _to_ns(value, scale, what)
+    if ns < 0:
+        raise _Bad(f"{what} is {value}: a latency is >= 0")
+    return ns
+
+
+def _add(t: int, d: int, what: str) -> int:
+    """``t + d`` (a time plus a latency), refused when it leaves int64 (an int64 column
+    would wrap it, or refuse the whole table without naming the record)."""
+    if not _INT64[0] <= t + d <= _INT64[1]:
+        raise _Bad(f"{what} = {t} + {d} ns is outside the int64 ns range")
+    return t + d
 
 
 def _plain(v: Any) -> Any:
@@ -217,7 +245,7 @@ def _http_status(code: Any, typ: str = "") -> str:
     """error / timeout / rejected, from an HTTP-like status code and an error type."""
     try:
         code = int(code) if code is not None and not isinstance(code, bool) else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):   # OverflowError: an infinite float
         code = None
     if code in (408, 504) or "timeout" in typ.lower():
         return "timeout"
@@ -250,69 +278,69 @@ class _Aside:
     def warnings(self) -> list[str]:
         if not self.records:
             return []
-        return [f"{self.path}: {len(self.records)} unusable records set aside (first at {self.records[0]}: "
-                f"{self.reasons[0]}); see .quarantine"]
+        return [RunWarning("serving.records_set_aside", f"{self.path}: {len(self.records)} unusable records "
+                           f"set aside (first at {self.records[0]}: {self.reasons[0]}); see .quarantine")]
 
 
 # --- vLLM ------------------------------------------------------------------------------
 
-def _vllm(path: str, doc: dict) -> tuple[pa.Table, dict, list]:
+def _vllm(path: str, doc: dict, on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
     missing = [k for k in _VLLM_KEYS if k not in doc]
     if missing:
         raise ServingFormatError(path, f"vLLM results without the per-request arrays {', '.join(missing)}",
                                  "re-run the benchmark with --save-result (and --save-detailed in newer "
                                  "vLLM) so per-request latencies are saved")
+    arrays = [k for k in (*_VLLM_KEYS, "errors", "start_times", "e2els") if k in doc]
+    for k in arrays:
+        if not isinstance(doc[k], list):
+            raise ServingFormatError(path, f"'{k}' is a {type(doc[k]).__name__}, not a list (one entry per "
+                                     "request)", "the file is corrupt: save the results again")
     n = len(doc["ttfts"])
     for k in (*_VLLM_KEYS, "errors"):
         if k in doc and len(doc[k]) != n:
             raise ServingFormatError(path, f"'{k}' has {len(doc[k])} entries but 'ttfts' has {n}",
                                      "the file is inconsistent: save the results again")
-
-    def ns(key: str, i: int, v: Any) -> int:
-        try:
-            return _to_ns(v, 10**9, f"{key}[{i}]")
-        except _Bad as exc:
-            raise ServingFormatError(path, str(exc), "the file is corrupt: save the results again",
-                                     record=f"request {i}") from None
-
     warnings = []
     assumptions = [f"seconds -> ns: {_ROUNDING}"]
-    if "start_times" in doc and len(doc["start_times"]) == n:
-        arrival = [ns("start_times", i, v) for i, v in enumerate(doc["start_times"])]
+    starts = "start_times" in doc and len(doc["start_times"]) == n
+    if starts:
         assumptions.append("arrival_ns = start_times (s since the benchmark started)")
     else:
-        arrival = [0] * n
         warnings.append(RunWarning("serving.no_arrival_times", f"{path}: vLLM results hold no arrival times; every request is taken to arrive at 0 "
                         f"({n} requests)"))
         assumptions.append("arrival_ns = 0 for every request (the file holds no arrival times)")
-    first = [a + ns("ttfts", i, v) for i, (a, v) in enumerate(zip(arrival, doc["ttfts"]))]
-    if "e2els" in doc and len(doc["e2els"]) == n:
-        end = [a + ns("e2els", i, v) for i, (a, v) in enumerate(zip(arrival, doc["e2els"]))]
-        assumptions.append("end_ns = arrival + e2els")
-    else:
-        end = []
-        for i, (f, x) in enumerate(zip(first, doc["itls"])):
-            if not isinstance(x, list) or any(isinstance(v, bool) or not isinstance(v, (int, _Num)) for v in x):
-                raise ServingFormatError(path, f"itls[{i}] is not a list of numbers",
-                                         "the file is corrupt: save the results again", record=f"request {i}")
-            total = sum((Decimal(v) for v in x), Decimal(0))
-            end.append(f + ns("itls", i, _Num(str(total))))
-        assumptions.append("end_ns = first_token + sum(itls) (summed exactly, rounded once)")
+    e2e = "e2els" in doc and len(doc["e2els"]) == n
+    assumptions.append("end_ns = arrival + e2els" if e2e else
+                       "end_ns = first_token + sum(itls) (summed exactly, rounded once)")
     errors = doc.get("errors") or [""] * n
-    status = ["ok" if not e else "error" for e in errors]
+    aside = _Aside(path, on_invalid, "repair or remove the request (the per-request arrays hold one entry "
+                                     "each)")
+    rows = []
+    for i in range(n):
+        try:
+            arrival = _to_ns(doc["start_times"][i], 10**9, f"start_times[{i}]") if starts else 0
+            first = _add(arrival, _latency(doc["ttfts"][i], 10**9, f"ttfts[{i}]"), "first token")
+            if e2e:
+                end = _add(arrival, _latency(doc["e2els"][i], 10**9, f"e2els[{i}]"), "end")
+            else:
+                x = doc["itls"][i]
+                if not isinstance(x, list) or any(isinstance(v, bool) or not isinstance(v, (int, _Num)) for v in x):
+                    raise _Bad(f"itls[{i}] is not a list of numbers")
+                try:
+                    total = sum((Decimal(v) for v in x), Decimal(0))
+                except InvalidOperation:
+                    raise _Bad(f"itls[{i}] is not a list of numbers") from None
+                end = _add(first, _latency(_Num(str(total)), 10**9, f"sum(itls[{i}])"), "end")
+            rows.append({"request_id": str(i), "replica": None, "arrival_ns": arrival, "first_token_ns": first,
+                         "end_ns": end, "input_tokens": _count(doc["input_lens"][i], f"input_lens[{i}]"),
+                         "output_tokens": _count(doc["output_lens"][i], f"output_lens[{i}]"),
+                         "status": "ok" if not errors[i] else "error"})
+        except _Bad as exc:
+            aside.add(f"request {i}", str(exc))
     meta = {k: _plain(v) for k, v in doc.items() if not isinstance(v, (list, dict))}
     meta["assumptions"] = assumptions
-    try:
-        tin, tout = pa.array(doc["input_lens"], pa.int64()), pa.array(doc["output_lens"], pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise ServingFormatError(path, f"input_lens/output_lens are not integer token counts ({exc})",
-                                 "the file is corrupt: save the results again") from None
-    t = pa.table({
-        "request_id": pa.array([str(i) for i in range(n)], pa.string()),
-        "replica": pa.nulls(n, pa.string()), "arrival_ns": pa.array(arrival, pa.int64()),
-        "first_token_ns": pa.array(first, pa.int64()), "end_ns": pa.array(end, pa.int64()),
-        "input_tokens": tin, "output_tokens": tout, "status": status}, schema=REQUESTS_SCHEMA)
-    return t, meta, warnings
+    return (pa.Table.from_pylist(rows, schema=REQUESTS_SCHEMA), meta, warnings + aside.warnings(),
+            aside.table())
 
 
 # --- AIPerf ----------------------------------------------------------------------------
@@ -395,6 +423,9 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
     ttft = _aiperf_time(metrics, "ttft", "ms")
     if ttft is None:
         ttft = _aiperf_time(metrics, "time_to_first_token", "ms")
+    if ttft is not None and ttft < 0:
+        raise _Bad(f"metrics.ttft is {ttft} ns: a latency is >= 0")
+    first = None if ttft is None else _add(start, ttft, "first token")
     isl = _aiperf_tokens(metrics, "input_sequence_length", "error_isl")
     osl = _aiperf_tokens(metrics, "output_sequence_length")
     reasoning = _aiperf_tokens(metrics, "reasoning_token_count")
@@ -408,7 +439,7 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
     if status == "cancelled" and end is None:
         m = _CANCELLED_AFTER.search(str(err.get("message") or "")) if isinstance(err, dict) else None
         if m:
-            end = start + _to_ns(_Num(m.group(1)), 10**9, "the cancellation delay")
+            end = _add(start, _to_ns(_Num(m.group(1)), 10**9, "the cancellation delay"), "end")
         cancel_end = bool(m)
     latency = _aiperf_time(metrics, "request_latency", "ms")
     # the record is usable: count what it needed (after every check that can fail)
@@ -426,7 +457,7 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
     tally.phases[str(md.get("credit_phase", "profiling"))] += 1
     rid = md.get("x_request_id")
     return {"request_id": str(rid) if rid is not None else str(md.get("session_num", no - 1)),
-            "replica": None, "arrival_ns": start, "first_token_ns": None if ttft is None else start + ttft,
+            "replica": None, "arrival_ns": start, "first_token_ns": first,
             "end_ns": end, "input_tokens": isl, "output_tokens": osl, "status": status}
 
 
@@ -435,7 +466,7 @@ def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dic
                                      "AIPerf record with metadata.timestamp_ns)")
     rows, tally = [], _AIPerfTally()
     for no, line in enumerate(lines, 1):
-        if not line.strip():
+        if not line.strip(" \t\r"):   # JSON's whitespace only: any other character is a record
             continue
         try:
             try:
@@ -488,13 +519,13 @@ def _llmperf_row(rec: Any) -> dict:
     code, msg = rec.get("error_code"), rec.get("error_msg")
     if code is None and not msg:
         return {"replica": None, "arrival_ns": 0,
-                "first_token_ns": _to_ns(rec["ttft_s"], 10**9, "ttft_s"),
-                "end_ns": _to_ns(rec["end_to_end_latency_s"], 10**9, "end_to_end_latency_s"),
+                "first_token_ns": _latency(rec["ttft_s"], 10**9, "ttft_s"),
+                "end_ns": _latency(rec["end_to_end_latency_s"], 10**9, "end_to_end_latency_s"),
                 "input_tokens": _count(rec["number_input_tokens"], "number_input_tokens"),
                 "output_tokens": _count(rec["number_output_tokens"], "number_output_tokens"), "status": "ok"}
     e2e, tin, tout = rec["end_to_end_latency_s"], rec["number_input_tokens"], rec["number_output_tokens"]
     return {"replica": None, "arrival_ns": 0, "first_token_ns": None,
-            "end_ns": None if e2e is None else _to_ns(e2e, 10**9, "end_to_end_latency_s"),
+            "end_ns": None if e2e is None else _latency(e2e, 10**9, "end_to_end_latency_s"),
             "input_tokens": None if tin is None else _count(tin, "number_input_tokens"),
             "output_tokens": None if tout is None else _count(tout, "number_output_tokens"),
             "status": _http_status(code, str(msg or ""))}
@@ -527,29 +558,38 @@ def _llmperf(path: str, doc: list, on_invalid: str) -> tuple[pa.Table, dict, lis
 
 # --- GenAI-Perf ------------------------------------------------------------------------
 
-def _genai_perf(path: str, doc: dict) -> tuple[pa.Table, dict, list]:
+def _genai_perf(path: str, doc: dict, on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+    aside = _Aside(path, on_invalid, "export the profile again")
     rows = []
     for e, exp in enumerate(doc["experiments"]):
-        for j, req in enumerate(exp.get("requests", [])):
+        reqs = exp.get("requests", []) if isinstance(exp, dict) else None
+        if not isinstance(reqs, list):
+            raise ServingFormatError(path, "not a GenAI-Perf experiment (an object with a 'requests' list)",
+                                     "export the profile again", record=f"experiments[{e}]")
+        for j, req in enumerate(reqs):
             where = f"experiments[{e}].requests[{j}]"
-            ts = req.get("timestamp")
-            if ts is None:
-                raise ServingFormatError(path, "a request without 'timestamp'", "export the profile again",
-                                         record=where)
-            resp = req.get("response_timestamps") or []
             try:
-                arrival = _to_ns(ts, 1, "timestamp")
+                if not isinstance(req, dict):
+                    raise _Bad("not a JSON object")
+                if req.get("timestamp") is None:
+                    raise _Bad("a request without 'timestamp'")
+                resp = req.get("response_timestamps") or []
+                if not isinstance(resp, list):
+                    raise _Bad("'response_timestamps' is not a list")
+                arrival = _to_ns(req["timestamp"], 1, "timestamp")
                 first = _to_ns(resp[0], 1, "response_timestamps[0]") if resp else None
                 end = _to_ns(resp[-1], 1, "response_timestamps[-1]") if resp else None
             except _Bad as exc:
-                raise ServingFormatError(path, str(exc), "export the profile again", record=where) from None
+                aside.add(where, str(exc))
+                continue
             rows.append({"request_id": f"{e}-{j}", "replica": None, "arrival_ns": arrival,
                          "first_token_ns": first, "end_ns": end, "input_tokens": None, "output_tokens": None,
                          "status": "ok" if resp else "error"})
     return pa.Table.from_pylist(rows, schema=REQUESTS_SCHEMA), {
         "assumptions": ["arrival_ns = timestamp, first_token_ns / end_ns = first / last response_timestamps "
                         "(integer ns)"]}, [
-        f"{path}: GenAI-Perf raw export: token counts are not in the file ({len(rows)} requests)"]
+        f"{path}: GenAI-Perf raw export: token counts are not in the file ({len(rows)} requests)",
+        *aside.warnings()], aside.table()
 
 
 # --- entry point -----------------------------------------------------------------------
@@ -611,18 +651,31 @@ def read_serving(path: str | os.PathLike, *, on_invalid: str = "raise") -> Servi
     return res
 
 
+def _lines(text: str) -> list[str]:
+    r"""The lines of a JSONL file: split at ``\n`` only (``str.splitlines`` also splits at
+    form feeds, ``\x1c``-``\x1e``, ``\x85``, U+2028..., which JSON strings may hold,
+    so one record would count as two)."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
 def _read_file(p: str, on_invalid: str) -> ServingResults:
-    with open(p, "r", encoding="utf-8") as f:
-        text = f.read()
+    with open(p, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ServingFormatError(p, f"not UTF-8 text: byte {exc.start} (line {line}) is {raw[exc.start]:#04x}",
+                                 "the file is corrupt: write it again; " + _FIX) from None
     if not text.strip():
         raise ServingFormatError(p, "the file is empty", _FIX)
     doc: Any = None
     try:
         doc = _loads(text)
     except ValueError as exc:
-        first = text.lstrip().splitlines()[0]
+        first = text.lstrip().split("\n", 1)[0]
         if first.startswith("{") and '"metadata"' in first:
-            t, meta, w, q = _aiperf(p, text.splitlines(), on_invalid)
+            t, meta, w, q = _aiperf(p, _lines(text), on_invalid)
             return ServingResults(t, "aiperf", meta, w, q)
         raise ServingFormatError(p, f"malformed JSON ({exc})", "the file is truncated or corrupt; " + _FIX) from None
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and any(k in doc[0] for k in _LLMPERF_KEYS):
@@ -631,13 +684,13 @@ def _read_file(p: str, on_invalid: str) -> ServingResults:
     if not isinstance(doc, dict):
         raise ServingFormatError(p, "not a known serving result layout", _FIX)
     if "ttfts" in doc or "input_lens" in doc:
-        t, meta, w = _vllm(p, doc)
-        return ServingResults(t, "vllm", meta, w)
+        t, meta, w, q = _vllm(p, doc, on_invalid)
+        return ServingResults(t, "vllm", meta, w, q)
     if isinstance(doc.get("experiments"), list):
-        t, meta, w = _genai_perf(p, doc)
-        return ServingResults(t, "genai-perf", meta, w)
+        t, meta, w, q = _genai_perf(p, doc, on_invalid)
+        return ServingResults(t, "genai-perf", meta, w, q)
     if "metadata" in doc:   # a one-record AIPerf jsonl
-        t, meta, w, q = _aiperf(p, text.splitlines(), on_invalid)
+        t, meta, w, q = _aiperf(p, _lines(text), on_invalid)
         return ServingResults(t, "aiperf", meta, w, q)
     if isinstance(doc.get("records"), dict) and ("input_config" in doc or "error_summary" in doc):
         raise ServingFormatError(p, "an AIPerf summary (aggregates per metric, no per-request records)",
