@@ -1164,23 +1164,6 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             nmu += 1
     mo = mo[:nmu]
     mem_att, mem_rank, mem_start, mem_end = mm_d[mo], mm_r[mo], mm_s[mo], mm_e[mo]
-    # attempts follow each other on a rank: one starting before the one before it on
-    # that rank ended contradicts it
-    ro = _pair_order(mem_rank, mem_start)
-    n_bad = 0
-    bad_i = np.empty(nmu, np.int64)
-    bad_r = np.empty(nmu, np.int64)
-    bad_a = np.empty(nmu, np.int64)
-    bad_e = np.empty(nmu, np.int64)
-    for j in range(1, nmu):
-        q, p = ro[j], ro[j - 1]
-        if mem_rank[q] == mem_rank[p] and mem_start[q] < mem_end[p]:
-            bad_i[n_bad], bad_r[n_bad], bad_a[n_bad], bad_e[n_bad] = mm_i[mo[q]], mem_rank[q], a_ids[mem_att[p]], \
-                mem_end[p]
-            n_bad += 1
-    if n_bad:
-        return _prepare_error(E_ATTEMPT_OVERLAP, bad_i[:n_bad].copy(), bad_r[:n_bad].copy(), bad_a[:n_bad].copy(),
-                              bad_e[:n_bad].copy())
     # the members of each attempt by id (ranks sorted)
     by_id = _stable_order(a_ids[mem_att])  # ids usually grow with start
     m_ranks = mem_rank[by_id]
@@ -1234,10 +1217,46 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             rank_lut[rank_values[j] - r_lo] = j
     m_start = np.full(nA * nR, null, np.int64)
     m_end = np.full(nA * nR, null, np.int64)
+    m_src = np.empty(nA * nR, np.int64)  # the attempt row of each membership
     for j in range(nmu):
         c = mem_att[j] * nR + _rank_pos(mem_rank[j], rank_values, r_lo, rank_lut, dense)
         m_start[c] = mem_start[j]
         m_end[c] = mem_end[j]
+        m_src[c] = mm_i[mo[j]]
+    # Attempts follow each other on a rank: one starting there before the one before
+    # it ended contradicts it. Attempts are in start order (their dense index), and so,
+    # almost always, are their memberships on each rank; a rank where they are not is
+    # checked in the order of its membership starts.
+    n_bad = 0
+    bad_i = np.empty(nmu, np.int64)
+    bad_r = np.empty(nmu, np.int64)
+    bad_a = np.empty(nmu, np.int64)
+    bad_e = np.empty(nmu, np.int64)
+    for rp in range(rank_values.size):
+        prev = -1
+        in_order = True
+        for d in range(nA):
+            c = d * nR + rp
+            if m_start[c] == null:
+                continue
+            if prev >= 0 and m_start[c] < m_start[prev * nR + rp]:
+                in_order = False
+                break
+            prev = d
+        seq = np.arange(nA) if in_order else np.argsort(m_start[rp::nR], kind="mergesort")
+        prev = -1
+        for d in seq:
+            c = d * nR + rp
+            if m_start[c] == null:
+                continue
+            if prev >= 0 and m_start[c] < m_end[prev * nR + rp]:
+                bad_i[n_bad], bad_r[n_bad] = m_src[c], rank_values[rp]
+                bad_a[n_bad], bad_e[n_bad] = a_ids[prev], m_end[prev * nR + rp]
+                n_bad += 1
+            prev = d
+    if n_bad:
+        return _prepare_error(E_ATTEMPT_OVERLAP, bad_i[:n_bad].copy(), bad_r[:n_bad].copy(), bad_a[:n_bad].copy(),
+                              bad_e[:n_bad].copy())
 
     # -- phases, saves and restores on each member rank (rank -1: every member),
     # checked against their attempt on that rank and cut at its end
@@ -1456,13 +1475,15 @@ def prepare(rec, attempt, rank, start, end, step, block_end, durable, ok, kcode,
             o_rank[q], o_start[q], o_end[q], o_level[q], o_att[q] = x_rank[k], start[i], x_end[k], 0, x_d[k]
             o_state[q] = phase_state[kcode[i]]
             q += 1
+    g = -1
     for k in range(ne):
         i = x_src[k]
         if rec[i] == R_CKPT:
             d = x_d[k]
             o_rank[q], o_start[q], o_end[q], o_level[q], o_att[q] = x_rank[k], start[i], x_block[k], 1, d
             o_step[q] = step[i]
-            g = _find_pair(c_att, c_step, d, step[i])
+            if g < 0 or c_att[g] != d or c_step[g] != step[i]:  # the shards of one save come together
+                g = _find_pair(c_att, c_step, d, step[i])
             if c_dur[g] == null:
                 o_state[q] = st_codes[P_LOST]
             elif _on_line(on, base, head, d, step[i], null):

@@ -747,7 +747,7 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list) -> 
     extra = np.array(sorted({int(r) for r in ranks}), np.int64) if ranks is not None else _NO_RANKS
     (status, err, att, fails, ckpts, lin, mem, rk, bg, ov, acc_min, lineage_ckpts) = _kernels.prepare(
         x.rec, x.attempt, x.rank, x.start, x.end, x.step, x.block_end, x.durable, x.ok, kcode, len(fail_names),
-        as_of, NULL, step_ranks, extra, *_step_attempts(st, sc), np.asarray(st.attempt, np.int64), st.end,
+        as_of, NULL, step_ranks, extra, *_step_attempts(st, sc), st.attempt, st.end,
         st.step, _PHASE_STATE, _ST_CODES)
     if status:
         strict.extend(_relational_errors(int(status), err, x, st))
