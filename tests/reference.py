@@ -18,8 +18,9 @@ Inputs (plain Python, no Arrow):
 * ``span``: ``None`` or an iterable of ``(rank, start_ns, end_ns)``; a listed rank is
   accounted over exactly that interval (events clipped, the rest idle), other ranks
   over ``[first event start, last event end)``.
-* ``windows``: ``None``; an ``int`` bucket width ``w`` (windows ``[k*w, (k+1)*w)``
-  named by their start ``k*w``); or an iterable of ``(rank, start_ns, end_ns)`` or
+* ``windows``: ``None``; an ``int`` bucket width ``w`` (windows ``[k*w, (k+1)*w)`` for any
+  int64 ``k``, named by their start ``k*w``, or by the int64 minimum for a bucket that begins
+  below it); or an iterable of ``(rank, start_ns, end_ns)`` or
   ``(rank, start_ns, end_ns, window_id)`` (id defaults to the row number;
   ``rank == -1`` means every rank). Time outside every window goes to window ``None``.
 
@@ -154,6 +155,7 @@ def histogram(events, *, span=None, windows=None) -> dict:
             if bucket is not None:
                 window = (a // bucket) * bucket
                 assert (b - 1) // bucket * bucket == window
+                window = max(window, -(2**63))  # a bucket reaching below int64 is named by the int64 minimum
             elif window_rows is not None:
                 inside = [wid for (s, e, wid) in wins if s <= a and b <= e]
                 assert len(inside) <= 1, "reference: windows of a rank must be disjoint"

@@ -408,7 +408,7 @@ def lifecycle_rows(table, names: tuple, kinded: list, null: int) -> tuple:
 def step_reason(s, e, r, a, k, tok, null):
     """The first problem of a step row alone (None: none), as ``_kernels.step_codes``
     names it (``pau.lifecycle._STEP_CHECKS``)."""
-    return ("null start_ns" if s == null else "negative time" if s < 0
+    return ("null start_ns" if s == null
             else "end_ns before start_ns" if e != null and e < s else "rank below -1" if r < -1
             else "missing attempt" if a == null else "missing step" if k == null
             else "negative tokens" if tok < 0 else None)
@@ -597,19 +597,16 @@ def state_cells(h_window, h_mask, h_duration, w_rank, w_state, act_of_mask, n_ra
 
 def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, acc, needs_step) -> list:
     """The first problem of each row alone, by name (None: none), looked for in this
-    order: an unknown record (code < 0), a null start, a negative time, an end,
-    block end or durable time before the start, a rank below -1, no attempt (all
+    order: an unknown record (code < 0), a null start, an end, block end or durable
+    time before the start (any int64 time is valid), a rank below -1, no attempt (all
     but accountable rows need one), no step where the record needs one
     (``needs_step[code]``), an accountable row without a rank of its own."""
     out = []
     for r, s, e, b, d, k, a, p in zip(rec, start, end, block_end, durable, rank, attempt, step):
-        times = [v for v in (s, e, b, d) if v != null]
         if r < 0:
             why = "unknown record"
         elif s == null:
             why = "null start_ns"
-        elif any(v < 0 for v in times):
-            why = "negative time"
         elif e != null and e < s:
             why = "end_ns before start_ns"
         elif b != null and b < s:
@@ -671,11 +668,13 @@ def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
     row of the same rank before it (in table order, other rows between or not) ends
     where it starts, and its end unless the next step row of the same rank starts
     where it ends; the end of each step row whose ``step`` a row that is not a step
-    names; ``as_of``. A null time is -1 and a null rank -2 (a missing rank
-    column: -1 everywhere), for these comparisons too: each rank value, -1 and -2
-    included, is its own; times below 0 are no cut."""
+    names; ``as_of``. Any int64 is a time. A null time is the int64 minimum and a
+    null rank -2 (a missing rank column: -1 everywhere), for these comparisons too:
+    each rank value, -1 and -2 included, is its own; a null time is no cut."""
+    null = -(2**63)
+
     def t(r, key):
-        return -1 if r.get(key) is None else r[key]
+        return null if r.get(key) is None else r[key]
 
     def rank(r):
         return -1 if not has_rank else -2 if r.get("rank") is None else r["rank"]
@@ -698,7 +697,7 @@ def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
             out |= {t(r, k) for k in ("start_ns", "end_ns", "block_end_ns", "durable_ns")}
     if as_of is not None:
         out.add(as_of)
-    return sorted(v for v in out if v >= 0)
+    return sorted(v for v in out if v != null)
 
 
 def crossed_cells(rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act):

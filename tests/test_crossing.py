@@ -125,6 +125,19 @@ def cut_case(draw):
     t = pa.Table.from_batches([b.combine_chunks().to_batches()[0] if b.num_rows else
                                pa.RecordBatch.from_pylist([], schema=t.schema) for b in batches], t.schema)
     as_of = draw(st.one_of(st.none(), st.integers(0, 60)))
+    # Any int64 is a time: the same rows moved before 0 (relative timelines).
+    shift = draw(st.sampled_from([0, 0, -25, -2**62]))
+    if shift:
+        for r in rows:
+            for key in ("start_ns", "end_ns", "block_end_ns", "durable_ns"):
+                if r[key] is not None:
+                    r[key] += shift
+        for key in ("start_ns", "end_ns", "block_end_ns", "durable_ns"):
+            if key in t.column_names:
+                i = t.schema.get_field_index(key)
+                col = t[key].cast(pa.int64())
+                t = t.set_column(i, key, pa.compute.add(col, pa.scalar(shift, pa.int64())).cast(t.schema.field(key).type))
+        as_of = None if as_of is None else as_of + shift
     return rows, t, as_of, with_rank
 
 
@@ -242,7 +255,19 @@ def ledger_case(draw):
     chunk = draw(st.sampled_from([2, 4, 6, 10**9]))  # rows of a chunk at most (10**9: guided by the tail)
     tail = draw(st.sampled_from([2, 3, 10**9]))  # rows of the last chunks at least (10**9: as many as chunk)
     head = draw(st.integers(1, 3))  # rows of a head at most (and half a chunk)
-    return table(rows), events_table(per_rank), None if as_of is None else as_of * S, (chunk, tail), head
+    # Any int64 is a time: sometimes the whole job moved before 0.
+    shift = draw(st.sampled_from([0, 0, -S // 4, -2**62]))
+    life, events = _moved(table(rows), shift), _moved(events_table(per_rank), shift)
+    return life, events, None if as_of is None else as_of * S + shift, (chunk, tail), head
+
+
+def _moved(t: pa.Table, shift: int) -> pa.Table:
+    """`t` with every time column moved by `shift` ns."""
+    for key in ("start_ns", "end_ns", "block_end_ns", "durable_ns"):
+        if shift and key in t.column_names:
+            t = t.set_column(t.schema.get_field_index(key), key,
+                             pa.compute.add(t[key], pa.scalar(shift, pa.int64())))
+    return t
 
 
 @settings(max_examples=300 * SCALE, **SETTINGS)
@@ -364,9 +389,9 @@ def test_events_in_many_batches(small_chunks, taken, monkeypatch):
 def test_a_bad_event_row_is_named_as_the_exact_way_names_it(small_chunks):
     job = _job(4)
     ev = job.events
-    start = ev["start_ns"].to_numpy().copy()
-    start[ev.num_rows // 2] = -5
-    bad = ev.set_column(ev.schema.get_field_index("start_ns"), "start_ns", pa.array(start))
+    end = ev["end_ns"].to_numpy().copy()
+    end[ev.num_rows // 2] = ev["start_ns"][ev.num_rows // 2].as_py() - 5  # ends before it starts
+    bad = ev.set_column(ev.schema.get_field_index("end_ns"), "end_ns", pa.array(end))
     with pytest.raises(InvalidRowError) as got:
         pc.ledger(bad, job.lifecycle)
     with pytest.raises(InvalidRowError) as want:

@@ -657,20 +657,16 @@ def test_corrupt_gzip_names_the_byte_with_the_default_chunk_size(tmp_path):
     assert err.value.offset == json_bytes
 
 
-def test_negative_ts_without_a_base_is_refused_naming_the_field(tmp_path):
-    # Finding 2: "ts": -1 was accepted and the first error came later, from span=.
+def test_negative_ts_without_a_base_is_a_time_before_the_epoch(tmp_path):
+    # Finding 2: "ts": -1 was accepted without a word and the first error came later,
+    # from span=. Any int64 is a time now (issue 19 item 6): read, spanned, classified.
     events = [_kernel(10, 5, "a"), _kernel(-1, 5, "b")]
     p = _write(tmp_path / "neg.json", events)
-    with pytest.raises(InvalidEventError, match=r"kernel event 'b': \"ts\" \+ baseTimeNanoseconds is a negative "
-                       r"time .*\"ts\" -1000 ns \+ baseTimeNanoseconds 0") as err:
-        read_kineto(p)
-    assert err.value.path == str(p) and err.value.offset is not None and err.value.line == 1
-    raw = p.read_bytes()
-    assert raw[err.value.offset:err.value.offset + 1] == b"{" and b'"b"' in raw[err.value.offset:err.value.offset + 40]
-    t = read_kineto(p, on_invalid="quarantine")
-    assert t.events["name"].to_pylist() == ["a"]
-    assert t.quarantine["name"].to_pylist() == ["b"] and "negative time" in t.quarantine["reason"][0].as_py()
-    assert "kineto.events_set_aside" in [w.code for w in t.warnings]
+    t = read_kineto(p)
+    assert sorted(t.events["start_ns"].to_pylist()) == [-1000, 10_000]
+    run = pau.read(p)
+    led = run.ledger()
+    assert led.accountable["accountable_ns"].to_pylist() == [16_000]  # [-1 us, 15 us)
 
 
 def test_negative_ts_relative_to_a_base_is_a_time_like_any_other(tmp_path):
@@ -686,8 +682,7 @@ def test_negative_base_time_is_added_with_a_warning_or_refused(tmp_path):
     assert t.events["start_ns"].to_pylist() == [3_000]
     assert "kineto.negative_base_time" in [w.code for w in t.warnings]
     p = _write(tmp_path / "b.json", [_kernel(1, 1, "a")], baseTimeNanoseconds=-2_000)
-    with pytest.raises(InvalidEventError, match="negative time"):
-        read_kineto(p)
+    assert read_kineto(p).events["start_ns"].to_pylist() == [-1_000]  # before the epoch: a time too
 
 
 def test_times_beyond_int64_after_the_base_are_refused_with_the_event(tmp_path):

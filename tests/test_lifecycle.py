@@ -239,13 +239,13 @@ def test_bad_lifecycle_names_record_row_and_fix(rows, column, needle):
 
 def test_quarantine_sets_bad_rows_aside_and_attributes_the_rest():
     good = example_a()
-    bad = table([dict(record="bogus", start=1), dict(record="step", attempt=1, rank=0, step=99, start=-5)])
+    bad = table([dict(record="bogus", start=1), dict(record="step", attempt=1, rank=0, step=99, start=5, end=4)])
     t = pa.concat_tables([good, bad])
     res = pc.attribute(t, on_invalid="quarantine")
     assert res.result.equals(pc.attribute(good))
     q = res.quarantine.to_pylist()
     assert [r["row"] for r in q] == [good.num_rows, good.num_rows + 1]
-    assert [r["reason"] for r in q] == ["unknown record", "negative time"]
+    assert [r["reason"] for r in q] == ["unknown record", "end_ns before start_ns"]
 
 
 def test_attribute_output_schema():

@@ -387,19 +387,19 @@ def test_row_checks_give_every_code():
         (step, 0, 5, N, N, 0, 1, 3),        # 0 usable
         (-1, N, -1, -1, -1, -5, N, N),      # 1 unknown record (before everything else)
         (step, N, -1, N, N, 0, 1, 3),       # 2 null start
-        (att, 2, N, N, -1, 0, 1, N),        # 3 negative time (durable)
-        (att, 0, -1, N, N, 0, 1, N),        # 3 negative time (end, before "end before start")
-        (step, 4, 3, N, N, 0, 1, 3),        # 4 end before start
-        (ckpt, 4, 4, 3, 9, 0, 1, 3),        # 5 block end before start
-        (ckpt, 4, N, 5, 3, 0, 1, 3),        # 6 durable before start
-        (step, 4, 5, N, N, -2, N, N),       # 7 rank below -1
-        (att, 4, 5, N, N, -1, N, N),        # 8 missing attempt
-        (ckpt, 4, 5, 5, 5, 0, 1, N),        # 9 missing step
-        (acc, 4, 5, N, N, -1, N, N),        # 10 accountable without a rank
+        (att, -9, -3, N, N, 0, 1, N),       # 0: negative times are times
+        (step, 4, 3, N, N, 0, 1, 3),        # 3 end before start
+        (att, 0, -1, N, N, 0, 1, N),        # 3 end before start (a negative end)
+        (ckpt, 4, 4, 3, 9, 0, 1, 3),        # 4 block end before start
+        (ckpt, 4, N, 5, 3, 0, 1, 3),        # 5 durable before start
+        (step, 4, 5, N, N, -2, N, N),       # 6 rank below -1
+        (att, 4, 5, N, N, -1, N, N),        # 7 missing attempt
+        (ckpt, 4, 5, 5, 5, 0, 1, N),        # 8 missing step
+        (acc, 4, 5, N, N, -1, N, N),        # 9 accountable without a rank
         (acc, 4, N, N, N, 0, N, N),         # 0: accountable rows need no attempt
         (lifecycle._FAIL, 0, N, N, N, -1, 2, N),  # 0: failures need no step
     ]
-    assert check_rows(rows) == [0, 1, 2, 3, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0]
+    assert check_rows(rows) == [0, 1, 2, 0, 3, 3, 4, 5, 6, 7, 8, 9, 0, 0]
     assert check_rows([]) == []
 
 

@@ -617,3 +617,32 @@ def test_tokens_of_a_rank_minus_one_row_count_on_its_lowest_member_rank():
     got = per_second(att.intervals)
     assert [x[1] for x in got[0][:6]] == ["productive"] * 6
     assert [x[1] for x in got[1]] == ["productive"] * 3 + ["rolled_back"] * 2
+
+
+_TIME_COLUMNS = ("start_ns", "end_ns", "block_end_ns", "durable_ns")
+
+
+@settings(max_examples=100 * SCALE, **SETTINGS)
+@given(case=with_as_of(), shift=st.sampled_from([-1, -10**12, -2**62]))
+def test_a_lifecycle_moved_before_zero_is_attributed_the_same(case, shift):
+    """Any int64 is a time: the same lifecycle moved back (to before 0, as a relative
+    or clock-aligned timeline is) gets the same intervals moved back, the same
+    ledger figures."""
+    rows, as_of = case
+    t = table(rows)
+    moved = t
+    for name in _TIME_COLUMNS:
+        i = moved.schema.get_field_index(name)
+        moved = moved.set_column(i, name, pa.compute.add(moved[name], pa.scalar(shift, pa.int64())))
+    as_of_ns = None if as_of is None else as_of * S
+    got = pc.attribute(moved, as_of=None if as_of_ns is None else as_of_ns + shift)
+    want = pc.attribute(t, as_of=as_of_ns)
+    back = got
+    for name in ("start_ns", "end_ns"):
+        i = back.schema.get_field_index(name)
+        back = back.set_column(i, name, pa.compute.subtract(back[name], pa.scalar(shift, pa.int64())))
+    assert back.equals(want)
+    s_got = pc.ledger(lifecycle=moved, as_of=None if as_of_ns is None else as_of_ns + shift).summary()
+    s_want = pc.ledger(lifecycle=t, as_of=as_of_ns).summary()
+    assert s_got["as_of"] is not None and s_got["as_of"] - shift == s_want["as_of"]
+    assert {**s_got, "as_of": s_want["as_of"]} == s_want

@@ -48,7 +48,10 @@ def timelines(draw, max_ranks: int = 4, max_events: int = 12, min_events: int = 
     scale = draw(st.sampled_from(SCALES))
     # Events end at most at EVENT_END_MAX (see its comment); windows and spans may
     # reach the int64 maximum itself.
-    base = draw(st.sampled_from([0, 1, 2**62 - 7 * scale, 2**62, EVENT_END_MAX - 60 * scale]))
+    # Any int64 is a time: bases below 0 (relative timelines, aligned clocks) down to
+    # the int64 minimum itself.
+    base = draw(st.sampled_from([0, 1, 2**62 - 7 * scale, 2**62, EVENT_END_MAX - 60 * scale, -1, -2**62,
+                                 -(2**63)]))
     ranks = draw(st.lists(st.sampled_from(RANKS), min_size=1, max_size=max_ranks, unique=True))
     spread = draw(st.sampled_from([3, 10, 40]))  # small spreads: many ties and touches
     rows = []
@@ -346,7 +349,7 @@ def test_classify_dataset_equals_classify(tmp_path_factory, case, batch_rows, gr
 
 BAD_ROWS = st.sampled_from([
     (-1, 0, 10, "compute", "negative rank"),
-    (0, -5, 10, "compute", "negative start_ns"),
+    (0, -2**62 - 1, 2**62, "compute", "end_ns - start_ns does not fit in int64"),
     (0, 20, 10, "compute", "end_ns before start_ns"),
     (0, 0, 10, "tensor", "unknown kind"),
     (0, 0, 10, "idle", "unknown kind"),

@@ -219,7 +219,7 @@ void bind_crossing(py::module_& m) {
              py::arg("events"), py::arg("kinds"), py::arg("lifecycle"), py::arg("as_of"), py::arg("parts"),
              py::arg("chunk_rows"), py::arg("min_chunk_rows"), py::arg("threads"), py::arg("head_rows"),
              py::arg("max_crossings_per_event"),
-             "Events and lifecycle as lists of exported batches (__arrow_c_array__); as_of -1 for none.")
+             "Events and lifecycle as lists of exported batches (__arrow_c_array__); as_of -2**63 (the least int64) for none.")
         .def("start", &CrossingSweep::start, py::arg("helpers"), "Ask helper threads to start; returns at once.")
         .def("wait", &CrossingSweep::wait, py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"),
              py::arg("i_end"), py::arg("i_state"), py::arg("act_of_mask"), py::arg("idle"), py::arg("n_states"),

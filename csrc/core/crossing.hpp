@@ -25,6 +25,10 @@
 
 namespace pau::core {
 
+// A null time of the lifecycle (and "no as_of"): the least int64, as pau.lifecycle's
+// NULL. Times are any other int64.
+constexpr int64_t kNullTime = std::numeric_limits<int64_t>::min();
+
 // The lifecycle columns the cuts need, of one batch.
 struct LifeBatch {
     arrow::Utf8 record;
@@ -58,10 +62,10 @@ struct LifeBatch {
     Row row(int64_t i) const {
         Row r{};
         r.step = is_step(i);
-        r.s = start.get(i, -1);  // nulls and absent columns: -1, no time
-        r.e = end.get(i, -1);
-        r.b = block_end.get(i, -1);
-        r.d = durable.get(i, -1);
+        r.s = start.get(i, kNullTime);  // nulls and absent columns: no time
+        r.e = end.get(i, kNullTime);
+        r.b = block_end.get(i, kNullTime);
+        r.d = durable.get(i, kNullTime);
         r.rank = !rank.values ? -1 : !rank.valid(i) ? -2 : rank.get(i, 0);
         r.numbered = number(i, r.number);
         return r;
@@ -76,7 +80,7 @@ struct LifeBatch {
 // order; one that ends where it starts), and the end of each step row that its
 // rank's next step row does not continue; the end of each step row whose number a
 // row that is not a step names (a checkpoint save or a restore: where preserved
-// work may end); and `as_of` when >= 0. No time below 0 (nulls) is a cut. A step
+// work may end); and `as_of` unless it is kNullTime. No null time is a cut. A step
 // row's rank is its key as written (-1, all ranks, is a key of its own; a null
 // rank, -2, too). Rows run on from one batch into the next.
 inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int64_t as_of) {
@@ -132,10 +136,10 @@ inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int
     for (size_t k = 0; k < open.size(); ++k)
         if (open[k]) out.push_back(open_end[k]);
     for (const auto& kv : open_far) out.push_back(kv.second);
-    if (as_of >= 0) out.push_back(as_of);
+    if (as_of != kNullTime) out.push_back(as_of);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
-    out.erase(out.begin(), std::lower_bound(out.begin(), out.end(), int64_t{0}));
+    if (!out.empty() && out.front() == kNullTime) out.erase(out.begin());  // nulls sort first
     return out;
 }
 

@@ -43,7 +43,7 @@ constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();
 enum class Code : int32_t {
     ok = 0,
     negative_rank = 1,
-    negative_start = 2,
+    too_long = 2,  // end_ns - start_ns does not fit in int64
     end_before_start = 3,
     unknown_kind = 4,
     unsorted = 5,  // start_ns decreased within a rank: the caller re-feeds in order
@@ -145,7 +145,7 @@ class Sweep {
             store(h, s);
             if (!(has_windows_ || bucket_ > 0)) s.out.touched = ~0ull;
             if (has_windows_ && s.wpos < s.wins.size()) flush(s, s.wins[s.wpos], s.cur);
-            if (bucket_ > 0 && s.bucket >= 0) flush(s, s.bucket * bucket_, s.cur);
+            if (bucket_ > 0 && s.in_bucket) flush(s, bucket_start(s.bucket), s.cur);
             flush(s, -1, s.out);
             hist_.span_rank.push_back(s.rank);
             hist_.span_start.push_back(s.span_start);
@@ -223,7 +223,8 @@ class Sweep {
         int64_t ce[kNumKinds] = {kOpen, kOpen, kOpen, kOpen, kOpen, kOpen};  // open ends; kOpen = inactive
         std::vector<int64_t> wins;          // this rank's windows, sorted by start
         size_t wpos = 0;
-        int64_t bucket = -1;                // bucket index of `cur` in bucket mode
+        int64_t bucket = 0;                 // bucket index of `cur` in bucket mode (any int64:
+        bool in_bucket = false;             // width 1 makes every time one), once in_bucket
         Bins cur;                           // the window at wpos
         Bins out;                           // outside every window (or the whole span)
     };
@@ -272,15 +273,15 @@ class Sweep {
                 const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(kind_idx[i]));
                 k = ki < static_cast<uint64_t>(map_size) ? kind_map[ki] : -1;
             }
-            // One predictable branch for all row checks. With st >= 0 and en >= 0 the
-            // difference cannot overflow, so len < 0 exactly when en < st; en is in the
-            // test itself because a negative end can wrap the difference to a positive
-            // length (st = 2^62, en = -2^62 - 100).
+            // Times are any int64. Two predictable tests for all row checks: en < st is
+            // compared, never taken from the difference (which wraps: st = 2^62, en =
+            // -2^62 - 100); with en >= st the difference, computed unsigned, is exact,
+            // and above INT64_MAX (st = -2^62 - 1, en = 2^62 + 1) it does not fit.
             const int64_t len = static_cast<int64_t>(static_cast<uint64_t>(en) - static_cast<uint64_t>(st));
-            if (__builtin_expect((static_cast<int64_t>(r) | st | en | len | k) < 0, 0)) {
+            if (__builtin_expect(((static_cast<int64_t>(r) | len | k) < 0) | (en < st), 0)) {
                 if (r < 0) res = {Code::negative_rank, i};
-                else if (st < 0) res = {Code::negative_start, i};
                 else if (en < st) res = {Code::end_before_start, i};
+                else if (len < 0) res = {Code::too_long, i};
                 else res = {Code::unknown_kind, i};
                 break;
             }
@@ -536,10 +537,9 @@ class Sweep {
         int64_t hi = 0;
         Bins* dest = nullptr;
         if (bucket_ > 0) {
-            const int64_t k = lo / bucket_;
-            if (k == s.bucket) {
-                const int64_t base = k * bucket_;
-                hi = base > kOpen - bucket_ ? kOpen : base + bucket_;
+            const int64_t k = bucket_of(lo);
+            if (s.in_bucket && k == s.bucket) {
+                hi = bucket_end(k);
                 dest = &s.cur;
             }
         } else if (s.wpos >= s.wins.size()) {
@@ -556,9 +556,10 @@ class Sweep {
             }
         }
         // At a boundary, or with the cursor before the span: no piece may take the
-        // fast route (times are >= 0, so nothing ends at or before -1); the slow path
-        // decides. Hence a piece [t, b) with b <= hi always starts inside the route.
-        if (dest == nullptr || t < s.span_start) return {-1, &s.out};
+        // fast route (nothing ends before INT64_MIN, and a piece ending there is empty);
+        // the slow path decides. Hence a piece [t, b) with b <= hi always starts inside
+        // the route.
+        if (dest == nullptr || t < s.span_start) return {std::numeric_limits<int64_t>::min(), &s.out};
         return {std::min(hi, s.span_end), dest};
     }
     // Every bin of a route's destination counts as touched (flush then visits all 64
@@ -582,12 +583,12 @@ class Sweep {
         if (a >= b) return;
         if (bucket_ > 0) {
             while (a < b) {
-                const int64_t k = a / bucket_;  // a >= 0
-                const int64_t lo = k * bucket_;
-                const int64_t hi = lo > kOpen - bucket_ ? kOpen : lo + bucket_;
-                if (k != s.bucket) {
-                    if (s.bucket >= 0) flush(s, s.bucket * bucket_, s.cur);
+                const int64_t k = bucket_of(a);
+                const int64_t hi = bucket_end(k);
+                if (!s.in_bucket || k != s.bucket) {
+                    if (s.in_bucket) flush(s, bucket_start(s.bucket), s.cur);
                     s.bucket = k;
+                    s.in_bucket = true;
                     if (max_buckets_ > 0 && ++buckets_ > max_buckets_) too_many_buckets(s.rank, a);
                 }
                 const int64_t c = std::min(b, hi);
@@ -622,6 +623,20 @@ class Sweep {
             }
         }
     }
+
+    // Bucket k is [k * width, (k + 1) * width), k = floor(t / width) for any int64 t;
+    // its ends are clamped to the int64 range (the first and last buckets are cut).
+    int64_t bucket_of(int64_t t) const {
+        const int64_t q = t / bucket_;  // truncates towards zero
+        return (t % bucket_ < 0) ? q - 1 : q;
+    }
+    static int64_t clamp64(__int128 v) {
+        if (v < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
+        if (v > kOpen) return kOpen;
+        return static_cast<int64_t>(v);
+    }
+    int64_t bucket_start(int64_t k) const { return clamp64(static_cast<__int128>(k) * bucket_); }
+    int64_t bucket_end(int64_t k) const { return clamp64((static_cast<__int128>(k) + 1) * bucket_); }
 
     [[noreturn]] void too_many_buckets(int32_t rank, int64_t t) const {
         throw std::length_error("windows: a bucket width of " + std::to_string(bucket_) +

@@ -39,7 +39,7 @@ class CrossingSweep:
         events: list[tuple[object, object]],  # __arrow_c_array__() of each batch
         kinds: list[str],
         lifecycle: list[tuple[object, object]],
-        as_of: int,  # -1: none
+        as_of: int,  # -2**63: none
         parts: int,
         chunk_rows: int,  # at most, per chunk of one rank's events
         min_chunk_rows: int,  # at least (the last chunks: see crossing.hpp, chunked)

@@ -66,6 +66,9 @@ CHUNK_TAIL_ROWS = 16_384
 #: ``csrc/core/crossing.hpp``): no event may reach past them from before the chunk.
 HEAD_ROWS = 1024
 
+#: "No as_of" for the native core: the least int64 (its null time); any other int64 is a time.
+_NO_AS_OF = -(2**63)
+
 _CORES = cores()
 # The native helper pool is sized by the same count as every other pool of pau.
 _core.set_pool_cores(_CORES)
@@ -86,7 +89,7 @@ def _exported(table: pa.Table) -> list:
 def cuts(lifecycle, as_of: int | None) -> np.ndarray | None:
     """The cuts of a lifecycle table (sorted, distinct), or None for a layout the
     native reader leaves to the exact way."""
-    return _core.lifecycle_cuts(_exported(as_table(lifecycle, "lifecycle")), -1 if as_of is None else as_of)
+    return _core.lifecycle_cuts(_exported(as_table(lifecycle, "lifecycle")), _NO_AS_OF if as_of is None else as_of)
 
 
 def start(events, lifecycle, as_of: int | None) -> Started | None:
@@ -99,7 +102,7 @@ def start(events, lifecycle, as_of: int | None) -> Started | None:
         return None
     cap = max(CHUNK_MIN_ROWS, n // (CHUNKS_PER_CORE * _CORES))
     job = _core.CrossingSweep(_exported(table), list(KINDS), _exported(as_table(lifecycle, "lifecycle")),
-                              -1 if as_of is None else as_of, min(64, 4 * _CORES), cap, min(cap, CHUNK_TAIL_ROWS),
+                              _NO_AS_OF if as_of is None else as_of, min(64, 4 * _CORES), cap, min(cap, CHUNK_TAIL_ROWS),
                               _CORES, HEAD_ROWS, MAX_CROSSINGS_PER_EVENT)
     job.start(_CORES - 1)
     return Started(job, n)

@@ -173,14 +173,14 @@ REASONS = (
     "null end_ns",
     "null kind",
     "negative rank",
-    "negative start_ns",
+    "end_ns - start_ns does not fit in int64",
     "end_ns before start_ns",
     "unknown kind",
     "rank does not fit in int32",
     "start_ns does not fit in int64 nanoseconds",
     "end_ns does not fit in int64 nanoseconds",
 )
-_REASON_COLUMN = {1: "rank", 2: "start_ns", 3: "end_ns", 4: "kind", 5: "rank", 6: "start_ns",
+_REASON_COLUMN = {1: "rank", 2: "start_ns", 3: "end_ns", 4: "kind", 5: "rank", 6: "end_ns",
                   7: "end_ns", 8: "kind", 9: "rank", 10: "start_ns", 11: "end_ns"}
 _REASON_FIX = {
     1: "give every event the rank (accelerator) it ran on",
@@ -188,7 +188,7 @@ _REASON_FIX = {
     3: "give every event its end time (an event still running has no place in a finished trace)",
     4: "give every event a kind",
     5: "ranks are accelerator indices >= 0",
-    6: "times are nanoseconds since an epoch and must be >= 0; shift the trace",
+    6: "an event lasts at most 2**63 - 1 ns (292 years): correct the times",
     7: "correct the times; zero-length events (end_ns == start_ns) are allowed",
     8: "map it to one of " + ", ".join(KINDS) + " (the pau.io readers do this for profiler traces)",
     9: "number ranks from 0 (one rank = one accelerator)",
@@ -248,8 +248,11 @@ def row_reasons(batch: pa.RecordBatch | pa.Table, table: str = "events") -> np.n
     e = time_column(end.fill_null(0) if end.null_count else end, "end_ns", table)
     k = kind_column(kind, table)
     mark(r < 0, 5)
-    mark(s < 0, 6)
     mark(e < s, 7)
+    # Any int64 time is valid; the length must fit too. end - start, for end >= start,
+    # computed modulo 2**64 is exact: above 2**63 - 1 it reads negative as int64.
+    with np.errstate(over="ignore"):
+        mark((e >= s) & ((e.astype(np.uint64) - s.astype(np.uint64)).astype(np.int64) < 0), 6)
     mark(k.codes[k.indices] < 0 if len(k.codes) else np.ones(n, bool), 8)
     return reasons
 
@@ -263,7 +266,7 @@ def raise_first(batch: pa.RecordBatch | pa.Table, reasons: np.ndarray, row0: int
     if code in (5, 6, 7):
         v = _column(batch, col, table)[i].as_py()
         detail += f" ({col} = {v}" + (f", start_ns = {_column(batch, 'start_ns', table)[i].as_py()})"
-                                      if code == 7 else ")")
+                                      if code in (6, 7) else ")")
     elif code == 8:
         detail = f"unknown kind {_column(batch, 'kind', table)[i].as_py()!r}"
     elif code in (9, 10, 11):

@@ -291,22 +291,20 @@ def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, a
             out[i] = 1
         elif s == null:
             out[i] = 2
-        elif s < 0 or (e != null and e < 0) or (b != null and b < 0) or (d != null and d < 0):
-            out[i] = 3
         elif e != null and e < s:
-            out[i] = 4
+            out[i] = 3
         elif b != null and b < s:
-            out[i] = 5
+            out[i] = 4
         elif d != null and d < s:
-            out[i] = 6
+            out[i] = 5
         elif rank[i] < -1:
-            out[i] = 7
+            out[i] = 6
         elif r != acc and attempt[i] == null:
-            out[i] = 8
+            out[i] = 7
         elif needs_step[r] and step[i] == null:
-            out[i] = 9
+            out[i] = 8
         elif r == acc and rank[i] < 0:
-            out[i] = 10
+            out[i] = 9
     return out
 
 
@@ -393,18 +391,16 @@ def _step_code(s, e, r, a, k, tok, null):
     ``pau.lifecycle._STEP_CHECKS``."""
     if s == null:
         return 1
-    if s < 0:
-        return 2
     if e != null and e < s:
-        return 3
+        return 2
     if r < -1:
-        return 4
+        return 3
     if a == null:
-        return 5
+        return 4
     if k == null:
-        return 6
+        return 5
     if tok < 0:
-        return 7
+        return 6
     return 0
 
 
@@ -425,8 +421,8 @@ def scan_steps(start, end, rank, attempt, step, tokens, null, cut, att_lo, att_n
     Returns ``(bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen,
     rank_over, att_count, att_max_step, att_max_end, att_out)``:
 
-    * ``bad``: rows that cannot be used (:func:`_step_code`: null or negative start,
-      end before start, rank below -1, missing attempt or step, negative tokens); the
+    * ``bad``: rows that cannot be used (:func:`_step_code`: null start, end before
+      start, rank below -1, missing attempt or step, negative tokens); the
       other figures are only meaningful when it is 0.
     * ``after``: rows starting after ``cut``; ``max_start``/``max_end``: the latest
       start and non-null end (``null`` if none).

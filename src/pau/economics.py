@@ -327,7 +327,6 @@ def _busy_columns(busy):
          "null replica", "give every busy interval its replica"),
         ("start_ns", s_null, "null start_ns", "give every busy interval its start"),
         ("end_ns", e_null, "null end_ns", "give every busy interval its end"),
-        ("start_ns", s < 0, "negative start_ns", "times are ns since an epoch, >= 0"),
         ("end_ns", e < s, "end_ns before start_ns", "busy intervals need start_ns <= end_ns"),
     ):
         if bad.any():

@@ -111,7 +111,6 @@ def _record_name(table: pa.Table, row: int):
 _ROW_FIX = {
     "unknown record": "use one of " + ", ".join(RECORDS),
     "null start_ns": "every record needs start_ns",
-    "negative time": "times are nanoseconds since an epoch and must be >= 0",
     "end_ns before start_ns": "correct the times; zero-length records are allowed",
     "block_end_ns before start_ns": "a save blocks from start_ns to block_end_ns >= start_ns",
     "durable_ns before start_ns": "a checkpoint cannot be durable before its save started",
@@ -124,24 +123,28 @@ _ROW_FIX = {
     "negative tokens": "tokens count the tokens a step trained on: 0 or more (leave it null if unknown)",
 }
 _REASON_COLUMN = {
-    "unknown record": "record", "null start_ns": "start_ns", "negative time": "start_ns",
+    "unknown record": "record", "null start_ns": "start_ns",
     "end_ns before start_ns": "end_ns", "block_end_ns before start_ns": "block_end_ns",
     "durable_ns before start_ns": "durable_ns", "rank below -1": "rank",
     "missing attempt": "attempt", "missing step": "step", "accountable rank must be >= 0": "rank",
     "unknown phase kind": "kind", "unknown attempt kind": "kind", "negative tokens": "tokens",
 }
 # The problems a step row can show alone (_kernels.step_codes), in the order they are looked for.
-_STEP_CHECKS = ("null start_ns", "negative time", "end_ns before start_ns", "rank below -1", "missing attempt",
+_STEP_CHECKS = ("null start_ns", "end_ns before start_ns", "rank below -1", "missing attempt",
                 "missing step", "negative tokens")
 
 
 # The problems one row can show alone, in the order they are looked for.
-_ROW_CHECKS = ("unknown record", "null start_ns", "negative time", "end_ns before start_ns",
+_ROW_CHECKS = ("unknown record", "null start_ns", "end_ns before start_ns",
                "block_end_ns before start_ns", "durable_ns before start_ns", "rank below -1",
                "missing attempt", "missing step", "accountable rank must be >= 0",
                "unknown phase kind", "unknown attempt kind")
 _NEEDS_STEP = np.array([r in ("step", "checkpoint_save", "restore") for r in RECORDS], np.bool_)
 _PHASE_SET, _ATTEMPT_SET = frozenset(PHASE_KINDS), frozenset(ATTEMPT_KINDS) | {None}
+
+
+_UNKNOWN_PHASE_KIND = 1 + _ROW_CHECKS.index("unknown phase kind")
+_UNKNOWN_ATTEMPT_KIND = 1 + _ROW_CHECKS.index("unknown attempt kind")
 
 
 def _row_codes(x: _Rows) -> np.ndarray:
@@ -153,7 +156,7 @@ def _row_codes(x: _Rows) -> np.ndarray:
     rows = np.flatnonzero(((x.rec == _PHASE) | (x.rec == _ATT)) & (code == 0))
     for i, r, k in zip(rows.tolist(), x.rec[rows].tolist(), x.kind[rows].tolist()):
         if k not in (_PHASE_SET if r == _PHASE else _ATTEMPT_SET):
-            code[i] = 11 if r == _PHASE else 12
+            code[i] = _UNKNOWN_PHASE_KIND if r == _PHASE else _UNKNOWN_ATTEMPT_KIND
     return code
 
 

@@ -496,8 +496,6 @@ _STEP_NAME = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
 
 # Why rows were refused after parsing (the native parser's reasons are in _REASONS).
 _BEYOND_INT64 = "\"ts\" + baseTimeNanoseconds (+ \"dur\") is beyond the int64 nanosecond range"
-_NEGATIVE_TIME = ("\"ts\" + baseTimeNanoseconds is a negative time (before the Unix epoch), which pau's "
-                  "engine does not accept yet")
 _STEP_BEYOND_INT64 = "the ProfilerStep# number is beyond int64"
 
 
@@ -505,10 +503,9 @@ def _screen(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None
     """Absolute times of every kept row, and the rows pau cannot use.
 
     Sets ``f.rows["start_abs"]``/``["end_abs"]`` (``ts`` + ``baseTimeNanoseconds`` and
-    + ``dur``, exact int64) and ``f.keep``. A device event or a step annotation whose
-    absolute time overflows int64 or is negative (the engine refuses negative times
-    today: DESIGN's whole int64 range is issue 19 item 6), or a step whose number does
-    not fit int64, is refused (InvalidEventError naming the byte and line) or, with
+    + ``dur``, exact int64) and ``f.keep``. Any int64 is a time (a negative one lies
+    before the Unix epoch). A device event or a step annotation whose absolute time
+    overflows int64, or a step whose number does not fit int64, is refused (InvalidEventError naming the byte and line) or, with
     ``on_invalid="quarantine"``, set aside. A host launch whose time overflows only
     loses its launch time (the kernel is then dated by its own start).
     """
@@ -534,23 +531,22 @@ def _screen(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None
     huge = {i for i, n in step_of_id.items() if n is None}
     step_huge = is_step & np.isin(rows["name"], np.fromiter(huge, np.int32, len(huge)))
     reason = np.full(ts.size, -1, np.int8)
-    reason[checked & (start < 0)] = 1
     reason[checked & over] = 0
-    reason[step_huge] = 2
+    reason[step_huge] = 1
     f.keep = (reason < 0) | ~checked
     f.time_ok = ~over
     f.is_step = is_step & f.keep
     bad = np.flatnonzero(reason >= 0)
     if bad.size == 0:
         return
-    texts = (_BEYOND_INT64, _NEGATIVE_TIME, _STEP_BEYOND_INT64)
+    texts = (_BEYOND_INT64, _STEP_BEYOND_INT64)
     counts = Counter(texts[int(r)] for r in reason[bad])
     summary = ", ".join(f"{n} {r}" for r, n in counts.most_common())
     first = int(bad[0])
     if on_invalid == "raise":
         cat, name = f.strings[int(rows["cat"][first])], f.strings[int(rows["name"][first])]
         value = (f"\"ts\" {int(ts[first])} ns + baseTimeNanoseconds {base}"
-                 if reason[first] < 2 else f"name {name!r}")
+                 if reason[first] < 1 else f"name {name!r}")
         off = int(rows["offset"][first])
         raise InvalidEventError(
             f.path, f"{cat or 'uncategorized'} event {name!r}: {texts[int(reason[first])]} ({value}; {bad.size} "
