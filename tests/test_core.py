@@ -594,3 +594,21 @@ def test_threads_split_sorted_ranks():
     for threads in (2, 3, 4):
         assert core.classify(t, threads=threads).equals(one)
     assert _core.rank_parts(_sweep.batch_arrays([_sweep.event_columns(t)]), 2) == [(0, 1), (2, 5)]
+
+
+def test_ledger_totals_beyond_int64_stay_exact():
+    """8 ranks of 2e18 ns each: 1.6e19 ns in one state, beyond int64. Arrow's grouped
+    sums wrap there; the ledger's figures are exact Python ints (found by the fuzz
+    suite: an MLPerf line moved 9 years away)."""
+    n, span = 8, 2 * 10**18
+    t = pa.table({"rank": pa.array(range(n), pa.int32()), "start_ns": pa.array([0] * n, pa.int64()),
+                  "end_ns": pa.array([span] * n, pa.int64()),
+                  "kind": pa.array(["compute"] * n).dictionary_encode()})
+    led = core.ledger(t)
+    assert led.state_ns()["unattributed"] == n * span
+    assert led.activity_ns()["compute"] == n * span
+    assert led.accountable_ns() == n * span
+    assert led.summary()["activity_ns"]["compute"] == n * span
+    with pytest.raises(pau.errors.PauError, match="beyond int64"):
+        led.by("state")
+    assert led.by("rank")["duration_ns"].to_pylist() == [span] * n

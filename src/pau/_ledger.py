@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._types import LedgerSummary
+from .errors import PauError
 from ._vocab import ACTIVITIES, STATES, label
 
 NS_PER_HOUR = 3_600 * 10**9
@@ -62,27 +63,36 @@ class Ledger:
         return int(sum(self.accountable["accountable_ns"].to_pylist()))
 
     def by(self, *keys: str) -> pa.Table:
-        """Total ``duration_ns`` grouped by the given columns (e.g. ``"state"``)."""
+        """Total ``duration_ns`` grouped by the given columns (e.g. ``"state"``).
+        A total beyond int64 (more than 292 accelerator-years in one group) raises
+        :class:`pau.errors.PauError`; the figures of :meth:`summary` are exact ints."""
         names = list(keys)
-        out = self.table.group_by(names).aggregate([("duration_ns", "sum")])
-        return out.rename_columns(names + ["duration_ns"])
+        sums = exact_sums(self.table, names, "duration_ns")
+        if any(not _I64_MIN <= v <= _I64_MAX for v in sums.values()):
+            raise PauError(f"ledger.by({', '.join(map(repr, names))}): a total is beyond int64 ns. Fix: use "
+                           "state_ns(), activity_ns() or summary(), whose figures are exact Python ints")
+        cols = {n: [k[j] for k in sums] for j, n in enumerate(names)}
+        out = pa.table({**{n: pa.array(v, self.table.schema.field(n).type if not
+                                       pa.types.is_dictionary(self.table.schema.field(n).type) else pa.string())
+                           for n, v in cols.items()},
+                        "duration_ns": pa.array(list(sums.values()), pa.int64())})
+        return out
 
     def state_ns(self) -> dict:
-        """ns per state (every state, zeros included)."""
+        """ns per state (every state, zeros included), exact."""
         out = dict.fromkeys(STATES, 0)
-        for r in self.by("state").to_pylist():
-            out[r["state"]] += int(r["duration_ns"])
+        for (state,), v in exact_sums(self.table, ["state"], "duration_ns").items():
+            out[state] += v
         return out
 
     def activity_ns(self) -> dict:
         out: dict[str, int] = {}
-        for r in self.by("activity").to_pylist():
-            out[r["activity"]] = out.get(r["activity"], 0) + int(r["duration_ns"])
+        for (activity,), v in exact_sums(self.table, ["activity"], "duration_ns").items():
+            out[activity] = out.get(activity, 0) + v
         return out
 
     def _cell(self, state: str, activity: str) -> int:
-        return sum(int(r["duration_ns"]) for r in self.by("state", "activity").to_pylist()
-                   if r["state"] == state and r["activity"] == activity)
+        return exact_sums(self.table, ["state", "activity"], "duration_ns").get((state, activity), 0)
 
     def cause_ns(self) -> dict:
         """Rolled-back ns per cause (the failure that threw the work away)."""
@@ -94,7 +104,7 @@ class Ledger:
             return {}
         t = pa.table({"cause": rb["cause"].cast(pa.string()),
                       "ns": pa.compute.subtract(rb["end_ns"], rb["start_ns"])})
-        return {r["cause"]: int(r["ns_sum"]) for r in t.group_by("cause").aggregate([("ns", "sum")]).to_pylist()}
+        return {cause: v for (cause,), v in exact_sums(t, ["cause"], "ns").items()}
 
     def cycles(self) -> pa.Table:
         """Preserved model cycles: spans between consecutive durable checkpoints on
@@ -203,6 +213,35 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger(ranks={self.accountable.num_rows}, rows={self.table.num_rows})"
+
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def exact_sums(table: pa.Table, keys: list, column: str) -> dict:
+    """``{(key values): sum of column}`` as exact Python ints. Arrow sums int64 groups
+    in int64 (wrapping past it: 8 accelerators x 2e18 ns); a group whose count times
+    its largest magnitude could pass int64 is summed again in Python ints."""
+    if table.num_rows == 0:
+        return {}
+    t = table.select(keys + [column])
+    for k in keys:
+        if pa.types.is_dictionary(t.schema.field(k).type):
+            t = t.set_column(t.schema.get_field_index(k), k, t[k].cast(t.schema.field(k).type.value_type))
+    g = t.group_by(keys).aggregate([(column, "sum"), (column, "min"), (column, "max"), (column, "count")])
+    out = {}
+    for r in g.to_pylist():
+        key = tuple(r[k] for k in keys)
+        bound = max(abs(r[f"{column}_min"] or 0), abs(r[f"{column}_max"] or 0)) * r[f"{column}_count"]
+        if bound <= _I64_MAX:
+            out[key] = int(r[f"{column}_sum"] or 0)
+            continue
+        mask = None
+        for k, v in zip(keys, key):
+            m = pa.compute.is_null(t[k]) if v is None else pa.compute.equal(t[k], v)
+            mask = m if mask is None else pa.compute.and_(mask, m)
+        out[key] = sum(v for v in t.filter(mask)[column].to_pylist() if v is not None)
+    return out
 
 
 def tidy(rank, state, activity, duration, window=None) -> pa.Table:
