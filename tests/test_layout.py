@@ -37,7 +37,7 @@ LEVELS = [
     # the engine's entry points
     {"pau._engine"},
     # figures over ledgers and runs; synthetic runs
-    {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.synth"},
+    {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.synth", "pau.align"},
     # the run: one in-memory form of a run from every reader
     {"pau.run"},
     # the facade

@@ -299,6 +299,8 @@ def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
     # a progress bar while events are read applies to Parquet and pau runs only
     if os.path.exists(path) and (fmt or detect(path)) in ("parquet", "pau"):
         options["progress"] = _progress(getattr(args, "progress", None))
+    if getattr(args, "align", None):
+        options["align"] = args.align
     return read_runs(path, format=fmt, on_invalid=getattr(args, "on_invalid", "raise"), **options)
 
 
@@ -531,6 +533,11 @@ def _parser() -> argparse.ArgumentParser:
                                      epilog=_EXIT_TABLE)
     sub = parser.add_subparsers(dest="command", required=True)
 
+    def align_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--align", choices=("collectives",), default=None,
+                       help="traces from several hosts: put every rank's clock on the lowest rank's, from the "
+                       "collectives they share (the offsets go to the run's metadata)")
+
     def output_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--format", choices=("text", "json", "csv"), default="text",
                        help="what to print: text (default), json (every figure), csv (metric,value)")
@@ -541,6 +548,7 @@ def _parser() -> argparse.ArgumentParser:
                      "(default: a built-in synthetic 8-rank run)")
     rep.add_argument("--input-format", choices=fmts, help="input format (default: detected from the content)")
     output_options(rep)
+    align_option(rep)
     rep.add_argument("--ledger", metavar="FILE", help="also write the ledger table (.parquet, .csv, .json)")
     rep.add_argument("--lifecycle", help="Parquet lifecycle table (DESIGN 2.2) for input that has events only")
     rep.add_argument("--as-of", type=int, dest="as_of", help="the ledger as of this instant (int ns)")
@@ -568,6 +576,7 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("out", help="the run folder to write")
     conv.add_argument("--input-format", choices=fmts)
     conv.add_argument("--overwrite", action="store_true", help="replace OUT when it exists")
+    align_option(conv)
     conv.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid")
 
     cmpp = sub.add_parser("compare", help="two runs side by side on the same useful-output denominators",
@@ -577,6 +586,7 @@ def _parser() -> argparse.ArgumentParser:
     cmpp.add_argument("--input-format-a", choices=fmts, dest="input_format_a")
     cmpp.add_argument("--input-format-b", choices=fmts, dest="input_format_b")
     output_options(cmpp)
+    align_option(cmpp)
     cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
     cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
     return parser

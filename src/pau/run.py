@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _engine
+from . import align as _align
 from . import io as _io
 from ._input import as_table, spans_of
 from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
@@ -324,9 +325,14 @@ def _reader_warnings(fmt: str, messages: Sequence[str]) -> list[RunWarning]:
     return [m if isinstance(m, RunWarning) else RunWarning(f"{fmt}.reader", str(m)) for m in messages]
 
 
-def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str) -> Run:
+def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str | None = None) -> Run:
     spans = trace.spans()  # Kineto: the profiled window; Nsight: the capture window
     steps = trace.lifecycle
+    events = trace.events
+    alignment = None
+    if align is not None:  # every rank's times onto the lowest rank's clock, before spans make a lifecycle
+        alignment = _align.offsets(events)
+        events, spans, steps = (_align.apply(t, alignment) for t in (events, spans, steps))
     has_steps = steps is not None and steps.num_rows > 0 and bool(pc.any(pc.equal(steps["record"], "step")).as_py())
     lifecycle = _trace_lifecycle(steps, spans) if has_steps else None
     meta: dict[str, Any] = {
@@ -334,6 +340,13 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str) -> Run:
                                           if x is not None}) or [path],
         "ranks": trace.ranks.to_pylist(), "assumed": [_ASSUMED_TRACE] if lifecycle is not None else []}
     warnings = _reader_warnings(fmt, trace.warnings)
+    if alignment is not None:
+        meta["alignment"] = alignment.as_dict()
+        unaligned = [r["rank"] for r in alignment.table.to_pylist() if r["offset_ns"] is None]
+        if unaligned:
+            warnings.append(RunWarning("align.no_anchors", f"{path}: no collective pairs rank(s) "
+                                       f"{', '.join(map(str, unaligned))} with rank {alignment.reference}: their "
+                                       "clocks are left as they are"))
     if steps is not None and steps.num_rows and not has_steps:
         warnings.append(RunWarning("trace.no_steps", f"{path}: {steps.num_rows} phase records but no step: "
                                    "the run has no lifecycle (no goodput); the phases are in metadata"))
@@ -349,7 +362,7 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str) -> Run:
     else:  # Nsight: the table and the row
         where = pc.binary_join_element_wise(qt["table"], " rowid ", pc.cast(qt["rowid"], pa.string()), "")
     q = _quarantine(qt, where if qt.num_rows else None)
-    return Run(events=trace.events, lifecycle=lifecycle, spans=spans, metadata=meta, warnings=warnings,
+    return Run(events=events, lifecycle=lifecycle, spans=spans, metadata=meta, warnings=warnings,
                quarantine=q)
 
 
@@ -477,7 +490,7 @@ def read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_inv
     fmt = format or detect(p)
     if fmt not in FORMATS:
         raise PauError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
-    accepts = {"kineto": {"rules", "threads"}, "nsys": {"rules"}, "mllog": {"system"},
+    accepts = {"kineto": {"rules", "threads", "align"}, "nsys": {"rules", "align"}, "mllog": {"system"},
                "pau": {"progress"}, "parquet": {"progress"}}.get(fmt, set())
     unknown = sorted(set(options) - accepts)
     if unknown:
@@ -492,10 +505,13 @@ def read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_inv
             run = (_read_run_folder if fmt == "pau" else _read_parquet)(p, options.get("progress"))
         run.warnings.extend(skipped)
         return [run]
+    align = options.pop("align", None)
+    if align is not None and align not in _align.METHODS:
+        raise OptionError(f"align: expected one of {', '.join(_align.METHODS)}, got {align!r}")
     if fmt == "kineto":
-        return [_from_trace(read_kineto(p, on_invalid=on_invalid, **options), fmt, p)]
+        return [_from_trace(read_kineto(p, on_invalid=on_invalid, **options), fmt, p, align)]
     if fmt == "nsys":
-        return [_from_trace(read_nsys(p, on_invalid=on_invalid, **options), fmt, p)]
+        return [_from_trace(read_nsys(p, on_invalid=on_invalid, **options), fmt, p, align)]
     if fmt == "mllog":
         got = read_mllog(p, **options)
         return [_from_mllog(r) for r in (got if isinstance(got, list) else [got])]
@@ -520,6 +536,9 @@ def read(path: str | os.PathLike[str], *, format: str | None = None, on_invalid:
         keeps the usable rows and puts the others in :attr:`Run.quarantine`.
     **options
         Reader options: ``rules``, ``threads`` (Kineto), ``rules`` (Nsight),
+        ``align="collectives"`` (Kineto and Nsight: every rank's clock put on the
+        lowest rank's, from the collectives they share, see :mod:`pau.align`; the
+        offsets are in ``metadata["alignment"]``),
         ``system`` (MLPerf), ``progress`` (Parquet and pau runs: a bar or callback
         while the events are read, as in :func:`pau.core.classify_dataset`). An option that does not apply to the format is an error.
 
