@@ -9,6 +9,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
+import pau
 import pau.core as pc
 from pau import cli, synth
 
@@ -32,7 +33,10 @@ def test_builtin_run_prints_eight_ranks_and_totals(capsys):
     # Every row's percentages sum to 100 (within print rounding).
     for cells in rows.values():
         pcts = [float(c.rstrip("%")) for c in cells if c.endswith("%")]
-        assert len(pcts) == 5 and abs(sum(pcts) - 100.0) < 0.3
+        assert len(pcts) == 6 and abs(sum(pcts) - 100.0) < 0.3
+    # every activity that occurs has its column (sync and other as themselves, never folded)
+    head = next(line.split() for line in out.splitlines() if line.split()[:1] == ["rank"])
+    assert head == ["rank", "compute", "exposed", "comm", "memcpy", "sync", "other", "idle", "span"]
     # The straggler (rank 3) computes more and waits less in collectives.
     comp = {r: float(rows[r][1]) for r in rows if r != "total"}
     assert max(comp, key=comp.get) == "3"
@@ -46,7 +50,8 @@ def test_report_numbers_match_classify(tmp_path, capsys):
     rows = _rows(capsys.readouterr().out)
     t = pc.classify(events).to_pylist()
     compute0 = sum(r["duration_ns"] for r in t if r["rank"] == 0 and r["activity"] == "compute")
-    assert rows["0"][1] == f"{compute0 / 1e9:,.3f}"
+    size = {"ns": 1, "µs": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9}[rows["0"][2]]
+    assert rows["0"][1] == f"{compute0 / size:,.3f}"
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
@@ -211,3 +216,18 @@ def test_ctrl_c_exits_130_and_says_what_was_kept(monkeypatch, capsys):
     assert cli.main(["report", "--no-progress"]) == 130
     err = capsys.readouterr().err
     assert "3 of 8 partitions are saved" in err and "resume" in err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["--version"])
+    assert ex.value.code == 0
+    assert capsys.readouterr().out.strip() == f"pau {pau.__version__}"
+
+
+@pytest.mark.parametrize("ns, text", [(640, "640 ns"), (1_500, "1.500 µs"), (9_020_000, "9.020 ms"),
+                                      (3_400_000_000, "3.400 s"), (599 * 10**9, "599.000 s"),
+                                      (600 * 10**9, "10.000 min"), (9 * 3600 * 10**9, "540.000 min"),
+                                      (10 * 3600 * 10**9, "10.000 h"), (-2_000, "-2.000 µs")])
+def test_durations_print_in_the_unit_that_fits(ns, text):
+    assert cli._seconds(ns) == text

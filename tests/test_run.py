@@ -219,7 +219,7 @@ def test_events_outside_accountable_time_are_counted_and_shown(tmp_path, capsys)
     capsys.readouterr()
     assert cli.main(["report", str(tmp_path / "r")]) == 0
     got = capsys.readouterr()
-    assert "3 events (0.000 s) lie outside the accountable time of ranks 0, 1" in got.out
+    assert "3 events (65 ns) lie outside the accountable time of ranks 0, 1" in got.out
     assert "outside the accountable time" in got.err
 
 

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from . import core, errors, synth
+from . import _core, core, errors, synth
 from ._progress import Bar
 from ._types import RunSummary
 from .run import Run, detect, read_runs, run_figures
@@ -41,14 +41,18 @@ EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 1
 _EXIT_TABLE = """exit codes: 0 done, 1 bad input, 2 usage (or an option that does not apply to the input),
 3 a --gate failed, 130 interrupted"""
 
-# Columns of the report: (heading, activities summed into it).
+# Columns of the report: (heading, activity). Every activity that occurs gets its
+# column (memset and sync as themselves); compute and idle always.
 _COLUMNS = (
-    ("compute", ("compute",)),
-    ("exposed comm", ("communication",)),
-    ("memcpy", ("memcpy",)),
-    ("other", ("memset", "sync", "other")),
-    ("idle", ("idle",)),
+    ("compute", "compute"),
+    ("exposed comm", "communication"),
+    ("memcpy", "memcpy"),
+    ("memset", "memset"),
+    ("sync", "sync"),
+    ("other", "other"),
+    ("idle", "idle"),
 )
+_ALWAYS = ("compute", "idle")
 
 # Defaults of the built-in run's options (None in the parser, so that giving them
 # with a path can be refused).
@@ -63,8 +67,28 @@ class UsageError(Exception):
 # rendering
 
 
+# Units of a duration, largest first: (name, ns in one).
+_UNITS = (("h", 3_600 * 10**9), ("min", 60 * 10**9), ("s", 10**9), ("ms", 10**6), ("µs", 10**3))
+
+
+def _unit(ns: int) -> tuple[str, int]:
+    """The unit that fits a duration: ns below a microsecond, then µs, ms, s; min from
+    ten minutes, h from ten hours."""
+    a = abs(ns)
+    for name, size in _UNITS:
+        if a >= size * (10 if name in ("h", "min") else 1):
+            return name, size
+    return "ns", 1
+
+
+def _in(ns: int, unit: tuple[str, int]) -> str:
+    name, size = unit
+    return f"{ns} ns" if size == 1 else f"{ns / size:,.3f} {name}"
+
+
 def _seconds(ns: int) -> str:
-    return f"{ns / 1e9:,.3f} s"
+    """A duration in the unit that fits it: 640 ns, 1.500 µs, 9.020 ms, 3.400 s, 2.500 h."""
+    return _in(ns, _unit(ns))
 
 
 def _pct(part: int, whole: int) -> str:
@@ -72,7 +96,8 @@ def _pct(part: int, whole: int) -> str:
 
 
 def _hours(ns: int) -> str:
-    return f"{ns / 3.6e12:,.3f} h"
+    """Accelerator time, in the unit that fits it."""
+    return _seconds(ns)
 
 
 def render_activity(table: pa.Table, title: str) -> str:
@@ -85,16 +110,19 @@ def render_activity(table: pa.Table, title: str) -> str:
     for r, a, d in zip(ranks.tolist(), acts.tolist(), dur.tolist()):
         per[r][a] = per[r].get(a, 0) + d  # Python ints: exact
 
-    head = ["rank"] + [h for h, _ in _COLUMNS] + ["span"]
+    columns = [(h, a) for h, a in _COLUMNS if a in _ALWAYS or any(per[r].get(a, 0) for r in per)]
+    # one unit for the whole table (the one the longest span fits), so that columns compare
+    unit = _unit(max((sum(v.values()) for v in per.values()), default=0))
+    head = ["rank"] + [h for h, _ in columns] + ["span"]
     rows = []
-    totals = [0] * len(_COLUMNS)
+    totals = [0] * len(columns)
     for r in uniq.tolist():
         span = sum(per[r].values())
-        vals = [sum(per[r].get(a, 0) for a in acts_) for _, acts_ in _COLUMNS]
+        vals = [per[r].get(a, 0) for _, a in columns]
         totals = [t + v for t, v in zip(totals, vals)]
-        rows.append([str(r)] + [f"{_seconds(v)} {_pct(v, span)}" for v in vals] + [_seconds(span)])
+        rows.append([str(r)] + [f"{_in(v, unit)} {_pct(v, span)}" for v in vals] + [_in(span, unit)])
     whole = sum(totals)
-    rows.append(["total"] + [f"{_seconds(v)} {_pct(v, whole)}" for v in totals] + [_seconds(whole)])
+    rows.append(["total"] + [f"{_in(v, unit)} {_pct(v, whole)}" for v in totals] + [_in(whole, unit)])
     widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
 
     def fmt(cells: list[str]) -> str:
@@ -103,7 +131,7 @@ def render_activity(table: pa.Table, title: str) -> str:
     lines = [title, "", fmt(head), fmt(["-" * w for w in widths])]
     lines += [fmt(x) for x in rows[:-1]] + [fmt(["-" * w for w in widths]), fmt(rows[-1])]
     lines.append("")
-    lines.append(f"accountable: {len(uniq)} ranks, {whole / 3.6e12:,.4f} accelerator-hours; "
+    lines.append(f"accountable: {len(uniq)} ranks, {_seconds(whole)} of accelerator time; "
                  f"exposed communication is communication not hidden under compute")
     return "\n".join(lines)
 
@@ -531,6 +559,7 @@ def _parser() -> argparse.ArgumentParser:
     fmts = ("pau", "parquet", "kineto", "nsys", "mllog", "serving")
     parser = argparse.ArgumentParser(prog="pau", description="Productive accelerator utilization.",
                                      epilog=_EXIT_TABLE)
+    parser.add_argument("--version", action="version", version=f"pau {_core.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def align_option(p: argparse.ArgumentParser) -> None:
