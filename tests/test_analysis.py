@@ -15,7 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import pau
 import pau.analysis as A
+from pau import analysis
 import pau.core as core
 import pau.synth as synth
 from pau.errors import InvalidRowError, PauError
@@ -361,3 +363,44 @@ def test_colocated_property_matches_twin(rows):
     # maximal: adjacent rows on a rank never carry the same jobs
     for p, q in zip(out, out[1:]):
         assert not (p["rank"] == q["rank"] and p["end_ns"] == q["start_ns"] and p["jobs"] == q["jobs"])
+
+
+# ---------------------------------------------------------------------------
+# top device work
+
+
+def _top_reference(events: pa.Table, n: int) -> list:
+    """Group by (name, kind) row by row in Python ints: count, total, floor mean, share."""
+    sums: dict = {}
+    names = events["name"].cast(pa.string()).to_pylist() if "name" in events.column_names else \
+        [None] * events.num_rows
+    for nm, kd, s, e in zip(names, events["kind"].cast(pa.string()).to_pylist(),
+                            events["start_ns"].to_pylist(), events["end_ns"].to_pylist()):
+        key = ("(unnamed)" if nm is None else nm, kd)
+        c, t = sums.get(key, (0, 0))
+        sums[key] = (c + 1, t + (e - s))
+    whole = sum(t for _, t in sums.values())
+    rows = sorted(sums.items(), key=lambda kv: (-kv[1][1], kv[0][0], kv[0][1]))[:n]
+    return [{"name": k[0], "kind": k[1], "count": c, "total_ns": t, "mean_ns": t // c,
+             "share": t / whole if whole else 0.0} for k, (c, t) in rows]
+
+
+@pytest.mark.parametrize("sample", [("nsys", "icon_isc25", "gpu.sqlite"), ("kineto", "hta-trace_filter"),
+                                    ("kineto", "hta-mtia_inference_trace")])
+def test_top_kernels_of_real_samples_match_the_reference(sample):
+    run = pau.read(shared(*sample))
+    assert analysis.top_kernels(run.events) == _top_reference(run.events, 10)
+    assert run.summary()["top_kernels"] == _top_reference(run.events, 10)
+
+
+def test_top_kernels_edge_cases():
+    t = pa.table({"rank": pa.array([0, 0, 1, 1, 1], pa.int32()),
+                  "start_ns": pa.array([0, -(2**62) + 1, 0, 0, 5], pa.int64()),
+                  "end_ns": pa.array([2**62, 2**62, 2**62, 0, 5], pa.int64()),
+                  "kind": pa.array(["compute"] * 5).dictionary_encode(),
+                  "name": pa.array(["a", "a", "a", None, "b"])})
+    got = analysis.top_kernels(t, n=2)
+    assert got == _top_reference(t, 2)
+    assert got[0]["total_ns"] == 4 * 2**62 - 1 > 2**63  # beyond int64, exact
+    assert analysis.top_kernels(t.slice(0, 0)) == []
+    assert [r["name"] for r in analysis.top_kernels(t.drop_columns(["name"]))] == ["(unnamed)"]

@@ -111,12 +111,24 @@ class OutsideAccountable(TypedDict):
     ranks: List[int]
 
 
+class TopKernel(TypedDict):
+    """One row of :func:`pau.analysis.top_kernels`."""
+
+    name: str
+    kind: str
+    count: int
+    total_ns: int
+    mean_ns: int
+    share: float
+
+
 class RunSummary(TypedDict):
     """Every figure of a run (:meth:`pau.Run.summary`, ``pau report --format json``)."""
 
     format: Optional[str]
     tables: Dict[str, int]
     ledger: Optional[LedgerSummary]
+    top_kernels: Optional[List[TopKernel]]
     requests: Optional[Dict[str, Any]]
     slo_ns: Dict[str, int]
     events_outside_accountable: Optional[OutsideAccountable]

@@ -22,7 +22,7 @@ import pyarrow.csv as pcsv
 
 from ._input import _column, as_table, time_column
 from ._ledger import Ledger
-from ._types import LedgerSummary, Quarantined, check_on_invalid
+from ._types import LedgerSummary, Quarantined, TopKernel, check_on_invalid
 from ._vocab import STATES
 from .economics import cost
 from .errors import InvalidRowError, PauError, SchemaError
@@ -36,6 +36,7 @@ __all__ = [
     "Interference",
     "interference",
     "colocated",
+    "top_kernels",
 ]
 
 _NS_PER_S = 10**9
@@ -839,3 +840,45 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
                "fairness": (_ratio(min(vals), max(vals)) if vals else None),
                "lost_output": float(sum(lost))}
     return Interference(pa.table(cols), summary)
+
+
+# ---------------------------------------------------------------------------
+# top device work
+
+#: Rows of :func:`top_kernels` in a run's summary and report.
+TOP_KERNELS = 10
+
+
+def top_kernels(events: Any, n: int = TOP_KERNELS) -> list[TopKernel]:
+    """The device work that took the most time, as ``nsys stats``' kernel summary
+    gives it: per (name, kind) the events' count, their total and mean duration (ns,
+    exact; the mean rounded down) and ``share``, the total's part of all device
+    events' time (durations summed as written, overlaps counted in each event, as
+    ``nsys stats`` does). The ``n`` largest totals, ties by name; events without a
+    name are grouped as ``"(unnamed)"``. Empty without events."""
+    t = as_table(events, "events")
+    if t.num_rows == 0:
+        return []
+    name = (t["name"].cast(pa.string()).fill_null("(unnamed)") if "name" in t.column_names
+            else pa.array(["(unnamed)"] * t.num_rows))
+    try:
+        dur = pc.subtract_checked(t["end_ns"], t["start_ns"])
+    except pa.ArrowInvalid:
+        raise PauError("events: an event's end_ns - start_ns does not fit in int64. Fix: correct its times "
+                       "(pau.core.classify names the row)") from None
+    g = pa.table({"name": name, "kind": t["kind"].cast(pa.string()), "ns": dur}).group_by(
+        ["name", "kind"]).aggregate([("ns", "sum"), ("ns", "count"), ("ns", "max")])
+    rows = g.to_pylist()
+    # Totals in Python ints where int64 could wrap (count x the longest event)
+    wide = [r for r in rows if r["ns_count"] * r["ns_max"] > 2**63 - 1]
+    if wide:
+        exact: dict = {}
+        for nm, kd, d in zip(name.to_pylist(), t["kind"].cast(pa.string()).to_pylist(), dur.to_pylist()):
+            exact[(nm, kd)] = exact.get((nm, kd), 0) + d
+        for r in wide:
+            r["ns_sum"] = exact[(r["name"], r["kind"])]
+    whole = sum(r["ns_sum"] for r in rows)
+    rows.sort(key=lambda r: (-r["ns_sum"], r["name"], r["kind"]))
+    return [TopKernel(name=r["name"], kind=r["kind"], count=r["ns_count"], total_ns=r["ns_sum"],
+                      mean_ns=r["ns_sum"] // r["ns_count"], share=r["ns_sum"] / whole if whole else 0.0)
+            for r in rows[:n]]

@@ -131,7 +131,7 @@ def render_activity(table: pa.Table, title: str) -> str:
     lines = [title, "", fmt(head), fmt(["-" * w for w in widths])]
     lines += [fmt(x) for x in rows[:-1]] + [fmt(["-" * w for w in widths]), fmt(rows[-1])]
     lines.append("")
-    lines.append(f"accountable: {len(uniq)} ranks, {_seconds(whole)} of accelerator time; "
+    lines.append(f"accountable: {len(uniq)} rank{'' if len(uniq) == 1 else 's'}, {_seconds(whole)} of accelerator time; "
                  f"exposed communication is communication not hidden under compute")
     return "\n".join(lines)
 
@@ -194,6 +194,23 @@ def render_requests(s: dict[str, Any], slo: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
+def render_top_kernels(rows: list) -> str:
+    """The device work that took the most time (``nsys stats``' kernel summary)."""
+    if not rows:
+        return ""
+    head = ["time (%)", "total", "count", "mean", "kind", "name"]
+    cells = [[f"{100 * r['share']:.1f}", _seconds(r["total_ns"]), f"{r['count']:,}", _seconds(r["mean_ns"]),
+              r["kind"], r["name"] if len(r["name"]) <= 70 else r["name"][:67] + "..."] for r in rows]
+    widths = [max(len(x[i]) for x in cells + [head]) for i in range(len(head))]
+
+    def fmt(c: list[str]) -> str:
+        return "  ".join(v.rjust(w) for v, w in zip(c[:-1], widths[:-1])) + "  " + c[-1]
+
+    lines = ["", f"top device work ({len(rows)} by total time; time (%) of all device event time)", "",
+             fmt(head), fmt(["-" * w for w in widths])]
+    return "\n".join(lines + [fmt(c) for c in cells])
+
+
 def _render_meta(run: Run) -> str:
     m = run.metadata
     if m.get("format") != "mllog":
@@ -215,6 +232,9 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     meta = _render_meta(run)
     if meta:
         parts.append(meta)
+    top = render_top_kernels(figures.get("top_kernels") or [])
+    if top:
+        parts.append(top)
     if led is not None and led["goodput"] is not None:
         parts.append(render_goodput(led))
     elif led is not None and run.events is not None:

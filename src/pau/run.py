@@ -38,6 +38,7 @@ from ._input import as_table, spans_of
 from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
 from ._ledger import Ledger
 from ._vocab import LIFECYCLE_SCHEMA
+from .analysis import top_kernels
 from .economics import requests as _request_ledger
 from .errors import OptionError, PauError
 from .readers.detect import detect_format
@@ -218,7 +219,9 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     when the run has events or a lifecycle, else None), ``requests``
     (:meth:`pau.economics.RequestLedger.summary` when it has requests, else None),
     ``slo_ns`` (the SLOs the requests were checked against, ns; empty when none),
-    ``events_outside_accountable`` (events that fall outside their rank's accountable
+    ``top_kernels`` (:func:`pau.analysis.top_kernels`: the device work that took the
+    most time; None without events), ``events_outside_accountable`` (events that fall
+    outside their rank's accountable
     time, counted, never dropped silently: ``events``, ``ns``, ``ranks``; None when
     there is nothing to check), ``warnings`` (count) and ``quarantined`` (rows).
 
@@ -232,6 +235,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "format": run.metadata.get("format"),
         "tables": {n: getattr(run, n).num_rows for n in run.tables()},
         "ledger": None if led is None else led.summary(),
+        "top_kernels": None if run.events is None else top_kernels(run.events),
         "requests": req,
         "slo_ns": dict(slo or {}),
         "events_outside_accountable": outside_accountable(run.events, led),
