@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import pau
 import pau.analysis as A
 from pau import analysis
+from pau._vocab import LIFECYCLE_SCHEMA
 import pau.core as core
 import pau.synth as synth
 from pau.errors import InvalidRowError, PauError
@@ -404,3 +405,39 @@ def test_top_kernels_edge_cases():
     assert got[0]["total_ns"] == 4 * 2**62 - 1 > 2**63  # beyond int64, exact
     assert analysis.top_kernels(t.slice(0, 0)) == []
     assert [r["name"] for r in analysis.top_kernels(t.drop_columns(["name"]))] == ["(unnamed)"]
+
+
+def _quantile_reference(values: list, num: int, den: int) -> int:
+    """Nearest rank, the slow way: the smallest v with at least num/den of the values <= v."""
+    vals = sorted(values)
+    return next(v for v in vals if sum(1 for x in vals if x <= v) * den >= num * len(vals))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 10**12)), min_size=1, max_size=40))
+def test_step_figures_match_the_reference(rows):
+    """Per rank: count, nearest-rank median and p90, max of finished steps; steps in
+    flight (no end) are left out."""
+    recs = [dict(record="attempt", attempt=1, rank=-1, start_ns=0, end_ns=None, kind="running")]
+    t = {}
+    for k, (r, d) in enumerate(rows):
+        s = t.get(r, 0)
+        recs.append(dict(record="step", attempt=1, rank=r, step=k, start_ns=s, end_ns=s + d))
+        t[r] = s + d
+    recs.append(dict(record="step", attempt=1, rank=0, step=len(rows), start_ns=t.get(0, 0), end_ns=None))
+    lc = pa.Table.from_pylist(recs, schema=LIFECYCLE_SCHEMA)
+    got = analysis.step_figures(lc)
+    want = []
+    for r in sorted(t):
+        d = [dd for rr, dd in rows if rr == r]
+        want.append({"rank": r, "steps": len(d), "median_ns": _quantile_reference(d, 1, 2),
+                     "p90_ns": _quantile_reference(d, 9, 10), "max_ns": max(d)})
+    assert got["per_rank"] == want
+    assert got["stragglers"]["ranks"] == len(t)
+
+
+def test_step_figures_need_steps_of_one_rank_each():
+    lc = pa.Table.from_pylist([dict(record="attempt", attempt=1, rank=-1, start_ns=0, end_ns=10),
+                               dict(record="step", attempt=1, rank=-1, step=1, start_ns=0, end_ns=10)],
+                              schema=LIFECYCLE_SCHEMA)
+    assert analysis.step_figures(lc) is None

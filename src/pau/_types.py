@@ -129,6 +129,7 @@ class RunSummary(TypedDict):
     tables: Dict[str, int]
     ledger: Optional[LedgerSummary]
     top_kernels: Optional[List[TopKernel]]
+    steps: Optional[Dict[str, Any]]
     requests: Optional[Dict[str, Any]]
     slo_ns: Dict[str, int]
     events_outside_accountable: Optional[OutsideAccountable]

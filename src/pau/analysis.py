@@ -37,6 +37,7 @@ __all__ = [
     "interference",
     "colocated",
     "top_kernels",
+    "step_figures",
 ]
 
 _NS_PER_S = 10**9
@@ -882,3 +883,39 @@ def top_kernels(events: Any, n: int = TOP_KERNELS) -> list[TopKernel]:
     return [TopKernel(name=r["name"], kind=r["kind"], count=r["ns_count"], total_ns=r["ns_sum"],
                       mean_ns=r["ns_sum"] // r["ns_count"], share=r["ns_sum"] / whole if whole else 0.0)
             for r in rows[:n]]
+
+
+# ---------------------------------------------------------------------------
+# step times and stragglers, for a run's summary
+
+
+def _nearest_rank(sorted_ns: np.ndarray, num: int, den: int) -> int:
+    """The num/den quantile by the nearest-rank rule: the smallest value with at
+    least num/den of the values at or below it (one of them, so exact ns)."""
+    k = max(1, -(-num * sorted_ns.size // den))  # ceil(n * num / den), in ints
+    return int(sorted_ns[k - 1])
+
+
+def step_figures(lifecycle: Any) -> dict | None:
+    """Per rank, its finished step executions' count and time (median, p90 and max by
+    the nearest-rank rule, exact ns), and the stragglers (:func:`stragglers`
+    summary, with each persistent straggler's charged accelerator time). None when
+    the lifecycle has no step rows of a rank of their own (rank -1 rows say nothing
+    about one rank's pace)."""
+    t = as_table(lifecycle, "lifecycle")
+    steps = t.filter(pc.and_(pc.equal(t["record"], "step"), pc.is_valid(t["end_ns"])))
+    if steps.num_rows == 0 or not pc.all(pc.greater_equal(steps["rank"], 0)).as_py():
+        return None
+    rank = np.asarray(steps["rank"].to_numpy(zero_copy_only=False), np.int64)
+    dur = np.asarray(pc.subtract(steps["end_ns"], steps["start_ns"]).to_numpy(zero_copy_only=False), np.int64)
+    per_rank = []
+    for r in np.unique(rank).tolist():
+        d = np.sort(dur[rank == r])
+        per_rank.append({"rank": int(r), "steps": int(d.size), "median_ns": _nearest_rank(d, 1, 2),
+                         "p90_ns": _nearest_rank(d, 9, 10), "max_ns": int(d[-1])})
+    st = stragglers(t, on_invalid="quarantine")
+    s = st.result if isinstance(st, Quarantined) else st
+    summ = s.summary()
+    charged = {r["rank"]: int(r["charged_ns"]) for r in s.ranks.to_pylist()}
+    summ["persistent"] = [{"rank": int(r), "charged_ns": charged.get(r, 0)} for r in s.persistent]
+    return {"per_rank": per_rank, "stragglers": summ}

@@ -211,6 +211,24 @@ def render_top_kernels(rows: list) -> str:
     return "\n".join(lines + [fmt(c) for c in cells])
 
 
+def render_steps(steps: dict | None) -> str:
+    """Step time per rank (median, p90, max) and the stragglers, named."""
+    if not steps:
+        return ""
+    rows = steps["per_rank"]
+    lines = ["", "steps per rank (finished step executions; nearest-rank percentiles)", "",
+             f"{'rank':>6}  {'steps':>7}  {'median':>12}  {'p90':>12}  {'max':>12}"]
+    for r in rows:
+        lines.append(f"{r['rank']:>6}  {r['steps']:>7,}  {_seconds(r['median_ns']):>12}  {_seconds(r['p90_ns']):>12}  "
+                     f"{_seconds(r['max_ns']):>12}")
+    s = steps["stragglers"]
+    named = ", ".join(f"rank {p['rank']} (the others waited {_seconds(p['charged_ns'])} of accelerator time "
+                      "for it)" for p in s["persistent"])
+    lines.append(f"\nstragglers: {named or 'none persistent'}; all waits for the slowest rank of each step: "
+                 f"{_seconds(s['wait_ns'])} of accelerator time")
+    return "\n".join(lines)
+
+
 def _render_meta(run: Run) -> str:
     m = run.metadata
     if m.get("format") != "mllog":
@@ -235,6 +253,9 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     top = render_top_kernels(figures.get("top_kernels") or [])
     if top:
         parts.append(top)
+    steps = render_steps(figures.get("steps"))
+    if steps:
+        parts.append(steps)
     if led is not None and led["goodput"] is not None:
         parts.append(render_goodput(led))
     elif led is not None and run.events is not None:

@@ -38,7 +38,7 @@ from ._input import as_table, spans_of
 from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
 from ._ledger import Ledger
 from ._vocab import LIFECYCLE_SCHEMA
-from .analysis import top_kernels
+from .analysis import step_figures, top_kernels
 from .economics import requests as _request_ledger
 from .errors import OptionError, PauError
 from .readers.detect import detect_format
@@ -220,7 +220,9 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     (:meth:`pau.economics.RequestLedger.summary` when it has requests, else None),
     ``slo_ns`` (the SLOs the requests were checked against, ns; empty when none),
     ``top_kernels`` (:func:`pau.analysis.top_kernels`: the device work that took the
-    most time; None without events), ``events_outside_accountable`` (events that fall
+    most time; None without events), ``steps`` (:func:`pau.analysis.step_figures`:
+    step times per rank and the stragglers; None without per-rank steps),
+    ``events_outside_accountable`` (events that fall
     outside their rank's accountable
     time, counted, never dropped silently: ``events``, ``ns``, ``ranks``; None when
     there is nothing to check), ``warnings`` (count) and ``quarantined`` (rows).
@@ -236,6 +238,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "tables": {n: getattr(run, n).num_rows for n in run.tables()},
         "ledger": None if led is None else led.summary(),
         "top_kernels": None if run.events is None else top_kernels(run.events),
+        "steps": None if run.lifecycle is None else step_figures(run.lifecycle),
         "requests": req,
         "slo_ns": dict(slo or {}),
         "events_outside_accountable": outside_accountable(run.events, led),
