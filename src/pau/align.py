@@ -73,13 +73,16 @@ def offsets(events: pa.Table) -> Alignment:
     name = np.asarray(comm["name"].cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
     start = np.asarray(comm["start_ns"].to_numpy(zero_copy_only=False), np.int64)
     end = np.asarray(comm["end_ns"].to_numpy(zero_copy_only=False), np.int64)
-    # The k-th occurrence of a name on a rank, in start order.
+    # The k-th occurrence of a name on a rank, in start order: one sort by (name,
+    # rank, start), then each group is a slice.
+    uniq, code = np.unique(name.astype(str), return_inverse=True) if name.size else (np.empty(0, str),
+                                                                                  np.empty(0, np.int64))
+    order = np.lexsort((start, rank, code))
+    c, r_, e = code[order], rank[order], end[order]
+    cut = np.flatnonzero(np.r_[True, (c[1:] != c[:-1]) | (r_[1:] != r_[:-1]), True]) if c.size else np.zeros(1, int)
     ends: dict[tuple[object, int], np.ndarray] = {}
-    for n in sorted(set(name.tolist()), key=str):
-        for r in ranks:
-            sel = np.flatnonzero((name == n) & (rank == r))
-            if sel.size:
-                ends[(n, r)] = end[sel[np.argsort(start[sel], kind="stable")]]
+    for lo, hi in zip(cut[:-1], cut[1:]):
+        ends[(str(uniq[c[lo]]), int(r_[lo]))] = e[lo:hi]
     names = sorted({n for n, _ in ends}, key=str)
     paired = [n for n in names if len({ends[(n, r)].size for r in ranks if (n, r) in ends}) == 1]
     ref: int = ranks[0] if ranks else 0  # no ranks: no rows below
@@ -113,8 +116,11 @@ def apply(table: pa.Table | None, alignment: Alignment) -> pa.Table | None:
     if a.num_rows == 0:
         return table
     rank = np.asarray(table["rank"].to_numpy(zero_copy_only=False), np.int64)
-    by_rank = dict(zip(a["rank"].to_pylist(), a["offset_ns"].to_pylist()))
-    shift = np.array([by_rank.get(int(r), 0) for r in rank], np.int64) if rank.size else np.empty(0, np.int64)
+    keys = np.asarray(a["rank"].to_numpy(zero_copy_only=False), np.int64)  # ranks are distinct
+    order = np.argsort(keys)
+    keys, offs = keys[order], np.asarray(a["offset_ns"].to_numpy(zero_copy_only=False), np.int64)[order]
+    pos = np.minimum(np.searchsorted(keys, rank), keys.size - 1)
+    shift = np.where(keys[pos] == rank, offs[pos], 0)  # rank -1 and unaligned ranks: 0
     out = table
     for col in _TIME_COLUMNS:
         if col not in out.column_names:

@@ -908,10 +908,13 @@ def step_figures(lifecycle: Any) -> dict | None:
         return None
     rank = np.asarray(steps["rank"].to_numpy(zero_copy_only=False), np.int64)
     dur = np.asarray(pc.subtract(steps["end_ns"], steps["start_ns"]).to_numpy(zero_copy_only=False), np.int64)
+    order = np.lexsort((dur, rank))  # one sort: each rank's durations, ascending, as a slice
+    rank, dur = rank[order], dur[order]
+    cut = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1], True])
     per_rank = []
-    for r in np.unique(rank).tolist():
-        d = np.sort(dur[rank == r])
-        per_rank.append({"rank": int(r), "steps": int(d.size), "median_ns": _nearest_rank(d, 1, 2),
+    for lo, hi in zip(cut[:-1].tolist(), cut[1:].tolist()):
+        d = dur[lo:hi]
+        per_rank.append({"rank": int(rank[lo]), "steps": int(d.size), "median_ns": _nearest_rank(d, 1, 2),
                          "p90_ns": _nearest_rank(d, 9, 10), "max_ns": int(d[-1])})
     st = stragglers(t, on_invalid="quarantine")
     s = st.result if isinstance(st, Quarantined) else st
