@@ -12,6 +12,7 @@ test can compare the two set-ups field by field (tests/test_lifecycle_kernels.py
 from __future__ import annotations
 
 import numpy as np
+import reference_lifecycle as ref
 
 from pau import _kernels
 from pau.lifecycle import (
@@ -210,12 +211,13 @@ def lineage(x: _Rows, A: _Attempts, C: _Checkpoints, as_of: int, strict: list,
 
 def expand(rows, members: _Members):
     """Rows with rank -1 repeated for every member rank of their attempt (the rows
-    with a rank first, then the copies: :func:`_kernels.expand_ranks`); the copies
-    carry no tokens (a row's tokens count once)."""
+    with a rank first, then the copies: ``reference_lifecycle.expand_ranks``); the
+    copies carry no tokens (a row's tokens count once)."""
     if not (rows.rank < 0).any():
         return rows
-    src, rank, copy = _kernels.expand_ranks(rows.rank, np.asarray(rows.attempt, np.int64), members.ids,
-                                            members.offsets, members.ranks)
+    src, rank, copy = (np.array(v, dt) for v, dt in zip(
+        ref.expand_ranks(rows.rank.tolist(), rows.attempt.tolist(), members.ids.tolist(), members.offsets.tolist(),
+                         members.ranks.tolist()), (np.int64, np.int64, bool)))
     out = rows.take(src)
     out.rank = rank
     if copy.any():

@@ -235,46 +235,6 @@ def fill_nulls(values, bits, offset, fill, out):
 
 
 @kernel
-def expand_ranks(rank, attempt, m_ids, m_off, m_ranks):
-    """Rows with rank -1 repeated for every member rank of their attempt.
-
-    Attempt ``m_ids[j]`` (sorted) has the member ranks ``m_ranks[m_off[j]:m_off[j + 1]]``.
-    Returns ``(src, rank, copy)``: the rows with a rank of their own first, in
-    order, then the copies of each rank -1 row in row order and member order (a row
-    of an attempt without members has none); ``src`` is the row each output row
-    comes from and ``copy`` marks all copies but the first of a row.
-    """
-    n = rank.size
-    total = 0
-    for i in range(n):
-        if rank[i] >= 0:
-            total += 1
-        else:
-            p = np.searchsorted(m_ids, attempt[i])
-            if p < m_ids.size and m_ids[p] == attempt[i]:
-                total += m_off[p + 1] - m_off[p]
-    src = np.empty(total, np.int64)
-    out_rank = np.empty(total, np.int64)
-    copy = np.zeros(total, np.bool_)
-    k = 0
-    for i in range(n):
-        if rank[i] >= 0:
-            src[k] = i
-            out_rank[k] = rank[i]
-            k += 1
-    for i in range(n):
-        if rank[i] < 0:
-            p = np.searchsorted(m_ids, attempt[i])
-            if p < m_ids.size and m_ids[p] == attempt[i]:
-                for q in range(m_off[p], m_off[p + 1]):
-                    src[k] = i
-                    out_rank[k] = m_ranks[q]
-                    copy[k] = q > m_off[p]
-                    k += 1
-    return src, out_rank, copy
-
-
-@kernel
 def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, acc, needs_step):
     """Per row, the first problem visible in the row alone: 0 none, else 1 + its
     index in ``pau.lifecycle._ROW_CHECKS``. ``acc`` is the code of accountable
@@ -311,7 +271,7 @@ def row_checks(rec, start, end, block_end, durable, rank, attempt, step, null, a
 @kernel
 def expand_ordered(rank, attempt, start, m_ids, m_off, m_ranks, rank_lo, rank_lut, n_ranks, dense):
     """The visits of step rows in rank order: a row with a rank once, a row of rank
-    -1 once per member rank of its attempt (as :func:`expand_ranks`, then sorted
+    -1 once per member rank of its attempt (all but the first such visit a copy), sorted
     by dense rank, stably).
 
     Ranks map to dense ranks (below ``n_ranks``) by ``rank_lut[rank - rank_lo]``
