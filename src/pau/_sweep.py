@@ -188,22 +188,23 @@ class Reorder(Exception):
 def _feed(sweep, *args):
     """Sweep.feed; windows are checked when a rank is first met, so their errors
     surface here."""
+    return _native(sweep.feed, *args)
+
+
+def _native(call, *args):
+    """A call into the native sweep: the core's errors about the windows or spans
+    (its messages start with "windows:" or "span:") as InvalidWindowsError."""
     try:
-        return sweep.feed(*args)
+        return call(*args)
     except ValueError as exc:
-        if str(exc).startswith("windows:"):
+        if str(exc).startswith(("windows:", "span:")):
             raise InvalidWindowsError(str(exc)) from None
         raise
 
 
 def finish(sweep) -> dict:
     """Sweep.finish, whose closing of the last buckets may reach the window bound."""
-    try:
-        return sweep.finish()
-    except ValueError as exc:
-        if str(exc).startswith("windows:"):
-            raise InvalidWindowsError(str(exc)) from None
-        raise
+    return _native(sweep.finish)
 
 
 def split_invalid(batch, row0: int, table: str = "events"):
@@ -271,14 +272,8 @@ def sweep_parts(plan: Plan, cols: list, parts: int, order=None):
     (``sweep_split`` in ``csrc/core/split.hpp``): input sorted by rank is split into
     row ranges at rank boundaries, other input runs on one thread. Returns the
     merged histogram, or (code, row, batch index) of the first problem met."""
-    try:
-        return _core.sweep_batches(
-            plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.span_rank, plan.span_start,
-            plan.span_end, plan.bucket, batch_arrays(cols), parts, order, plan.max_windows)
-    except ValueError as exc:
-        if str(exc).startswith(("windows:", "span:")):
-            raise InvalidWindowsError(str(exc)) from None
-        raise
+    return _native(_core.sweep_batches, plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.span_rank,
+                   plan.span_start, plan.span_end, plan.bucket, batch_arrays(cols), parts, order, plan.max_windows)
 
 
 def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | None = None):
