@@ -11,7 +11,7 @@ import pytest
 
 import pau
 import pau.core as pc
-from pau import cli, synth
+from pau import _format, cli, synth
 
 
 def _rows(out: str) -> dict:
@@ -167,12 +167,13 @@ def test_compare_two_runs(tmp_path, capsys):
         d.mkdir()
         synth.write_parquet(job.events, d / "events.parquet")
         pq.write_table(job.lifecycle, d / "lifecycle.parquet")
-        runs.append((str(d), pc.ledger(job.events, job.lifecycle)))
+        runs.append((str(d), pau.Run(events=job.events, lifecycle=job.lifecycle)))
     assert cli.main(["compare", runs[0][0], runs[1][0]]) == 0
     out = capsys.readouterr().out
     expected = pc.compare(runs[0][1], runs[1][1], labels=(runs[0][0], runs[1][0])).render()
     assert out.strip() == expected.strip()
     assert "accelerator-seconds per preserved step, by cause" in out
+    assert "device work by name and kind" in out  # the kernel diff (tests/test_kernel_diff.py)
 
 
 def test_report_on_an_archive_shows_progress_only_when_asked_or_on_a_terminal(tmp_path, capsys, monkeypatch):
@@ -232,4 +233,4 @@ def test_version(capsys):
                                       (600 * 10**9, "10.000 min"), (9 * 3600 * 10**9, "540.000 min"),
                                       (10 * 3600 * 10**9, "10.000 h"), (-2_000, "-2.000 µs")])
 def test_durations_print_in_the_unit_that_fits(ns, text):
-    assert cli._seconds(ns) == text
+    assert _format.duration(ns) == text

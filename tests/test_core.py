@@ -334,7 +334,9 @@ def test_kind_dictionary_index_types(two_rank_rows, index_type):
 
 
 @pytest.mark.parametrize("kind_type", [pa.string(), pa.large_string(), pa.string_view(),
-                                       pa.dictionary(pa.int32(), pa.large_string())])
+                                       pa.dictionary(pa.int32(), pa.large_string()),
+                                       # Polars' categoricals: a dictionary of string_view
+                                       pa.dictionary(pa.uint32(), pa.string_view())])
 def test_kind_string_types(make_events, two_rank_rows, kind_type):
     t = make_events(two_rank_rows, dictionary=False)
     t = t.set_column(t.schema.get_field_index("kind"), "kind", t["kind"].cast(kind_type))

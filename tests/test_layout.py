@@ -22,7 +22,7 @@ SRC = ROOT / "src" / "pau"
 #: Bottom to top. A new module must be given a level here.
 LEVELS = [
     # vocabulary, types, errors: import nothing of pau but each other
-    {"pau.errors", "pau._vocab", "pau._types", "pau._devices"},
+    {"pau.errors", "pau._vocab", "pau._types", "pau._devices", "pau._format"},
     # input adapters and process-wide helpers
     {"pau._input", "pau._search", "pau._jit", "pau._threads", "pau._progress"},
     # kernels (the native pau._core is compiled, not listed)
@@ -31,15 +31,17 @@ LEVELS = [
     {"pau._sweep", "pau.lifecycle", "pau._crossing", "pau._ledger"},
     # readers and io: files in and out
     {"pau.readers", "pau.readers._files", "pau.readers.detect", "pau.readers.kineto",
-     "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving", "pau.io"},
+     "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving", "pau.readers.slurm", "pau.io"},
     # partitions over executors and Dask (the engine sweeps archives through it)
     {"pau.distributed"},
     # the engine's entry points
     {"pau._engine"},
     # figures over ledgers and runs; synthetic runs
-    {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.synth", "pau.align"},
+    {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput", "pau.synth", "pau.align", "pau.chrome_trace"},
     # the run: one in-memory form of a run from every reader
     {"pau.run"},
+    # views: plots (matplotlib, an optional extra) and the HTML report
+    {"pau.plots", "pau.html_report"},
     # the facade
     {"pau.core"},
     # the command line and the package's front door

@@ -147,9 +147,12 @@ class KindColumn:
 def kind_column(arr: pa.Array, table: str) -> KindColumn:
     t = arr.type
     if pa.types.is_dictionary(t):
-        if not (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
+        if not (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)
+                or pa.types.is_string_view(t.value_type)):
             raise SchemaError(table, "kind", f"is a dictionary of {t.value_type}, not of strings",
                               "encode kinds as strings such as 'compute'")
+        if pa.types.is_string_view(t.value_type):  # Polars' categoricals: the dictionary as plain strings
+            arr = pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(pa.string()))
     elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         arr = pc.dictionary_encode(arr.cast(pa.string()) if pa.types.is_string_view(t) else arr)
     else:

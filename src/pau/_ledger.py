@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ._types import LedgerSummary
+from ._format import duration, html_table, pct
+from ._types import LedgerSummary, RankActivity
 from .errors import PauError
 from ._vocab import ACTIVITIES, STATES, label
 
@@ -90,6 +91,16 @@ class Ledger:
         for (activity,), v in exact_sums(self.table, ["activity"], "duration_ns").items():
             out[activity] = out.get(activity, 0) + v
         return out
+
+    def rank_activity(self) -> list[RankActivity]:
+        """Per rank, in rank order: its accountable span and ns per activity (every
+        activity that occurs on it), exact. The per-rank table of ``pau report``."""
+        per: dict[int, dict[str, int]] = {}
+        for (rank, activity), v in exact_sums(self.table, ["rank", "activity"], "duration_ns").items():
+            if v:
+                acts = per.setdefault(int(rank), {})
+                acts[activity] = acts.get(activity, 0) + v
+        return [{"rank": r, "span_ns": sum(per[r].values()), "activity_ns": per[r]} for r in sorted(per)]
 
     def _cell(self, state: str, activity: str) -> int:
         return exact_sums(self.table, ["state", "activity"], "duration_ns").get((state, activity), 0)
@@ -213,6 +224,23 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger(ranks={self.accountable.num_rows}, rows={self.table.num_rows})"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the headline figures, time per state and per activity."""
+        s = self.summary()
+        acc = s["accountable_ns"]
+        head = [["ranks", f"{s['ranks']:,}"], ["accountable accelerator time", duration(acc)]]
+        if s["goodput"] is not None:
+            head += [["goodput", f"{100 * s['goodput']:.1f} %"], ["failures", f"{s['failures']}"],
+                     ["preserved steps", f"{s['preserved_steps']:,}"]]
+        parts = ["<p><b>pau Ledger</b></p>", html_table(["figure", "value"], head, right=(1,))]
+        states = [[k, duration(v), pct(v, acc).strip()] for k, v in s["state_ns"].items() if v]
+        if s["goodput"] is not None and states:
+            parts.append(html_table(["state", "accelerator time", "share"], states, right=(1, 2)))
+        acts = [[k, duration(v), pct(v, acc).strip()] for k, v in s["activity_ns"].items() if v]
+        if acts:
+            parts.append(html_table(["activity", "accelerator time", "share"], acts, right=(1, 2)))
+        return "\n".join(parts)
 
 
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1

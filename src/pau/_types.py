@@ -111,6 +111,15 @@ class OutsideAccountable(TypedDict):
     ranks: List[int]
 
 
+class RankActivity(TypedDict):
+    """One rank of :meth:`pau.core.Ledger.rank_activity`: its accountable span and the
+    ns of each activity that occurs on it (exact)."""
+
+    rank: int
+    span_ns: int
+    activity_ns: Dict[str, int]
+
+
 class TopKernel(TypedDict):
     """One row of :func:`pau.analysis.top_kernels`."""
 
@@ -128,6 +137,7 @@ class RunSummary(TypedDict):
     format: Optional[str]
     tables: Dict[str, int]
     ledger: Optional[LedgerSummary]
+    per_rank: Optional[List[RankActivity]]
     top_kernels: Optional[List[TopKernel]]
     steps: Optional[Dict[str, Any]]
     requests: Optional[Dict[str, Any]]

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Optional, TypedDict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
+from ._format import duration
 from ._input import _column, as_table, time_column
 from ._ledger import Ledger
 from ._types import LedgerSummary, Quarantined, TopKernel, check_on_invalid
@@ -38,9 +39,13 @@ __all__ = [
     "colocated",
     "top_kernels",
     "step_figures",
+    "step_times",
+    "nearest_rank",
 ]
 
 _NS_PER_S = 10**9
+#: Rows of :func:`top_kernels` in a run's summary and report, and of a kernel diff in text.
+TOP_KERNELS = 10
 
 
 def _ratio(a, b):
@@ -397,14 +402,29 @@ class Comparison:
         ``{cause: Fraction}``: the state rows' differences in ns per preserved
         step, exact; they sum to ``exact["total"]``.
     labels : tuple of str
+    kernels : KernelDiff or None
+        The device work of the two runs name by name (:func:`kernel_diff`), when both
+        sides' events were given; else None.
     """
 
     table: pa.Table
     by_cause: pa.Table
     exact: dict
     labels: tuple
+    kernels: KernelDiff | None = None
 
-    def render(self) -> str:
+    def summary(self, kernels: int | None = None) -> dict:
+        """JSON-able, what ``pau compare --format json`` prints: ``labels``,
+        ``metrics`` and ``by_cause`` (their tables' rows) and ``kernels``
+        (:meth:`KernelDiff.summary` with its first ``kernels`` rows, all by default;
+        None without events)."""
+        return {"labels": list(self.labels), "metrics": self.table.to_pylist(),
+                "by_cause": self.by_cause.to_pylist(),
+                "kernels": None if self.kernels is None else self.kernels.summary(kernels)}
+
+    def render(self, kernels: int = TOP_KERNELS) -> str:
+        """The text of ``pau compare``: the metrics, the difference by cause and, with
+        events, the ``kernels`` rows of the kernel diff that differ most."""
         la, lb = self.labels
         w = max(len(m) for m in self.table["metric"].to_pylist()) if self.table.num_rows else 10
         lines = [f"{'metric':<{w}} {la:>16} {lb:>16} {'difference':>16}"]
@@ -418,6 +438,8 @@ class Comparison:
         for r in self.by_cause.to_pylist():
             lines.append(f"{r['cause']:<22} {r['kind']:<8} {_fmt(r['a']):>14} {_fmt(r['b']):>14} "
                          f"{_fmt(r['difference']):>14}" + (f" {_fmt(r['cost_difference']):>12}" if has_cost else ""))
+        if self.kernels is not None:
+            lines += ["", self.kernels.render(kernels)]
         return "\n".join(lines)
 
 
@@ -446,7 +468,7 @@ def _side(led: Ledger, prices) -> tuple[LedgerSummary, dict | None]:
 
 
 def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dict | None = None,
-            labels: tuple = ("a", "b")) -> Comparison:
+            labels: tuple = ("a", "b"), events_a: Any = None, events_b: Any = None) -> Comparison:
     """Two ledgers side by side on the same useful-output denominators.
 
     Parameters
@@ -457,11 +479,15 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
         Prices as for :func:`pau.economics.cost`; cost rows appear when both are given.
     labels : (str, str)
         Names of the two sides in :meth:`Comparison.render`.
+    events_a, events_b : table-like, optional
+        The two runs' device events: with both, ``.kernels`` is their
+        :func:`kernel_diff`, per preserved step of each ledger.
 
     Returns
     -------
     Comparison
-        ``.table`` (metric, a, b, difference), ``.by_cause``, ``.exact``, ``.render()``.
+        ``.table`` (metric, a, b, difference), ``.by_cause``, ``.exact``, ``.kernels``,
+        ``.summary()``, ``.render()``.
 
     Notes
     -----
@@ -540,7 +566,10 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
         cols["cost_b"] = pa.array([r[6] for r in rows], pa.float64())
         cols["cost_difference"] = pa.array([None if r[5] is None or r[6] is None else r[5] - r[6] for r in rows],
                                            pa.float64())
-    return Comparison(table, pa.table(cols), exact, tuple(labels))
+    kernels = None
+    if events_a is not None and events_b is not None:
+        kernels = kernel_diff(events_a, events_b, steps_a=na, steps_b=nb, labels=tuple(labels))
+    return Comparison(table, pa.table(cols), exact, tuple(labels), kernels)
 
 
 # ---------------------------------------------------------------------------
@@ -846,17 +875,12 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
 # ---------------------------------------------------------------------------
 # top device work
 
-#: Rows of :func:`top_kernels` in a run's summary and report.
-TOP_KERNELS = 10
 
-
-def top_kernels(events: Any, n: int = TOP_KERNELS) -> list[TopKernel]:
-    """The device work that took the most time, as ``nsys stats``' kernel summary
-    gives it: per (name, kind) the events' count, their total and mean duration (ns,
-    exact; the mean rounded down) and ``share``, the total's part of all device
-    events' time (durations summed as written, overlaps counted in each event, as
-    ``nsys stats`` does). The ``n`` largest totals, ties by name; events without a
-    name are grouped as ``"(unnamed)"``. Empty without events."""
+def _device_work(events: Any) -> list[dict]:
+    """The one rule that groups device events by name: per (name, kind), the events'
+    ``count`` and ``total_ns`` (durations ``end_ns - start_ns`` summed as written, exact
+    Python ints). Events without a name (or a table without ``name``) are grouped as
+    ``"(unnamed)"``; ``kind`` is compared as a string. Unordered; empty without events."""
     t = as_table(events, "events")
     if t.num_rows == 0:
         return []
@@ -867,41 +891,241 @@ def top_kernels(events: Any, n: int = TOP_KERNELS) -> list[TopKernel]:
     except pa.ArrowInvalid:
         raise PauError("events: an event's end_ns - start_ns does not fit in int64. Fix: correct its times "
                        "(pau.core.classify names the row)") from None
-    g = pa.table({"name": name, "kind": t["kind"].cast(pa.string()), "ns": dur}).group_by(
-        ["name", "kind"]).aggregate([("ns", "sum"), ("ns", "count"), ("ns", "max")])
+    kind = t["kind"].cast(pa.string())
+    g = pa.table({"name": name, "kind": kind, "ns": dur}).group_by(
+        ["name", "kind"]).aggregate([("ns", "sum"), ("ns", "count"), ("ns", "max"), ("ns", "min")])
     rows = g.to_pylist()
-    # Totals in Python ints where int64 could wrap (count x the longest event)
-    wide = [r for r in rows if r["ns_count"] * r["ns_max"] > 2**63 - 1]
+    # Totals in Python ints where int64 could wrap (count x the longest, or the most negative, event)
+    wide = [r for r in rows if r["ns_count"] * max(abs(r["ns_max"]), abs(r["ns_min"])) > 2**63 - 1]
     if wide:
         exact: dict = {}
-        for nm, kd, d in zip(name.to_pylist(), t["kind"].cast(pa.string()).to_pylist(), dur.to_pylist()):
+        for nm, kd, d in zip(name.to_pylist(), kind.to_pylist(), dur.to_pylist()):
             exact[(nm, kd)] = exact.get((nm, kd), 0) + d
         for r in wide:
             r["ns_sum"] = exact[(r["name"], r["kind"])]
-    whole = sum(r["ns_sum"] for r in rows)
-    rows.sort(key=lambda r: (-r["ns_sum"], r["name"], r["kind"]))
-    return [TopKernel(name=r["name"], kind=r["kind"], count=r["ns_count"], total_ns=r["ns_sum"],
-                      mean_ns=r["ns_sum"] // r["ns_count"], share=r["ns_sum"] / whole if whole else 0.0)
+    return [{"name": r["name"], "kind": r["kind"], "count": r["ns_count"], "total_ns": r["ns_sum"]} for r in rows]
+
+
+def top_kernels(events: Any, n: int = TOP_KERNELS) -> list[TopKernel]:
+    """The device work that took the most time, as ``nsys stats``' kernel summary
+    gives it: per (name, kind) the events' count, their total and mean duration (ns,
+    exact; the mean rounded down) and ``share``, the total's part of all device
+    events' time (durations summed as written, overlaps counted in each event, as
+    ``nsys stats`` does). The ``n`` largest totals, ties by name; events without a
+    name are grouped as ``"(unnamed)"``. Empty without events."""
+    rows = _device_work(events)
+    whole = sum(r["total_ns"] for r in rows)
+    rows.sort(key=lambda r: (-r["total_ns"], r["name"], r["kind"]))
+    return [TopKernel(name=r["name"], kind=r["kind"], count=r["count"], total_ns=r["total_ns"],
+                      mean_ns=r["total_ns"] // r["count"], share=r["total_ns"] / whole if whole else 0.0)
             for r in rows[:n]]
+
+
+# ---------------------------------------------------------------------------
+# kernel-level diff of two runs
+
+
+class KernelDiffRow(TypedDict):
+    """One row of :class:`KernelDiff`: one (name, kind) of device work in either run.
+
+    ``status`` is ``appeared`` (only in b), ``disappeared`` (only in a), ``changed``
+    (in both, with another count or total) or ``same``. ns and counts are exact ints;
+    the per-step figures are floats (ns per preserved step), None unless both runs
+    have steps. Every ``difference`` is ``a - b``, as in :class:`Comparison`."""
+
+    name: str
+    kind: str
+    status: str
+    count_a: int
+    count_b: int
+    count_difference: int
+    total_ns_a: int
+    total_ns_b: int
+    difference_ns: int
+    per_step_ns_a: Optional[float]
+    per_step_ns_b: Optional[float]
+    per_step_difference_ns: Optional[float]
+
+
+#: The statuses of a :class:`KernelDiffRow`, in the order they are counted.
+KERNEL_STATUSES = ("appeared", "disappeared", "changed", "same")
+
+
+def _duration(ns) -> str:
+    return "-" if ns is None else duration(ns)
+
+
+@dataclass
+class KernelDiff:
+    """What :func:`kernel_diff` returns: the device work of two runs, name by name.
+
+    Attributes
+    ----------
+    rows : list of KernelDiffRow
+        One per (name, kind) found in either run, sorted by the absolute difference of
+        ``total_ns`` (largest first); ties by the larger of the two totals (largest
+        first), then name, then kind.
+    steps_a, steps_b : int or None
+        The steps of each run (None: none, or 0); per-step figures need both.
+    labels : (str, str)
+    """
+
+    rows: list
+    steps_a: Optional[int]
+    steps_b: Optional[int]
+    labels: tuple = ("a", "b")
+
+    def status_counts(self) -> dict:
+        """Rows per status: ``{"appeared": n, "disappeared": n, "changed": n, "same": n}``."""
+        out = dict.fromkeys(KERNEL_STATUSES, 0)
+        for r in self.rows:
+            out[r["status"]] += 1
+        return out
+
+    def summary(self, n: int | None = None) -> dict:
+        """JSON-able: ``labels``, ``steps_a``, ``steps_b``, ``status`` (rows per
+        status), ``total_ns_a``, ``total_ns_b``, ``difference_ns`` (all device events'
+        time, exact), ``count`` (rows), ``left_out`` (rows not listed) and ``kernels``:
+        the first ``n`` rows (all when ``n`` is None)."""
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise PauError(f"kernel diff: n = {n!r}. Fix: give a number of rows >= 0, or None for all")
+        shown = self.rows if n is None else self.rows[:n]
+        ta = sum(r["total_ns_a"] for r in self.rows)
+        tb = sum(r["total_ns_b"] for r in self.rows)
+        return {"labels": list(self.labels), "steps_a": self.steps_a, "steps_b": self.steps_b,
+                "status": self.status_counts(), "total_ns_a": ta, "total_ns_b": tb, "difference_ns": ta - tb,
+                "count": len(self.rows), "left_out": len(self.rows) - len(shown),
+                "kernels": [dict(r) for r in shown]}
+
+    def table(self) -> pa.Table:
+        """The rows as a table (ns and counts int64; per-step figures float64)."""
+        names = list(KernelDiffRow.__annotations__)
+        types = {"name": pa.string(), "kind": pa.string(), "status": pa.string()}
+        cols = {}
+        for c in names:
+            typ = types.get(c, pa.float64() if c.startswith("per_step") else pa.int64())
+            cols[c] = pa.array([r[c] for r in self.rows], typ)
+        return pa.table(cols)
+
+    def render(self, n: int = TOP_KERNELS) -> str:
+        """The ``n`` rows with the largest differences, as text (``pau compare``)."""
+        la, lb = self.labels
+        s = self.summary(n)
+        per = self.steps_a is not None and self.steps_b is not None
+        counts = ", ".join(f"{v} {k}" for k, v in s["status"].items())
+        lines = [f"device work by name and kind ({la} - {lb}): {s['count']} names ({counts}); "
+                 f"all device events {_duration(s['total_ns_a'])} against {_duration(s['total_ns_b'])}, "
+                 f"difference {_duration(s['difference_ns'])}"]
+        if not s["kernels"]:
+            return "\n".join(lines)
+        head = ["status", "kind", "count a", "count b", "total a", "total b", "difference"]
+        if per:
+            head += ["per step a", "per step b", "per step diff"]
+        cells = []
+        for r in s["kernels"]:
+            c = [r["status"], r["kind"], f"{r['count_a']:,}", f"{r['count_b']:,}", _duration(r["total_ns_a"]),
+                 _duration(r["total_ns_b"]), _duration(r["difference_ns"])]
+            if per:
+                c += [_duration(r["per_step_ns_a"]), _duration(r["per_step_ns_b"]),
+                      _duration(r["per_step_difference_ns"])]
+            name = r["name"]
+            cells.append(c + [name if len(name) <= 70 else name[:67] + "..."])
+        head.append("name")
+        widths = [max(len(x[i]) for x in cells + [head]) for i in range(len(head) - 1)]
+
+        def fmt(c: list) -> str:
+            return "  ".join([c[0].ljust(widths[0]), c[1].ljust(widths[1])]
+                             + [v.rjust(w) for v, w in zip(c[2:-1], widths[2:])]) + "  " + c[-1]
+
+        lines += ["", fmt(head)] + [fmt(c) for c in cells]
+        if s["left_out"]:
+            lines.append(f"... {s['left_out']} more (--format json or csv lists every row)")
+        lines.append("sorted by |total a - total b|, then the larger total; per step: ns per preserved step of each run" if per else
+                     "sorted by |total a - total b|, then the larger total; no per-step figures (a run without preserved steps)")
+        return "\n".join(lines)
+
+
+def _steps(value, side: str) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise PauError(f"kernel_diff: {side} = {value!r}. Fix: give the run's number of steps (an int >= 0) "
+                       "or None")
+    return int(value) or None  # no step: no per-step figure
+
+
+def kernel_diff(a_events: Any, b_events: Any, *, steps_a: int | None = None, steps_b: int | None = None,
+                labels: tuple = ("a", "b")) -> KernelDiff:
+    """The device work of two runs side by side, per name and kind (HTA's trace diff).
+
+    Parameters
+    ----------
+    a_events, b_events : table-like
+        Device events of the two runs (DESIGN §2.1; ``name`` optional). Every rank's
+        events count; grouping is :func:`top_kernels`' rule (one rule in pau).
+    steps_a, steps_b : int, optional
+        The number of steps of each run (``pau.core.compare`` gives the preserved
+        steps of each ledger). With both, every row gets ``total / steps`` per run
+        and their difference; 0 or None on either side: no per-step figures.
+    labels : (str, str)
+        Names of the two sides in :meth:`KernelDiff.render`.
+
+    Returns
+    -------
+    KernelDiff
+        One :class:`KernelDiffRow` per (name, kind) in either run, sorted by the
+        absolute difference of total time, largest first; ties by the larger of the
+        two totals, then name, then kind.
+
+    Notes
+    -----
+    Names are matched exactly (the whole string, templates and arguments included),
+    with the kind: a kernel renamed between the runs is one row ``disappeared`` and one
+    ``appeared``. Holistic Trace Analysis' ``TraceDiff.compare_traces`` also matches by
+    the exact name (or a shortened one on request) and sums count and duration per
+    name. Differences are ``a - b`` (the ledger comparison's sign; HTA's ``diff_*``
+    columns are test - control, the opposite). Count and total are exact ints;
+    per-step figures are computed in exact rationals and given as floats.
+    """
+    if len(labels) != 2:
+        raise PauError(f"labels: expected two names, got {labels!r}")
+    sa, sb = _steps(steps_a, "steps_a"), _steps(steps_b, "steps_b")
+    side_a = {(r["name"], r["kind"]): r for r in _device_work(a_events)}
+    side_b = {(r["name"], r["kind"]): r for r in _device_work(b_events)}
+    rows: list[KernelDiffRow] = []
+    for key in set(side_a) | set(side_b):
+        ra, rb = side_a.get(key), side_b.get(key)
+        ca, cb = (ra["count"] if ra else 0), (rb["count"] if rb else 0)
+        ta, tb = (ra["total_ns"] if ra else 0), (rb["total_ns"] if rb else 0)
+        status = ("appeared" if ra is None else "disappeared" if rb is None
+                  else "changed" if (ca, ta) != (cb, tb) else "same")
+        fa = Fraction(ta, sa) if sa is not None and sb is not None else None
+        fb = Fraction(tb, sb) if sa is not None and sb is not None else None
+        rows.append(KernelDiffRow(
+            name=key[0], kind=key[1], status=status, count_a=ca, count_b=cb, count_difference=ca - cb,
+            total_ns_a=ta, total_ns_b=tb, difference_ns=ta - tb,
+            per_step_ns_a=None if fa is None else float(fa), per_step_ns_b=None if fb is None else float(fb),
+            per_step_difference_ns=None if fa is None or fb is None else float(fa - fb)))
+    rows.sort(key=lambda r: (-abs(r["difference_ns"]), -max(r["total_ns_a"], r["total_ns_b"]), r["name"],
+                             r["kind"]))
+    return KernelDiff(rows, sa, sb, tuple(labels))
 
 
 # ---------------------------------------------------------------------------
 # step times and stragglers, for a run's summary
 
 
-def _nearest_rank(sorted_ns: np.ndarray, num: int, den: int) -> int:
+def nearest_rank(sorted_ns: np.ndarray, num: int, den: int) -> int:
     """The num/den quantile by the nearest-rank rule: the smallest value with at
     least num/den of the values at or below it (one of them, so exact ns)."""
     k = max(1, -(-num * sorted_ns.size // den))  # ceil(n * num / den), in ints
     return int(sorted_ns[k - 1])
 
 
-def step_figures(lifecycle: Any) -> dict | None:
-    """Per rank, its finished step executions' count and time (median, p90 and max by
-    the nearest-rank rule, exact ns), and the stragglers (:func:`stragglers`
-    summary, with each persistent straggler's charged accelerator time). None when
-    the lifecycle has no step rows of a rank of their own (rank -1 rows say nothing
-    about one rank's pace)."""
+def step_times(lifecycle: Any) -> dict[int, np.ndarray] | None:
+    """Each rank's finished step executions' durations in ns, ascending (int64), in rank
+    order. None when the lifecycle has no step rows of a rank of their own (rank -1
+    rows say nothing about one rank's pace)."""
     t = as_table(lifecycle, "lifecycle")
     steps = t.filter(pc.and_(pc.equal(t["record"], "step"), pc.is_valid(t["end_ns"])))
     if steps.num_rows == 0 or not pc.all(pc.greater_equal(steps["rank"], 0)).as_py():
@@ -911,11 +1135,23 @@ def step_figures(lifecycle: Any) -> dict | None:
     order = np.lexsort((dur, rank))  # one sort: each rank's durations, ascending, as a slice
     rank, dur = rank[order], dur[order]
     cut = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1], True])
+    return {int(rank[lo]): dur[lo:hi] for lo, hi in zip(cut[:-1].tolist(), cut[1:].tolist())}
+
+
+def step_figures(lifecycle: Any) -> dict | None:
+    """Per rank, its finished step executions' count and time (median, p90 and max by
+    the nearest-rank rule, exact ns), and the stragglers (:func:`stragglers`
+    summary, with each persistent straggler's charged accelerator time). None when
+    the lifecycle has no step rows of a rank of their own (rank -1 rows say nothing
+    about one rank's pace)."""
+    t = as_table(lifecycle, "lifecycle")
+    times = step_times(t)
+    if times is None:
+        return None
     per_rank = []
-    for lo, hi in zip(cut[:-1].tolist(), cut[1:].tolist()):
-        d = dur[lo:hi]
-        per_rank.append({"rank": int(rank[lo]), "steps": int(d.size), "median_ns": _nearest_rank(d, 1, 2),
-                         "p90_ns": _nearest_rank(d, 9, 10), "max_ns": int(d[-1])})
+    for r, d in times.items():
+        per_rank.append({"rank": r, "steps": int(d.size), "median_ns": nearest_rank(d, 1, 2),
+                         "p90_ns": nearest_rank(d, 9, 10), "max_ns": int(d[-1])})
     st = stragglers(t, on_invalid="quarantine")
     s = st.result if isinstance(st, Quarantined) else st
     summ = s.summary()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import decimal
+import importlib.util
 import json
 import math
 import operator
@@ -31,9 +32,13 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from . import _core, core, errors, synth
+from . import _core, core, errors, html_report, synth
+from ._format import duration, in_unit, pct, unit
+from ._ledger import Ledger
 from ._progress import Bar
 from ._types import RunSummary
+from .analysis import TOP_KERNELS
+from .chrome_trace import write_chrome_trace
 from .run import Run, detect, read_runs, run_figures
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -67,52 +72,18 @@ class UsageError(Exception):
 # rendering
 
 
-# Units of a duration, largest first: (name, ns in one).
-_UNITS = (("h", 3_600 * 10**9), ("min", 60 * 10**9), ("s", 10**9), ("ms", 10**6), ("µs", 10**3))
-
-
-def _unit(ns: int) -> tuple[str, int]:
-    """The unit that fits a duration: ns below a microsecond, then µs, ms, s; min from
-    ten minutes, h from ten hours."""
-    a = abs(ns)
-    for name, size in _UNITS:
-        if a >= size * (10 if name in ("h", "min") else 1):
-            return name, size
-    return "ns", 1
-
-
-def _in(ns: int, unit: tuple[str, int]) -> str:
-    name, size = unit
-    return f"{ns} ns" if size == 1 else f"{ns / size:,.3f} {name}"
-
-
-def _seconds(ns: int) -> str:
-    """A duration in the unit that fits it: 640 ns, 1.500 µs, 9.020 ms, 3.400 s, 2.500 h."""
-    return _in(ns, _unit(ns))
-
-
-def _pct(part: int, whole: int) -> str:
-    return f"{100.0 * part / whole:5.1f}%" if whole else "    -"
-
-
 def _hours(ns: int) -> str:
     """Accelerator time, in the unit that fits it."""
-    return _seconds(ns)
+    return duration(ns)
 
 
-def render_activity(table: pa.Table, title: str) -> str:
-    """The per-rank activity table of a ledger (``rank, activity, duration_ns``), as text."""
-    ranks = np.asarray(table["rank"])
-    acts = np.asarray(table["activity"].to_numpy(zero_copy_only=False)).astype(str)
-    dur = np.asarray(table["duration_ns"])
-    uniq = np.unique(ranks)
-    per: dict[int, dict[str, int]] = {r: {} for r in uniq.tolist()}
-    for r, a, d in zip(ranks.tolist(), acts.tolist(), dur.tolist()):
-        per[r][a] = per[r].get(a, 0) + d  # Python ints: exact
-
+def render_activity(per_rank: list, title: str) -> str:
+    """The per-rank activity table of a ledger (:meth:`Ledger.rank_activity`), as text."""
+    per: dict[int, dict[str, int]] = {r["rank"]: r["activity_ns"] for r in per_rank}
+    uniq = np.asarray(sorted(per), np.int64)
     columns = [(h, a) for h, a in _COLUMNS if a in _ALWAYS or any(per[r].get(a, 0) for r in per)]
     # one unit for the whole table (the one the longest span fits), so that columns compare
-    unit = _unit(max((sum(v.values()) for v in per.values()), default=0))
+    u = unit(max((sum(v.values()) for v in per.values()), default=0))
     head = ["rank"] + [h for h, _ in columns] + ["span"]
     rows = []
     totals = [0] * len(columns)
@@ -120,9 +91,9 @@ def render_activity(table: pa.Table, title: str) -> str:
         span = sum(per[r].values())
         vals = [per[r].get(a, 0) for _, a in columns]
         totals = [t + v for t, v in zip(totals, vals)]
-        rows.append([str(r)] + [f"{_in(v, unit)} {_pct(v, span)}" for v in vals] + [_in(span, unit)])
+        rows.append([str(r)] + [f"{in_unit(v, u)} {pct(v, span)}" for v in vals] + [in_unit(span, u)])
     whole = sum(totals)
-    rows.append(["total"] + [f"{_in(v, unit)} {_pct(v, whole)}" for v in totals] + [_in(whole, unit)])
+    rows.append(["total"] + [f"{in_unit(v, u)} {pct(v, whole)}" for v in totals] + [in_unit(whole, u)])
     widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
 
     def fmt(cells: list[str]) -> str:
@@ -131,7 +102,7 @@ def render_activity(table: pa.Table, title: str) -> str:
     lines = [title, "", fmt(head), fmt(["-" * w for w in widths])]
     lines += [fmt(x) for x in rows[:-1]] + [fmt(["-" * w for w in widths]), fmt(rows[-1])]
     lines.append("")
-    lines.append(f"accountable: {len(uniq)} rank{'' if len(uniq) == 1 else 's'}, {_seconds(whole)} of accelerator time; "
+    lines.append(f"accountable: {len(uniq)} rank{'' if len(uniq) == 1 else 's'}, {duration(whole)} of accelerator time; "
                  f"exposed communication is communication not hidden under compute")
     return "\n".join(lines)
 
@@ -145,11 +116,11 @@ def render_goodput(s: dict) -> str:
     width = max(len(k) for k in s["state_ns"])
     for state, ns in s["state_ns"].items():
         if ns:
-            lines.append(f"  {state:<{width}}  {_hours(ns):>12}  {_pct(ns, acc)}")
+            lines.append(f"  {state:<{width}}  {_hours(ns):>12}  {pct(ns, acc)}")
     if s["badput_by_cause_ns"]:
         lines += ["", "rolled-back work by cause:"]
         for cause, ns in sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1]):
-            lines.append(f"  {cause:<{width}}  {_hours(ns):>12}  {_pct(ns, acc)}")
+            lines.append(f"  {cause:<{width}}  {_hours(ns):>12}  {pct(ns, acc)}")
     lines.append("")
     mtbf = f", MTBF {s['mtbf_s']:,.0f} s" if s["mtbf_s"] else ""
     per_step = s["accountable_ns_per_preserved_step"]
@@ -189,7 +160,7 @@ def render_requests(s: dict[str, Any], slo: dict[str, int]) -> str:
              + (f", quarantined {s['quarantined']:,}" if s["quarantined"] else ""),
              "SLO attainment " + ("-" if att is None else f"{100 * att:.1f} %")
              + "; request goodput " + ("-" if rate is None else f"{rate:,.3f} accepted/s")
-             + f" over {_seconds(s['window_ns'])}; accepted tokens {s['accepted_tokens']:,}",
+             + f" over {duration(s['window_ns'])}; accepted tokens {s['accepted_tokens']:,}",
              f"SLOs: {slos}"]
     return "\n".join(lines)
 
@@ -199,7 +170,7 @@ def render_top_kernels(rows: list) -> str:
     if not rows:
         return ""
     head = ["time (%)", "total", "count", "mean", "kind", "name"]
-    cells = [[f"{100 * r['share']:.1f}", _seconds(r["total_ns"]), f"{r['count']:,}", _seconds(r["mean_ns"]),
+    cells = [[f"{100 * r['share']:.1f}", duration(r["total_ns"]), f"{r['count']:,}", duration(r["mean_ns"]),
               r["kind"], r["name"] if len(r["name"]) <= 70 else r["name"][:67] + "..."] for r in rows]
     widths = [max(len(x[i]) for x in cells + [head]) for i in range(len(head))]
 
@@ -219,13 +190,13 @@ def render_steps(steps: dict | None) -> str:
     lines = ["", "steps per rank (finished step executions; nearest-rank percentiles)", "",
              f"{'rank':>6}  {'steps':>7}  {'median':>12}  {'p90':>12}  {'max':>12}"]
     for r in rows:
-        lines.append(f"{r['rank']:>6}  {r['steps']:>7,}  {_seconds(r['median_ns']):>12}  {_seconds(r['p90_ns']):>12}  "
-                     f"{_seconds(r['max_ns']):>12}")
+        lines.append(f"{r['rank']:>6}  {r['steps']:>7,}  {duration(r['median_ns']):>12}  {duration(r['p90_ns']):>12}  "
+                     f"{duration(r['max_ns']):>12}")
     s = steps["stragglers"]
-    named = ", ".join(f"rank {p['rank']} (the others waited {_seconds(p['charged_ns'])} of accelerator time "
+    named = ", ".join(f"rank {p['rank']} (the others waited {duration(p['charged_ns'])} of accelerator time "
                       "for it)" for p in s["persistent"])
     lines.append(f"\nstragglers: {named or 'none persistent'}; all waits for the slowest rank of each step: "
-                 f"{_seconds(s['wait_ns'])} of accelerator time")
+                 f"{duration(s['wait_ns'])} of accelerator time")
     return "\n".join(lines)
 
 
@@ -236,15 +207,15 @@ def _render_meta(run: Run) -> str:
     ttt = m.get("time_to_train_ns")
     return (f"\n{m.get('benchmark')} on {m.get('system')} ({m.get('submitter')}): status {m.get('status')}, "
             f"{m.get('accelerators')} accelerators ({m.get('accelerators_source')}), time to train "
-            + ("-" if ttt is None else _seconds(ttt)))
+            + ("-" if ttt is None else duration(ttt)))
 
 
 def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, price: float | None) -> str:
     """The whole text report of one run."""
     parts = []
     led = figures["ledger"]
-    if table is not None and run.events is not None:
-        parts.append(render_activity(table.select(["rank", "activity", "duration_ns"]), title))
+    if figures.get("per_rank") and run.events is not None:
+        parts.append(render_activity(figures["per_rank"], title))
     else:
         parts.append(title)
     meta = _render_meta(run)
@@ -262,7 +233,7 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
         parts.append("\nno lifecycle (no step records): goodput needs one; the table is device activity only")
     outside = figures["events_outside_accountable"]
     if outside and outside["events"]:
-        parts.append(f"\n{outside['events']:,} events ({_seconds(outside['ns'])}) lie outside the accountable "
+        parts.append(f"\n{outside['events']:,} events ({duration(outside['ns'])}) lie outside the accountable "
                      f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
     if figures["requests"] is not None:
         parts.append(render_requests(figures["requests"], figures.get("slo_ns", {})))
@@ -471,8 +442,8 @@ def parse_slo(items: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, pa.Table | None]:
-    """The run's summary (plus cost with --price), and its ledger table."""
+def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | None]:
+    """The run's summary (plus cost with --price), and its ledger."""
     has_ledger = run.events is not None or run.lifecycle is not None
     if args.as_of is not None and run.lifecycle is None:
         raise UsageError("--as-of applies to a lifecycle, and this input has none")
@@ -489,13 +460,10 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, pa.Table 
     led = run.ledger(as_of=args.as_of) if has_ledger else None
     # the run's summary as a plain dict (the report adds its cost section to it)
     figures: dict[str, Any] = dict(run_figures(run, as_of=args.as_of, slo=slo or None, ledger=led))
-    table = None
-    if led is not None:
-        table = led.table
-        if args.price is not None:
-            power = pq.read_table(args.power) if args.power else None
-            figures["cost"] = core.cost(led, {"per_accelerator_hour": args.price}, power=power)
-    return figures, table
+    if led is not None and args.price is not None:
+        power = pq.read_table(args.power) if args.power else None
+        figures["cost"] = core.cost(led, {"per_accelerator_hour": args.price}, power=power)
+    return figures, led
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -525,7 +493,8 @@ def _report(args: argparse.Namespace) -> int:
         text = render_runs(rows, title)
     else:
         run = runs[0]
-        figures, table = _report_figures(run, args)
+        figures, led = _report_figures(run, args)
+        table = None if led is None else led.table
         text = render_text(run, title, figures, table, args.price)
         outside = figures["events_outside_accountable"]
         if outside and outside["events"]:
@@ -538,10 +507,12 @@ def _report(args: argparse.Namespace) -> int:
             print(f"pau: ledger written to {args.ledger} ({table.num_rows} rows)", file=sys.stderr)
     if args.format == "json":
         _emit(_json(figures), args.output)
+    elif args.format in ("csv", "html") and "runs" in figures:
+        raise UsageError(f"--format {args.format} shows one run; use --format json for several")
     elif args.format == "csv":
-        if "runs" in figures:
-            raise UsageError("--format csv shows one run; use --format json for several")
         _emit(render_csv(figures), args.output)
+    elif args.format == "html":
+        _emit(html_report.render(run, figures, led, title=title, price=args.price), args.output)
     else:
         _emit(text, args.output)
     failed = check_gates(args.gate or [], figures if "runs" not in figures else {})
@@ -551,7 +522,10 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    """Write a run in pau's layout; pau.read of the folder gives back an equal run."""
+    """Write a run in pau's layout (pau.read of the folder gives back an equal run), or
+    with ``--to chrome-trace`` its ledger as tracks beside its device events."""
+    if args.to == "chrome-trace":
+        return _convert_chrome_trace(args)
     runs = _read(args.path, args.input_format, args)
     for run in runs:
         _warn(run, sys.stderr)
@@ -571,7 +545,31 @@ def _convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _convert_chrome_trace(args: argparse.Namespace) -> int:
+    """``pau convert IN OUT --to chrome-trace``: one JSON file (``.gz``: compressed)."""
+    out = args.out
+    if os.path.isdir(out):
+        raise UsageError(f"--to chrome-trace writes a file and {out!r} is a folder: give a file name, e.g. trace.json")
+    if os.path.exists(out) and not args.overwrite:
+        raise errors.PauError(f"{out!r} exists. Fix: pass --overwrite or another file name")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise errors.PauError(f"{out!r}: no folder {parent!r}. Fix: create it, or write elsewhere")
+    runs = _read(args.path, args.input_format, args)
+    if len(runs) != 1:
+        raise UsageError(f"--to chrome-trace writes one run; {args.path} holds {len(runs)} (convert one file)")
+    run = runs[0]
+    _warn(run, sys.stderr)
+    doc_path = write_chrome_trace(run, out, overwrite=args.overwrite)
+    events = 0 if run.events is None else run.events.num_rows
+    print(f"pau convert: {args.path} ({run.metadata.get('format')}) -> {doc_path}: Chrome trace, "
+          f"{events:,} device events beside the ledger's tracks (open in https://ui.perfetto.dev or chrome://tracing)")
+    return EXIT_OK
+
+
 def _compare(args: argparse.Namespace) -> int:
+    if args.kernels < 0:
+        raise UsageError(f"--kernels {args.kernels}: give a number of rows >= 0")
     sides = []
     for path, fmt in ((args.a, args.input_format_a), (args.b, args.input_format_b)):
         runs = _read(path, fmt, args)
@@ -584,16 +582,46 @@ def _compare(args: argparse.Namespace) -> int:
     pa_ = {"per_accelerator_hour": args.price_a} if args.price_a is not None else None
     pb_ = {"per_accelerator_hour": args.price_b} if args.price_b is not None else None
     cmp = core.compare(sides[0], sides[1], prices_a=pa_, prices_b=pb_, labels=(args.a, args.b))
-    if args.format == "json":
-        _emit(_json({"labels": list(cmp.labels), "metrics": cmp.table.to_pylist(),
-                     "by_cause": cmp.by_cause.to_pylist()}), args.output)
+    if args.format == "json":  # every row of the kernel diff (a file for tools)
+        _emit(_json(cmp.summary()), args.output)
     elif args.format == "csv":
-        sink = pa.BufferOutputStream()
-        pcsv.write_csv(cmp.table, sink)
-        _emit(sink.getvalue().to_pybytes().decode(), args.output)
+        _emit(render_compare_csv(cmp), args.output)
     else:
-        _emit(cmp.render(), args.output)
+        _emit(cmp.render(args.kernels), args.output)
     return EXIT_OK
+
+
+def _cell(v: Any) -> str:
+    """A CSV cell: ints exact, floats as repr (shortest round trip), None empty."""
+    return "" if v is None else repr(v) if isinstance(v, float) else str(v)
+
+
+def render_compare_csv(cmp: core.Comparison) -> str:
+    """``pau compare --format csv``: one long table, ``section, name, kind, status,
+    quantity, a, b, difference``; sections ``metrics``, ``by_cause`` and ``kernels``
+    (every row of the kernel diff, one line per quantity: count, total_ns,
+    per_step_ns). See docs/compare.md."""
+    rows: list[tuple[Any, ...]] = []
+    for r in cmp.table.to_pylist():
+        rows.append(("metrics", r["metric"], "", "", "value", r["a"], r["b"], r["difference"]))
+    for r in cmp.by_cause.to_pylist():
+        rows.append(("by_cause", r["cause"], r["kind"], "", "accelerator_seconds_per_preserved_step",
+                     r["a"], r["b"], r["difference"]))
+        if "cost_difference" in r:
+            rows.append(("by_cause", r["cause"], r["kind"], "", "cost_per_preserved_step",
+                         r["cost_a"], r["cost_b"], r["cost_difference"]))
+    if cmp.kernels is not None:
+        for k in cmp.kernels.rows:
+            head = ("kernels", k["name"], k["kind"], k["status"])
+            rows.append(head + ("count", k["count_a"], k["count_b"], k["count_difference"]))
+            rows.append(head + ("total_ns", k["total_ns_a"], k["total_ns_b"], k["difference_ns"]))
+            rows.append(head + ("per_step_ns", k["per_step_ns_a"], k["per_step_ns_b"], k["per_step_difference_ns"]))
+    names = ("section", "name", "kind", "status", "quantity", "a", "b", "difference")
+    t = pa.table({n: pa.array([_cell(r[i]) if i >= 5 else str(r[i]) for r in rows], pa.string())
+                  for i, n in enumerate(names)})
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(t, sink)
+    return sink.getvalue().to_pybytes().decode()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -608,9 +636,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="traces from several hosts: put every rank's clock on the lowest rank's, from the "
                        "collectives they share (the offsets go to the run's metadata)")
 
-    def output_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--format", choices=("text", "json", "csv"), default="text",
-                       help="what to print: text (default), json (every figure), csv (metric,value)")
+    def output_options(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "json", "csv", "html")) -> None:
+        p.add_argument("--format", choices=formats, default="text",
+                       help="what to print: text (default), json (every figure), csv (metric,value)"
+                       + (", html (one self-contained page with plots; needs pau[report])" if "html" in formats else ""))
         p.add_argument("-o", "--output", default="-", help="where the report goes (default -: stdout)")
 
     rep = sub.add_parser("report", help="the ledger of a run: activity, goodput, waste by cause", epilog=_EXIT_TABLE)
@@ -643,8 +672,12 @@ def _parser() -> argparse.ArgumentParser:
     conv = sub.add_parser("convert", help="write any input as a pau run folder (pau.read gives it back)",
                           epilog=_EXIT_TABLE)
     conv.add_argument("path")
-    conv.add_argument("out", help="the run folder to write")
+    conv.add_argument("out", help="the run folder to write (with --to chrome-trace: the .json or .json.gz file)")
     conv.add_argument("--input-format", choices=fmts)
+    conv.add_argument("--to", choices=("pau", "chrome-trace"), default="pau",
+                      help="pau: a run folder (default); chrome-trace: the ledger as tracks (lifecycle state, "
+                      "idle, waits for stragglers, failures and checkpoints) beside the device events, in the "
+                      "Chrome trace JSON that Perfetto UI and chrome://tracing open")
     conv.add_argument("--overwrite", action="store_true", help="replace OUT when it exists")
     align_option(conv)
     conv.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid")
@@ -655,16 +688,36 @@ def _parser() -> argparse.ArgumentParser:
     cmpp.add_argument("b")
     cmpp.add_argument("--input-format-a", choices=fmts, dest="input_format_a")
     cmpp.add_argument("--input-format-b", choices=fmts, dest="input_format_b")
-    output_options(cmpp)
+    output_options(cmpp, ("text", "json", "csv"))
     align_option(cmpp)
     cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
     cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
+    cmpp.add_argument("--kernels", type=int, default=TOP_KERNELS, metavar="N",
+                      help=f"rows of the kernel diff in text (default {TOP_KERNELS}); json and csv list every row")
     return parser
+
+
+def _check_output(args: argparse.Namespace) -> None:
+    """Before any work: the report's output can be written, and an HTML report has
+    its plotting library."""
+    out = getattr(args, "output", "-")
+    if out != "-":
+        folder = os.path.dirname(os.path.abspath(out))
+        if os.path.isdir(out):
+            raise UsageError(f"-o {out}: is a folder; give a file name")
+        if not os.path.isdir(folder):
+            raise UsageError(f"-o {out}: the folder {folder} does not exist")
+        if not os.access(folder, os.W_OK) or (os.path.exists(out) and not os.access(out, os.W_OK)):
+            raise UsageError(f"-o {out}: not writable")
+    if getattr(args, "format", None) == "html" and importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--format html draws its plots with matplotlib, which is not installed. "
+                         "Fix: pip install 'pau[report]'")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        _check_output(args)
         if args.command == "compare":
             return _compare(args)
         return _convert(args) if args.command == "convert" else _report(args)

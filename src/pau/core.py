@@ -29,7 +29,7 @@ from ._threads import PARALLEL_MIN_ROWS
 from ._types import LedgerSummary, OnInvalid, OutsideAccountable, Quarantined, RunSummary, TableLike
 from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
 from . import analysis as _analysis
-from .analysis import Comparison, colocated, interference, stragglers
+from .analysis import Comparison, KernelDiff, colocated, interference, kernel_diff, stragglers
 from .economics import OUTCOMES, RequestLedger, checkpoint_advice, checkpoint_interval, cost, requests
 from .run import Run, RunWarning, read, read_runs
 
@@ -63,6 +63,8 @@ __all__ = [
     "interference",
     "colocated",
     "Comparison",
+    "KernelDiff",
+    "kernel_diff",
     "Run",
     "RunWarning",
     "read",
@@ -77,8 +79,13 @@ def compare(a: Run | Ledger, b: Run | Ledger, *, prices_a: dict[str, Any] | None
 
     A :class:`Run` is taken through :meth:`Run.ledger` (``as_of`` applies to runs);
     the rest is :func:`pau.analysis.compare`, whose figures are those of
-    :meth:`Ledger.summary`.
+    :meth:`Ledger.summary`. When both sides are runs with device events,
+    ``.kernels`` is their :func:`kernel_diff` (per preserved step of each ledger);
+    a ledger holds no events, so with a ledger on either side ``.kernels`` is None.
     """
     led_a = a.ledger(as_of=as_of) if isinstance(a, Run) else a
     led_b = b.ledger(as_of=as_of) if isinstance(b, Run) else b
-    return _analysis.compare(led_a, led_b, prices_a=prices_a, prices_b=prices_b, labels=labels)
+    ev_a = a.events if isinstance(a, Run) else None
+    ev_b = b.events if isinstance(b, Run) else None
+    return _analysis.compare(led_a, led_b, prices_a=prices_a, prices_b=prices_b, labels=labels,
+                             events_a=ev_a, events_b=ev_b)

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from . import _engine
 from . import align as _align
 from . import io as _io
+from ._format import html_table
 from ._input import as_table, spans_of
 from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
 from ._ledger import Ledger
@@ -157,6 +158,21 @@ class Run:
         parts = [f"{n}={getattr(self, n).num_rows}" for n in self.tables()]
         return f"Run(format={self.metadata.get('format')!r}, {', '.join(parts)}, warnings={len(self.warnings)})"
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the tables held (rows), the format and sources, the
+        warnings. Nothing is computed: ``run.ledger()`` shows the figures."""
+        m = self.metadata
+        rows = [[n, f"{getattr(self, n).num_rows:,}"] for n in self.tables()]
+        facts = [["format", str(m.get("format"))],
+                 ["sources", ", ".join(str(x) for x in m.get("sources", [])[:5]) or "-"],
+                 ["warnings", f"{len(self.warnings)}"],
+                 ["quarantined rows", "0" if self.quarantine is None else f"{self.quarantine.num_rows:,}"]]
+        parts = ["<p><b>pau Run</b></p>", html_table(["", ""], facts),
+                 html_table(["table", "rows"], rows, right=(1,))]
+        if self.warnings:
+            parts.append(html_table(["warning", "message"], [[w.code, w.message] for w in self.warnings[:20]]))
+        return "\n".join(parts)
+
     # -- writing --------------------------------------------------------------
 
     def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> str:
@@ -219,7 +235,8 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     when the run has events or a lifecycle, else None), ``requests``
     (:meth:`pau.economics.RequestLedger.summary` when it has requests, else None),
     ``slo_ns`` (the SLOs the requests were checked against, ns; empty when none),
-    ``top_kernels`` (:func:`pau.analysis.top_kernels`: the device work that took the
+    ``per_rank`` (:meth:`Ledger.rank_activity`: each rank's span and ns per activity;
+    None without a ledger), ``top_kernels`` (:func:`pau.analysis.top_kernels`: the device work that took the
     most time; None without events), ``steps`` (:func:`pau.analysis.step_figures`:
     step times per rank and the stragglers; None without per-rank steps),
     ``events_outside_accountable`` (events that fall
@@ -237,6 +254,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "format": run.metadata.get("format"),
         "tables": {n: getattr(run, n).num_rows for n in run.tables()},
         "ledger": None if led is None else led.summary(),
+        "per_rank": None if led is None else led.rank_activity(),
         "top_kernels": None if run.events is None else top_kernels(run.events),
         "steps": None if run.lifecycle is None else step_figures(run.lifecycle),
         "requests": req,

@@ -1,0 +1,277 @@
+"""The HTML report: one self-contained file of tables and plots.
+
+``pau report --format html`` writes it; :func:`render` builds it from the figures
+:func:`pau.run.run_figures` computed (the same dict the text, JSON and CSV reports
+print, embedded in the page as JSON under ``<script type="application/json"
+id="pau-figures">``), the ledger's state intervals for the timeline, and the run's
+lifecycle for the step plot. The page loads nothing: the style is inline and the plots
+are inline SVG drawn by matplotlib (the ``pau[report]`` extra); it runs no script.
+Every name a trace supplies is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any, Callable, Mapping, Sequence
+
+from . import plots
+from ._format import duration, html_table, in_unit, pct, unit
+from ._ledger import Ledger
+from .analysis import Comparison
+from .run import Run
+
+__all__ = ["render", "render_compare"]
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1100px;
+       color: #222; padding: 0 16px; }
+h1 { font-size: 20px; margin-bottom: 4px; } h2 { font-size: 16px; margin-top: 28px;
+       border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+.sub { color: #666; font-size: 13px; }
+.cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 16px 0; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 12px; min-width: 130px; }
+.card .v { font-size: 18px; font-weight: 600; } .card .k { font-size: 12px; color: #666; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: left; }
+th { background: #f6f6f6; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: 12px 0; } figure svg { max-width: 100%; height: auto; }
+.warn { color: #8a4b00; } .note { color: #555; font-size: 13px; }
+"""
+
+
+def _card(key: str, value: str) -> str:
+    return f'<div class="card"><div class="v">{html.escape(value)}</div><div class="k">{html.escape(key)}</div></div>'
+
+
+def _plot(make: Callable[[], Any], what: str) -> str:
+    """A figure inlined as SVG, in a <figure> named for the tests and the reader."""
+    fig = make()
+    return f'<figure class="plot" data-plot="{html.escape(what)}">{plots.svg(fig)}</figure>'
+
+
+def _json_script(figures: Mapping[str, Any]) -> str:
+    text = json.dumps(figures, allow_nan=False, sort_keys=False).replace("</", "<\\/")
+    return f'<script type="application/json" id="pau-figures">{text}</script>'
+
+
+def _page(title: str, subtitle: str, body: list[str], figures: Mapping[str, Any]) -> str:
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
+        f"<h1>{html.escape(title)}</h1>", f'<div class="sub">{html.escape(subtitle)}</div>',
+        *body, _json_script(figures), "</body>", "</html>", ""])
+
+
+# ---------------------------------------------------------------------------
+# one run
+
+
+def _activity_table(per_rank: Sequence[Mapping[str, Any]]) -> str:
+    acts = [a for a in plots.ACTIVITY_COLORS if any(r["activity_ns"].get(a) for r in per_rank)]
+    u = unit(max((r["span_ns"] for r in per_rank), default=0))
+    rows = []
+    totals = dict.fromkeys(acts, 0)
+    for r in per_rank:
+        rows.append([r["rank"]] + [f"{in_unit(r['activity_ns'].get(a, 0), u)} {pct(r['activity_ns'].get(a, 0), r['span_ns']).strip()}"
+                                   for a in acts] + [in_unit(r["span_ns"], u)])
+        for a in acts:
+            totals[a] += r["activity_ns"].get(a, 0)
+    whole = sum(totals.values())
+    rows.append(["total"] + [f"{in_unit(totals[a], u)} {pct(totals[a], whole).strip()}" for a in acts]
+                + [in_unit(whole, u)])
+    return html_table(["rank"] + acts + ["span"], rows, right=range(1, len(acts) + 2))
+
+
+def _goodput_tables(s: Mapping[str, Any]) -> str:
+    acc = s["accountable_ns"]
+    rows = [[state, duration(ns), pct(ns, acc).strip()] for state, ns in s["state_ns"].items() if ns]
+    out = [html_table(["state", "accelerator time", "share"], rows, right=(1, 2))]
+    if s["badput_by_cause_ns"]:
+        causes = sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1])
+        out.append("<p>rolled-back work by the failure that caused it</p>")
+        out.append(html_table(["cause", "accelerator time", "share"],
+                              [[c, duration(ns), pct(ns, acc).strip()] for c, ns in causes], right=(1, 2)))
+    return "\n".join(out)
+
+
+def _top_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    return html_table(["time (%)", "total", "count", "mean", "kind", "name"],
+                      [[f"{100 * r['share']:.1f}", duration(r["total_ns"]), f"{r['count']:,}", duration(r["mean_ns"]),
+                        r["kind"], _name(r["name"])] for r in rows], right=(0, 1, 2, 3))
+
+
+def _name(name: str, keep: int = 110) -> Any:
+    """A name for a table cell: cut to ``keep`` characters, the whole name as its tooltip."""
+    return name if len(name) <= keep else (name[: keep - 3] + "...", name)
+
+
+def _steps_table(steps: Mapping[str, Any]) -> str:
+    rows = [[r["rank"], f"{r['steps']:,}", duration(r["median_ns"]), duration(r["p90_ns"]), duration(r["max_ns"])]
+            for r in steps["per_rank"]]
+    return html_table(["rank", "steps", "median", "p90", "max"], rows, right=(0, 1, 2, 3, 4))
+
+
+def _stragglers(steps: Mapping[str, Any]) -> str:
+    s = steps["stragglers"]
+    named = ", ".join(f"rank {p['rank']} (the others waited {duration(p['charged_ns'])} of accelerator time for it)"
+                      for p in s["persistent"])
+    return (f"<p>stragglers: {html.escape(named or 'none persistent')}; all waits for the slowest rank of each "
+            f"step: {html.escape(duration(s['wait_ns']))} of accelerator time</p>")
+
+
+def _cards(figures: Mapping[str, Any], run: Run) -> str:
+    s = figures.get("ledger")
+    cards = []
+    if s is not None:
+        cards.append(_card("accountable accelerator time", duration(s["accountable_ns"])))
+        if s["goodput"] is not None:
+            cards.append(_card("goodput", f"{100 * s['goodput']:.1f} %"))
+            cards.append(_card("productive accelerator time", duration(s["productive_ns"])))
+        if s["goodput_strict"] is not None:
+            cards.append(_card("strict goodput (productive × compute)", f"{100 * s['goodput_strict']:.1f} %"))
+        if s["failures"] is not None:
+            cards.append(_card("failures", f"{s['failures']}" + (f", MTBF {s['mtbf_s']:,.0f} s" if s["mtbf_s"] else "")))
+        if s["preserved_steps"]:
+            cards.append(_card("preserved steps", f"{s['preserved_steps']:,}"))
+            cards.append(_card("accelerator time per preserved step",
+                               duration(s["accountable_ns_per_preserved_step"])))
+    ttt = run.metadata.get("time_to_train_ns")
+    if ttt is not None:
+        cards.append(_card("time to train", duration(ttt)))
+    req = figures.get("requests")
+    if req is not None:
+        att = req["slo_attainment"]
+        cards.append(_card("requests offered", f"{req['offered']:,}"))
+        cards.append(_card("SLO attainment", "-" if att is None else f"{100 * att:.1f} %"))
+    return '<div class="cards">' + "".join(cards) + "</div>" if cards else ""
+
+
+def _requests(req: Mapping[str, Any], slo: Mapping[str, int]) -> str:
+    rows = [[k, f"{req[k]:,}"] for k in ("offered", "accepted", "late", "failed", "rejected", "cancelled",
+                                         "quarantined") if req.get(k) is not None]
+    rate = req["request_goodput_per_s"]
+    rows.append(["request goodput", "-" if rate is None else f"{rate:,.3f} accepted/s"])
+    rows.append(["window", duration(req["window_ns"])])
+    rows.append(["accepted tokens", f"{req['accepted_tokens']:,}"])
+    slos = ", ".join(f"{k} <= {v / 1e9:g} s" for k, v in slo.items()) or "none given: every completed request is accepted"
+    return html_table(["figure", "value"], rows, right=(1,)) + f"<p class=\"note\">SLOs: {html.escape(slos)}</p>"
+
+
+def _cost(c: Mapping[str, Any], price: float, currency: str) -> str:
+    rows = [["total", f"{c['total_cost']:,.2f} {currency}"], ["of which waste", f"{c['waste_cost']:,.2f} {currency}"]]
+    for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
+                       ("cost_per_preserved_step", "per preserved step"),
+                       ("cost_per_preserved_model_cycle", "per preserved model cycle"),
+                       ("cost_per_million_preserved_tokens", "per million preserved tokens")):
+        if c.get(key) is not None:
+            rows.append([label, f"{c[key]:,.4f} {currency}"])
+    for cause, v in sorted((c.get("waste_cost_by_cause") or {}).items(), key=lambda kv: -kv[1]):
+        rows.append([f"waste: {cause}", f"{v:,.2f} {currency}"])
+    return (f"<p>at {price:,.2f} {html.escape(currency)} per accelerator-hour</p>"
+            + html_table(["figure", "cost"], rows, right=(1,)))
+
+
+def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title: str,
+           price: float | None = None, currency: str = "USD") -> str:
+    """The HTML report of one run.
+
+    Parameters
+    ----------
+    run : Run
+    figures : dict
+        :func:`pau.run.run_figures` of the run (with ``cost`` when priced): every
+        number on the page comes from it.
+    ledger : Ledger or None
+        The ledger the figures were computed from; its state intervals draw the
+        timeline.
+    title : str
+    price, currency :
+        The price per accelerator-hour the ``cost`` figures were computed at.
+    """
+    fmt = figures.get("format") or "run"
+    sources = ", ".join(str(x) for x in run.metadata.get("sources", [])[:3]) or "built in"
+    body = [_cards(figures, run)]
+    s = figures.get("ledger")
+    per_rank = figures.get("per_rank")
+    if per_rank:
+        body += ["<h2>Device activity per rank</h2>",
+                 '<p class="note">exclusive time: each ns counted once, under the highest-priority kind '
+                 "active (exposed communication is communication not hidden under compute)</p>"]
+        if run.events is not None:
+            body.append(_plot(lambda: plots.activity_bars(figures), "activity"))
+        body.append(_activity_table(per_rank))
+    if s is not None and s["goodput"] is not None:
+        body += ["<h2>Goodput</h2>", _plot(lambda: plots.goodput_waterfall(s), "waterfall"), _goodput_tables(s)]
+        if ledger is not None and ledger.intervals is not None:
+            body += ["<h2>Lifecycle timeline</h2>", _plot(lambda: plots.state_timeline(ledger, run.lifecycle),
+                                                         "timeline")]
+    steps = figures.get("steps")
+    if steps:
+        slow = [p["rank"] for p in steps["stragglers"]["persistent"]]
+        body += ["<h2>Steps</h2>", _plot(lambda: plots.step_distribution(run.lifecycle, slow), "steps"),
+                 _steps_table(steps), _stragglers(steps)]
+    top = figures.get("top_kernels")
+    if top:
+        body += ["<h2>Top device work</h2>", '<p class="note">by total time; share of all device event time</p>',
+                 _plot(lambda: plots.top_kernels(top), "top_kernels"), _top_table(top)]
+    req = figures.get("requests")
+    if req is not None:
+        body += ["<h2>Requests</h2>", _requests(req, figures.get("slo_ns") or {})]
+    if "cost" in figures and price is not None:
+        body += ["<h2>Cost</h2>", _cost(figures["cost"], price, currency)]
+    outside = figures.get("events_outside_accountable")
+    notes = [f"{w.code}: {w.message}" for w in run.warnings]
+    if outside and outside["events"]:
+        notes.append(f"{outside['events']:,} events ({duration(outside['ns'])}) lie outside the accountable time "
+                     f"of ranks {', '.join(map(str, outside['ranks'][:20]))}: not counted in the ledger")
+    if notes:
+        body += ["<h2>Warnings</h2>", "<ul>" + "".join(f'<li class="warn">{html.escape(n)}</li>' for n in notes)
+                 + "</ul>"]
+    if s is None and req is None:
+        body.append("<p>this run holds no table that gives figures</p>")
+    return _page(title, f"{fmt} · {sources}", body, figures)
+
+
+# ---------------------------------------------------------------------------
+# two runs
+
+
+def render_compare(comparison: Comparison, figures: Mapping[str, Any], *, title: str,
+                   kernel_rows: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The HTML page of ``pau compare``: the metric table, the difference by cause
+    (table and plot) and, when both runs have device events, the kernels and copies
+    that changed most. ``figures``: what ``pau compare --format json`` prints."""
+    la, lb = comparison.labels
+    metric_rows = [[r["metric"], _num(r["a"]), _num(r["b"]), _num(r["difference"])]
+                   for r in comparison.table.to_pylist()]
+    cause_rows = comparison.by_cause.to_pylist()
+    body = ["<h2>Figures</h2>", html_table(["metric", la, lb, f"{la} - {lb}"], metric_rows, right=(1, 2, 3)),
+            "<h2>Difference by cause</h2>",
+            '<p class="note">accelerator-seconds per preserved step</p>']
+    if any(r["a"] is not None and r["b"] is not None and (r["a"] or r["b"]) and r["cause"] != "total"
+           for r in cause_rows):
+        body.append(_plot(lambda: plots.cause_differences(cause_rows, (la, lb)), "causes"))
+    body.append(html_table(["cause", "kind", la, lb, f"{la} - {lb}"],
+                           [[r["cause"], r["kind"], _num(r["a"]), _num(r["b"]), _num(r["difference"])]
+                            for r in cause_rows], right=(2, 3, 4)))
+    if kernel_rows:
+        body += ["<h2>Kernels and copies that changed</h2>",
+                 _plot(lambda: plots.kernel_changes(kernel_rows, (la, lb)), "kernels"),
+                 html_table(["name", "kind", "status", f"count {la}", f"count {lb}", f"total {la}", f"total {lb}"],
+                            [[_name(r["name"]), r["kind"], r.get("status", ""), _num(r.get("count_a")), _num(r.get("count_b")),
+                              _dur(r.get("total_ns_a")), _dur(r.get("total_ns_b"))] for r in kernel_rows],
+                            right=(3, 4, 5, 6))]
+    return _page(title, f"{la} against {lb}", body, figures)
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.6g}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _dur(v: Any) -> str:
+    return "-" if v is None else duration(v)
