@@ -1,0 +1,333 @@
+"""Slurm job accounting (``sacct --parsable2``) -> a schedule table.
+
+``sacct --parsable2`` prints one ``|``-separated line per job allocation and per job
+step (``123``, ``123.batch``, ``123.extern``, ``123.0``), under a header naming the
+fields (``--format``). ``sacct --parsable`` is the same with a trailing ``|``; it is
+read too. The fields pau needs for scheduling figures are ``Submit`` (or
+``Eligible``), ``Start``, ``End`` and the accelerators of the allocation
+(``AllocTRES``, e.g. ``billing=16,cpu=16,gres/gpu=8,node=1``), for example::
+
+    sacct -j JOB --parsable2 --format=JobID,JobName,State,ExitCode,Submit,Eligible,Start,End,NNodes,AllocTRES
+
+Columns of the result (a field the file lacks gives no column; other fields are kept
+as strings under their header name):
+
+``job_id`` (string: the allocation, ``123``, ``123_4`` for an array task, ``123+0``
+for a heterogeneous component), ``step`` (string, null on allocation rows; only with
+``steps=True``), ``name``, ``partition``, ``account`` (strings), ``state`` (the first
+word: ``CANCELLED by 123`` is ``CANCELLED``), ``exit_code`` and ``exit_signal``
+(int32, from ``N:M``), ``alloc_cpus``, ``nodes`` (int64), ``submit_ns``,
+``eligible_ns``, ``start_ns``, ``end_ns`` (int64 ns since the epoch, null for
+``Unknown``/``None``: a job not started, or still running), ``accelerators`` (int64:
+the ``gres/gpu`` count of ``AllocTRES``, the sum of the typed ``gres/gpu:TYPE``
+counts when only those are given; or ``nodes * accelerators_per_node``), and
+``steps`` (int32: the allocation's step rows; only without ``steps=True``).
+
+Time
+----
+sacct prints times in the cluster's local time without a zone
+(``2024-05-01T10:22:33``); ``tz`` names that zone (an IANA name, default ``"UTC"``)
+and is kept in the table's metadata (``pau.sacct.tz``). A time of the repeated hour
+at the end of daylight saving time is taken as its first occurrence (``fold=0``).
+An all-digit value is seconds since the epoch (``SLURM_TIME_FORMAT=%s``).
+
+Bad input
+---------
+A line with another number of fields than the header, a time that is not one, a
+count that is not an integer, ``Start`` before ``Submit`` (or ``Eligible``),
+``Eligible`` before ``Submit`` or ``End`` before ``Start`` raises
+:class:`pau.errors.InvalidRowError` naming the file, the field, the row (0-based, among
+the data lines; the reason gives the line number) and the fix; with
+``on_invalid="quarantine"`` such lines are set aside (:class:`pau.core.Quarantined`:
+the fields as text, ``row``, ``line`` and ``reason``).
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+import os
+import re
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import pyarrow as pa
+
+from .._types import Quarantined, check_on_invalid
+from ..errors import InvalidRowError, NoInputError, OptionError, SchemaError
+
+__all__ = ["read_sacct", "parse_sacct", "SACCT_FORMAT"]
+
+#: The ``--format`` fields that give every column the scheduling figures use.
+SACCT_FORMAT = "JobID,JobName,Partition,State,ExitCode,Submit,Eligible,Start,End,NNodes,AllocTRES"
+
+_TIME_FIELDS = {"submit": "submit_ns", "eligible": "eligible_ns", "start": "start_ns", "end": "end_ns"}
+_STR_FIELDS = {"jobname": "name", "partition": "partition", "account": "account"}
+_INT_FIELDS = {"alloccpus": "alloc_cpus", "nnodes": "nodes"}
+_NO_TIME = ("", "unknown", "none")
+_ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})$")
+_GPU = re.compile(r"^gres/gpu(?::([^=]+))?=(\d+)$")
+_EXIT = re.compile(r"^(\d+):(\d+)$")
+_NS = 10**9
+
+
+class _Bad(Exception):
+    def __init__(self, field: str, reason: str, fix: str):
+        super().__init__(reason)
+        self.field, self.reason, self.fix = field, reason, fix
+
+
+def _zone(tz: str):
+    if tz.upper() == "UTC":
+        return None
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise OptionError(f"read_sacct: tz = {tz!r} is not a time zone ({exc}). Fix: give an IANA zone name "
+                          "such as 'UTC' or 'America/New_York': the zone sacct printed its times in") from None
+
+
+def _time(value: str, field: str, zone) -> int | None:
+    v = value.strip()
+    if v.lower() in _NO_TIME:
+        return None
+    if v.isdigit():
+        return int(v) * _NS
+    m = _ISO.match(v)
+    if m is None:
+        raise _Bad(field, f"{value!r} is not a time",
+                   "give times as YYYY-MM-DDTHH:MM:SS (sacct's default), seconds since the epoch, Unknown or None")
+    try:
+        y, mo, d, h, mi, se = (int(g) for g in m.groups())
+        naive = _dt.datetime(y, mo, d, h, mi, se)
+    except ValueError as exc:
+        raise _Bad(field, f"{value!r} is not a time ({exc})",
+                   "give a real calendar date and time of day, as sacct prints them") from None
+    secs = calendar.timegm(naive.timetuple())
+    if zone is not None:
+        off = zone.utcoffset(naive)
+        secs -= int(off.total_seconds()) if off is not None else 0
+    return secs * _NS
+
+
+def _int(value: str, field: str) -> int | None:
+    v = value.strip()
+    if v == "":
+        return None
+    if not v.isdigit():
+        raise _Bad(field, f"{value!r} is not a non-negative integer", f"give {field} as an integer count")
+    return int(v)
+
+
+def _gpus(value: str) -> int | None:
+    """The gres/gpu count of an AllocTRES value; typed entries summed when there is
+    no untyped one; None when the allocation names no gpu."""
+    plain, typed, seen = None, 0, False
+    for item in value.split(","):
+        m = _GPU.match(item.strip())
+        if m is None:
+            continue
+        seen = True
+        if m.group(1) is None:
+            plain = int(m.group(2))
+        else:
+            typed += int(m.group(2))
+    if not seen:
+        return None
+    return plain if plain is not None else typed
+
+
+def read_sacct(path: str | os.PathLike, *, steps: bool = False, tz: str = "UTC",
+               accelerators_per_node: int | None = None, on_invalid: str = "raise") -> pa.Table | Quarantined:
+    """Read a file of ``sacct --parsable2`` (or ``--parsable``) output.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    steps : bool, default False
+        False: one row per allocation, with ``steps`` counting its step rows. True:
+        every line, with ``step`` naming the step (null on allocation rows).
+    tz : str, default "UTC"
+        The zone sacct printed its times in (the cluster's local time).
+    accelerators_per_node : int, optional
+        Accelerators of each node, for output without ``AllocTRES``:
+        ``accelerators = nodes * accelerators_per_node``. An ``AllocTRES`` gpu count
+        wins where both are known.
+    on_invalid : {"raise", "quarantine"}
+
+    Returns
+    -------
+    pyarrow.Table or pau.core.Quarantined
+        See the module docstring for the columns.
+    """
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise NoInputError(f"read_sacct: no file at {p!r}. Fix: give the file sacct's output was saved to")
+    with open(p, encoding="utf-8", errors="strict") as f:
+        text = f.read()
+    return parse_sacct(text, source=p, steps=steps, tz=tz, accelerators_per_node=accelerators_per_node,
+                       on_invalid=on_invalid)
+
+
+def parse_sacct(text: str, *, source: str = "sacct", steps: bool = False, tz: str = "UTC",
+                accelerators_per_node: int | None = None, on_invalid: str = "raise") -> pa.Table | Quarantined:
+    """:func:`read_sacct` of text already in memory (``source`` names it in errors)."""
+    check_on_invalid(on_invalid)
+    if accelerators_per_node is not None and (isinstance(accelerators_per_node, bool)
+                                              or not isinstance(accelerators_per_node, int)
+                                              or accelerators_per_node <= 0):
+        raise OptionError(f"read_sacct: accelerators_per_node = {accelerators_per_node!r}. Fix: give a positive "
+                          "integer (the accelerators of one node), or leave it out")
+    zone = _zone(tz)
+    table = f"sacct {source}"
+    lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip()]
+    if not lines:
+        raise SchemaError(table, "JobID", "is missing: the output is empty",
+                          "save sacct's output with its header line (leave out --noheader)")
+    header = lines[0][1].split("|")
+    trailing = header[-1] == "" and all(ln.endswith("|") for _, ln in lines)
+    if trailing:  # --parsable: every line ends with a separator
+        header = header[:-1]
+    keys = [h.strip().lower() for h in header]
+    if "jobid" not in keys:
+        raise SchemaError(table, "JobID", f"is missing from the header {lines[0][1]!r}",
+                          "run sacct with --parsable2 and a --format that includes JobID (and keep the header)")
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise SchemaError(table, header[keys.index(dup)], "appears twice in the header",
+                          "give each field once in --format")
+    if accelerators_per_node is not None and "nnodes" not in keys:
+        raise OptionError("read_sacct: accelerators_per_node needs the NNodes field. Fix: add NNodes to "
+                          "sacct's --format, or leave accelerators_per_node out")
+    rows: list[dict[str, Any]] = []
+    bad: list[tuple[int, int, list[str], str]] = []  # (row, line, fields, reason)
+    first: tuple[str, int, str, str] | None = None  # (field, row, reason, fix) of the first bad line
+    for row, (lineno, ln) in enumerate(lines[1:]):
+        fields = ln.split("|")
+        if trailing:
+            fields = fields[:-1]
+        try:
+            r = _row(fields, keys, header, zone, accelerators_per_node)
+            r["_at"] = (row, lineno, fields)
+            rows.append(r)
+        except _Bad as b:
+            why = f"{b.reason} (line {lineno})"
+            if first is None:
+                first = (b.field, row, why, b.fix)
+            bad.append((row, lineno, fields, why))
+    if not steps:  # a step row is counted under its allocation: that line must be there
+        jobs = {r["job_id"] for r in rows if r["step"] is None}
+        for r in [r for r in rows if r["step"] is not None and r["job_id"] not in jobs]:
+            row, lineno, fields = r["_at"]
+            why = f"is a step of job {r['job_id']}, whose allocation line is not in the output (line {lineno})"
+            fix = "give sacct's whole output for the job (its allocation line too), or pass steps=True"
+            if first is None or row < first[1]:
+                first = (header[keys.index("jobid")].strip(), row, why, fix)
+            bad.append((row, lineno, fields, why))
+            rows.remove(r)
+        bad.sort(key=lambda b: b[0])
+    if first is not None and on_invalid == "raise":
+        raise InvalidRowError(table, first[0], first[1], first[2], first[3], count=len(bad))
+    out = _table(rows, keys, header, steps)
+    out = out.replace_schema_metadata({b"pau.sacct.tz": tz.encode(), b"pau.sacct.source": source.encode(),
+                                       b"pau.rows": str(len(lines) - 1).encode(),
+                                       b"pau.quarantined_rows": str(len(bad)).encode()})
+    if on_invalid == "quarantine":
+        cols: dict[str, pa.Array] = {h.strip(): pa.array([f[j] if j < len(f) else None for _, _, f, _ in bad],
+                                                         pa.string()) for j, h in enumerate(header)}
+        cols["row"] = pa.array([r for r, _, _, _ in bad], pa.int64())
+        cols["line"] = pa.array([n for _, n, _, _ in bad], pa.int64())
+        cols["reason"] = pa.array([w for _, _, _, w in bad], pa.string())
+        return Quarantined(out, pa.table(cols))
+    return out
+
+
+def _row(fields: list[str], keys: list[str], header: list[str], zone, per_node: int | None) -> dict[str, Any]:
+    if len(fields) != len(keys):
+        raise _Bad(header[0].strip(), f"has {len(fields)} fields where the header has {len(keys)}",
+                   "give one value per header field, separated by '|' (a '|' inside a job name cannot be read)")
+    r: dict[str, Any] = {} if per_node is None else {"accelerators": None}
+    extra: dict[str, str] = {}
+    for k, h, v in zip(keys, header, fields):
+        name = h.strip()
+        if k == "jobid":
+            job, _, step = v.strip().partition(".")
+            if not job:
+                raise _Bad(name, "is empty", "give every line its JobID")
+            r["job_id"], r["step"] = job, (step or None)
+        elif k in _TIME_FIELDS:
+            r[_TIME_FIELDS[k]] = _time(v, name, zone)
+        elif k in _STR_FIELDS:
+            r[_STR_FIELDS[k]] = v
+        elif k in _INT_FIELDS:
+            r[_INT_FIELDS[k]] = _int(v, name)
+        elif k == "state":
+            r["state"] = v.strip().split(" ")[0] if v.strip() else None
+        elif k == "exitcode":
+            if v.strip() == "":
+                r["exit_code"] = r["exit_signal"] = None
+            else:
+                m = _EXIT.match(v.strip())
+                if m is None:
+                    raise _Bad(name, f"{v!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
+                r["exit_code"], r["exit_signal"] = int(m.group(1)), int(m.group(2))
+        elif k == "alloctres":
+            r["alloc_tres"] = v
+            r["accelerators"] = _gpus(v)
+        else:
+            extra[name] = v
+    r["_extra"] = extra
+    if per_node is not None and r.get("accelerators") is None and r.get("nodes") is not None:
+        r["accelerators"] = r["nodes"] * per_node
+    sub, eli, sta, end = (r.get(c) for c in ("submit_ns", "eligible_ns", "start_ns", "end_ns"))
+    ready = eli if eli is not None else sub
+    if sub is not None and eli is not None and eli < sub:
+        raise _Bad(_name(header, keys, "eligible"), "is before Submit", "correct the times (Eligible >= Submit)")
+    if sta is not None and ready is not None and sta < ready:
+        which = "Eligible" if eli is not None else "Submit"
+        raise _Bad(_name(header, keys, "start"), f"is before {which}", f"correct the times (Start >= {which})")
+    if sta is not None and end is not None and end < sta:
+        raise _Bad(_name(header, keys, "end"), "is before Start", "correct the times (End >= Start)")
+    return r
+
+
+def _name(header: list[str], keys: list[str], key: str) -> str:
+    return header[keys.index(key)].strip()
+
+
+def _table(rows: list[dict[str, Any]], keys: list[str], header: list[str], steps: bool) -> pa.Table:
+    alloc = [r for r in rows if r["step"] is None]
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r["step"] is not None:
+            counts[r["job_id"]] = counts.get(r["job_id"], 0) + 1
+    use = rows if steps else alloc
+    cols: dict[str, pa.Array] = {"job_id": pa.array([r["job_id"] for r in use], pa.string())}
+    if steps:
+        cols["step"] = pa.array([r["step"] for r in use], pa.string())
+    present = set(keys)
+    for k, c in _STR_FIELDS.items():
+        if k in present:
+            cols[c] = pa.array([r[c] for r in use], pa.string())
+    if "state" in present:
+        cols["state"] = pa.array([r["state"] for r in use], pa.string())
+    if "exitcode" in present:
+        cols["exit_code"] = pa.array([r["exit_code"] for r in use], pa.int32())
+        cols["exit_signal"] = pa.array([r["exit_signal"] for r in use], pa.int32())
+    for k, c in _INT_FIELDS.items():
+        if k in present:
+            cols[c] = pa.array([r[c] for r in use], pa.int64())
+    for k, c in _TIME_FIELDS.items():
+        if k in present:
+            cols[c] = pa.array([r[c] for r in use], pa.int64())
+    if "alloctres" in present:
+        cols["alloc_tres"] = pa.array([r["alloc_tres"] for r in use], pa.string())
+    if "alloctres" in present or any("accelerators" in r for r in use):
+        cols["accelerators"] = pa.array([r.get("accelerators") for r in use], pa.int64())
+    known = {"jobid", "state", "exitcode", "alloctres", *_TIME_FIELDS, *_STR_FIELDS, *_INT_FIELDS}
+    for k, h in zip(keys, header):
+        if k not in known:
+            cols[h.strip()] = pa.array([r["_extra"][h.strip()] for r in use], pa.string())
+    if not steps:
+        cols["steps"] = pa.array([counts.get(r["job_id"], 0) for r in use], pa.int32())
+    return pa.table(cols)
