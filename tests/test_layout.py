@@ -31,13 +31,15 @@ LEVELS = [
     {"pau._sweep", "pau.lifecycle", "pau._crossing", "pau._ledger"},
     # readers and io: files in and out
     {"pau.readers", "pau.readers._files", "pau.readers.detect", "pau.readers.kineto",
-     "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving", "pau.readers.slurm", "pau.io"},
+     "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving", "pau.readers.slurm", "pau.readers.telemetry",
+     "pau.io"},
     # partitions over executors and Dask (the engine sweeps archives through it)
     {"pau.distributed"},
     # the engine's entry points
     {"pau._engine"},
     # figures over ledgers and runs; synthetic runs
-    {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput", "pau.synth", "pau.align", "pau.chrome_trace", "pau.outcome"},
+    {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput", "pau.synth", "pau.align", "pau.chrome_trace",
+     "pau.telemetry", "pau.outcome"},
     # the run: one in-memory form of a run from every reader
     {"pau.run"},
     # views: plots (matplotlib, an optional extra) and the HTML report

@@ -44,21 +44,23 @@ def pct(part: int | float, whole: int | float) -> str:
     return f"{100.0 * part / whole:5.1f}%" if whole else "    -"
 
 
-def html_table(head: Sequence[str], rows: Iterable[Sequence[Any]], *, right: Iterable[int] = ()) -> str:
+def html_table(head: Sequence[str], rows: Iterable[Sequence[Any]], *, right: Iterable[int] = (),
+               names: Iterable[int] = ()) -> str:
     """An HTML table; every cell is escaped (trace-supplied names show as text).
-    ``right``: indices of columns aligned right (numbers). A cell given as a pair
-    ``(shown, full)`` shows ``shown`` with ``full`` as its tooltip (a long name cut)."""
-    r = set(right)
+    ``right``: indices of columns aligned right (numbers); ``names``: columns of long
+    names, wrapped anywhere. A cell given as a pair ``(shown, full)`` shows ``shown``
+    with ``full`` as its tooltip (a long name cut)."""
+    r, w = set(right), set(names)
 
     def cell(tag: str, i: int, v: Any) -> str:
-        cls = ' class="num"' if i in r else ""
+        cls = ' class="num"' if i in r else ' class="name"' if (i in w and tag == "td") else ""
         if isinstance(v, tuple):
             shown, full = v
             return f'<{tag}{cls} title="{html.escape(str(full))}">{html.escape(str(shown))}</{tag}>'
         return f"<{tag}{cls}>{html.escape(str(v))}</{tag}>"
 
-    lines = ["<table>", "<thead><tr>" + "".join(cell("th", i, h) for i, h in enumerate(head)) + "</tr></thead>",
+    lines = ['<div class="scroll"><table>', "<thead><tr>" + "".join(cell("th", i, h) for i, h in enumerate(head)) + "</tr></thead>",
              "<tbody>"]
     lines += ["<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>" for row in rows]
-    lines.append("</tbody></table>")
+    lines.append("</tbody></table></div>")
     return "\n".join(lines)

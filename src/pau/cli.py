@@ -586,6 +586,9 @@ def _compare(args: argparse.Namespace) -> int:
         _emit(_json(cmp.summary()), args.output)
     elif args.format == "csv":
         _emit(render_compare_csv(cmp), args.output)
+    elif args.format == "html":
+        _emit(html_report.render_compare(cmp, title=f"pau compare: {args.a} against {args.b}",
+                                         kernels=max(args.kernels, 30)), args.output)
     else:
         _emit(cmp.render(args.kernels), args.output)
     return EXIT_OK
@@ -636,10 +639,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="traces from several hosts: put every rank's clock on the lowest rank's, from the "
                        "collectives they share (the offsets go to the run's metadata)")
 
-    def output_options(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("text", "json", "csv", "html")) -> None:
-        p.add_argument("--format", choices=formats, default="text",
-                       help="what to print: text (default), json (every figure), csv (metric,value)"
-                       + (", html (one self-contained page with plots; needs pau[report])" if "html" in formats else ""))
+    def output_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--format", choices=("text", "json", "csv", "html"), default="text",
+                       help="what to print: text (default), json (every figure), csv (a table of figures), "
+                       "html (one self-contained page with plots; needs pau[report])")
         p.add_argument("-o", "--output", default="-", help="where the report goes (default -: stdout)")
 
     rep = sub.add_parser("report", help="the ledger of a run: activity, goodput, waste by cause", epilog=_EXIT_TABLE)
@@ -688,7 +691,7 @@ def _parser() -> argparse.ArgumentParser:
     cmpp.add_argument("b")
     cmpp.add_argument("--input-format-a", choices=fmts, dest="input_format_a")
     cmpp.add_argument("--input-format-b", choices=fmts, dest="input_format_b")
-    output_options(cmpp, ("text", "json", "csv"))
+    output_options(cmpp)
     align_option(cmpp)
     cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
     cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")

@@ -29,6 +29,7 @@ from ._ledger import NS_PER_HOUR, Ledger
 from ._types import LedgerSummary, Quarantined, check_on_invalid
 from ._vocab import label
 from .errors import InvalidRowError, PauError, SchemaError
+from .telemetry import integrate
 
 __all__ = [
     "OUTCOMES",
@@ -543,37 +544,33 @@ def _energy_j(p_key, p_t, p_w, q_key, q_start, q_end) -> np.ndarray:
     """Joules over each ``[q_start, q_end)`` of key ``q_key`` from samples (key, t, W).
 
     Power is piecewise linear between samples (trapezoids) and held at the first /
-    last sample outside them. Time differences are exact int64 ns; watts x ns
-    products are float64 W.ns, divided by 1e9 at the end.
+    last sample outside them (:func:`pau.telemetry.integrate`). Time differences are
+    exact int64 ns; watts x ns products are float64 W.ns, divided by 1e9 at the end.
     """
-    out = np.zeros(q_key.size, np.float64)
+    p_key, p_t, p_w = np.asarray(p_key, np.int64), np.asarray(p_t, np.int64), np.asarray(p_w, np.float64)
+    q_key = np.asarray(q_key, np.int64)
+    if q_key.size == 0:
+        return np.zeros(0, np.float64)
+    missing = np.setdiff1d(np.unique(q_key), p_key)
+    if missing.size:
+        raise PauError(f"power: no samples for rank/replica {missing[0].item()!r}. Fix: give power samples "
+                       f"(rank, time_ns, watts) for every rank of the ledger")
+    # The signal: linear between consecutive samples of a key, held at the first and
+    # last sample's watts before and after them; integrated by pau.telemetry's one rule.
     order = np.lexsort((p_t, p_key))
-    p_key, p_t, p_w = p_key[order], p_t[order], p_w[order]
-    for key in np.unique(q_key):
-        sel = np.flatnonzero(q_key == key)
-        lo, hi = np.searchsorted(p_key, key, "left"), np.searchsorted(p_key, key, "right")
-        if lo == hi:
-            raise PauError(f"power: no samples for rank/replica {key!r}. Fix: give power samples "
-                           f"(rank, time_ns, watts) for every rank of the ledger")
-        t, w = p_t[lo:hi], p_w[lo:hi]
-        dt = np.diff(t)
-        cum = np.concatenate([[0.0], np.cumsum((w[:-1] + w[1:]) * dt.astype(np.float64) / 2)])
-
-        def F(x):
-            k = np.clip(np.searchsorted(t, x, "right") - 1, 0, t.size - 1)
-            dx = x - t[k]  # exact int64
-            nxt = np.minimum(k + 1, t.size - 1)
-            span = t[nxt] - t[k]
-            inside = (x > t[0]) & (x < t[-1]) & (span > 0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                wx = np.where(inside, w[k] + (w[nxt] - w[k]) * dx.astype(np.float64) / np.where(span > 0, span, 1),
-                              w[k])
-            before = x <= t[0]
-            val = cum[k] + dx.astype(np.float64) * (w[k] + wx) / 2
-            return np.where(before, (x - t[0]).astype(np.float64) * w[0], val)
-
-        out[sel] = (F(q_end[sel]) - F(q_start[sel])) / 1e9
-    return out
+    k, t, w = p_key[order], p_t[order], p_w[order]
+    same = k[1:] == k[:-1]
+    first = np.concatenate([[True], ~same])
+    last = np.concatenate([~same, [True]])
+    i64 = np.iinfo(np.int64)
+    seg_k = np.concatenate([k[:-1][same], k[first], k[last]])
+    seg_s = np.concatenate([t[:-1][same], np.full(int(first.sum()), i64.min), t[last]])
+    seg_e = np.concatenate([t[1:][same], t[first], np.full(int(last.sum()), i64.max)])
+    seg_a = np.concatenate([w[:-1][same], w[first], w[last]])
+    seg_b = np.concatenate([w[1:][same], w[first], w[last]])
+    integral, _ = integrate(seg_k, seg_s, seg_e, seg_a, seg_b, q_key, np.asarray(q_start, np.int64),
+                            np.asarray(q_end, np.int64))
+    return integral / 1e9
 
 
 # ---------------------------------------------------------------------------

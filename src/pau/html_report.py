@@ -34,7 +34,10 @@ h1 { font-size: 20px; margin-bottom: 4px; } h2 { font-size: 16px; margin-top: 28
 .card .v { font-size: 18px; font-weight: 600; } .card .k { font-size: 12px; color: #666; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
 th, td { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: left; }
-th { background: #f6f6f6; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f6f6f6; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums;
+       white-space: nowrap; }
+td.name { min-width: 300px; max-width: 560px; overflow-wrap: anywhere; font-size: 12px; }
+.scroll { overflow-x: auto; }
 figure { margin: 12px 0; } figure svg { max-width: 100%; height: auto; }
 .warn { color: #8a4b00; } .note { color: #555; font-size: 13px; }
 """
@@ -98,7 +101,7 @@ def _goodput_tables(s: Mapping[str, Any]) -> str:
 def _top_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return html_table(["time (%)", "total", "count", "mean", "kind", "name"],
                       [[f"{100 * r['share']:.1f}", duration(r["total_ns"]), f"{r['count']:,}", duration(r["mean_ns"]),
-                        r["kind"], _name(r["name"])] for r in rows], right=(0, 1, 2, 3))
+                        r["kind"], _name(r["name"])] for r in rows], right=(0, 1, 2, 3), names=(5,))
 
 
 def _name(name: str, keep: int = 110) -> Any:
@@ -237,32 +240,42 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
 # two runs
 
 
-def render_compare(comparison: Comparison, figures: Mapping[str, Any], *, title: str,
-                   kernel_rows: Sequence[Mapping[str, Any]] | None = None) -> str:
+def render_compare(comparison: Comparison, *, title: str, kernels: int = 30) -> str:
     """The HTML page of ``pau compare``: the metric table, the difference by cause
-    (table and plot) and, when both runs have device events, the kernels and copies
-    that changed most. ``figures``: what ``pau compare --format json`` prints."""
+    (plot and table) and, when both runs have device events, the kernels and copies
+    that changed most (plot, and the first ``kernels`` rows of the diff). The page
+    embeds ``comparison.summary()``, what ``pau compare --format json`` prints."""
     la, lb = comparison.labels
+    figures = comparison.summary()
+    # tables name the runs a and b (the labels can be long paths); the page says which is which
     metric_rows = [[r["metric"], _num(r["a"]), _num(r["b"]), _num(r["difference"])]
                    for r in comparison.table.to_pylist()]
     cause_rows = comparison.by_cause.to_pylist()
-    body = ["<h2>Figures</h2>", html_table(["metric", la, lb, f"{la} - {lb}"], metric_rows, right=(1, 2, 3)),
+    body = ["<h2>Figures</h2>", html_table(["metric", "a", "b", "a - b"], metric_rows, right=(1, 2, 3)),
             "<h2>Difference by cause</h2>",
             '<p class="note">accelerator-seconds per preserved step</p>']
-    if any(r["a"] is not None and r["b"] is not None and (r["a"] or r["b"]) and r["cause"] != "total"
-           for r in cause_rows):
+    if any(r["difference"] is not None and r["cause"] != "total" and (r["a"] or r["b"]) for r in cause_rows):
         body.append(_plot(lambda: plots.cause_differences(cause_rows, (la, lb)), "causes"))
-    body.append(html_table(["cause", "kind", la, lb, f"{la} - {lb}"],
+    body.append(html_table(["cause", "kind", "a", "b", "a - b"],
                            [[r["cause"], r["kind"], _num(r["a"]), _num(r["b"]), _num(r["difference"])]
                             for r in cause_rows], right=(2, 3, 4)))
-    if kernel_rows:
+    kd = comparison.kernels
+    if kd is not None and kd.rows:
+        counts = ", ".join(f"{v} {k}" for k, v in kd.status_counts().items())
         body += ["<h2>Kernels and copies that changed</h2>",
-                 _plot(lambda: plots.kernel_changes(kernel_rows, (la, lb)), "kernels"),
-                 html_table(["name", "kind", "status", f"count {la}", f"count {lb}", f"total {la}", f"total {lb}"],
-                            [[_name(r["name"]), r["kind"], r.get("status", ""), _num(r.get("count_a")), _num(r.get("count_b")),
-                              _dur(r.get("total_ns_a")), _dur(r.get("total_ns_b"))] for r in kernel_rows],
-                            right=(3, 4, 5, 6))]
-    return _page(title, f"{la} against {lb}", body, figures)
+                 f'<p class="note">device work by name and kind: {html.escape(counts)}; differences are '
+                 f"{html.escape(la)} minus {html.escape(lb)}</p>"]
+        if any(r["difference_ns"] for r in kd.rows):
+            body.append(_plot(lambda: plots.kernel_changes(kd.rows, (la, lb)), "kernels"))
+        shown = kd.rows[:kernels]
+        body.append(html_table(
+            ["name", "kind", "status", "count a", "count b", "total a", "total b", "a - b"],
+            [[_name(r["name"]), r["kind"], r["status"], f"{r['count_a']:,}", f"{r['count_b']:,}", _dur(r["total_ns_a"]),
+              _dur(r["total_ns_b"]), _dur(r["difference_ns"])] for r in shown],
+            right=(3, 4, 5, 6, 7), names=(0,)))
+        if len(kd.rows) > len(shown):
+            body.append(f'<p class="note">{len(kd.rows) - len(shown):,} more rows in --format json or csv</p>')
+    return _page(title, f"a = {la}; b = {lb}", body, figures)
 
 
 def _num(v: Any) -> str:

@@ -330,26 +330,36 @@ def top_kernels(rows: Sequence[Mapping[str, Any]]) -> Figure:
 # two runs
 
 
+def _diff_bars(ax: Any, labels: Sequence[str], diff_ns: Sequence[float], sides: tuple[str, str],
+               what: str) -> None:
+    """Horizontal bars of a − b, one colour per sign, named for the side that has more."""
+    u_name, u_size = unit(max(abs(d) for d in diff_ns) or 1)
+    y = np.arange(len(labels))
+    more_a = [d > 0 for d in diff_ns]
+    for flag, colour, side in ((True, "#4C78A8", sides[0]), (False, "#F58518", sides[1])):
+        sel = [i for i, m in enumerate(more_a) if m == flag]
+        if sel:
+            ax.barh(y[sel], [diff_ns[i] / u_size for i in sel], color=colour, label=f"more in {_short(side)}")
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel(f"{what}, {_short(sides[0])} minus {_short(sides[1])} ({u_name})")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+
+
 def cause_differences(rows: Sequence[Mapping[str, Any]], labels: tuple[str, str] = ("a", "b")) -> Figure:
     """The ledger difference by cause per preserved step (``Comparison.by_cause`` rows:
-    ``cause, kind, a, b`` in accelerator-seconds per preserved step), b minus a, one bar
-    per state and per failure cause (the ``total`` row left out)."""
-    rows = [r for r in rows if r.get("a") is not None and r.get("b") is not None and r["cause"] != "total"
-            and (r["a"] or r["b"])]
+    ``cause, kind, a, b, difference`` in accelerator-seconds per preserved step,
+    ``difference = a - b``), one bar per state and per failure cause (the ``total``
+    row left out)."""
+    rows = [r for r in rows if r.get("difference") is not None and r["cause"] != "total" and (r["a"] or r["b"])]
     if not rows:
         raise PauError("cause_differences: no cause to compare (neither run has preserved steps)")
-    diff_ns = [(float(r["b"]) - float(r["a"])) * 1e9 for r in rows]
-    u_name, u_size = unit(max(abs(d) for d in diff_ns) or 1)
     with _style() as figure:
-        fig = figure(figsize=(7.0, 0.9 + 0.26 * len(rows)))
+        fig = figure(figsize=(8.0, 0.9 + 0.26 * len(rows)))
         ax = fig.add_subplot()
-        y = np.arange(len(rows))
-        ax.barh(y, [d / u_size for d in diff_ns], color=["#D62728" if d > 0 else "#2CA02C" for d in diff_ns])
-        ax.set_yticks(y, [_short(("failure: " if r["kind"] == "failure" else "") + str(r["cause"]))
-                          for r in rows], fontsize=8)
-        ax.invert_yaxis()
-        ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_xlabel(f"accelerator time per preserved step, {labels[1]} minus {labels[0]} ({u_name})")
+        _diff_bars(ax, [_short(("failure: " if r["kind"] == "failure" else "") + str(r["cause"])) for r in rows],
+                   [float(r["difference"]) * 1e9 for r in rows], labels, "accelerator time per preserved step")
         ax.set_title("ledger difference by cause", loc="left")
         fig.tight_layout()
     return fig
@@ -357,22 +367,16 @@ def cause_differences(rows: Sequence[Mapping[str, Any]], labels: tuple[str, str]
 
 def kernel_changes(rows: Sequence[Mapping[str, Any]], labels: tuple[str, str] = ("a", "b"),
                    n: int = 15) -> Figure:
-    """The kernels and copies whose total time changed most (kernel diff rows with
-    ``name``, ``kind``, ``total_ns_a``, ``total_ns_b``), b minus a."""
-    rows = sorted(rows, key=lambda r: -abs(int(r["total_ns_b"] or 0) - int(r["total_ns_a"] or 0)))[:n]
+    """The kernels and copies whose total time changed most (``KernelDiff.rows``:
+    ``name, kind, difference_ns = total a - total b``), the ``n`` largest changes."""
+    rows = sorted((r for r in rows if r["difference_ns"]), key=lambda r: -abs(int(r["difference_ns"])))[:n]
     if not rows:
-        raise PauError("kernel_changes: no kernel in either run")
-    diff = [int(r["total_ns_b"] or 0) - int(r["total_ns_a"] or 0) for r in rows]
-    u_name, u_size = unit(max(abs(d) for d in diff) or 1)
+        raise PauError("kernel_changes: no kernel or copy changed its total time")
     with _style() as figure:
         fig = figure(figsize=(8.0, 0.9 + 0.26 * len(rows)))
         ax = fig.add_subplot()
-        y = np.arange(len(rows))
-        ax.barh(y, [d / u_size for d in diff], color=["#D62728" if d > 0 else "#2CA02C" for d in diff])
-        ax.set_yticks(y, [f"{_short(str(r['name']))} ({r['kind']})" for r in rows], fontsize=7)
-        ax.invert_yaxis()
-        ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_xlabel(f"total time, {labels[1]} minus {labels[0]} ({u_name})")
+        _diff_bars(ax, [f"{_short(str(r['name']))} ({r['kind']})" for r in rows],
+                   [float(r["difference_ns"]) for r in rows], labels, "total time")
         ax.set_title("kernels and copies that changed most", loc="left")
         fig.tight_layout()
     return fig

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from . import _engine
 from . import align as _align
 from . import io as _io
+from . import telemetry as _telemetry
 from ._format import html_table
 from ._input import as_table, spans_of
 from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
@@ -47,8 +48,9 @@ from .readers.kineto import KinetoTrace, read_kineto
 from .readers.mllog import MLLogRun, read_mllog
 from .readers.nsys import NsysTrace, read_nsys
 from .readers.serving import ServingResults, read_serving
+from .readers import telemetry as _readers_telemetry
 
-__all__ = ["FORMATS", "TABLES", "MultipleRunsError", "Run", "RunWarning", "detect", "read", "read_runs",
+__all__ = ["FORMATS", "TABLES", "MultipleRunsError", "Run", "RunWarning", "attach_samples", "detect", "read", "read_runs",
            "run_figures", "spans_of"]
 
 #: The formats :func:`read` knows; ``pau`` is pau's own run layout (a folder).
@@ -509,6 +511,114 @@ def read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_inv
               **options: Any) -> list[Run]:
     """Every run at ``path`` (several for a folder of MLPerf result logs, else one).
     Parameters as for :func:`read`."""
+    samples, devices = options.pop("samples", None), options.pop("devices", None)
+    runs = _read_runs(path, format=format, on_invalid=on_invalid, **options)
+    if samples is None and devices is None:
+        for run in runs:   # an Nsight export captured with GPU metrics brings its own samples
+            if run.metadata.get("format") == "nsys" and run.samples is None:
+                _nsys_gpu_metrics(run, on_invalid)
+        return runs
+    if samples is None:
+        raise OptionError("read: devices= maps telemetry devices to ranks; give the telemetry too (samples=)")
+    if len(runs) != 1:
+        raise OptionError(f"read: samples= applies to one run, and {os.fspath(path)!r} holds {len(runs)}. Fix: "
+                          "read one run")
+    attach_samples(runs[0], samples, devices=devices, on_invalid=on_invalid)
+    return runs
+
+
+# ---------------------------------------------------------------------------
+# telemetry: samples matched to the run's ranks (docs/telemetry.md)
+
+
+def _rank_devices(run: Run) -> list[dict[str, Any]]:
+    """The run's ranks and what names their accelerators: the reader's ``device`` (GPU
+    index), and for an Nsight export the UUID and bus id its TARGET_INFO_GPU gives."""
+    ranks = [dict(r) for r in run.metadata.get("ranks") or [] if isinstance(r, dict)]
+    if run.metadata.get("format") == "nsys":
+        gpus: dict[str, dict[int, dict[str, Any]]] = {}
+        for r in ranks:
+            src = r.get("source_file")
+            if src and os.path.isfile(src) and src not in gpus:
+                gpus[src] = {g["id"]: g for g in _readers_telemetry.nsys_gpus(src)}
+            g = gpus.get(src or "", {}).get(r.get("device"))  # type: ignore[arg-type]
+            if g:
+                r.setdefault("uuid", g["uuid"])
+                r.setdefault("bus_id", g["bus_id"])
+    return ranks
+
+
+def attach_samples(run: Run, samples: Any, *, devices: Any = None, on_invalid: str = "raise") -> Run:
+    """Put telemetry on ``run`` (in place; also returned): ``samples`` is a telemetry
+    file or a list of them (format detected, :func:`pau.readers.telemetry.read_telemetry`),
+    a :class:`~pau.readers.telemetry.Telemetry` already read (for reader options), or a
+    samples table whose ``rank`` already names the run's ranks. Devices are matched to
+    ranks by :func:`pau.telemetry.match_devices` (``devices``: an explicit mapping or
+    ``"index"``); the match is in ``metadata["telemetry"]``."""
+    check_on_invalid(on_invalid)
+    if run.samples is not None:
+        raise OptionError("samples: the run holds samples already. Fix: read it without samples=, or drop "
+                          "run.samples first")
+    if isinstance(samples, (str, os.PathLike)) or (isinstance(samples, (list, tuple)) and samples
+                                                  and all(isinstance(x, (str, os.PathLike)) for x in samples)):
+        tel = _readers_telemetry.read_telemetry(samples, on_invalid=on_invalid)
+    elif isinstance(samples, _readers_telemetry.Telemetry):
+        tel = samples
+    else:
+        if devices is not None:
+            raise OptionError("devices: a samples table names ranks already; devices= maps a telemetry file's devices")
+        clean, q = _readers_telemetry.check_samples(samples, on_invalid=on_invalid)
+        run.samples = clean
+        _add_quarantine(run, q)
+        return run
+    att = _telemetry.attach_samples(tel, _rank_devices(run), devices=devices)
+    out = att.samples
+    if run.metadata.get("alignment") and out.num_rows:   # the traces' clocks moved: the samples' with them
+        al = run.metadata["alignment"]
+        shift = _align.Alignment(pa.Table.from_pylist(al["ranks"]), al.get("reference_rank"), al.get("names_left_out", 0))
+        moved = _align.apply(out.rename_columns(["rank", "start_ns", "metric", "value"]), shift)
+        assert moved is not None
+        out = moved.rename_columns(out.column_names).cast(out.schema)
+    run.samples = out
+    run.warnings.extend(_reader_warnings(tel.format, tel.warnings) + att.warnings)
+    run.metadata.setdefault("assumed", []).extend(att.assumed)
+    run.metadata["telemetry"] = {"format": tel.format, "sources": tel.sources, "matched_by": att.matched_by,
+                                 "devices": att.devices}
+    _add_quarantine(run, tel.quarantine if tel.quarantine.num_rows else None)
+    if out.num_rows and run.spans is not None and run.spans.num_rows:
+        lo, hi = pc.min(run.spans["start_ns"]).as_py(), pc.max(run.spans["end_ns"]).as_py()
+        t = out["time_ns"]
+        if pc.max(t).as_py() < lo or pc.min(t).as_py() > hi:
+            run.warnings.append(RunWarning("telemetry.no_overlap", f"the samples ({pc.min(t).as_py()} .. "
+                                           f"{pc.max(t).as_py()} ns) lie wholly outside the run's spans ({lo} .. {hi} "
+                                           "ns): other clocks, or another time zone (timezone= of the reader)?"))
+    return run
+
+
+def _add_quarantine(run: Run, q: pa.Table | None) -> None:
+    if q is None or q.num_rows == 0:
+        return
+    run.quarantine = q if run.quarantine is None else pa.concat_tables([run.quarantine, q],
+                                                                       promote_options="default")
+
+
+def _nsys_gpu_metrics(run: Run, on_invalid: str) -> None:
+    """The GPU_METRICS of the run's Nsight exports, when they have some, as its samples;
+    a match that cannot be made is a warning (the trace reads without them)."""
+    files = [s for s in run.metadata.get("sources", []) if os.path.isfile(s)
+             and _readers_telemetry.has_gpu_metrics(s)]
+    if not files:
+        return
+    tel = _readers_telemetry.read_nsys_gpu_metrics(files, on_invalid=on_invalid)
+    try:
+        attach_samples(run, tel, on_invalid=on_invalid)
+    except OptionError as exc:
+        run.warnings.append(RunWarning("nsys.gpu_metrics_unmatched", f"GPU_METRICS of {', '.join(files)} not "
+                                       f"attached: {exc}"))
+
+
+def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_invalid: str = "raise",
+               **options: Any) -> list[Run]:
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"nothing at {p!r}")
@@ -566,6 +676,13 @@ def read(path: str | os.PathLike[str], *, format: str | None = None, on_invalid:
         offsets are in ``metadata["alignment"]``),
         ``system`` (MLPerf), ``progress`` (Parquet and pau runs: a bar or callback
         while the events are read, as in :func:`pau.core.classify_dataset`). An option that does not apply to the format is an error.
+        ``samples`` (every format): hardware telemetry for the run, a file or a list
+        of files (nvidia-smi CSV, dcgm-exporter scrape, Prometheus JSON, dcgmi dmon,
+        amd-smi CSV, Nsight GPU_METRICS), a :class:`pau.readers.telemetry.Telemetry`
+        or a samples table (see :func:`attach_samples`); ``devices``: how its devices
+        map to ranks (a dict, or ``"index"``; by default by UUID, bus id, then GPU
+        index, ``docs/telemetry.md``). An Nsight export with a GPU_METRICS table
+        brings its samples without ``samples=``.
 
     Raises
     ------
