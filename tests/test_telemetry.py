@@ -8,6 +8,7 @@ nanoGPT log is its first 640 rows (``tests/data/telemetry/README.md``).
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import sys
@@ -21,6 +22,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import pau
+from pau import cli
 from pau import telemetry as T
 from pau._vocab import KINDS
 from pau.economics import cost
@@ -714,3 +716,24 @@ def test_aligned_runs_move_their_samples(tmp_path):
     t0 = _utc(2025, 1, 1, 0, 0, 0)
     got = {(r["rank"], r["metric"]): r["time_ns"] for r in run.samples.to_pylist()}
     assert got == {(0, "gpu_util"): t0, (0, "power_w"): t0, (1, "gpu_util"): t0 - 500, (1, "power_w"): t0 - 500}
+
+
+def test_report_shows_the_telemetry_figures_of_the_summary(tmp_path, capsys):
+    path = shared("telemetry", "amd_smi", "inferencex_mi355x_amd_smi_metric_watch_head3s.csv")
+    tel = R.read_telemetry(path)
+    folder = _run_over(tel, 8).write(tmp_path / "run")
+    api = pau.read(folder, samples=str(path)).summary()["telemetry"]
+    assert api and {r["metric"] for r in api} >= {"power_w", "gpu_util"}
+    assert cli.main(["report", folder, "--samples", str(path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["telemetry"] == api
+    assert cli.main(["report", folder, "--samples", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "hardware telemetry by state and activity" in text
+    # energy of the whole job: the per-rank energies of test_amd_log_joined_to_a_ledger, summed
+    power = [r for r in api if r["metric"] == "power_w"]
+    assert sum(r["energy_j"] for r in power) == pytest.approx(sum(
+        r["energy_j"] for r in T.cell_metrics(pau.read(folder, samples=str(path)).ledger(),
+                                              pau.read(folder, samples=str(path)).samples, by=("rank",)).to_pylist()
+        if r["metric"] == "power_w"), rel=1e-12)
+    assert cli.main(["report", folder, "--devices", "index"]) == 2
+    assert "give --samples too" in capsys.readouterr().err

@@ -200,6 +200,21 @@ def render_steps(steps: dict | None) -> str:
     return "\n".join(lines)
 
 
+def render_telemetry(rows: list | None) -> str:
+    """Hardware telemetry per state and activity: each metric's time-weighted mean over
+    the time its samples cover, and energy for power."""
+    if not rows:
+        return ""
+    lines = ["", "hardware telemetry by state and activity (time-weighted means over the covered time)", "",
+             f"{'state':<18} {'activity':<14} {'metric':<22} {'time':>12} {'covered':>8} {'mean':>12} {'energy':>12}"]
+    for r in rows:
+        mean = "-" if r["mean"] is None else f"{r['mean']:,.4g}"
+        energy = "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"
+        lines.append(f"{r['state']:<18} {r['activity']:<14} {r['metric']:<22} {duration(r['duration_ns']):>12} "
+                     f"{pct(r['covered_ns'], r['duration_ns']):>8} {mean:>12} {energy:>12}")
+    return "\n".join(lines)
+
+
 def _render_meta(run: Run) -> str:
     m = run.metadata
     if m.get("format") != "mllog":
@@ -235,6 +250,9 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     if outside and outside["events"]:
         parts.append(f"\n{outside['events']:,} events ({duration(outside['ns'])}) lie outside the accountable "
                      f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
+    tel = render_telemetry(figures.get("telemetry"))
+    if tel:
+        parts.append(tel)
     if figures["requests"] is not None:
         parts.append(render_requests(figures["requests"], figures.get("slo_ns", {})))
     if "cost" in figures and price is not None:
@@ -341,7 +359,30 @@ def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
         options["progress"] = _progress(getattr(args, "progress", None))
     if getattr(args, "align", None):
         options["align"] = args.align
+    if getattr(args, "samples", None):
+        options["samples"] = args.samples if len(args.samples) > 1 else args.samples[0]
+        if args.devices:
+            options["devices"] = parse_devices(args.devices)
+    elif getattr(args, "devices", None):
+        raise UsageError("--devices maps the devices of --samples to ranks; give --samples too")
     return read_runs(path, format=fmt, on_invalid=getattr(args, "on_invalid", "raise"), **options)
+
+
+def parse_devices(text: str) -> str | dict[str, int]:
+    """``--devices index`` or ``--devices DEVICE=RANK,...`` (a device named by its
+    index, UUID or bus id, as the telemetry names it; docs/telemetry.md)."""
+    if text.strip() == "index":
+        return "index"
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        dev, eq, rank = item.strip().rpartition("=")
+        if not eq or not dev or not rank.strip().lstrip("-").isdigit():
+            raise UsageError(f"--devices {text!r}: expected 'index' or DEVICE=RANK,... (e.g. 0=0,1=1 or "
+                             "GPU-5c7f...=3)")
+        if dev in out:
+            raise UsageError(f"--devices: device {dev!r} given twice")
+        out[dev] = int(rank)
+    return out
 
 
 def _builtin(args: argparse.Namespace) -> tuple[Run, str]:
@@ -639,6 +680,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="traces from several hosts: put every rank's clock on the lowest rank's, from the "
                        "collectives they share (the offsets go to the run's metadata)")
 
+    def telemetry_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--samples", action="append", metavar="FILE",
+                       help="hardware telemetry of the run (nvidia-smi CSV, dcgm-exporter scrape, Prometheus JSON, "
+                       "dcgmi dmon, amd-smi CSV); repeatable. Adds each metric's mean per state and activity")
+        p.add_argument("--devices", metavar="MAP", help="how the telemetry's devices map to ranks: 'index', or "
+                       "DEVICE=RANK,... (default: by UUID, bus id, then GPU index)")
+
     def output_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--format", choices=("text", "json", "csv", "html"), default="text",
                        help="what to print: text (default), json (every figure), csv (a table of figures), "
@@ -656,6 +704,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--as-of", type=int, dest="as_of", help="the ledger as of this instant (int ns)")
     rep.add_argument("--price", type=float, help="price per accelerator-hour: adds cost per useful output")
     rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy (with --price)")
+    telemetry_options(rep)
     rep.add_argument("--slo", action="append", metavar="NAME=SECONDS",
                      help="a serving SLO: ttft, tpot or e2e, in seconds (e.g. ttft=0.5); repeatable. A request "
                      "is accepted when it completed and meets every SLO given")
@@ -683,6 +732,7 @@ def _parser() -> argparse.ArgumentParser:
                       "Chrome trace JSON that Perfetto UI and chrome://tracing open")
     conv.add_argument("--overwrite", action="store_true", help="replace OUT when it exists")
     align_option(conv)
+    telemetry_options(conv)
     conv.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid")
 
     cmpp = sub.add_parser("compare", help="two runs side by side on the same useful-output denominators",

@@ -218,6 +218,17 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     if top:
         body += ["<h2>Top device work</h2>", '<p class="note">by total time; share of all device event time</p>',
                  _plot(lambda: plots.top_kernels(top), "top_kernels"), _top_table(top)]
+    tel = figures.get("telemetry")
+    if tel:
+        body += ["<h2>Hardware telemetry</h2>",
+                 '<p class="note">each metric\'s time-weighted mean over the time its samples cover, per state '
+                 "and activity; energy for power</p>",
+                 html_table(["state", "activity", "metric", "time", "covered", "mean", "energy"],
+                            [[r["state"], r["activity"], r["metric"], duration(r["duration_ns"]),
+                              pct(r["covered_ns"], r["duration_ns"]).strip(),
+                              "-" if r["mean"] is None else f"{r['mean']:,.4g}",
+                              "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"] for r in tel],
+                            right=(3, 4, 5, 6))]
     req = figures.get("requests")
     if req is not None:
         body += ["<h2>Requests</h2>", _requests(req, figures.get("slo_ns") or {})]

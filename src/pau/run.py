@@ -241,6 +241,8 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     None without a ledger), ``top_kernels`` (:func:`pau.analysis.top_kernels`: the device work that took the
     most time; None without events), ``steps`` (:func:`pau.analysis.step_figures`:
     step times per rank and the stragglers; None without per-rank steps),
+    ``telemetry`` (:func:`pau.telemetry.summary`: each metric's time-weighted mean, and
+    energy, per state and activity; None without samples),
     ``events_outside_accountable`` (events that fall
     outside their rank's accountable
     time, counted, never dropped silently: ``events``, ``ns``, ``ranks``; None when
@@ -259,6 +261,9 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "per_rank": None if led is None else led.rank_activity(),
         "top_kernels": None if run.events is None else top_kernels(run.events),
         "steps": None if run.lifecycle is None else step_figures(run.lifecycle),
+        "telemetry": (None if run.samples is None or led is None else
+                      _telemetry.summary(led, run.samples, events=run.events,
+                                         span=run.spans if run.lifecycle is None else None)),
         "requests": req,
         "slo_ns": dict(slo or {}),
         "events_outside_accountable": outside_accountable(run.events, led),

@@ -53,7 +53,7 @@ from .readers.telemetry import (METRICS, QUARANTINE_SCHEMA, SAMPLES_SCHEMA, Tele
                                 check_samples, normal_bus_id, normal_uuid)
 
 __all__ = ["DEFAULT_MAX_GAP_NS", "Attached", "attach_samples", "cell_intervals", "cell_metrics", "integrate",
-           "match_devices"]
+           "match_devices", "summary"]
 
 #: The default bound on a gap between two samples that is interpolated (60 s): a
 #: longer gap is ``unknown``. It holds nvidia-smi ``-l 1`` logs, dcgm-exporter's
@@ -478,6 +478,16 @@ def cell_metrics(ledger: Ledger, samples: Any, *, events: Any = None, span: Any 
     if on_invalid == "quarantine":
         return Quarantined(out, quarantine if quarantine is not None else QUARANTINE_SCHEMA.empty_table())
     return out
+
+
+def summary(ledger: Ledger, samples: Any, *, events: Any = None, span: Any = None) -> list[dict[str, Any]]:
+    """The telemetry figures of a run's summary: :func:`cell_metrics` of the whole job
+    by (state, activity), one dict per group and metric (``state, activity, metric,
+    duration_ns, covered_ns, unknown_ns, mean, energy_j``), groups with no covered ns
+    left out. ``pau report`` prints these."""
+    t = cell_metrics(ledger, samples, events=events, span=span, by=("state", "activity"))
+    assert isinstance(t, pa.Table)
+    return [r for r in t.to_pylist() if r["covered_ns"]]
 
 
 # ---------------------------------------------------------------------------
