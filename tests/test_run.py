@@ -96,6 +96,11 @@ def test_every_sample_is_one_run_with_one_set_of_figures(rel, tmp_path, capsys):
         json.dumps(figures, allow_nan=False)  # every figure is JSON-able, no NaN
         if run.events is not None or run.lifecycle is not None:
             assert figures["ledger"] == run.ledger().summary()  # one function
+        if figures["idle_by_cause"] is not None:  # idle by cause sums to each rank's idle exactly
+            idle = {r["rank"]: r["activity_ns"].get("idle", 0) for r in figures["per_rank"]}
+            assert {r["rank"]: sum(r["ns"].values()) for r in figures["idle_by_cause"]["per_rank"]} == \
+                {r: v for r, v in idle.items() if v}
+            assert sum(figures["idle_by_cause"]["ns"].values()) == figures["ledger"]["activity_ns"].get("idle", 0)
         # the archive: an equal run, table by table, and the same figures to the ns
         out = run.write(tmp_path / f"run{k}")
         back = pau.read(out)
@@ -157,7 +162,7 @@ def test_the_archive_opens_with_plain_tools(tmp_path):
     run = pau.read(_trace("param-dlrm-8ranks"))
     out = pathlib.Path(run.write(tmp_path / "run"))
     doc = json.loads((out / "pau-run.json").read_text())
-    assert set(doc["tables"]) == {"events", "lifecycle", "spans"}
+    assert set(doc["tables"]) == {"events", "lifecycle", "spans", "host"}  # host: the sync calls (idle by cause)
     assert pq.read_table(out / "lifecycle.parquet").num_rows == run.lifecycle.num_rows
     for events in (pq.read_table(out / "events"),
                    ds.dataset(out / "events", format="parquet", partitioning="hive").to_table()):

@@ -28,9 +28,10 @@
 // the device categories given to the parser, plus the host events other
 // analyses need: those with an args.correlation (kernel launches: they tell
 // which profiler step a kernel belongs to), those with an args.stream,
-// ProfilerStep annotations, and the "Trace" event ("PyTorch Profiler (0)"),
-// whose extent is the profiler's capture window. Everything else is only
-// counted, per category.
+// ProfilerStep annotations, the "Trace" event ("PyTorch Profiler (0)"),
+// whose extent is the profiler's capture window, and host spans whose name
+// holds "DataLoader" or "dataloader" (the host waiting for data: the idle split
+// of docs/idle.md). Everything else is only counted, per category.
 //
 // Malformed input never aborts: the parser stops and reports what it expected,
 // at which byte offset (in the decompressed stream) and line. Kept events that
@@ -721,7 +722,10 @@ class Parser {
         if (static_cast<size_t>(cat) >= meta_.cat_counts.size()) meta_.cat_counts.resize(strings_.size(), 0);
         ++meta_.cat_counts[static_cast<size_t>(cat)];
         const bool device = static_cast<size_t>(cat) < device_cat_flag_.size() && device_cat_flag_[static_cast<size_t>(cat)];
-        const bool keep = device || e.has_corr || e.has_stream || contains(e.name, "ProfilerStep") || e.cat == "Trace";
+        // DataLoader spans (enumerate(DataLoader)#...__next__, torch/utils/data/dataloader.py
+        // frames) are kept for the idle split: the host was waiting for data.
+        const bool keep = device || e.has_corr || e.has_stream || contains(e.name, "ProfilerStep") || e.cat == "Trace" ||
+                          contains(e.name, "DataLoader") || contains(e.name, "dataloader");
         if (!keep) return;
         const int32_t name = strings_.intern(e.name);
         Invalid bad{};

@@ -25,15 +25,21 @@ marked so (the device's traces were not available to check them).
 
 This module holds data and one validation function only; the readers compile the
 tables (``pau.readers.kineto.Rules``).
+
+It also holds the host-side names the idle split reads (``docs/idle.md``):
+:data:`SYNC_CALLS`, the runtime and driver calls in which the host blocks until the
+device (a stream, an event) has finished, and :data:`DATA_WAIT_SPANS`, the host spans
+in which it waits for the next batch of data.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from ._vocab import KINDS
 
-__all__ = ["DEVICE_TABLES", "DEVICES", "check_table"]
+__all__ = ["DATA_WAIT_SPANS", "DEVICE_TABLES", "DEVICES", "SYNC_CALLS", "check_table", "sync_call"]
 
 #: The device types pau has a table for, in the order their rules are tried.
 DEVICES = ("cuda", "rocm", "xpu", "hpu", "mtia", "xla")
@@ -138,3 +144,53 @@ def check_table(device: str, table: Any) -> dict[str, Any]:
     if isinstance(comm, str):
         raise ValueError(f"rules[{device!r}].communication: expected a list of patterns, got a string")
     return {"categories": cats, "names": names, "communication": [str(p) for p in comm]}
+
+
+#: Host calls that block until the device has drained (a stream, an event or the whole
+#: device), per device type: the host waits in them, so device idle time under one is
+#: ``sync_wait`` (docs/idle.md). Names as the runtime exports them; Nsight appends the
+#: API version (``cudaStreamSynchronize_v3020``) and the per-thread default stream
+#: variants end in ``_ptsz``/``_ptds``: :func:`sync_call` strips both. Calls that only
+#: order the device (``cudaStreamWaitEvent``) or poll (``cudaStreamQuery``) do not
+#: block the host and are not listed.
+SYNC_CALLS: Mapping[str, tuple[str, ...]] = {
+    # CUDA runtime and driver. Samples: hta-critical_path (cudaStreamSynchronize,
+    # cudaEventSynchronize, cudaDeviceSynchronize), param-dlrm-8ranks, icon_isc25 (Nsight).
+    "cuda": ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+             "cudaThreadSynchronize", "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"),
+    # HIP. Sample: hta-amd_trace (hipDeviceSynchronize).
+    "rocm": ("hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipCtxSynchronize"),
+    # Level Zero / Unified Runtime (SYCL) as XPUPTI names them. No sample.
+    "xpu": ("zeCommandQueueSynchronize", "zeEventHostSynchronize", "zeFenceHostSynchronize",
+            "urQueueFinish", "urEventWait"),
+    # Gaudi: no sample, names unknown.
+    "hpu": (),
+    # MTIA runtime. Sample: hta-mtia_inference_trace (mtia_runtime synchronize,
+    # synchronizeStream).
+    "mtia": ("synchronize", "synchronizeStream"),
+    "xla": (),
+}
+
+_SYNC_NAMES = frozenset(n for names in SYNC_CALLS.values() for n in names)
+_API_SUFFIX = re.compile(r"(?:_v\d+)?(?:_pt(?:sz|ds))?(?:_v\d+)?$")
+
+
+def sync_call(name: str, calls: Any = None) -> bool:
+    """Whether a host call named ``name`` is a synchronize call of :data:`SYNC_CALLS`
+    (or of ``calls``, a set of names), once Nsight's API version suffix (``_v3020``)
+    and the per-thread stream suffix (``_ptsz``, ``_ptds``) are stripped."""
+    names = _SYNC_NAMES if calls is None else calls
+    return name in names or _API_SUFFIX.sub("", name) in names
+
+
+#: Host spans in which the training loop waits for the next batch (``re.search``): the
+#: PyTorch DataLoader's ``__next__`` as ``torch.profiler`` annotates it
+#: (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``, the
+#: ``_MultiProcessingDataLoaderIter`` too: samples param-dlrm-8ranks, pytorch-kineto,
+#: hta-rank_non_gpu) and its Python frame with ``with_stack``
+#: (``torch/utils/data/dataloader.py(631): __next__``). Nsight's NVTX ranges are matched
+#: with the same patterns (``torch.autograd.profiler.emit_nvtx`` writes these names).
+DATA_WAIT_SPANS: tuple[str, ...] = (
+    r"^enumerate\(DataLoader\)#",
+    r"dataloader\.py\(\d+\): __next__$",
+)

@@ -27,8 +27,13 @@ def unit(ns: int | float) -> tuple[str, int]:
 
 
 def in_unit(ns: int | float, u: tuple[str, int]) -> str:
-    """``ns`` written in the unit ``u`` (from :func:`unit`)."""
+    """``ns`` written in the unit ``u`` (from :func:`unit`); a non-zero duration that
+    would print as 0.000 in it is written in the unit that fits it instead (a 1.5 µs
+    memset in a table of seconds shows as 1.500 µs, not 0.000 s)."""
     name, size = u
+    if ns and size > 1 and abs(ns) * 2000 < size:
+        u = unit(ns)
+        name, size = u
     if size == 1:
         return f"{ns:,} ns" if isinstance(ns, int) else f"{ns:,.0f} ns"
     return f"{ns / size:,.3f} {name}"

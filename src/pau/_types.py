@@ -140,6 +140,7 @@ class RunSummary(TypedDict):
     per_rank: Optional[List[RankActivity]]
     top_kernels: Optional[List[TopKernel]]
     steps: Optional[Dict[str, Any]]
+    idle_by_cause: Optional[Dict[str, Any]]
     telemetry: Optional[List[Dict[str, Any]]]
     requests: Optional[Dict[str, Any]]
     slo_ns: Dict[str, int]

@@ -103,7 +103,7 @@ def offsets(events: pa.Table) -> Alignment:
     return Alignment(table, ref if ranks else None, len(names) - len(paired))
 
 
-_TIME_COLUMNS = ("start_ns", "end_ns", "block_end_ns", "durable_ns")
+_TIME_COLUMNS = ("start_ns", "end_ns", "block_end_ns", "durable_ns", "launch_ns")
 
 
 def apply(table: pa.Table | None, alignment: Alignment) -> pa.Table | None:

@@ -200,6 +200,29 @@ def render_steps(steps: dict | None) -> str:
     return "\n".join(lines)
 
 
+def render_idle(idle: dict | None) -> str:
+    """Idle split by cause per rank (docs/idle.md); nothing when no idle has a cause
+    (then every idle ns is idle.other, which the activity table shows as idle)."""
+    if not idle or not any(v for k, v in idle["ns"].items() if k != "idle.other"):
+        return ""
+    causes = list(idle["ns"])
+    rows = [[str(r["rank"])] + [r["ns"].get(c, 0) for c in causes] for r in idle["per_rank"]]
+    u = unit(max((sum(x[1:]) for x in rows), default=0))
+    head = ["rank"] + causes + ["idle"]
+    cells = [[x[0]] + [f"{in_unit(v, u)} {pct(v, sum(x[1:])).strip()}" for v in x[1:]] + [in_unit(sum(x[1:]), u)]
+             for x in rows]
+    total = [idle["ns"][c] for c in causes]
+    cells.append(["total"] + [f"{in_unit(v, u)} {pct(v, sum(total)).strip()}" for v in total] + [in_unit(sum(total), u)])
+    widths = [max(len(c[i]) for c in cells + [head]) for i in range(len(head))]
+
+    def fmt(c: list[str]) -> str:
+        return "  ".join(v.rjust(w) for v, w in zip(c, widths))
+
+    return "\n".join(["", "idle by cause (host_wait: the stream drained before the next launch; data_wait: a "
+                       "data loader ran; sync_wait: the host was in a synchronize call)", "", fmt(head),
+                       fmt(["-" * w for w in widths])] + [fmt(c) for c in cells])
+
+
 def render_telemetry(rows: list | None) -> str:
     """Hardware telemetry per state and activity: each metric's time-weighted mean over
     the time its samples cover, and energy for power."""
@@ -236,6 +259,9 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     meta = _render_meta(run)
     if meta:
         parts.append(meta)
+    idle = render_idle(figures.get("idle_by_cause"))
+    if idle:
+        parts.append(idle)
     top = render_top_kernels(figures.get("top_kernels") or [])
     if top:
         parts.append(top)

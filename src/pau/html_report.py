@@ -204,6 +204,18 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
         if run.events is not None:
             body.append(_plot(lambda: plots.activity_bars(figures), "activity"))
         body.append(_activity_table(per_rank))
+    idle = figures.get("idle_by_cause")
+    if idle and any(v for k, v in idle["ns"].items() if k != "idle.other"):
+        causes = list(idle["ns"])
+        u = unit(max((sum(r["ns"].values()) for r in idle["per_rank"]), default=0))
+        rows = [[r["rank"]] + [f"{in_unit(r['ns'].get(c, 0), u)} {pct(r['ns'].get(c, 0), sum(r['ns'].values())).strip()}"
+                               for c in causes] + [in_unit(sum(r["ns"].values()), u)] for r in idle["per_rank"]]
+        body += ["<h2>Idle by cause</h2>",
+                 '<p class="note">host_wait: the stream drained before the next kernel\'s launch call began; '
+                 "data_wait: a data loader ran; sync_wait: the host was in a synchronize call; "
+                 "the causes take precedence in that order from data_wait (docs/idle.md)</p>",
+                 _plot(lambda: plots.idle_bars(idle), "idle"),
+                 html_table(["rank"] + causes + ["idle"], rows, right=range(1, len(causes) + 2))]
     if s is not None and s["goodput"] is not None:
         body += ["<h2>Goodput</h2>", _plot(lambda: plots.goodput_waterfall(s), "waterfall"), _goodput_tables(s)]
         if ledger is not None and ledger.intervals is not None:

@@ -32,7 +32,7 @@ from .errors import PauError
 if TYPE_CHECKING:  # pragma: no cover - types only
     from matplotlib.figure import Figure
 
-__all__ = ["ACTIVITY_COLORS", "STATE_COLORS", "MAX_RANKS", "activity_bars", "state_timeline",
+__all__ = ["ACTIVITY_COLORS", "STATE_COLORS", "IDLE_COLORS", "MAX_RANKS", "activity_bars", "idle_bars", "state_timeline",
            "goodput_waterfall", "step_distribution", "top_kernels", "cause_differences",
            "kernel_changes", "svg"]
 
@@ -128,6 +128,39 @@ def activity_bars(summary: Mapping[str, Any]) -> Figure:
         ax.set_xlabel("share of the rank's accountable time (%)")
         ax.set_ylabel("rank")
         ax.set_title("device activity per rank" + _of(len(ranks), len(rows)), loc="left")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+        fig.tight_layout()
+    return fig
+
+
+#: One colour per cause of idle time.
+IDLE_COLORS = {"data_wait": "#BCBD22", "sync_wait": "#E45756", "host_wait": "#FF9DA6", "idle.other": "#D9D9D9"}
+
+
+def idle_bars(idle: Mapping[str, Any]) -> Figure:
+    """Per-rank stacked bars of idle time by cause, in accelerator time.
+    ``idle``: ``summary["idle_by_cause"]``."""
+    rows = idle["per_rank"]
+    if not rows:
+        raise PauError("idle_bars: no idle time")
+    shown = set(_ranks_shown([r["rank"] for r in rows]))
+    rows = [r for r in rows if r["rank"] in shown]
+    causes = list(idle["ns"])
+    u_name, u_size = unit(max(sum(r["ns"].values()) for r in rows))
+    with _style() as figure:
+        fig = figure(figsize=(8.0, 0.9 + 0.22 * len(rows)))
+        ax = fig.add_subplot()
+        y = np.arange(len(rows))
+        left = np.zeros(len(rows))
+        for c in causes:
+            v = np.array([r["ns"].get(c, 0) / u_size for r in rows])
+            ax.barh(y, v, left=left, color=IDLE_COLORS.get(c, "#BAB0AC"), label=c, height=0.8)
+            left += v
+        ax.set_yticks(y, [str(r["rank"]) for r in rows])
+        ax.invert_yaxis()
+        ax.set_xlabel(f"idle accelerator time ({u_name})")
+        ax.set_ylabel("rank")
+        ax.set_title("idle by cause per rank" + _of(len(idle["per_rank"]), len(rows)), loc="left")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
         fig.tight_layout()
     return fig

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from . import _engine
 from . import align as _align
+from . import idle as _idle
 from . import io as _io
 from . import telemetry as _telemetry
 from ._format import html_table
@@ -56,7 +57,7 @@ __all__ = ["FORMATS", "TABLES", "MultipleRunsError", "Run", "RunWarning", "attac
 #: The formats :func:`read` knows; ``pau`` is pau's own run layout (a folder).
 FORMATS = ("pau", "parquet", "kineto", "nsys", "mllog", "serving")
 #: The tables of a run, in the order they are written.
-TABLES = ("events", "lifecycle", "spans", "requests", "samples", "quarantine")
+TABLES = ("events", "lifecycle", "spans", "requests", "samples", "host", "quarantine")
 #: The file naming a folder as a pau run, and its version.
 RUN_FILE = "pau-run.json"
 RUN_LAYOUT_VERSION = 1
@@ -89,6 +90,10 @@ class Run:
         Serving requests (DESIGN §3).
     samples : pyarrow.Table or None
         Hardware telemetry ``rank, time_ns, metric, value``.
+    host : pyarrow.Table or None
+        ``rank, start_ns, end_ns, cause``: host intervals that explain device idle
+        (``sync_wait``: a synchronize call; ``data_wait``: a data-loader span), from the
+        trace readers (``docs/idle.md``).
     metadata : dict
         JSON-able facts: ``format``, ``sources``, per-rank devices (``ranks``), ``assumed``
         (what the reader assumed), and what the format records (benchmark, status...).
@@ -105,6 +110,7 @@ class Run:
     spans: pa.Table | None = None
     requests: pa.Table | None = None
     samples: pa.Table | None = None
+    host: pa.Table | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     warnings: list[RunWarning] = field(default_factory=list)
     quarantine: pa.Table | None = None
@@ -241,7 +247,9 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     None without a ledger), ``top_kernels`` (:func:`pau.analysis.top_kernels`: the device work that took the
     most time; None without events), ``steps`` (:func:`pau.analysis.step_figures`:
     step times per rank and the stragglers; None without per-rank steps),
-    ``telemetry`` (:func:`pau.telemetry.summary`: each metric's time-weighted mean, and
+    ``idle_by_cause`` (:func:`pau.idle.idle_by_cause`: idle split into host_wait,
+    data_wait, sync_wait and idle.other, ``ns`` for the job and ``per_rank``; None
+    without events), ``telemetry`` (:func:`pau.telemetry.summary`: each metric's time-weighted mean, and
     energy, per state and activity; None without samples),
     ``events_outside_accountable`` (events that fall
     outside their rank's accountable
@@ -261,6 +269,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "per_rank": None if led is None else led.rank_activity(),
         "top_kernels": None if run.events is None else top_kernels(run.events),
         "steps": None if run.lifecycle is None else step_figures(run.lifecycle),
+        "idle_by_cause": _idle_figures(run, led),
         "telemetry": (None if run.samples is None or led is None else
                       _telemetry.summary(led, run.samples, events=run.events,
                                          span=run.spans if run.lifecycle is None else None)),
@@ -270,6 +279,21 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "warnings": len(run.warnings),
         "quarantined": 0 if run.quarantine is None else run.quarantine.num_rows,
     }
+
+
+def _idle_figures(run: Run, led: Ledger | None) -> dict[str, Any] | None:
+    """Idle by cause over the ledger's time: within the lifecycle's state intervals, or
+    over the spans of an events-only ledger; None without events."""
+    if led is None or run.events is None:
+        return None
+    if led.intervals is not None:
+        res = _idle.idle_by_cause(run.events, run.host, lifecycle=run.lifecycle, ledger=led)
+    else:
+        res = _idle.idle_by_cause(run.events, run.host, span=run.spans)
+    per: dict[int, dict[str, int]] = {}
+    for r in res.table.to_pylist():
+        per.setdefault(int(r["rank"]), {})[r["cause"]] = int(r["duration_ns"])
+    return {"ns": dict(res.summary), "per_rank": [{"rank": k, "ns": v} for k, v in sorted(per.items())]}
 
 
 def outside_accountable(events: pa.Table | None, led: Ledger | None) -> OutsideAccountable | None:
@@ -361,10 +385,11 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str 
     spans = trace.spans()  # Kineto: the profiled window; Nsight: the capture window
     steps = trace.lifecycle
     events = trace.events
+    host = trace.host if trace.host.num_rows else None
     alignment = None
     if align is not None:  # every rank's times onto the lowest rank's clock, before spans make a lifecycle
         alignment = _align.offsets(events)
-        events, spans, steps = (_align.apply(t, alignment) for t in (events, spans, steps))
+        events, spans, steps, host = (_align.apply(t, alignment) for t in (events, spans, steps, host))
     has_steps = steps is not None and steps.num_rows > 0 and bool(pc.any(pc.equal(steps["record"], "step")).as_py())
     lifecycle = _trace_lifecycle(steps, spans) if has_steps else None
     meta: dict[str, Any] = {
@@ -394,7 +419,7 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str 
     else:  # Nsight: the table and the row
         where = pc.binary_join_element_wise(qt["table"], " rowid ", pc.cast(qt["rowid"], pa.string()), "")
     q = _quarantine(qt, where if qt.num_rows else None)
-    return Run(events=events, lifecycle=lifecycle, spans=spans, metadata=meta, warnings=warnings,
+    return Run(events=events, lifecycle=lifecycle, spans=spans, host=host, metadata=meta, warnings=warnings,
                quarantine=q)
 
 

@@ -31,6 +31,15 @@ What becomes what
 * **Spans**: step annotations are clipped to the profiler's capture window (the
   ``Trace`` event), device events never are; a rank whose device events cover less
   than :data:`COVERAGE_WARN` of its span gets a warning (``docs/kineto.md``, Spans).
+* **Launches and host waits** (for the idle split, ``docs/idle.md``): each device
+  event's ``launch_ns`` is the start of the earliest host event with its
+  ``correlation`` id (the runtime's launch call), null without one. The
+  :attr:`KinetoTrace.host` table holds the host intervals in which the device's idle
+  time has a cause: the synchronize calls of :data:`pau._devices.SYNC_CALLS`
+  (``sync_wait``) and the DataLoader spans of :data:`pau._devices.DATA_WAIT_SPANS`
+  (``data_wait``). Host events belong to the rank of their file; in a file holding
+  several devices they belong to every rank of the file (one host process drives
+  them all, and a blocked host launches on none).
 * **Ranks** come from ``distributedInfo.rank``. A file without one gets the number in
   its name (``rank-3``, ``rank_3``, ``rank3``), else the smallest rank no other file
   claims, in file-name order; either way with a warning. Two files claiming one rank
@@ -79,7 +88,7 @@ from .. import _core
 from .._threads import cores
 from .._input import spans_of
 from .._types import check_on_invalid
-from .._devices import DEVICE_TABLES, DEVICES, check_table
+from .._devices import DATA_WAIT_SPANS, DEVICE_TABLES, DEVICES, check_table, sync_call
 from .._vocab import KINDS
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from .._types import RunWarning
@@ -97,6 +106,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 __all__ = [
     "DEFAULT_RULES",
+    "HOST_CAUSES",
+    "HOST_SCHEMA",
     "DuplicateRankError",
     "InvalidEventError",
     "KinetoTrace",
@@ -663,8 +674,9 @@ COVERAGE_WARN = 0.05
 
 
 def _launch_times(f: _File, dev_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each device row, the absolute time of the host event with the same
-    correlation id (the launch), and whether there is one."""
+    """For each device row, the absolute start of the earliest host event with the
+    same correlation id (the launch: the runtime call, which encloses the driver call
+    that carries the same id), and whether there is one."""
     rows = f.rows
     corr = rows["correlation"]
     host = np.flatnonzero((rows["is_device"] == 0) & (corr >= 0) & f.time_ok)
@@ -673,7 +685,7 @@ def _launch_times(f: _File, dev_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray
     if host.size == 0 or dev_idx.size == 0:
         return out, found
     hc = corr[host]
-    order = np.argsort(hc, kind="stable")
+    order = np.lexsort((rows["start_abs"][host], hc))  # by id, then start: the first is the earliest
     hc_sorted, ts_sorted = hc[order], rows["start_abs"][host][order]
     dc = corr[dev_idx]
     pos = np.searchsorted(hc_sorted, dc)
@@ -681,6 +693,63 @@ def _launch_times(f: _File, dev_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray
     ok[ok] = hc_sorted[pos[ok]] == dc[ok]
     out[ok] = ts_sorted[pos[ok]]
     return out, ok
+
+
+#: The causes a host interval can give device idle time (docs/idle.md), in the order of
+#: the ``cause`` dictionary of :data:`HOST_SCHEMA`.
+HOST_CAUSES = ("data_wait", "sync_wait")
+#: The host table of a trace: intervals in which the host waited (rank -1: every rank).
+HOST_SCHEMA = pa.schema([("rank", pa.int32()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
+                         ("cause", pa.dictionary(pa.int8(), pa.string()))])
+_DATA_WAIT = [re.compile(p) for p in DATA_WAIT_SPANS]
+
+
+def host_table(rank: np.ndarray, start: np.ndarray, end: np.ndarray, cause: np.ndarray) -> pa.Table:
+    """A :data:`HOST_SCHEMA` table from columns (``cause``: indices into
+    :data:`HOST_CAUSES`), sorted by (rank, start, end)."""
+    rank, start, end = (np.asarray(rank, np.int32), np.asarray(start, np.int64), np.asarray(end, np.int64))
+    cause = np.asarray(cause, np.int8)
+    order = np.lexsort((end, start, rank))
+    return pa.table({
+        "rank": pa.array(rank[order], pa.int32()), "start_ns": pa.array(start[order], pa.int64()),
+        "end_ns": pa.array(end[order], pa.int64()),
+        "cause": pa.DictionaryArray.from_arrays(pa.array(cause[order], pa.int8()),
+                                                pa.array(HOST_CAUSES, pa.string())),
+    }, schema=HOST_SCHEMA)
+
+
+def host_cause(name: str) -> int:
+    """The :data:`HOST_CAUSES` index of a host event named ``name`` (a synchronize call
+    or a DataLoader span), or -1."""
+    if any(p.search(name) for p in _DATA_WAIT):
+        return HOST_CAUSES.index("data_wait")
+    if sync_call(name):
+        return HOST_CAUSES.index("sync_wait")
+    return -1
+
+
+def _host_waits(f: _File, device_cats: Mapping[str, Any], warnings: list) -> tuple[np.ndarray, ...]:
+    """(start, end, cause) of the file's host events that explain device idle time:
+    synchronize calls and DataLoader spans (absolute times; after :func:`_screen`).
+    A host event whose absolute time is beyond int64 is left out, with a warning
+    counting them (it holds no time pau can place)."""
+    rows = f.rows
+    host = rows["is_device"] == 0
+    ids = np.unique(rows["name"][host]) if host.any() else np.empty(0, np.int32)
+    code = np.full(len(f.strings), -1, np.int8)
+    for i in ids.tolist():
+        code[i] = host_cause(f.strings[i])
+    device_cat = np.zeros(len(f.strings), bool)
+    device_cat[[i for i, s in enumerate(f.strings) if s in device_cats]] = True
+    sel = host & (code[rows["name"]] >= 0) & ~device_cat[rows["cat"]]
+    lost = int((sel & ~f.time_ok).sum())
+    if lost:
+        warnings.append(RunWarning(
+            "kineto.host_waits_beyond_int64", f"{f.path}: {lost} synchronize calls or DataLoader spans have a "
+            "time beyond the int64 nanosecond range (\"ts\" + baseTimeNanoseconds); left out of the idle "
+            "split's host intervals"))
+    idx = np.flatnonzero(sel & f.time_ok)
+    return rows["start_abs"][idx], rows["end_abs"][idx], code[rows["name"][idx]]
 
 
 def _step_of(times: np.ndarray, st: np.ndarray, en: np.ndarray, step: np.ndarray) -> np.ndarray:
@@ -765,8 +834,10 @@ class KinetoTrace:
         stream:int32, start_ns:int64, end_ns:int64, kind:dictionary<int8,string>,
         name:dictionary<int32,string>, step:int64`` (the ``ProfilerStep`` the event was
         launched in, null outside every step), ``bytes:int64`` (copies and fills; null
-        otherwise). ``stream`` is -1 for device-wide events (``Event Sync``,
-        ``Context Sync``: Kineto writes -1 or 4294967295).
+        otherwise), ``launch_ns:int64`` (the start of the host call that launched the
+        event, found through its ``correlation`` id; null without one). ``stream`` is
+        -1 for device-wide events (``Event Sync``, ``Context Sync``: Kineto writes -1
+        or 4294967295).
     lifecycle : pyarrow.Table
         DESIGN §2.2 columns; one ``step`` record per ``ProfilerStep#N`` annotation and
         rank (attempt 0), from the host-side annotation's start and end.
@@ -781,6 +852,10 @@ class KinetoTrace:
     quarantine : pyarrow.Table
         With ``on_invalid="quarantine"``: ``source_file, offset, line, category, name,
         reason`` of each event or file set aside (empty otherwise).
+    host : pyarrow.Table
+        :data:`HOST_SCHEMA`: ``rank, start_ns, end_ns, cause`` (``data_wait`` for a
+        DataLoader span, ``sync_wait`` for a synchronize call), sorted by rank and
+        start; the host side of the idle split (:func:`pau.idle.idle_by_cause`).
     """
 
     events: pa.Table
@@ -788,6 +863,7 @@ class KinetoTrace:
     ranks: pa.Table
     warnings: list = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: _QUARANTINE_SCHEMA.empty_table())
+    host: pa.Table = field(default_factory=lambda: HOST_SCHEMA.empty_table())
 
     def spans(self) -> pa.Table:
         """``rank, start_ns, end_ns``: the profiled window of each rank, from the first
@@ -900,6 +976,7 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
 
     names: dict[str, int] = {}
     blocks, life, rank_rows = [], [], []
+    host_parts: list[tuple[np.ndarray, ...]] = []
     for k, f in enumerate(usable):
         rows, idx = f.rows, f.order
         st_s, st_e, st_n = _steps(f)
@@ -948,7 +1025,8 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
             r = rank_of[(k, d)]
             blocks.append((r, {
                 "stream": stream[a:b], "start_ns": start[a:b], "end_ns": end[a:b], "kind": kinds[a:b],
-                "name": name_ids[a:b], "step": step[a:b], "bytes": nbytes[a:b]}))
+                "name": name_ids[a:b], "step": step[a:b], "bytes": nbytes[a:b],
+                "launch_ns": launch[a:b], "launched": launched[a:b]}))
             if st_s.size:
                 life.append((r, st_s, st_e, st_n))
             rank_rows.append({
@@ -958,6 +1036,11 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
                 "time_resolution": res, "base_time_ns": f.meta["base_time_ns"], "events": b - a,
                 "steps": int(st_s.size), "window_start_ns": window and window[0],
                 "window_end_ns": window and window[1]})
+        # Host waits belong to every rank of the file (one host process drives them).
+        h_start, h_end, h_cause = _host_waits(f, rules.categories, warnings)
+        file_ranks = sorted({rank_of[(k, int(d))] for d in np.unique(dev)}) if dev.size else [f.rank]
+        for r in file_ranks:
+            host_parts.append((np.full(h_start.size, r, np.int32), h_start, h_end, h_cause))
         if dev.size == 0:
             rank_rows.append({
                 "rank": f.rank, "file_rank": f.rank, "rank_source": f.rank_source, "device": None,
@@ -973,7 +1056,8 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
     else:
         cat = {"stream": np.empty(0, np.int64), "start_ns": np.empty(0, np.int64),
                "end_ns": np.empty(0, np.int64), "kind": np.empty(0, np.int8),
-               "name": np.empty(0, np.int32), "step": np.empty(0, np.int64), "bytes": np.empty(0, np.int64)}
+               "name": np.empty(0, np.int32), "step": np.empty(0, np.int64), "bytes": np.empty(0, np.int64),
+               "launch_ns": np.empty(0, np.int64), "launched": np.empty(0, bool)}
         rank = np.empty(0, np.int32)
     if (cat["kind"] < 0).any():  # pragma: no cover - every device category maps to a kind
         raise AssertionError("unclassified device event")
@@ -990,7 +1074,10 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
         "name": pa.DictionaryArray.from_arrays(pa.array(cat["name"], pa.int32()), name_dict),
         "step": pa.array(cat["step"], pa.int64(), mask=cat["step"] < 0),
         "bytes": pa.array(cat["bytes"], pa.int64(), mask=cat["bytes"] < 0),
+        "launch_ns": pa.array(cat["launch_ns"], pa.int64(), mask=~cat["launched"]),
     })
+    host = host_table(*(np.concatenate([p[j] for p in host_parts]) if host_parts else np.empty(0)
+                        for j in range(4)))
 
     life.sort(key=lambda x: x[0])
     if life:
@@ -1013,7 +1100,7 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
     rank_rows.sort(key=lambda r: (r["rank"], r["device"] is None))
     ranks = pa.Table.from_pylist(rank_rows, schema=_RANKS_SCHEMA)
     q = pa.concat_tables(quarantine) if quarantine else _QUARANTINE_SCHEMA.empty_table()
-    trace = KinetoTrace(events, lifecycle, ranks, warnings, q)
+    trace = KinetoTrace(events, lifecycle, ranks, warnings, q, host)
     _coverage_warnings(trace, warnings)
     return trace
 

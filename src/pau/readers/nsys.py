@@ -40,6 +40,17 @@ Nsight writes int64 ns relative to the session start; pau adds
 epoch and several files line up (``absolute=False`` keeps the session-relative times;
 a file without that table keeps them too, with a warning). Times are copied exactly.
 
+Launches and host waits
+-----------------------
+For the idle split (``docs/idle.md``): each device event's ``launch_ns`` is the start of
+the ``CUPTI_ACTIVITY_KIND_RUNTIME`` call of its process with the same ``correlationId``
+(``cudaLaunchKernel``, ``cudaMemcpyAsync``...; null without one, or for id 0, which CUPTI
+gives records no API call made). :attr:`NsysTrace.host` holds the host intervals that
+explain device idle time: the runtime calls named in :data:`pau._devices.SYNC_CALLS`
+(``cudaStreamSynchronize_v3020``: the version suffix is stripped) are ``sync_wait``, and
+the NVTX ranges matching :data:`pau._devices.DATA_WAIT_SPANS` are ``data_wait``; each
+belongs to every rank of its process.
+
 Lifecycle from NVTX
 -------------------
 NVTX ranges (``NVTX_EVENTS`` of type 59 push/pop or 60 start/end, with an end) are kept
@@ -81,8 +92,8 @@ from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from .._vocab import SPANS_SCHEMA as _SPANS_SCHEMA
 from .._types import RunWarning
 from ._files import expand, files_in
-from .kineto import (DEFAULT_RULES, InvalidEventError, NoDeviceEventsError, Rules,
-                     TraceFormatError)
+from .kineto import (DEFAULT_RULES, HOST_CAUSES, HOST_SCHEMA, InvalidEventError, NoDeviceEventsError,
+                     Rules, TraceFormatError, host_cause, host_table)
 
 __all__ = ["DEFAULT_STEP_PATTERN", "NsysTrace", "read_nsys"]
 
@@ -122,8 +133,9 @@ class NsysTrace:
     events : pyarrow.Table
         DESIGN §2.1, ordered by ``(rank, start_ns)``: ``rank:int32, stream:int32,
         start_ns:int64, end_ns:int64, kind:dictionary<int8,string>,
-        name:dictionary<int32,string>, bytes:int64`` (copies and fills, else null).
-        ``stream`` is -1 for device-wide syncs (Nsight writes 4294967295).
+        name:dictionary<int32,string>, bytes:int64`` (copies and fills, else null),
+        ``launch_ns:int64`` (the start of the runtime call that launched it, null
+        without one). ``stream`` is -1 for device-wide syncs (Nsight writes 4294967295).
     lifecycle : pyarrow.Table
         DESIGN §2.2 ``step``/``phase`` records from NVTX ranges (empty when none match).
     ranks : pyarrow.Table
@@ -136,6 +148,10 @@ class NsysTrace:
         Rows set aside with ``on_invalid="quarantine"``: ``source_file, table, rowid, reason``.
     span : pyarrow.Table
         Each rank's span (see :meth:`spans`).
+    host : pyarrow.Table
+        ``rank, start_ns, end_ns, cause`` (:data:`pau.readers.kineto.HOST_SCHEMA`): the
+        synchronize calls (``sync_wait``) and DataLoader NVTX ranges (``data_wait``) of
+        each rank's process; the host side of :func:`pau.idle.idle_by_cause`.
     """
 
     events: pa.Table
@@ -145,6 +161,7 @@ class NsysTrace:
     warnings: list = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: _QUARANTINE_SCHEMA.empty_table())
     span: pa.Table = field(default_factory=lambda: _SPANS_SCHEMA.empty_table())
+    host: pa.Table = field(default_factory=lambda: HOST_SCHEMA.empty_table())
 
     def spans(self) -> pa.Table:
         """``rank, start_ns, end_ns``: each rank's span, its capture window (the Nsight
@@ -328,7 +345,8 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
     else:
         extra = "syncType" if "syncType" in cols else "NULL"
         bytes_expr = "NULL"
-    raw = db.query(f"SELECT rowid, start, end, deviceId, {pid_col}, streamId, {extra}, {bytes_expr} "
+    corr_col = "correlationId" if "correlationId" in cols else "NULL"
+    raw = db.query(f"SELECT rowid, start, end, deviceId, {pid_col}, streamId, {extra}, {bytes_expr}, {corr_col} "
                    f"FROM {table} ORDER BY rowid")
     if not raw:
         return None
@@ -343,6 +361,7 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
     stream = rows.ints(5, "streamId")
     extra_v = rows.ints(6, extra)
     nbytes = rows.ints(7, "bytes")
+    corr = rows.ints(8, "correlationId")
     _set_aside(db, rows, on_invalid, warnings, quarantine)
     keep = ~rows.bad
     pid = np.where(gpid < 0, -1, (gpid >> 24) & 0xFFFFFF)[keep]
@@ -372,7 +391,71 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
     gid = np.array([strings.setdefault(s, len(strings)) for s in labels], np.int32)
     return {"device": device[keep], "pid": pid, "stream": stream,
             "start_ns": start[keep], "end_ns": end[keep], "kind": kinds,
-            "name": gid[inv] if uniq.size else np.empty(0, np.int32), "bytes": nbytes}
+            "name": gid[inv] if uniq.size else np.empty(0, np.int32), "bytes": nbytes,
+            "corr": corr[keep]}
+
+
+_RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+
+
+def _runtime(db: _Db, base: int, on_invalid: str, warnings: list, quarantine: list) -> dict[str, np.ndarray]:
+    """The runtime API calls: ``pid, corr, start, end`` (``base`` added) and ``cause``
+    (a :data:`HOST_CAUSES` index for a synchronize call, else -1). Empty when the
+    export has no runtime table (or one without ``correlationId``/``nameId``)."""
+    empty = {k: np.empty(0, np.int64) for k in ("pid", "corr", "start", "end")}
+    empty["cause"] = np.empty(0, np.int8)
+    if _RUNTIME not in db.tables:
+        return empty
+    cols = db.columns(_RUNTIME)
+    if not {"start", "end", "correlationId", "nameId"} <= cols:
+        return empty
+    tid = "globalTid" if "globalTid" in cols else "NULL"
+    raw = db.query(f"SELECT rowid, start, end, {tid}, correlationId, nameId FROM {_RUNTIME} ORDER BY rowid")
+    if not raw:
+        return empty
+    rows = _Rows(_RUNTIME, raw, np.array([r[0] for r in raw], np.int64))
+    start = rows.ints(1, "start", fill=None)
+    end = rows.ints(2, "end", fill=None)
+    rows.mark((end < start) & ~rows.bad, "end before start")
+    start = _shift(rows, start, base, "start")
+    end = _shift(rows, end, base, "end")
+    gtid = rows.ints(3, "globalTid")
+    corr = rows.ints(4, "correlationId")
+    name_id = rows.ints(5, "nameId")
+    _set_aside(db, rows, on_invalid, warnings, quarantine)
+    keep = ~rows.bad
+    uniq, inv = np.unique(name_id[keep], return_inverse=True)
+    text = {i: v for i, v in db.query(
+        f"SELECT id, value FROM StringIds WHERE id IN ({','.join(map(str, uniq.tolist()))})")} if uniq.size else {}
+    sync = HOST_CAUSES.index("sync_wait")
+    codes = np.array([sync if isinstance(text.get(u), str) and host_cause(text[u]) == sync else -1
+                      for u in uniq.tolist()], np.int8)
+    gtid = gtid[keep]
+    return {"pid": np.where(gtid < 0, -1, (gtid >> 24) & 0xFFFFFF), "corr": corr[keep], "start": start[keep],
+            "end": end[keep], "cause": codes[inv.reshape(-1)] if uniq.size else np.empty(0, np.int8)}
+
+
+def _launches(rt: dict[str, np.ndarray], pid: np.ndarray, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each device event (its process and correlation id), the start of the
+    earliest runtime call of that process with the same id, and whether there is one.
+    Id 0 (and a negative one) is no id: CUPTI gives it to records no API call made."""
+    out = np.zeros(corr.size, np.int64)
+    found = np.zeros(corr.size, bool)
+    r_ok = (rt["corr"] > 0) & (rt["corr"] < 1 << 32) & (rt["pid"] >= 0)
+    d_ok = (corr > 0) & (corr < 1 << 32) & (pid >= 0)
+    if not r_ok.any() or not d_ok.any():
+        return out, found
+    key = (rt["pid"][r_ok] << 32) | rt["corr"][r_ok]
+    start = rt["start"][r_ok]
+    order = np.lexsort((start, key))
+    key, start = key[order], start[order]
+    dkey = (pid[d_ok] << 32) | corr[d_ok]
+    pos = np.minimum(np.searchsorted(key, dkey), key.size - 1)
+    hit = key[pos] == dkey
+    idx = np.flatnonzero(d_ok)
+    out[idx[hit]] = start[pos[hit]]
+    found[idx[hit]] = True
+    return out, found
 
 
 def _nvtx(db: _Db, base: int, on_invalid: str, warnings: list,
@@ -506,6 +589,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
     strings: dict[str, int] = {}
     life: list[dict[str, Any]]
     blocks, rank_rows, nvtx_rows, life = [], [], [], []
+    host_rows: list[tuple[int, int, int, int]] = []
     next_rank = 0
     captures: dict[int, tuple[int, int]] = {}   # rank -> capture window (absolute when base is added)
     for fpath in paths:
@@ -526,6 +610,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
                 procs = {p: n for p, n in db.query("SELECT pid, name FROM PROCESSES")
                          if type(p) is int and isinstance(n, str)}
             ranges = _nvtx(db, base, on_invalid, warnings, quarantine)
+            runtime = _runtime(db, base, on_invalid, warnings, quarantine)
         finally:
             db.close()
         n_events = sum(p["start_ns"].size for p in parts)
@@ -541,6 +626,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
             warnings.append(RunWarning("nsys.no_device_events", f"{fpath}: {problem}; skipped"))
             continue
         cat = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
+        cat["launch_ns"], cat["launched"] = _launches(runtime, cat["pid"], cat["corr"])
         if (cat["pid"] < 0).any():
             warnings.append(RunWarning("nsys.no_global_pid", f"{fpath}: {int((cat['pid'] < 0).sum())} device events without globalPid; "
                             "their process is taken as pid -1"))
@@ -553,7 +639,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
             idx = np.flatnonzero(sel)
             idx = idx[np.lexsort((cat["end_ns"][idx], cat["start_ns"][idx]))]
             blocks.append((r, {c: cat[c][idx] for c in ("stream", "start_ns", "end_ns", "kind", "name",
-                                                          "bytes")}))
+                                                          "bytes", "launch_ns", "launched")}))
             ranks_of_pid.setdefault(pid, []).append(r)
             if capture is not None:
                 captures[r] = capture
@@ -561,6 +647,25 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
                               "pid": None if pid < 0 else pid, "process": procs.get(pid),
                               "source_file": fpath, "schema_version": None if version is None else str(version),
                               "session_start_ns": base if base else None, "events": int(idx.size)})
+        # Host waits: the process's synchronize calls and DataLoader ranges, on each of
+        # its ranks.
+        sync = runtime["cause"] >= 0
+        waits = [(int(p), int(s), int(e), int(c)) for p, s, e, c in zip(
+            runtime["pid"][sync].tolist(), runtime["start"][sync].tolist(), runtime["end"][sync].tolist(),
+            runtime["cause"][sync].tolist())]
+        data = HOST_CAUSES.index("data_wait")
+        waits += [(pid, s, e, data) for pid, _, s, e, text in ranges if host_cause(text) == data]
+        no_rank = 0
+        for pid, s, e, c in waits:
+            targets = ranks_of_pid.get(pid)
+            if not targets:
+                no_rank += 1
+            for r in targets or ():
+                host_rows.append((r, s, e, c))
+        if no_rank:
+            warnings.append(RunWarning("nsys.host_waits_unmatched", f"{fpath}: {no_rank} synchronize calls or "
+                                       "DataLoader ranges come from processes without device events; they wait "
+                                       "for no rank and are left out of the idle split"))
         ordinal: Counter = Counter()
         unmatched = 0
         for pid, tid, s, e, text in ranges:
@@ -598,7 +703,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
             "start_ns": pa.array([], pa.int64()), "end_ns": pa.array([], pa.int64()),
             "kind": pa.DictionaryArray.from_arrays(pa.array([], pa.int8()), pa.array(KINDS, pa.string())),
             "name": pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string())),
-            "bytes": pa.array([], pa.int64())})
+            "bytes": pa.array([], pa.int64()), "launch_ns": pa.array([], pa.int64())})
     else:
         col = {c: np.concatenate([b[c] for _, b in blocks]) for c in blocks[0][1]}
         rank = np.concatenate([np.full(b["start_ns"].size, r, np.int32) for r, b in blocks])
@@ -612,6 +717,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
             "name": pa.DictionaryArray.from_arrays(pa.array(col["name"], pa.int32()),
                                                    pa.array(list(strings), pa.string())),
             "bytes": pa.array(col["bytes"], pa.int64(), mask=col["bytes"] < 0),
+            "launch_ns": pa.array(col["launch_ns"], pa.int64(), mask=~col["launched"]),
         })
     # Each rank's span: its capture window (the Nsight session), grown to any event or
     # NVTX record outside it. Without the capture, a file with one memset would span
@@ -652,6 +758,8 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
         [{**x, "block_end_ns": None, "durable_ns": None, "ok": None, "tokens": None} for x in life],
         schema=_LIFECYCLE_SCHEMA)
     q = pa.concat_tables(quarantine) if quarantine else _QUARANTINE_SCHEMA.empty_table()
+    hr = np.array(host_rows, np.int64).reshape(-1, 4)
+    host = host_table(hr[:, 0], hr[:, 1], hr[:, 2], hr[:, 3])
     return NsysTrace(events, lifecycle, pa.Table.from_pylist(rank_rows, schema=_RANKS_SCHEMA),
                      pa.Table.from_pylist(nvtx_rows, schema=_NVTX_SCHEMA), warnings, q,
-                     pa.Table.from_pylist(span_rows, schema=_SPANS_SCHEMA))
+                     pa.Table.from_pylist(span_rows, schema=_SPANS_SCHEMA), host)
