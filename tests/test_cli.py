@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -234,3 +236,84 @@ def test_version(capsys):
                                       (10 * 3600 * 10**9, "10.000 h"), (-2_000, "-2.000 µs")])
 def test_durations_print_in_the_unit_that_fits(ns, text):
     assert _format.duration(ns) == text
+
+
+# ---------------------------------------------------------------------------
+# conventions: input a user has, quiet and verbose, folders
+
+
+def test_an_nsys_report_gets_the_export_command(tmp_path, capsys):
+    rep = tmp_path / "profile.nsys-rep"
+    rep.write_bytes(b"\x00" * 64)
+    assert cli.main(["report", str(rep)]) == 1
+    assert "nsys export --type sqlite" in capsys.readouterr().err
+    assert cli.main(["report", str(tmp_path)]) == 1  # a folder of unexported reports says the same
+    assert "nsys export --type sqlite" in capsys.readouterr().err
+
+
+def test_an_events_csv_reads_as_its_table(tmp_path, capsys):
+    rows = [(0, 0, 100, "compute"), (0, 50, 200, "communication"), (1, 10, 30, "memcpy"), (1, 40, 41, "memset")]
+    path = tmp_path / "events.csv"
+    path.write_text("rank,start_ns,end_ns,kind\n" + "".join(f"{r},{s},{e},{k}\n" for r, s, e, k in rows))
+    table = pa.table({"rank": pa.array([r[0] for r in rows], pa.int32()), "start_ns": [r[1] for r in rows],
+                      "end_ns": [r[2] for r in rows], "kind": [r[3] for r in rows]})
+    run = pau.read(path)
+    assert run.metadata["format"] == "csv" and run.events.num_rows == 4
+    assert run.ledger().summary() == pc.ledger(table).summary()
+    assert cli.main(["report", str(path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ledger"] == pc.ledger(table).summary()
+
+
+def test_bad_csv_rows_name_the_file_and_can_be_set_aside(tmp_path, capsys):
+    path = tmp_path / "events.csv"
+    path.write_text("rank,start_ns,end_ns,kind\n0,0,100,compute\n0,300,200,compute\n0,400,500,warp\n")
+    assert cli.main(["report", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert str(path) in err and "row 1" in err and "--on-invalid quarantine" in err
+    run = pau.read(path, on_invalid="quarantine")
+    assert run.events.num_rows == 1
+    assert run.quarantine.select(["location", "reason"]).to_pylist() == [
+        {"location": "line 3", "reason": "end_ns before start_ns"}, {"location": "line 4", "reason": "unknown kind"}]
+    assert [w.code for w in run.warnings] == ["events.quarantined"]
+    path.write_text("rank,start_ns,end_ns,kind\n0,zero,100,compute\n")
+    assert cli.main(["report", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert str(path) in err and "invalid value 'zero'" in err
+
+
+def test_parquet_events_can_be_set_aside_too(tmp_path):
+    t = pa.table({"rank": pa.array([0, 0], pa.int32()), "start_ns": [0, 300], "end_ns": [100, 200],
+                  "kind": ["compute", "compute"]})
+    pq.write_table(t, tmp_path / "e.parquet")
+    run = pau.read(tmp_path / "e.parquet", on_invalid="quarantine")
+    assert run.events.num_rows == 1 and run.quarantine["location"].to_pylist() == ["events row 1"]
+
+
+def test_quiet_and_verbose(capsys):
+    trace = str(shared("kineto", "hta-triton_example"))
+    assert cli.main(["report", trace]) == 0
+    assert "pau: warning: kineto.rank_assigned" in capsys.readouterr().err
+    assert cli.main(["report", "-q", trace]) == 0
+    assert capsys.readouterr().err == ""
+    assert cli.main(["report", "-v", trace]) == 0
+    err = capsys.readouterr().err
+    assert "pau: read kineto" in err and "events 1" in err and "warning" in err
+    assert cli.main(["compare", "-q", trace, trace]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_folders_are_searched_below_their_top(tmp_path, capsys):
+    src = shared("kineto", "hta-trace_filter")
+    deep = tmp_path / "job" / "host0" / "traces"
+    deep.mkdir(parents=True)
+    for f in sorted(src.iterdir()):
+        if f.name.endswith((".json", ".gz")):
+            shutil.copy(f, deep / f.name)
+    assert pau.read(tmp_path / "job").summary()["ledger"] == pau.read(src).summary()["ledger"]
+
+
+def test_the_output_is_checked_before_any_work(tmp_path, capsys):
+    assert cli.main(["report", "-o", str(tmp_path / "missing" / "r.txt")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert cli.main(["report", "-o", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err

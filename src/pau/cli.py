@@ -39,7 +39,7 @@ from ._progress import Bar
 from ._types import RunSummary
 from .analysis import TOP_KERNELS
 from .chrome_trace import write_chrome_trace
-from .run import Run, detect, read_runs, run_figures
+from .run import FORMATS, Run, detect, read_runs, run_figures
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -457,7 +457,23 @@ def _ranks(ranks: list[int]) -> str:
     return shown + (f" ... ({len(ranks)} in all)" if len(ranks) > 10 else "")
 
 
+#: -q: no warnings on stderr (errors still); -v: also what was read.
+_VERBOSITY = {"level": 0}
+
+
+def _note(text: str, level: int = 0) -> None:
+    """A line on stderr at this verbosity: 0 warnings and notes (not with -q), 1 with -v."""
+    if _VERBOSITY["level"] >= level:
+        print(f"pau: {text}", file=sys.stderr)
+
+
 def _warn(run: Run, err: TextIO) -> None:
+    if _VERBOSITY["level"] >= 1:
+        src = ", ".join(str(x) for x in run.metadata.get("sources", [])[:3])
+        rows = ", ".join(f"{n} {getattr(run, n).num_rows:,}" for n in run.tables())
+        print(f"pau: read {run.metadata.get('format')} ({src}): {rows or 'no table'}", file=err)
+    if _VERBOSITY["level"] < 0:
+        return
     for w in run.warnings:
         print(f"pau: warning: {w.code}: {w.message}", file=err)
 
@@ -565,13 +581,13 @@ def _report(args: argparse.Namespace) -> int:
         text = render_text(run, title, figures, table, args.price)
         outside = figures["events_outside_accountable"]
         if outside and outside["events"]:
-            print(f"pau: warning: events_outside_accountable: {outside['events']:,} events "
+            _note(f"warning: events_outside_accountable: {outside['events']:,} events "
                   f"({outside['ns']:,} ns) lie outside the accountable time of ranks "
-                  f"{_ranks(outside['ranks'])}; the ledger does not count them", file=sys.stderr)
+                  f"{_ranks(outside['ranks'])}; the ledger does not count them")
         if args.ledger:
             assert table is not None  # --ledger without a ledger is refused by _report_figures
             _write_table(table, args.ledger)
-            print(f"pau: ledger written to {args.ledger} ({table.num_rows} rows)", file=sys.stderr)
+            _note(f"ledger written to {args.ledger} ({table.num_rows} rows)")
     if args.format == "json":
         _emit(_json(figures), args.output)
     elif args.format in ("csv", "html") and "runs" in figures:
@@ -695,7 +711,7 @@ def render_compare_csv(cmp: core.Comparison) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    fmts = ("pau", "parquet", "kineto", "nsys", "mllog", "serving")
+    fmts = FORMATS
     parser = argparse.ArgumentParser(prog="pau", description="Productive accelerator utilization.",
                                      epilog=_EXIT_TABLE)
     parser.add_argument("--version", action="version", version=f"pau {_core.__version__}")
@@ -713,6 +729,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--devices", metavar="MAP", help="how the telemetry's devices map to ranks: 'index', or "
                        "DEVICE=RANK,... (default: by UUID, bus id, then GPU index)")
 
+    def verbosity_options(p: argparse.ArgumentParser) -> None:
+        g = p.add_mutually_exclusive_group()
+        g.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr (errors still)")
+        g.add_argument("-v", "--verbose", action="count", default=0, help="also say what was read")
+
     def output_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--format", choices=("text", "json", "csv", "html"), default="text",
                        help="what to print: text (default), json (every figure), csv (a table of figures), "
@@ -720,6 +741,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("-o", "--output", default="-", help="where the report goes (default -: stdout)")
 
     rep = sub.add_parser("report", help="the ledger of a run: activity, goodput, waste by cause", epilog=_EXIT_TABLE)
+    verbosity_options(rep)
     rep.add_argument("path", nargs="?", help="a trace, log, results file, Parquet events or a pau run folder "
                      "(default: a built-in synthetic 8-rank run)")
     rep.add_argument("--input-format", choices=fmts, help="input format (default: detected from the content)")
@@ -749,6 +771,7 @@ def _parser() -> argparse.ArgumentParser:
 
     conv = sub.add_parser("convert", help="write any input as a pau run folder (pau.read gives it back)",
                           epilog=_EXIT_TABLE)
+    verbosity_options(conv)
     conv.add_argument("path")
     conv.add_argument("out", help="the run folder to write (with --to chrome-trace: the .json or .json.gz file)")
     conv.add_argument("--input-format", choices=fmts)
@@ -763,6 +786,7 @@ def _parser() -> argparse.ArgumentParser:
 
     cmpp = sub.add_parser("compare", help="two runs side by side on the same useful-output denominators",
                           epilog=_EXIT_TABLE)
+    verbosity_options(cmpp)
     cmpp.add_argument("a", help="a run in any format pau reads")
     cmpp.add_argument("b")
     cmpp.add_argument("--input-format-a", choices=fmts, dest="input_format_a")
@@ -795,6 +819,7 @@ def _check_output(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _VERBOSITY["level"] = -1 if args.quiet else min(args.verbose, 1)
     try:
         _check_output(args)
         if args.command == "compare":
@@ -804,7 +829,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pau: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (errors.PauError, FileNotFoundError) as exc:
-        print(f"pau: {exc}", file=sys.stderr)
+        # the API's advice in the CLI's words
+        msg = str(exc).replace("pass on_invalid='quarantine'", "give --on-invalid quarantine").replace(
+            "on_invalid='quarantine'", "--on-invalid quarantine")
+        print(f"pau: {msg}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except errors.Interrupted as exc:  # Ctrl-C: say what was kept
         print(f"\npau: {exc}", file=sys.stderr)

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pcsv
 
 from . import _engine
 from . import align as _align
@@ -37,13 +38,13 @@ from . import idle as _idle
 from . import io as _io
 from . import telemetry as _telemetry
 from ._format import html_table
-from ._input import as_table, spans_of
+from ._input import REASONS, as_table, raise_first, row_reasons, spans_of
 from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
 from ._ledger import Ledger
 from ._vocab import LIFECYCLE_SCHEMA
 from .analysis import step_figures, top_kernels
 from .economics import requests as _request_ledger
-from .errors import OptionError, PauError
+from .errors import OptionError, PauError, SchemaError
 from .readers.detect import detect_format
 from .readers.kineto import KinetoTrace, read_kineto
 from .readers.mllog import MLLogRun, read_mllog
@@ -55,7 +56,7 @@ __all__ = ["FORMATS", "TABLES", "MultipleRunsError", "Run", "RunWarning", "attac
            "run_figures", "spans_of"]
 
 #: The formats :func:`read` knows; ``pau`` is pau's own run layout (a folder).
-FORMATS = ("pau", "parquet", "kineto", "nsys", "mllog", "serving")
+FORMATS = ("pau", "parquet", "kineto", "nsys", "mllog", "serving", "csv")
 #: The tables of a run, in the order they are written.
 TABLES = ("events", "lifecycle", "spans", "requests", "samples", "host", "quarantine")
 #: The file naming a folder as a pau run, and its version.
@@ -528,6 +529,62 @@ def _read_parquet(path: str, progress: Any) -> Run:
                                                               "assumed": []})
 
 
+#: Column types of a CSV of device events (DESIGN §2.1); other columns are read as pyarrow infers them.
+_CSV_TYPES = {"rank": pa.int32(), "stream": pa.int32(), "start_ns": pa.int64(), "end_ns": pa.int64(),
+              "kind": pa.string(), "name": pa.string(), "step": pa.int64(), "bytes": pa.int64(),
+              "attempt": pa.int32()}
+
+
+def _read_csv(path: str, on_invalid: str) -> Run:
+    """A CSV file of device events (a header naming ``rank, start_ns, end_ns, kind``),
+    read by pyarrow's CSV reader with the events' column types. Rows are checked as
+    every events table is: a bad row raises naming the file and the row (row N is line
+    N + 2), or with ``on_invalid="quarantine"`` is set aside (``location``: ``line L``)."""
+    if os.path.isdir(path):
+        raise PauError(f"{path}: a folder; the CSV reader reads one file. Fix: give the file, or write the "
+                       "events as Parquet (a folder of Parquet files is one table)")
+    try:
+        table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+            column_types=_CSV_TYPES, strings_can_be_null=True))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise PauError(f"{path}: not a CSV of device events pau can read: {exc}. Fix: a header line naming "
+                       "rank, start_ns, end_ns, kind (stream, name optional), integers for ranks and ns, "
+                       "one event per line") from None
+    missing = [c for c in ("rank", "start_ns", "end_ns", "kind") if c not in table.column_names]
+    if missing:
+        raise SchemaError(path, missing[0], "is not in the header", "name rank, start_ns, end_ns and kind in the "
+                          "first line")
+    return _screened(Run(events=table, metadata={"format": "csv", "sources": [path], "assumed": []}), path,
+                     on_invalid, lambda i: f"line {i + 2}")
+
+
+def _screened(run: Run, path: str, on_invalid: str, where: Any) -> Run:
+    """``run`` with its events' rows checked now (as the ledger would check them): the
+    first bad row raises naming ``path``, or with ``on_invalid="quarantine"`` the bad
+    rows are set aside into ``run.quarantine`` (``location``: ``where(row)``) with a
+    warning."""
+    table = run.events
+    assert table is not None
+    reasons = row_reasons(table, path)
+    if not reasons.any():
+        return run
+    if on_invalid == "raise":
+        raise_first(table, reasons, 0, path)
+    bad = np.flatnonzero(reasons)
+    q = table.take(pa.array(bad))
+    quarantine = pa.table({"source_file": pa.array([path] * bad.size, pa.string()),
+                           "location": pa.array([where(i) for i in bad.tolist()], pa.string()),
+                           "reason": pa.array(np.asarray(REASONS, dtype=object)[reasons[bad]], pa.string())})
+    for c in q.column_names:
+        quarantine = quarantine.append_column(q.schema.field(c), q[c])
+    run.events = table.filter(pa.array(reasons == 0))
+    run.quarantine = quarantine if run.quarantine is None else pa.concat_tables(
+        [run.quarantine, quarantine], promote_options="default")
+    run.warnings.append(RunWarning("events.quarantined", f"{path}: {bad.size:,} event rows set aside "
+                                   "(run.quarantine)"))
+    return run
+
+
 def detect(path: str | os.PathLike[str]) -> str:
     """The format of ``path`` (one of :data:`FORMATS`), from its content: a folder with
     ``pau-run.json`` is ``pau``; anything else as :func:`pau.readers.detect.detect_format`."""
@@ -662,14 +719,18 @@ def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_in
         raise OptionError(f"read: option {', '.join(unknown)} does not apply to {fmt} input (it takes "
                        f"{', '.join(sorted(accepts)) or 'no option'})")
     check_on_invalid(on_invalid)
-    if on_invalid == "quarantine" and fmt in ("mllog", "pau", "parquet"):
+    if on_invalid == "quarantine" and fmt == "mllog":
         raise OptionError(f"on_invalid='quarantine' does not apply to {fmt} input: its reader sets nothing "
                        "aside (it raises on what it cannot use)")
     if fmt in ("pau", "parquet"):
         with _io.skipped_files() as skipped:  # files of a dataset that are not Parquet
             run = (_read_run_folder if fmt == "pau" else _read_parquet)(p, options.get("progress"))
         run.warnings.extend(skipped)
+        if on_invalid == "quarantine" and run.events is not None:  # the events' rows, checked now
+            run = _screened(run, p, on_invalid, lambda i: f"events row {i}")
         return [run]
+    if fmt == "csv":
+        return [_read_csv(p, on_invalid)]
     align = options.pop("align", None)
     if align is not None and align not in _align.METHODS:
         raise OptionError(f"align: expected one of {', '.join(_align.METHODS)}, got {align!r}")

@@ -10,8 +10,9 @@ from ..errors import NoInputError
 
 
 def files_in(path: str | os.PathLike, suffixes: tuple[str, ...], *, missing: str, empty: str) -> list[str]:
-    """``path`` itself, or the files of a directory (not recursive, hidden ones left
-    out) whose names end with one of ``suffixes``, in name order. ``missing`` and
+    """``path`` itself, or the files of a directory and its subfolders (hidden files and
+    folders left out) whose names end with one of ``suffixes``, in order of their path
+    below ``path``. ``missing`` and
     ``empty`` are the messages (``{p}`` stands for the path) of the
     :class:`~pau.errors.NoInputError` when nothing is at ``path`` or a directory holds
     no such file."""
@@ -20,11 +21,15 @@ def files_in(path: str | os.PathLike, suffixes: tuple[str, ...], *, missing: str
         return [p]
     if not os.path.isdir(p):
         raise NoInputError(missing.replace("{p}", repr(p)))
-    names = sorted(n for n in os.listdir(p) if not n.startswith(".") and n.endswith(suffixes)
-                   and os.path.isfile(os.path.join(p, n)))
+    names = []
+    for folder, dirs, files in os.walk(p):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        rel = os.path.relpath(folder, p)
+        names += [n if rel == "." else os.path.join(rel, n) for n in files
+                  if not n.startswith(".") and n.endswith(suffixes)]
     if not names:
         raise NoInputError(empty.replace("{p}", repr(p)))
-    return [os.path.join(p, n) for n in names]
+    return [os.path.join(p, n) for n in sorted(names, key=lambda n: n.split(os.sep))]
 
 
 def expand(path: Any, lister: Callable[[Any], list[str]], reader: str) -> list[str]:

@@ -1,12 +1,15 @@
 """Which reader a path needs, from its content (not its name).
 
 :func:`detect_format` returns one of ``"parquet"``, ``"kineto"``, ``"nsys"``,
-``"mllog"``, ``"serving"``. Rules, on the first bytes of a file (decompressed when
+``"mllog"``, ``"serving"``, ``"csv"``. Rules, on the first bytes of a file (decompressed when
 gzip):
 
 * ``PAR1`` magic -> parquet; ``SQLite format 3`` with a ``StringIds`` table -> nsys;
 * a ``:::MLLOG`` line among the first 256 KiB -> mllog;
 * JSON with ``"traceEvents"``, or a top-level array of objects with ``"ph"`` -> kineto;
+* a CSV whose header names ``rank, start_ns, end_ns, kind`` -> csv (device events);
+  a ``.nsys-rep`` report is refused with the ``nsys export`` command that makes the
+  SQLite export pau reads;
 * serving (per-request results of a serving benchmark):
   JSON with ``"ttfts"``/``"input_lens"`` (vLLM) or ``"experiments"`` (GenAI-Perf); a
   first line that is an object with ``"metadata"`` holding ``"timestamp_ns"`` (or the
@@ -37,7 +40,13 @@ from ..errors import NoInputError, PauError
 
 __all__ = ["FORMATS", "UnknownFormatError", "detect_format"]
 
-FORMATS = ("parquet", "kineto", "nsys", "mllog", "serving")
+FORMATS = ("parquet", "kineto", "nsys", "mllog", "serving", "csv")
+
+#: The columns a CSV file of device events must name in its header (DESIGN §2.1).
+CSV_EVENT_COLUMNS = ("rank", "start_ns", "end_ns", "kind")
+_NSYS_REP = (".nsys-rep", ".qdrep")
+_NSYS_REP_FIX = ("an Nsight Systems report, which pau reads as its SQLite export. Fix: nsys export --type "
+                 "sqlite --output REPORT.sqlite REPORT.nsys-rep, then give the .sqlite")
 
 _HEAD = 256 * 1024
 
@@ -47,10 +56,11 @@ class UnknownFormatError(PauError):
 
     def __init__(self, path: str, problem: str):
         self.path, self.problem = path, problem
-        super().__init__(f"{path}: {problem}. Fix: give one of {', '.join(FORMATS)} "
-                         "(PyTorch profiler JSON, Nsight Systems .sqlite export, MLPerf :::MLLOG log, "
-                         "vLLM/AIPerf/LLMPerf/GenAI-Perf per-request results, pau Parquet), "
-                         "or pass the format explicitly")
+        fix = ("" if ". Fix: " in problem else
+               f". Fix: give one of {', '.join(FORMATS)} (PyTorch profiler JSON, Nsight Systems .sqlite export, "
+               "MLPerf :::MLLOG log, vLLM/AIPerf/LLMPerf/GenAI-Perf per-request results, pau Parquet, a CSV of "
+               "device events), or pass the format explicitly")
+        super().__init__(f"{path}: {problem}{fix}")
 
 
 def _head(path: str) -> bytes:
@@ -91,7 +101,16 @@ def _is_aiperf_line(first: str) -> bool:
     return isinstance(md, dict) and ("timestamp_ns" in md or "request_start_ns" in md)
 
 
+def _is_event_csv(text: str) -> bool:
+    """A CSV whose header names the events' columns (any order, other columns allowed)."""
+    first = text.split("\n", 1)[0].strip().lstrip("\ufeff")
+    names = {c.strip().strip('"').strip() for c in first.split(",")}
+    return "," in first and set(CSV_EVENT_COLUMNS) <= names
+
+
 def _detect_file(path: str) -> str:
+    if path.endswith(_NSYS_REP):
+        raise UnknownFormatError(path, _NSYS_REP_FIX)
     if os.path.getsize(path) == 0:
         raise UnknownFormatError(path, "the file is empty")
     head = _head(path)
@@ -123,6 +142,11 @@ def _detect_file(path: str) -> str:
         return "serving"
     if stripped.startswith("[") and re.search(r'"ph"\s*:', text):
         return "kineto"
+    if _is_event_csv(text):
+        return "csv"
+    if path.endswith(".csv"):
+        raise UnknownFormatError(path, "a CSV file whose header does not name the events' columns "
+                                 f"({', '.join(CSV_EVENT_COLUMNS)}; stream, name optional)")
     raise UnknownFormatError(path, "the content matches no known format")
 
 
@@ -153,6 +177,10 @@ def detect_format(path: str | os.PathLike) -> str:
         except UnknownFormatError:
             continue
     if not found:
+        reps = [f for f in files if f.endswith(_NSYS_REP)]
+        if reps:
+            raise UnknownFormatError(p, f"a directory whose {len(reps)} Nsight Systems report(s) "
+                                     f"({os.path.basename(reps[0])}...) are not exported: {_NSYS_REP_FIX}")
         raise UnknownFormatError(p, f"a directory with no recognised file among {len(files)} files")
     # MLPerf folders hold system JSONs beside the logs: the logs decide.
     if "mllog" in found:
