@@ -39,7 +39,7 @@ LEVELS = [
     {"pau._engine"},
     # figures over ledgers and runs; synthetic runs
     {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput", "pau.synth", "pau.align", "pau.chrome_trace",
-     "pau.telemetry", "pau.outcome", "pau.idle"},
+     "pau.telemetry", "pau.outcome", "pau.idle", "pau.layers"},
     # the run: one in-memory form of a run from every reader
     {"pau.run"},
     # views: plots (matplotlib, an optional extra) and the HTML report

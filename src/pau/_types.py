@@ -141,6 +141,8 @@ class RunSummary(TypedDict):
     top_kernels: Optional[List[TopKernel]]
     steps: Optional[Dict[str, Any]]
     idle_by_cause: Optional[Dict[str, Any]]
+    layers: Optional[Dict[str, Any]]
+    recovery: Optional[Dict[str, Any]]
     telemetry: Optional[List[Dict[str, Any]]]
     requests: Optional[Dict[str, Any]]
     slo_ns: Dict[str, int]

@@ -223,6 +223,42 @@ def render_idle(idle: dict | None) -> str:
                        fmt(["-" * w for w in widths])] + [fmt(c) for c in cells])
 
 
+def render_layers(lay: dict | None) -> str:
+    """The stack from accountable time down (pau.layers): each layer, its factor and
+    what the step to it lost (the four largest causes)."""
+    if not lay or not lay["layers"]:
+        return ""
+    rows = lay["layers"]
+    u = unit(max(r["ns"] for r in rows))
+    width = max(len(r["name"]) for r in rows)
+    lines = ["", "layers, top down (factor: the share of the layer above that is left; lost: the largest causes)", ""]
+    for r in rows:
+        lost = sorted(r["lost_ns"].items(), key=lambda kv: -kv[1])
+        shown = ", ".join(f"{k} {in_unit(v, u)}" for k, v in lost[:4]) + (f", {len(lost) - 4} more" if len(lost) > 4
+                                                                           else "")
+        factor = "" if r["factor"] is None else f"x {r['factor']:.3f}"
+        lines.append(f"  {r['name']:<{width}}  {in_unit(r['ns'], u):>14}  {factor:>8}" + (f"  lost: {shown}" if lost else ""))
+    left = "; ".join(f"{k}: {v}" for k, v in lay["left_out"].items())
+    lines.append(f"  product {lay['product']:.4f}" + (f" (left out: {left})" if left else ""))
+    return "\n".join(lines)
+
+
+def render_recovery(rec: dict | None) -> str:
+    """Failures and recovery (pau.outcome.recovery), in one paragraph."""
+    if not rec or not rec["failures"]:
+        return ""
+    causes = ", ".join(f"{k} {v['failures']}" for k, v in sorted(rec["by_cause"].items(), key=lambda kv: -kv[1]["failures"]))
+    ttr = rec["mean_to_first_step_s"]
+    ttp = rec["mean_to_progress_s"]
+    return ("\nrecovery: " + f"{rec['failures']} failures, {rec['failures_per_1000_accelerator_hours']:,.1f} per 1,000 "
+            f"accelerator-hours ({causes}); mean time to the next attempt's first step "
+            + ("-" if ttr is None else duration(int(ttr * 1e9))) + ", to progress back where it was "
+            + ("-" if ttp is None else duration(int(ttp * 1e9)))
+            + (f" ({rec['not_recovered']} not recovered)" if rec["not_recovered"] else "")
+            + f"; {rec['restart_loop_attempts']} attempts in restart loops (ended without a new durable checkpoint); "
+            + f"waste equals {rec['waste_equivalent_accelerators']:,.2f} accelerators idle the whole time")
+
+
 def render_telemetry(rows: list | None) -> str:
     """Hardware telemetry per state and activity: each metric's time-weighted mean over
     the time its samples cover, and energy for power."""
@@ -270,6 +306,9 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
         parts.append(steps)
     if led is not None and led["goodput"] is not None:
         parts.append(render_goodput(led))
+        for extra in (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"))):
+            if extra:
+                parts.append(extra)
     elif led is not None and run.events is not None:
         parts.append("\nno lifecycle (no step records): goodput needs one; the table is device activity only")
     outside = figures["events_outside_accountable"]

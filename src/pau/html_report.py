@@ -218,6 +218,33 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
                  html_table(["rank"] + causes + ["idle"], rows, right=range(1, len(causes) + 2))]
     if s is not None and s["goodput"] is not None:
         body += ["<h2>Goodput</h2>", _plot(lambda: plots.goodput_waterfall(s), "waterfall"), _goodput_tables(s)]
+        lay = figures.get("layers")
+        if lay and lay["layers"]:
+            u = unit(max(r["ns"] for r in lay["layers"]))
+            body += ["<h2>Layers</h2>",
+                     '<p class="note">from accountable accelerator time down; each factor is the share of the '
+                     "layer above that is left, and the factors multiply to the product</p>",
+                     html_table(["layer", "accelerator time", "factor", "lost (largest first)"],
+                                [[r["name"], in_unit(r["ns"], u), "" if r["factor"] is None else f"{r['factor']:.4f}",
+                                  ", ".join(f"{k} {in_unit(v, u)}" for k, v in
+                                            sorted(r["lost_ns"].items(), key=lambda kv: -kv[1]))]
+                                 for r in lay["layers"]], right=(1, 2), names=(3,)),
+                     f"<p>product {lay['product']:.4f}"
+                     + ("; left out: " + html.escape("; ".join(f"{k} ({v})" for k, v in lay["left_out"].items()))
+                        if lay["left_out"] else "") + "</p>"]
+        rec = figures.get("recovery")
+        if rec and rec["failures"]:
+            ttr, ttp = rec["mean_to_first_step_s"], rec["mean_to_progress_s"]
+            body += ["<h2>Recovery</h2>", html_table(["figure", "value"], [
+                ["failures", f"{rec['failures']:,}"],
+                ["per 1,000 accelerator-hours", f"{rec['failures_per_1000_accelerator_hours']:,.1f}"],
+                ["by cause", ", ".join(f"{k} {v['failures']}" for k, v in rec["by_cause"].items())],
+                ["mean time to the next first step", "-" if ttr is None else duration(int(ttr * 1e9))],
+                ["mean time to progress back", "-" if ttp is None else duration(int(ttp * 1e9))],
+                ["not recovered", f"{rec['not_recovered']}"],
+                ["attempts in restart loops", f"{rec['restart_loop_attempts']}"],
+                ["waste as accelerators idle the whole time", f"{rec['waste_equivalent_accelerators']:,.2f}"]],
+                right=(1,))]
         if ledger is not None and ledger.intervals is not None:
             body += ["<h2>Lifecycle timeline</h2>", _plot(lambda: plots.state_timeline(ledger, run.lifecycle),
                                                          "timeline")]

@@ -35,6 +35,8 @@ import pyarrow.csv as pcsv
 from . import _engine
 from . import align as _align
 from . import idle as _idle
+from . import layers as _layers
+from . import outcome as _outcome
 from . import io as _io
 from . import telemetry as _telemetry
 from ._format import html_table
@@ -139,6 +141,18 @@ class Run:
         if as_of is not None:
             raise OptionError("run.ledger: as_of applies to a lifecycle, and this run has none")
         return _engine.ledger(self.events, span=self.spans, priority=priority, progress=progress)
+
+    def layers(self, *, as_of: int | None = None, schedule: Any = None, flops: Any = None,
+               accelerator: str | None = None, dtype: str | None = None, peak: Any = None) -> _layers.Layers:
+        """The stack from accelerator time asked for down to useful FLOPs
+        (:func:`pau.layers.layers`): accountable, productive, productive compute, the
+        hardware's activity over it (with samples), FLOPs at peak (with ``flops``); a
+        ``schedule`` adds the time queued on top."""
+        if self.lifecycle is None:
+            raise PauError("run.layers: the run has no lifecycle, so no productive layer. Fix: read a trace "
+                           "with steps, or give the run's lifecycle")
+        return _layers.layers(self.ledger(as_of=as_of), samples=self.samples, events=self.events,
+                              schedule=schedule, flops=flops, accelerator=accelerator, dtype=dtype, peak=peak)
 
     def summary(self, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> RunSummary:
         """Every headline figure of the run as a JSON-able dict (see :func:`run_figures`)."""
@@ -248,7 +262,10 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     None without a ledger), ``top_kernels`` (:func:`pau.analysis.top_kernels`: the device work that took the
     most time; None without events), ``steps`` (:func:`pau.analysis.step_figures`:
     step times per rank and the stragglers; None without per-rank steps),
-    ``idle_by_cause`` (:func:`pau.idle.idle_by_cause`: idle split into host_wait,
+    ``layers`` (:func:`pau.layers.layers` of a lifecycle ledger: accountable, productive,
+    productive compute and, with samples, the hardware's activity, each with its factor
+    and losses), ``recovery`` (:func:`pau.outcome.recovery`: failures per 1,000
+    accelerator-hours, time to recover, restart loops), ``idle_by_cause`` (:func:`pau.idle.idle_by_cause`: idle split into host_wait,
     data_wait, sync_wait and idle.other, ``ns`` for the job and ``per_rank``; None
     without events), ``telemetry`` (:func:`pau.telemetry.summary`: each metric's time-weighted mean, and
     energy, per state and activity; None without samples),
@@ -271,6 +288,10 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "top_kernels": None if run.events is None else top_kernels(run.events),
         "steps": None if run.lifecycle is None else step_figures(run.lifecycle),
         "idle_by_cause": _idle_figures(run, led),
+        "layers": (None if led is None or led.intervals is None else
+                   _layers.layers(led, samples=run.samples, events=run.events).summary()),
+        "recovery": (None if led is None or led.intervals is None or run.lifecycle is None else
+                     _outcome.recovery(run.lifecycle, ledger=led).summary()),
         "telemetry": (None if run.samples is None or led is None else
                       _telemetry.summary(led, run.samples, events=run.events,
                                          span=run.spans if run.lifecycle is None else None)),
