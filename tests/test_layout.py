@@ -22,7 +22,7 @@ SRC = ROOT / "src" / "pau"
 #: Bottom to top. A new module must be given a level here.
 LEVELS = [
     # vocabulary, types, errors: import nothing of pau but each other
-    {"pau.errors", "pau._vocab", "pau._types", "pau._devices", "pau._format"},
+    {"pau.errors", "pau._vocab", "pau._types", "pau._devices", "pau._format", "pau._names"},
     # input adapters and process-wide helpers
     {"pau._input", "pau._search", "pau._jit", "pau._threads", "pau._progress"},
     # kernels (the native pau._core is compiled, not listed)
@@ -47,7 +47,7 @@ LEVELS = [
     # the facade
     {"pau.core"},
     # the command line and the package's front door
-    {"pau.cli", "pau"},
+    {"pau.cli", "pau._args", "pau"},
 ]
 LEVEL = {m: i for i, ms in enumerate(LEVELS) for m in ms}
 
@@ -143,6 +143,46 @@ def test_no_import_cycle():
 
 def test_no_pau_import_inside_a_function():
     assert not INNER, "pau imports inside functions (move them to the top of the module):\n" + "\n".join(INNER)
+
+
+#: The only dynamic imports in pau, each for start-up time (issue: `pau --help` without
+#: numpy, pyarrow or Numba): the package's lazy public names, and the console script
+#: running a parsed command. Both import downward or level with themselves.
+DYNAMIC = {("pau", "__getattr__"), ("pau._args", "main")}
+
+
+def _dynamic_imports() -> set[tuple[str, str]]:
+    out = set()
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                            and node.func.attr in ("import_module", "__import__")) or (
+                            isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                            and node.func.id == "__import__"):
+                        out.add((module, fn.name))
+    return out
+
+
+def test_dynamic_imports_are_the_two_start_up_ones():
+    assert _dynamic_imports() == DYNAMIC
+    # their targets point down or level: the package's names come from the facade and the
+    # run; the console script runs pau.cli, on its own level
+    assert set(pau._LAZY.values()) == {"pau.core", "pau.run"}
+    assert all(LEVEL[m] <= LEVEL["pau"] for m in pau._LAZY.values())
+    assert LEVEL["pau.cli"] == LEVEL["pau._args"]
+
+
+def test_the_command_line_parses_without_numpy_pyarrow_or_numba():
+    import subprocess
+    import sys
+
+    code = ("import sys, pau, pau._args; pau._args.parser().parse_args(['report']); "
+            "print(sorted(m for m in ('numpy', 'pyarrow', 'numba') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_nothing_imports_the_facade():

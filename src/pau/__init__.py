@@ -3,9 +3,17 @@
 An exact ledger of accelerator time from per-rank timelines: what useful work the
 accelerators completed and what it cost. The public API lives in :mod:`pau.core`;
 readers and writers in :mod:`pau.io`; synthetic runs in :mod:`pau.synth`.
+
+The names below are loaded on first use (PEP 562), so that ``import pau`` (and the
+command line's ``--help``) does not load numpy, pyarrow and the kernels until a name
+that needs them is asked for; ``tests/test_layout.py`` holds this one dynamic import
+to what the package exports.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 try:
     from . import _core  # noqa: F401  (the compiled core; private)
@@ -16,22 +24,32 @@ except ImportError as exc:  # pragma: no cover - only without a build
     ) from exc
 
 from . import errors
-from .core import (
-    ACTIVITIES,
-    KINDS,
-    STATES,
-    Ledger,
-    Overlap,
-    Quarantined,
-    attribute,
-    classify,
-    classify_dataset,
-    ledger,
-    overlap,
-)
-from .run import Run, RunWarning, read, read_runs
 
-__version__ = _core.__version__
+if TYPE_CHECKING:  # what the lazy names are, for type checkers
+    from .core import (ACTIVITIES, KINDS, STATES, Ledger, Overlap, Quarantined, attribute, classify,
+                       classify_dataset, ledger, overlap)
+    from .run import Run, RunWarning, read, read_runs
+
+__version__: str = _core.__version__
+
+#: Each public name and the module it comes from.
+_LAZY = {**dict.fromkeys(("ACTIVITIES", "KINDS", "STATES", "Ledger", "Overlap", "Quarantined", "attribute",
+                          "classify", "classify_dataset", "ledger", "overlap"), "pau.core"),
+         **dict.fromkeys(("Run", "RunWarning", "read", "read_runs"), "pau.run")}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pau' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once loaded, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ACTIVITIES",

@@ -35,12 +35,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._names import ALIGN_METHODS
 from .errors import PauError
 
 __all__ = ["Alignment", "offsets", "apply", "METHODS"]
 
 #: The ways ``pau.read(..., align=...)`` knows.
-METHODS = ("collectives",)
+METHODS = ALIGN_METHODS
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import pyarrow.csv as pcsv
 from ._format import duration
 from ._input import _column, as_table, time_column
 from ._ledger import Ledger
+from ._names import TOP_KERNELS
 from ._types import LedgerSummary, Quarantined, TopKernel, check_on_invalid
 from ._vocab import STATES
 from .economics import cost
@@ -44,8 +45,8 @@ __all__ = [
 ]
 
 _NS_PER_S = 10**9
-#: Rows of :func:`top_kernels` in a run's summary and report, and of a kernel diff in text.
-TOP_KERNELS = 10
+#: TOP_KERNELS (pau._names): rows of :func:`top_kernels` in a run's summary and report, and of a
+#: kernel diff in text.
 
 
 def _ratio(a, b):

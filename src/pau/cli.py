@@ -32,19 +32,15 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from . import _core, core, errors, html_report, synth
+from . import core, errors, html_report, synth
 from ._format import duration, in_unit, pct, unit
 from ._ledger import Ledger
 from ._progress import Bar
 from ._types import RunSummary
-from .analysis import TOP_KERNELS
 from .chrome_trace import write_chrome_trace
-from .run import FORMATS, Run, detect, read_runs, run_figures
-
-EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-_EXIT_TABLE = """exit codes: 0 done, 1 bad input, 2 usage (or an option that does not apply to the input),
-3 a --gate failed, 130 interrupted"""
+from ._args import BUILTIN as _BUILTIN
+from ._args import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, parser
+from .run import Run, detect, read_runs, run_figures
 
 # Columns of the report: (heading, activity). Every activity that occurs gets its
 # column (memset and sync as themselves); compute and idle always.
@@ -58,11 +54,6 @@ _COLUMNS = (
     ("idle", "idle"),
 )
 _ALWAYS = ("compute", "idle")
-
-# Defaults of the built-in run's options (None in the parser, so that giving them
-# with a path can be refused).
-_BUILTIN = {"ranks": 8, "steps": 400, "seed": 0, "straggler": 3}
-
 
 class UsageError(Exception):
     """A command line that cannot be carried out as given (exit 2)."""
@@ -749,96 +740,6 @@ def render_compare_csv(cmp: core.Comparison) -> str:
     return sink.getvalue().to_pybytes().decode()
 
 
-def _parser() -> argparse.ArgumentParser:
-    fmts = FORMATS
-    parser = argparse.ArgumentParser(prog="pau", description="Productive accelerator utilization.",
-                                     epilog=_EXIT_TABLE)
-    parser.add_argument("--version", action="version", version=f"pau {_core.__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    def align_option(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--align", choices=("collectives",), default=None,
-                       help="traces from several hosts: put every rank's clock on the lowest rank's, from the "
-                       "collectives they share (the offsets go to the run's metadata)")
-
-    def telemetry_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--samples", action="append", metavar="FILE",
-                       help="hardware telemetry of the run (nvidia-smi CSV, dcgm-exporter scrape, Prometheus JSON, "
-                       "dcgmi dmon, amd-smi CSV); repeatable. Adds each metric's mean per state and activity")
-        p.add_argument("--devices", metavar="MAP", help="how the telemetry's devices map to ranks: 'index', or "
-                       "DEVICE=RANK,... (default: by UUID, bus id, then GPU index)")
-
-    def verbosity_options(p: argparse.ArgumentParser) -> None:
-        g = p.add_mutually_exclusive_group()
-        g.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr (errors still)")
-        g.add_argument("-v", "--verbose", action="count", default=0, help="also say what was read")
-
-    def output_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--format", choices=("text", "json", "csv", "html"), default="text",
-                       help="what to print: text (default), json (every figure), csv (a table of figures), "
-                       "html (one self-contained page with plots; needs pau[report])")
-        p.add_argument("-o", "--output", default="-", help="where the report goes (default -: stdout)")
-
-    rep = sub.add_parser("report", help="the ledger of a run: activity, goodput, waste by cause", epilog=_EXIT_TABLE)
-    verbosity_options(rep)
-    rep.add_argument("path", nargs="?", help="a trace, log, results file, Parquet events or a pau run folder "
-                     "(default: a built-in synthetic 8-rank run)")
-    rep.add_argument("--input-format", choices=fmts, help="input format (default: detected from the content)")
-    output_options(rep)
-    align_option(rep)
-    rep.add_argument("--ledger", metavar="FILE", help="also write the ledger table (.parquet, .csv, .json)")
-    rep.add_argument("--lifecycle", help="Parquet lifecycle table (DESIGN 2.2) for input that has events only")
-    rep.add_argument("--as-of", type=int, dest="as_of", help="the ledger as of this instant (int ns)")
-    rep.add_argument("--price", type=float, help="price per accelerator-hour: adds cost per useful output")
-    rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy (with --price)")
-    telemetry_options(rep)
-    rep.add_argument("--slo", action="append", metavar="NAME=SECONDS",
-                     help="a serving SLO: ttft, tpot or e2e, in seconds (e.g. ttft=0.5); repeatable. A request "
-                     "is accepted when it completed and meets every SLO given")
-    rep.add_argument("--gate", action="append", metavar="METRIC>=X",
-                     help="fail (exit 3) unless the figure holds, e.g. ledger.goodput>=0.45; repeatable")
-    rep.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid",
-                     help="rows a reader cannot use: raise (default) or set aside (counted, warned)")
-    for k, h in (("ranks", "number of ranks"), ("steps", "number of steps"), ("seed", "seed"),
-                 ("straggler", "rank slowed by 1.25x (-1 for none)")):
-        rep.add_argument(f"--{k}", type=int, default=None, help=f"built-in run: {h} (default {_BUILTIN[k]})")
-    prog = rep.add_mutually_exclusive_group()
-    prog.add_argument("--progress", dest="progress", action="store_true", default=None,
-                      help="a progress bar on stderr while Parquet events are read, even when stderr is not "
-                      "a terminal (default: only when it is one)")
-    prog.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-
-    conv = sub.add_parser("convert", help="write any input as a pau run folder (pau.read gives it back)",
-                          epilog=_EXIT_TABLE)
-    verbosity_options(conv)
-    conv.add_argument("path")
-    conv.add_argument("out", help="the run folder to write (with --to chrome-trace: the .json or .json.gz file)")
-    conv.add_argument("--input-format", choices=fmts)
-    conv.add_argument("--to", choices=("pau", "chrome-trace"), default="pau",
-                      help="pau: a run folder (default); chrome-trace: the ledger as tracks (lifecycle state, "
-                      "idle, waits for stragglers, failures and checkpoints) beside the device events, in the "
-                      "Chrome trace JSON that Perfetto UI and chrome://tracing open")
-    conv.add_argument("--overwrite", action="store_true", help="replace OUT when it exists")
-    align_option(conv)
-    telemetry_options(conv)
-    conv.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid")
-
-    cmpp = sub.add_parser("compare", help="two runs side by side on the same useful-output denominators",
-                          epilog=_EXIT_TABLE)
-    verbosity_options(cmpp)
-    cmpp.add_argument("a", help="a run in any format pau reads")
-    cmpp.add_argument("b")
-    cmpp.add_argument("--input-format-a", choices=fmts, dest="input_format_a")
-    cmpp.add_argument("--input-format-b", choices=fmts, dest="input_format_b")
-    output_options(cmpp)
-    align_option(cmpp)
-    cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
-    cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
-    cmpp.add_argument("--kernels", type=int, default=TOP_KERNELS, metavar="N",
-                      help=f"rows of the kernel diff in text (default {TOP_KERNELS}); json and csv list every row")
-    return parser
-
-
 def _check_output(args: argparse.Namespace) -> None:
     """Before any work: the report's output can be written, and an HTML report has
     its plotting library."""
@@ -857,7 +758,12 @@ def _check_output(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """``pau`` with these arguments (``sys.argv[1:]`` by default): the exit code."""
+    return run(parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out a parsed command line (:func:`pau._args.parser`): the exit code."""
     _VERBOSITY["level"] = -1 if args.quiet else min(args.verbose, 1)
     try:
         _check_output(args)

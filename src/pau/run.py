@@ -40,6 +40,7 @@ from . import outcome as _outcome
 from . import io as _io
 from . import telemetry as _telemetry
 from ._format import html_table
+from ._names import INPUT_FORMATS
 from ._input import REASONS, as_table, raise_first, row_reasons, spans_of
 from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
 from ._ledger import Ledger
@@ -58,7 +59,7 @@ __all__ = ["FORMATS", "TABLES", "MultipleRunsError", "Run", "RunWarning", "attac
            "run_figures", "spans_of"]
 
 #: The formats :func:`read` knows; ``pau`` is pau's own run layout (a folder).
-FORMATS = ("pau", "parquet", "kineto", "nsys", "mllog", "serving", "csv")
+FORMATS = INPUT_FORMATS
 #: The tables of a run, in the order they are written.
 TABLES = ("events", "lifecycle", "spans", "requests", "samples", "host", "quarantine")
 #: The file naming a folder as a pau run, and its version.
