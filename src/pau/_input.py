@@ -118,6 +118,33 @@ def time_column(arr: pa.Array, name: str, table: str, row0: int = 0) -> np.ndarr
     return arr.to_numpy(zero_copy_only=False)
 
 
+def null_mask(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The nulls of a column as a bool array."""
+    return np.asarray(col.is_null()) if col.null_count else np.zeros(len(col), bool)
+
+
+def int_values(t: pa.Table, name: str, table: str) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values with nulls as 0, null mask) of integer column ``name`` of ``table``."""
+    col = _column(t, name, table)
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if not pa.types.is_integer(col.type):
+        raise SchemaError(table, name, f"has type {col.type}, not an integer", f"give {name} as integers")
+    null = null_mask(col)
+    if col.null_count:
+        col = col.fill_null(0)
+    return np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False), np.int64), null
+
+
+def time_values(t: pa.Table, name: str, table: str) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 ns with nulls as 0, null mask) of time column ``name`` (int or timestamp)."""
+    col = _column(t, name, table)
+    null = null_mask(col)
+    if col.null_count:
+        col = pc.if_else(col.is_null(), pa.scalar(0, col.type), col)
+    return np.asarray(time_column(col, name, table), np.int64), null
+
+
 def rank_column(arr: pa.Array, table: str, name: str = "rank", row0: int = 0):
     t = arr.type
     if not pa.types.is_integer(t):

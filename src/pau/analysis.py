@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from ._format import duration
-from ._input import _column, as_table, time_column
+from ._input import _column, as_table, int_values, null_mask, time_values
 from ._ledger import Ledger
 from ._names import TOP_KERNELS
 from ._types import LedgerSummary, Quarantined, TopKernel, check_on_invalid
@@ -40,6 +40,7 @@ __all__ = [
     "colocated",
     "top_kernels",
     "step_figures",
+    "step_rows",
     "step_times",
     "nearest_rank",
 ]
@@ -51,31 +52,6 @@ _NS_PER_S = 10**9
 
 def _ratio(a, b):
     return a / b if b else None
-
-
-def _null_mask(col: pa.Array) -> np.ndarray:
-    return np.asarray(col.is_null()) if col.null_count else np.zeros(len(col), bool)
-
-
-def _ints(t: pa.Table, name: str, table: str) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 values with nulls as 0, null mask) of an integer column."""
-    col = _column(t, name, table)
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    if not pa.types.is_integer(col.type):
-        raise SchemaError(table, name, f"has type {col.type}, not an integer", f"give {name} as integers")
-    null = _null_mask(col)
-    if col.null_count:
-        col = col.fill_null(0)
-    return col.cast(pa.int64()).to_numpy(zero_copy_only=False), null
-
-
-def _times(t: pa.Table, name: str, table: str) -> tuple[np.ndarray, np.ndarray]:
-    col = _column(t, name, table)
-    null = _null_mask(col)
-    if col.null_count:
-        col = pc.if_else(col.is_null(), pa.scalar(0, col.type), col)
-    return np.asarray(time_column(col, name, table), np.int64), null
 
 
 def _group_starts(*sorted_keys: np.ndarray) -> np.ndarray:
@@ -180,6 +156,18 @@ _STRAGGLER_FIX = ("", "give every step record its rank",
                   "give one row per (step, rank)")
 
 
+def step_rows(table_like: Any, table: str = "steps") -> pa.Table:
+    """The step rows of a lifecycle (``record == "step"``), or the table itself when it
+    has no ``record`` column (a table of steps)."""
+    t = as_table(table_like, table)
+    if "record" in t.schema.names:
+        rec = _column(t, "record", table)
+        if pa.types.is_dictionary(rec.type):
+            rec = rec.cast(rec.type.value_type)
+        t = t.filter(pc.fill_null(pc.equal(rec, "step"), False))
+    return t
+
+
 def stragglers(events_or_steps: Any, *, by: str = "step", min_share: float = 0.2,
                on_invalid: str = "raise"):
     """Per step, the time each rank waited for the slowest rank, charged to it.
@@ -218,20 +206,15 @@ def stragglers(events_or_steps: Any, *, by: str = "step", min_share: float = 0.2
     check_on_invalid(on_invalid)
     if not 0 <= min_share <= 1:
         raise PauError(f"min_share = {min_share!r}. Fix: give a share in [0, 1]")
-    t = as_table(events_or_steps, "steps")
-    if "record" in t.schema.names:
-        rec = _column(t, "record", "steps")
-        if pa.types.is_dictionary(rec.type):
-            rec = rec.cast(rec.type.value_type)
-        t = t.filter(pc.fill_null(pc.equal(rec, "step"), False))
+    t = step_rows(events_or_steps)
     n = t.num_rows
-    rank, rank_null = _ints(t, "rank", "steps")
-    step, step_null = _ints(t, by, "steps")
+    rank, rank_null = int_values(t, "rank", "steps")
+    step, step_null = int_values(t, by, "steps")
     has_attempt = "attempt" in t.schema.names
-    attempt = _ints(t, "attempt", "steps")[0] if has_attempt else np.zeros(n, np.int64)
-    end, end_null = _times(t, "end_ns", "steps")
+    attempt = int_values(t, "attempt", "steps")[0] if has_attempt else np.zeros(n, np.int64)
+    end, end_null = time_values(t, "end_ns", "steps")
     if "start_ns" in t.schema.names:
-        start, start_null = _times(t, "start_ns", "steps")
+        start, start_null = time_values(t, "start_ns", "steps")
     else:
         start, start_null = end, np.ones(n, bool)
 
@@ -359,11 +342,11 @@ def read_alibaba_minibatch(path, *, unit_ns: int = 1_000_000) -> pa.Table:
     t = pcsv.read_csv(path)
     for name in ("worker", "time", "batch_time_norm"):
         _column(t, name, "alibaba mini-batch")
-    rank = _ints(t, "worker", "alibaba mini-batch")[0]
-    step = _ints(t, "time", "alibaba mini-batch")[0]
+    rank = int_values(t, "worker", "alibaba mini-batch")[0]
+    step = int_values(t, "time", "alibaba mini-batch")[0]
     dur_col = _column(t, "batch_time_norm", "alibaba mini-batch")
     if dur_col.null_count:
-        raise InvalidRowError("alibaba mini-batch", "batch_time_norm", int(np.flatnonzero(_null_mask(dur_col))[0]),
+        raise InvalidRowError("alibaba mini-batch", "batch_time_norm", int(np.flatnonzero(null_mask(dur_col))[0]),
                               "null batch time", "remove the row", dur_col.null_count)
     dur = np.rint(dur_col.cast(pa.float64()).to_numpy(zero_copy_only=False) * unit_ns).astype(np.int64)
     order = np.lexsort((rank, step))
@@ -581,7 +564,7 @@ def _jobs(t: pa.Table, table: str, fix: str) -> tuple[np.ndarray, pa.Array]:
     """The ``job`` column as codes, refusing nulls."""
     job = _column(t, "job", table)
     if job.null_count:
-        raise InvalidRowError(table, "job", int(np.flatnonzero(_null_mask(job))[0]), "null job", fix,
+        raise InvalidRowError(table, "job", int(np.flatnonzero(null_mask(job))[0]), "null job", fix,
                               job.null_count)
     return _job_codes(job)
 
@@ -619,9 +602,9 @@ def colocated(allocations: Any) -> pa.Table:
     """
     t = as_table(allocations, "allocations")
     jc, jobs = _jobs(t, "allocations", "give every allocation its job")
-    rank, rnull = _ints(t, "rank", "allocations")
-    s, snull = _times(t, "start_ns", "allocations")
-    e, enull = _times(t, "end_ns", "allocations")
+    rank, rnull = int_values(t, "rank", "allocations")
+    s, snull = time_values(t, "start_ns", "allocations")
+    e, enull = time_values(t, "end_ns", "allocations")
     for name, bad, why in (("rank", rnull, "null rank"), ("start_ns", snull, "null start_ns"),
                            ("end_ns", enull, "null end_ns"), ("end_ns", e < s, "end_ns before start_ns")):
         if bad.any():
@@ -767,13 +750,13 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
     """
     t = as_table(progress, "progress")
     jc, jobs = _jobs(t, "progress", "give every window its job")
-    s, snull = _times(t, "start_ns", "progress")
-    e, enull = _times(t, "end_ns", "progress")
+    s, snull = time_values(t, "start_ns", "progress")
+    e, enull = time_values(t, "end_ns", "progress")
     pcol = _column(t, "progress", "progress")
     if not (pa.types.is_integer(pcol.type) or pa.types.is_floating(pcol.type)):
         raise SchemaError("progress", "progress", f"has type {pcol.type}, not a number",
                           "give progress as steps or accepted requests")
-    pnull = _null_mask(pcol)
+    pnull = null_mask(pcol)
     prog = pcol.cast(pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)
     for name, bad, why in (("start_ns", snull, "null start_ns"), ("end_ns", enull, "null end_ns"),
                            ("progress", pnull, "null progress"), ("end_ns", e < s, "end_ns before start_ns"),
@@ -793,8 +776,8 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
     elif windows is not None:
         w = as_table(windows, "windows")
         wl = _column(w, "jobs", "windows")
-        ws, _ = _times(w, "start_ns", "windows")
-        we, _ = _times(w, "end_ns", "windows")
+        ws, _ = time_values(w, "start_ns", "windows")
+        we, _ = time_values(w, "end_ns", "windows")
         lens = pc.list_value_length(wl).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         flat = pc.list_flatten(wl)
         if flat.type != jobs.type:
@@ -852,7 +835,7 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
     if "slo_attainment" in t.schema.names:
         sc = _column(t, "slo_attainment", "progress")
         sv = sc.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
-        has = ~_null_mask(sc)
+        has = ~null_mask(sc)
 
         def wmean(mask):
             num = np.zeros(nj)

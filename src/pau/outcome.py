@@ -23,8 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._engine import ledger as _ledger_of
-from ._input import _column, as_table, time_column
+from ._input import _column, as_table, int_values, time_values
 from ._ledger import NS_PER_HOUR, Ledger, exact_sums
+from .analysis import step_rows
 from ._types import Quarantined, RunWarning, check_on_invalid
 from .errors import InvalidRowError, OptionError, PauError, SchemaError
 from .lifecycle import NULL, Attribution
@@ -461,24 +462,6 @@ class Schedule:
     as_of: int
 
 
-def _ints(t: pa.Table, name: str, table: str) -> tuple[np.ndarray, np.ndarray]:
-    col = _column(t, name, table)
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    if not pa.types.is_integer(col.type):
-        raise SchemaError(table, name, f"has type {col.type}, not an integer", f"give {name} as integers")
-    null = np.asarray(col.is_null()) if col.null_count else np.zeros(len(col), bool)
-    return np.asarray(col.fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False), np.int64), null
-
-
-def _times(t: pa.Table, name: str, table: str) -> tuple[np.ndarray, np.ndarray]:
-    col = _column(t, name, table)
-    null = np.asarray(col.is_null()) if col.null_count else np.zeros(len(col), bool)
-    if col.null_count:
-        col = pc.if_else(col.is_null(), pa.scalar(0, col.type), col)
-    return np.asarray(time_column(col, name, table), np.int64), null
-
-
 def schedule_times(schedule: Any, *, as_of: int) -> Schedule:
     """Queued and allocated accelerator-ns of a schedule, as of ``as_of``.
 
@@ -507,14 +490,14 @@ def schedule_times(schedule: Any, *, as_of: int) -> Schedule:
     if "eligible_ns" not in names and "submit_ns" not in names:
         raise SchemaError(name, "submit_ns", "is missing, and so is eligible_ns: the wait cannot be known", fix_cols)
     n = t.num_rows
-    start, s_null = _times(t, "start_ns", name)
-    end, e_null = _times(t, "end_ns", name)
-    acc, a_null = _ints(t, "accelerators", name)
+    start, s_null = time_values(t, "start_ns", name)
+    end, e_null = time_values(t, "end_ns", name)
+    acc, a_null = int_values(t, "accelerators", name)
     ready = np.zeros(n, np.int64)
     r_null = np.ones(n, bool)
     for c in ("eligible_ns", "submit_ns"):  # eligible wins where both are known
         if c in names:
-            v, nl = _times(t, c, name)
+            v, nl = time_values(t, c, name)
             take = r_null & ~nl
             ready[take], r_null[take] = v[take], False
     checks = [
@@ -794,19 +777,14 @@ def straggler_scores(steps: Any, *, every_steps: int | None = None, every_ns: in
         raise OptionError("straggler_scores: every_steps= and every_ns= both set the windows. Fix: give one")
     width_s = None if every_steps is None else _count(every_steps, "every_steps", positive=True)
     width_t = None if every_ns is None else _count(every_ns, "every_ns", positive=True)
-    t = as_table(steps, "steps")
-    if "record" in t.schema.names:
-        rec = _column(t, "record", "steps")
-        if pa.types.is_dictionary(rec.type):
-            rec = rec.cast(rec.type.value_type)
-        t = t.filter(pc.fill_null(pc.equal(rec, "step"), False))
+    t = step_rows(steps)
     n = t.num_rows
-    rank, rank_null = _ints(t, "rank", "steps")
-    step, step_null = _ints(t, "step", "steps")
+    rank, rank_null = int_values(t, "rank", "steps")
+    step, step_null = int_values(t, "step", "steps")
     has_att = "attempt" in t.schema.names
-    attempt = _ints(t, "attempt", "steps")[0] if has_att else np.zeros(n, np.int64)
-    start, start_null = _times(t, "start_ns", "steps")
-    end, end_null = _times(t, "end_ns", "steps")
+    attempt = int_values(t, "attempt", "steps")[0] if has_att else np.zeros(n, np.int64)
+    start, start_null = time_values(t, "start_ns", "steps")
+    end, end_null = time_values(t, "end_ns", "steps")
     reasons = np.zeros(n, np.int8)
 
     def mark(mask, c):
@@ -963,7 +941,7 @@ def _records(t: pa.Table, record: str) -> pa.Table:
 def _col_or_null(t: pa.Table, name: str, what: str) -> tuple[np.ndarray, np.ndarray]:
     if name not in t.schema.names:
         return np.zeros(t.num_rows, np.int64), np.ones(t.num_rows, bool)
-    return (_times if name.endswith("_ns") else _ints)(t, name, what)
+    return (time_values if name.endswith("_ns") else int_values)(t, name, what)
 
 
 def _failure_rows(att: Attribution) -> list[tuple[int, int, str]]:
