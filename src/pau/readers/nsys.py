@@ -278,6 +278,15 @@ def _shift(rows: _Rows, t: np.ndarray, base: int, column: str) -> np.ndarray:
     return np.where(over, 0, t) + base
 
 
+def _interval(rows: _Rows, base: int) -> tuple[np.ndarray, np.ndarray]:
+    """Columns 1 and 2 of ``rows`` (``start``, ``end``) as absolute ns: a reversed row
+    and a time that overflows once shifted are marked bad."""
+    start = rows.ints(1, "start", fill=None)
+    end = rows.ints(2, "end", fill=None)
+    rows.mark((end < start) & ~rows.bad, "end before start")
+    return _shift(rows, start, base, "start"), _shift(rows, end, base, "end")
+
+
 def _enum(db: _Db, table: str) -> dict[int, str]:
     if table not in db.tables:
         return {}
@@ -351,11 +360,7 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
     if not raw:
         return None
     rows = _Rows(table, raw, np.array([r[0] for r in raw], np.int64))
-    start = rows.ints(1, "start", fill=None)
-    end = rows.ints(2, "end", fill=None)
-    rows.mark((end < start) & ~rows.bad, "end before start")
-    start = _shift(rows, start, base, "start")
-    end = _shift(rows, end, base, "end")
+    start, end = _interval(rows, base)
     device = rows.ints(3, "deviceId")
     gpid = rows.ints(4, "globalPid")
     stream = rows.ints(5, "streamId")
@@ -414,11 +419,7 @@ def _runtime(db: _Db, base: int, on_invalid: str, warnings: list, quarantine: li
     if not raw:
         return empty
     rows = _Rows(_RUNTIME, raw, np.array([r[0] for r in raw], np.int64))
-    start = rows.ints(1, "start", fill=None)
-    end = rows.ints(2, "end", fill=None)
-    rows.mark((end < start) & ~rows.bad, "end before start")
-    start = _shift(rows, start, base, "start")
-    end = _shift(rows, end, base, "end")
+    start, end = _interval(rows, base)
     gtid = rows.ints(3, "globalTid")
     corr = rows.ints(4, "correlationId")
     name_id = rows.ints(5, "nameId")
