@@ -22,7 +22,7 @@ SRC = ROOT / "src" / "pau"
 #: Bottom to top. A new module must be given a level here.
 LEVELS = [
     # vocabulary, types, errors: import nothing of pau but each other
-    {"pau.errors", "pau._vocab", "pau._types", "pau._devices", "pau._format", "pau._names"},
+    {"pau.errors", "pau._vocab", "pau._types", "pau._devices", "pau._format", "pau._names", "pau._mlperf"},
     # input adapters and process-wide helpers
     {"pau._input", "pau._search", "pau._jit", "pau._threads", "pau._progress"},
     # kernels (the native pau._core is compiled, not listed)

@@ -108,6 +108,7 @@ def test_success_run_ledger_and_summary(runs, data):
     by = {pathlib.Path(x["file"]).relative_to(data).as_posix(): x for x in s}
     x = by["ASUSTeK/results/ESC8000A-E12-8xH100-PCIE-80GB/resnet/result_1.txt"]
     assert x["accelerators"] == 8 and x["status"] == "success"
+    assert (x["epochs"], x["blocks"], x["target_reached"]) == (35, 9, True)
     assert "goodput" not in x  # goodput is the ledger's figure, never the reader's
     # The goodput of a log is the ledger's: evals inside a block count as eval
     # (DESIGN's precedence), and a run without run_stop preserves nothing.
@@ -232,3 +233,171 @@ def test_an_empty_folder_is_a_pau_error(tmp_path):
         read_mllog(tmp_path)
     with pytest.raises(NoInputError):   # also a FileNotFoundError, as before
         read_mllog(tmp_path / "nothing")
+
+
+# --- issue 16: the eval metric against its quality target, epochs and blocks, time to train -----
+
+from pau import _mlperf, cli, html_report  # noqa: E402
+from pau.run import run_figures  # noqa: E402
+
+# The v4.0 targets as the compliance checker's ATLEAST_ONE_CHECK lines write them (read in
+# mlcommons/logging, the files each row of pau._mlperf.TARGETS names): benchmark -> [(part,
+# direction, target)].
+CHECKER_V40 = {
+    "bert": [(None, ">=", 0.720)], "dlrm_dcnv2": [(None, ">=", 0.80275)], "gnn": [(None, ">=", 0.72)],
+    "gpt3": [(None, "<=", 2.69)], "llama2_70b_lora": [(None, "<=", 0.925)],
+    "maskrcnn": [("BBOX", ">=", 0.377), ("SEGM", ">=", 0.339)], "resnet": [(None, ">=", 0.759)],
+    "rnnt": [(None, "<=", 0.058)], "ssd": [(None, ">=", 0.340)],
+    "stable_diffusion": [("FID", "<=", 90.0), ("CLIP", ">=", 0.15)], "unet3d": [(None, ">=", 0.908)],
+}
+
+
+def test_the_target_table_is_the_checkers():
+    got: dict = {}
+    for t in _mlperf.TARGETS:
+        got.setdefault(t.benchmark, []).append((t.part, t.direction, t.target))
+        assert t.round == "4.0" and len(t.commit) == 40 and int(t.commit, 16) >= 0
+        assert t.source.startswith("mlperf_logging/compliance_checker/") and t.source.endswith(".yaml")
+    # every benchmark training_4.0.0/closed_common.yaml accepts, no other
+    assert got == CHECKER_V40
+    assert _mlperf.round_of_path("x/training_results_v4.0/NVIDIA/results/a/gpt3/result_0.txt") == "4.0"
+    assert _mlperf.round_of_path("x/training_3.1.0/r.txt") == "3.1" and _mlperf.round_of_path("a/b.txt") is None
+
+
+def test_every_sample_reaches_its_target_exactly_when_it_says_success(runs):
+    assert runs
+    for name, r in runs.items():
+        ev = r.eval
+        assert ev["round"] == "4.0" and ev["division"] == "closed" and ev["assumed"] == [], name
+        assert [(p["name"], p["direction"], p["target"]) for p in ev["parts"]] == CHECKER_V40[r.benchmark], name
+        assert ev["target_source"].startswith("mlcommons/logging mlperf_logging/compliance_checker/"), name
+        assert ev["reached"] is (r.status == "success"), name
+        assert not [w for w in r.warnings if w.code == "mllog.target_mismatch"], name
+
+
+def test_hand_checked_resnet_and_ssd(data):
+    # resnet result_1: run_start 1715251919964; last eval_accuracy 0.7602 (epoch_num 35) at
+    # 1715253165202; 35 epoch_start lines in 9 blocks, the first block first_epoch_num 1,
+    # epoch_count 3, the second 4 and 4.
+    r = read_mllog(data / "ASUSTeK/results/ESC8000A-E12-8xH100-PCIE-80GB/resnet/result_1.txt")
+    assert (r.epochs, r.blocks, r.step_unit, r.epoch_count) == (35, 9, "block", None)
+    assert [(b["first_epoch_num"], b["epoch_count"]) for b in r.block_spans[:2]] == [(1, 3), (4, 4)]
+    assert r.block_spans[0]["start_ns"] == 1715251920664 * 10**6
+    ev = r.eval
+    assert len(ev["values"]) == 9 and ev["values"][-1] == {
+        "value": 0.7602, "epoch_num": 35, "time_ns": 1715253165202 * 10**6,
+        "run_time_ns": (1715253165202 - 1715251919964) * 10**6}
+    assert (ev["last"], ev["target"], ev["direction"], ev["reached"]) == (0.7602, 0.759, ">=", True)
+    assert ev["target_source"] == ("mlcommons/logging mlperf_logging/compliance_checker/training_3.1.0/"
+                                   "closed_resnet.yaml @ 5c07d0cd")
+    # ssd result_0: epoch_count 8 and first_epoch_num 0 written as keys; epochs 0..4, no
+    # blocks; evals after epochs 1..4, the last 0.3472699265477491 at 1715226832230
+    # (run_start 1715224670202).
+    s = read_mllog(data / "ASUSTeK/results/ESC_N8A-E12/ssd/result_0.txt")
+    assert (s.epochs, s.blocks, s.step_unit, s.epoch_count, s.first_epoch_num) == (5, 0, "epoch", 8, 0)
+    assert [e["epoch_num"] for e in s.epoch_spans] == [0, 1, 2, 3, 4]
+    ev = s.eval
+    assert [v["epoch_num"] for v in ev["values"]] == [1, 2, 3, 4]
+    assert ev["values"][0]["value"] == 0.23193513235066282
+    assert ev["last"] == 0.3472699265477491 and ev["best"] == 0.3472699265477491 and ev["reached"] is True
+    assert ev["values"][-1]["run_time_ns"] == (1715226832230 - 1715224670202) * 10**6
+    assert _mlperf.verdict_text(ev) == "eval_accuracy 0.3473 >= 0.34: reached"
+
+
+def test_json_and_text_reports_show_the_target(data, capsys):
+    path = data / "ASUSTeK/results/ESC8000A-E12-8xH100-PCIE-80GB/resnet/result_3.txt"
+    assert cli.main(["report", str(path), "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)["mlperf"]
+    assert got == run_figures(pau.read(path))["mlperf"]
+    # run_start 1715254624886; README: aborted after 1316 s; 37 epochs in 10 blocks; the
+    # last eval_accuracy 0.75838 misses 0.759.
+    assert (got["status"], got["epochs"], got["blocks"], got["benchmark"]) == ("aborted", 37, 10, "resnet")
+    assert round(got["time_to_train_s"]) == 1316 and got["time_to_train_s"] == got["time_to_train_ns"] / 1e9
+    assert (got["eval"]["last"], got["eval"]["reached"]) == (0.75838, False)
+    assert cli.main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "status aborted (not a valid result)" in out and "time to train 21.9" in out
+    assert "37 epochs in 10 blocks; eval_accuracy 0.7584 >= 0.759: not reached (target: mlcommons/logging " in out
+    run = pau.read(path)
+    cards = html_report._cards(run_figures(run), run)
+    assert '<div class="v">aborted</div><div class="k">MLPerf status: not a valid result</div>' in cards
+    assert '<div class="v">not reached</div>' in cards and '<div class="v">37 epochs in 10 blocks</div>' in cards
+    ok = data / "ASUSTeK/results/ESC_N8A-E12/ssd/result_0.txt"
+    assert cli.main(["report", str(ok)]) == 0
+    out = capsys.readouterr().out
+    assert "status success, 8 accelerators" in out and "5 epochs; eval_accuracy 0.3473 >= 0.34: reached" in out
+    run = pau.read(ok)
+    cards = html_report._cards(run_figures(run), run)
+    assert "eval_accuracy 0.3473 &gt;= 0.34 (MLPerf quality target, round 4.0)" in cards
+    assert '<div class="v">reached</div>' in cards and '<div class="v">5 epochs</div>' in cards
+
+
+def _eval_log(tmp_path, evals, status="success", benchmark="resnet", division="closed", name="r.txt"):
+    lines = [':::MLLOG ' + json.dumps({"key": "submission_benchmark", "time_ms": 0, "value": benchmark}),
+             _line("run_start", 1000)]
+    if division is not None:
+        lines.insert(0, ':::MLLOG ' + json.dumps({"key": "submission_division", "time_ms": 0, "value": division}))
+    for i, (v, md) in enumerate(evals):
+        lines.append(":::MLLOG " + json.dumps({"key": "eval_accuracy", "time_ms": 1100 + i, "value": v, "metadata": md}))
+    lines.append(_line("run_stop", 3000, status=status))
+    return read_mllog(_log(tmp_path, lines, name), system={"number_of_nodes": 1, "accelerators_per_node": 1})
+
+
+def test_a_status_that_contradicts_the_target_is_warned(tmp_path):
+    r = _eval_log(tmp_path, [(0.76, {"epoch_num": 1}), (0.7589, {"epoch_num": 2})])
+    # the last eval misses 0.759 (an earlier one passed: the last one is what counts here)
+    assert r.eval["reached"] is False and r.eval["best"] == 0.76 and r.eval["last"] == 0.7589
+    w = [w for w in r.warnings if w.code == "mllog.target_mismatch"]
+    assert len(w) == 1 and "status is 'success'" in w[0] and "misses" in w[0] and "0.7589 >= 0.759" in w[0]
+    # the path names no round: the latest round of the table, written down
+    assert r.eval["round"] == "4.0" and "round 4.0" in r.eval["assumed"][0]
+    r = _eval_log(tmp_path, [(0.80, {"epoch_num": 1})], status="aborted", name="a.txt")
+    assert r.eval["reached"] is True and any(w.code == "mllog.target_mismatch" and "reaches" in w for w in r.warnings)
+    # a value past the checker's plausibility bound (< 1.0) does not reach the target
+    r = _eval_log(tmp_path, [(1.0, {"epoch_num": 1})], benchmark="gnn", name="g.txt")
+    assert r.eval["reached"] is False
+    assert _mlperf.verdict_text(r.eval) == ("eval_accuracy 1.0000 >= 0.72: not reached "
+                                            "(outside the checker's bound < 1)")
+
+
+def test_no_target_known(tmp_path):
+    r = _eval_log(tmp_path, [(0.5, {"epoch_num": 1})], benchmark="my_model")
+    assert r.eval["reached"] is None and r.eval["target"] is None and r.eval["last"] == 0.5
+    assert "no quality target known for benchmark 'my_model' in round 4.0" in r.eval["note"]
+    assert not [w for w in r.warnings if w.code == "mllog.target_mismatch"]
+    r = _eval_log(tmp_path, [(0.5, {"epoch_num": 1})], division="open", name="o.txt")
+    assert r.eval["reached"] is None and r.eval["note"].startswith("open division")
+    p = tmp_path / "x.txt"
+    p.write_text((tmp_path / "o.txt").read_text().replace('"open"', '"closed"'))
+    r = read_mllog(p, system={"number_of_nodes": 1, "accelerators_per_node": 1}, mlperf_round="3.1")
+    assert r.eval["reached"] is None and r.eval["round"] == "3.1" and r.eval["assumed"] == []
+    # no submission_division: taken as closed, written down
+    r = _eval_log(tmp_path, [(0.77, {"epoch_num": 1})], division=None, name="n.txt")
+    assert r.eval["reached"] is True and any("closed division" in a for a in r.eval["assumed"])
+
+
+def test_several_metrics_are_judged_at_one_eval_point(tmp_path):
+    sd = [(93.6, {"samples_count": 100, "metric": "FID"}), (0.155, {"samples_count": 100, "metric": "CLIP"}),
+          (86.1, {"samples_count": 200, "metric": "FID"})]
+    r = _eval_log(tmp_path, sd, benchmark="stable_diffusion")
+    # the last point (200 samples) has no CLIP yet: not reached; FID's best is 86.1
+    fid, clip = r.eval["parts"]
+    assert (fid["name"], fid["last"], fid["best"], fid["reached"]) == ("FID", 86.1, 86.1, True)
+    assert (clip["name"], clip["last"], clip["reached"]) == ("CLIP", None, False)
+    assert r.eval["reached"] is False and r.eval["last"] is None
+    r = _eval_log(tmp_path, sd + [(0.1767, {"samples_count": 200, "metric": "CLIP"})], benchmark="stable_diffusion",
+                  name="b.txt")
+    assert r.eval["reached"] is True
+    assert _mlperf.verdict_text(r.eval) == "eval_accuracy FID 86.1000 <= 90, CLIP 0.1767 >= 0.15: reached"
+    # Mask R-CNN writes both metrics in one value: BBOX 0.38 passes 0.377, SEGM 0.33 misses 0.339
+    r = _eval_log(tmp_path, [({"BBOX": 0.38, "SEGM": 0.33}, {"epoch_num": 5})], benchmark="maskrcnn",
+                  status="aborted", name="m.txt")
+    assert [(p["name"], p["reached"]) for p in r.eval["parts"]] == [("BBOX", True), ("SEGM", False)]
+    assert r.eval["reached"] is False
+
+
+def test_an_eval_value_that_is_not_a_number_is_kept_and_warned(tmp_path):
+    r = _eval_log(tmp_path, [(0.77, {"epoch_num": 1}), ("n/a", {"epoch_num": 2})], status="aborted")
+    assert [v["value"] for v in r.eval["values"]] == [0.77, "n/a"]
+    assert r.eval["last"] is None and r.eval["best"] == 0.77 and r.eval["reached"] is False
+    assert any(w.code == "mllog.eval_not_numeric" and "first at line 5" in w for w in r.warnings)

@@ -149,3 +149,4 @@ class RunSummary(TypedDict):
     events_outside_accountable: Optional[OutsideAccountable]
     warnings: int
     quarantined: int
+    mlperf: Optional[Dict[str, Any]]

@@ -33,6 +33,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from . import core, errors, html_report, synth
+from . import _mlperf
 from ._format import duration, in_unit, pct, unit
 from ._ledger import Ledger
 from ._progress import Bar
@@ -270,9 +271,15 @@ def _render_meta(run: Run) -> str:
     if m.get("format") != "mllog":
         return ""
     ttt = m.get("time_to_train_ns")
-    return (f"\n{m.get('benchmark')} on {m.get('system')} ({m.get('submitter')}): status {m.get('status')}, "
+    line = (f"\n{m.get('benchmark')} on {m.get('system')} ({m.get('submitter')}): {_mlperf.status_text(m.get('status'))}, "
             f"{m.get('accelerators')} accelerators ({m.get('accelerators_source')}), time to train "
             + ("-" if ttt is None else duration(ttt)))
+    ev = m.get("eval")
+    if not ev:   # a saved run whose metadata holds no eval
+        return line
+    src = f" (target: {ev['target_source']}, round {ev['round']})" if ev.get("target_source") else ""
+    return (line + f"\n{_mlperf.progress_text(m.get('epochs') or 0, m.get('blocks') or 0)}; "
+            + _mlperf.verdict_text(ev) + src)
 
 
 def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, price: float | None) -> str:

@@ -15,7 +15,7 @@ import html
 import json
 from typing import Any, Callable, Mapping, Sequence
 
-from . import plots
+from . import _mlperf, plots
 from ._format import duration, html_table, in_unit, pct, unit
 from ._ledger import Ledger
 from .analysis import Comparison
@@ -139,9 +139,25 @@ def _cards(figures: Mapping[str, Any], run: Run) -> str:
             cards.append(_card("preserved steps", f"{s['preserved_steps']:,}"))
             cards.append(_card("accelerator time per preserved step",
                                duration(s["accountable_ns_per_preserved_step"])))
-    ttt = run.metadata.get("time_to_train_ns")
+    mp = figures.get("mlperf") or {}
+    ttt = mp.get("time_to_train_ns", run.metadata.get("time_to_train_ns"))
     if ttt is not None:
         cards.append(_card("time to train", duration(ttt)))
+    if mp:   # an MLPerf log: a status that is not success, epochs and blocks, the quality target
+        if mp.get("status") != "success":
+            st = mp.get("status")
+            cards.append(_card("MLPerf status: " + ("the log ends before the run stopped, " if st == "no_run_stop"
+                                                    else "") + "not a valid result",
+                               "no run_stop" if st == "no_run_stop" else str(st)))
+        cards.append(_card("epochs and blocks run", _mlperf.progress_text(mp.get("epochs") or 0, mp.get("blocks") or 0)))
+        ev = mp.get("eval")
+        if ev:
+            text = _mlperf.verdict_text(ev)
+            if ev["reached"] is None:
+                cards.append(_card("MLPerf quality target", f"none known: {text}"))
+            else:
+                shown, verdict = text.rsplit(": ", 1)
+                cards.append(_card(f"{shown} (MLPerf quality target, round {ev['round']})", verdict))
     req = figures.get("requests")
     if req is not None:
         att = req["slo_attainment"]

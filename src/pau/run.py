@@ -273,7 +273,9 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     ``events_outside_accountable`` (events that fall
     outside their rank's accountable
     time, counted, never dropped silently: ``events``, ``ns``, ``ranks``; None when
-    there is nothing to check), ``warnings`` (count) and ``quarantined`` (rows).
+    there is nothing to check), ``warnings`` (count), ``quarantined`` (rows) and
+    ``mlperf`` (an MLPerf log's benchmark, status, time to train, epochs, blocks and
+    ``eval``: the eval metric against its quality target; None for other formats).
 
     ``ledger``: the run's ledger when the caller has it already (``run.ledger(as_of=...)``),
     so that it is not computed twice.
@@ -301,7 +303,23 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "events_outside_accountable": outside_accountable(run.events, led),
         "warnings": len(run.warnings),
         "quarantined": 0 if run.quarantine is None else run.quarantine.num_rows,
+        "mlperf": _mlperf_figures(run),
     }
+
+
+#: The MLPerf facts of a run's metadata that the figures carry (``run_figures``' ``mlperf``).
+_MLPERF_KEYS = ("benchmark", "division", "submitter", "system", "status", "accelerators", "time_to_train_ns",
+                "time_to_train_s", "epochs", "blocks", "step_unit", "epoch_count", "first_epoch_num", "evals", "eval")
+
+
+def _mlperf_figures(run: Run) -> dict[str, Any] | None:
+    """An MLPerf log's result: status, time to train, epochs and blocks, the eval metric
+    against its quality target (``metadata["eval"]``, ``pau._mlperf.judge``); None for
+    other formats."""
+    if run.metadata.get("format") != "mllog":
+        return None
+    out: dict[str, Any] = _jsonable({k: run.metadata.get(k) for k in _MLPERF_KEYS})
+    return out
 
 
 def _idle_figures(run: Run, led: Ledger | None) -> dict[str, Any] | None:
@@ -450,8 +468,12 @@ def _from_mllog(r: MLLogRun) -> Run:
     meta = {"format": "mllog", "sources": [r.path], "benchmark": r.benchmark, "submitter": r.submitter,
             "system": r.system, "status": r.status, "accelerators": r.accelerators,
             "accelerators_source": r.accelerators_source, "accelerator_model": r.accelerator_model,
-            "init_ns": r.init_ns, "time_to_train_ns": r.time_to_train_ns, "blocks": r.blocks, "evals": r.evals,
-            "assumed": [] if not r.accelerators_source == "assumed" else ["one accelerator (no system description)"]}
+            "init_ns": r.init_ns, "time_to_train_ns": r.time_to_train_ns,
+            "time_to_train_s": None if r.time_to_train_ns is None else r.time_to_train_ns / 1e9,
+            "division": r.division, "epochs": r.epochs, "blocks": r.blocks, "step_unit": r.step_unit,
+            "epoch_count": r.epoch_count, "first_epoch_num": r.first_epoch_num, "evals": r.evals, "eval": r.eval,
+            "assumed": ([] if not r.accelerators_source == "assumed" else ["one accelerator (no system description)"])
+            + list(r.eval.get("assumed", []))}
     lc = r.lifecycle
     acc = lc.filter(pc.equal(lc["record"], "accountable"))
     return Run(lifecycle=lc, spans=spans_of(acc), metadata=meta, warnings=_reader_warnings("mllog", r.warnings))

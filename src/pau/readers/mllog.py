@@ -25,6 +25,19 @@ What becomes what (DESIGN §2.2, all records attempt 0)
   step count is not in the log). A block still open at the end of the run ends there.
   ``tokens`` is null.
 * ``eval_start``/``eval_stop`` -> ``phase`` ``eval``.
+* ``epoch_start``/``epoch_stop`` and ``block_start``/``block_stop`` are also kept as
+  spans (``epoch_spans``, ``block_spans``: start, end and the start line's
+  ``epoch_num``, ``first_epoch_num``, ``epoch_count``, ``samples_count``, ``step_num``),
+  counted as ``epochs`` and ``blocks``; the ``epoch_count``/``first_epoch_num`` keys
+  (the planned epochs, as SSD writes them) as ``epoch_count``/``first_epoch_num``.
+* ``eval_accuracy`` -> ``eval``: every value in time order with its time
+  (``time_ns``, ``run_time_ns`` since ``run_start``) and metadata (``epoch_num``,
+  ``samples_count``, ``step_num``, ``metric``), judged against the benchmark's quality
+  target by :func:`pau._mlperf.judge` (MLCommons' compliance checker's targets; the
+  round from the path, ``training_v4.0``, or ``mlperf_round=``). A run whose last
+  eval misses its target although ``run_stop`` says ``success`` (or reaches it although
+  it does not) gets the warning ``mllog.target_mismatch``; an eval value that is not a
+  number is kept, not judged, and warned (``mllog.eval_not_numeric``).
 * ``accountable``: one record per accelerator, over the attempt. The accelerator count
   is ``number_of_nodes * accelerators_per_node`` from the system description JSON:
   ``<submitter>/systems/<system>.json`` beside ``<submitter>/results/<system>/...``
@@ -50,6 +63,7 @@ from typing import Any, cast
 
 import pyarrow as pa
 
+from .. import _mlperf
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from .._types import RunWarning
 from ..errors import NoInputError, PauError
@@ -94,8 +108,27 @@ class MLLogRun:
         ``init_stop - init_start``; ``run_stop - run_start`` (None without ``run_stop``).
     start_ns, end_ns : int
         The attempt (first ``init_start`` or ``run_start`` to ``run_stop`` or last line).
-    blocks, evals : int
+    blocks : int
+        ``block_start`` lines (0 when the log has no blocks).
+    evals : int
+        ``eval_start`` lines (eval phases).
     warnings : list of str
+    division : str or None
+        ``submission_division`` (``closed``, ``open``).
+    epochs : int
+        ``epoch_start`` lines.
+    step_unit : str
+        What the lifecycle's ``step`` records are: ``block``, else ``epoch``.
+    epoch_count, first_epoch_num : number or None
+        The values of the ``epoch_count`` and ``first_epoch_num`` keys, when written.
+    epoch_spans, block_spans : list of dict
+        Each epoch (block): ``start_ns``, ``end_ns`` (paired in order; one left open ends
+        at the attempt's end) and its start line's ``epoch_num``, ``first_epoch_num``,
+        ``epoch_count``, ``samples_count``, ``step_num`` where written.
+    eval : dict
+        :func:`pau._mlperf.judge` of the ``eval_accuracy`` values: ``metric, values, last,
+        best, target, direction, reached, target_source, round, division, parts, assumed,
+        note``.
     """
 
     lifecycle: pa.Table
@@ -114,6 +147,14 @@ class MLLogRun:
     blocks: int
     evals: int
     warnings: list = field(default_factory=list)
+    division: str | None = None
+    epochs: int = 0
+    step_unit: str = "epoch"
+    epoch_count: Any = None
+    first_epoch_num: Any = None
+    epoch_spans: list = field(default_factory=list)
+    block_spans: list = field(default_factory=list)
+    eval: dict = field(default_factory=dict)
 
     @property
     def accelerator_hours(self) -> float:
@@ -238,6 +279,35 @@ def _parse(path: str) -> tuple[list[tuple[int, dict]], dict | None, dict]:
     return out, sysjson, counts
 
 
+def _plain(v: Any) -> Any:
+    """A value from the log, JSON-able: a decimal fraction as a float (the float the
+    checker's own JSON parser gives), containers converted item by item."""
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+#: Metadata of epoch, block and eval lines that say where in training they are.
+_PROGRESS = ("epoch_num", "first_epoch_num", "epoch_count", "samples_count", "step_num")
+
+
+def _where(rec: dict, keys: tuple[str, ...] = _PROGRESS) -> dict:
+    md = rec.get("metadata")
+    return {k: _plain(md[k]) for k in keys if k in md} if isinstance(md, dict) else {}
+
+
+def _spans(by_key: dict, unit: str, end: int) -> list[dict]:
+    """The epochs (``unit="epoch"``) or blocks of a log: start/stop paired in order, with
+    the start line's progress metadata."""
+    starts = sorted(by_key.get(f"{unit}_start", []), key=lambda x: x[0])
+    pairs = _pairs([t for t, _ in starts], [t for t, _ in by_key.get(f"{unit}_stop", [])], end)
+    return [{"start_ns": s, "end_ns": e, **_where(rec)} for (_, rec), (s, e) in zip(starts, pairs)]
+
+
 def _pairs(starts: list[int], stops: list[int], end: int) -> list[tuple[int, int]]:
     """Pair starts and stops in order; a start with no stop ends at ``end``."""
     out, si = [], 0
@@ -253,7 +323,7 @@ def _pairs(starts: list[int], stops: list[int], end: int) -> list[tuple[int, int
     return out
 
 
-def _read_one(path: str, system: Any) -> MLLogRun:
+def _read_one(path: str, system: Any, mlperf_round: str | None = None) -> MLLogRun:
     if os.path.getsize(path) == 0:
         raise MLLogError(path, "the file is empty", "give an MLPerf result log (result_N.txt)")
     recs, sysjson, counts = _parse(path)
@@ -303,6 +373,30 @@ def _read_one(path: str, system: Any) -> MLLogRun:
         end, status = last, "no_run_stop"
         warnings.append(RunWarning("mllog.no_run_stop", f"{path}: no run_stop line: a failed attempt ending at the last MLLOG line"))
     ok = status == "success"
+
+    # The eval metric, and the epochs and blocks run.
+    division = _text(value("submission_division"))
+    benchmark = _text(value("submission_benchmark"))
+    values, not_numeric, first_bad = [], 0, None
+    for no, rec in sorted(((no, r) for no, r in recs if r["key"] == _mlperf.EVAL_KEY), key=lambda x: _kept_ns(x[1])):
+        t, v = _kept_ns(rec), _plain(rec.get("value"))
+        item = {"value": v, "time_ns": t, "run_time_ns": t - run_start[0], **_where(rec, _PROGRESS + ("metric",))}
+        if "metric" in item:
+            item["metric"] = _text(item["metric"])
+        if not (_mlperf.is_number(v) or (isinstance(v, dict) and v and all(_mlperf.is_number(x) for x in v.values()))):
+            not_numeric += 1
+            first_bad = first_bad or no
+        values.append(item)
+    if not_numeric:
+        warnings.append(RunWarning("mllog.eval_not_numeric", f"{path}: {not_numeric} {_mlperf.EVAL_KEY} lines have a value "
+                                   f"that is not a finite number (first at line {first_bad}): kept in eval.values, "
+                                   "not judged against the target"))
+    ev = _mlperf.judge(benchmark, values, round=mlperf_round or _mlperf.round_of_path(path), division=division)
+    if ev["reached"] is not None and ev["reached"] != ok:
+        warnings.append(RunWarning("mllog.target_mismatch", f"{path}: run_stop status is {status!r} but the last "
+                                   f"eval {'reaches' if ev['reached'] else 'misses'} the quality target: "
+                                   f"{_mlperf.verdict_text(ev)} (target from {ev['target_source']})"))
+    epoch_spans, block_spans = _spans(by_key, "epoch", end), _spans(by_key, "block", end)
 
     # Accelerators.
     source, info = "assumed", None
@@ -370,14 +464,16 @@ def _read_one(path: str, system: Any) -> MLLogRun:
         [{**x, "block_end_ns": None, "durable_ns": None, "ok": None, "tokens": None} for x in rows],
         schema=_LIFECYCLE_SCHEMA)
     return MLLogRun(
-        lifecycle=table, path=path, benchmark=_text(value("submission_benchmark")),
+        lifecycle=table, path=path, benchmark=benchmark,
         submitter=_text(value("submission_org") or (info or {}).get("submitter")),
         system=_text(value("submission_platform") or (info or {}).get("system_name")),
         status=status, accelerators=n_acc, accelerators_source=source,
         accelerator_model=_text((info or {}).get("accelerator_model_name")),
         init_ns=(init_stop[-1] - init_start[0]) if init_start and init_stop else None,
         time_to_train_ns=(run_stop[-1] - run_start[0]) if run_stop else None,
-        start_ns=start, end_ns=end, blocks=len(steps), evals=len(evals), warnings=warnings)
+        start_ns=start, end_ns=end, blocks=len(block_spans), evals=len(evals), warnings=warnings,
+        division=division, epochs=len(epoch_spans), step_unit=unit, epoch_count=_plain(value("epoch_count")),
+        first_epoch_num=_plain(value("first_epoch_num")), epoch_spans=epoch_spans, block_spans=block_spans, eval=ev)
 
 
 def mllog_files(path: str | os.PathLike) -> list[str]:
@@ -393,7 +489,8 @@ def mllog_files(path: str | os.PathLike) -> list[str]:
     return [os.fspath(p) for p in found]
 
 
-def read_mllog(path: str | os.PathLike, *, system: Any = None) -> MLLogRun | list[MLLogRun]:
+def read_mllog(path: str | os.PathLike, *, system: Any = None,
+               mlperf_round: str | None = None) -> MLLogRun | list[MLLogRun]:
     """Read MLPerf ``:::MLLOG`` result logs into lifecycle tables.
 
     Parameters
@@ -404,6 +501,10 @@ def read_mllog(path: str | os.PathLike, *, system: Any = None) -> MLLogRun | lis
     system : path, mapping or None
         The system description (``number_of_nodes``, ``accelerators_per_node``...); by
         default found beside the results in the MLPerf layout or in a ``:::SYSJSON`` line.
+    mlperf_round : str or None
+        The MLPerf Training round whose quality targets apply (``"4.0"``); by default
+        the round the path names (``training_v4.0``), else the latest round pau's table
+        holds (written in ``eval["assumed"]``).
 
     Returns
     -------
@@ -416,15 +517,16 @@ def read_mllog(path: str | os.PathLike, *, system: Any = None) -> MLLogRun | lis
     """
     p = os.fspath(path)
     if os.path.isdir(p):
-        return [_read_one(f, system) for f in mllog_files(p)]
+        return [_read_one(f, system, mlperf_round) for f in mllog_files(p)]
     if not os.path.isfile(p):
         raise NoInputError(f"no MLPerf result log or directory at {p!r}")
-    return _read_one(p, system)
+    return _read_one(p, system, mlperf_round)
 
 
 def mllog_summary(runs: MLLogRun | list[MLLogRun]) -> pa.Table:
     """One row per run, what the log records: ``file, benchmark, submitter, system,
-    status, accelerators, init_ns, time_to_train_ns, attempt_ns, accelerator_hours``.
+    status, accelerators, init_ns, time_to_train_ns, attempt_ns, accelerator_hours,
+    epochs, blocks, target_reached`` (``eval["reached"]``: null when no target is known).
 
     Goodput and productive time are the ledger's figures (``pau.read(path).summary()``),
     which apply DESIGN's precedence (an eval inside a block is ``eval``); they are not
@@ -435,5 +537,6 @@ def mllog_summary(runs: MLLogRun | list[MLLogRun]) -> pa.Table:
         rows.append({"file": r.path, "benchmark": r.benchmark, "submitter": r.submitter, "system": r.system,
                      "status": r.status, "accelerators": r.accelerators, "init_ns": r.init_ns,
                      "time_to_train_ns": r.time_to_train_ns, "attempt_ns": r.end_ns - r.start_ns,
-                     "accelerator_hours": r.accelerator_hours})
+                     "accelerator_hours": r.accelerator_hours, "epochs": r.epochs, "blocks": r.blocks,
+                     "target_reached": r.eval.get("reached")})
     return pa.Table.from_pylist(rows)
