@@ -217,6 +217,23 @@ def test_half_written_result_is_recomputed(archive, expected, tmp_path, counted)
     assert len(counted) == 1
 
 
+@pytest.mark.parametrize("at", [i / 16 for i in range(16)] + [1.05, 1.2])  # the last two: in the footer
+def test_a_flipped_bit_in_a_saved_result_is_recomputed_not_believed(archive, expected, tmp_path, counted, at):
+    # results carry page checksums: a flipped bit anywhere in a page is caught on load and
+    # that partition runs again; it never changes the answer
+    results = tmp_path / "results"
+    dist.classify_partitions(archive, results_dir=results)
+    victim = sorted(results.iterdir())[0]
+    pf = pq.ParquetFile(victim)
+    data = bytearray(victim.read_bytes())
+    col = pf.metadata.row_group(0).column(pf.schema_arrow.get_field_index("duration"))
+    first = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
+    data[first + int(col.total_compressed_size * at)] ^= 0x10
+    victim.write_bytes(bytes(data))
+    counted.clear()
+    assert dist.classify_partitions(archive, results_dir=results).equals(expected)
+
+
 def test_new_partition_recomputes_only_it(tmp_path, run, counted):
     root = tmp_path / "archive"
     results = tmp_path / "results"

@@ -135,7 +135,7 @@ def _footprints(parts: list, budget: int) -> list[int]:
 def _partition_ranks(path: str, keys: dict) -> np.ndarray:
     if "rank" in keys:
         return np.array([int(keys["rank"])], np.int32)
-    return np.unique(pq.read_table(path, columns=["rank"]).column("rank").to_numpy()).astype(np.int32)
+    return np.unique(_io.read_table(path, columns=["rank"]).column("rank").to_numpy()).astype(np.int32)
 
 
 def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise", tick=None) -> dict:
@@ -194,7 +194,7 @@ def _result_key(path: str, plan_digest: str) -> str:
 
 def _write_atomic(table: pa.Table, final: str) -> None:
     tmp = f"{final}.{os.getpid()}.tmp"
-    pq.write_table(table, tmp, compression="zstd")
+    _io.write_table(table, tmp, compression="zstd")  # page checksums: a flipped bit is caught on load
     os.replace(tmp, final)
 
 
@@ -223,24 +223,25 @@ def _load(results_dir: str, key: str, on_invalid: str) -> dict | None:
     if not os.path.exists(final):
         return None
     try:
-        table = pq.read_table(final)
+        table = _io.read_table(final)
         meta = table.schema.metadata or {}
         if meta.get(b"pau.result_version") != str(RESULT_VERSION).encode():
             return None
         nq = int(meta[b"pau.quarantined_rows"])
         if nq and on_invalid != "quarantine":
             return None
-        q = pq.read_table(os.path.join(results_dir, f"{key}.quarantine.parquet")) if nq else None
-    except (OSError, pa.ArrowInvalid, KeyError, ValueError):
-        return None  # unreadable or incomplete: recompute it
-    if q is not None and q.num_rows != nq:
-        return None
-    hist = {k: table.column(k).to_numpy() for k in _HIST_COLUMNS}
-    spans = json.loads(meta[b"pau.spans"])
-    hist["span_rank"] = np.asarray(spans["span_rank"], np.int32)
-    hist["span_start"] = np.asarray(spans["span_start"], np.int64)
-    hist["span_end"] = np.asarray(spans["span_end"], np.int64)
-    hist["rows"] = int(meta[b"pau.rows"])
+        q = _io.read_table(os.path.join(results_dir, f"{key}.quarantine.parquet")) if nq else None
+        if q is not None and q.num_rows != nq:
+            return None
+        # a damaged footer can rename a column or garble the metadata: also a result to recompute
+        hist = {k: table.column(k).to_numpy() for k in _HIST_COLUMNS}
+        spans = json.loads(meta[b"pau.spans"])
+        hist["span_rank"] = np.asarray(spans["span_rank"], np.int32)
+        hist["span_start"] = np.asarray(spans["span_start"], np.int64)
+        hist["span_end"] = np.asarray(spans["span_end"], np.int64)
+        hist["rows"] = int(meta[b"pau.rows"])
+    except (OSError, pa.ArrowInvalid, KeyError, ValueError, TypeError):  # pau's corrupt-file error is a ValueError
+        return None  # unreadable, damaged or incomplete: recompute it
     hist["quarantine"] = q
     return hist
 
