@@ -406,7 +406,7 @@ def lifecycle_rows(table, names: tuple, kinded: list, null: int) -> tuple:
 
 
 def step_reason(s, e, r, a, k, tok, null):
-    """The first problem of a step row alone (None: none), as ``_kernels.step_codes``
+    """The first problem of a step row alone (None: none), as ``_core.step_codes``
     names it (``pau.lifecycle._STEP_CHECKS``)."""
     return ("null start_ns" if s == null
             else "end_ns before start_ns" if e != null and e < s else "rank below -1" if r < -1
@@ -415,7 +415,7 @@ def step_reason(s, e, r, a, k, tok, null):
 
 
 def scan_steps(start, end, rank, attempt, step, tokens, null, cut, att_lo, att_n) -> dict:
-    """What ``_kernels.scan_steps`` reports, computed row by row in plain Python."""
+    """What ``_core.scan_steps`` reports, computed row by row in plain Python."""
     rows = list(zip(start, end, rank, attempt, step, tokens))
     good = [x[:5] for x in rows if step_reason(*x, null) is None]
     ended = [x for x in good if x[1] != null]

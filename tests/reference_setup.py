@@ -1,5 +1,6 @@
-"""The lifecycle set-up in numpy and plain Python: the twin of the kernel that pau
-runs (``pau._kernels.prepare``, called by ``pau.lifecycle._setup``).
+"""The lifecycle set-up in numpy and plain Python: the twin of what pau runs in
+``pau.lifecycle._setup`` (the native set-up ``csrc/core/life_setup.hpp``, then the
+lineage kernel ``pau._kernels.lineage``).
 
 :func:`setup` computes, from the records other than steps and the scan of the
 steps, what attribution's pass needs: attempts (:func:`attempts`), membership,
@@ -249,7 +250,7 @@ def on_lineage(L: Lineage, att, step):
 
 def setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
     """What the pass needs, by numpy and plain Python: the twin of
-    :func:`pau._kernels.prepare` (``pau.lifecycle._setup``), on any input. Returns
+    ``pau.lifecycle._setup`` (native set-up and lineage kernel), on any input. Returns
     None after appending to `strict` the relational problems (rows that contradict
     others) it finds."""
     A = attempts(x, as_of, strict)

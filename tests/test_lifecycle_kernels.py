@@ -4,6 +4,11 @@ test_lifecycle_properties.py covers their composition)."""
 
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -14,7 +19,7 @@ from hypothesis import strategies as st
 from lifecycle_cases import S, steps_for_all_ranks, table
 from test_lifecycle_properties import with_as_of
 
-from pau import _core, _kernels, core, lifecycle, synth
+from pau import _core, _jit, _kernels, core, lifecycle, synth
 from pau.errors import InvalidRowError
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -75,9 +80,9 @@ def test_scan_steps_matches_the_reference(rows, cut, att_lo, att_n, big_rank, in
     if int32:
         rank, attempt = rank.astype(np.int32), np.where(attempt == NULL, 0, attempt).astype(np.int32)
     no_bits = np.zeros(0, np.uint8)
-    got = _kernels.scan_steps(start, end, rank, attempt, step, tokens, NULL, cut, att_lo, att_n, no_bits, 0,
-                              np.zeros(0, np.int64))
-    codes = _kernels.step_codes(start, end, rank, attempt, step, tokens, NULL)
+    got = _core.scan_steps(start, end, rank, attempt, step, tokens, cut, att_lo, att_n, no_bits, 0,
+                           np.zeros(0, np.int64))
+    codes = _core.step_codes(start, end, rank, attempt, step, tokens)
     assert [None if c == 0 else lifecycle._STEP_CHECKS[c - 1] for c in codes.tolist()] == [
         ref.step_reason(*(int(v) for v in r), NULL) for r in zip(start, end, rank, attempt, step, tokens)]
     # The same with end's nulls read from an Arrow validity bitmap (at an offset), filled on the way.
@@ -85,8 +90,8 @@ def test_scan_steps_matches_the_reference(rows, cut, att_lo, att_n, big_rank, in
     validity, data = arr.buffers()[:2]
     bits = np.frombuffer(validity, np.uint8) if validity is not None else np.full(len(arr) // 8 + 2, 255, np.uint8)
     filled = np.full(end.size, 7, np.int64)
-    got_bits = _kernels.scan_steps(start, np.frombuffer(data, np.int64, end.size, 8), rank, attempt, step, tokens, NULL,
-                                   cut, att_lo, att_n, bits, arr.offset, filled)
+    got_bits = _core.scan_steps(start, np.frombuffer(data, np.int64, end.size, 8), rank, attempt, step, tokens,
+                                cut, att_lo, att_n, bits, arr.offset, filled)
     assert filled.tolist() == end.tolist()
     assert all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b for a, b in zip(got, got_bits))
     want = ref.scan_steps(start.tolist(), end.tolist(), rank.tolist(), attempt.tolist(), step.tolist(),
@@ -135,7 +140,7 @@ def test_fill_nulls_matches_the_reference(arr, fill):
     else:
         bits = np.frombuffer(validity, np.uint8)
     out = np.full(len(arr), 12345, np.int64)
-    _kernels.fill_nulls(values, bits, arr.offset, fill, out)
+    _core.fill_nulls(values, bits, arr.offset, fill, out)
     assert out.tolist() == ref.fill_nulls(arr.to_pylist(), fill)
 
 
@@ -356,7 +361,7 @@ def check_rows(rows):
     rows, called as ``lifecycle._row_codes`` calls the kernel; the codes."""
     rec = np.array([r[0] for r in rows], np.int8)
     cols = [np.array([r[k] for r in rows], np.int64) for k in range(1, 8)]
-    got = _kernels.row_checks(rec, *cols, NULL, lifecycle._ACC, lifecycle._NEEDS_STEP)
+    got = _core.row_checks(rec, *cols, lifecycle._ACC, lifecycle._NEEDS_STEP)
     want = ref.row_checks(rec.tolist(), *(c.tolist() for c in cols), NULL, lifecycle._ACC,
                           lifecycle._NEEDS_STEP.tolist())
     want = [0 if w is None else 1 + lifecycle._ROW_CHECKS.index(w) for w in want]
@@ -507,7 +512,7 @@ def check_pass(t, as_of):
             assert (code, row, other, bad_rank) == want["error"]
             continue
         assert code == 0
-        r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause = out
+        r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause, _, _ = out
         ka, ks, kc = _bits(v_att, m), _bits(v_step, m), _bits(v_cause, m)
         got = [(int(r_rank[i]), int(r_start[i]), int(r_end[i]), int(r_state[i]),
                 int(r_att[i]) if ka[i] else None, int(r_step[i]) if ks[i] else None,
@@ -546,7 +551,7 @@ def test_attribute_pass_reports_step_errors_like_the_reference():
         assert calls and calls[-1][1][9] != 0
 
 
-# --------------------------------------------------------------------------- prepare
+# --------------------------------------------------------------------------- the set-up and the lineage
 
 def _same(a, b, what):
     if isinstance(a, tuple):
@@ -561,8 +566,8 @@ def _same(a, b, what):
 
 
 def setups_compared(t, as_of=None, ranks=None, monkeypatch=None):
-    """Attribute `t`, with each set-up of the pass (``lifecycle._setup``, the kernel
-    :func:`_kernels.prepare`) checked field by field against its numpy twin
+    """Attribute `t`, with each set-up of the pass (``lifecycle._setup``: the native
+    set-up and the lineage kernel) checked field by field against its numpy twin
     (``reference_setup.setup``) on the same inputs, the relational errors found
     included; returns how many set-ups were made without an error."""
     made = []
@@ -597,7 +602,7 @@ def setups_compared(t, as_of=None, ranks=None, monkeypatch=None):
 
 @settings(max_examples=300, **SETTINGS)
 @given(case=with_as_of(), shuffle=st.randoms(use_true_random=False), extra=st.booleans())
-def test_prepare_matches_its_numpy_twin(case, shuffle, extra):
+def test_setup_matches_its_numpy_twin(case, shuffle, extra):
     """Every generated (valid) lifecycle, in any row order, with or without extra
     ranks, gets exactly the numpy twin's set-up."""
     rows, as_of = case
@@ -632,7 +637,7 @@ def _edit(t: pa.Table, change) -> pa.Table:
     (lambda r: dict(r, start_ns=100 * S) if r["record"] == "attempt" and r["attempt"] == 2 else r,
      "attempt 2 starts on rank 0 at 100000000000, before attempt 1 ended there"),
 ])
-def test_prepare_names_relational_errors_as_its_twin(case, message):
+def test_setup_names_relational_errors_as_its_twin(case, message):
     """Rows that contradict others: the kernel reports them, the same rows and
     reasons as the numpy twin, raised or set aside."""
     from lifecycle_cases import example_a
@@ -655,7 +660,7 @@ def test_negative_tokens_are_refused():
     assert q["reason"].to_pylist() == ["negative tokens"]
 
 
-def test_prepare_without_attempts_lays_out_accountable_time():
+def test_setup_without_attempts_lays_out_accountable_time():
     t = table([dict(record="accountable", rank=0, start=0, end=10), dict(record="accountable", rank=2, start=5,
                                                                            end=20)])
     assert setups_compared(t, monkeypatch=pytest.MonkeyPatch()) == 1
@@ -665,7 +670,7 @@ def test_prepare_without_attempts_lays_out_accountable_time():
     assert set(iv["state"].to_pylist()) == {"recovery.outage"}
 
 
-def test_prepare_lays_out_far_ranks_spread_ids_and_large_steps():
+def test_setup_lays_out_far_ranks_spread_ids_and_large_steps():
     """Ranks 2**30 apart pass as dense positions; attempt ids too spread for a
     lookup table and checkpoint steps beyond 2**40 are kept by value."""
     from lifecycle_cases import example_a
@@ -700,19 +705,8 @@ def test_by_rank_start_is_a_stable_lexsort(rows, lo, backwards):
     rank_lut = np.array([0, -1, 1, 2, 3, 4], np.int64)  # ranks lo + {0, 2, 3, 4, 5}: one skipped
     rank = np.where(rank == lo + 1, lo, rank)
     rank = np.where(rank > lo, rank + 1, rank)
-    got = _kernels._by_rank_start(rank, start, lo, rank_lut, 5)
+    got = _core.by_rank_start(rank, start, lo, rank_lut, 5)
     assert got.tolist() == np.lexsort((start, rank)).tolist()
-
-
-@settings(max_examples=200, **SETTINGS)
-@given(values=st.lists(st.one_of(st.integers(-5, 40), st.integers(-(1 << 40), 1 << 40)), max_size=50))
-def test_distinct_and_stable_order(values):
-    """_distinct (presence map or sort) is np.unique; _stable_order is a stable argsort."""
-    a = np.array(values, np.int64)
-    assert _kernels._distinct(a).tolist() == np.unique(a).tolist()
-    assert _kernels._stable_order(a).tolist() == np.argsort(a, kind="stable").tolist()
-    s = np.sort(a)
-    assert _kernels._stable_order(s).tolist() == list(range(s.size))
 
 
 @settings(max_examples=200, **SETTINGS)
@@ -834,3 +828,58 @@ def test_other_layouts_are_converted_for_the_native_reader(change):
     assert lifecycle._native_rows(lifecycle._native_layout(t)) is not None
     got = lifecycle.attribute_rows(t).intervals
     assert got.equals(lifecycle.attribute_rows(job.lifecycle).intervals)
+
+
+# --------------------------------------------------------------------------- the first compile
+
+_ATTRIBUTE_TWICE = """
+import pau.core as pc
+from lifecycle_cases import example_a
+iv = pc.attribute(example_a())
+assert iv.equals(pc.attribute(example_a()))
+print(iv.num_rows)
+"""
+
+
+def _fresh_process(env: dict) -> subprocess.CompletedProcess:
+    """`_ATTRIBUTE_TWICE` in a new Python process with `env` over this one's (None
+    values: unset), the tests folder on its path."""
+    full = {k: v for k, v in os.environ.items() if k not in env}
+    full.update({k: v for k, v in env.items() if v is not None})
+    full["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(__file__).parent), full.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-c", _ATTRIBUTE_TWICE], env=full, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_first_compile_announces_itself_once_and_goes_where_it_can_be_written(tmp_path):
+    """With an empty NUMBA_CACHE_DIR the first compile of a process says so in one
+    line on stderr naming the directory it caches into, and a later process loads
+    the kernels from there without a word. With the package directory not writable
+    (only Numba's user-wide locator left) the kernels are cached in the user's cache
+    directory; with nothing writable they compile in every process, and say so."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cold = _fresh_process({"NUMBA_CACHE_DIR": str(cache)})
+    assert cold.returncode == 0, cold.stderr
+    assert cold.stdout.strip() == "20"  # example_a's 20 intervals
+    lines = cold.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pau: compiling its Numba kernels for first use")
+    assert str(cache) in lines[0]
+    assert any(p.suffix == ".nbi" for p in cache.rglob("*"))  # Numba's cache index files
+    warm = _fresh_process({"NUMBA_CACHE_DIR": str(cache)})
+    assert (warm.returncode, warm.stdout.strip(), warm.stderr) == (0, "20", "")
+
+    user = tmp_path / "user"
+    read_only = _fresh_process({"NUMBA_CACHE_DIR": None, "NUMBA_CACHE_LOCATOR_CLASSES": "UserWideCacheLocator",
+                                "XDG_CACHE_HOME": str(user)})
+    assert read_only.returncode == 0, read_only.stderr
+    assert read_only.stderr.count("\n") == 1 and str(user / "numba") in read_only.stderr
+    nowhere = _fresh_process({"NUMBA_CACHE_DIR": None, "NUMBA_CACHE_LOCATOR_CLASSES": "ZipCacheLocator"})
+    assert nowhere.returncode == 0, nowhere.stderr
+    assert nowhere.stdout.strip() == "20"
+    assert nowhere.stderr.count("\n") == 1 and "no writable cache directory" in nowhere.stderr
+
+
+def test_the_announcement_names_the_cache():
+    assert "/x/cache" in _jit.announcement("/x/cache") and "NUMBA_CACHE_DIR" in _jit.announcement("/x/cache")
+    assert "every process compiles them" in _jit.announcement(None)

@@ -1,20 +1,71 @@
-// Bindings for reading the lifecycle table (csrc/core/life_rows.hpp, pau.lifecycle).
+// Bindings of lifecycle attribution's native parts (pau.lifecycle): reading the table
+// (csrc/core/life_rows.hpp), the checks and scans of its rows (life_checks.hpp), the
+// set-up of the pass (life_setup.hpp) and painting (paint.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../core/life_checks.hpp"
 #include "../core/life_rows.hpp"
+#include "../core/life_setup.hpp"
+#include "../core/paint.hpp"
 #include "common.hpp"
 #include "exported.hpp"
 
 namespace py = pybind11;
+using pau::bindings::carray;
+using pau::bindings::check_len;
 using pau::bindings::Exported;
 using pau::bindings::to_numpy;
 using pau::core::LifeRows;
+namespace life = pau::core::life;
+
+namespace {
+
+// A vector of 0/1 bytes handed to numpy as a bool array, without a copy.
+py::array to_bools(std::vector<uint8_t>&& v) {
+    auto* heap = new std::vector<uint8_t>(std::move(v));
+    py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
+    return py::array(py::dtype("bool"), {static_cast<py::ssize_t>(heap->size())}, {py::ssize_t{1}}, heap->data(),
+                     owner);
+}
+
+// f(pointer) on the data of a 1-d int32 or int64 array (read in place when
+// C-contiguous, as zero-copy views of Arrow buffers are); a TypeError naming the
+// argument for any other type.
+template <typename F>
+decltype(auto) with_ints(const py::array& a, const char* name, F&& f) {
+    if (a.ndim() != 1) throw std::invalid_argument(std::string(name) + ": expected a 1-d array");
+    const py::dtype dt = a.dtype();
+    if (dt.kind() != 'i' || (dt.itemsize() != 4 && dt.itemsize() != 8))
+        throw py::type_error(std::string(name) + ": expected an int32 or int64 array");
+    py::array c = py::array::ensure(a, py::array::c_style);
+    if (dt.itemsize() == 4) return f(static_cast<const int32_t*>(c.data()), c);
+    return f(static_cast<const int64_t*>(c.data()), c);
+}
+
+const uint8_t* bool_data(const py::array_t<bool, py::array::c_style | py::array::forcecast>& a) {
+    return reinterpret_cast<const uint8_t*>(a.data());
+}
+
+template <typename T>
+py::array_t<T> vec(std::vector<T>&& v) {
+    return to_numpy(std::move(v));
+}
+
+py::tuple layer(life::Layer& L) {
+    return py::make_tuple(vec(std::move(L.rank)), vec(std::move(L.start)), vec(std::move(L.end)),
+                          vec(std::move(L.state)), vec(std::move(L.att)), vec(std::move(L.step)));
+}
+
+}  // namespace
 
 void bind_lifecycle(py::module_& m) {
     m.def(
@@ -60,4 +111,259 @@ void bind_lifecycle(py::module_& m) {
         "((row, rec, attempt, rank, start, end, step, block_end, durable, ok, kinded, kinds, tokens), "
         "step count, first step row, the step rows' (row, attempt, rank, start, end, step, tokens) or "
         "None when they are one run); None for a layout not read natively.");
+
+    m.def(
+        "paint",
+        [](const carray<int32_t>& rank, const carray<int64_t>& start, const carray<int64_t>& end,
+           const carray<int8_t>& level, const carray<int64_t>& order) {
+            const py::ssize_t n = order.size();
+            check_len(rank, start.size(), "rank", "start");
+            check_len(end, start.size(), "end", "start");
+            check_len(level, start.size(), "level", "start");
+            for (py::ssize_t j = 0; j < n; ++j)
+                if (order.data()[j] < 0 || order.data()[j] >= start.size())
+                    throw std::invalid_argument("paint: order must index the rows");
+            pau::core::Painted p;
+            {
+                py::gil_scoped_release release;
+                p = pau::core::paint(rank.data(), start.data(), end.data(), level.data(), order.data(), n);
+            }
+            return py::make_tuple(vec(std::move(p.rank)), vec(std::move(p.start)), vec(std::move(p.end)),
+                                  vec(std::move(p.row)));
+        },
+        py::arg("rank"), py::arg("start"), py::arg("end"), py::arg("level"), py::arg("order"),
+        "Disjoint top-level pieces of labelled intervals, per rank (csrc/core/paint.hpp): `order` sorts the "
+        "rows by (rank, start); at each instant the highest `level` covering it wins, within a level the "
+        "later start (ties: the later row). Returns (rank, start, end, row) of the maximal pieces.");
+    m.def(
+        "by_rank_start",
+        [](const carray<int64_t>& rank, const carray<int64_t>& start, int64_t r_lo, const carray<int64_t>& rank_lut,
+           int64_t n_ranks) {
+            check_len(start, rank.size(), "start", "rank");
+            for (py::ssize_t i = 0; i < rank.size(); ++i) {
+                const int64_t j = rank.data()[i] - r_lo;
+                if (j < 0 || j >= rank_lut.size() || rank_lut.data()[j] < 0 || rank_lut.data()[j] >= n_ranks)
+                    throw std::invalid_argument("by_rank_start: every rank must be in the lookup table");
+            }
+            return to_numpy(pau::core::by_rank_start(rank.data(), start.data(), rank.size(), r_lo, rank_lut.data(),
+                                                     n_ranks));
+        },
+        py::arg("rank"), py::arg("start"), py::arg("r_lo"), py::arg("rank_lut"), py::arg("n_ranks"),
+        "Row order by (rank, start), stable (numpy's lexsort((start, rank))), ranks dense by "
+        "rank_lut[rank - r_lo]: the order the set-up paints in.");
+    m.def(
+        "row_checks",
+        [](const carray<int8_t>& rec, const carray<int64_t>& start, const carray<int64_t>& end,
+           const carray<int64_t>& block_end, const carray<int64_t>& durable, const carray<int64_t>& rank,
+           const carray<int64_t>& attempt, const carray<int64_t>& step, int64_t acc,
+           const py::array_t<bool, py::array::c_style | py::array::forcecast>& needs_step) {
+            const py::ssize_t n = rec.size();
+            for (const py::array* a : {static_cast<const py::array*>(&start), static_cast<const py::array*>(&end),
+                                       static_cast<const py::array*>(&block_end),
+                                       static_cast<const py::array*>(&durable), static_cast<const py::array*>(&rank),
+                                       static_cast<const py::array*>(&attempt), static_cast<const py::array*>(&step)})
+                check_len(*a, n, "row_checks column", "rec");
+            std::vector<int8_t> out;
+            {
+                py::gil_scoped_release release;
+                out = life::row_checks(rec.data(), start.data(), end.data(), block_end.data(), durable.data(),
+                                       rank.data(), attempt.data(), step.data(), n, acc, bool_data(needs_step),
+                                       needs_step.size());
+            }
+            return to_numpy(std::move(out));
+        },
+        py::arg("rec"), py::arg("start"), py::arg("end"), py::arg("block_end"), py::arg("durable"), py::arg("rank"),
+        py::arg("attempt"), py::arg("step"), py::arg("acc"), py::arg("needs_step"),
+        "Per lifecycle row, the first problem visible in the row alone: 0 none, else 1 + its index in "
+        "pau.lifecycle._ROW_CHECKS (int8).");
+    m.def(
+        "step_codes",
+        [](const carray<int64_t>& start, const carray<int64_t>& end, const py::array& rank, const py::array& attempt,
+           const carray<int64_t>& step, const carray<int64_t>& tokens) {
+            const py::ssize_t n = start.size();
+            check_len(end, n, "end", "start");
+            check_len(step, n, "step", "start");
+            check_len(tokens, n, "tokens", "start");
+            check_len(rank, n, "rank", "start");
+            check_len(attempt, n, "attempt", "start");
+            return with_ints(rank, "rank", [&](auto r, py::array&) {
+                return with_ints(attempt, "attempt", [&](auto a, py::array&) {
+                    std::vector<int8_t> out;
+                    {
+                        py::gil_scoped_release release;
+                        out = life::step_codes(start.data(), end.data(), r, a, step.data(), tokens.data(), n);
+                    }
+                    return to_numpy(std::move(out));
+                });
+            });
+        },
+        py::arg("start"), py::arg("end"), py::arg("rank"), py::arg("attempt"), py::arg("step"), py::arg("tokens"),
+        "Per step row, its first problem alone: 0 none, else 1 + its index in pau.lifecycle._STEP_CHECKS (int8).");
+    m.def(
+        "scan_steps",
+        [](const carray<int64_t>& start, const carray<int64_t>& end, const py::array& rank, const py::array& attempt,
+           const carray<int64_t>& step, const carray<int64_t>& tokens, int64_t cut, int64_t att_lo, int64_t att_n,
+           const carray<uint8_t>& end_bits, int64_t end_off, py::array_t<int64_t> end_out) {
+            const py::ssize_t n = start.size();
+            check_len(end, n, "end", "start");
+            check_len(step, n, "step", "start");
+            check_len(tokens, n, "tokens", "start");
+            check_len(rank, n, "rank", "start");
+            check_len(attempt, n, "attempt", "start");
+            if (att_n < 0) throw std::invalid_argument("scan_steps: att_n must be >= 0");
+            const bool fill = end_bits.size() > 0;
+            int64_t* out_end = nullptr;
+            if (fill) {
+                check_len(end_out, n, "end_out", "start");
+                if (end_off < 0 || (end_off + n + 7) / 8 > end_bits.size())
+                    throw std::invalid_argument("scan_steps: end_bits must hold bits end_off .. end_off + n");
+                if (!(end_out.flags() & py::array::c_style)) throw std::invalid_argument("end_out: must be contiguous");
+                out_end = end_out.mutable_data();
+            }
+            life::StepScan sc = with_ints(rank, "rank", [&](auto r, py::array&) {
+                return with_ints(attempt, "attempt", [&](auto a, py::array&) {
+                    py::gil_scoped_release release;
+                    return life::scan_steps(start.data(), end.data(), r, a, step.data(), tokens.data(), n, cut,
+                                            att_lo, att_n, fill ? end_bits.data() : nullptr, end_off, out_end);
+                });
+            });
+            return py::make_tuple(sc.bad, sc.after, sc.max_start, sc.max_end, sc.ordered, sc.neg_rank, sc.step_min,
+                                  to_bools(std::move(sc.rank_seen)), sc.rank_over, vec(std::move(sc.att_count)),
+                                  vec(std::move(sc.att_max_step)), vec(std::move(sc.att_max_end)), sc.att_out);
+        },
+        py::arg("start"), py::arg("end"), py::arg("rank"), py::arg("attempt"), py::arg("step"), py::arg("tokens"),
+        py::arg("cut"), py::arg("att_lo"), py::arg("att_n"), py::arg("end_bits"), py::arg("end_off"),
+        py::arg("end_out"),
+        "One pass over the step columns (csrc/core/life_checks.hpp, scan_steps): (bad, after, max_start, "
+        "max_end, ordered, neg_rank, step_min, rank_seen, rank_over, att_count, att_max_step, att_max_end, "
+        "att_out). With end_bits (an Arrow validity bitmap of end, from bit end_off) end's nulls are read from "
+        "it and end with them filled is written to end_out.");
+    m.def(
+        "fill_nulls",
+        [](const py::array& values, const carray<uint8_t>& bits, int64_t offset, int64_t fill,
+           py::array_t<int64_t> out) {
+            const py::ssize_t n = out.size();
+            check_len(values, n, "values", "out");
+            if (offset < 0 || (offset + n + 7) / 8 > bits.size())
+                throw std::invalid_argument("fill_nulls: bits must hold bits offset .. offset + n");
+            if (!(out.flags() & py::array::c_style)) throw std::invalid_argument("out: must be contiguous");
+            int64_t* o = out.mutable_data();
+            with_ints(values, "values", [&](auto v, py::array&) {
+                py::gil_scoped_release release;
+                life::fill_nulls(v, bits.data(), offset, fill, o, n);
+                return 0;
+            });
+        },
+        py::arg("values"), py::arg("bits"), py::arg("offset"), py::arg("fill"), py::arg("out"),
+        "out[i] = values[i], or fill where bit offset + i of the Arrow validity bitmap bits is clear.");
+    m.def(
+        "lut_map",
+        [](const py::array& values, int64_t lo, const carray<int64_t>& lut) {
+            return with_ints(values, "values", [&](auto v, py::array& c) {
+                std::vector<int64_t> out;
+                {
+                    py::gil_scoped_release release;
+                    out = life::lut_map(v, c.size(), lo, lut.data(), lut.size());
+                }
+                return to_numpy(std::move(out));
+            });
+        },
+        py::arg("values"), py::arg("lo"), py::arg("lut"), "lut[v - lo] per value (int64), -1 outside the table.");
+    m.def(
+        "lifecycle_setup",
+        [](const carray<int8_t>& rec, const carray<int64_t>& attempt, const carray<int64_t>& rank,
+           const carray<int64_t>& start, const carray<int64_t>& end, const carray<int64_t>& step,
+           const carray<int64_t>& block_end, const carray<int64_t>& durable,
+           const py::array_t<bool, py::array::c_style | py::array::forcecast>& ok, const carray<int64_t>& kcode,
+           int64_t n_fail_kinds, int64_t as_of, std::vector<int64_t> known_ranks, std::vector<int64_t> step_ids,
+           const carray<int64_t>& sa_count, const carray<int64_t>& sa_max_step, const carray<int64_t>& sa_max_end,
+           const py::array& s_att, const carray<int64_t>& s_end, const carray<int64_t>& s_step,
+           const carray<int8_t>& phase_state, const carray<int8_t>& st_codes) {
+            const py::ssize_t n = rec.size();
+            for (const py::array* a :
+                 {static_cast<const py::array*>(&attempt), static_cast<const py::array*>(&rank),
+                  static_cast<const py::array*>(&start), static_cast<const py::array*>(&end),
+                  static_cast<const py::array*>(&step), static_cast<const py::array*>(&block_end),
+                  static_cast<const py::array*>(&durable), static_cast<const py::array*>(&ok),
+                  static_cast<const py::array*>(&kcode)})
+                check_len(*a, n, "lifecycle_setup column", "rec");
+            if (st_codes.size() != 8) throw std::invalid_argument("lifecycle_setup: st_codes must hold 8 codes");
+            const py::ssize_t n_ids = static_cast<py::ssize_t>(step_ids.size());
+            check_len(sa_count, n_ids, "sa_count", "step_ids");
+            check_len(sa_max_step, n_ids, "sa_max_step", "step_ids");
+            check_len(sa_max_end, n_ids, "sa_max_end", "step_ids");
+            check_len(s_end, s_att.size(), "s_end", "s_att");
+            check_len(s_step, s_att.size(), "s_step", "s_att");
+            if (!std::is_sorted(step_ids.begin(), step_ids.end()))
+                throw std::invalid_argument("lifecycle_setup: step_ids must be sorted");
+            for (py::ssize_t i = 0; i < n; ++i) {  // the kinds index their tables
+                const int64_t r = rec.data()[i], k = kcode.data()[i];
+                if (r == life::kPhase && (k < 0 || k >= phase_state.size()))
+                    throw std::invalid_argument("lifecycle_setup: a phase row's kind code is outside phase_state");
+                if (r < life::kAcc || r > life::kFail)
+                    throw std::invalid_argument("lifecycle_setup: record codes must be checked first (row_checks)");
+            }
+            life::SetupIn in;
+            in.rec = rec.data();
+            in.attempt = attempt.data();
+            in.rank = rank.data();
+            in.start = start.data();
+            in.end = end.data();
+            in.step = step.data();
+            in.block_end = block_end.data();
+            in.durable = durable.data();
+            in.ok = bool_data(ok);
+            in.kcode = kcode.data();
+            in.n = n;
+            in.n_fail_kinds = n_fail_kinds;
+            in.as_of = as_of;
+            in.known_ranks = std::move(known_ranks);
+            in.step_ids = std::move(step_ids);
+            in.phase_state = phase_state.data();
+            in.st_codes = st_codes.data();
+            const std::vector<int64_t> ids = in.step_ids;
+            life::Setup s = with_ints(s_att, "s_att", [&](auto a, py::array& c) {
+                py::gil_scoped_release release;
+                life::Setup out = life::setup(in);
+                if (!out.status)
+                    life::done_steps(out, ids, sa_count.data(), sa_max_step.data(), sa_max_end.data(), a,
+                                     s_end.data(), s_step.data(), c.size(), as_of);
+                return out;
+            });
+            py::dict d;
+            d["status"] = s.status;
+            d["errors"] = py::make_tuple(vec(std::move(s.e_row)), vec(std::move(s.e_rank)), vec(std::move(s.e_ms)),
+                                         vec(std::move(s.e_me)));
+            if (s.status) return d;
+            d["attempts"] = py::make_tuple(vec(std::move(s.a_ids)), vec(std::move(s.a_start)), vec(std::move(s.a_end)),
+                                           to_bools(std::move(s.a_running)), vec(std::move(s.a_cause)),
+                                           to_bools(std::move(s.a_completed)));
+            d["failures"] = py::make_tuple(vec(std::move(s.f_att)), vec(std::move(s.f_time)), vec(std::move(s.f_kind)));
+            d["checkpoints"] = py::make_tuple(vec(std::move(s.c_att)), vec(std::move(s.c_step)), vec(std::move(s.c_dur)),
+                                              to_bools(std::move(s.c_ok)));
+            d["has_durable"] = to_bools(std::move(s.has_durable));
+            d["members"] = py::make_tuple(vec(std::move(s.m_ids)), vec(std::move(s.m_off)), vec(std::move(s.m_ranks)));
+            d["ranks"] = py::make_tuple(vec(std::move(s.rank_values)), s.r_lo, vec(std::move(s.rank_lut)),
+                                        vec(std::move(s.m_start)), vec(std::move(s.m_end)), s.dense);
+            d["acc_min"] = s.acc_min;
+            d["background"] = layer(s.background);
+            d["overlay"] = layer(s.overlay);
+            d["overlay_ckpt"] = vec(std::move(s.o_ckpt));
+            d["restores"] = py::make_tuple(vec(std::move(s.r_row)), vec(std::move(s.r_att)), vec(std::move(s.r_step)),
+                                           vec(std::move(s.r_start)));
+            d["has_steps"] = to_bools(std::move(s.has_steps));
+            d["done_step"] = vec(std::move(s.done_step));
+            return d;
+        },
+        py::arg("rec"), py::arg("attempt"), py::arg("rank"), py::arg("start"), py::arg("end"), py::arg("step"),
+        py::arg("block_end"), py::arg("durable"), py::arg("ok"), py::arg("kcode"), py::arg("n_fail_kinds"),
+        py::arg("as_of"), py::arg("known_ranks"), py::arg("step_ids"), py::arg("sa_count"), py::arg("sa_max_step"),
+        py::arg("sa_max_end"), py::arg("s_att"), py::arg("s_end"), py::arg("s_step"), py::arg("phase_state"),
+        py::arg("st_codes"),
+        "The set-up of lifecycle attribution but the lineage (csrc/core/life_setup.hpp), as a dict: 'status' "
+        "(0, or a relational error code) and 'errors' (row, rank, member start, member end); without an error "
+        "also 'attempts', 'failures', 'checkpoints', 'has_durable', 'members', 'ranks', 'acc_min', "
+        "'background', 'overlay', 'overlay_ckpt', 'restores', 'has_steps' and 'done_step' (see life_setup.hpp's "
+        "Setup). The steps enter through their attempt ids (step_ids, sorted, with per id the rows, the highest "
+        "step and the latest end among rows that ended) and their columns s_att, s_end, s_step.");
 }

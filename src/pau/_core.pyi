@@ -1,5 +1,7 @@
 """Type stub of pau's private native module (see csrc/). Use pau.core instead."""
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -104,6 +106,78 @@ def lifecycle_rows(
     | None
 ): ...
 def lifecycle_cuts(lifecycle: list[tuple[object, object]], as_of: int) -> npt.NDArray[np.int64] | None: ...
+
+# lifecycle attribution's native parts (csrc/core/life_checks.hpp, life_setup.hpp, paint.hpp)
+def paint(
+    rank: npt.NDArray[np.int32],
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    level: npt.NDArray[np.int8],
+    order: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+def by_rank_start(
+    rank: npt.NDArray[np.int64], start: npt.NDArray[np.int64], r_lo: int, rank_lut: npt.NDArray[np.int64], n_ranks: int
+) -> npt.NDArray[np.int64]: ...
+def row_checks(
+    rec: npt.NDArray[np.int8],
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    block_end: npt.NDArray[np.int64],
+    durable: npt.NDArray[np.int64],
+    rank: npt.NDArray[np.int64],
+    attempt: npt.NDArray[np.int64],
+    step: npt.NDArray[np.int64],
+    acc: int,
+    needs_step: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.int8]: ...
+def step_codes(
+    start: np.ndarray, end: np.ndarray, rank: np.ndarray, attempt: np.ndarray, step: np.ndarray, tokens: np.ndarray
+) -> npt.NDArray[np.int8]: ...
+def scan_steps(
+    start: np.ndarray,
+    end: np.ndarray,
+    rank: np.ndarray,  # int32 or int64
+    attempt: np.ndarray,  # int32 or int64
+    step: np.ndarray,
+    tokens: np.ndarray,
+    cut: int,
+    att_lo: int,
+    att_n: int,
+    end_bits: npt.NDArray[np.uint8],
+    end_off: int,
+    end_out: npt.NDArray[np.int64],
+) -> tuple[
+    int, int, int, int, bool, int, int, npt.NDArray[np.bool_], int,
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], int,
+]: ...
+def fill_nulls(
+    values: np.ndarray, bits: npt.NDArray[np.uint8], offset: int, fill: int, out: npt.NDArray[np.int64]
+) -> None: ...
+def lut_map(values: np.ndarray, lo: int, lut: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
+def lifecycle_setup(
+    rec: npt.NDArray[np.int8],
+    attempt: npt.NDArray[np.int64],
+    rank: npt.NDArray[np.int64],
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    step: npt.NDArray[np.int64],
+    block_end: npt.NDArray[np.int64],
+    durable: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+    kcode: npt.NDArray[np.int64],
+    n_fail_kinds: int,
+    as_of: int,
+    known_ranks: list[int],
+    step_ids: list[int],
+    sa_count: npt.NDArray[np.int64],
+    sa_max_step: npt.NDArray[np.int64],
+    sa_max_end: npt.NDArray[np.int64],
+    s_att: np.ndarray,  # int32 or int64
+    s_end: npt.NDArray[np.int64],
+    s_step: npt.NDArray[np.int64],
+    phase_state: npt.NDArray[np.int8],
+    st_codes: npt.NDArray[np.int8],
+) -> dict[str, Any]: ...
 
 # per batch: rank, start, end, kind indices, kind map (dictionary position -> kind code)
 _Batch = tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64], np.ndarray, npt.NDArray[np.int8]]

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from . import core, errors, html_report, synth
+from . import _jit, core, errors, html_report, synth
 from . import _mlperf
 from ._format import duration, in_unit, pct, unit
 from ._ledger import Ledger
@@ -772,6 +772,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Carry out a parsed command line (:func:`pau._args.parser`): the exit code."""
     _VERBOSITY["level"] = -1 if args.quiet else min(args.verbose, 1)
+    if args.quiet:
+        _jit.silence()  # nor the one line of a first compile
     try:
         _check_output(args)
         if args.command == "compare":

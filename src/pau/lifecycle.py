@@ -3,11 +3,12 @@
 The lifecycle table (DESIGN §2.2) says what the job was doing: attempts, phases,
 steps, checkpoint saves, restores, failures. This module validates it, applies the
 lineage rule to decide which step executions survived, and paints the states with
-their precedence into disjoint intervals per rank. The work runs in the Numba
-kernels of :mod:`pau._kernels`: ``prepare`` for attempts, membership, checkpoints,
-the lineage and the painted layers (and the relational errors of the input, which
-:func:`_setup` names), ``attribute_pass`` for the steps. Their slow twins are in
-``tests/``.
+their precedence into disjoint intervals per rank. The checks of the rows, the scan
+of the step columns and the set-up (attempts, membership, checkpoints, the painted
+layers, and the relational errors of the input, which :func:`_setup` names) run in
+the native core (``csrc/core/life_checks.hpp``, ``life_setup.hpp``); the rollback
+attribution in the Numba kernels of :mod:`pau._kernels`: ``lineage`` for the lineage
+rule, ``attribute_pass`` for the steps. Their slow twins are in ``tests/``.
 
 Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
@@ -129,7 +130,7 @@ _REASON_COLUMN = {
     "missing attempt": "attempt", "missing step": "step", "accountable rank must be >= 0": "rank",
     "unknown phase kind": "kind", "unknown attempt kind": "kind", "negative tokens": "tokens",
 }
-# The problems a step row can show alone (_kernels.step_codes), in the order they are looked for.
+# The problems a step row can show alone (_core.step_codes), in the order they are looked for.
 _STEP_CHECKS = ("null start_ns", "end_ns before start_ns", "rank below -1", "missing attempt",
                 "missing step", "negative tokens")
 
@@ -150,8 +151,8 @@ _UNKNOWN_ATTEMPT_KIND = 1 + _ROW_CHECKS.index("unknown attempt kind")
 def _row_codes(x: _Rows) -> np.ndarray:
     """Per row, 0 when usable, else 1 + the index in _ROW_CHECKS of the first problem
     visible in that row alone."""
-    code = _kernels.row_checks(x.rec, x.start, x.end, x.block_end, x.durable, x.rank, x.attempt, x.step,
-                               NULL, _ACC, _NEEDS_STEP)
+    code = _core.row_checks(x.rec, x.start, x.end, x.block_end, x.durable, x.rank, x.attempt, x.step, _ACC,
+                            _NEEDS_STEP)
     # kinds are strings: looked up in sets, on the rows concerned only
     rows = np.flatnonzero(((x.rec == _PHASE) | (x.rec == _ATT)) & (code == 0))
     for i, r, k in zip(rows.tolist(), x.rec[rows].tolist(), x.kind[rows].tolist()):
@@ -261,7 +262,7 @@ def _num_array(col, name: str, fill=NULL) -> np.ndarray:
         if not col.null_count:
             return vals if dt is np.int64 else vals.astype(np.int64)
         out = _pool_empty(len(col), np.int64)
-        _kernels.fill_nulls(vals, np.frombuffer(validity, np.uint8), col.offset, fill, out)
+        _core.fill_nulls(vals, np.frombuffer(validity, np.uint8), col.offset, fill, out)
         return out
     if pa.types.is_timestamp(col.type):
         vals = time_column(col.fill_null(0) if col.null_count else col, name, "lifecycle")
@@ -320,7 +321,7 @@ def _dense_lut(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     if hi - lo < 1 << 24:
         lut = np.full(hi - lo + 1, -1, np.int64)
         lut[keys - lo] = np.arange(keys.size)
-        return _kernels.lut_map(np.asarray(values), lo, lut)
+        return _core.lut_map(np.asarray(values), lo, lut)
     pos = np.minimum(np.searchsorted(keys, values), keys.size - 1)
     return np.where(keys[pos] == values, pos, -1)
 
@@ -424,7 +425,7 @@ class Attribution:
 
 @dataclass
 class _Scan:
-    """What :func:`_kernels.scan_steps` found in the step rows (see there)."""
+    """What the scan of the step rows found (``_core.scan_steps``, csrc/core/life_checks.hpp)."""
 
     bad: int
     after: int
@@ -454,13 +455,12 @@ def _scan(st: _Steps, x: _Rows, cut: int) -> _Scan:
         att_lo, att_n = 0, 0
     if st.end_src is not None:  # the first scan fills end_ns's nulls on the way
         raw, bits, off = st.end_src
-        out = _kernels.scan_steps(st.start, raw, st.rank, st.attempt, st.step, st.tokens, NULL, cut, att_lo, att_n,
-                                  bits, off, st.end)
+        out = _core.scan_steps(st.start, raw, st.rank, st.attempt, st.step, st.tokens, cut, att_lo, att_n, bits, off,
+                               st.end)
         st.end_src = None
     else:
-        out = _kernels.scan_steps(st.start, st.end, st.rank, st.attempt, st.step, st.tokens, NULL, cut, att_lo,
-                                  att_n,
-                                  _NO_BITS, 0, _NO_BITS.view(np.int64))
+        out = _core.scan_steps(st.start, st.end, st.rank, st.attempt, st.step, st.tokens, cut, att_lo, att_n,
+                               _NO_BITS, 0, _NO_BITS.view(np.int64))
     (bad, after, max_start, max_end, ordered, neg_rank, step_min, rank_seen, rank_over,
      att_count, att_max_step, att_max_end, att_out) = out
     return _Scan(int(bad), int(after), int(max_start), int(max_end), bool(ordered), int(neg_rank),
@@ -568,7 +568,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     sc = _scan(st, x, cut)
     if x_bad.any() or sc.bad:
         st = _wide(st)
-        s_code = (_kernels.step_codes(st.start, st.end, st.rank, st.attempt, st.step, st.tokens, NULL) if sc.bad
+        s_code = (_core.step_codes(st.start, st.end, st.rank, st.attempt, st.step, st.tokens) if sc.bad
                   else np.zeros(len(st), np.int8))
         s_bad = s_code > 0
         s_idx = np.flatnonzero(s_bad)
@@ -709,9 +709,13 @@ _PHASE_STATE = np.array([S.get(k, -1) for k in PHASE_KINDS], np.int8)
 _ST_CODES = np.array([S[k] for k in ("recovery.outage", "unattributed", "recovery.restore", "initialization",
                                      "recovery.reinit", "checkpoint.lost", "checkpoint", "checkpoint.unused")],
                      np.int8)
-_CAUSE_TAIL = ("failed", "preempted", "ended", "superseded")  # _kernels.C_FAILED ...
-assert RECORDS.index("attempt") == _kernels.R_ATT and RECORDS.index("failure") == _kernels.R_FAIL
-assert ATTEMPT_KINDS.index("running") == _kernels.K_RUNNING and PHASE_KINDS[:_kernels.N_INIT_KINDS] == INIT_KINDS
+# Causes past the failure kinds, in the set-up's order (life_setup.hpp: kCauseFailed ...).
+_CAUSE_TAIL = ("failed", "preempted", "ended", "superseded")
+# The set-up's relational errors (life_setup.hpp: its status), with the rows they name.
+E_NO_ATTEMPT, E_STEP_NO_ATTEMPT, E_NO_RANK, E_OUTSIDE, E_RESTORE, E_FAILURE_OUTSIDE, E_ATTEMPT_OVERLAP = range(1, 8)
+# The set-up reads records, attempt kinds and phase kinds by these positions.
+assert RECORDS.index("attempt") == _ATT == 1 and RECORDS.index("failure") == _FAIL == 6
+assert ATTEMPT_KINDS.index("running") == 3 and PHASE_KINDS[:3] == INIT_KINDS
 
 
 def _step_attempts(st: _Steps, sc: _Scan):
@@ -733,9 +737,10 @@ def _step_attempts(st: _Steps, sc: _Scan):
 
 
 def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list) -> _Setup | None:
-    """What the pass needs besides the step rows, in one kernel call
-    (:func:`_kernels.prepare`); None after appending to `strict` the relational
-    problems it found (rows that contradict others)."""
+    """What the pass needs besides the step rows: the native set-up
+    (``_core.lifecycle_setup``: attempts, membership, checkpoints, the painted layers)
+    and the lineage rule (:func:`_kernels.lineage`); None after appending to `strict`
+    the relational problems they found (rows that contradict others)."""
     # kinds as codes: attempt rows index ATTEMPT_KINDS, phases PHASE_KINDS, failures
     # their sorted names (a failure without a kind is "unknown")
     need = np.flatnonzero((x.rec == _PHASE) | (x.rec == _ATT) | (x.rec == _FAIL))
@@ -747,74 +752,101 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list) -> 
     kcode[need] = [(_ATT_CODE.get(k, -1) if r == _ATT else _PHASE_CODE[k] if r == _PHASE
                     else fail_code[k if k is not None else "unknown"]) for k, r in zip(kinds, recs)]
     step_ranks = _present(np.asarray(st.rank, np.int64)) if sc.rank_over else np.flatnonzero(sc.rank_seen)
-    extra = np.array(sorted({int(r) for r in ranks}), np.int64) if ranks is not None else _NO_RANKS
-    (status, err, att, fails, ckpts, lin, mem, rk, bg, ov, acc_min, lineage_ckpts) = _kernels.prepare(
-        x.rec, x.attempt, x.rank, x.start, x.end, x.step, x.block_end, x.durable, x.ok, kcode, len(fail_names),
-        as_of, NULL, step_ranks, extra, *_step_attempts(st, sc), st.attempt, st.end,
-        st.step, _PHASE_STATE, _ST_CODES)
-    if status:
-        strict.extend(_relational_errors(int(status), err, x, st))
+    known = step_ranks.tolist() + (sorted({int(r) for r in ranks}) if ranks is not None else [])
+    sa_ids, sa_count, sa_max_step, sa_max_end = _step_attempts(st, sc)
+    P = _core.lifecycle_setup(x.rec, x.attempt, x.rank, x.start, x.end, x.step, x.block_end, x.durable, x.ok, kcode,
+                              len(fail_names), as_of, known, sa_ids.tolist(), sa_count, sa_max_step, sa_max_end,
+                              st.attempt, st.end, st.step, _PHASE_STATE, _ST_CODES)
+    status = int(P["status"])
+    if status == E_STEP_NO_ATTEMPT:  # the set-up says a step's attempt is unknown; the first such step
+        j = int(np.flatnonzero(~np.isin(np.asarray(st.attempt, np.int64), x.attempt[x.rec == _ATT]))[0])
+        strict.extend(_relational_errors(status, (np.array([j], np.int64),) + (np.empty(0, np.int64),) * 3, x, st))
         return None
-    ids, a_start, a_end, running, cause_code, completed = att
+    if status:
+        strict.extend(_relational_errors(status, P["errors"], x, st))
+        return None
+    ids, a_start, a_end, running, cause_code, completed = P["attempts"]
+    c_att, c_step, c_dur, c_ok = P["checkpoints"]
+    nA = ids.size
+    # the lineage rule, from the ok restores in start order and the checkpoints
+    r_row, r_att, r_step, r_start = P["restores"]
+    base, head = np.full(nA, NULL, np.int64), np.full(nA, NULL, np.int64)
+    on, on_lineage = np.zeros(nA, np.bool_), np.zeros(c_att.size, np.bool_)
+    bad = np.empty(r_row.size, np.int64)
+    n_bad = _kernels.lineage(r_row, r_att, r_step, r_start, c_att, c_step, c_dur, P["has_durable"], P["has_steps"],
+                             P["done_step"], completed, NULL, base, head, on, on_lineage, bad,
+                             np.zeros(nA, np.bool_), np.zeros(nA, np.int64), np.zeros(nA, np.int64),
+                             np.zeros(nA, np.bool_))
+    if n_bad:
+        strict.extend(_relational_errors(E_RESTORE, (bad[:n_bad],) + (np.empty(0, np.int64),) * 3, x, st))
+        return None
     names_ = fail_names + list(_CAUSE_TAIL)
     cause = np.array([names_[c] if c >= 0 else None for c in cause_code.tolist()], dtype=object)
-    failures = [(a, t, fail_names[k]) for a, t, k in zip(*(f.tolist() for f in fails))]
+    f_att, f_time, f_kind = P["failures"]
+    failures = [(a, t, fail_names[k]) for a, t, k in zip(f_att.tolist(), f_time.tolist(), f_kind.tolist())]
     A = _Attempts(ids, a_start, a_end, running, cause, failures, completed)
-    C = _Checkpoints(*ckpts)
-    L = Lineage(lin[0], lin[1], lin[2], ids.size - 1)  # lin: (base, head, on)
-    rank_values, r_lo, rank_lut, m_start, m_end, dense = rk
+    C = _Checkpoints(c_att, c_step, c_dur, c_ok)
+    L = Lineage(base, head, on, nA - 1)
+    # a save on the lineage is the checkpoint state (the set-up gave lost or unused)
+    ov_rank, ov_start, ov_end, ov_state, ov_att, ov_step = P["overlay"]
+    g = P["overlay_ckpt"]
+    if g.size and on_lineage.any():
+        ov_state[(g >= 0) & on_lineage[np.maximum(g, 0)]] = S["checkpoint"]
+    lineage_ckpts = np.sort(c_step[on_lineage])
+    rank_values, r_lo, rank_lut, m_start, m_end, dense = P["ranks"]
     # The steps' dense attempts (in A's start order) and ranks, by lookup tables the
     # pass indexes directly, or (ids or ranks spread wide) positions found here.
     if sc.att_count.size and not sc.att_out:
         att_lo, att_lut, att_src = sc.att_lo, _lut(ids, sc.att_lo, sc.att_count.size), st.attempt
     else:
-        att_lo, att_lut, att_src = 0, np.arange(ids.size, dtype=np.int64), A.dense(np.asarray(st.attempt, np.int64))
+        att_lo, att_lut, att_src = 0, np.arange(nA, dtype=np.int64), A.dense(np.asarray(st.attempt, np.int64))
     rank_src = _dense_lut(st.rank, rank_values) if dense else st.rank
-    return _Setup(A, C, L, _Members(*mem), rank_values, bool(dense), int(r_lo), rank_lut, rank_src, att_lo,
-                  att_lut, att_src, m_start, m_end, bg, ov, None if acc_min == NULL_MAX else int(acc_min),
-                  lineage_ckpts)
+    acc_min = int(P["acc_min"])
+    return _Setup(A, C, L, _Members(*P["members"]), rank_values, bool(dense), int(r_lo), rank_lut, rank_src, att_lo,
+                  att_lut, att_src, m_start, m_end, P["background"], (ov_rank, ov_start, ov_end, ov_state, ov_att, ov_step),
+                  None if acc_min == NULL_MAX else acc_min, lineage_ckpts)
 
 
 def _relational_errors(code: int, err: tuple, x: _Rows, st: _Steps) -> list:
-    """The problems :func:`_kernels.prepare` reported, as ``(row, column, reason,
-    fix)``."""
+    """The relational problems the set-up reported (``code``: its status; ``err``: its
+    rows, ranks, member starts and ends), as ``(row, column, reason, fix)``."""
     e_row, e_rank, e_ms, e_me = (a.tolist() for a in err)
-    if code == _kernels.E_STEP_NO_ATTEMPT:
+    if code == E_STEP_NO_ATTEMPT:
         j = e_row[0]
         return [(int(st.row[j]), "attempt", f"attempt {st.attempt[j]} has no attempt record",
                  "add an 'attempt' row (start_ns, end_ns, kind) for it")]
     out = []
     for k, i in enumerate(e_row):
         row, att, stp = int(x.row[i]), int(x.attempt[i]), int(x.step[i])
-        if code == _kernels.E_NO_ATTEMPT:
+        if code == E_NO_ATTEMPT:
             out.append((row, "attempt", f"attempt {att} has no attempt record",
                         "add an 'attempt' row (start_ns, end_ns, kind) for it"))
-        elif code == _kernels.E_NO_RANK:
+        elif code == E_NO_RANK:
             out.append((row, "rank", "attempt with rank -1 but no rank is known",
                         "give accountable records, per-rank attempt rows, or events"))
-        elif code == _kernels.E_OUTSIDE:
+        elif code == E_OUTSIDE:
             why = (f"rank {e_rank[k]} is not a member of attempt {att}" if e_ms[k] == NULL else
                    f"starts at {int(x.start[i])}, outside attempt {att} on rank {e_rank[k]} [{e_ms[k]}, {e_me[k]}]")
             out.append((row, "rank" if e_ms[k] == NULL else "start_ns", f"{RECORDS[int(x.rec[i])]} {why}",
                         "records must start inside their attempt on that rank"))
-        elif code == _kernels.E_FAILURE_OUTSIDE:
+        elif code == E_FAILURE_OUTSIDE:
             t, a0, a1 = int(x.start[i]), e_ms[k], e_me[k]
             why = (f"at {t}, before attempt {att} started (at {a0})" if t < a0 else
                    f"at {t}, after attempt {att} ended (at {a1})")
             out.append((row, "start_ns", f"failure {why}",
                         "a failure ends its attempt: give it a time inside the attempt, or correct the "
                         "attempt's start_ns/end_ns"))
-        elif code == _kernels.E_ATTEMPT_OVERLAP:
+        elif code == E_ATTEMPT_OVERLAP:
             out.append((row, "start_ns", f"attempt {att} starts on rank {e_rank[k]} at {int(x.start[i])}, before "
                         f"attempt {e_ms[k]} ended there (at {e_me[k]})",
                         "attempts of one rank follow each other: correct the earlier attempt's end_ns "
                         "(a failure record ends it too) or this one's start_ns"))
-        elif code == _kernels.E_RESTORE:
+        elif code == E_RESTORE:
             out.append((row, "step", f"restore of step {stp} in attempt {att}, but no ok checkpoint of step "
                         f"{stp} was durable before the restore started",
                         "add the checkpoint_save record, or mark the restore ok=false"))
-        else:  # pragma: no cover - prepare reports only the codes above
-            raise AssertionError(f"prepare: unknown status {code}")
+        else:  # pragma: no cover - the set-up reports only the codes above
+            raise AssertionError(f"lifecycle set-up: unknown status {code}")
     return out
 
 
@@ -849,7 +881,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         if not sc.neg_rank:
             if sc.ordered:
                 return np.empty(0, np.int64), _NO_RANKS, _NO_COPY  # already in (rank, start) order
-            s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut)
+            s_rd = _core.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut)
             order, ok = _kernels.rank_order(s_rd, st.start, nR)
             return (order if ok else np.lexsort((st.start, s_rd))), _NO_RANKS, _NO_COPY
         m_ranks = _dense_lut(members.ranks, rank_values) if dense else members.ranks
@@ -857,7 +889,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             rank_src, np.asarray(st.attempt, np.int64), st.start, members.ids, members.offsets, m_ranks,
             r_lo, rank_lut, nR, dense)
         if not ok:
-            pos = np.lexsort((st.start[order], _kernels.lut_map(x_rank, r_lo, rank_lut)))
+            pos = np.lexsort((st.start[order], _core.lut_map(x_rank, r_lo, rank_lut)))
             order, x_rank, x_copy = order[pos], x_rank[pos], x_copy[pos]
         return order, x_rank, x_copy
 
@@ -923,7 +955,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             *(c[b_lo:b_hi] for c in b_cols), visits[0], *rows, visits[1], visits[2],
             r_lo, rank_lut, att_lo, att_lut, m_start, m_end, nR,
             L.base, L.head, L.on, pend, att_cause, s_states, pres_lo, marks,
-            *(c[o_lo:o_hi] for c in o_cols), att_ids32, NULL, all_ranks, first_member, *out, *valid)
+            *(c[o_lo:o_hi] for c in o_cols), att_ids32, NULL, all_ranks, first_member, *out, *valid,
+            np.empty(b_hi - b_lo, np.int32), np.zeros(b_hi - b_lo, np.int64))
         return res, out, valid, marks, shift
 
     results = run_parts(run, [(part,) for part in ranges])
@@ -981,11 +1014,11 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         walk, w_rank, w_copy = visit_order() if by_rank else (order, x_rank, x_copy)
         if w_rank.size:  # the visits as rows of their own, in order
             visits = np.empty(0, np.int64)
-            s_rd = _kernels.lut_map(w_rank, r_lo, rank_lut)
+            s_rd = _core.lut_map(w_rank, r_lo, rank_lut)
             cols = (sa[walk], st.start[walk], st.end[walk], st.step[walk], np.where(w_copy, 0, st.tokens[walk]))
         else:
             visits = walk
-            s_rd = _kernels.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut) if len(st) else sa
+            s_rd = _core.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut) if len(st) else sa
             cols = (sa, st.start, st.end, st.step, st.tokens)
         res = _kernels.steps_pass(visits, s_rd, *cols, m_start, m_end, nR, L.base, L.head, L.on, pend, NULL,
                                   rank_values.astype(np.int32), att_cause, s_states)

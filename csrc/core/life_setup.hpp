@@ -1,0 +1,670 @@
+// pau native interval core: the set-up of lifecycle attribution (pau.lifecycle._setup).
+//
+// From the records other than steps (a few hundred: attempts, phases, saves,
+// restores, failures, accountable rows) and the figures of the scan of the steps,
+// by the rules of pau.lifecycle: the attempts (start order, effective end, cause),
+// the failures, the membership of ranks in attempts, the checkpoints, and the
+// painted background (outage < unattributed < init/restore) and overlay
+// (eval/custom/data_wait < checkpoint) of the pass; or the first relational error
+// of the input (rows that contradict others), with its rows. The lineage rule
+// (which restore each attempt used, which steps survive) is not here: it runs
+// after this, in Numba (pau._kernels.lineage), on the ok restores in start order
+// and the checkpoints this gives; the overlay's saves then take their state from it.
+// The twin in numpy and plain Python is tests/reference_setup.py.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "life_checks.hpp"
+#include "paint.hpp"
+
+namespace pau::core::life {
+
+constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
+// Record codes, as pau.lifecycle.RECORDS orders them.
+enum : int64_t { kAcc = 0, kAtt = 1, kPhase = 2, kStep = 3, kCkpt = 4, kRest = 5, kFail = 6 };
+// Attempt kinds, as pau.lifecycle.ATTEMPT_KINDS orders them.
+enum : int64_t { kKindCompleted = 0, kKindFailed = 1, kKindPreempted = 2, kKindRunning = 3 };
+constexpr int64_t kInitKinds = 3;  // the first phase kinds are the init kinds
+// Causes past the failure kinds: n_fail_kinds + these.
+enum : int64_t { kCauseFailed = 0, kCausePreempted = 1, kCauseEnded = 2, kCauseSuperseded = 3 };
+// Positions in st_codes (the state codes of the layers).
+enum : int { kOutage = 0, kUnattributed, kRestoreState, kInit, kReinit, kLost, kCheckpoint, kUnused };
+// Relational errors (Setup::status) and the rows they name in e_row (positions in
+// the records), with e_rank, e_ms, e_me as said.
+enum : int {
+    kNoAttempt = 1,        // a record names an attempt without an attempt row: the first row of the least such id
+    kStepNoAttempt = 2,    // a step does (the caller finds the first such step)
+    kNoRank = 3,           // an attempt row of rank -1 while no rank is known
+    kOutside = 4,          // phases, saves, restores starting outside their attempt on a rank (rank, member
+                           // start and end: kNull when not a member): every one
+    kRestoreError = 5,     // (the lineage's) an ok restore of a step no ok checkpoint was durable for before it
+    kFailureOutside = 6,   // failures before their attempt's start or after its end (that start and end): every one
+    kAttemptOverlap = 7,   // an attempt's time on a rank overlaps an earlier attempt's there (rank, the earlier
+                           // attempt's id and its end there): every one
+};
+// Ranks spread wider than this pass through attribution as dense positions.
+constexpr int64_t kRankLutMax = int64_t{1} << 24;
+
+// The records (n rows, columns as pau.lifecycle._Rows, kNull for nulls; ok 0/1;
+// kcode: attempt rows index ATTEMPT_KINDS (-1: none), phase rows PHASE_KINDS,
+// failure rows the caller's sorted failure kinds) and the steps' figures.
+struct SetupIn {
+    const int8_t* rec;
+    const int64_t *attempt, *rank, *start, *end, *step, *block_end, *durable;
+    const uint8_t* ok;
+    const int64_t* kcode;
+    int64_t n = 0;
+    int64_t n_fail_kinds = 0, as_of = 0;
+    std::vector<int64_t> known_ranks;  // ranks known besides the records': the steps' and the caller's
+    std::vector<int64_t> step_ids;     // the steps' attempt ids, sorted, distinct
+    const int8_t* phase_state;         // state code per phase kind
+    const int8_t* st_codes;            // state codes at kOutage ... kUnused
+};
+
+// Painted pieces: rank (a dense position when Setup::dense), start, end and the
+// state, dense attempt (-1: none) and step (kNull: none) of the interval each is of.
+struct Layer {
+    std::vector<int32_t> rank;
+    std::vector<int64_t> start, end;
+    std::vector<int8_t> state;
+    std::vector<int32_t> att;
+    std::vector<int64_t> step;
+};
+
+struct Setup {
+    int status = 0;
+    std::vector<int64_t> e_row, e_rank, e_ms, e_me;
+    // attempts by dense index (start order, then id)
+    std::vector<int64_t> a_ids, a_start, a_end, a_cause;  // a_cause: -1 none
+    std::vector<uint8_t> a_running, a_completed;
+    // failures as of as_of, distinct, by (time, attempt, kind)
+    std::vector<int64_t> f_att, f_time, f_kind;
+    // checkpoints per (dense attempt, step), sorted; c_dur kNull unless ok and durable as of as_of
+    std::vector<int64_t> c_att, c_step, c_dur;
+    std::vector<uint8_t> c_ok, has_durable;  // has_durable: per dense attempt
+    // members: attempt m_ids[j] has the sorted ranks m_ranks[m_off[j]:m_off[j + 1]]
+    std::vector<int64_t> m_ids, m_off, m_ranks;
+    // ranks: rank_lut[rank - r_lo] is the dense rank; m_start/m_end per (dense attempt, dense rank)
+    std::vector<int64_t> rank_values, rank_lut, m_start, m_end;
+    int64_t r_lo = 0;
+    bool dense = false;
+    int64_t acc_min = kBig;  // the earliest accountable start (kBig: none)
+    Layer background, overlay;
+    // the checkpoint of each overlay piece (-1: a phase); its state is kLost when
+    // that checkpoint is not durable, else kUnused until the lineage says
+    std::vector<int64_t> o_ckpt;
+    // the ok restores (as of as_of) by start, stably: row, dense attempt, step, start
+    std::vector<int64_t> r_row, r_att, r_step, r_start;
+    // per dense attempt: it has step rows; and, if it completed, the highest step it
+    // completed by its end (kNull: none), from done_steps
+    std::vector<uint8_t> has_steps;
+    std::vector<int64_t> done_step;
+};
+
+namespace detail {
+
+inline int64_t find(const std::vector<int64_t>& keys, int64_t v) {
+    auto p = std::lower_bound(keys.begin(), keys.end(), v);
+    return (p != keys.end() && *p == v) ? p - keys.begin() : -1;
+}
+
+inline void distinct(std::vector<int64_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+// A stable sort order of rows 0..n-1 by `less`: the identity when already sorted.
+template <typename Less>
+std::vector<int64_t> stable_order(int64_t n, Less less) {
+    std::vector<int64_t> o(static_cast<size_t>(n));
+    std::iota(o.begin(), o.end(), 0);
+    if (!std::is_sorted(o.begin(), o.end(), less)) std::stable_sort(o.begin(), o.end(), less);
+    return o;
+}
+
+}  // namespace detail
+
+inline Setup setup(const SetupIn& in) {
+    using detail::find;
+    Setup out;
+    const int64_t n = in.n, as_of = in.as_of;
+    const int8_t* rec = in.rec;
+    const int64_t *attempt = in.attempt, *rank = in.rank, *start = in.start, *end = in.end, *step = in.step;
+    auto fail = [&out](int code, std::vector<int64_t> row, std::vector<int64_t> rk, std::vector<int64_t> ms,
+                       std::vector<int64_t> me) {
+        out.status = code;
+        out.e_row = std::move(row);
+        out.e_rank = std::move(rk);
+        out.e_ms = std::move(ms);
+        out.e_me = std::move(me);
+        return out;
+    };
+
+    // -- attempts: per id the earliest start, the latest end (null if one is open)
+    // and the first kind given
+    std::vector<int64_t> u;
+    for (int64_t i = 0; i < n; ++i)
+        if (rec[i] == kAtt) u.push_back(attempt[i]);
+    detail::distinct(u);
+    const int64_t nA = static_cast<int64_t>(u.size());
+    std::vector<int64_t> p_start(nA, kBig), p_end(nA, kNull), p_kind(nA, -1);
+    std::vector<uint8_t> p_seen(nA, 0);
+    for (int64_t i = 0; i < n; ++i) {
+        if (rec[i] != kAtt) continue;
+        const int64_t p = find(u, attempt[i]), s = start[i], e = end[i];
+        if (!p_seen[p]) {
+            p_seen[p] = 1;
+            p_start[p] = s;
+            p_end[p] = e;
+            p_kind[p] = in.kcode[i];
+        } else {
+            p_start[p] = std::min(p_start[p], s);
+            p_end[p] = (p_end[p] == kNull || e == kNull) ? kNull : std::max(p_end[p], e);
+            if (p_kind[p] < 0) p_kind[p] = in.kcode[i];
+        }
+    }
+    // by (start, id): u is sorted
+    const std::vector<int64_t> order =
+        detail::stable_order(nA, [&](int64_t a, int64_t b) { return p_start[a] < p_start[b]; });
+    std::vector<int64_t> dense_of(nA);  // position in u -> dense index
+    out.a_ids.resize(nA);
+    out.a_start.resize(nA);
+    for (int64_t i = 0; i < nA; ++i) {
+        dense_of[order[i]] = i;
+        out.a_ids[i] = u[order[i]];
+        out.a_start[i] = p_start[order[i]];
+    }
+    const std::vector<int64_t>& a_ids = out.a_ids;
+    const std::vector<int64_t>& a_start = out.a_start;
+    // every record but accountable names a known attempt (row_d: its dense index)
+    std::vector<int64_t> row_d(n, -1);
+    int64_t miss = -1;
+    for (int64_t i = 0; i < n; ++i) {
+        if (rec[i] == kAcc) continue;
+        const int64_t p = find(u, attempt[i]);
+        if (p < 0) {
+            if (miss < 0 || attempt[i] < attempt[miss]) miss = i;
+        } else {
+            row_d[i] = dense_of[p];
+        }
+    }
+    if (miss >= 0) {
+        for (int64_t i = 0; i < n; ++i)  // the first row of the least unknown id
+            if (attempt[i] == attempt[miss]) return fail(kNoAttempt, {i}, {}, {}, {});
+    }
+    for (int64_t id : in.step_ids)
+        if (find(u, id) < 0) return fail(kStepNoAttempt, {}, {}, {}, {});
+
+    // -- failures as of as_of, distinct, by (time, attempt, kind); the first of each
+    // attempt ends it. A failure before its attempt began, or after the end its
+    // attempt rows give, contradicts them.
+    std::vector<int64_t> fr;
+    for (int64_t i = 0; i < n; ++i)
+        if (rec[i] == kFail && start[i] <= as_of) fr.push_back(i);
+    {
+        std::vector<int64_t> bad_f, bad_s, bad_e;
+        for (int64_t i : fr) {
+            const int64_t p = find(u, attempt[i]);
+            if (start[i] < p_start[p] || (p_end[p] != kNull && start[i] > p_end[p])) {
+                bad_f.push_back(i);
+                bad_s.push_back(p_start[p]);
+                bad_e.push_back(p_end[p]);
+            }
+        }
+        if (!bad_f.empty()) return fail(kFailureOutside, std::move(bad_f), {}, std::move(bad_s), std::move(bad_e));
+    }
+    const int64_t nf = static_cast<int64_t>(fr.size());
+    std::vector<int64_t> fo = detail::stable_order(nf, [&](int64_t a, int64_t b) {
+        const int64_t i = fr[a], j = fr[b];
+        if (start[i] != start[j]) return start[i] < start[j];
+        if (attempt[i] != attempt[j]) return attempt[i] < attempt[j];
+        return in.kcode[i] < in.kcode[j];
+    });
+    std::vector<uint8_t> ff_has(nA, 0);
+    std::vector<int64_t> ff_t(nA, 0), ff_k(nA, 0);
+    for (int64_t j = 0; j < nf; ++j) {
+        const int64_t i = fr[fo[j]];
+        if (j > 0) {
+            const int64_t q = fr[fo[j - 1]];
+            if (attempt[i] == attempt[q] && start[i] == start[q] && in.kcode[i] == in.kcode[q]) continue;
+        }
+        out.f_att.push_back(attempt[i]);
+        out.f_time.push_back(start[i]);
+        out.f_kind.push_back(in.kcode[i]);
+        const int64_t d = row_d[i];
+        if (!ff_has[d]) {
+            ff_has[d] = 1;
+            ff_t[d] = start[i];
+            ff_k[d] = in.kcode[i];
+        }
+    }
+    out.a_end.resize(nA);
+    out.a_running.assign(nA, 0);
+    out.a_cause.assign(nA, -1);
+    out.a_completed.assign(nA, 0);
+    const int64_t nfk = in.n_fail_kinds;
+    for (int64_t i = 0; i < nA; ++i) {
+        const int64_t p = order[i], ea = p_end[p];
+        bool has_e = ea != kNull && ea <= as_of;
+        int64_t e = ea, c = -1;
+        if (ff_has[i]) {
+            e = has_e ? std::min(e, ff_t[i]) : ff_t[i];
+            has_e = true;
+            c = ff_k[i];
+        } else if (has_e) {
+            const int64_t kd = p_kind[p];
+            if (kd == kKindRunning) c = nfk + kCauseEnded;
+            else if (kd == kKindFailed) c = nfk + kCauseFailed;
+            else if (kd == kKindPreempted) c = nfk + kCausePreempted;
+        }
+        if (!has_e && i + 1 < nA) {
+            e = std::min(a_start[i + 1], as_of);  // superseded by the next attempt
+            has_e = true;
+            if (c < 0) c = nfk + kCauseSuperseded;
+        }
+        if (!has_e) {
+            e = as_of;
+            out.a_running[i] = 1;
+        }
+        out.a_end[i] = std::max(std::min(e, as_of), a_start[i]);
+        out.a_cause[i] = c;
+        out.a_completed[i] = !out.a_running[i] && c < 0;
+    }
+    const std::vector<int64_t>& a_end = out.a_end;
+
+    // -- ranks, membership, accountable time
+    std::vector<int64_t> acc_rows;
+    for (int64_t i = 0; i < n; ++i)
+        if (rec[i] == kAcc) acc_rows.push_back(i);
+    const int64_t n_acc = static_cast<int64_t>(acc_rows.size());
+    std::vector<int64_t> known = in.known_ranks;
+    for (int64_t i = 0; i < n; ++i)
+        if (rank[i] >= 0) known.push_back(rank[i]);
+    detail::distinct(known);
+    // membership rows: per-rank attempt rows first, then rank -1 rows per rank
+    // accountable at the attempt's start (every known rank without accountable rows)
+    std::vector<int64_t> mm_d, mm_r, mm_s, mm_e, mm_i;  // mm_i: the attempt row of each
+    auto member = [&](int64_t d, int64_t r, int64_t s, int64_t e, int64_t i) {
+        mm_d.push_back(d);
+        mm_r.push_back(r);
+        mm_s.push_back(s);
+        mm_e.push_back(e);
+        mm_i.push_back(i);
+    };
+    for (int64_t i = 0; i < n; ++i) {
+        if (rec[i] != kAtt || rank[i] < 0) continue;
+        const int64_t d = row_d[i], ae = a_end[d];
+        const int64_t oe = (end[i] == kNull || end[i] > as_of) ? ae : std::min(end[i], ae);
+        member(d, rank[i], start[i], std::max(oe, start[i]), i);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        if (rec[i] != kAtt || rank[i] >= 0) continue;
+        const int64_t d = row_d[i], t0 = start[i];
+        if (n_acc) {
+            for (int64_t q : acc_rows)
+                if (start[q] <= t0 && (end[q] == kNull || end[q] > t0)) member(d, rank[q], a_start[d], a_end[d], i);
+        } else {
+            if (known.empty()) return fail(kNoRank, {i}, {}, {}, {});
+            for (int64_t r : known) member(d, r, a_start[d], a_end[d], i);
+        }
+    }
+    // distinct (attempt, rank), the first row of each, sorted
+    const int64_t nm = static_cast<int64_t>(mm_d.size());
+    std::vector<int64_t> mo = detail::stable_order(nm, [&](int64_t a, int64_t b) {
+        return mm_d[a] != mm_d[b] ? mm_d[a] < mm_d[b] : mm_r[a] < mm_r[b];
+    });
+    {
+        int64_t k = 0;
+        for (int64_t j = 0; j < nm; ++j)
+            if (j == 0 || mm_d[mo[j]] != mm_d[mo[k - 1]] || mm_r[mo[j]] != mm_r[mo[k - 1]]) mo[k++] = mo[j];
+        mo.resize(k);
+    }
+    const int64_t nmu = static_cast<int64_t>(mo.size());
+    std::vector<int64_t> mem_att(nmu), mem_rank(nmu), mem_start(nmu), mem_end(nmu);
+    for (int64_t j = 0; j < nmu; ++j) {
+        mem_att[j] = mm_d[mo[j]];
+        mem_rank[j] = mm_r[mo[j]];
+        mem_start[j] = mm_s[mo[j]];
+        mem_end[j] = mm_e[mo[j]];
+    }
+    // the members of each attempt by id (ranks sorted)
+    {
+        const std::vector<int64_t> by_id = detail::stable_order(
+            nmu, [&](int64_t a, int64_t b) { return a_ids[mem_att[a]] < a_ids[mem_att[b]]; });
+        out.m_off.push_back(0);
+        for (int64_t j = 0; j < nmu; ++j) {
+            const int64_t id = a_ids[mem_att[by_id[j]]];
+            if (j == 0 || id != out.m_ids.back()) {
+                out.m_ids.push_back(id);
+                out.m_off.push_back(j);
+            }
+            out.m_off.back() = j + 1;
+            out.m_ranks.push_back(mem_rank[by_id[j]]);
+        }
+    }
+    std::vector<int64_t> acc_rank, acc_start, acc_end;
+    if (n_acc) {
+        for (int64_t q : acc_rows) {
+            acc_rank.push_back(rank[q]);
+            acc_start.push_back(start[q]);
+            acc_end.push_back(end[q] == kNull ? as_of : std::min(end[q], as_of));
+        }
+    } else {
+        acc_rank = mem_rank;
+        detail::distinct(acc_rank);
+        acc_start.assign(acc_rank.size(), kBig);
+        acc_end.assign(acc_rank.size(), -kBig);
+        for (int64_t j = 0; j < nmu; ++j) {
+            const int64_t p = std::lower_bound(acc_rank.begin(), acc_rank.end(), mem_rank[j]) - acc_rank.begin();
+            acc_start[p] = std::min(acc_start[p], mem_start[j]);
+            acc_end[p] = std::max(acc_end[p], mem_end[j]);
+        }
+    }
+    for (size_t j = 0; j < acc_rank.size(); ++j) {
+        acc_end[j] = std::max(acc_end[j], acc_start[j]);
+        out.acc_min = std::min(out.acc_min, acc_start[j]);
+    }
+    std::vector<int64_t>& rank_values = out.rank_values;
+    rank_values = known;
+    rank_values.insert(rank_values.end(), acc_rank.begin(), acc_rank.end());
+    rank_values.insert(rank_values.end(), mem_rank.begin(), mem_rank.end());
+    detail::distinct(rank_values);
+    const int64_t nRv = static_cast<int64_t>(rank_values.size());
+    const int64_t nR = std::max<int64_t>(nRv, 1);
+    int64_t r_lo = nRv ? rank_values[0] : 0;
+    const int64_t span = nRv ? rank_values.back() - r_lo + 1 : 0;
+    const bool dense = span >= kRankLutMax;  // ranks far apart: positions, not values, in the layers
+    if (dense) {
+        r_lo = 0;
+        out.rank_lut.resize(nRv);
+        std::iota(out.rank_lut.begin(), out.rank_lut.end(), 0);
+    } else {
+        out.rank_lut.assign(span, -1);
+        for (int64_t j = 0; j < nRv; ++j) out.rank_lut[rank_values[j] - r_lo] = j;
+    }
+    out.r_lo = r_lo;
+    out.dense = dense;
+    const std::vector<int64_t>& rank_lut = out.rank_lut;
+    auto rank_pos = [&](int64_t v) -> int64_t {  // the dense rank of rank v, -1 if none
+        if (dense) return find(rank_values, v);
+        const int64_t j = v - r_lo;
+        return (0 <= j && j < static_cast<int64_t>(rank_lut.size())) ? rank_lut[j] : -1;
+    };
+    out.m_start.assign(nA * nR, kNull);
+    out.m_end.assign(nA * nR, kNull);
+    std::vector<int64_t>& m_start = out.m_start;
+    std::vector<int64_t>& m_end = out.m_end;
+    std::vector<int64_t> m_src(nA * nR, -1);  // the attempt row of each membership
+    for (int64_t j = 0; j < nmu; ++j) {
+        const int64_t c = mem_att[j] * nR + rank_pos(mem_rank[j]);
+        m_start[c] = mem_start[j];
+        m_end[c] = mem_end[j];
+        m_src[c] = mm_i[mo[j]];
+    }
+    // Attempts follow each other on a rank: one starting there before the one before
+    // it ended contradicts it. Attempts are in start order (their dense index), and so,
+    // almost always, are their memberships on each rank; a rank where they are not is
+    // checked in the order of its membership starts.
+    {
+        std::vector<int64_t> bad_i, bad_r, bad_a, bad_e;
+        std::vector<int64_t> seq;
+        for (int64_t rp = 0; rp < nRv; ++rp) {
+            seq = detail::stable_order(nA, [&](int64_t a, int64_t b) { return m_start[a * nR + rp] < m_start[b * nR + rp]; });
+            int64_t prev = -1;
+            for (int64_t d : seq) {
+                const int64_t c = d * nR + rp;
+                if (m_start[c] == kNull) continue;
+                if (prev >= 0 && m_start[c] < m_end[prev * nR + rp]) {
+                    bad_i.push_back(m_src[c]);
+                    bad_r.push_back(rank_values[rp]);
+                    bad_a.push_back(a_ids[prev]);
+                    bad_e.push_back(m_end[prev * nR + rp]);
+                }
+                prev = d;
+            }
+        }
+        if (!bad_i.empty())
+            return fail(kAttemptOverlap, std::move(bad_i), std::move(bad_r), std::move(bad_a), std::move(bad_e));
+    }
+
+    // -- phases, saves and restores on each member rank (rank -1: every member),
+    // checked against their attempt on that rank and cut at its end
+    std::vector<int64_t> x_src, x_rank;
+    auto small = [&](int64_t i) { return rec[i] == kPhase || rec[i] == kCkpt || rec[i] == kRest; };
+    for (int64_t i = 0; i < n; ++i) {
+        if (small(i) && rank[i] >= 0) {
+            x_src.push_back(i);
+            x_rank.push_back(rank[i]);
+        }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        if (!small(i) || rank[i] >= 0) continue;
+        const int64_t p = find(out.m_ids, attempt[i]);
+        if (p < 0) continue;
+        for (int64_t q = out.m_off[p]; q < out.m_off[p + 1]; ++q) {
+            x_src.push_back(i);
+            x_rank.push_back(out.m_ranks[q]);
+        }
+    }
+    const int64_t ne = static_cast<int64_t>(x_src.size());
+    std::vector<int64_t> x_d(ne), x_end(ne), x_block(ne);
+    {
+        std::vector<int64_t> e_row, e_rank, e_ms, e_me;
+        for (int64_t k = 0; k < ne; ++k) {
+            const int64_t i = x_src[k], d = row_d[i], rd = rank_pos(x_rank[k]);
+            const int64_t ms = rd >= 0 ? m_start[d * nR + rd] : kNull;
+            const int64_t me = rd >= 0 ? m_end[d * nR + rd] : kNull;
+            if (ms == kNull || start[i] < ms || start[i] > me) {
+                e_row.push_back(i);
+                e_rank.push_back(x_rank[k]);
+                e_ms.push_back(ms);
+                e_me.push_back(me);
+                continue;
+            }
+            x_d[k] = d;
+            int64_t e = end[i];
+            x_end[k] = std::max((e == kNull || e > me) ? me : e, start[i]);
+            e = in.block_end[i];
+            x_block[k] = std::max((e == kNull || e > me) ? me : e, start[i]);
+        }
+        if (!e_row.empty())
+            return fail(kOutside, std::move(e_row), std::move(e_rank), std::move(e_ms), std::move(e_me));
+    }
+
+    // -- checkpoints: per (attempt, step) durable when the last shard is, ok if all are
+    {
+        std::vector<int64_t> cr;
+        for (int64_t i = 0; i < n; ++i)
+            if (rec[i] == kCkpt) cr.push_back(i);
+        const int64_t nc = static_cast<int64_t>(cr.size());
+        // shards come save by save: usually sorted
+        const std::vector<int64_t> co = detail::stable_order(nc, [&](int64_t a, int64_t b) {
+            const int64_t i = cr[a], j = cr[b];
+            return row_d[i] != row_d[j] ? row_d[i] < row_d[j] : step[i] < step[j];
+        });
+        for (int64_t j = 0; j < nc; ++j) {
+            const int64_t i = cr[co[j]];
+            const int64_t dur = in.durable[i] == kNull ? kBig : in.durable[i];
+            if (j == 0 || row_d[i] != out.c_att.back() || step[i] != out.c_step.back()) {
+                out.c_att.push_back(row_d[i]);
+                out.c_step.push_back(step[i]);
+                out.c_dur.push_back(dur);
+                out.c_ok.push_back(in.ok[i] ? 1 : 0);
+            } else {
+                out.c_dur.back() = std::max(out.c_dur.back(), dur);
+                out.c_ok.back() = out.c_ok.back() && in.ok[i];
+            }
+        }
+        out.has_durable.assign(nA, 0);
+        for (size_t g = 0; g < out.c_att.size(); ++g) {
+            if (!(out.c_ok[g] && out.c_dur[g] <= as_of)) out.c_dur[g] = kNull;
+            else out.has_durable[out.c_att[g]] = 1;
+        }
+    }
+
+    // -- the ok restores (as of as_of) by start, for the lineage
+    {
+        std::vector<int64_t> rr;
+        for (int64_t i = 0; i < n; ++i)
+            if (rec[i] == kRest && start[i] <= as_of) rr.push_back(i);
+        const std::vector<int64_t> ro = detail::stable_order(
+            static_cast<int64_t>(rr.size()), [&](int64_t a, int64_t b) { return start[rr[a]] < start[rr[b]]; });
+        for (int64_t j : ro) {
+            const int64_t i = rr[j];
+            if (!in.ok[i]) continue;
+            out.r_row.push_back(i);
+            out.r_att.push_back(row_d[i]);
+            out.r_step.push_back(step[i]);
+            out.r_start.push_back(start[i]);
+        }
+    }
+
+    // Pieces of a layer painted by (rank, start): ranks as dense positions when dense.
+    auto painted = [&](std::vector<int32_t>& l_rank, const std::vector<int64_t>& l_start,
+                       const std::vector<int64_t>& l_end, const std::vector<int8_t>& l_level) {
+        if (dense)
+            for (int32_t& r : l_rank) r = static_cast<int32_t>(find(rank_values, r));
+        const int64_t m = static_cast<int64_t>(l_rank.size());
+        const std::vector<int64_t> o = by_rank_start(l_rank.data(), l_start.data(), m, r_lo, rank_lut.data(), nR);
+        return paint(l_rank.data(), l_start.data(), l_end.data(), l_level.data(), o.data(), m);
+    };
+    const int8_t* st = in.st_codes;
+
+    // -- background: accountable (outage) < attempts (unattributed) < init/restore
+    {
+        std::vector<int32_t> b_rank;
+        std::vector<int64_t> b_start, b_end, b_step;
+        std::vector<int8_t> b_level, b_state;
+        std::vector<int32_t> b_att;
+        auto row = [&](int64_t r, int64_t s, int64_t e, int8_t level, int8_t state, int64_t a, int64_t stp) {
+            b_rank.push_back(static_cast<int32_t>(r));
+            b_start.push_back(s);
+            b_end.push_back(e);
+            b_level.push_back(level);
+            b_state.push_back(state);
+            b_att.push_back(static_cast<int32_t>(a));
+            b_step.push_back(stp);
+        };
+        for (size_t j = 0; j < acc_rank.size(); ++j) row(acc_rank[j], acc_start[j], acc_end[j], 0, st[kOutage], -1, kNull);
+        for (int64_t j = 0; j < nmu; ++j)
+            row(mem_rank[j], mem_start[j], mem_end[j], 1, st[kUnattributed], mem_att[j], kNull);
+        for (int64_t k = 0; k < ne; ++k) {
+            const int64_t i = x_src[k];
+            if (rec[i] == kRest)
+                row(x_rank[k], start[i], x_end[k], 2, st[kRestoreState], x_d[k], step[i]);
+            else if (rec[i] == kPhase && in.kcode[i] < kInitKinds)
+                row(x_rank[k], start[i], x_end[k], 2, x_d[k] == 0 ? st[kInit] : st[kReinit], x_d[k], kNull);
+        }
+        const Painted B = painted(b_rank, b_start, b_end, b_level);
+        Layer& L = out.background;
+        L.rank = B.rank;
+        L.start = B.start;
+        L.end = B.end;
+        for (int64_t w : B.row) {
+            L.state.push_back(b_state[w]);
+            L.att.push_back(b_att[w]);
+            L.step.push_back(b_step[w]);
+        }
+    }
+
+    // -- overlay: eval/custom/data_wait < checkpoint (blocking part)
+    {
+        std::vector<int32_t> o_rank;
+        std::vector<int64_t> o_start, o_end, o_step, o_group;
+        std::vector<int8_t> o_level, o_state;
+        std::vector<int32_t> o_att;
+        for (int64_t k = 0; k < ne; ++k) {  // phases first, then saves
+            const int64_t i = x_src[k];
+            if (rec[i] != kPhase || in.kcode[i] < kInitKinds) continue;
+            o_rank.push_back(static_cast<int32_t>(x_rank[k]));
+            o_start.push_back(start[i]);
+            o_end.push_back(x_end[k]);
+            o_level.push_back(0);
+            o_state.push_back(in.phase_state[in.kcode[i]]);
+            o_att.push_back(static_cast<int32_t>(x_d[k]));
+            o_step.push_back(kNull);
+            o_group.push_back(-1);
+        }
+        int64_t g = -1;
+        for (int64_t k = 0; k < ne; ++k) {
+            const int64_t i = x_src[k];
+            if (rec[i] != kCkpt) continue;
+            const int64_t d = x_d[k];
+            // the shards of one save come together
+            if (g < 0 || out.c_att[g] != d || out.c_step[g] != step[i]) {
+                int64_t lo = 0, hi = static_cast<int64_t>(out.c_att.size());
+                while (lo < hi) {  // the first checkpoint at or after (d, step): every save's is one
+                    const int64_t mid = (lo + hi) / 2;
+                    if (out.c_att[mid] < d || (out.c_att[mid] == d && out.c_step[mid] < step[i])) lo = mid + 1;
+                    else hi = mid;
+                }
+                g = lo;
+            }
+            o_rank.push_back(static_cast<int32_t>(x_rank[k]));
+            o_start.push_back(start[i]);
+            o_end.push_back(x_block[k]);
+            o_level.push_back(1);
+            o_state.push_back(out.c_dur[g] == kNull ? st[kLost] : st[kUnused]);
+            o_att.push_back(static_cast<int32_t>(d));
+            o_step.push_back(step[i]);
+            o_group.push_back(g);
+        }
+        const Painted O = painted(o_rank, o_start, o_end, o_level);
+        Layer& L = out.overlay;
+        L.rank = O.rank;
+        L.start = O.start;
+        L.end = O.end;
+        for (int64_t w : O.row) {
+            L.state.push_back(o_state[w]);
+            L.att.push_back(o_att[w]);
+            L.step.push_back(o_step[w]);
+            out.o_ckpt.push_back(o_group[w]);
+        }
+    }
+    return out;
+}
+
+// The steps' figures per attempt of a set-up `s` without error: has_steps, and
+// done_step for the attempts that completed (the highest step that ended by
+// min(as_of, the attempt's end)). `ids` are the steps' attempt ids, sorted and
+// distinct, with per id the rows, the highest step and the latest end among rows
+// that ended; when every step of an attempt that ended did so by then its figure is
+// the highest step, else the n step rows (attempt, end, step) are read.
+template <typename A>
+void done_steps(Setup& s, const std::vector<int64_t>& ids, const int64_t* count, const int64_t* max_step,
+                const int64_t* max_end, const A* s_att, const int64_t* s_end, const int64_t* s_step, int64_t n,
+                int64_t as_of) {
+    const int64_t nA = static_cast<int64_t>(s.a_ids.size());
+    s.has_steps.assign(nA, 0);
+    s.done_step.assign(nA, kNull);
+    std::vector<int64_t> scan;  // the dense attempts whose figure needs the rows
+    for (int64_t d = 0; d < nA; ++d) {
+        const int64_t j = detail::find(ids, s.a_ids[d]);
+        s.has_steps[d] = j >= 0;
+        if (j < 0 || !s.a_completed[d] || count[j] == 0 || max_end[j] == kNull) continue;
+        if (max_end[j] <= std::min(as_of, s.a_end[d])) s.done_step[d] = max_step[j];
+        else scan.push_back(d);
+    }
+    if (scan.empty()) return;
+    std::vector<int64_t> scan_ids(scan.size());  // sorted by id, with their dense index
+    std::vector<int64_t> by_id = detail::stable_order(static_cast<int64_t>(scan.size()), [&](int64_t a, int64_t b) {
+        return s.a_ids[scan[a]] < s.a_ids[scan[b]];
+    });
+    for (size_t k = 0; k < scan.size(); ++k) scan_ids[k] = s.a_ids[scan[by_id[k]]];
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t k = detail::find(scan_ids, static_cast<int64_t>(s_att[i]));
+        if (k < 0) continue;
+        const int64_t d = scan[by_id[k]], e = s_end[i];
+        // a step done after its attempt ended does not count
+        if (e != kNull && e <= as_of && e <= s.a_end[d] && (s.done_step[d] == kNull || s_step[i] > s.done_step[d]))
+            s.done_step[d] = s_step[i];
+    }
+}
+
+}  // namespace pau::core::life
