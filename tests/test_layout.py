@@ -162,7 +162,11 @@ def _dynamic_imports() -> set[tuple[str, str]]:
                             and node.func.attr in ("import_module", "__import__")) or (
                             isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                             and node.func.id == "__import__"):
-                        out.add((module, fn.name))
+                        arg = node.args[0] if node.args else None
+                        third_party = (isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                                       and not arg.value.startswith(("pau", ".")))
+                        if not third_party:  # numba, loaded on first use by pau._jit, is not pau
+                            out.add((module, fn.name))
     return out
 
 
@@ -173,6 +177,15 @@ def test_dynamic_imports_are_the_two_start_up_ones():
     assert set(pau._LAZY.values()) == {"pau.core", "pau.run"}
     assert all(LEVEL[m] <= LEVEL["pau"] for m in pau._LAZY.values())
     assert LEVEL["pau.cli"] == LEVEL["pau._args"]
+
+
+def test_the_facade_imports_without_numba():
+    import subprocess
+    import sys
+
+    code = "import sys, pau.core; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"  # the kernels load Numba on their first call (pau._jit)
 
 
 def test_the_command_line_parses_without_numpy_pyarrow_or_numba():
