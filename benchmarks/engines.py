@@ -30,6 +30,11 @@ Engines:
   ``(rank, start_ns)``.
 * :func:`duckdb_numbers`: the same figures in DuckDB SQL (window functions: running
   maximum of earlier ends, the gaps-and-islands idea in one pass) over the Arrow table.
+* :func:`nested_union_sweep`: what ``pau.core.classify`` gives (exclusive time per
+  activity by priority, and idle) by a single-threaded Numba sweep of nested priority
+  unions; :func:`sort_then_nested_union_sweep` sorts first, timed with it.
+* :func:`do_nothing_pass`: a Numba pass that reads the four event columns and reduces
+  them, doing no classification: the floor of any pass over the same memory.
 """
 
 from __future__ import annotations
@@ -378,6 +383,158 @@ def numba_exclusive(rank, start, end, kind) -> dict:
     for i, a in enumerate(pau.core.ACTIVITIES):
         res[a] = out[order, i]
     return res
+
+
+# The nested-priority-union sweep (issue 17): the same numbers as classify.
+
+
+@njit(nogil=True, cache=True)
+def _nested_unions(rank, start, end, level, n_levels):
+    """Per rank: first start, last end and ``|union of levels 0..L|`` for each L.
+
+    Returns ``(out_rank, out, bad)``: ``out[r] = (span, U_0, ..., U_{n-1})``, and
+    ``bad`` the first row that breaks the ``(rank, start_ns)`` order, ends before it
+    starts or has a level outside ``[0, n_levels)`` (-1 when there is none; else
+    ``out`` is unusable)."""
+    n = rank.size
+    runs = 0
+    for i in range(n):
+        if i == 0 or rank[i] != rank[i - 1]:
+            runs += 1
+    out_rank = np.empty(runs, np.int32)
+    out = np.zeros((runs, n_levels + 1), np.int64)
+    top = np.empty(n_levels, np.int64)   # running maximum end of each level's events
+    r = -1
+    first = 0
+    for i in range(n):
+        s = start[i]
+        if i == 0 or rank[i] != rank[i - 1]:
+            if i > 0 and rank[i] < rank[i - 1]:
+                return out_rank, out, i
+            if r >= 0:
+                out[r, 0] = top[n_levels - 1] - first
+            r += 1
+            out_rank[r] = rank[i]
+            first = s
+            for lv in range(n_levels):
+                top[lv] = s   # no time covered yet; every later start is >= s
+        elif s < start[i - 1]:
+            return out_rank, out, i
+        e = end[i]
+        k = level[i]
+        if k < 0 or k >= n_levels or e < s:
+            return out_rank, out, i
+        # Sorted by start: the earlier events of level L cover exactly
+        # [s, top[L]) after s, so this one adds max(0, e - max(s, top[L])).
+        for lv in range(k, n_levels):
+            t = top[lv]
+            if e > t:
+                out[r, 1 + lv] += e - (s if s > t else t)
+                top[lv] = e
+    if r >= 0:
+        out[r, 0] = top[n_levels - 1] - first
+    return out_rank, out, -1
+
+
+def nested_union_sweep(rank, start, end, kind_code, n_kinds: int) -> dict:
+    """Exclusive time per kind by priority, and idle, per rank: nested priority unions.
+
+    The baseline of issue 17, single-threaded Numba (``@njit(nogil=True,
+    cache=True)``; call once untimed to compile). For every event of priority level
+    ``k`` (0 is the highest) and every level ``L >= k``, it adds the part of the event
+    past level ``L``'s running maximum end, ``max(0, end − max(start, top_L))``, to
+    ``U_L = |union of the events of levels 0..L|``, then raises ``top_L``. That is exact
+    only for events sorted by ``(rank, start_ns)`` (every earlier event then started
+    at or before this one, so the earlier events of a level cover ``[start, top_L)``
+    past its start); the kernel checks the order as it goes and raises
+    ``ValueError`` naming the first row out of order (:func:`sort_then_nested_union_sweep`
+    sorts first). Then, per rank (DESIGN §2: the highest-priority kind running wins
+    each instant)::
+
+        exclusive_0 = U_0,  exclusive_L = U_L − U_{L−1},  idle = span − U_{n−1},
+
+    with ``span`` = last end − first start of the rank (pau's default span).
+
+    Parameters
+    ----------
+    rank, start, end : numpy arrays
+        ``int32`` ranks and ``int64`` ns, sorted by ``(rank, start_ns)``.
+    kind_code : numpy ``int8`` array
+        The priority level of each event's kind, in ``[0, n_kinds)``. Under pau's
+        default priority (``pau.core.KINDS`` order, highest first) these are the codes
+        :func:`kind_codes` gives.
+    n_kinds : int
+        The number of priority levels.
+
+    Returns
+    -------
+    dict
+        ``{"rank": int32 array, name: int64 array, ...}`` ordered by rank, one array
+        per level then ``"idle"``; with ``n_kinds == len(pau.core.KINDS)`` the names
+        are ``pau.core.ACTIVITIES`` (so it equals :func:`exclusive_view` of
+        ``pau.core.classify``'s table), otherwise ``"level0"``, ``"level1"``...
+    """
+    if n_kinds < 1:
+        raise ValueError(f"n_kinds: expected at least 1 level, got {n_kinds}")
+    out_rank, out, bad = _nested_unions(rank, start, end, kind_code, n_kinds)
+    if bad >= 0:
+        raise ValueError(
+            f"nested_union_sweep: row {bad}: rank {int(rank[bad])}, start_ns {int(start[bad])}, "
+            f"end_ns {int(end[bad])}, kind code {int(kind_code[bad])}: expected rows sorted by "
+            f"(rank, start_ns), start_ns <= end_ns and kind codes in [0, {n_kinds}). Fix: sort "
+            "first (sort_then_nested_union_sweep), or drop the bad row")
+    names = (pau.core.ACTIVITIES[:-1] if n_kinds == len(pau.core.KINDS)
+             else tuple(f"level{i}" for i in range(n_kinds)))
+    res = {"rank": out_rank}
+    unions = out[:, 1:]
+    prev = np.zeros(out_rank.size, np.int64)
+    for i, name in enumerate(names):
+        res[name] = unions[:, i] - prev
+        prev = unions[:, i]
+    res["idle"] = out[:, 0] - prev
+    return res
+
+
+def sort_then_nested_union_sweep(rank, start, end, kind_code, n_kinds: int) -> dict:
+    """:func:`nested_union_sweep` of input in any order: ``np.lexsort`` by
+    ``(rank, start_ns)``, the four columns gathered in that order, then the sweep.
+    What a Numba user has to do with unsorted events (the order among events with
+    equal rank and start does not change the unions)."""
+    order = np.lexsort((start, rank))
+    return nested_union_sweep(rank[order], start[order], end[order], kind_code[order], n_kinds)
+
+
+@njit(nogil=True, cache=True)
+def _reduce_columns(rank, start, end, kind):
+    n = rank.size
+    r = np.int64(0)
+    d = np.int64(0)
+    k = np.int64(0)
+    for i in range(n):
+        r += rank[i]
+        d += end[i] - start[i]
+        k += kind[i]
+    return n, r, d, k
+
+
+def do_nothing_pass(rank, start, end, kind) -> tuple:
+    """One pass over the four event columns that classifies nothing.
+
+    Returns ``(rows, Σ rank, Σ (end − start), Σ kind)`` as Python ints, every sum in
+    ``int64`` arithmetic (wrapping as numpy's ``sum`` does), so the pass reads every
+    element and the compiler cannot drop it. Single-threaded Numba
+    (``@njit(nogil=True, cache=True)``), free to vectorise: it stands for the memory
+    traffic of any pass over the same columns, the ceiling of a classifier's speed.
+    :func:`do_nothing_reference` gives the same tuple with numpy.
+    """
+    return tuple(int(x) for x in _reduce_columns(rank, start, end, kind))
+
+
+def do_nothing_reference(rank, start, end, kind) -> tuple:
+    """:func:`do_nothing_pass`'s answer computed by numpy (for the assertion)."""
+    with np.errstate(over="ignore"):
+        return (int(rank.size), int(rank.sum(dtype=np.int64)),
+                int((end - start).sum(dtype=np.int64)), int(kind.sum(dtype=np.int64)))
 
 
 def exclusive_view(table: pa.Table) -> dict:
