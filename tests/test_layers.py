@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import pyarrow as pa
@@ -93,3 +94,22 @@ def test_factors_multiply_back_exactly_on_generated_jobs(seed, ranks):
     s = led.summary()
     assert got.rows[1].ns == s["productive_ns"] and got.rows[2].ns == s["productive_strict_ns"]
     assert float(got.product) == pytest.approx(s["goodput_strict"], rel=1e-15)
+
+
+def test_the_report_takes_the_stack_s_top_and_bottom_and_prices_it(tmp_path, capsys):
+    folder = pau.Run(events=_events(), lifecycle=example_a(T0)).write(tmp_path / "run")
+    sacct = tmp_path / "job.sacct"
+    sacct.write_text(SACCT_A)
+    args = ["report", folder, "--schedule", str(sacct), "--flops-per-step", str(2 * 10**12), "--peak-flops", "1e12",
+            "--price", "3.6", "--format", "json"]
+    assert cli.main(args) == 0
+    lay = json.loads(capsys.readouterr().out)["layers"]
+    assert [r["name"] for r in lay["layers"]] == ["requested", "accountable", "productive", "productive_compute",
+                                                  "useful_flops"]
+    assert [r["ns"] for r in lay["layers"]] == [250 * S, 210 * S, 100 * S, 70 * S, 20 * S]
+    # $3.6 per accelerator-hour is $0.001 per accelerator-second
+    assert [r["cost"] for r in lay["layers"]] == pytest.approx([0.25, 0.21, 0.1, 0.07, 0.02], rel=1e-12)
+    assert lay["layers"][1]["lost_cost"] == {"queued": pytest.approx(0.04, rel=1e-12)}
+    assert lay["product"] == pytest.approx(0.08, rel=1e-15)
+    assert cli.main(["report", folder, "--flops-per-step", "5"]) == 2
+    assert "needs the peak" in capsys.readouterr().err

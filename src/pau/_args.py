@@ -74,6 +74,14 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--price", type=float, help="price per accelerator-hour: adds cost per useful output")
     rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy (with --price)")
     telemetry_options(rep)
+    rep.add_argument("--schedule", metavar="FILE", help="sacct --parsable2 output of the job: adds the time it "
+                     "queued on top of the layers (docs/layers.md)")
+    rep.add_argument("--flops-per-step", type=int, dest="flops_per_step", metavar="N",
+                     help="model FLOPs per step: adds the useful-FLOPs layer (with --peak-flops, or --accelerator "
+                     "and --dtype)")
+    rep.add_argument("--peak-flops", type=float, dest="peak_flops", metavar="F", help="peak FLOP/s per accelerator")
+    rep.add_argument("--accelerator", help="accelerator type for the peak table (e.g. h100-sxm; docs/outcome.md)")
+    rep.add_argument("--dtype", help="data type for the peak table (e.g. bf16)")
     rep.add_argument("--slo", action="append", metavar="NAME=SECONDS",
                      help="a serving SLO: ttft, tpot or e2e, in seconds (e.g. ttft=0.5); repeatable. A request "
                      "is accepted when it completed and meets every SLO given")

@@ -32,12 +32,13 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from . import _jit, core, errors, html_report, synth
+from . import _jit, core, errors, html_report, layers, synth
+from .readers.slurm import read_sacct
 from . import _mlperf
 from ._format import duration, in_unit, pct, unit
 from ._ledger import Ledger
 from ._progress import Bar
-from ._types import RunSummary
+from ._types import Quarantined, RunSummary
 from .chrome_trace import write_chrome_trace
 from ._args import BUILTIN as _BUILTIN
 from ._args import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, parser
@@ -229,7 +230,9 @@ def render_layers(lay: dict | None) -> str:
         shown = ", ".join(f"{k} {in_unit(v, u)}" for k, v in lost[:4]) + (f", {len(lost) - 4} more" if len(lost) > 4
                                                                            else "")
         factor = "" if r["factor"] is None else f"x {r['factor']:.3f}"
-        lines.append(f"  {r['name']:<{width}}  {in_unit(r['ns'], u):>14}  {factor:>8}" + (f"  lost: {shown}" if lost else ""))
+        cost = f"  ${r['cost']:,.2f}" if "cost" in r else ""
+        lines.append(f"  {r['name']:<{width}}  {in_unit(r['ns'], u):>14}{cost}  {factor:>8}"
+                     + (f"  lost: {shown}" if lost else ""))
     left = "; ".join(f"{k}: {v}" for k, v in lay["left_out"].items())
     lines.append(f"  product {lay['product']:.4f}" + (f" (left out: {left})" if left else ""))
     return "\n".join(lines)
@@ -583,6 +586,23 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | 
     if led is not None and args.price is not None:
         power = pq.read_table(args.power) if args.power else None
         figures["cost"] = core.cost(led, {"per_accelerator_hour": args.price}, power=power)
+    stack = (args.schedule, args.flops_per_step, args.peak_flops, args.accelerator)
+    if any(x is not None for x in stack):
+        if led is None or led.intervals is None:
+            raise UsageError("--schedule, --flops-per-step, --peak-flops and --accelerator add layers to the stack "
+                             "of a lifecycle ledger, and this input has no lifecycle")
+        if args.flops_per_step is not None and args.peak_flops is None and args.accelerator is None:
+            raise UsageError("--flops-per-step needs the peak it is measured against: --peak-flops F, or "
+                             "--accelerator NAME --dtype TYPE (docs/outcome.md)")
+    if led is not None and led.intervals is not None and (any(x is not None for x in stack) or args.price is not None):
+        schedule = None
+        if args.schedule is not None:
+            got = read_sacct(args.schedule)
+            schedule = got.result if isinstance(got, Quarantined) else got
+        figures["layers"] = layers.layers(
+            led, samples=run.samples, events=run.events, schedule=schedule, flops=args.flops_per_step,
+            accelerator=args.accelerator, dtype=args.dtype, peak=args.peak_flops,
+            price_per_accelerator_hour=args.price).summary()
     return figures, led
 
 

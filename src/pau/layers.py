@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional
 
-from ._ledger import Ledger, exact_sums
+from ._ledger import NS_PER_HOUR, Ledger, exact_sums
 from .errors import PauError
 from .outcome import ModelFlops, program_goodput, schedule_times
 from .telemetry import cell_metrics
@@ -55,10 +55,16 @@ class Layer:
     factor: Optional[Fraction]
     lost: dict[str, Fraction]
     note: str = ""
+    #: Money per accelerator-ns (from a price per accelerator-hour), or None.
+    price_per_ns: Optional[Fraction] = None
 
     def summary(self) -> dict[str, Any]:
-        return {"name": self.name, "ns": _num(self.ns), "factor": None if self.factor is None else float(self.factor),
-                "lost_ns": {k: _num(v) for k, v in self.lost.items()}, "note": self.note}
+        out = {"name": self.name, "ns": _num(self.ns), "factor": None if self.factor is None else float(self.factor),
+               "lost_ns": {k: _num(v) for k, v in self.lost.items()}, "note": self.note}
+        if self.price_per_ns is not None:
+            out["cost"] = float(self.ns * self.price_per_ns)
+            out["lost_cost"] = {k: float(v * self.price_per_ns) for k, v in self.lost.items()}
+        return out
 
 
 @dataclass
@@ -93,7 +99,7 @@ def _step(rows: list[Layer], name: str, ns: Fraction, lost: dict[str, Fraction],
 
 def layers(ledger: Ledger, *, samples: Any = None, events: Any = None, span: Any = None, schedule: Any = None,
            flops: ModelFlops | int | None = None, accelerator: str | None = None, dtype: str | None = None,
-           peak: Any = None) -> Layers:
+           peak: Any = None, price_per_accelerator_hour: float | None = None) -> Layers:
     """The stack of one lifecycle ledger, top down (see the module docstring).
 
     Parameters
@@ -108,6 +114,9 @@ def layers(ledger: Ledger, *, samples: Any = None, events: Any = None, span: Any
         ``requested`` layer on top.
     flops, accelerator, dtype, peak :
         As for :func:`pau.outcome.program_goodput`; add the ``useful_flops`` layer.
+    price_per_accelerator_hour : float, optional
+        Every layer and loss also in money: ``ns x price / 3.6e12`` (the price read as
+        its exact decimal).
     """
     s = ledger.summary()
     if s["goodput"] is None:
@@ -170,4 +179,11 @@ def layers(ledger: Ledger, *, samples: Any = None, events: Any = None, span: Any
               note=f"model FLOPs of the preserved work at {float(pg.peak.flops):,.4g} FLOP/s per accelerator")
     else:
         left_out["useful_flops"] = "no model FLOPs given"
+    if price_per_accelerator_hour is not None:
+        if not price_per_accelerator_hour >= 0:
+            raise PauError(f"layers: price_per_accelerator_hour = {price_per_accelerator_hour!r}. Fix: give a "
+                           "price >= 0")
+        per_ns = Fraction(str(price_per_accelerator_hour)) / NS_PER_HOUR
+        for r in rows:
+            r.price_per_ns = per_ns
     return Layers(rows, left_out)

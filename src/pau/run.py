@@ -144,7 +144,8 @@ class Run:
         return _engine.ledger(self.events, span=self.spans, priority=priority, progress=progress)
 
     def layers(self, *, as_of: int | None = None, schedule: Any = None, flops: Any = None,
-               accelerator: str | None = None, dtype: str | None = None, peak: Any = None) -> _layers.Layers:
+               accelerator: str | None = None, dtype: str | None = None, peak: Any = None,
+               price_per_accelerator_hour: float | None = None) -> _layers.Layers:
         """The stack from accelerator time asked for down to useful FLOPs
         (:func:`pau.layers.layers`): accountable, productive, productive compute, the
         hardware's activity over it (with samples), FLOPs at peak (with ``flops``); a
@@ -153,7 +154,8 @@ class Run:
             raise PauError("run.layers: the run has no lifecycle, so no productive layer. Fix: read a trace "
                            "with steps, or give the run's lifecycle")
         return _layers.layers(self.ledger(as_of=as_of), samples=self.samples, events=self.events,
-                              schedule=schedule, flops=flops, accelerator=accelerator, dtype=dtype, peak=peak)
+                              schedule=schedule, flops=flops, accelerator=accelerator, dtype=dtype, peak=peak,
+                              price_per_accelerator_hour=price_per_accelerator_hour)
 
     def summary(self, *, as_of: int | None = None, slo: dict[str, Any] | None = None) -> RunSummary:
         """Every headline figure of the run as a JSON-able dict (see :func:`run_figures`)."""
