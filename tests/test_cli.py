@@ -317,3 +317,20 @@ def test_the_output_is_checked_before_any_work(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert cli.main(["report", "-o", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_skip_bad_leaves_out_a_file_the_reader_refuses(tmp_path, capsys):
+    src = shared("kineto", "hta-trace_filter")
+    for f in sorted(src.iterdir()):
+        if f.name.endswith((".json", ".gz")):
+            shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "rank-9.json").write_text('{"traceEvents": [{"ph": "X", "cat": "kernel"')  # truncated
+    assert cli.main(["report", str(tmp_path)]) == 1
+    assert "rank-9.json" in capsys.readouterr().err
+    assert cli.main(["report", str(tmp_path), "--skip-bad", "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "read.skipped_file" in out.err and "rank-9.json" in out.err
+    assert json.loads(out.out)["ledger"] == pau.read(src).summary()["ledger"]
+    run = pau.read(tmp_path, skip_bad=True)
+    assert [w.code for w in run.warnings][:1] == ["read.skipped_file"]
+    assert run.metadata["skipped_files"] == [str(tmp_path / "rank-9.json")]

@@ -50,6 +50,11 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--devices", metavar="MAP", help="how the telemetry's devices map to ranks: 'index', or "
                        "DEVICE=RANK,... (default: by UUID, bus id, then GPU index)")
 
+    def skip_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--skip-bad", action="store_true", dest="skip_bad",
+                       help="a folder of traces: leave out a file the reader refuses (a warning names it and why) "
+                       "and read the rest")
+
     def verbosity_options(p: argparse.ArgumentParser) -> None:
         g = p.add_mutually_exclusive_group()
         g.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr (errors still)")
@@ -63,6 +68,7 @@ def parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="the ledger of a run: activity, goodput, waste by cause", epilog=_EXIT_TABLE)
     verbosity_options(rep)
+    skip_option(rep)
     rep.add_argument("path", nargs="?", help="a trace, log, results file, Parquet events or a pau run folder "
                      "(default: a built-in synthetic 8-rank run)")
     rep.add_argument("--input-format", choices=fmts, help="input format (default: detected from the content)")
@@ -101,6 +107,7 @@ def parser() -> argparse.ArgumentParser:
     conv = sub.add_parser("convert", help="write any input as a pau run folder (pau.read gives it back)",
                           epilog=_EXIT_TABLE)
     verbosity_options(conv)
+    skip_option(conv)
     conv.add_argument("path")
     conv.add_argument("out", help="the run folder to write (with --to chrome-trace: the .json or .json.gz file)")
     conv.add_argument("--input-format", choices=fmts)
@@ -116,6 +123,7 @@ def parser() -> argparse.ArgumentParser:
     cmpp = sub.add_parser("compare", help="two runs side by side on the same useful-output denominators",
                           epilog=_EXIT_TABLE)
     verbosity_options(cmpp)
+    skip_option(cmpp)
     cmpp.add_argument("a", help="a run in any format pau reads")
     cmpp.add_argument("b")
     cmpp.add_argument("--input-format-a", choices=fmts, dest="input_format_a")

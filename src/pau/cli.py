@@ -425,6 +425,8 @@ def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
         options["progress"] = _progress(getattr(args, "progress", None))
     if getattr(args, "align", None):
         options["align"] = args.align
+    if getattr(args, "skip_bad", False):
+        options["skip_bad"] = True
     if getattr(args, "samples", None):
         options["samples"] = args.samples if len(args.samples) > 1 else args.samples[0]
         if args.devices:
@@ -515,7 +517,13 @@ def _warn(run: Run, err: TextIO) -> None:
     if _VERBOSITY["level"] < 0:
         return
     for w in run.warnings:
-        print(f"pau: warning: {w.code}: {w.message}", file=err)
+        print(f"pau: warning: {w.code}: {_cli_words(w.message)}", file=err)
+
+
+def _cli_words(message: str) -> str:
+    """The API's advice in the command line's words."""
+    return message.replace("pass on_invalid='quarantine'", "give --on-invalid quarantine").replace(
+        "on_invalid='quarantine'", "--on-invalid quarantine")
 
 
 def _emit(text: str, out: str) -> None:
@@ -803,10 +811,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"pau: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (errors.PauError, FileNotFoundError) as exc:
-        # the API's advice in the CLI's words
-        msg = str(exc).replace("pass on_invalid='quarantine'", "give --on-invalid quarantine").replace(
-            "on_invalid='quarantine'", "--on-invalid quarantine")
-        print(f"pau: {msg}", file=sys.stderr)
+        print(f"pau: {_cli_words(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except errors.Interrupted as exc:  # Ctrl-C: say what was kept
         print(f"\npau: {exc}", file=sys.stderr)

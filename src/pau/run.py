@@ -49,9 +49,9 @@ from .analysis import step_figures, top_kernels
 from .economics import requests as _request_ledger
 from .errors import OptionError, PauError, SchemaError
 from .readers.detect import detect_format
-from .readers.kineto import KinetoTrace, read_kineto
+from .readers.kineto import KinetoTrace, read_kineto, trace_files
 from .readers.mllog import MLLogRun, read_mllog
-from .readers.nsys import NsysTrace, read_nsys
+from .readers.nsys import NsysTrace, nsys_files, read_nsys
 from .readers.serving import ServingResults, read_serving
 from .readers import telemetry as _readers_telemetry
 
@@ -645,7 +645,8 @@ def read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_inv
     """Every run at ``path`` (several for a folder of MLPerf result logs, else one).
     Parameters as for :func:`read`."""
     samples, devices = options.pop("samples", None), options.pop("devices", None)
-    runs = _read_runs(path, format=format, on_invalid=on_invalid, **options)
+    runs = _read_runs(path, format=format, on_invalid=on_invalid, skip_bad=bool(options.pop("skip_bad", False)),
+                      **options)
     if samples is None and devices is None:
         for run in runs:   # an Nsight export captured with GPU metrics brings its own samples
             if run.metadata.get("format") == "nsys" and run.samples is None:
@@ -751,7 +752,7 @@ def _nsys_gpu_metrics(run: Run, on_invalid: str) -> None:
 
 
 def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_invalid: str = "raise",
-               **options: Any) -> list[Run]:
+               skip_bad: bool = False, **options: Any) -> list[Run]:
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"nothing at {p!r}")
@@ -780,10 +781,26 @@ def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_in
     align = options.pop("align", None)
     if align is not None and align not in _align.METHODS:
         raise OptionError(f"align: expected one of {', '.join(_align.METHODS)}, got {align!r}")
-    if fmt == "kineto":
-        return [_from_trace(read_kineto(p, on_invalid=on_invalid, **options), fmt, p, align)]
-    if fmt == "nsys":
-        return [_from_trace(read_nsys(p, on_invalid=on_invalid, **options), fmt, p, align)]
+    if fmt in ("kineto", "nsys"):
+        reader = read_kineto if fmt == "kineto" else read_nsys
+        if not skip_bad or not os.path.isdir(p):
+            return [_from_trace(reader(p, on_invalid=on_invalid, **options), fmt, p, align)]
+        files = (trace_files if fmt == "kineto" else nsys_files)(p)
+        skipped: list[RunWarning] = []
+        while True:  # a file the reader refuses is named in its error: leave it out and read the rest
+            try:
+                run = _from_trace(reader(files, on_invalid=on_invalid, **options), fmt, p, align)
+            except PauError as exc:
+                bad = next((f for f in files if f in str(exc)), None)
+                if bad is None or len(files) == 1:
+                    raise
+                files = [f for f in files if f != bad]
+                skipped.append(RunWarning("read.skipped_file", f"{bad}: skipped (--skip-bad): {exc}"))
+                continue
+            run.warnings[:0] = skipped
+            if skipped:
+                run.metadata["skipped_files"] = [w.message.split(": skipped", 1)[0] for w in skipped]
+            return [run]
     if fmt == "mllog":
         got = read_mllog(p, **options)
         return [_from_mllog(r) for r in (got if isinstance(got, list) else [got])]
@@ -819,7 +836,9 @@ def read(path: str | os.PathLike[str], *, format: str | None = None, on_invalid:
         or a samples table (see :func:`attach_samples`); ``devices``: how its devices
         map to ranks (a dict, or ``"index"``; by default by UUID, bus id, then GPU
         index, ``docs/telemetry.md``). An Nsight export with a GPU_METRICS table
-        brings its samples without ``samples=``.
+        brings its samples without ``samples=``. ``skip_bad`` (a folder of Kineto
+        traces or Nsight exports): a file the reader refuses is left out, with a
+        ``read.skipped_file`` warning naming it and why, and the rest is read.
 
     Raises
     ------
