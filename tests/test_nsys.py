@@ -20,6 +20,7 @@ import pytest
 
 import pau
 import pau.core
+from pau import cli
 from pau.errors import PauError
 from pau.readers.kineto import InvalidEventError, NoDeviceEventsError, TraceFormatError
 from pau.readers.nsys import read_nsys
@@ -290,3 +291,23 @@ def test_a_name_that_is_not_utf8_is_read_with_replacement_characters(tmp_path):
     con.commit()
     con.close()
     assert read_nsys(p).events["name"].cast("string").to_pylist() == ["gemm\ufffd"]
+
+
+def test_nvtx_ranges_summarised_as_nsys_stats_does(capsys):
+    path = shared("nsys", "icon_isc25", "gpu.sqlite")
+    run = pau.read(path)
+    rows = run.summary()["nvtx"]
+    # the export's five ranges by hand: transform_reduce 1 (23,486,665 ns), for_each 3, exclusive_scan 1
+    nvtx = read_nsys(path).nvtx
+    want: dict = {}
+    for r in nvtx.to_pylist():
+        want.setdefault(r["text"], []).append(r["end_ns"] - r["start_ns"])
+    assert [r["name"] for r in rows] == sorted(want, key=lambda k: -sum(want[k]))
+    for r in rows:
+        d = want[r["name"]]
+        assert (r["count"], r["total_ns"], r["min_ns"], r["max_ns"], r["mean_ns"]) == (
+            len(d), sum(d), min(d), max(d), sum(d) // len(d))
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0, rel=1e-12)
+    assert cli.main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "NVTX ranges (3 by total time" in out and "transform_reduce" in out

@@ -139,6 +139,7 @@ class RunSummary(TypedDict):
     ledger: Optional[LedgerSummary]
     per_rank: Optional[List[RankActivity]]
     top_kernels: Optional[List[TopKernel]]
+    nvtx: Optional[List[Dict[str, Any]]]
     steps: Optional[Dict[str, Any]]
     idle_by_cause: Optional[Dict[str, Any]]
     layers: Optional[Dict[str, Any]]

@@ -40,6 +40,7 @@ __all__ = [
     "colocated",
     "top_kernels",
     "step_figures",
+    "range_summary",
     "step_rows",
     "step_times",
     "nearest_rank",
@@ -1097,6 +1098,39 @@ def kernel_diff(a_events: Any, b_events: Any, *, steps_a: int | None = None, ste
 
 # ---------------------------------------------------------------------------
 # step times and stragglers, for a run's summary
+
+
+def range_summary(ranges: Any, name: str = "text", n: int = TOP_KERNELS) -> list[dict[str, Any]]:
+    """Annotation ranges by name (Nsight's NVTX ranges, as ``nsys stats``' NVTX range
+    summary gives them): the ``n`` names with the most time, each with ``name, count,
+    total_ns, mean_ns`` (rounded down), ``min_ns, max_ns`` and ``share`` of all closed
+    ranges' time; ranges still open (null ``end_ns``) are left out and counted in the
+    first row's ``open`` (the same for every row). Exact ns."""
+    t = as_table(ranges, "ranges")
+    if t.num_rows == 0:
+        return []
+    start, _ = time_values(t, "start_ns", "ranges")
+    end, end_null = time_values(t, "end_ns", "ranges")
+    names = np.asarray(_column(t, name, "ranges").cast(pa.string()).fill_null("(unnamed)")
+                       .to_numpy(zero_copy_only=False), dtype=object)
+    keep = ~end_null
+    dur, names = (end - start)[keep], names[keep]
+    if dur.size == 0:
+        return []
+    uniq, inv = np.unique(names.astype(str), return_inverse=True)
+    total = np.zeros(uniq.size, np.int64)
+    np.add.at(total, inv, dur)
+    count = np.bincount(inv, minlength=uniq.size)
+    lo = np.full(uniq.size, np.iinfo(np.int64).max, np.int64)
+    hi = np.full(uniq.size, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(lo, inv, dur)
+    np.maximum.at(hi, inv, dur)
+    whole = int(sum(int(x) for x in total))
+    order = sorted(range(uniq.size), key=lambda i: (-int(total[i]), str(uniq[i])))[:n]
+    opened = int(end_null.sum())
+    return [{"name": str(uniq[i]), "count": int(count[i]), "total_ns": int(total[i]),
+             "mean_ns": int(total[i]) // int(count[i]), "min_ns": int(lo[i]), "max_ns": int(hi[i]),
+             "share": int(total[i]) / whole if whole else None, "open": opened} for i in order]
 
 
 def nearest_rank(sorted_ns: np.ndarray, num: int, den: int) -> int:

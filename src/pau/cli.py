@@ -175,6 +175,26 @@ def render_top_kernels(rows: list) -> str:
     return "\n".join(lines + [fmt(c) for c in cells])
 
 
+def render_nvtx(rows: list | None) -> str:
+    """NVTX ranges by name (``nsys stats``' NVTX range summary)."""
+    if not rows:
+        return ""
+    head = ["time (%)", "total", "instances", "mean", "min", "max", "range"]
+    cells = [[f"{100 * r['share']:.1f}" if r["share"] is not None else "-", duration(r["total_ns"]), f"{r['count']:,}",
+              duration(r["mean_ns"]), duration(r["min_ns"]), duration(r["max_ns"]),
+              r["name"] if len(r["name"]) <= 70 else r["name"][:67] + "..."] for r in rows]
+    widths = [max(len(x[i]) for x in cells + [head]) for i in range(len(head))]
+
+    def fmt(c: list[str]) -> str:
+        return "  ".join(v.rjust(w) for v, w in zip(c[:-1], widths[:-1])) + "  " + c[-1]
+
+    opened = rows[0]["open"]
+    lines = ["", f"NVTX ranges ({len(rows)} by total time; time (%) of all closed ranges' time"
+             + (f"; {opened:,} still open, left out" if opened else "") + ")", "", fmt(head),
+             fmt(["-" * w for w in widths])]
+    return "\n".join(lines + [fmt(c) for c in cells])
+
+
 def render_steps(steps: dict | None) -> str:
     """Step time per rank (median, p90, max) and the stragglers, named."""
     if not steps:
@@ -302,6 +322,9 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     top = render_top_kernels(figures.get("top_kernels") or [])
     if top:
         parts.append(top)
+    nvtx = render_nvtx(figures.get("nvtx"))
+    if nvtx:
+        parts.append(nvtx)
     steps = render_steps(figures.get("steps"))
     if steps:
         parts.append(steps)

@@ -284,6 +284,14 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
                               "-" if r["mean"] is None else f"{r['mean']:,.4g}",
                               "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"] for r in tel],
                             right=(3, 4, 5, 6))]
+    nvtx = figures.get("nvtx")
+    if nvtx:
+        body += ["<h2>NVTX ranges</h2>", '<p class="note">by total time, as nsys stats\' NVTX range summary; share '
+                 "of all closed ranges' time</p>",
+                 html_table(["time (%)", "total", "instances", "mean", "min", "max", "range"],
+                            [["-" if r["share"] is None else f"{100 * r['share']:.1f}", duration(r["total_ns"]),
+                              f"{r['count']:,}", duration(r["mean_ns"]), duration(r["min_ns"]), duration(r["max_ns"]),
+                              _name(r["name"])] for r in nvtx], right=(0, 1, 2, 3, 4, 5), names=(6,))]
     req = figures.get("requests")
     if req is not None:
         body += ["<h2>Requests</h2>", _requests(req, figures.get("slo_ns") or {})]

@@ -45,7 +45,7 @@ from ._input import REASONS, as_table, raise_first, row_reasons, spans_of
 from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
 from ._ledger import Ledger
 from ._vocab import LIFECYCLE_SCHEMA
-from .analysis import step_figures, top_kernels
+from .analysis import range_summary, step_figures, top_kernels
 from .economics import requests as _request_ledger
 from .errors import OptionError, PauError, SchemaError
 from .readers.detect import detect_format
@@ -263,7 +263,9 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     ``slo_ns`` (the SLOs the requests were checked against, ns; empty when none),
     ``per_rank`` (:meth:`Ledger.rank_activity`: each rank's span and ns per activity;
     None without a ledger), ``top_kernels`` (:func:`pau.analysis.top_kernels`: the device work that took the
-    most time; None without events), ``steps`` (:func:`pau.analysis.step_figures`:
+    most time; None without events), ``nvtx`` (an Nsight export's NVTX ranges by name,
+    :func:`pau.analysis.range_summary`, as the reader found them; None for other
+    formats), ``steps`` (:func:`pau.analysis.step_figures`:
     step times per rank and the stragglers; None without per-rank steps),
     ``layers`` (:func:`pau.layers.layers` of a lifecycle ledger: accountable, productive,
     productive compute and, with samples, the hardware's activity, each with its factor
@@ -291,6 +293,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "ledger": None if led is None else led.summary(),
         "per_rank": None if led is None else led.rank_activity(),
         "top_kernels": None if run.events is None else top_kernels(run.events),
+        "nvtx": run.metadata.get("nvtx_summary"),
         "steps": None if run.lifecycle is None else step_figures(run.lifecycle),
         "idle_by_cause": _idle_figures(run, led),
         "layers": (None if led is None or led.intervals is None else
@@ -455,6 +458,7 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str 
         meta["assumed"].append("no step annotations: events-only ledger over each rank's profiled window")
     if isinstance(trace, NsysTrace):
         meta["nvtx_ranges"] = trace.nvtx.num_rows
+        meta["nvtx_summary"] = range_summary(trace.nvtx)  # nsys stats' NVTX range summary, top names
     qt = trace.quarantine
     if isinstance(trace, KinetoTrace):  # byte offset and line of the event, or the whole file
         where = pc.if_else(pc.is_null(qt["line"]), pa.scalar("file", pa.string()), pc.binary_join_element_wise(
@@ -786,7 +790,7 @@ def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_in
         if not skip_bad or not os.path.isdir(p):
             return [_from_trace(reader(p, on_invalid=on_invalid, **options), fmt, p, align)]
         files = (trace_files if fmt == "kineto" else nsys_files)(p)
-        skipped: list[RunWarning] = []
+        refused: list[RunWarning] = []
         while True:  # a file the reader refuses is named in its error: leave it out and read the rest
             try:
                 run = _from_trace(reader(files, on_invalid=on_invalid, **options), fmt, p, align)
@@ -795,11 +799,11 @@ def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_in
                 if bad is None or len(files) == 1:
                     raise
                 files = [f for f in files if f != bad]
-                skipped.append(RunWarning("read.skipped_file", f"{bad}: skipped (--skip-bad): {exc}"))
+                refused.append(RunWarning("read.skipped_file", f"{bad}: skipped (--skip-bad): {exc}"))
                 continue
-            run.warnings[:0] = skipped
-            if skipped:
-                run.metadata["skipped_files"] = [w.message.split(": skipped", 1)[0] for w in skipped]
+            run.warnings[:0] = refused
+            if refused:
+                run.metadata["skipped_files"] = [w.message.split(": skipped", 1)[0] for w in refused]
             return [run]
     if fmt == "mllog":
         got = read_mllog(p, **options)
