@@ -213,12 +213,11 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     body = [_cards(figures, run)]
     s = figures.get("ledger")
     per_rank = figures.get("per_rank")
-    if per_rank:
+    if per_rank and run.events is not None:  # without events every rank's time is "unknown"
         body += ["<h2>Device activity per rank</h2>",
                  '<p class="note">exclusive time: each ns counted once, under the highest-priority kind '
                  "active (exposed communication is communication not hidden under compute)</p>"]
-        if run.events is not None:
-            body.append(_plot(lambda: plots.activity_bars(figures), "activity"))
+        body.append(_plot(lambda: plots.activity_bars(figures), "activity"))
         body.append(_activity_table(per_rank))
     idle = figures.get("idle_by_cause")
     if idle and any(v for k, v in idle["ns"].items() if k != "idle.other"):
@@ -245,7 +244,7 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
                                   ", ".join(f"{k} {in_unit(v, u)}" for k, v in
                                             sorted(r["lost_ns"].items(), key=lambda kv: -kv[1]))]
                                  for r in lay["layers"]], right=(1, 2), names=(3,)),
-                     f"<p>product {lay['product']:.4f}"
+                     f'<p class="note">product {lay["product"]:.4f}'
                      + ("; left out: " + html.escape("; ".join(f"{k} ({v})" for k, v in lay["left_out"].items()))
                         if lay["left_out"] else "") + "</p>"]
         rec = figures.get("recovery")
