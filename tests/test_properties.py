@@ -409,3 +409,153 @@ def test_longer_random_timelines(seed):
     res = core.overlap(events_table(rows), windows=97)
     assert ref.pau_matrix(res.matrix, True) == {
         k: v for k, v in ref.overlap_matrix(rows, windows=97).items() if v}
+
+
+# ---------------------------------------------------------------------------
+# the exclusive-time sweep (csrc/core/exclusive.hpp) == reference, both kernels
+
+from pau import _core  # noqa: E402
+from pau import _sweep  # noqa: E402
+
+#: The kernels of the exclusive-time sweep this machine runs: scalar, and AVX-512
+#: where the CPU has it.
+KERNELS = (1, 2) if _core.avx512_available() else (1,)
+
+
+def lean_classify(table, *, span=None, priority=None, threads=1, kernel=1):
+    """classify without windows through the exclusive-time sweep and the given kernel."""
+    plan = _sweep.plan_of(None, span)
+    hist, _, rows = _sweep.hist_of_table(table, plan, "raise", threads, _sweep.levels_of(priority), kernel)
+    return _sweep.exclusive(hist, plan, priority)
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(cases(windows=("none",)), st.permutations(ref.KINDS), st.integers(1, 3), st.integers(1, 3),
+       st.sampled_from(["shuffled", "start", "rank_start"]))
+def test_exclusive_sweep_matches_reference(case, priority, chunks, threads, order):
+    """Shuffled rows are swept through a permutation; rows in start order (ranks
+    interleaved) and in (rank, start) order in one pass, by blocks of 8 rows."""
+    tl, _, _, sp = case
+    rows = list(tl.rows)
+    if order != "shuffled":
+        rows.sort(key=lambda r: (r[1],) if order == "start" else (r[0], r[1]))
+    table = events_table(rows, chunks=chunks)
+    want = ref.classify(tl.rows, span=sp, priority=priority)
+    for kernel in KERNELS:
+        got = lean_classify(table, span=_span_arg(sp), priority=list(priority), threads=threads, kernel=kernel)
+        assert ref.pau_classify(got, False) == want, kernel
+
+
+@st.composite
+def hard_shapes(draw):
+    """Small versions of the zoo's hard shapes, sorted by (rank, start_ns): many
+    streams of mixed kinds, tiny kernels with random gaps beside copies and
+    collectives, and collectives spanning many kernels; times from a base that
+    may sit near either end of int64."""
+    shape = draw(st.sampled_from(["streams", "tiny", "long"]))
+    base = draw(st.sampled_from([0, -(2**63), 2**62, INT64_MAX - 10**6]))
+    rows = []
+    for r in range(draw(st.integers(1, 3))):
+        if shape == "streams":
+            for stream in range(draw(st.integers(2, 16))):
+                t = draw(st.integers(0, 50))
+                for _ in range(draw(st.integers(1, 8))):
+                    t += draw(st.integers(0, 40))
+                    length = draw(st.integers(0, 30))
+                    rows.append((r, base + t, base + t + length, draw(st.sampled_from(ref.KINDS)), stream))
+                    t += length
+        elif shape == "tiny":
+            t = 0
+            for _ in range(draw(st.integers(1, 60))):
+                t += draw(st.sampled_from([0, 0, 0, 1, 3, 10]))  # 70 % back to back
+                length = draw(st.integers(1, 20))
+                rows.append((r, base + t, base + t + length, "compute", 0))
+                t += length
+            for kind, stream in (("memcpy", 1), ("memset", 1), ("communication", 2)):
+                for _ in range(draw(st.integers(0, 6))):
+                    a = draw(st.integers(0, t + 5))
+                    rows.append((r, base + a, base + a + draw(st.integers(1, 20)), kind, stream))
+        else:
+            t, ks = 0, []
+            for _ in range(draw(st.integers(5, 60))):
+                t += draw(st.sampled_from([0, 0, 0, 0, 7]))
+                length = draw(st.integers(1, 15))
+                ks.append((base + t, base + t + length))
+                t += length
+            rows += [(r, a, b, "compute", 0) for a, b in ks]
+            i = 0
+            while i < len(ks) - 1:
+                m = draw(st.integers(2, len(ks)))
+                j = min(len(ks) - 1, i + m - 1)
+                a = max(base, ks[i][0] - draw(st.integers(0, 5)))
+                rows.append((r, a, max(a, ks[j][1] + draw(st.integers(-5, 5))), "communication", 1))
+                i = j + draw(st.integers(1, 4))
+    rows = [row for row in rows if row[2] <= EVENT_END_MAX]
+    return sorted(rows, key=lambda row: (row[0], row[1]))
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(hard_shapes(), st.permutations(ref.KINDS), st.booleans())
+def test_exclusive_sweep_on_hard_shapes(rows, priority, shuffle):
+    table = events_table(rows)
+    if shuffle:  # unsorted input: reordered once, through a permutation
+        table = table.take(pa.array(np.random.default_rng(len(rows)).permutation(len(rows))))
+    want = ref.classify(rows, priority=priority)
+    for kernel in KERNELS:
+        got = lean_classify(table, priority=list(priority), kernel=kernel)
+        assert ref.pau_classify(got, False) == want, kernel
+    full = core.overlap(table).matrix  # the full sweep, read by priority: the same figures
+    prio = list(priority)
+    by_full: dict = {}
+    for r in full.to_pylist():
+        mask = sum(ref.BIT[k] for k in r["kinds"].split("+")) if r["kinds"] != "idle" else 0
+        key = (r["rank"], None)
+        by_full.setdefault(key, {a: 0 for a in ref.ACTIVITIES})[ref.winner(mask, prio)] += r["duration_ns"]
+    assert {k: v for k, v in want.items() if any(v.values())} == by_full
+
+
+def test_exclusive_sweep_hand_worked():
+    """Rank 0: compute [0, 10) and [10, 20) touching, communication [5, 25), a
+    zero-length communication at 30, memcpy [40, 50) after a gap: compute 20,
+    communication 5, memcpy 10, idle 15 (span 50). Rank 3 at negative times: other
+    [-20, -10), sync [-15, -5): sync 10, other 5. Rank 2 with the span [-100, 150):
+    communication [100, 200) clipped to 50, idle 200. With communication first,
+    rank 0 is compute 5, communication 20."""
+    rows = [(0, 0, 10, "compute", 0), (0, 5, 25, "communication", 1), (0, 10, 20, "compute", 0),
+            (0, 30, 30, "communication", 1), (0, 40, 50, "memcpy", 2), (2, 100, 200, "communication", 0),
+            (3, -20, -10, "other", 0), (3, -15, -5, "sync", 0)]
+    span = span_table([(2, -100, 150)])
+    for kernel in KERNELS:
+        got = ref.pau_classify(lean_classify(events_table(rows), span=span, kernel=kernel), False)
+        zero = {a: 0 for a in ref.ACTIVITIES}
+        assert got == {(0, None): {**zero, "compute": 20, "communication": 5, "memcpy": 10, "idle": 15},
+                       (2, None): {**zero, "communication": 50, "idle": 200},
+                       (3, None): {**zero, "sync": 10, "other": 5}}
+        prio = ["communication", "compute", "memcpy", "memset", "sync", "other"]
+        got = ref.pau_classify(lean_classify(events_table(rows), priority=prio, kernel=kernel), False)
+        assert got[(0, None)] == {**zero, "compute": 5, "communication": 20, "memcpy": 10, "idle": 15}
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(timelines(max_events=30), st.lists(st.tuples(BAD_ROWS, st.integers(0, 10**6)), max_size=3),
+       st.booleans())
+def test_exclusive_sweep_stops_where_the_full_sweep_does(tl, bad, in_order):
+    """Bad rows and unsorted starts: both sweeps report the same first problem (code,
+    row, batch), whichever of the 8-row blocks it falls in."""
+    rows = sorted(tl.rows, key=lambda r: (r[0], r[1])) if in_order else list(tl.rows)
+    for (r, s, e, k, _), pos in bad:
+        if None in (r, s, e, k):
+            continue  # nulls never reach the native sweep
+        rows.insert(pos % (len(rows) + 1), (r, s, e, k, 0))
+    table = events_table(rows, chunks=2)
+    cols = [_sweep.event_columns(b) for b in table.to_batches()]
+    if any(c is None for c in cols):
+        return
+    plan = _sweep.Plan()
+    want = _sweep.sweep_parts(plan, cols, 1)
+    for kernel in KERNELS:
+        got = _sweep.sweep_parts(plan, cols, 1, None, _sweep.levels_of(None), kernel)
+        if isinstance(want, tuple):
+            assert got == want, kernel
+        else:
+            assert not isinstance(got, tuple), kernel

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../core/exclusive.hpp"
 #include "../core/split.hpp"
 #include "../core/sweep.hpp"
 #include "common.hpp"
@@ -127,6 +128,40 @@ py::object sweep_batches(const carray<int32_t>& wr, const carray<int64_t>& ws, c
     return hist_dict(std::move(r.hist));
 }
 
+// exclusive_split over batches as sweep_batches takes them, without windows: the
+// histogram of winning kinds (one bit per mask, 0 for idle) as a dict, or (code,
+// row, batch) of the first problem a feed met.
+py::object exclusive_batches(const carray<int32_t>& sr, const carray<int64_t>& ss, const carray<int64_t>& se,
+                             const carray<int8_t>& levels, const py::list& batches, int64_t parts,
+                             const py::object& order_obj, int kernel) {
+    const py::ssize_t ns = sr.shape(0);
+    pau::bindings::check_len(ss, ns, "span.start_ns", "span.rank");
+    pau::bindings::check_len(se, ns, "span.end_ns", "span.rank");
+    if (levels.ndim() != 1 || levels.shape(0) != pau::core::kNumKinds)
+        throw std::invalid_argument("levels: expected the priority level of each of the 6 kinds");
+    if (kernel < 0 || kernel > 2) throw std::invalid_argument("kernel: 0 (best), 1 (scalar) or 2 (AVX-512)");
+    std::vector<BatchArrays> held;
+    std::vector<pau::core::EventBatch> ev;
+    read_batches(batches, held, ev);
+    const int64_t* order = nullptr;
+    carray<int64_t> order_arr;
+    if (!order_obj.is_none()) {
+        if (ev.size() != 1) throw std::invalid_argument("order: applies to one batch");
+        order_arr = order_obj.cast<carray<int64_t>>();
+        check_len(order_arr, ev[0].rows, "order");
+        order = order_arr.data();
+    }
+    pau::core::SweepPlan plan{nullptr, nullptr, nullptr, nullptr, 0, sr.data(), ss.data(), se.data(), ns, 0, 0};
+    pau::core::SplitResult r;
+    {
+        py::gil_scoped_release release;
+        r = pau::core::exclusive_split(plan, levels.data(), static_cast<pau::core::LeanKernel>(kernel), ev, parts,
+                                       order);
+    }
+    if (!r.ok) return py::make_tuple(static_cast<int>(r.code), r.row, r.batch);
+    return hist_dict(std::move(r.hist));
+}
+
 py::tuple feed(Sweep& sw, const carray<int32_t>& rank, const carray<int64_t>& start,
                const carray<int64_t>& end, const py::array& kind_idx, const carray<int8_t>& kind_map,
                const py::object& order_obj) {
@@ -191,6 +226,15 @@ void bind_sweep(py::module_& m) {
           py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(), py::arg("max_buckets") = 0,
           "Sweep in-memory batches of (rank, start, end, kind indices, kind map) on up to `parts` threads of "
           "the native pool: the histogram, or (code, row, batch) of the first problem met.");
+
+    m.def("exclusive_batches", &exclusive_batches, py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"),
+          py::arg("levels"), py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(),
+          py::arg("kernel") = 0,
+          "Exclusive time by nested priority unions (csrc/core/exclusive.hpp) over in-memory batches, no windows: "
+          "a histogram whose masks are the winning kind's bit (0: idle), or (code, row, batch) of the first "
+          "problem met. levels[c]: the priority level of kind code c (0 highest).");
+    m.def("avx512_available", &pau::core::avx512_available,
+          "Whether this CPU runs the AVX-512 kernel of exclusive_batches.");
 
     m.def(
         "rank_parts",

@@ -196,6 +196,17 @@ def sweep_batches(
     order: npt.NDArray[np.int64] | None = None,
     max_buckets: int = 0,
 ) -> dict[str, np.ndarray] | tuple[int, int, int]: ...  # the histogram, or (code, row, batch)
+def exclusive_batches(
+    span_rank: npt.NDArray[np.int32],
+    span_start: npt.NDArray[np.int64],
+    span_end: npt.NDArray[np.int64],
+    levels: npt.NDArray[np.int8],  # levels[c]: the priority level of kind code c (0 highest)
+    batches: list[_Batch],
+    parts: int,
+    order: npt.NDArray[np.int64] | None = None,
+    kernel: int = 0,  # 0 the best this CPU runs, 1 scalar, 2 AVX-512
+) -> dict[str, np.ndarray] | tuple[int, int, int]: ...  # the histogram (masks: the winning kind's bit), or (code, row, batch)
+def avx512_available() -> bool: ...
 def rank_parts(batches: list[_Batch], parts: int) -> list[tuple[int, int]]: ...
 def order_by_rank_start(
     rank: npt.NDArray[np.int32], start: npt.NDArray[np.int64]

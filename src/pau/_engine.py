@@ -27,6 +27,8 @@ from ._sweep import (
     hist_of_table,
     in_memory,
     is_path_source,
+    lean_path,
+    levels_of,
     overlap_tables,
     plan_of,
     result,
@@ -116,7 +118,9 @@ def classify(
     check_on_invalid(on_invalid)
     plan = plan_of(windows, span)
     table = as_table(events, "events")
-    hist, quarantine, rows = hist_of_table(table, plan, on_invalid, threads)
+    # Exclusive time alone: the nested-union sweep where it applies, the full one else.
+    levels = levels_of(priority) if lean_path(plan) else None
+    hist, quarantine, rows = hist_of_table(table, plan, on_invalid, threads, levels)
     out = exclusive(hist, plan, priority)
     nq = 0 if quarantine is None else quarantine.num_rows
     return result(with_counts(out, rows, nq), quarantine, on_invalid)

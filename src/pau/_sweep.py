@@ -267,17 +267,51 @@ def batch_arrays(cols: list) -> list:
     return [(c.rank, c.start, c.end, c.kind.indices, c.kind.codes) for c in cols]
 
 
-def sweep_parts(plan: Plan, cols: list, parts: int, order=None):
+def levels_of(priority: Sequence[str] | None) -> np.ndarray:
+    """``levels[c]``: the priority level (0 highest) of kind ``KINDS[c]``."""
+    activity_of_mask(priority)  # checks the priority
+    prio = tuple(DEFAULT_PRIORITY if priority is None else priority)
+    return np.array([prio.index(k) for k in KINDS], np.int8)
+
+
+#: The kernel of the exclusive-time sweep: 0 the best this CPU runs, 1 the scalar
+#: one, 2 AVX-512 (``csrc/core/exclusive.hpp``).
+BEST_KERNEL = 0
+
+
+def lean_path(plan: Plan) -> bool:
+    """Whether exclusive time alone is swept by nested priority unions
+    (``csrc/core/exclusive.hpp``) rather than the full 64-mask sweep: without
+    windows, on a CPU with AVX-512 (where its scalar kernel is slower than the
+    full sweep's fast paths on the common shapes)."""
+    return plan.mode == "none" and _AVX512
+
+
+_AVX512 = bool(_core.avx512_available())
+
+
+def sweep_parts(plan: Plan, cols: list, parts: int, order=None, levels=None, kernel: int = BEST_KERNEL):
     """Sweep in-memory column batches on up to ``parts`` threads of the native pool
     (``sweep_split`` in ``csrc/core/split.hpp``): input sorted by rank is split into
     row ranges at rank boundaries, other input runs on one thread. Returns the
-    merged histogram, or (code, row, batch index) of the first problem met."""
+    merged histogram, or (code, row, batch index) of the first problem met.
+
+    With ``levels`` (see :func:`levels_of`; no windows), the exclusive-time sweep
+    runs instead (``exclusive_split`` in ``csrc/core/exclusive.hpp``): its histogram
+    has one row per rank and winning kind (mask: that kind's bit, 0 for idle), which
+    :func:`exclusive` reads as it reads the full one."""
+    if levels is not None:
+        return _native(_core.exclusive_batches, plan.span_rank, plan.span_start, plan.span_end, levels,
+                       batch_arrays(cols), parts, order, kernel)
     return _native(_core.sweep_batches, plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.span_rank,
                    plan.span_start, plan.span_end, plan.bucket, batch_arrays(cols), parts, order, plan.max_windows)
 
 
-def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | None = None):
-    """Sweep an in-memory table; returns (histogram, quarantine table or None, rows)."""
+def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | None = None, levels=None,
+                  kernel: int = BEST_KERNEL):
+    """Sweep an in-memory table; returns (histogram, quarantine table or None, rows).
+
+    ``levels`` (no windows): sweep exclusive time only (see :func:`sweep_parts`)."""
     quarantine, rows = None, table.num_rows
     if on_invalid == "quarantine":
         table, quarantine = split_invalid(table, 0)
@@ -290,12 +324,12 @@ def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | N
         cols.append(c)
         row0 += batch.num_rows
     parts = thread_count(threads, table.num_rows)
-    out = sweep_parts(plan, cols, parts)
+    out = sweep_parts(plan, cols, parts, None, levels, kernel)
     if isinstance(out, tuple) and out[0] == _UNSORTED:
         # Unsorted within a rank: sweep once more through a (rank, start) permutation.
         cols = [event_columns(table.combine_chunks())]
         order = _core.order_by_rank_start(cols[0].rank, cols[0].start)
-        out = sweep_parts(plan, cols, parts, order)
+        out = sweep_parts(plan, cols, parts, order, levels, kernel)
         batches = [table]
     if isinstance(out, tuple):
         b = out[2]

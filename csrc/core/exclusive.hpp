@@ -1,0 +1,506 @@
+// pau native interval core: the exclusive-time sweep by nested priority unions.
+//
+// What `classify` asks for without windows: per rank, the exact time won by each
+// kind under a priority order, and idle. The full sweep (sweep.hpp) keeps the
+// 64-mask overlap histogram; this one keeps only what exclusive time needs.
+//
+// Priority levels 0..5 (0 highest). U_L = |union of the events of levels 0..L|
+// (clipped to the rank's span). Over a rank's events in start order, with top_L
+// the latest end among the events of levels <= L seen so far, an event [s, e) of
+// level k adds to every U_L with L >= k the part of it past top_L, the piece
+// [max(s, top_L), max(e, top_L)) (empty when e <= top_L), then raises top_L to
+// max(e, top_L): the pieces of one level are disjoint and their union is the
+// level's union (the standard merge of start-sorted intervals). With the span
+// [lo, hi) (the given one, else [INT64_MIN, INT64_MAX]) a piece [a, b) counts
+//     clip(b) - clip(a),   clip(x) = min(max(x, lo), hi),
+// its length inside the span: exact on the whole int64 range (a <= b, so
+// 0 <= clip(b) - clip(a) <= e - s, which the row checks keep within int64).
+// Exclusive time of level 0 is U_0, of level L > 0 it is U_L - U_(L-1); idle is
+// |span| - U_5. So the kind of highest priority running wins every instant
+// (DESIGN §2), and the figures sum to the span by construction.
+//
+// The six levels are the lanes of one 8 x int64 vector: with AVX-512 (checked
+// at run time) an event costs two masked maxima, a subtraction and an add, no
+// branch that depends on the data; the row checks run on 8 rows at once, and a
+// block of 8 with any problem is taken again row by row, which finds the first.
+// The scalar kernel computes the same lanes one by one; it is the twin the tests
+// compare on any machine.
+//
+// Output: the Histogram of sweep.hpp with one row per (rank, winning kind) of
+// non-zero time, mask = 1 << kind (0 for idle), window -1, so the caller's map
+// from masks to activities gives the same table as for the full histogram.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define PAU_HAVE_AVX512_KERNEL 1
+#else
+#define PAU_HAVE_AVX512_KERNEL 0
+#endif
+
+#include "split.hpp"
+#include "sweep.hpp"
+
+namespace pau::core {
+
+// Which kernel sweeps: the best available, the scalar one, or AVX-512 (an error
+// where the CPU lacks it).
+enum class LeanKernel : int { best = 0, scalar = 1, avx512 = 2 };
+
+inline bool avx512_available() {
+#if PAU_HAVE_AVX512_KERNEL
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#else
+    return false;
+#endif
+}
+
+class ExclusiveSweep {
+  public:
+    // Spans as in Sweep (at most one row per rank); `level_of_kind[c]` is the
+    // priority level (0 highest) of kind code c, a permutation of 0..5.
+    ExclusiveSweep(const int32_t* span_rank, const int64_t* span_start, const int64_t* span_end, int64_t n_spans,
+                   const int8_t* level_of_kind, LeanKernel kernel)
+        : clip_(n_spans > 0) {
+        bool seen[kNumKinds] = {false};
+        for (int c = 0; c < kNumKinds; ++c) {
+            const int l = level_of_kind[c];
+            if (l < 0 || l >= kNumKinds || seen[l])
+                throw std::invalid_argument("priority: levels must be a permutation of 0..5");
+            seen[l] = true;
+            level_[c] = static_cast<int8_t>(l);
+            kind_of_level_[l] = static_cast<int8_t>(c);
+        }
+        if (kernel == LeanKernel::avx512 && !avx512_available())
+            throw std::invalid_argument("kernel: this CPU has no AVX-512");
+        simd_ = kernel == LeanKernel::avx512 || (kernel == LeanKernel::best && avx512_available());
+        for (int64_t i = 0; i < n_spans; ++i) {
+            if (span_rank[i] < 0)
+                throw std::invalid_argument("span: column 'rank', row " + std::to_string(i) +
+                                            ": negative rank. Fix: ranks are accelerator indices >= 0");
+            if (span_end[i] < span_start[i])
+                throw std::invalid_argument("span: column 'end_ns', row " + std::to_string(i) +
+                                            ": end_ns < start_ns. Fix: a span is [start_ns, end_ns)");
+            if (find(span_rank[i]) != nullptr)
+                throw std::invalid_argument("span: rank " + std::to_string(span_rank[i]) +
+                                            " has more than one row (second at row " + std::to_string(i) +
+                                            "). Fix: give one span per rank");
+            Rank& s = create(span_rank[i]);
+            s.fixed = true;
+            s.span_start = s.lo = span_start[i];
+            s.span_end = s.hi = span_end[i];
+        }
+    }
+
+    // Feed events: within one rank start_ns must not decrease across all feeds
+    // (Code::unsorted otherwise); ranks may interleave. Arguments as Sweep::feed.
+    template <typename IdxT>
+    FeedResult feed(const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx,
+                    const int8_t* kind_map, int64_t map_size, int64_t n, const int64_t* order = nullptr) {
+        // Dictionary position -> level (-1: unknown kind).
+        std::vector<int8_t> lv(static_cast<size_t>(std::max<int64_t>(map_size, 256)), -1);
+        for (int64_t j = 0; j < map_size; ++j)
+            lv[static_cast<size_t>(j)] = kind_map[j] >= 0 && kind_map[j] < kNumKinds ? level_[kind_map[j]] : -1;
+#if PAU_HAVE_AVX512_KERNEL
+        if (simd_) {
+            if (order) return clip_ ? feed_avx512<IdxT, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
+                                    : feed_avx512<IdxT, true, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+            return clip_ ? feed_avx512<IdxT, false, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
+                         : feed_avx512<IdxT, false, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+        }
+#endif
+        if (order) return feed_scalar<IdxT, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+        return feed_scalar<IdxT, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+    }
+
+    // Every rank's exclusive time by winning kind, and its span. Spent afterwards.
+    Histogram finish() {
+        Histogram h;
+        for (auto& p : states_) {
+            Rank& s = *p;
+            if (!s.started && !s.fixed) continue;
+            if (!s.fixed) s.span_end = s.top[kNumKinds - 1];
+            int64_t below = 0;
+            for (int l = 0; l <= kNumKinds; ++l) {
+                const int64_t u = l < kNumKinds ? s.u[l] : s.span_end - s.span_start;
+                const int64_t d = u - below;
+                below = u;
+                if (d == 0) continue;
+                h.rank.push_back(s.rank);
+                h.window.push_back(-1);
+                h.mask.push_back(l < kNumKinds ? static_cast<uint8_t>(1u << kind_of_level_[l]) : 0);
+                h.duration.push_back(d);
+            }
+            h.span_rank.push_back(s.rank);
+            h.span_start.push_back(s.span_start);
+            h.span_end.push_back(s.span_end);
+        }
+        return h;
+    }
+
+    bool simd() const { return simd_; }
+
+  private:
+    static constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+    static constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+    struct Rank {
+        alignas(64) int64_t top[8] = {kMin, kMin, kMin, kMin, kMin, kMin, kMin, kMin};
+        alignas(64) int64_t u[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int32_t rank = 0;
+        bool started = false, fixed = false;
+        int64_t span_start = 0, span_end = 0;
+        int64_t lo = kMin, hi = kMax;  // clipping bounds (the given span, else none)
+        int64_t last_start = kMin;
+    };
+
+    Rank* find(int32_t r) {
+        if (static_cast<size_t>(r) < direct_.size()) return direct_[static_cast<size_t>(r)];
+        auto it = sparse_.find(r);
+        return it == sparse_.end() ? nullptr : it->second;
+    }
+    Rank& create(int32_t r) {
+        states_.push_back(std::make_unique<Rank>());
+        Rank* s = states_.back().get();
+        s->rank = r;
+        if (r < (1 << 22)) {
+            if (static_cast<size_t>(r) >= direct_.size()) direct_.resize(static_cast<size_t>(r) + 1, nullptr);
+            direct_[static_cast<size_t>(r)] = s;
+        } else {
+            sparse_[r] = s;
+        }
+        return *s;
+    }
+    Rank& state(int32_t r) {
+        Rank* s = find(r);
+        return s != nullptr ? *s : create(r);
+    }
+
+    // The row checks of Sweep::feed_impl, in the same order: false and `res` set
+    // on a bad row.
+    static bool row_ok(int32_t r, int64_t st, int64_t en, int64_t k, int64_t i, FeedResult& res) {
+        const int64_t len = static_cast<int64_t>(static_cast<uint64_t>(en) - static_cast<uint64_t>(st));
+        if (__builtin_expect(((static_cast<int64_t>(r) | len | k) < 0) | (en < st), 0)) {
+            if (r < 0) res = {Code::negative_rank, i};
+            else if (en < st) res = {Code::end_before_start, i};
+            else if (len < 0) res = {Code::too_long, i};
+            else res = {Code::unknown_kind, i};
+            return false;
+        }
+        return true;
+    }
+
+    template <typename IdxT>
+    static int64_t level_at(const IdxT* kind_idx, int64_t i, const int8_t* lv, int64_t map_size) {
+        if constexpr (sizeof(IdxT) == 1) {  // byte indices: lv has 256 entries, no bound check
+            return lv[static_cast<uint8_t>(kind_idx[i])];
+        } else {
+            const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(kind_idx[i]));
+            return ki < static_cast<uint64_t>(map_size) ? lv[ki] : -1;
+        }
+    }
+
+    // A rank's first event begins its span (unless given).
+    static void begin(Rank& s, int64_t st) {
+        if (!s.started) {
+            s.started = true;
+            if (!s.fixed) s.span_start = st;
+        }
+    }
+
+    template <typename IdxT, bool Ordered>
+    FeedResult feed_scalar(const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx,
+                           const int8_t* lv, int64_t map_size, int64_t n, const int64_t* order) {
+        FeedResult res;
+        Rank* s = nullptr;
+        int32_t cur = -1;
+        for (int64_t j = 0; j < n; ++j) {
+            const int64_t i = Ordered ? order[j] : j;
+            const int32_t r = rank[i];
+            const int64_t st = start[i], en = end[i];
+            const int64_t k = level_at(kind_idx, i, lv, map_size);
+            if (!row_ok(r, st, en, k, i, res)) break;
+            if (s == nullptr || r != cur) {
+                cur = r;
+                s = &state(r);
+                begin(*s, st);
+            }
+            if (st < s->last_start) {
+                res = {Code::unsorted, i};
+                break;
+            }
+            s->last_start = st;
+            for (int l = 0; l < kNumKinds; ++l) {
+                const int64_t top = s->top[l];
+                const int64_t b = l >= k && en > top ? en : top;  // the piece [a, b)
+                const int64_t a = l >= k && st > top ? st : top;
+                s->u[l] += clip(*s, b) - clip(*s, a);
+                s->top[l] = b;
+            }
+        }
+        return res;
+    }
+    static int64_t clip(const Rank& s, int64_t x) { return std::min(std::max(x, s.lo), s.hi); }
+
+#if PAU_HAVE_AVX512_KERNEL
+    // The vector cursor of the rank being swept.
+    struct Lanes {
+        __m512i top, u, lo, hi;
+    };
+    // One event [st, en) of the lanes in `m` (levels k..5).
+    template <bool Clip>
+    __attribute__((target("avx512f"), always_inline)) static inline void add_event(Lanes& c, __mmask8 m, int64_t st,
+                                                                                  int64_t en) {
+        const __m512i b = _mm512_mask_max_epi64(c.top, m, c.top, _mm512_set1_epi64(en));
+        const __m512i a = _mm512_mask_max_epi64(c.top, m, c.top, _mm512_set1_epi64(st));
+        if (Clip) {
+            const __m512i cb = _mm512_min_epi64(_mm512_max_epi64(b, c.lo), c.hi);
+            const __m512i ca = _mm512_min_epi64(_mm512_max_epi64(a, c.lo), c.hi);
+            c.u = _mm512_add_epi64(c.u, _mm512_sub_epi64(cb, ca));
+        } else {
+            c.u = _mm512_add_epi64(c.u, _mm512_sub_epi64(b, a));  // 0 outside m: a = b = top there
+        }
+        c.top = b;
+    }
+    struct Cursor {
+        Lanes v;
+        Rank* s;
+        int32_t cur;
+        int64_t last;  // the start of the last event taken (its rank is cur)
+        FeedResult res;
+        const int64_t* order = nullptr;
+    };
+    // Leave the rank swept so far (its last event started at `last`), if any, and
+    // take rank r, whose first event here starts at st.
+    __attribute__((target("avx512f"), always_inline)) inline Rank* switch_rank(Lanes& c, Rank* s, int64_t last, int32_t r, int64_t st) {
+        if (s != nullptr) {
+            _mm512_store_si512(s->top, c.top);
+            _mm512_store_si512(s->u, c.u);
+            s->last_start = last;
+        }
+        s = &state(r);
+        begin(*s, st);
+        c.top = _mm512_load_si512(s->top);
+        c.u = _mm512_load_si512(s->u);
+        c.lo = _mm512_set1_epi64(s->lo);
+        c.hi = _mm512_set1_epi64(s->hi);
+        return s;
+    }
+
+    template <typename IdxT, bool Ordered, bool Clip>
+    __attribute__((target("avx512f,avx512vl"))) FeedResult feed_avx512(const int32_t* rank, const int64_t* start,
+                                                                       const int64_t* end, const IdxT* kind_idx,
+                                                                       const int8_t* lv, int64_t map_size, int64_t n,
+                                                                       const int64_t* order) {
+        __mmask8 mask[kNumKinds];  // mask[k]: the lanes of levels k..5
+        for (int k = 0; k < kNumKinds; ++k) mask[k] = static_cast<__mmask8>((0x3Fu << k) & 0x3Fu);
+        Cursor c{{_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_set1_epi64(kMin), _mm512_set1_epi64(kMax)},
+                 nullptr, -1, kMin, {}};
+        FeedResult& res = c.res;
+        c.order = order;
+        int64_t j = 0;
+        if (!Ordered) {
+            // Blocks of 8 rows checked at once: rank >= 0, end >= start, end - start
+            // within int64, start not below the previous row's of the same rank (the
+            // first row of a rank here is checked against its state on the switch).
+            // Kinds are checked row by row (a table look-up each row makes anyway).
+            const __m512i zero = _mm512_setzero_si512();
+            if (n > 0 && !checked<IdxT, Ordered, Clip>(c, mask, rank, start, end, kind_idx, lv, map_size, 0, 1))
+                return res;
+            // The lanes in locals (registers) here; in c around the calls that take c.
+            Lanes v = c.v;
+            int32_t cur = c.cur;
+            Rank* rs = c.s;
+            for (j = 1; j + 8 <= n; j += 8) {
+                const __m256i r8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j));
+                const __m256i rp = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j - 1));
+                const __m512i s8 = _mm512_loadu_si512(start + j), sp = _mm512_loadu_si512(start + j - 1);
+                const __m512i e8 = _mm512_loadu_si512(end + j);
+                __mmask8 bad = _mm256_cmplt_epi32_mask(r8, _mm256_setzero_si256());
+                bad |= _mm512_cmplt_epi64_mask(e8, s8);
+                bad |= _mm512_cmplt_epi64_mask(_mm512_sub_epi64(e8, s8), zero);
+                bad |= _mm256_cmpeq_epi32_mask(r8, rp) & _mm512_cmplt_epi64_mask(s8, sp);
+                if (__builtin_expect(bad != 0, 0)) {
+                    c.v = v;
+                    c.cur = cur;
+                    c.s = rs;
+                    if (!checked<IdxT, Ordered, Clip>(c, mask, rank, start, end, kind_idx, lv, map_size, j, j + 8))
+                        return res;
+                    v = c.v;
+                    cur = c.cur;
+                    rs = c.s;
+                    continue;
+                }
+                for (int64_t i = j; i < j + 8; ++i) {
+                    const int32_t r = rank[i];
+                    const int64_t k = level_at(kind_idx, i, lv, map_size);
+                    if (__builtin_expect((r != cur) | (k < 0), 0)) {
+                        if (k < 0) {
+                            res = {Code::unknown_kind, i};
+                            return res;
+                        }
+                        const int64_t st = start[i];
+                        rs = switch_rank(v, rs, start[i - 1], r, st);
+                        cur = r;
+                        if (st < rs->last_start) {
+                            res = {Code::unsorted, i};
+                            return res;
+                        }
+                    }
+                    add_event<Clip>(v, mask[k], start[i], end[i]);
+                }
+                c.last = start[j + 7];
+            }
+            c.v = v;
+            c.cur = cur;
+            c.s = rs;
+        }
+        if (!checked<IdxT, Ordered, Clip>(c, mask, rank, start, end, kind_idx, lv, map_size, j, n)) return res;
+        if (c.s != nullptr) {
+            _mm512_store_si512(c.s->top, c.v.top);
+            _mm512_store_si512(c.s->u, c.v.u);
+            c.s->last_start = c.last;
+        }
+        return res;
+    }
+
+    // Rows [from, to) with every check, one by one: false (and c.res set) when one
+    // fails.
+    template <typename IdxT, bool Ordered, bool Clip>
+    __attribute__((target("avx512f"))) bool checked(Cursor& c, const __mmask8* mask, const int32_t* rank,
+                                                    const int64_t* start, const int64_t* end, const IdxT* kind_idx,
+                                                    const int8_t* lv, int64_t map_size, int64_t from, int64_t to) {
+        for (int64_t j = from; j < to; ++j) {
+            const int64_t i = Ordered ? c.order[j] : j;
+            const int32_t r = rank[i];
+            const int64_t st = start[i], en = end[i];
+            const int64_t k = level_at(kind_idx, i, lv, map_size);
+            if (!row_ok(r, st, en, k, i, c.res)) return false;
+            if (c.s == nullptr || r != c.cur) {
+                c.s = switch_rank(c.v, c.s, c.last, r, st);
+                c.cur = r;
+                c.last = c.s->last_start;
+            }
+            if (st < c.last) {
+                c.res = {Code::unsorted, i};
+                return false;
+            }
+            c.last = st;
+            add_event<Clip>(c.v, mask[k], st, en);
+        }
+        return true;
+    }
+#endif
+
+    bool clip_;
+    bool simd_ = false;
+    int8_t level_[kNumKinds] = {0};
+    int8_t kind_of_level_[kNumKinds] = {0};
+    std::vector<std::unique_ptr<Rank>> states_;
+    std::vector<Rank*> direct_;
+    std::unordered_map<int32_t, Rank*> sparse_;
+};
+
+namespace detail {
+
+inline SplitResult exclusive_pieces(const SweepPlan& plan, const int8_t* levels, LeanKernel kernel,
+                                    const std::vector<EventBatch>& batches,
+                                    const std::vector<RankPart::Piece>& pieces, const std::vector<int64_t>& spans,
+                                    const int64_t* order) {
+    std::vector<int32_t> sr;
+    std::vector<int64_t> ss, se;
+    for (int64_t i : spans) {
+        sr.push_back(plan.span_rank[i]);
+        ss.push_back(plan.span_start[i]);
+        se.push_back(plan.span_end[i]);
+    }
+    ExclusiveSweep sw(sr.data(), ss.data(), se.data(), static_cast<int64_t>(sr.size()), levels, kernel);
+    SplitResult out;
+    for (const RankPart::Piece& p : pieces) {
+        const EventBatch& b = batches[p.batch];
+        const FeedResult r = with_index_type(b.kind_type, [&](auto type) {
+            using IdxT = decltype(type);
+            if (order) return sw.feed<IdxT>(b.rank, b.start, b.end, static_cast<const IdxT*>(b.kind),
+                                            b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()),
+                                            p.hi - p.lo, order + p.lo);
+            return sw.feed<IdxT>(b.rank + p.lo, b.start + p.lo, b.end + p.lo, static_cast<const IdxT*>(b.kind) + p.lo,
+                                 b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()), p.hi - p.lo);
+        });
+        if (r.code != Code::ok) {
+            out.code = r.code;
+            out.row = p.lo + r.row;
+            out.batch = p.batch;
+            return out;
+        }
+    }
+    out.hist = sw.finish();
+    out.ok = true;
+    return out;
+}
+
+}  // namespace detail
+
+// sweep_split (split.hpp) with the exclusive-time sweep: the same split at rank
+// boundaries, the same result contract; the plan's windows must be empty.
+inline SplitResult exclusive_split(const SweepPlan& plan, const int8_t* levels, LeanKernel kernel,
+                                   const std::vector<EventBatch>& batches, int64_t parts,
+                                   const int64_t* order = nullptr) {
+    if (plan.n_windows > 0 || plan.bucket > 0)
+        throw std::logic_error("exclusive_split: no windows (the full sweep handles them)");
+    std::vector<RankPart::Piece> whole;
+    for (size_t b = 0; b < batches.size(); ++b) whole.push_back({b, 0, batches[b].rows});
+    std::vector<int64_t> all_spans(static_cast<size_t>(plan.n_spans));
+    for (int64_t i = 0; i < plan.n_spans; ++i) all_spans[static_cast<size_t>(i)] = i;
+    const std::vector<RankPart> split =
+        (parts > 1 && order == nullptr) ? rank_parts(batches, parts) : std::vector<RankPart>{};
+    if (split.size() < 2) return detail::exclusive_pieces(plan, levels, kernel, batches, whole, all_spans, order);
+
+    std::vector<std::vector<int64_t>> spans(split.size());
+    for (int64_t i = 0; i < plan.n_spans; ++i) {
+        size_t at = 0;
+        for (size_t q = 0; q < split.size(); ++q)
+            if (plan.span_rank[i] >= split[q].lo && plan.span_rank[i] <= split[q].hi) at = q;
+        spans[at].push_back(i);
+    }
+    std::vector<SplitResult> results(split.size());
+    Tasks tasks(
+        [&](size_t q) {
+            results[q] = detail::exclusive_pieces(plan, levels, kernel, batches, split[q].pieces, spans[q], nullptr);
+        },
+        split.size());
+    tasks.start(split.size() - 1);
+    tasks.wait();
+
+    const SplitResult* first = nullptr;
+    for (const SplitResult& r : results)
+        if (!r.ok && (first == nullptr || std::make_pair(r.batch, r.row) < std::make_pair(first->batch, first->row)))
+            first = &r;
+    if (first != nullptr) return *first;
+    std::vector<int32_t> seen;
+    for (const SplitResult& r : results) detail::append(seen, r.hist.span_rank);
+    std::sort(seen.begin(), seen.end());
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end())
+        return detail::exclusive_pieces(plan, levels, kernel, batches, whole, all_spans, nullptr);
+    SplitResult out = std::move(results[0]);
+    for (size_t q = 1; q < results.size(); ++q) {
+        const Histogram& h = results[q].hist;
+        detail::append(out.hist.rank, h.rank);
+        detail::append(out.hist.window, h.window);
+        detail::append(out.hist.mask, h.mask);
+        detail::append(out.hist.duration, h.duration);
+        detail::append(out.hist.span_rank, h.span_rank);
+        detail::append(out.hist.span_start, h.span_start);
+        detail::append(out.hist.span_end, h.span_end);
+    }
+    return out;
+}
+
+}  // namespace pau::core
