@@ -415,35 +415,10 @@ inline SplitResult exclusive_pieces(const SweepPlan& plan, const int8_t* levels,
                                     const std::vector<EventBatch>& batches,
                                     const std::vector<RankPart::Piece>& pieces, const std::vector<int64_t>& spans,
                                     const int64_t* order) {
-    std::vector<int32_t> sr;
-    std::vector<int64_t> ss, se;
-    for (int64_t i : spans) {
-        sr.push_back(plan.span_rank[i]);
-        ss.push_back(plan.span_start[i]);
-        se.push_back(plan.span_end[i]);
-    }
-    ExclusiveSweep sw(sr.data(), ss.data(), se.data(), static_cast<int64_t>(sr.size()), levels, kernel);
-    SplitResult out;
-    for (const RankPart::Piece& p : pieces) {
-        const EventBatch& b = batches[p.batch];
-        const FeedResult r = with_index_type(b.kind_type, [&](auto type) {
-            using IdxT = decltype(type);
-            if (order) return sw.feed<IdxT>(b.rank, b.start, b.end, static_cast<const IdxT*>(b.kind),
-                                            b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()),
-                                            p.hi - p.lo, order + p.lo);
-            return sw.feed<IdxT>(b.rank + p.lo, b.start + p.lo, b.end + p.lo, static_cast<const IdxT*>(b.kind) + p.lo,
-                                 b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()), p.hi - p.lo);
-        });
-        if (r.code != Code::ok) {
-            out.code = r.code;
-            out.row = p.lo + r.row;
-            out.batch = p.batch;
-            return out;
-        }
-    }
-    out.hist = sw.finish();
-    out.ok = true;
-    return out;
+    const PartSpans sp = part_spans(plan, spans);
+    ExclusiveSweep sw(sp.rank.data(), sp.start.data(), sp.end.data(), static_cast<int64_t>(sp.rank.size()), levels,
+                      kernel);
+    return feed_pieces(sw, batches, pieces, order);
 }
 
 }  // namespace detail

@@ -206,31 +206,39 @@ struct SplitResult {
 
 namespace detail {
 
-// One sweep over `pieces` with the spans of `spans` (indices into the plan's).
-inline SplitResult sweep_pieces(const SweepPlan& plan, const std::vector<EventBatch>& batches,
-                                const std::vector<RankPart::Piece>& pieces, const std::vector<int64_t>& spans,
-                                const int64_t* order) {
-    std::vector<int32_t> sr;
-    std::vector<int64_t> ss, se;
+// The spans of `spans` (indices into the plan's), as the arrays a sweep takes.
+struct PartSpans {
+    std::vector<int32_t> rank;
+    std::vector<int64_t> start, end;
+};
+
+inline PartSpans part_spans(const SweepPlan& plan, const std::vector<int64_t>& spans) {
+    PartSpans out;
     for (int64_t i : spans) {
-        sr.push_back(plan.span_rank[i]);
-        ss.push_back(plan.span_start[i]);
-        se.push_back(plan.span_end[i]);
+        out.rank.push_back(plan.span_rank[i]);
+        out.start.push_back(plan.span_start[i]);
+        out.end.push_back(plan.span_end[i]);
     }
-    Sweep sw(plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.n_windows, sr.data(), ss.data(),
-             se.data(), static_cast<int64_t>(sr.size()), plan.bucket);
-    sw.set_max_buckets(plan.max_buckets);
+    return out;
+}
+
+// Feed `pieces` to `sw` (the full Sweep or the ExclusiveSweep: the same feed and finish),
+// stopping at the first problem.
+template <class SweepT>
+SplitResult feed_pieces(SweepT& sw, const std::vector<EventBatch>& batches,
+                        const std::vector<RankPart::Piece>& pieces, const int64_t* order) {
     SplitResult out;
     for (const RankPart::Piece& p : pieces) {
         const EventBatch& b = batches[p.batch];
         const FeedResult r = with_index_type(b.kind_type, [&](auto type) {
             using IdxT = decltype(type);
             // With an order (a permutation of the one batch), the arrays are read through it.
-            if (order) return sw.feed<IdxT>(b.rank, b.start, b.end, static_cast<const IdxT*>(b.kind),
-                                            b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()),
-                                            p.hi - p.lo, order + p.lo);
-            return sw.feed<IdxT>(b.rank + p.lo, b.start + p.lo, b.end + p.lo, static_cast<const IdxT*>(b.kind) + p.lo,
-                                 b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()), p.hi - p.lo);
+            if (order) return sw.template feed<IdxT>(b.rank, b.start, b.end, static_cast<const IdxT*>(b.kind),
+                                                     b.kind_map.data(), static_cast<int64_t>(b.kind_map.size()),
+                                                     p.hi - p.lo, order + p.lo);
+            return sw.template feed<IdxT>(b.rank + p.lo, b.start + p.lo, b.end + p.lo,
+                                          static_cast<const IdxT*>(b.kind) + p.lo, b.kind_map.data(),
+                                          static_cast<int64_t>(b.kind_map.size()), p.hi - p.lo);
         });
         if (r.code != Code::ok) {
             out.code = r.code;
@@ -242,6 +250,17 @@ inline SplitResult sweep_pieces(const SweepPlan& plan, const std::vector<EventBa
     out.hist = sw.finish();
     out.ok = true;
     return out;
+}
+
+// One sweep over `pieces` with the spans of `spans` (indices into the plan's).
+inline SplitResult sweep_pieces(const SweepPlan& plan, const std::vector<EventBatch>& batches,
+                                const std::vector<RankPart::Piece>& pieces, const std::vector<int64_t>& spans,
+                                const int64_t* order) {
+    const PartSpans sp = part_spans(plan, spans);
+    Sweep sw(plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.n_windows, sp.rank.data(),
+             sp.start.data(), sp.end.data(), static_cast<int64_t>(sp.rank.size()), plan.bucket);
+    sw.set_max_buckets(plan.max_buckets);
+    return feed_pieces(sw, batches, pieces, order);
 }
 
 template <typename T>
