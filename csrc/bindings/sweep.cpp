@@ -95,6 +95,17 @@ void read_batches(const py::list& batches, std::vector<BatchArrays>& held, std::
 
 // sweep_split over batches of (rank, start, end, kind indices, kind map) arrays:
 // the histogram as a dict, or (code, row, batch) of the first problem a feed met.
+// The permutation the one batch is read through, or nullptr (`order_obj` None); `held`
+// keeps the array alive.
+const int64_t* batch_order(const py::object& order_obj, const std::vector<pau::core::EventBatch>& ev,
+                           carray<int64_t>& held) {
+    if (order_obj.is_none()) return nullptr;
+    if (ev.size() != 1) throw std::invalid_argument("order: applies to one batch");
+    held = order_obj.cast<carray<int64_t>>();
+    check_len(held, ev[0].rows, "order");
+    return held.data();
+}
+
 py::object sweep_batches(const carray<int32_t>& wr, const carray<int64_t>& ws, const carray<int64_t>& we,
                          const carray<int64_t>& wrow, const carray<int32_t>& sr, const carray<int64_t>& ss,
                          const carray<int64_t>& se, int64_t bucket, const py::list& batches, int64_t parts,
@@ -108,14 +119,8 @@ py::object sweep_batches(const carray<int32_t>& wr, const carray<int64_t>& ws, c
     std::vector<BatchArrays> held;
     std::vector<pau::core::EventBatch> ev;
     read_batches(batches, held, ev);
-    const int64_t* order = nullptr;
     carray<int64_t> order_arr;
-    if (!order_obj.is_none()) {
-        if (ev.size() != 1) throw std::invalid_argument("order: applies to one batch");
-        order_arr = order_obj.cast<carray<int64_t>>();
-        check_len(order_arr, ev[0].rows, "order");
-        order = order_arr.data();
-    }
+    const int64_t* order = batch_order(order_obj, ev, order_arr);
     pau::core::SweepPlan plan{wr.data(), ws.data(), we.data(), wrow.data(), nw,
                               sr.data(), ss.data(), se.data(), ns,        bucket, max_buckets};
     pau::core::SplitResult r;
@@ -143,14 +148,8 @@ py::object exclusive_batches(const carray<int32_t>& sr, const carray<int64_t>& s
     std::vector<BatchArrays> held;
     std::vector<pau::core::EventBatch> ev;
     read_batches(batches, held, ev);
-    const int64_t* order = nullptr;
     carray<int64_t> order_arr;
-    if (!order_obj.is_none()) {
-        if (ev.size() != 1) throw std::invalid_argument("order: applies to one batch");
-        order_arr = order_obj.cast<carray<int64_t>>();
-        check_len(order_arr, ev[0].rows, "order");
-        order = order_arr.data();
-    }
+    const int64_t* order = batch_order(order_obj, ev, order_arr);
     pau::core::SweepPlan plan{nullptr, nullptr, nullptr, nullptr, 0, sr.data(), ss.data(), se.data(), ns, 0, 0};
     pau::core::SplitResult r;
     {
