@@ -11,7 +11,9 @@ Group ``archive ...``: one table (``pau.synth.training_run_for_events``, 10M eve
 
 Each is read the way pau reads (``pau.io.stream_events``: the four event columns,
 row group by row group) and classified (``classify_dataset``; for the layout also
-``pau.distributed.classify_partitions`` on two threads). ``test_layout_read_speed_and_size``
+``pau.distributed.classify_partitions`` on two threads), beside DuckDB's own scan of the
+same files (``read_parquet`` and a per-rank sum of ``end_ns - start_ns``, on all cores: the
+fastest scanner here, issue 17's yardstick). ``test_layout_read_speed_and_size``
 times both reads (best of 5) and checks the issue-6 target: pau's layout reads at
 least 1.5x faster at no larger size (asserted from 1M rows up; below that, fixed
 costs dominate). Figures go to the session summary.
@@ -23,6 +25,8 @@ import os
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -50,6 +54,9 @@ class Archive:
         self.pau = root / "pau"
         pau.io.write_dataset(table, self.pau)
         self.classified = pau.core.classify(table)
+        dur = pc.subtract(table["end_ns"], table["start_ns"])
+        sums = pa.table({"rank": table["rank"], "d": dur}).group_by("rank").aggregate([("d", "sum")])
+        self.duration_by_rank = dict(zip(sums["rank"].to_pylist(), sums["d_sum"].to_pylist()))
         self.group = f"archive {events_label(self.rows)} events x {ranks} ranks"
 
 
@@ -79,6 +86,21 @@ def test_classify_dataset(benchmark, archive, note_rate, layout):
     got = benchmark(pau.core.classify_dataset, getattr(archive, layout), progress=False)
     note_rate(benchmark, archive.rows)
     assert got.equals(archive.classified)
+
+
+@pytest.mark.parametrize("layout", ["default", "pau"])
+def test_duckdb_scan(benchmark, archive, note_rate, layout):
+    duckdb = pytest.importorskip("duckdb")
+    benchmark.group = archive.group + " classify"
+    path = getattr(archive, layout)
+    # pau's layout keeps the rank in its hive folders (rank=N), not in the files
+    source, hive = (str(path), "false") if path.is_file() else (str(path / "**" / "*.parquet"), "true")
+    sql = (f"SELECT CAST(rank AS INTEGER) AS rank, sum(end_ns - start_ns) AS d FROM read_parquet('{source}', "
+           f"hive_partitioning = {hive}) GROUP BY 1")
+    con = duckdb.connect()
+    got = benchmark(lambda: con.execute(sql).fetchall())
+    note_rate(benchmark, archive.rows)
+    assert {int(r): int(d) for r, d in got} == archive.duration_by_rank
 
 
 def test_classify_partitions(benchmark, archive, note_rate):
