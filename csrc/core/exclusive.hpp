@@ -83,16 +83,7 @@ class ExclusiveSweep {
             throw std::invalid_argument("kernel: this CPU has no AVX-512");
         simd_ = kernel == LeanKernel::avx512 || (kernel == LeanKernel::best && avx512_available());
         for (int64_t i = 0; i < n_spans; ++i) {
-            if (span_rank[i] < 0)
-                throw std::invalid_argument("span: column 'rank', row " + std::to_string(i) +
-                                            ": negative rank. Fix: ranks are accelerator indices >= 0");
-            if (span_end[i] < span_start[i])
-                throw std::invalid_argument("span: column 'end_ns', row " + std::to_string(i) +
-                                            ": end_ns < start_ns. Fix: a span is [start_ns, end_ns)");
-            if (find(span_rank[i]) != nullptr)
-                throw std::invalid_argument("span: rank " + std::to_string(span_rank[i]) +
-                                            " has more than one row (second at row " + std::to_string(i) +
-                                            "). Fix: give one span per rank");
+            check_span(span_rank, span_start, span_end, i, find(span_rank[i]) != nullptr);
             Rank& s = create(span_rank[i]);
             s.fixed = true;
             s.span_start = s.lo = span_start[i];
@@ -430,52 +421,11 @@ inline SplitResult exclusive_split(const SweepPlan& plan, const int8_t* levels, 
                                    const int64_t* order = nullptr) {
     if (plan.n_windows > 0 || plan.bucket > 0)
         throw std::logic_error("exclusive_split: no windows (the full sweep handles them)");
-    std::vector<RankPart::Piece> whole;
-    for (size_t b = 0; b < batches.size(); ++b) whole.push_back({b, 0, batches[b].rows});
-    std::vector<int64_t> all_spans(static_cast<size_t>(plan.n_spans));
-    for (int64_t i = 0; i < plan.n_spans; ++i) all_spans[static_cast<size_t>(i)] = i;
-    const std::vector<RankPart> split =
-        (parts > 1 && order == nullptr) ? rank_parts(batches, parts) : std::vector<RankPart>{};
-    if (split.size() < 2) return detail::exclusive_pieces(plan, levels, kernel, batches, whole, all_spans, order);
-
-    std::vector<std::vector<int64_t>> spans(split.size());
-    for (int64_t i = 0; i < plan.n_spans; ++i) {
-        size_t at = 0;
-        for (size_t q = 0; q < split.size(); ++q)
-            if (plan.span_rank[i] >= split[q].lo && plan.span_rank[i] <= split[q].hi) at = q;
-        spans[at].push_back(i);
-    }
-    std::vector<SplitResult> results(split.size());
-    Tasks tasks(
-        [&](size_t q) {
-            results[q] = detail::exclusive_pieces(plan, levels, kernel, batches, split[q].pieces, spans[q], nullptr);
-        },
-        split.size());
-    tasks.start(split.size() - 1);
-    tasks.wait();
-
-    const SplitResult* first = nullptr;
-    for (const SplitResult& r : results)
-        if (!r.ok && (first == nullptr || std::make_pair(r.batch, r.row) < std::make_pair(first->batch, first->row)))
-            first = &r;
-    if (first != nullptr) return *first;
-    std::vector<int32_t> seen;
-    for (const SplitResult& r : results) detail::append(seen, r.hist.span_rank);
-    std::sort(seen.begin(), seen.end());
-    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end())
-        return detail::exclusive_pieces(plan, levels, kernel, batches, whole, all_spans, nullptr);
-    SplitResult out = std::move(results[0]);
-    for (size_t q = 1; q < results.size(); ++q) {
-        const Histogram& h = results[q].hist;
-        detail::append(out.hist.rank, h.rank);
-        detail::append(out.hist.window, h.window);
-        detail::append(out.hist.mask, h.mask);
-        detail::append(out.hist.duration, h.duration);
-        detail::append(out.hist.span_rank, h.span_rank);
-        detail::append(out.hist.span_start, h.span_start);
-        detail::append(out.hist.span_end, h.span_end);
-    }
-    return out;
+    return split_sweep(plan, batches, parts, order,
+                       [&](const std::vector<RankPart::Piece>& pieces, const std::vector<int64_t>& spans,
+                           const int64_t* ord) {
+                           return detail::exclusive_pieces(plan, levels, kernel, batches, pieces, spans, ord);
+                       });
 }
 
 }  // namespace pau::core

@@ -279,15 +279,18 @@ void append(std::vector<T>& to, const std::vector<T>& from) {
 // events are swept again on one thread. A problem in a feed (unsorted starts, a
 // bad row) is returned, the first by batch and row; errors in the windows or
 // spans are thrown (std::invalid_argument), as by Sweep.
-inline SplitResult sweep_split(const SweepPlan& plan, const std::vector<EventBatch>& batches, int64_t parts,
-                               const int64_t* order = nullptr) {
+// The split and merge of sweep_split, for any sweep: `sweep(pieces, spans, order)`
+// sweeps those pieces with those spans (indices into the plan's) into a SplitResult.
+template <class SweepPieces>
+SplitResult split_sweep(const SweepPlan& plan, const std::vector<EventBatch>& batches, int64_t parts,
+                        const int64_t* order, SweepPieces&& sweep) {
     std::vector<RankPart::Piece> whole;
     for (size_t b = 0; b < batches.size(); ++b) whole.push_back({b, 0, batches[b].rows});
     std::vector<int64_t> all_spans(static_cast<size_t>(plan.n_spans));
     for (int64_t i = 0; i < plan.n_spans; ++i) all_spans[static_cast<size_t>(i)] = i;
     const std::vector<RankPart> split =
         (parts > 1 && order == nullptr) ? rank_parts(batches, parts) : std::vector<RankPart>{};
-    if (split.size() < 2) return detail::sweep_pieces(plan, batches, whole, all_spans, order);
+    if (split.size() < 2) return sweep(whole, all_spans, order);
 
     std::vector<std::vector<int64_t>> spans(split.size());
     for (int64_t i = 0; i < plan.n_spans; ++i) {
@@ -297,8 +300,7 @@ inline SplitResult sweep_split(const SweepPlan& plan, const std::vector<EventBat
         spans[at].push_back(i);
     }
     std::vector<SplitResult> results(split.size());
-    Tasks tasks([&](size_t q) { results[q] = detail::sweep_pieces(plan, batches, split[q].pieces, spans[q], nullptr); },
-                split.size());
+    Tasks tasks([&](size_t q) { results[q] = sweep(split[q].pieces, spans[q], nullptr); }, split.size());
     tasks.start(split.size() - 1);
     tasks.wait();
 
@@ -311,7 +313,7 @@ inline SplitResult sweep_split(const SweepPlan& plan, const std::vector<EventBat
     for (const SplitResult& r : results) detail::append(seen, r.hist.span_rank);
     std::sort(seen.begin(), seen.end());
     if (std::adjacent_find(seen.begin(), seen.end()) != seen.end())  // a rank in two parts: not sorted after all
-        return detail::sweep_pieces(plan, batches, whole, all_spans, nullptr);
+        return sweep(whole, all_spans, nullptr);
     SplitResult out = std::move(results[0]);
     for (size_t q = 1; q < results.size(); ++q) {
         const Histogram& h = results[q].hist;
@@ -324,6 +326,13 @@ inline SplitResult sweep_split(const SweepPlan& plan, const std::vector<EventBat
         detail::append(out.hist.span_end, h.span_end);
     }
     return out;
+}
+
+inline SplitResult sweep_split(const SweepPlan& plan, const std::vector<EventBatch>& batches, int64_t parts,
+                               const int64_t* order = nullptr) {
+    return split_sweep(plan, batches, parts, order,
+                       [&](const std::vector<RankPart::Piece>& pieces, const std::vector<int64_t>& spans,
+                           const int64_t* ord) { return detail::sweep_pieces(plan, batches, pieces, spans, ord); });
 }
 
 }  // namespace pau::core

@@ -68,6 +68,21 @@ struct Histogram {
     std::vector<int64_t> span_end;
 };
 
+// Row i of the spans, checked: a rank >= 0, end >= start, and (`repeated`) not a
+// second row of one rank. Throws std::invalid_argument naming the row and the fix.
+inline void check_span(const int32_t* span_rank, const int64_t* span_start, const int64_t* span_end, int64_t i,
+                       bool repeated) {
+    if (span_rank[i] < 0)
+        throw std::invalid_argument("span: column 'rank', row " + std::to_string(i) +
+                                    ": negative rank. Fix: ranks are accelerator indices >= 0");
+    if (span_end[i] < span_start[i])
+        throw std::invalid_argument("span: column 'end_ns', row " + std::to_string(i) +
+                                    ": end_ns < start_ns. Fix: a span is [start_ns, end_ns)");
+    if (repeated)
+        throw std::invalid_argument("span: rank " + std::to_string(span_rank[i]) + " has more than one row (second at row " +
+                                    std::to_string(i) + "). Fix: give one span per rank");
+}
+
 class Sweep {
   public:
     // Windows: parallel arrays of n_windows rows, any order. A row with rank -1
@@ -85,16 +100,7 @@ class Sweep {
             throw std::invalid_argument("windows: give either a table of windows or a bucket width");
         index_windows(win_rank, win_start, win_end, win_row, n_windows);
         for (int64_t i = 0; i < n_spans; ++i) {
-            if (span_rank[i] < 0)
-                throw std::invalid_argument("span: column 'rank', row " + std::to_string(i) +
-                                            ": negative rank. Fix: ranks are accelerator indices >= 0");
-            if (span_end[i] < span_start[i])
-                throw std::invalid_argument("span: column 'end_ns', row " + std::to_string(i) +
-                                            ": end_ns < start_ns. Fix: a span is [start_ns, end_ns)");
-            if (find(span_rank[i]) != nullptr)
-                throw std::invalid_argument("span: rank " + std::to_string(span_rank[i]) +
-                                            " has more than one row (second at row " +
-                                            std::to_string(i) + "). Fix: give one span per rank");
+            check_span(span_rank, span_start, span_end, i, find(span_rank[i]) != nullptr);
             RankState& s = create(span_rank[i]);
             s.span_start = span_start[i];
             s.span_end = span_end[i];
