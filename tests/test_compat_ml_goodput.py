@@ -744,6 +744,10 @@ def test_files_and_cloud_logging_shape(tmp_path):
     assert (e.value.row, e.value.column) == (1, "(line)")
     q = mg.read_entries(tmp_path / "bad.jsonl", on_invalid="quarantine")
     assert q.result == [entries[0]] and q.quarantine.column("row").to_pylist() == [1]
+    # the common three columns (the file, "row N": the entry's 0-based line), then row, key, entry
+    assert q.quarantine.schema == mg.QUARANTINE_SCHEMA
+    assert q.quarantine.select(["source_file", "location", "row", "key"]).to_pylist() == [
+        {"source_file": str(tmp_path / "bad.jsonl"), "location": "row 1", "row": 1, "key": "(line)"}]
     with pytest.raises(errors.NoInputError):
         mg.read_entries(tmp_path / "missing.jsonl")
 
@@ -754,6 +758,9 @@ def test_ledger_quarantine_counts_entries():
     led = mg.ledger(entries, on_invalid="quarantine")
     assert led.lifecycle_quarantine is not None
     assert led.lifecycle_quarantine.column("row").to_pylist() == [3]
+    # entries given as a list: no file; the entry's JSON as it was given
+    assert led.lifecycle_quarantine.select(["source_file", "location", "key", "entry"]).to_pylist() == [
+        {"source_file": None, "location": "row 3", "key": "(entry)", "entry": '{"job_name": "%s", "mystery": 1}' % JOB}]
     assert led.summary()["productive_ns"] == 15 * S
 
 

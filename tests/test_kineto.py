@@ -586,7 +586,8 @@ def test_no_gpu_events(tmp_path):
     _write(tmp_path / "gpu.json", [_kernel(0, 5)], rank=1)
     t = read_kineto(tmp_path, on_invalid="quarantine")
     assert t.events["rank"].to_pylist() == [1]
-    assert t.quarantine.to_pylist()[0]["source_file"] == str(p)
+    assert t.quarantine.to_pylist() == [{"source_file": str(p), "location": "file", "reason": "no device events",
+                                         "offset": None, "line": None, "category": None, "name": None}]
 
 
 def test_missing_fields_raise_or_quarantine(tmp_path):
@@ -608,6 +609,15 @@ def test_missing_fields_raise_or_quarantine(tmp_path):
         ("no_dur", 'missing "dur"'), ("no_ts", 'missing "ts"'), ("negative", 'negative "dur"'),
         ("ts_as_string", '"ts" is not a number of microseconds within the int64 nanosecond range')]
     assert any("4 events set aside" in w for w in t.warnings)
+    # the common three columns: the file, "line L, offset B" of the event's "{" (an ASCII
+    # file: bytes are characters), the reason; then the event's own offset, line, category
+    starts = [raw.rindex("{", 0, raw.index(f'"name": "{n}"')) for n in ("no_dur", "no_ts", "negative", "ts_as_string")]
+    lines = [raw[:b].count("\n") + 1 for b in starts]
+    assert lines == [32, 42, 52, 65]  # 5 header lines, then 13 lines a kernel, 10 one without dur or ts
+    assert [(r["source_file"], r["location"], r["reason"]) for r in q] == [
+        (str(p), f"line {ln}, offset {b}", r["reason"]) for r, b, ln in zip(q, starts, lines)]
+    assert [(r["offset"], r["line"], r["category"]) for r in q] == [
+        (b, ln, c) for b, ln, c in zip(starts, lines, ("kernel", "gpu_memcpy", "kernel", "kernel"))]
 
 
 def test_timestamp_overflow_is_invalid(tmp_path):
@@ -719,6 +729,9 @@ def test_a_20_digit_profiler_step_is_an_invalid_event(tmp_path):
     assert err.value.offset == p.read_bytes().index(b'{"ph": "X", "cat": "user_annotation"')
     t = read_kineto(p, on_invalid="quarantine")
     assert t.lifecycle.num_rows == 0 and t.quarantine.num_rows == 1
+    assert t.quarantine.select(["source_file", "location", "reason", "name"]).to_pylist() == [{
+        "source_file": str(p), "location": f"line 1, offset {err.value.offset}",
+        "reason": "the ProfilerStep# number is beyond int64", "name": "ProfilerStep#12345678901234567890"}]
     ok = dict(step, name="ProfilerStep#9223372036854775807")  # the largest that fits
     assert read_kineto(_write(tmp_path / "b.json", [ok, _kernel(1, 1)])).lifecycle["step"].to_pylist() == [2**63 - 1]
 

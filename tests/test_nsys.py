@@ -97,6 +97,10 @@ def test_directory_and_files_without_device_activity():
     t = read_nsys(data, on_invalid="quarantine")
     assert t.ranks.num_rows == 1 and t.events.num_rows == 5524
     assert sum("skipped" in w for w in t.warnings) == 2
+    # the files set aside whole, as the Kineto reader lists a file without device events
+    assert t.quarantine.filter(pc.equal(t.quarantine["location"], "file")).to_pylist() == [
+        {"source_file": str(data / name), "location": "file", "reason": "no device events", "table": None,
+         "rowid": None} for name in ("cpu.sqlite", "rank_.sqlite")]
 
 
 def _mini(path, rows=(), communication=False):
@@ -149,10 +153,12 @@ def test_bad_files(tmp_path):
         read_nsys(rev)
     t = read_nsys(rev, on_invalid="quarantine")
     assert t.events.num_rows == 1 and t.quarantine["rowid"].to_pylist() == [2]
+    assert t.quarantine.to_pylist() == [{  # the common three, then the table and its rowid
+        "source_file": str(rev), "location": "table CUPTI_ACTIVITY_KIND_KERNEL rowid 2",
+        "reason": "end before start", "table": "CUPTI_ACTIVITY_KIND_KERNEL", "rowid": 2}]
     assert any("1 rows of CUPTI_ACTIVITY_KIND_KERNEL set aside" in w for w in t.warnings)
-    run = pau.read(rev, on_invalid="quarantine")  # the run's one quarantine layout
-    assert [(r["source_file"], r["location"]) for r in run.quarantine.to_pylist()] == [
-        (str(rev), "CUPTI_ACTIVITY_KIND_KERNEL rowid 2")]
+    run = pau.read(rev, on_invalid="quarantine")  # the run keeps the reader's table as it is
+    assert run.quarantine.equals(t.quarantine)
     nocol = tmp_path / "nocol.sqlite"
     con = sqlite3.connect(nocol)
     con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")

@@ -22,6 +22,11 @@ from shared_data import locate, roots, shared
 import pau
 import pau.core as pc
 from pau import cli, errors, synth
+from pau._types import QUARANTINE_SCHEMA, quarantine_table
+from pau.compat import ml_goodput
+from pau.readers import kineto as kineto_reader, nsys as nsys_reader, serving as serving_reader
+from pau.readers import telemetry as telemetry_reader
+from pau.readers.kineto import read_kineto
 from pau.run import MultipleRunsError, Run, detect
 
 # Folders that are one run of several files (one file per rank, or a tool's output).
@@ -434,8 +439,64 @@ def test_quarantine_comes_back_one_way_from_every_reader(tmp_path):
     assert [(r["location"], r["source_file"]) for r in requests.quarantine.to_pylist()] == [
         (f"line {lines + 1}", str(serving))]
     assert requests.requests.num_rows == lines
-    for run in (kineto, nodevice, requests):
+    # the run keeps each reader's table as it is: the common three, then the reader's columns
+    assert kineto.quarantine.equals(read_kineto(trace, on_invalid="quarantine").quarantine)
+    assert requests.quarantine.to_pylist() == [{"source_file": str(serving), "location": f"line {lines + 1}",
+                                                "reason": requests.quarantine["reason"][0].as_py(),
+                                                "record": f"line {lines + 1}"}]
+    # two readers' rows on one run: each keeps its columns, null in the other's rows
+    smi = tmp_path / "smi.csv"
+    smi.write_text("timestamp, index, power.draw [W]\n2025/01/01 00:00:00.000, 0, 5 W\n"
+                   "2025/01/01 00:00:01.000, 0, -1 W\n")
+    both = pau.run.attach_samples(pau.read(trace, on_invalid="quarantine"), smi, on_invalid="quarantine")
+    rows = both.quarantine.to_pylist()
+    assert [(r["source_file"], r["location"], r["name"]) for r in rows] == [
+        (str(trace), "line 1, offset 139", "bad"), (str(smi), "line 3", None)]
+    assert rows[1]["reason"].startswith("column power.draw: power_w is -1.0, below 0 W")
+    for run in (kineto, nodevice, requests, both):
         assert run.quarantine.column_names[:3] == ["source_file", "location", "reason"]
         assert run.summary()["quarantined"] == run.quarantine.num_rows
         back = pau.read(run.write(tmp_path / f"r{id(run)}"))
         assert back == run and back.quarantine.equals(run.quarantine)
+
+
+def test_every_readers_quarantine_begins_with_the_common_three():
+    """One layout (pau._types.QUARANTINE_SCHEMA), then each reader's own typed columns;
+    the tables a reader returns are of its schema, empty or not."""
+    common = [("source_file", pa.string()), ("location", pa.string()), ("reason", pa.string())]
+    assert [(f.name, f.type) for f in QUARANTINE_SCHEMA] == common
+    own = {kineto_reader.QUARANTINE_SCHEMA: [("offset", pa.int64()), ("line", pa.int64()),
+                                             ("category", pa.string()), ("name", pa.string())],
+           nsys_reader.QUARANTINE_SCHEMA: [("table", pa.string()), ("rowid", pa.int64())],
+           serving_reader.QUARANTINE_SCHEMA: [("record", pa.string())],
+           telemetry_reader.QUARANTINE_SCHEMA: [],
+           ml_goodput.QUARANTINE_SCHEMA: [("row", pa.int64()), ("key", pa.string()), ("entry", pa.string())]}
+    for schema, extra in own.items():
+        assert [(f.name, f.type) for f in schema] == common + extra
+    assert kineto_reader.KinetoTrace(*(pa.table({}),) * 3).quarantine.schema == kineto_reader.QUARANTINE_SCHEMA
+    assert nsys_reader.NsysTrace(*(pa.table({}),) * 4).quarantine.schema == nsys_reader.QUARANTINE_SCHEMA
+    assert serving_reader.ServingResults(pa.table({}), "vllm").quarantine.schema == serving_reader.QUARANTINE_SCHEMA
+    assert telemetry_reader.Telemetry(*(pa.table({}),) * 2, "nvidia_smi", []).quarantine.schema == QUARANTINE_SCHEMA
+    assert ml_goodput.read_entries([{"mystery": 1}], on_invalid="quarantine").quarantine.schema == \
+        ml_goodput.QUARANTINE_SCHEMA
+    # a schema that does not begin with the three is refused where tables are built
+    with pytest.raises(errors.PauError, match="must begin with source_file, location, reason"):
+        quarantine_table(pa.schema([("row", pa.int64())]), None, [], [])
+    with pytest.raises(errors.PauError, match="one value per row"):
+        quarantine_table(QUARANTINE_SCHEMA, "f", ["line 1"], [])
+
+
+def test_the_engines_quarantine_is_the_input_rows_with_row_and_reason(tmp_path):
+    """classify/ledger/attribute set aside rows of a table the caller holds: its own
+    columns, then ``row`` and ``reason`` (docs/bad-input.md), not the readers' layout."""
+    events = pa.table({"rank": pa.array([0, 0], pa.int32()), "start_ns": pa.array([0, 9], pa.int64()),
+                       "end_ns": pa.array([5, 3], pa.int64()), "kind": ["compute", "compute"]})
+    want = [{"rank": 0, "start_ns": 9, "end_ns": 3, "kind": "compute", "row": 1, "reason": "end_ns before start_ns"}]
+    assert pc.classify(events, on_invalid="quarantine").quarantine.to_pylist() == want
+    assert pc.ledger(events, on_invalid="quarantine").quarantine.to_pylist() == want
+    # read into a run, the same rows take the readers' layout: the file, the place, the reason first
+    pq.write_table(events, tmp_path / "e.parquet")
+    run = pau.read(tmp_path / "e.parquet", on_invalid="quarantine")
+    assert run.quarantine.to_pylist() == [{"source_file": str(tmp_path / "e.parquet"), "location": "events row 1",
+                                           "reason": "end_ns before start_ns", "rank": 0, "start_ns": 9, "end_ns": 3,
+                                           "kind": "compute"}]

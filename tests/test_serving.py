@@ -103,9 +103,9 @@ def test_aiperf_bad_line(tmp_path):
     r = read_serving(p, on_invalid="quarantine")
     assert r.requests.num_rows == 1 and any("1 unusable records" in w for w in r.warnings)
     assert r.quarantine.schema == QUARANTINE_SCHEMA
-    assert r.quarantine.to_pylist() == [{"source_file": str(p), "record": "line 2",
+    assert r.quarantine.to_pylist() == [{"source_file": str(p), "location": "line 2",
                                          "reason": "not a usable AIPerf record: no request start "
-                                                   "(metadata.timestamp_ns)"}]
+                                                   "(metadata.timestamp_ns)", "record": "line 2"}]
 
 
 def test_genai_perf(tmp_path):
@@ -419,6 +419,8 @@ def test_llmperf_bad_record(tmp_path):
     r = read_serving(p, on_invalid="quarantine")
     assert r.requests.num_rows == 1
     assert r.quarantine.column("record").to_pylist() == ["record 1", "record 2"]
+    assert r.quarantine.select(["source_file", "location"]).to_pylist() == [
+        {"source_file": str(p), "location": f"record {i}"} for i in (1, 2)]   # 0-based index in the list
     assert "no end_to_end_latency_s, number_input_tokens, number_output_tokens" in r.quarantine["reason"][1].as_py()
     assert any("2 unusable records set aside (first at record 1" in w for w in r.warnings)
 
@@ -522,9 +524,12 @@ def test_vllm_bad_latency_is_named_or_set_aside(tmp_path, text, reason):
     r = read_serving(p, on_invalid="quarantine")
     assert r.requests["request_id"].to_pylist() == ["0", "2"]
     assert r.quarantine["record"].to_pylist() == ["request 1"]
+    assert r.quarantine.select(["source_file", "location"]).to_pylist() == [
+        {"source_file": str(p), "location": "request 1"}]
+    assert r.quarantine["reason"][0].as_py().startswith("ttfts[1] ")
     assert min(r.requests["first_token_ns"].to_pylist()) >= 0   # nothing turned into INT64_MIN
     run = pau.read(p, on_invalid="quarantine")
-    assert run.quarantine.num_rows == 1 and any(w.code == "serving.records_set_aside" for w in run.warnings)
+    assert run.quarantine.equals(r.quarantine) and any(w.code == "serving.records_set_aside" for w in run.warnings)
 
 
 @pytest.mark.parametrize("text, reason", _BAD_NUMBERS)

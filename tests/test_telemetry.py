@@ -24,6 +24,7 @@ from hypothesis import given, settings, strategies as st
 import pau
 from pau import cli
 from pau import telemetry as T
+from pau._types import QUARANTINE_SCHEMA
 from pau._vocab import KINDS
 from pau.economics import cost
 from pau.errors import InvalidRowError, OptionError, PauError, SchemaError
@@ -200,6 +201,13 @@ def test_nsys_gpu_metrics_table(tmp_path):
     bad = _with_gpu_metrics(src, tmp_path / "bad.sqlite", rows[:1], [(ty, 0, "GPU 0", 1, "SMs Active [MHz]")])
     with pytest.raises(SchemaError, match=r"\[MHz\], not in \[Throughput %\]"):
         R.read_nsys_gpu_metrics(bad)
+    # a value above 100 % is set aside, located as the Nsight reader locates a row
+    over = _with_gpu_metrics(src, tmp_path / "over.sqlite", [(0, ty, 1, 40), (100_000_000, ty, 1, 150)], names[:1])
+    tel = R.read_nsys_gpu_metrics(over, on_invalid="quarantine")
+    assert _series(tel, 0, "sm_active") == ([base], [0.4])
+    assert [(r["source_file"], r["location"]) for r in tel.quarantine.to_pylist()] == [
+        (str(over), "table GPU_METRICS rowid 2")]    # the second row inserted
+    assert "sm_active is 1.5, above 1" in tel.quarantine["reason"][0].as_py()
 
 
 def test_dcgmi_dmon_output(tmp_path):
@@ -519,7 +527,9 @@ def test_bad_samples_table(case, rows, column, row, reason):
     assert (err.value.table, err.value.column, err.value.row) == ("samples", column, row)
     assert reason in err.value.reason
     clean, q = R.check_samples(_table(rows), on_invalid="quarantine")
-    assert q.num_rows == 1 and q["location"].to_pylist() == [f"row {row}"] and reason in q["reason"][0].as_py()
+    assert q.schema == QUARANTINE_SCHEMA     # an in-memory table: no file
+    assert q["source_file"].to_pylist() == [None] and q["location"].to_pylist() == [f"row {row}"]
+    assert q["reason"][0].as_py().startswith(f"column {column}: ") and reason in q["reason"][0].as_py()
     assert clean.num_rows == len(rows) - 1
     # the same through cell_metrics
     ev, lc, led = _one_step_run()

@@ -1,18 +1,18 @@
-"""Types shared by every layer: the quarantine result, ``on_invalid``, table-like inputs.
+"""Types shared by every layer: the quarantine result and layout, ``on_invalid``, table-like inputs.
 
 Imports nothing of pau but :mod:`pau.errors`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, NamedTuple, Optional, TypedDict, Union
+from typing import Any, Dict, List, Literal, NamedTuple, Optional, Sequence, TypedDict, Union
 
 import pyarrow as pa
 
 from .errors import PauError
 
-__all__ = ["LedgerSummary", "OnInvalid", "RunWarning", "OutsideAccountable", "Quarantined", "RunSummary", "TableLike",
-           "check_on_invalid"]
+__all__ = ["LedgerSummary", "OnInvalid", "QUARANTINE_SCHEMA", "RunWarning", "OutsideAccountable", "Quarantined",
+           "RunSummary", "TableLike", "check_on_invalid", "quarantine_schema", "quarantine_table"]
 
 #: What to do with input rows pau cannot use: raise (the default) or set them aside.
 OnInvalid = Literal["raise", "quarantine"]
@@ -62,6 +62,69 @@ class Quarantined(NamedTuple):
 
     result: Any
     quarantine: pa.Table
+
+
+#: The columns every reader's quarantine begins with (docs/bad-input.md): the file a
+#: row or file came from (null for an in-memory input), where in it as a person reads it
+#: (``line 12``, ``line 12, offset 3456``, ``table T rowid 7``, ``record 5``, ``row 3``,
+#: ``file`` for a whole file) and why it was set aside. A reader's own typed columns follow.
+QUARANTINE_SCHEMA = pa.schema([("source_file", pa.string()), ("location", pa.string()), ("reason", pa.string())])
+
+
+def quarantine_schema(*extra: pa.Field) -> pa.Schema:
+    """A reader's quarantine schema: :data:`QUARANTINE_SCHEMA`, then ``extra``.
+
+    Parameters
+    ----------
+    *extra : pyarrow.Field
+        The reader's own columns (e.g. Kineto's ``offset, line, category, name``).
+
+    Returns
+    -------
+    pyarrow.Schema
+    """
+    return pa.schema(list(QUARANTINE_SCHEMA) + list(extra))
+
+
+def quarantine_table(schema: pa.Schema, source_file: Optional[str] | Sequence[Optional[str]],
+                     location: Sequence[str], reason: Sequence[str], **extra: Any) -> pa.Table:
+    """The rows a reader sets aside, in ``schema`` (from :func:`quarantine_schema`).
+
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+        Begins with :data:`QUARANTINE_SCHEMA`; its other fields are the keys of ``extra``.
+    source_file : str, None or sequence of them
+        The file of every row (one value), or of each row.
+    location, reason : sequence of str
+        One per row.
+    **extra
+        One array-like per further field of ``schema``, one value per row.
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    pau.errors.PauError
+        ``schema`` does not begin with the common columns, ``extra`` does not name its
+        other fields, or the columns differ in length.
+    """
+    if len(schema) < 3 or any(not schema.field(i).equals(f) for i, f in enumerate(QUARANTINE_SCHEMA)):
+        raise PauError(f"quarantine schema {schema.names}: must begin with source_file, location, reason "
+                       "(strings). Fix: build it with quarantine_schema()")
+    own = schema.names[3:]
+    if sorted(extra) != sorted(own):
+        raise PauError(f"quarantine columns: got {sorted(extra)}, the schema has {own}. Fix: pass each of them")
+    n = len(reason)
+    files = [source_file] * n if source_file is None or isinstance(source_file, str) else list(source_file)
+    cols = [files, location, reason] + [extra[c] for c in own]
+    if any(len(c) != n for c in cols):
+        raise PauError(f"quarantine columns of different lengths ({', '.join(str(len(c)) for c in cols)}). "
+                       "Fix: one value per row in each")
+    return pa.Table.from_arrays([c if isinstance(c, (pa.Array, pa.ChunkedArray)) else pa.array(c, f.type)
+                                 for c, f in zip(cols, schema)], schema=schema)
 
 
 def check_on_invalid(on_invalid: str) -> None:

@@ -42,7 +42,7 @@ from . import telemetry as _telemetry
 from ._format import html_table
 from ._names import INPUT_FORMATS
 from ._input import REASONS, as_table, raise_first, row_reasons, spans_of
-from ._types import OutsideAccountable, RunSummary, RunWarning, check_on_invalid
+from ._types import QUARANTINE_SCHEMA, OutsideAccountable, RunSummary, RunWarning, check_on_invalid
 from ._ledger import Ledger
 from ._vocab import LIFECYCLE_SCHEMA
 from .analysis import range_summary, step_figures, top_kernels
@@ -103,10 +103,11 @@ class Run:
         (what the reader assumed), and what the format records (benchmark, status...).
     warnings : list of RunWarning
     quarantine : pyarrow.Table or None
-        Rows or files set aside with ``on_invalid="quarantine"``: ``source_file, location,
-        reason`` for every reader (``location``: ``line L, offset B`` or ``file`` in a
-        trace, ``TABLE rowid N`` in an Nsight export, ``line N``/``record N`` in serving
-        results), then the reader's own columns.
+        Rows or files set aside with ``on_invalid="quarantine"``: each reader's table as
+        it is, ``source_file, location, reason`` first (:data:`pau._types.QUARANTINE_SCHEMA`;
+        ``location``: ``line L, offset B`` or ``file`` in a trace, ``table T rowid N`` or
+        ``file`` in an Nsight export, ``line N``/``record N`` in serving results), then
+        the reader's own columns (docs/bad-input.md).
     """
 
     events: pa.Table | None = None
@@ -459,15 +460,8 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str 
     if isinstance(trace, NsysTrace):
         meta["nvtx_ranges"] = trace.nvtx.num_rows
         meta["nvtx_summary"] = range_summary(trace.nvtx)  # nsys stats' NVTX range summary, top names
-    qt = trace.quarantine
-    if isinstance(trace, KinetoTrace):  # byte offset and line of the event, or the whole file
-        where = pc.if_else(pc.is_null(qt["line"]), pa.scalar("file", pa.string()), pc.binary_join_element_wise(
-            "line ", pc.cast(qt["line"], pa.string()), ", offset ", pc.cast(qt["offset"], pa.string()), ""))
-    else:  # Nsight: the table and the row
-        where = pc.binary_join_element_wise(qt["table"], " rowid ", pc.cast(qt["rowid"], pa.string()), "")
-    q = _quarantine(qt, where if qt.num_rows else None)
     return Run(events=events, lifecycle=lifecycle, spans=spans, host=host, metadata=meta, warnings=warnings,
-               quarantine=q)
+               quarantine=_quarantine(trace.quarantine))
 
 
 def _from_mllog(r: MLLogRun) -> Run:
@@ -488,21 +482,19 @@ def _from_mllog(r: MLLogRun) -> Run:
 def _from_serving(s: ServingResults, path: str) -> Run:
     meta = {"format": "serving", "tool": s.format, "sources": [path], **_jsonable(s.meta)}
     return Run(requests=s.requests, metadata=meta, warnings=_reader_warnings("serving", s.warnings),
-               quarantine=_quarantine(s.quarantine, s.quarantine["record"] if s.quarantine.num_rows else None))
+               quarantine=_quarantine(s.quarantine))
 
 
-def _quarantine(table: pa.Table, location: pa.Array | pa.ChunkedArray | None) -> pa.Table | None:
-    """A reader's quarantine in the run's one layout: ``source_file, location, reason``
-    first (``location``: where in the file, as the reader names it), then the reader's
-    own columns; None when nothing was set aside."""
-    if table.num_rows == 0 or location is None:
+def _quarantine(table: pa.Table) -> pa.Table | None:
+    """A reader's quarantine as the run keeps it: the reader's table as it is (it begins
+    with :data:`pau._types.QUARANTINE_SCHEMA`, ``source_file, location, reason``, then
+    the reader's own columns); None when nothing was set aside."""
+    if table.num_rows == 0:
         return None
-    own = [c for c in table.column_names if c not in ("source_file", "reason")]
-    head = pa.table({"source_file": table["source_file"], "location": pc.cast(location, pa.string()),
-                     "reason": table["reason"]})
-    for c in own:
-        head = head.append_column(table.schema.field(c), table[c])
-    return head
+    if table.schema.names[:3] != QUARANTINE_SCHEMA.names:
+        raise PauError(f"quarantine with columns {table.column_names}: a run's quarantine begins with "
+                       "source_file, location, reason. Fix: build it with pau._types.quarantine_table")
+    return table
 
 
 def _table_files(path: str) -> dict[str, str]:
@@ -734,7 +726,11 @@ def attach_samples(run: Run, samples: Any, *, devices: Any = None, on_invalid: s
 
 
 def _add_quarantine(run: Run, q: pa.Table | None) -> None:
-    if q is None or q.num_rows == 0:
+    """Add a reader's quarantine ``q`` (checked by :func:`_quarantine`) to ``run.quarantine``,
+    after the rows there; columns of one reader and not the other are null in the other's
+    rows."""
+    q = None if q is None else _quarantine(q)
+    if q is None:
         return
     run.quarantine = q if run.quarantine is None else pa.concat_tables([run.quarantine, q],
                                                                        promote_options="default")

@@ -53,7 +53,7 @@ import pyarrow as pa
 
 from .._engine import ledger as _pau_ledger
 from .._ledger import Ledger
-from .._types import LedgerSummary, Quarantined, check_on_invalid
+from .._types import LedgerSummary, Quarantined, check_on_invalid, quarantine_schema, quarantine_table
 from .._vocab import LIFECYCLE_SCHEMA
 from ..errors import InvalidRowError, NoInputError, OptionError, PauError
 
@@ -62,6 +62,7 @@ __all__ = [
     "ELASTIC_BADPUT_TYPES",
     "Difference",
     "GoodputFigures",
+    "QUARANTINE_SCHEMA",
     "SideBySide",
     "get_job_goodput",
     "get_job_goodput_interval",
@@ -281,20 +282,26 @@ def _raw(source: Any) -> tuple[str, list[tuple[int, Any]]]:
     raise PauError(f"{_TABLE}: cannot read a {type(source).__name__}. Fix: give a list of dicts or a path")
 
 
-_QUARANTINE_SCHEMA = pa.schema([("row", pa.int64()), ("key", pa.string()), ("reason", pa.string()),
-                                ("entry", pa.string())])
+#: The entries set aside with ``on_invalid="quarantine"``: ``source_file, location,
+#: reason`` (:data:`pau._types.QUARANTINE_SCHEMA`; ``source_file`` null for entries
+#: given as a list, ``location`` ``row N``), then ``row`` (the entry's index: list
+#: position, or 0-based line of a JSON-lines file), ``key`` (the key at fault) and
+#: ``entry`` (the entry's JSON).
+QUARANTINE_SCHEMA = quarantine_schema(pa.field("row", pa.int64()), pa.field("key", pa.string()),
+                                      pa.field("entry", pa.string()))
 
 
-def _quarantine_table(rows: list[tuple[int, str, str, Any]]) -> pa.Table:
+def _quarantine_table(p: "_Parsed") -> pa.Table:
     def text(x: Any) -> str:
         try:
             return json.dumps(x, sort_keys=True, default=str)
         except (TypeError, ValueError):
             return repr(x)
-    return pa.table({"row": pa.array([r[0] for r in rows], pa.int64()),
-                     "key": pa.array([r[1] for r in rows], pa.string()),
-                     "reason": pa.array([r[2] for r in rows], pa.string()),
-                     "entry": pa.array([text(r[3]) for r in rows], pa.string())}, schema=_QUARANTINE_SCHEMA)
+    rows = p.bad
+    return quarantine_table(QUARANTINE_SCHEMA, None if p.name == _TABLE else p.name,
+                            [f"row {r[0]}" for r in rows], [r[2] for r in rows],
+                            row=pa.array([r[0] for r in rows], pa.int64()), key=[r[1] for r in rows],
+                            entry=[text(r[3]) for r in rows])
 
 
 @dataclass
@@ -369,8 +376,9 @@ def read_entries(source: Any, *, job_name: Optional[str] = None, on_invalid: str
     -------
     list of dict, or Quarantined
         The payloads (times as floats), in reading order; with ``"quarantine"``,
-        ``Quarantined(payloads, quarantine)`` where ``quarantine`` has ``row`` (the
-        entry's index), ``key``, ``reason`` and ``entry`` (its JSON).
+        ``Quarantined(payloads, quarantine)`` where ``quarantine`` is
+        :data:`QUARANTINE_SCHEMA`: ``source_file, location, reason``, then ``row`` (the
+        entry's index), ``key`` and ``entry`` (its JSON).
 
     Raises
     ------
@@ -381,7 +389,7 @@ def read_entries(source: Any, *, job_name: Optional[str] = None, on_invalid: str
     p = _parse(source, job_name, on_invalid)
     payloads = [e.payload for e in p.entries]
     if on_invalid == "quarantine":
-        return Quarantined(payloads, _quarantine_table(p.bad))
+        return Quarantined(payloads, _quarantine_table(p))
     return payloads
 
 
@@ -787,7 +795,7 @@ def job_goodput_details(entries: Any, *, query_time: Optional[TimeLike] = None, 
     """
     p = _parse(entries, job_name, on_invalid)
     out = _details(p, query_time, elastic)
-    return Quarantined(out, _quarantine_table(p.bad)) if on_invalid == "quarantine" else out
+    return Quarantined(out, _quarantine_table(p)) if on_invalid == "quarantine" else out
 
 
 def get_job_goodput(entries: Any, *, include_badput_breakdown: bool = False,
@@ -819,7 +827,7 @@ def get_job_goodput(entries: Any, *, include_badput_breakdown: bool = False,
     p = _parse(entries, job_name, on_invalid)
     d = _details(p, query_time, elastic)
     out = (d.goodput, d.badput if include_badput_breakdown else {}, d.last_step)
-    return Quarantined(out, _quarantine_table(p.bad)) if on_invalid == "quarantine" else out
+    return Quarantined(out, _quarantine_table(p)) if on_invalid == "quarantine" else out
 
 
 def _entry_time(payload: dict[str, Any]) -> Optional[float]:
@@ -867,7 +875,7 @@ def get_job_goodput_interval(entries: Any, interval_start: TimeLike, interval_en
     lib = _Lib([x.payload for x in inside], el)
     d = _finish(lib, e_ - s, el)
     out = (d.goodput, d.badput, d.last_step, d.total_job_time, d.disruptions)
-    return Quarantined(out, _quarantine_table(p.bad)) if on_invalid == "quarantine" else out
+    return Quarantined(out, _quarantine_table(p)) if on_invalid == "quarantine" else out
 
 
 def get_step_deviation(entries: Any, *, configured_ideal_step_time: Optional[float] = None,
@@ -1193,7 +1201,7 @@ def to_lifecycle(entries: Any, *, ranks: int = 1, query_time: Optional[TimeLike]
     """
     p = _parse(entries, job_name, on_invalid)
     table, _ = _lifecycle(p, ranks, query_time, on_invalid)
-    return Quarantined(table, _quarantine_table(p.bad)) if on_invalid == "quarantine" else table
+    return Quarantined(table, _quarantine_table(p)) if on_invalid == "quarantine" else table
 
 
 def ledger(entries: Any, *, ranks: int = 1, query_time: Optional[TimeLike] = None,
@@ -1202,13 +1210,13 @@ def ledger(entries: Any, *, ranks: int = 1, query_time: Optional[TimeLike] = Non
 
     See :func:`to_lifecycle` for the parameters; the ledger is computed as of the last
     ``job_end_time`` or ``query_time``. Entries set aside with ``"quarantine"`` are in
-    ``Ledger.lifecycle_quarantine`` (``row``, ``key``, ``reason``, ``entry``).
+    ``Ledger.lifecycle_quarantine`` (:data:`QUARANTINE_SCHEMA`).
     """
     p = _parse(entries, job_name, on_invalid)
     table, as_of = _lifecycle(p, ranks, query_time, on_invalid)
     led = _pau_ledger(None, table, as_of=as_of)
     if on_invalid == "quarantine":
-        led.lifecycle_quarantine = _quarantine_table(p.bad)
+        led.lifecycle_quarantine = _quarantine_table(p)
     return led
 
 

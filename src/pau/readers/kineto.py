@@ -87,7 +87,7 @@ import pyarrow as pa
 from .. import _core
 from .._threads import cores
 from .._input import spans_of
-from .._types import check_on_invalid
+from .._types import check_on_invalid, quarantine_schema, quarantine_table
 from .._devices import DATA_WAIT_SPANS, DEVICE_TABLES, DEVICES, check_table, sync_call
 from .._vocab import KINDS
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
@@ -113,6 +113,7 @@ __all__ = [
     "KinetoTrace",
     "NameRule",
     "NoDeviceEventsError",
+    "QUARANTINE_SCHEMA",
     "Rules",
     "TraceError",
     "TraceFormatError",
@@ -565,14 +566,8 @@ def _screen(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None
             "repair the trace (or its baseTimeNanoseconds), or pass on_invalid='quarantine' to set such "
             "events aside", offset=off, line=int(_lines_at(f.path, np.array([off]))[0]))
     offsets = rows["offset"][bad]
-    quarantine.append(pa.table({
-        "source_file": pa.array([f.path] * bad.size, pa.string()),
-        "offset": pa.array(offsets, pa.int64()),
-        "line": pa.array(_lines_at(f.path, offsets), pa.int64()),
-        "category": pa.array([f.strings[int(i)] for i in rows["cat"][bad]], pa.string()),
-        "name": pa.array([f.strings[int(i)] for i in rows["name"][bad]], pa.string()),
-        "reason": pa.array([texts[int(r)] for r in reason[bad]], pa.string()),
-    }, schema=_QUARANTINE_SCHEMA))
+    quarantine.append(_events_aside(f, offsets, _lines_at(f.path, offsets), rows["cat"][bad], rows["name"][bad],
+                                    [texts[int(r)] for r in reason[bad]]))
     warnings.append(RunWarning("kineto.events_set_aside", f"{f.path}: {bad.size} events set aside ({summary}); "
                                "see .quarantine"))
 
@@ -804,10 +799,23 @@ def _unclassified_warning(f: _File, idx: np.ndarray, unclassified: np.ndarray) -
         "them (read_kineto(path, rules={device: table}) or Rules().extend(names=[...]))")
 
 
-_QUARANTINE_SCHEMA = pa.schema([
-    ("source_file", pa.string()), ("offset", pa.int64()), ("line", pa.int64()),
-    ("category", pa.string()), ("name", pa.string()), ("reason", pa.string()),
-])
+#: What :attr:`KinetoTrace.quarantine` holds: ``source_file, location, reason``
+#: (:data:`pau._types.QUARANTINE_SCHEMA`; ``location`` is ``line L, offset B`` for an
+#: event, ``file`` for a file without device events), then the event's byte ``offset``
+#: and 1-based ``line`` in the (inflated) file, its ``category`` and ``name`` (all null
+#: for a whole file).
+QUARANTINE_SCHEMA = quarantine_schema(pa.field("offset", pa.int64()), pa.field("line", pa.int64()),
+                                      pa.field("category", pa.string()), pa.field("name", pa.string()))
+
+
+def _events_aside(f: _File, offsets: np.ndarray, lines: np.ndarray, cats: np.ndarray, names: np.ndarray,
+                  reasons: list[str]) -> pa.Table:
+    """Events of ``f`` set aside: their byte offsets, lines, category and name string
+    ids, and why."""
+    return quarantine_table(
+        QUARANTINE_SCHEMA, f.path, [f"line {int(ln)}, offset {int(o)}" for o, ln in zip(offsets, lines)], reasons,
+        offset=pa.array(offsets, pa.int64()), line=pa.array(lines, pa.int64()),
+        category=[f.strings[int(i)] for i in cats], name=[f.strings[int(i)] for i in names])
 
 #: Why the native parser set an event aside, by code.
 _REASONS = {int(k): v for k, v in _core.kineto_invalid_reasons().items()}
@@ -850,8 +858,9 @@ class KinetoTrace:
     warnings : list of str
         Everything pau assumed or set aside, with counts.
     quarantine : pyarrow.Table
-        With ``on_invalid="quarantine"``: ``source_file, offset, line, category, name,
-        reason`` of each event or file set aside (empty otherwise).
+        With ``on_invalid="quarantine"``: :data:`QUARANTINE_SCHEMA` (``source_file,
+        location, reason, offset, line, category, name``) of each event or file set
+        aside (empty otherwise).
     host : pyarrow.Table
         :data:`HOST_SCHEMA`: ``rank, start_ns, end_ns, cause`` (``data_wait`` for a
         DataLoader span, ``sync_wait`` for a synchronize call), sorted by rank and
@@ -862,7 +871,7 @@ class KinetoTrace:
     lifecycle: pa.Table
     ranks: pa.Table
     warnings: list = field(default_factory=list)
-    quarantine: pa.Table = field(default_factory=lambda: _QUARANTINE_SCHEMA.empty_table())
+    quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
     host: pa.Table = field(default_factory=lambda: HOST_SCHEMA.empty_table())
 
     def spans(self) -> pa.Table:
@@ -914,14 +923,8 @@ def _set_aside(f: _File, on_invalid: str, quarantine: list, warnings: list) -> N
             "repair the trace, or pass on_invalid='quarantine' to set such events aside",
             offset=int(a["offset"][0]), line=int(a["line"][0]))
     n = a["offset"].size
-    quarantine.append(pa.table({
-        "source_file": pa.array([f.path] * n, pa.string()),
-        "offset": pa.array(a["offset"], pa.int64()),
-        "line": pa.array(a["line"], pa.int64()),
-        "category": pa.array([f.strings[int(i)] for i in a["cat"]], pa.string()),
-        "name": pa.array([f.strings[int(i)] for i in a["name"]], pa.string()),
-        "reason": pa.array([_REASONS[int(r)] for r in a["reason"]], pa.string()),
-    }, schema=_QUARANTINE_SCHEMA))
+    quarantine.append(_events_aside(f, a["offset"], a["line"], a["cat"], a["name"],
+                                    [_REASONS[int(r)] for r in a["reason"]]))
     warnings.append(RunWarning("kineto.events_set_aside", f"{f.path}: {n} events set aside (" +
                     ", ".join(f"{k} {r}" for r, k in reasons.most_common()) + "); see .quarantine"))
 
@@ -954,11 +957,8 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
             if on_invalid == "raise":
                 raise NoDeviceEventsError(f.path, problem, fix)
             warnings.append(RunWarning("kineto.no_device_events", f"{f.path}: {problem}; skipped"))
-            quarantine.append(pa.table({
-                "source_file": [f.path], "offset": pa.array([None], pa.int64()),
-                "line": pa.array([None], pa.int64()), "category": pa.array([None], pa.string()),
-                "name": pa.array([None], pa.string()), "reason": ["no device events"]},
-                schema=_QUARANTINE_SCHEMA))
+            quarantine.append(quarantine_table(QUARANTINE_SCHEMA, f.path, ["file"], ["no device events"],
+                                               offset=[None], line=[None], category=[None], name=[None]))
         usable.append(f)
 
     # Ranks: one per file, or one per (file, device) when a file holds several devices.
@@ -1099,7 +1099,7 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
 
     rank_rows.sort(key=lambda r: (r["rank"], r["device"] is None))
     ranks = pa.Table.from_pylist(rank_rows, schema=_RANKS_SCHEMA)
-    q = pa.concat_tables(quarantine) if quarantine else _QUARANTINE_SCHEMA.empty_table()
+    q = pa.concat_tables(quarantine) if quarantine else QUARANTINE_SCHEMA.empty_table()
     trace = KinetoTrace(events, lifecycle, ranks, warnings, q, host)
     _coverage_warnings(trace, warnings)
     return trace

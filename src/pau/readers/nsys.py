@@ -86,7 +86,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .._types import check_on_invalid
+from .._types import check_on_invalid, quarantine_schema, quarantine_table
 from .._vocab import KINDS
 from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from .._vocab import SPANS_SCHEMA as _SPANS_SCHEMA
@@ -95,7 +95,7 @@ from ._files import expand, files_in
 from .kineto import (DEFAULT_RULES, HOST_CAUSES, HOST_SCHEMA, InvalidEventError, NoDeviceEventsError,
                      Rules, TraceFormatError, host_cause, host_table)
 
-__all__ = ["DEFAULT_STEP_PATTERN", "NsysTrace", "read_nsys"]
+__all__ = ["DEFAULT_STEP_PATTERN", "NsysTrace", "QUARANTINE_SCHEMA", "read_nsys"]
 
 #: NVTX ranges that are steps: ``ProfilerStep#12``, ``step 3``, ``step_3``, ``train_step:7``.
 DEFAULT_STEP_PATTERN = r"(?i)^(?:ProfilerStep\s*#|(?:train[_ ]?)?step[\s_#:=-]*)(\d+)\b"
@@ -119,9 +119,11 @@ _NVTX_SCHEMA = pa.schema([
     ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("text", pa.string()),
 ])
 
-_QUARANTINE_SCHEMA = pa.schema([
-    ("source_file", pa.string()), ("table", pa.string()), ("rowid", pa.int64()), ("reason", pa.string()),
-])
+#: What :attr:`NsysTrace.quarantine` holds: ``source_file, location, reason``
+#: (:data:`pau._types.QUARANTINE_SCHEMA`; ``location`` is ``table T rowid N`` for a row,
+#: ``file`` for an export without device activity), then the row's ``table`` and
+#: SQLite ``rowid`` (null for a whole file).
+QUARANTINE_SCHEMA = quarantine_schema(pa.field("table", pa.string()), pa.field("rowid", pa.int64()))
 
 
 @dataclass
@@ -145,7 +147,8 @@ class NsysTrace:
         Every NVTX range: ``source_file, pid, tid, start_ns, end_ns, text``.
     warnings : list of str
     quarantine : pyarrow.Table
-        Rows set aside with ``on_invalid="quarantine"``: ``source_file, table, rowid, reason``.
+        Rows and files set aside with ``on_invalid="quarantine"``:
+        :data:`QUARANTINE_SCHEMA` (``source_file, location, reason, table, rowid``).
     span : pyarrow.Table
         Each rank's span (see :meth:`spans`).
     host : pyarrow.Table
@@ -159,7 +162,7 @@ class NsysTrace:
     ranks: pa.Table
     nvtx: pa.Table
     warnings: list = field(default_factory=list)
-    quarantine: pa.Table = field(default_factory=lambda: _QUARANTINE_SCHEMA.empty_table())
+    quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
     span: pa.Table = field(default_factory=lambda: _SPANS_SCHEMA.empty_table())
     host: pa.Table = field(default_factory=lambda: HOST_SCHEMA.empty_table())
 
@@ -316,10 +319,11 @@ def _set_aside(db: _Db, rows: _Rows, on_invalid: str, warnings: list, quarantine
             db.path, f"table {rows.table}, rowid {int(rows.rowid[first])}: {rows.reason[first]} ({idx.size} "
             "unusable rows in this table)", "repair the export, or pass on_invalid='quarantine' to set such "
             "rows aside")
-    quarantine.append(pa.table({
-        "source_file": pa.array([db.path] * idx.size, pa.string()), "table": [rows.table] * idx.size,
-        "rowid": pa.array(rows.rowid[idx], pa.int64()),
-        "reason": [rows.reason[int(i)] for i in idx.tolist()]}, schema=_QUARANTINE_SCHEMA))
+    rowids = rows.rowid[idx]
+    quarantine.append(quarantine_table(
+        QUARANTINE_SCHEMA, db.path, [f"table {rows.table} rowid {int(r)}" for r in rowids],
+        [rows.reason[int(i)] for i in idx.tolist()], table=[rows.table] * idx.size,
+        rowid=pa.array(rowids, pa.int64())))
     warnings.append(RunWarning("nsys.rows_set_aside", f"{db.path}: {idx.size} rows of {rows.table} set aside "
                                f"(first: rowid {int(rows.rowid[first])}, {rows.reason[first]}); see .quarantine"))
 
@@ -625,6 +629,8 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
             if on_invalid == "raise":
                 raise NoDeviceEventsError(fpath, problem, fix)
             warnings.append(RunWarning("nsys.no_device_events", f"{fpath}: {problem}; skipped"))
+            quarantine.append(quarantine_table(QUARANTINE_SCHEMA, fpath, ["file"], ["no device events"],
+                                               table=[None], rowid=[None]))
             continue
         cat = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
         cat["launch_ns"], cat["launched"] = _launches(runtime, cat["pid"], cat["corr"])
@@ -758,7 +764,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
     lifecycle = pa.Table.from_pylist(
         [{**x, "block_end_ns": None, "durable_ns": None, "ok": None, "tokens": None} for x in life],
         schema=_LIFECYCLE_SCHEMA)
-    q = pa.concat_tables(quarantine) if quarantine else _QUARANTINE_SCHEMA.empty_table()
+    q = pa.concat_tables(quarantine) if quarantine else QUARANTINE_SCHEMA.empty_table()
     hr = np.array(host_rows, np.int64).reshape(-1, 4)
     host = host_table(hr[:, 0], hr[:, 1], hr[:, 2], hr[:, 3])
     return NsysTrace(events, lifecycle, pa.Table.from_pylist(rank_rows, schema=_RANKS_SCHEMA),

@@ -81,8 +81,8 @@ field and the fix. A record is unusable when a time is null, not a number, NaN,
 infinite or beyond int64 ns (also once a latency is added to its start), when a latency
 (TTFT, an inter-token gap, an end-to-end latency) is negative, or when a token count is
 negative or fractional. With ``on_invalid="quarantine"`` unusable records (of every
-format) are set aside in :attr:`ServingResults.quarantine` (``source_file, record,
-reason``) and counted in :attr:`ServingResults.warnings`; nothing is dropped
+format) are set aside in :attr:`ServingResults.quarantine` (``source_file, location,
+reason, record``) and counted in :attr:`ServingResults.warnings`; nothing is dropped
 silently.
 """
 
@@ -100,18 +100,19 @@ from typing import Any
 import pyarrow as pa
 
 from .._vocab import REQUESTS_SCHEMA
-from .._types import RunWarning, check_on_invalid
+from .._types import RunWarning, check_on_invalid, quarantine_schema, quarantine_table
 from ..errors import PauError
 from .detect import UnknownFormatError, _detect_file
 
 __all__ = ["QUARANTINE_SCHEMA", "REQUESTS_SCHEMA", "ServingFormatError", "ServingResults", "read_serving"]
 
 
-#: The records set aside with ``on_invalid="quarantine"``: the file, the record
-#: (``line N`` or ``record N``) and why.
-QUARANTINE_SCHEMA = pa.schema([
-    ("source_file", pa.string()), ("record", pa.string()), ("reason", pa.string()),
-])
+#: The records set aside with ``on_invalid="quarantine"``: ``source_file, location,
+#: reason`` (:data:`pau._types.QUARANTINE_SCHEMA`), then ``record``, the record as the
+#: format numbers it (``line N`` of a JSON-lines file, 1-based; ``record N`` or
+#: ``request N``, the 0-based index in a JSON list; ``experiments[E].requests[R]`` in
+#: GenAI-Perf), which is also the ``location``.
+QUARANTINE_SCHEMA = quarantine_schema(pa.field("record", pa.string()))
 
 _VLLM_KEYS = ("ttfts", "itls", "input_lens", "output_lens")
 _LLMPERF_KEYS = ("ttft_s", "end_to_end_latency_s", "number_input_tokens", "number_output_tokens")
@@ -136,7 +137,8 @@ class ServingResults:
     (``vllm``, ``aiperf``, ``llmperf``, ``genai-perf``), ``meta`` (the run's scalar
     fields, e.g. vLLM's ``duration``, ``date``, ``model_id``; ``source``, the file read;
     ``assumptions``, how times were derived), ``warnings`` and ``quarantine`` (records
-    set aside with ``on_invalid="quarantine"``: ``source_file, record, reason``)."""
+    set aside with ``on_invalid="quarantine"``: :data:`QUARANTINE_SCHEMA`, ``source_file,
+    location, reason, record``)."""
 
     requests: pa.Table
     format: str
@@ -270,10 +272,7 @@ class _Aside:
         self.reasons.append(reason)
 
     def table(self) -> pa.Table:
-        n = len(self.records)
-        return pa.table({"source_file": pa.array([self.path] * n, pa.string()),
-                         "record": pa.array(self.records, pa.string()),
-                         "reason": pa.array(self.reasons, pa.string())}, schema=QUARANTINE_SCHEMA)
+        return quarantine_table(QUARANTINE_SCHEMA, self.path, self.records, self.reasons, record=self.records)
 
     def warnings(self) -> list[str]:
         if not self.records:

@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._input import _column, as_table, rank_column, time_column
-from .._types import RunWarning, check_on_invalid
+from .._types import QUARANTINE_SCHEMA, RunWarning, check_on_invalid, quarantine_table
 from ..errors import InvalidRowError, NoInputError, OptionError, PauError, SchemaError
 from .nsys import _Db, _session
 
@@ -82,8 +82,9 @@ DEVICES_SCHEMA = pa.schema([
     ("name", pa.string()), ("host", pa.string()), ("source_file", pa.string()), ("samples", pa.int64()),
 ])
 
-#: Samples set aside with ``on_invalid="quarantine"``, in the run's quarantine layout.
-QUARANTINE_SCHEMA = pa.schema([("source_file", pa.string()), ("location", pa.string()), ("reason", pa.string())])
+#: Samples set aside with ``on_invalid="quarantine"``: the common quarantine layout
+#: (:data:`pau._types.QUARANTINE_SCHEMA`, ``source_file, location, reason``) and no
+#: column of its own. ``QUARANTINE_SCHEMA`` of this module is that schema.
 
 #: The formats :func:`read_telemetry` reads.
 FORMATS = ("nvidia_smi", "dcgm_exporter", "prometheus_json", "dcgmi_dmon", "amd_smi", "nsys_gpu_metrics")
@@ -191,7 +192,7 @@ class Telemetry:
     warnings : list of RunWarning
     quarantine : pyarrow.Table
         :data:`QUARANTINE_SCHEMA`: ``source_file, location, reason`` (``location``:
-        ``line N``, ``rowid N`` or ``row N``).
+        ``line N``, ``value N`` (Prometheus JSON), ``table GPU_METRICS rowid N`` or ``row N``).
     """
 
     samples: pa.Table
@@ -408,9 +409,8 @@ def check_samples(samples: Any, *, on_invalid: str = "raise", kinds: Mapping[str
     out = _sorted_samples(rank[keep], tm[keep], names, codes[keep], value[keep])
     if not probs:
         return out, None
-    q = pa.table({"source_file": pa.array([None] * len(probs), pa.string()),
-                  "location": [f"row {i}" for i, *_ in probs],
-                  "reason": [f"column {c}: {r}" for _, c, r, _ in probs]}, schema=QUARANTINE_SCHEMA)
+    q = quarantine_table(QUARANTINE_SCHEMA, None, [f"row {i}" for i, *_ in probs],
+                         [f"column {c}: {r}" for _, c, r, _ in probs])
     return out, q
 
 
@@ -518,8 +518,8 @@ class _Builder:
             warnings.append(RunWarning("telemetry.samples_set_aside",
                                        f"{first[0]}: {len(allp)} samples or lines set aside (first: {self.loc_word} "
                                        f"{first[1]}, {first[3]}); see the quarantine"))
-        q = pa.table({"source_file": [p[0] for p in allp], "location": [f"{self.loc_word} {p[1]}" for p in allp],
-                      "reason": [f"column {p[2]}: {p[3]}" for p in allp]}, schema=QUARANTINE_SCHEMA)
+        q = quarantine_table(QUARANTINE_SCHEMA, [p[0] for p in allp], [f"{self.loc_word} {p[1]}" for p in allp],
+                             [f"column {p[2]}: {p[3]}" for p in allp])
         return Telemetry(samples, devices, self.fmt, list(self.sources), warnings, q)
 
 
@@ -972,7 +972,7 @@ def read_prometheus_json(path: Any, *, on_invalid: str = "raise") -> Telemetry:
     ``/api/v1/query`` (``vector``: one ``value``). Times are seconds (with
     milliseconds) since the epoch, read exactly; values are strings. Fields and
     devices as :func:`read_dcgm_exporter` (``__name__`` is the field); a sample is
-    located as ``line R`` = the R-th value of the answer (1-based, in file order)."""
+    located as ``value R``, the R-th value of the answer (1-based, in file order)."""
     b = _Builder("prometheus_json", on_invalid)
     b.loc_word = "value"
     series = _Series(b)
@@ -1263,7 +1263,7 @@ def read_nsys_gpu_metrics(path: Any, *, absolute: bool = True, on_invalid: str =
     the one listed); a sample is located by its ``rowid``.
     """
     b = _Builder("nsys_gpu_metrics", on_invalid)
-    b.loc_word = "rowid"
+    b.loc_word = "table GPU_METRICS rowid"
     for p in _paths(path, "read_nsys_gpu_metrics"):
         b.sources.append(p)
         db = _Db(p)
