@@ -20,7 +20,8 @@ from shared_data import shared
 import pau
 from pau import analysis, cli, errors, synth
 from pau._vocab import LIFECYCLE_SCHEMA
-from pau.chrome_trace import EXACT_OFFSET_NS, chrome_trace, write_chrome_trace
+from pau.chrome_trace import EXACT_OFFSET_NS, IDLE_TRACKS, chrome_trace, write_chrome_trace
+from pau.idle import idle_by_cause
 
 
 def _lifecycle(rows) -> pa.Table:
@@ -277,3 +278,56 @@ def test_cli_writes_it(tmp_path, capsys):
     gz = tmp_path / "trace.json.gz"
     assert cli.main(["convert", str(src), str(gz), "--to", "chrome-trace"]) == 0
     assert _load(gz) == doc
+
+
+def _cause_sums(tracks: dict) -> dict:
+    """{(rank, cause): ns} of the idle-by-cause tracks (from args.cause)."""
+    out: dict = defaultdict(int)
+    for r, ts in tracks.items():
+        for name, events in ts.items():
+            for _, cat, s, e, x in events:
+                if cat == "idle" and name != "idle":
+                    assert name == IDLE_TRACKS[x["args"]["cause"]] == x["name"]
+                    out[(r, x["args"]["cause"])] += e - s
+    return dict(out)
+
+
+def test_hand_worked_idle_by_cause():
+    """_small_run with launches and a host data wait: rank 0's event at 10 was launched
+    at 4 and the one at 50 at 40; rank 1 waited for data over [80, 95)."""
+    run = _small_run()
+    ev = run.events.append_column("launch_ns", pa.array([4, 40, None, None, None, None], pa.int64()))
+    host = pa.table({"rank": pa.array([1], pa.int32()), "start_ns": pa.array([80], pa.int64()),
+                     "end_ns": pa.array([95], pa.int64()),
+                     "cause": pa.array(["data_wait"]).dictionary_encode().cast(pa.dictionary(pa.int8(), pa.string()))})
+    run = pau.Run(events=ev, lifecycle=run.lifecycle, host=host)
+    doc = json.loads(json.dumps(chrome_trace(run)))
+    tr = _tracks(doc)
+    assert "idle" not in tr[0] and "idle" not in tr[1]  # split: no undivided idle track
+    # rank 0 idle [0,10) [35,50) [75,100): host waits up to each launch, the rest other
+    assert [(s, e) for _, _, s, e, _ in tr[0]["idle: host_wait"]] == [(0, 4), (35, 40)]
+    assert [(s, e) for _, _, s, e, _ in tr[0]["idle: other"]] == [(4, 10), (40, 50), (75, 100)]
+    # rank 1 idle [0,10) [45,50) [85,100): data wait from 85 (busy before) to 95
+    assert [(s, e) for _, _, s, e, _ in tr[1]["idle: data_wait"]] == [(85, 95)]
+    assert [(s, e) for _, _, s, e, _ in tr[1]["idle: other"]] == [(0, 10), (45, 50), (95, 100)]
+    assert _cause_sums(tr) == {(0, "host_wait"): 9, (0, "idle.other"): 41, (1, "data_wait"): 10,
+                               (1, "idle.other"): 20}
+    assert _idle_sums(tr) == {0: 50, 1: 30} == _ledger_sums(run.ledger())[1]
+    _no_overlap_within_a_track(doc)
+    _check_times(doc)
+
+
+def test_resnet_sample_idle_by_cause_sums_to_the_ledger():
+    run = pau.read(shared("kineto", "pytorch-kineto", "resnet50_num_workers_0"))
+    doc = json.loads(json.dumps(chrome_trace(run)))
+    tr = _tracks(doc)
+    led = run.ledger()
+    assert _idle_sums(tr) == _ledger_sums(led)[1]
+    if led.intervals is not None:
+        res = idle_by_cause(run.events, run.host, lifecycle=run.lifecycle, ledger=led)
+    else:
+        res = idle_by_cause(run.events, run.host, span=run.spans)
+    want = {(r["rank"], r["cause"]): r["duration_ns"] for r in res.table.to_pylist() if r["duration_ns"]}
+    assert _cause_sums(tr) == want
+    assert {c for _, c in want} >= {"data_wait", "host_wait"}
+    _no_overlap_within_a_track(doc)

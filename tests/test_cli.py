@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +16,16 @@ import pytest
 import pau
 import pau.core as pc
 from pau import _format, cli, synth
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a table line (columns are at least two spaces apart)."""
+    return [c for c in re.split(r"\s{2,}", line.strip()) if c]
+
+
+def _fig(v) -> str:
+    """A comparison figure as pau compare prints it."""
+    return "-" if v is None else f"{v:,.6g}" if isinstance(v, float) else f"{v:,}"
 
 
 def _rows(out: str) -> dict:
@@ -132,11 +144,41 @@ def test_report_detects_kineto_and_matches_the_reader(capsys):
     assert f"{idle0 / size:,.3f}" in cells
 
 
+RUNS_HEAD = ["source", "benchmark", "status", "accelerators", "reached", "time to train", "accountable", "goodput"]
+
+
 def test_report_on_mlperf_results_lists_runs(capsys):
-    path = shared("mlperf", "training_v4.0", "NVIDIA")
-    assert cli.main(["report", str(path)]) == 0
+    path = str(shared("mlperf", "training_v4.0", "NVIDIA"))
+    assert cli.main(["report", path]) == 0
     out = capsys.readouterr().out
-    assert "(mllog)" in out and "time_to_train_s" in out and "aborted" in out
+    lines = out.splitlines()
+    assert "(mllog)" in lines[0] and _cells(lines[2]) == RUNS_HEAD
+    runs = pau.read_runs(path)
+    rows = [dict(zip(RUNS_HEAD, _cells(line))) for line in lines[4:4 + len(runs)]]
+    for run, row in zip(runs, rows):  # every figure from the run's own summary
+        m, led = run.metadata, run.summary()["ledger"]
+        ev = m.get("eval") or {}
+        assert row["source"] == os.path.relpath(m["sources"][0], path)
+        assert row["status"] == m["status"] and row["accelerators"] == str(m["accelerators"])
+        assert row["reached"] == {True: "yes", False: "no", None: "-"}[ev.get("reached")]
+        assert row["time to train"] == ("-" if m.get("time_to_train_ns") is None
+                                        else _format.duration(m["time_to_train_ns"]))
+        assert row["accountable"] == _format.duration(led["accountable_ns"])
+        assert row["goodput"] == f"{100 * led['goodput']:.1f}%"
+    assert any(r["status"] == "aborted" for r in rows)
+
+
+def test_mlperf_folder_table_by_hand(capsys):
+    """ASUSTeK's two ResNet runs: result_1 reached 0.7602 >= 0.759 in 1,245.238 s
+    (20.754 min); result_3 stopped at 0.75838 (aborted): not reached, goodput 0."""
+    path = str(shared("mlperf", "training_v4.0", "ASUSTeK"))
+    assert cli.main(["report", path, "-q"]) == 0
+    rows = {r[0]: r for r in (_cells(line) for line in capsys.readouterr().out.splitlines()) if r[:1]
+            and r[0].endswith(".txt")}
+    r1 = rows[os.path.join("results", "ESC8000A-E12-8xH100-PCIE-80GB", "resnet", "result_1.txt")]
+    r3 = rows[os.path.join("results", "ESC8000A-E12-8xH100-PCIE-80GB", "resnet", "result_3.txt")]
+    assert r1[1:6] == ["resnet", "success", "8", "yes", "20.754 min"]
+    assert r3[1:5] == ["resnet", "aborted", "8", "no"] and r3[-1] == "0.0%"
 
 
 def test_convert_then_report_gives_the_same_ledger(tmp_path, capsys):
@@ -172,10 +214,25 @@ def test_compare_two_runs(tmp_path, capsys):
         runs.append((str(d), pau.Run(events=job.events, lifecycle=job.lifecycle)))
     assert cli.main(["compare", runs[0][0], runs[1][0]]) == 0
     out = capsys.readouterr().out
-    expected = pc.compare(runs[0][1], runs[1][1], labels=(runs[0][0], runs[1][0])).render()
-    assert out.strip() == expected.strip()
+    cmp = pc.compare(runs[0][1], runs[1][1], labels=(runs[0][0], runs[1][0]))
+    lines = [_cells(line) for line in out.splitlines()]
+    # the metrics table: heading, then one row per metric with the comparison's figures
+    assert lines[0] == ["metric", runs[0][0], runs[1][0], "difference"]
+    for r in cmp.table.to_pylist():
+        assert [r["metric"], _fig(r["a"]), _fig(r["b"]), _fig(r["difference"])] in lines
+    # the by-cause table, one row per cause and kind
     assert "accelerator-seconds per preserved step, by cause" in out
-    assert "device work by name and kind" in out  # the kernel diff (tests/test_kernel_diff.py)
+    for r in cmp.by_cause.to_pylist():
+        assert [r["cause"], r["kind"], _fig(r["a"]), _fig(r["b"]), _fig(r["difference"])] in lines
+    # the kernel diff (tests/test_kernel_diff.py): its first rows, durations in pau._format units
+    assert "device work by name and kind" in out
+    for k in cmp.kernels.rows[:3]:
+        assert [k["status"], k["kind"], f"{k['count_a']:,}", f"{k['count_b']:,}", _format.duration(k["total_ns_a"]),
+                _format.duration(k["total_ns_b"]), _format.duration(k["difference_ns"]),
+                _format.duration(k["per_step_ns_a"]), _format.duration(k["per_step_ns_b"]),
+                _format.duration(k["per_step_difference_ns"]), k["name"]] in lines
+    # the figure of one metric by hand: 4 ranks in both runs, no difference
+    assert ["ranks", "4", "4", "0"] in lines
 
 
 def test_report_on_an_archive_shows_progress_only_when_asked_or_on_a_terminal(tmp_path, capsys, monkeypatch):
@@ -194,7 +251,10 @@ def test_report_on_an_archive_shows_progress_only_when_asked_or_on_a_terminal(tm
     assert capsys.readouterr().err == ""
     assert cli.main(["report", path, "--progress"]) == 0
     err = capsys.readouterr().err
-    assert f"2/2 partitions  {total}/{total} rows" in err.split("\r")[-1]
+    # drawn even off a terminal when asked; the last drawing has every row, then the
+    # (transient) display erases its lines
+    assert f"2/2 partitions  {total}/{total} rows" in err and "reading archive" in err
+    assert err.endswith("\x1b[2K")
 
     class FakeTTY(_io.StringIO):
         def isatty(self):
@@ -334,3 +394,80 @@ def test_skip_bad_leaves_out_a_file_the_reader_refuses(tmp_path, capsys):
     run = pau.read(tmp_path, skip_bad=True)
     assert [w.code for w in run.warnings][:1] == ["read.skipped_file"]
     assert run.metadata["skipped_files"] == [str(tmp_path / "rank-9.json")]
+
+
+class _TTY:
+    """A stderr that says it is a terminal (what the progress display draws on)."""
+
+    def __init__(self):
+        import io as _io
+
+        self.buf = _io.StringIO()
+
+    def write(self, s):
+        return self.buf.write(s)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+    def getvalue(self):
+        return self.buf.getvalue()
+
+
+def test_a_folder_of_mlperf_logs_counts_files_on_a_terminal(monkeypatch, capsys):
+    path = str(shared("mlperf", "training_v4.0", "ASUSTeK"))
+    n = len(pau.read_runs(path))
+    for flags, shown in (([], True), (["-q"], False), (["--no-progress"], False)):
+        tty = _TTY()
+        monkeypatch.setattr(sys, "stderr", tty)
+        assert cli.main(["report", path] + flags) == 0
+        monkeypatch.undo()
+        err = tty.getvalue()
+        assert (f"{n}/{n} files" in err and "reading ASUSTeK" in err) is shown, err
+    # the report itself is the same with and without the display
+    capsys.readouterr()
+    assert cli.main(["report", path, "--no-progress", "-q"]) == 0
+    plain = capsys.readouterr().out
+    monkeypatch.setattr(sys, "stderr", _TTY())
+    assert cli.main(["report", path, "-q", "--progress"]) == 0
+    monkeypatch.undo()
+    assert capsys.readouterr().out == plain
+
+
+def test_a_big_file_gets_a_spinner_with_its_size(monkeypatch):
+    from pau import _console
+
+    path = str(shared("kineto", "pytorch-kineto", "resnet50_num_workers_0"))
+    files = [os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs]
+    one = max(files, key=os.path.getsize)
+    size = os.path.getsize(one)
+    monkeypatch.setattr(_console, "BIG_FILE_BYTES", size)  # this file is "big" from here on
+    tty = _TTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert cli.main(["report", one]) == 0
+    monkeypatch.undo()
+    assert f"reading {os.path.basename(one)}" in tty.getvalue() and _console._size(size) in tty.getvalue()
+    monkeypatch.setattr(_console, "BIG_FILE_BYTES", size + 1)  # one byte short: no spinner
+    tty = _TTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert cli.main(["report", one]) == 0
+    monkeypatch.undo()
+    assert "reading" not in tty.getvalue()
+
+
+def test_console_tables_are_plain_and_aligned():
+    from pau import _console
+
+    text = _console.render(_console.table(["name", "time"], [["a[b]", "1.000 s"], ["longer name", "12.500 ms"]],
+                                          total=[["total", "1.013 s"]]))
+    # names left, numbers right, markup shown as written, a rule per column
+    assert text.splitlines() == ["name              time",
+                                 "------------ ---------",
+                                 "a[b]           1.000 s",
+                                 "longer name  12.500 ms",
+                                 "------------ ---------",
+                                 "total          1.013 s"]
+    assert "\x1b" not in text

@@ -22,7 +22,7 @@ import reference_idle as ref
 from pau import synth
 from pau._devices import sync_call
 from pau.errors import InvalidRowError, OptionError, SchemaError
-from pau.idle import CAUSES, host_of_lifecycle, host_wait_intervals, idle_by_cause
+from pau.idle import CAUSES, host_of_lifecycle, host_wait_intervals, idle_by_cause, idle_cause_intervals
 from pau.readers.kineto import HOST_SCHEMA, read_kineto
 from pau.readers.nsys import read_nsys
 from shared_data import shared
@@ -563,3 +563,85 @@ def test_hta_negative_gaps_on_the_mtia_sample(tmp_path):
     assert round(s_moved["idle_time"].sum() - s_plain["idle_time"].sum(), 2) == change
     other = moved[moved["stream"] != 105]
     assert (other["negative_gap_time"] == 0.0).all()
+
+
+# ---------------------------------------------------------------------------
+# the split as intervals (idle_cause_intervals)
+
+
+def _iv(table):
+    return [(r["rank"], r["start_ns"], r["end_ns"], r["cause"]) for r in table.to_pylist()]
+
+
+def _iv_sums(table):
+    """{(rank, None): {cause: ns}} of cause intervals, as _by_group gives a table."""
+    out: dict = {}
+    for r, s, e, c in _iv(table):
+        out.setdefault((r, None), dict.fromkeys(CAUSES, 0))[c] += e - s
+    return {k: v for k, v in out.items() if any(v.values())}
+
+
+def test_hand_worked_intervals():
+    got = idle_cause_intervals(_events(HAND), _host(HAND_HOST), span=SPAN)
+    assert got.column_names == ["rank", "start_ns", "end_ns", "cause"]
+    # the gaps of test_hand_worked_split, piece by piece, in time order
+    assert _iv(got) == [(0, 0, 2, "host_wait"), (0, 2, 10, "idle.other"), (0, 20, 25, "host_wait"),
+                        (0, 25, 35, "sync_wait"), (0, 35, 40, "idle.other"), (0, 50, 60, "idle.other"),
+                        (0, 70, 80, "idle.other"), (0, 90, 95, "data_wait"), (0, 95, 100, "idle.other")]
+
+
+def test_hand_worked_intervals_inside_accountable_time():
+    lc = pa.table({
+        "record": ["accountable", "accountable", "attempt", "attempt", "step", "phase"],
+        "attempt": pa.array([None, None, 0, 1, 1, 0], pa.int32()),
+        "rank": pa.array([0, 0, 0, 0, 0, -1], pa.int32()),
+        "start_ns": [0, 60, 0, 60, 60, 30], "end_ns": [40, 100, 40, 100, 100, 40],
+        "step": pa.array([None, None, None, None, 1, None], pa.int64()),
+        "kind": [None, None, "preempted", "completed", None, "data_wait"]})
+    ev = _events(HAND)
+    led = core.ledger(ev, lc)
+    got = idle_cause_intervals(ev, _host(HAND_HOST), lifecycle=lc, ledger=led)
+    # [40, 60) is not accountable: [50, 60) is not idle of the ledger
+    assert _iv(got) == [(0, 0, 2, "host_wait"), (0, 2, 10, "idle.other"), (0, 20, 25, "host_wait"),
+                        (0, 25, 30, "sync_wait"), (0, 30, 40, "data_wait"), (0, 70, 80, "idle.other"),
+                        (0, 90, 95, "data_wait"), (0, 95, 100, "idle.other")]
+    assert sum(e - s for _, s, e, _ in _iv(got)) == led.activity_ns()["idle"]
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(cases())
+def test_intervals_sum_to_the_split(case):
+    """Per rank and cause, the intervals' durations are idle_by_cause's figures (summed
+    over windows: windows split the table, not the time); disjoint and maximal."""
+    events, host, span, windows, _ = case
+    if not _spans(events, span):
+        return
+    ev, h, sp, win = _inputs(events, host, span, windows)
+    res = idle_by_cause(ev, h, span=sp, windows=win)
+    got = idle_cause_intervals(ev, h, span=sp, windows=win)
+    want: dict = {}
+    for k, v in _by_group(res.table).items():
+        acc = want.setdefault((k[0], None), dict.fromkeys(CAUSES, 0))
+        for c, ns in v.items():
+            acc[c] += ns
+    assert _iv_sums(got) == {k: v for k, v in want.items() if any(v.values())}
+    rows = _iv(got)
+    assert all(s < e for _, s, e, _ in rows)
+    for a, b in zip(rows, rows[1:]):
+        if a[0] == b[0]:
+            assert b[1] >= a[2] and not (b[1] == a[2] and b[3] == a[3])
+
+
+def test_resnet_sample_intervals_are_the_split():
+    path = shared("kineto", "pytorch-kineto", "resnet50_num_workers_0")
+    run = pau.read(path)
+    led = run.ledger()
+    if led.intervals is not None:
+        res = idle_by_cause(run.events, run.host, lifecycle=run.lifecycle, ledger=led)
+        got = idle_cause_intervals(run.events, run.host, lifecycle=run.lifecycle, ledger=led)
+    else:
+        res = idle_by_cause(run.events, run.host, span=run.spans)
+        got = idle_cause_intervals(run.events, run.host, span=run.spans)
+    assert {k[0]: v for k, v in _iv_sums(got).items()} == {k[0]: v for k, v in _by_group(res.table).items()}
+    assert sum(e - s for _, s, e, _ in _iv(got)) == led.activity_ns()["idle"]
+    assert res.summary["data_wait"] > 0 and res.summary["host_wait"] > 0  # the sample has causes to split

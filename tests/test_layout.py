@@ -47,7 +47,7 @@ LEVELS = [
     # the facade
     {"pau.core"},
     # the command line and the package's front door
-    {"pau.cli", "pau._args", "pau"},
+    {"pau.cli", "pau._args", "pau", "pau._console"},
 ]
 LEVEL = {m: i for i, ms in enumerate(LEVELS) for m in ms}
 

@@ -5,7 +5,10 @@ beside the original device events (``docs/chrome-trace.md``):
 
 * ``lifecycle state``: every accountable ns of the rank in its lifecycle state (the
   ledger's state intervals; ``unattributed`` over the span without a lifecycle);
-* ``idle``: accountable time with no device event (the ledger's ``idle``);
+* ``idle``: accountable time with no device event (the ledger's ``idle``); when
+  :mod:`pau.idle` finds a cause for some of it (the run's host table, events'
+  ``launch_ns``, data-wait phases), one track per cause instead: ``idle: data_wait``,
+  ``idle: sync_wait``, ``idle: host_wait``, ``idle: other`` (:data:`IDLE_TRACKS`);
 * ``waiting for the slowest rank``: per step, from the rank's end of the step to the
   slowest rank's (:func:`pau.analysis.stragglers`), when steps name their ranks;
 * ``lifecycle events``: instants for failures, checkpoint saves (and when each became
@@ -34,9 +37,10 @@ import pyarrow.compute as pc
 from ._ledger import Ledger
 from .analysis import stragglers
 from .errors import PauError
+from .idle import CAUSES, idle_cause_intervals
 from ._types import Quarantined
 
-__all__ = ["CHROME_TRACE_VERSION", "EXACT_OFFSET_NS", "chrome_trace", "write_chrome_trace"]
+__all__ = ["CHROME_TRACE_VERSION", "EXACT_OFFSET_NS", "IDLE_TRACKS", "chrome_trace", "write_chrome_trace"]
 
 #: Version of the layout below (``otherData.pau.version``).
 CHROME_TRACE_VERSION = 1
@@ -47,6 +51,11 @@ EXACT_OFFSET_NS = 2**51
 
 # Thread ids inside each rank's process, in display order; device tracks follow.
 _TID_STATE, _TID_IDLE, _TID_WAIT, _TID_MARKS, _TID_DEVICE = 1, 2, 3, 4, 10
+#: The idle tracks when idle is split by cause (:data:`pau.idle.CAUSES`): the track and
+#: event name of each cause, and its thread id.
+IDLE_TRACKS = {"data_wait": "idle: data_wait", "sync_wait": "idle: sync_wait", "host_wait": "idle: host_wait",
+               "idle.other": "idle: other"}
+_TID_IDLE_CAUSE = {c: 5 + i for i, c in enumerate(CAUSES)}
 
 
 class _RunLike(Protocol):
@@ -55,6 +64,7 @@ class _RunLike(Protocol):
     events: pa.Table | None
     lifecycle: pa.Table | None
     spans: pa.Table | None
+    host: pa.Table | None
     metadata: dict
 
     def ledger(self) -> Ledger: ...
@@ -186,6 +196,19 @@ def _check_accountable(led: Ledger, rank: np.ndarray, start: np.ndarray, end: np
                        "(run.ledger()), or none")
 
 
+def _idle_causes(run: _RunLike, led: Ledger) -> pa.Table | None:
+    """The ledger's idle as cause intervals (:func:`pau.idle.idle_cause_intervals`), or
+    None when no idle has a cause (then all of it is ``idle.other``: one idle track)."""
+    assert run.events is not None
+    if led.intervals is not None:
+        got = idle_cause_intervals(run.events, run.host, lifecycle=run.lifecycle, ledger=led)
+    else:
+        got = idle_cause_intervals(run.events, run.host, span=run.spans)
+    if not got.num_rows or pc.all(pc.equal(got["cause"], "idle.other")).as_py():
+        return None
+    return got
+
+
 def _mark_rows(lc: pa.Table) -> list[dict]:
     """Lifecycle records shown as instants: failures, checkpoint saves, restores."""
     rec = lc["record"]
@@ -221,9 +244,11 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
     Per rank, the ``lifecycle state`` events sum exactly (from ``args``) to the ledger's
     time per state, the ``idle`` events (``cat = "idle"``) to its ``idle``, and the
     ``waiting for the slowest rank`` events to the rank's ``wait_ns`` of
-    :func:`pau.analysis.stragglers`. Idle by cause, when pau splits it, adds one track
-    per cause (``idle: CAUSE``, ``cat = "idle"``): the sum over ``cat = "idle"`` stays
-    the ledger's idle. Lifecycle records of every rank (``rank = -1``) are shown on each
+    :func:`pau.analysis.stragglers`. When some idle has a cause
+    (:func:`pau.idle.idle_cause_intervals`), the ``idle`` track is replaced by one track
+    per cause that occurs (:data:`IDLE_TRACKS`, ``cat = "idle"``, ``args.cause`` the
+    cause of :data:`pau.idle.CAUSES`): the sum over ``cat = "idle"`` stays the ledger's
+    idle, and per rank and cause it is :func:`pau.idle.idle_by_cause`'s. Lifecycle records of every rank (``rank = -1``) are shown on each
     rank of the trace, with ``args.rank = -1``.
     """
     led = run.ledger() if ledger is None else ledger
@@ -267,13 +292,21 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
                 args["cause"] = cause[i]
         w.complete(pid, _TID_STATE, st, "state", s, e, args)
 
-    # idle: accountable time with no device event
+    # idle: accountable time with no device event, one track per cause when pau.idle
+    # finds one (else one track)
     if ev is not None and led.has_events:
-        i_rank, i_start, i_end = _union_pieces(_col(ev, "rank").astype(np.int64), _col(ev, "start_ns"),
-                                               _col(ev, "end_ns"), s_rank, s_start, s_end)
-        for r, s, e in zip(i_rank.tolist(), i_start.tolist(), i_end.tolist()):
-            w.thread(pid_of[r], _TID_IDLE, "idle", 1)
-            w.complete(pid_of[r], _TID_IDLE, "idle", "idle", s, e, {})
+        by_cause = _idle_causes(run, led)
+        if by_cause is None:
+            i_rank, i_start, i_end = _union_pieces(_col(ev, "rank").astype(np.int64), _col(ev, "start_ns"),
+                                                   _col(ev, "end_ns"), s_rank, s_start, s_end)
+            for r, s, e in zip(i_rank.tolist(), i_start.tolist(), i_end.tolist()):
+                w.thread(pid_of[r], _TID_IDLE, "idle", 1)
+                w.complete(pid_of[r], _TID_IDLE, "idle", "idle", s, e, {})
+        else:
+            for r, s, e, c in zip(*(by_cause[n].to_pylist() for n in ("rank", "start_ns", "end_ns", "cause"))):
+                tid, label = _TID_IDLE_CAUSE[c], IDLE_TRACKS[c]
+                w.thread(pid_of[r], tid, label, 1)
+                w.complete(pid_of[r], tid, label, "idle", s, e, {"cause": c})
 
     # stragglers' waits, when every step record names its rank
     if lc is not None and lc.num_rows:

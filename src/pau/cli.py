@@ -33,11 +33,12 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from . import _jit, core, errors, html_report, layers, synth
+from .readers.mllog import mllog_files
 from .readers.slurm import read_sacct
 from . import _mlperf
 from ._format import duration, in_unit, pct, unit
 from ._ledger import Ledger
-from ._progress import Bar
+from . import _console
 from ._types import Quarantined, RunSummary
 from .chrome_trace import write_chrome_trace
 from ._args import BUILTIN as _BUILTIN
@@ -86,42 +87,34 @@ def render_activity(per_rank: list, title: str) -> str:
         totals = [t + v for t, v in zip(totals, vals)]
         rows.append([str(r)] + [f"{in_unit(v, u)} {pct(v, span)}" for v in vals] + [in_unit(span, u)])
     whole = sum(totals)
-    rows.append(["total"] + [f"{in_unit(v, u)} {pct(v, whole)}" for v in totals] + [in_unit(whole, u)])
-    widths = [max(len(x[i]) for x in rows + [head]) for i in range(len(head))]
-
-    def fmt(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) for c, w in zip(cells, widths))
-
-    lines = [title, "", fmt(head), fmt(["-" * w for w in widths])]
-    lines += [fmt(x) for x in rows[:-1]] + [fmt(["-" * w for w in widths]), fmt(rows[-1])]
-    lines.append("")
-    lines.append(f"accountable: {len(uniq)} rank{'' if len(uniq) == 1 else 's'}, {duration(whole)} of accelerator time; "
-                 f"exposed communication is communication not hidden under compute")
-    return "\n".join(lines)
+    total = ["total"] + [f"{in_unit(v, u)} {pct(v, whole)}" for v in totals] + [in_unit(whole, u)]
+    return _console.render(
+        title, "", _console.table(head, rows, justify="r" * len(head), total=[total]), "",
+        f"accountable: {len(uniq)} rank{'' if len(uniq) == 1 else 's'}, {duration(whole)} of accelerator time; "
+        "exposed communication is communication not hidden under compute")
 
 
 def render_goodput(s: dict) -> str:
     """The goodput section of a ledger summary: time per state, waste by cause, headline figures."""
     acc = s["accountable_ns"]
-    lines = ["", f"goodput {100 * s['goodput']:.1f} % of {_hours(acc)} accountable accelerator time"
-             + (f" (strict, productive x compute: {100 * s['goodput_strict']:.1f} %)"
-                if s["goodput_strict"] is not None else ""), ""]
-    width = max(len(k) for k in s["state_ns"])
-    for state, ns in s["state_ns"].items():
-        if ns:
-            lines.append(f"  {state:<{width}}  {_hours(ns):>12}  {pct(ns, acc)}")
+    items: list[Any] = ["", f"goodput {100 * s['goodput']:.1f} % of {_hours(acc)} accountable accelerator time"
+                        + (f" (strict, productive x compute: {100 * s['goodput_strict']:.1f} %)"
+                           if s["goodput_strict"] is not None else ""), ""]
+    items.append(_console.table(["state", "time", "share"], [[state, _hours(ns), pct(ns, acc)]
+                                                             for state, ns in s["state_ns"].items() if ns]))
     if s["badput_by_cause_ns"]:
-        lines += ["", "rolled-back work by cause:"]
-        for cause, ns in sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1]):
-            lines.append(f"  {cause:<{width}}  {_hours(ns):>12}  {pct(ns, acc)}")
-    lines.append("")
+        items += ["", "rolled-back work by cause:", ""]
+        items.append(_console.table(["cause", "time", "share"], [
+            [cause, _hours(ns), pct(ns, acc)]
+            for cause, ns in sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1])]))
+    items.append("")
     mtbf = f", MTBF {s['mtbf_s']:,.0f} s" if s["mtbf_s"] else ""
     per_step = s["accountable_ns_per_preserved_step"]
-    lines.append(f"failures {s['failures']}{mtbf}; preserved steps {s['preserved_steps']:,}, "
+    items.append(f"failures {s['failures']}{mtbf}; preserved steps {s['preserved_steps']:,}, "
                  f"model cycles {s['preserved_model_cycles']}; "
                  + (f"{per_step / 1e9:,.2f} accelerator-s per preserved step" if per_step else
                     "no preserved step"))
-    return "\n".join(lines)
+    return _console.render(*items)
 
 
 def render_cost(c: dict, price: float) -> str:
@@ -158,21 +151,19 @@ def render_requests(s: dict[str, Any], slo: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
+def _name(name: str) -> str:
+    return name if len(name) <= 70 else name[:67] + "..."
+
+
 def render_top_kernels(rows: list) -> str:
     """The device work that took the most time (``nsys stats``' kernel summary)."""
     if not rows:
         return ""
     head = ["time (%)", "total", "count", "mean", "kind", "name"]
     cells = [[f"{100 * r['share']:.1f}", duration(r["total_ns"]), f"{r['count']:,}", duration(r["mean_ns"]),
-              r["kind"], r["name"] if len(r["name"]) <= 70 else r["name"][:67] + "..."] for r in rows]
-    widths = [max(len(x[i]) for x in cells + [head]) for i in range(len(head))]
-
-    def fmt(c: list[str]) -> str:
-        return "  ".join(v.rjust(w) for v, w in zip(c[:-1], widths[:-1])) + "  " + c[-1]
-
-    lines = ["", f"top device work ({len(rows)} by total time; time (%) of all device event time)", "",
-             fmt(head), fmt(["-" * w for w in widths])]
-    return "\n".join(lines + [fmt(c) for c in cells])
+              r["kind"], _name(r["name"])] for r in rows]
+    return _console.render("", f"top device work ({len(rows)} by total time; time (%) of all device event time)", "",
+                           _console.table(head, cells, justify="rrrrll"))
 
 
 def render_nvtx(rows: list | None) -> str:
@@ -181,36 +172,26 @@ def render_nvtx(rows: list | None) -> str:
         return ""
     head = ["time (%)", "total", "instances", "mean", "min", "max", "range"]
     cells = [[f"{100 * r['share']:.1f}" if r["share"] is not None else "-", duration(r["total_ns"]), f"{r['count']:,}",
-              duration(r["mean_ns"]), duration(r["min_ns"]), duration(r["max_ns"]),
-              r["name"] if len(r["name"]) <= 70 else r["name"][:67] + "..."] for r in rows]
-    widths = [max(len(x[i]) for x in cells + [head]) for i in range(len(head))]
-
-    def fmt(c: list[str]) -> str:
-        return "  ".join(v.rjust(w) for v, w in zip(c[:-1], widths[:-1])) + "  " + c[-1]
-
+              duration(r["mean_ns"]), duration(r["min_ns"]), duration(r["max_ns"]), _name(r["name"])] for r in rows]
     opened = rows[0]["open"]
-    lines = ["", f"NVTX ranges ({len(rows)} by total time; time (%) of all closed ranges' time"
-             + (f"; {opened:,} still open, left out" if opened else "") + ")", "", fmt(head),
-             fmt(["-" * w for w in widths])]
-    return "\n".join(lines + [fmt(c) for c in cells])
+    return _console.render("", f"NVTX ranges ({len(rows)} by total time; time (%) of all closed ranges' time"
+                           + (f"; {opened:,} still open, left out" if opened else "") + ")", "",
+                           _console.table(head, cells, justify="rrrrrrl"))
 
 
 def render_steps(steps: dict | None) -> str:
     """Step time per rank (median, p90, max) and the stragglers, named."""
     if not steps:
         return ""
-    rows = steps["per_rank"]
-    lines = ["", "steps per rank (finished step executions; nearest-rank percentiles)", "",
-             f"{'rank':>6}  {'steps':>7}  {'median':>12}  {'p90':>12}  {'max':>12}"]
-    for r in rows:
-        lines.append(f"{r['rank']:>6}  {r['steps']:>7,}  {duration(r['median_ns']):>12}  {duration(r['p90_ns']):>12}  "
-                     f"{duration(r['max_ns']):>12}")
+    cells = [[str(r["rank"]), f"{r['steps']:,}", duration(r["median_ns"]), duration(r["p90_ns"]), duration(r["max_ns"])]
+             for r in steps["per_rank"]]
     s = steps["stragglers"]
     named = ", ".join(f"rank {p['rank']} (the others waited {duration(p['charged_ns'])} of accelerator time "
                       "for it)" for p in s["persistent"])
-    lines.append(f"\nstragglers: {named or 'none persistent'}; all waits for the slowest rank of each step: "
-                 f"{duration(s['wait_ns'])} of accelerator time")
-    return "\n".join(lines)
+    return _console.render("", "steps per rank (finished step executions; nearest-rank percentiles)", "",
+                           _console.table(["rank", "steps", "median", "p90", "max"], cells, justify="rrrrr"), "",
+                           f"stragglers: {named or 'none persistent'}; all waits for the slowest rank of each step: "
+                           f"{duration(s['wait_ns'])} of accelerator time")
 
 
 def render_idle(idle: dict | None) -> str:
@@ -225,15 +206,10 @@ def render_idle(idle: dict | None) -> str:
     cells = [[x[0]] + [f"{in_unit(v, u)} {pct(v, sum(x[1:])).strip()}" for v in x[1:]] + [in_unit(sum(x[1:]), u)]
              for x in rows]
     total = [idle["ns"][c] for c in causes]
-    cells.append(["total"] + [f"{in_unit(v, u)} {pct(v, sum(total)).strip()}" for v in total] + [in_unit(sum(total), u)])
-    widths = [max(len(c[i]) for c in cells + [head]) for i in range(len(head))]
-
-    def fmt(c: list[str]) -> str:
-        return "  ".join(v.rjust(w) for v, w in zip(c, widths))
-
-    return "\n".join(["", "idle by cause (host_wait: the stream drained before the next launch; data_wait: a "
-                       "data loader ran; sync_wait: the host was in a synchronize call)", "", fmt(head),
-                       fmt(["-" * w for w in widths])] + [fmt(c) for c in cells])
+    foot = ["total"] + [f"{in_unit(v, u)} {pct(v, sum(total)).strip()}" for v in total] + [in_unit(sum(total), u)]
+    return _console.render("", "idle by cause (host_wait: the stream drained before the next launch; data_wait: a "
+                           "data loader ran; sync_wait: the host was in a synchronize call)", "",
+                           _console.table(head, cells, justify="r" * len(head), total=[foot]))
 
 
 def render_layers(lay: dict | None) -> str:
@@ -243,19 +219,20 @@ def render_layers(lay: dict | None) -> str:
         return ""
     rows = lay["layers"]
     u = unit(max(r["ns"] for r in rows))
-    width = max(len(r["name"]) for r in rows)
-    lines = ["", "layers, top down (factor: the share of the layer above that is left; lost: the largest causes)", ""]
+    priced = any("cost" in r for r in rows)
+    cells = []
     for r in rows:
         lost = sorted(r["lost_ns"].items(), key=lambda kv: -kv[1])
         shown = ", ".join(f"{k} {in_unit(v, u)}" for k, v in lost[:4]) + (f", {len(lost) - 4} more" if len(lost) > 4
                                                                            else "")
-        factor = "" if r["factor"] is None else f"x {r['factor']:.3f}"
-        cost = f"  ${r['cost']:,.2f}" if "cost" in r else ""
-        lines.append(f"  {r['name']:<{width}}  {in_unit(r['ns'], u):>14}{cost}  {factor:>8}"
-                     + (f"  lost: {shown}" if lost else ""))
+        cells.append([r["name"], in_unit(r["ns"], u)] + ([f"${r['cost']:,.2f}" if "cost" in r else ""] if priced else [])
+                     + ["" if r["factor"] is None else f"x {r['factor']:.3f}", shown])
+    head = ["layer", "time"] + (["cost"] if priced else []) + ["factor", "lost"]
     left = "; ".join(f"{k}: {v}" for k, v in lay["left_out"].items())
-    lines.append(f"  product {lay['product']:.4f}" + (f" (left out: {left})" if left else ""))
-    return "\n".join(lines)
+    return _console.render("", "layers, top down (factor: the share of the layer above that is left; lost: the "
+                           "largest causes)", "",
+                           _console.table(head, cells, justify="lr" + ("r" if priced else "") + "rl"), "",
+                           f"product {lay['product']:.4f}" + (f" (left out: {left})" if left else ""))
 
 
 def render_recovery(rec: dict | None) -> str:
@@ -279,14 +256,12 @@ def render_telemetry(rows: list | None) -> str:
     the time its samples cover, and energy for power."""
     if not rows:
         return ""
-    lines = ["", "hardware telemetry by state and activity (time-weighted means over the covered time)", "",
-             f"{'state':<18} {'activity':<14} {'metric':<22} {'time':>12} {'covered':>8} {'mean':>12} {'energy':>12}"]
-    for r in rows:
-        mean = "-" if r["mean"] is None else f"{r['mean']:,.4g}"
-        energy = "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"
-        lines.append(f"{r['state']:<18} {r['activity']:<14} {r['metric']:<22} {duration(r['duration_ns']):>12} "
-                     f"{pct(r['covered_ns'], r['duration_ns']):>8} {mean:>12} {energy:>12}")
-    return "\n".join(lines)
+    cells = [[r["state"], r["activity"], r["metric"], duration(r["duration_ns"]),
+              pct(r["covered_ns"], r["duration_ns"]).strip(), "-" if r["mean"] is None else f"{r['mean']:,.4g}",
+              "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"] for r in rows]
+    return _console.render("", "hardware telemetry by state and activity (time-weighted means over the covered time)",
+                           "", _console.table(["state", "activity", "metric", "time", "covered", "mean", "energy"],
+                                              cells, justify="lllrrrr"))
 
 
 def _render_meta(run: Run) -> str:
@@ -349,24 +324,87 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     return "\n".join(parts)
 
 
-def render_runs(rows: list[tuple[Run, RunSummary]], title: str) -> str:
-    """Several runs (a folder of MLPerf logs): one line each, figures from each run's summary."""
-    head = ["source", "benchmark", "status", "accelerators", "time_to_train_s", "accountable_h", "goodput"]
+def _reached(m: dict) -> str:
+    """Whether a run's eval metric reached its MLCommons target (pau._mlperf.judge):
+    ``yes``, ``no``, ``-`` when no target is known or the log has no eval."""
+    ev = m.get("eval") or {}
+    got = ev.get("reached")
+    return "-" if got is None else "yes" if got else "no"
+
+
+def render_runs(rows: list[tuple[Run, RunSummary]], title: str, root: str | None = None) -> str:
+    """Several runs (a folder of MLPerf logs): one line each, figures from each run's
+    summary; ``source`` is each log's path under ``root`` (the folder given)."""
+    head = ["source", "benchmark", "status", "accelerators", "reached", "time to train", "accountable", "goodput"]
     cells = []
     for run, fig in rows:
         m = run.metadata
         led: dict[str, Any] = dict(fig["ledger"] or {})
         ttt = m.get("time_to_train_ns")
         good = led.get("goodput")
-        cells.append([os.path.basename(str(m.get("sources", ["?"])[0])), str(m.get("benchmark") or "-"),
-                      str(m.get("status") or "-"), str(m.get("accelerators") or "-"),
-                      "-" if ttt is None else f"{ttt / 1e9:,.1f}",
-                      "-" if not led else f"{led['accountable_accelerator_hours']:,.3f}",
-                      "-" if good is None else f"{good:.4f}"])
-    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(head)]
-    lines = [title, "", "  ".join(h.rjust(w) for h, w in zip(head, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
-    return "\n".join(lines)
+        src = str(m.get("sources", ["?"])[0])
+        if root is not None and os.path.isdir(root):
+            src = os.path.relpath(src, root)
+        cells.append([src, str(m.get("benchmark") or "-"), str(m.get("status") or "-"), str(m.get("accelerators") or "-"),
+                      _reached(m), "-" if ttt is None else duration(ttt),
+                      "-" if not led else duration(led["accountable_ns"]),
+                      "-" if good is None else pct(good, 1).strip()])
+    return _console.render(title, "", _console.table(head, cells, justify="lllrlrrr"), "",
+                           "reached: the eval metric at the last eval point against the round's MLCommons quality "
+                           "target; accountable: accelerator time")
+
+
+def _value(v: Any) -> str:
+    """A figure of the comparison: ints with thousands separators, floats to six
+    significant digits, None as ``-`` (as :meth:`pau.core.Comparison.render`)."""
+    if v is None:
+        return "-"
+    return f"{v:,.6g}" if isinstance(v, float) else f"{v:,}"
+
+
+def _span(ns: Any) -> str:
+    return "-" if ns is None else duration(ns)
+
+
+def render_compare(cmp: core.Comparison, kernels: int) -> str:
+    """The text of ``pau compare``: the metrics, the difference by cause and, with
+    events, the ``kernels`` rows of the kernel diff that differ most (the figures of
+    :meth:`pau.core.Comparison.render`, laid out as tables)."""
+    la, lb = (str(x) for x in cmp.labels)
+    items: list[Any] = [_console.table(["metric", la, lb, "difference"], [
+        [r["metric"], _value(r["a"]), _value(r["b"]), _value(r["difference"])] for r in cmp.table.to_pylist()]), "",
+        f"accelerator-seconds per preserved step, by cause ({la} - {lb}):", ""]
+    has_cost = "cost_difference" in cmp.by_cause.schema.names
+    items.append(_console.table(
+        ["cause", "kind", la, lb, "difference"] + (["cost diff"] if has_cost else []),
+        [[r["cause"], r["kind"], _value(r["a"]), _value(r["b"]), _value(r["difference"])]
+         + ([_value(r["cost_difference"])] if has_cost else []) for r in cmp.by_cause.to_pylist()],
+        justify="llrrr" + ("r" if has_cost else "")))
+    kd = cmp.kernels
+    if kd is not None:
+        s = kd.summary(kernels)
+        per = kd.steps_a is not None and kd.steps_b is not None
+        counts = ", ".join(f"{v} {k}" for k, v in s["status"].items())
+        items += ["", f"device work by name and kind ({la} - {lb}): {s['count']} names ({counts}); "
+                  f"all device events {_span(s['total_ns_a'])} against {_span(s['total_ns_b'])}, "
+                  f"difference {_span(s['difference_ns'])}"]
+        if s["kernels"]:
+            head = ["status", "kind", "count a", "count b", "total a", "total b", "difference"]
+            head += ["per step a", "per step b", "per step diff"] if per else []
+            cells = []
+            for r in s["kernels"]:
+                c = [r["status"], r["kind"], f"{r['count_a']:,}", f"{r['count_b']:,}", _span(r["total_ns_a"]),
+                     _span(r["total_ns_b"]), _span(r["difference_ns"])]
+                if per:
+                    c += [_span(r["per_step_ns_a"]), _span(r["per_step_ns_b"]), _span(r["per_step_difference_ns"])]
+                cells.append(c + [_name(r["name"])])
+            items += ["", _console.table(head + ["name"], cells, justify="ll" + "r" * (len(head) - 2) + "l")]
+            if s["left_out"]:
+                items.append(f"... {s['left_out']} more (--format json or csv lists every row)")
+            items.append("sorted by |total a - total b|, then the larger total; per step: ns per preserved step of "
+                         "each run" if per else "sorted by |total a - total b|, then the larger total; no per-step "
+                         "figures (a run without preserved steps)")
+    return _console.render(*items)
 
 
 def _flat(prefix: str, value: Any, out: list[tuple[str, Any]]) -> None:
@@ -433,19 +471,23 @@ def check_gates(gates: Sequence[str], figures: dict) -> list[str]:
 # commands
 
 
-def _progress(flag: bool | None) -> Any:
-    """``--progress``: a bar on stderr even when it is not a terminal; default: a bar
-    when stderr is a terminal; ``--no-progress``: none."""
-    if flag is None:
-        return True
-    return Bar(sys.stderr) if flag else False
+def _status(flag: bool | None) -> _console.Status | None:
+    """What stderr shows while the input is read (:class:`pau._console.Status`):
+    ``--progress`` always (a terminal or not), ``--no-progress`` never; by default when
+    stderr is a terminal and not with ``-q``."""
+    if flag is False or (flag is None and _VERBOSITY["level"] < 0):
+        return None
+    status = _console.Status(sys.stderr, force=bool(flag))
+    return status if status.active else None
 
 
 def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
     options: dict[str, Any] = {}
-    # a progress bar while events are read applies to Parquet and pau runs only
-    if os.path.exists(path) and (fmt or detect(path)) in ("parquet", "pau"):
-        options["progress"] = _progress(getattr(args, "progress", None))
+    status = _status(getattr(args, "progress", None))
+    kind = (fmt or detect(path)) if os.path.exists(path) else None
+    # the row-group bar while events are read applies to Parquet and pau runs only
+    if kind in ("parquet", "pau"):
+        options["progress"] = False if status is None else status
     if getattr(args, "align", None):
         options["align"] = args.align
     if getattr(args, "skip_bad", False):
@@ -456,7 +498,22 @@ def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
             options["devices"] = parse_devices(args.devices)
     elif getattr(args, "devices", None):
         raise UsageError("--devices maps the devices of --samples to ranks; give --samples too")
-    return read_runs(path, format=fmt, on_invalid=getattr(args, "on_invalid", "raise"), **options)
+    on_invalid = getattr(args, "on_invalid", "raise")
+    if status is None:
+        return read_runs(path, format=fmt, on_invalid=on_invalid, **options)
+    try:
+        status.reading(path)
+        if kind == "mllog" and os.path.isdir(path) and "samples" not in options:
+            # a folder of result logs, one run each: read file by file, counting files
+            files = mllog_files(path)
+            runs: list[Run] = []
+            for i, f in enumerate(files):
+                runs += read_runs(f, format="mllog", on_invalid=on_invalid, **options)
+                status.file_done(i + 1, len(files), f)
+            return runs
+        return read_runs(path, format=fmt, on_invalid=on_invalid, **options)
+    finally:
+        status.close()
 
 
 def parse_devices(text: str) -> str | dict[str, int]:
@@ -661,7 +718,7 @@ def _report(args: argparse.Namespace) -> int:
                              f"{len(runs)} (report one file)")
         rows = [(r, r.summary()) for r in runs]
         figures: Any = {"runs": [f for _, f in rows]}
-        text = render_runs(rows, title)
+        text = render_runs(rows, title, args.path)
     else:
         run = runs[0]
         figures, led = _report_figures(run, args)
@@ -761,7 +818,7 @@ def _compare(args: argparse.Namespace) -> int:
         _emit(html_report.render_compare(cmp, title=f"pau compare: {args.a} against {args.b}",
                                          kernels=max(args.kernels, 30)), args.output)
     else:
-        _emit(cmp.render(args.kernels), args.output)
+        _emit(render_compare(cmp, args.kernels), args.output)
     return EXIT_OK
 
 

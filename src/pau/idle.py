@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import _kernels
 from ._engine import classify
 from ._input import _column, as_table, event_columns, raise_first, rank_column, row_reasons, time_column
 from ._ledger import Ledger, exact_sums
@@ -45,7 +46,7 @@ from .errors import InvalidRowError, OptionError, SchemaError
 from .readers.kineto import HOST_CAUSES, HOST_SCHEMA
 
 __all__ = ["CAUSES", "HOST_CAUSES", "HOST_SCHEMA", "IdleByCause", "host_of_lifecycle", "host_wait_intervals",
-           "idle_by_cause"]
+           "idle_by_cause", "idle_cause_intervals"]
 
 #: The parts of idle time, in their precedence (the first that holds wins), the order
 #: the results list them in.
@@ -322,51 +323,18 @@ def _merged_intervals(iv: pa.Table) -> pa.Table:
                      "end_ns": pa.array(e[last])}, schema=SPANS_SCHEMA)
 
 
-# ---------------------------------------------------------------------------
-# the split
+class _Timeline(NamedTuple):
+    derived: pa.Table  # busy events and the cause intervals as pseudo kinds
+    spans: pa.Table  # each rank's span (SPANS_SCHEMA)
+    windows: Any  # the sweep's windows (the accountable runs with a ledger)
+    accountable: pa.Table | None  # the ledger's accountable time, touching runs joined
 
 
-def idle_by_cause(events: Any, host: Any = None, *, lifecycle: Any = None, span: Any = None,
-                  windows: Any = None, ledger: Ledger | None = None, threads: int | None = None) -> IdleByCause:
-    """Each rank's idle time split exactly into ``host_wait``, ``data_wait``,
-    ``sync_wait`` and ``idle.other`` (definitions and precedence: the module docstring,
-    ``docs/idle.md``).
-
-    Parameters
-    ----------
-    events : table-like
-        Device events (see :func:`pau.core.classify`); an optional ``launch_ns`` column
-        (int64 ns, null where unknown: what :func:`pau.readers.kineto.read_kineto` and
-        :func:`pau.readers.nsys.read_nsys` write) gives ``host_wait``.
-    host : table-like, optional
-        ``rank, start_ns, end_ns, cause`` with cause ``data_wait`` or ``sync_wait``
-        (:data:`HOST_SCHEMA`: a reader's ``.host``); rank -1 is every rank.
-    lifecycle : table-like, optional
-        A lifecycle table (DESIGN §2.2): its ``data_wait`` phases are ``data_wait`` host
-        intervals too (:func:`host_of_lifecycle`).
-    span, windows : optional
-        As for :func:`pau.core.classify` and an events-only :func:`pau.core.ledger`:
-        give the ledger's own, and the split sums to its idle.
-    ledger : Ledger, optional
-        A ledger with a lifecycle: the idle split is that inside its accountable time
-        (its state intervals, touching ones joined, are the sweep's windows; each rank's
-        span runs from its first to its last accountable instant), so it sums to the
-        ledger's idle. Excludes ``span`` and ``windows``.
-    threads : int, optional
-        As for :func:`pau.core.classify`.
-
-    Returns
-    -------
-    IdleByCause
-        ``(table, summary)``: ``rank, [window,] cause, duration_ns`` and ``{cause: ns}``.
-
-    Raises
-    ------
-    pau.errors.PauError
-        A bad row of events, host or lifecycle (naming the table, the column and the
-        row); :class:`pau.errors.OptionError` for a ledger without a lifecycle or
-        without events, or a ledger given with span or windows.
-    """
+def _timeline(events: Any, host: Any, lifecycle: Any, span: Any, windows: Any, ledger: Ledger | None
+              ) -> _Timeline:
+    """The derived timeline of the module docstring, and the spans and windows it is
+    swept over (the one construction behind :func:`idle_by_cause` and
+    :func:`idle_cause_intervals`)."""
     t, rank, start, end = _event_columns(events)
     launch, launched = _launch(t)
     accountable = None
@@ -418,6 +386,55 @@ def idle_by_cause(events: Any, host: Any = None, *, lifecycle: Any = None, span:
         "kind": pa.DictionaryArray.from_arrays(pa.array(np.concatenate(parts_k), pa.int8()),
                                                pa.array(KINDS, pa.string())),
     })
+    return _Timeline(derived, spans, windows, accountable)
+
+
+# ---------------------------------------------------------------------------
+# the split
+
+
+def idle_by_cause(events: Any, host: Any = None, *, lifecycle: Any = None, span: Any = None,
+                  windows: Any = None, ledger: Ledger | None = None, threads: int | None = None) -> IdleByCause:
+    """Each rank's idle time split exactly into ``host_wait``, ``data_wait``,
+    ``sync_wait`` and ``idle.other`` (definitions and precedence: the module docstring,
+    ``docs/idle.md``).
+
+    Parameters
+    ----------
+    events : table-like
+        Device events (see :func:`pau.core.classify`); an optional ``launch_ns`` column
+        (int64 ns, null where unknown: what :func:`pau.readers.kineto.read_kineto` and
+        :func:`pau.readers.nsys.read_nsys` write) gives ``host_wait``.
+    host : table-like, optional
+        ``rank, start_ns, end_ns, cause`` with cause ``data_wait`` or ``sync_wait``
+        (:data:`HOST_SCHEMA`: a reader's ``.host``); rank -1 is every rank.
+    lifecycle : table-like, optional
+        A lifecycle table (DESIGN §2.2): its ``data_wait`` phases are ``data_wait`` host
+        intervals too (:func:`host_of_lifecycle`).
+    span, windows : optional
+        As for :func:`pau.core.classify` and an events-only :func:`pau.core.ledger`:
+        give the ledger's own, and the split sums to its idle.
+    ledger : Ledger, optional
+        A ledger with a lifecycle: the idle split is that inside its accountable time
+        (its state intervals, touching ones joined, are the sweep's windows; each rank's
+        span runs from its first to its last accountable instant), so it sums to the
+        ledger's idle. Excludes ``span`` and ``windows``.
+    threads : int, optional
+        As for :func:`pau.core.classify`.
+
+    Returns
+    -------
+    IdleByCause
+        ``(table, summary)``: ``rank, [window,] cause, duration_ns`` and ``{cause: ns}``.
+
+    Raises
+    ------
+    pau.errors.PauError
+        A bad row of events, host or lifecycle (naming the table, the column and the
+        row); :class:`pau.errors.OptionError` for a ledger without a lifecycle or
+        without events, or a ledger given with span or windows.
+    """
+    derived, spans, windows, accountable = _timeline(events, host, lifecycle, span, windows, ledger)
     out = classify(derived, span=spans, windows=windows, priority=KINDS, threads=threads)
     return _shape(out, accountable is not None)
 
@@ -453,3 +470,108 @@ def _shape(out: pa.Table, accountable: bool) -> IdleByCause:
     for (_, c), v in sums.items():
         summary[c] += v
     return IdleByCause(table, summary)
+
+
+# ---------------------------------------------------------------------------
+# the split as intervals
+
+
+#: Paint levels of the derived timeline's pseudo kinds (the higher wins, as the
+#: sweep's priority): busy > data_wait > sync_wait > host_wait > the region (idle.other).
+_LEVEL_OF_KIND = {_BUSY: 4, _DATA: 3, _SYNC: 2, _HOST: 1}
+_CAUSE_OF_LEVEL = {3: "data_wait", 2: "sync_wait", 1: "host_wait", 0: "idle.other"}
+
+
+def _clip(pr: np.ndarray, ps: np.ndarray, pe: np.ndarray, lab: np.ndarray, region: pa.Table
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The labelled disjoint pieces ``(pr, ps, pe, lab)`` cut to the region's intervals
+    (disjoint per rank), adjacent pieces of one label joined."""
+    rr = np.asarray(region["rank"], np.int64)
+    rs, re_ = np.asarray(region["start_ns"], np.int64), np.asarray(region["end_ns"], np.int64)
+    out_r, out_s, out_e, out_l = [], [], [], []
+    for r in np.unique(rr).tolist():
+        pm, wm = pr == r, rr == r
+        a_s, a_e, a_l = ps[pm], pe[pm], lab[pm]
+        o = np.argsort(a_s, kind="stable")
+        a_s, a_e, a_l = a_s[o], a_e[o], a_l[o]
+        w_s, w_e = rs[wm], re_[wm]
+        o = np.argsort(w_s, kind="stable")
+        w_s, w_e = w_s[o], w_e[o]
+        cuts = np.unique(np.concatenate([a_s, a_e, w_s, w_e]))
+        if cuts.size < 2:
+            continue
+        lo, hi = cuts[:-1], cuts[1:]
+        ia = np.searchsorted(a_s, lo, "right") - 1
+        iw = np.searchsorted(w_s, lo, "right") - 1
+        keep = (ia >= 0) & (iw >= 0)
+        keep[keep] &= (lo[keep] < a_e[ia[keep]]) & (lo[keep] < w_e[iw[keep]])
+        lo, hi, lb = lo[keep], hi[keep], a_l[ia[keep]]
+        if not lo.size:
+            continue
+        new = np.ones(lo.size, bool)
+        new[1:] = (lo[1:] != hi[:-1]) | (lb[1:] != lb[:-1])
+        first = np.flatnonzero(new)
+        last = np.r_[first[1:], lo.size] - 1
+        out_r.append(np.full(first.size, r, np.int64))
+        out_s.append(lo[first])
+        out_e.append(hi[last])
+        out_l.append(lb[first])
+    z = np.zeros(0, np.int64)
+    if not out_r:
+        return z, z, z, z
+    return np.concatenate(out_r), np.concatenate(out_s), np.concatenate(out_e), np.concatenate(out_l)
+
+
+def idle_cause_intervals(events: Any, host: Any = None, *, lifecycle: Any = None, span: Any = None,
+                         windows: Any = None, ledger: Ledger | None = None) -> pa.Table:
+    """The idle time of :func:`idle_by_cause` as intervals: where each rank was idle,
+    and for which cause.
+
+    The same derived timeline as :func:`idle_by_cause` (the module docstring), painted
+    instead of swept: at each instant the highest of busy > ``data_wait`` >
+    ``sync_wait`` > ``host_wait`` that covers it wins (the sweep's priority), and an
+    instant of the rank's time that none covers is ``idle.other``. The time is the
+    ledger's accountable time (with ``ledger``) or each rank's span (without; windows
+    then only split the table of :func:`idle_by_cause`, not the time).
+
+    Parameters
+    ----------
+    events, host, lifecycle, span, windows, ledger
+        As for :func:`idle_by_cause`.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``rank`` (int32), ``start_ns``, ``end_ns`` (int64), ``cause`` (one of
+        :data:`CAUSES`): disjoint intervals, maximal per cause, sorted by rank and
+        start. Their durations summed per rank and cause are the rows of
+        :func:`idle_by_cause`'s table (summed over windows), so their sum is the
+        ledger's idle.
+
+    Raises
+    ------
+    pau.errors.PauError
+        As :func:`idle_by_cause`.
+    """
+    tl = _timeline(events, host, lifecycle, span, windows, ledger)
+    region = tl.accountable if tl.accountable is not None else tl.spans
+    d = tl.derived
+    kind = np.asarray(d["kind"].combine_chunks().indices, np.int64) if d.num_rows else np.zeros(0, np.int64)
+    level_of = np.zeros(len(KINDS), np.int8)
+    for k, lv in _LEVEL_OF_KIND.items():
+        level_of[k] = lv
+    rank = np.concatenate([np.asarray(d["rank"], np.int64), np.asarray(region["rank"], np.int64)])
+    start = np.concatenate([np.asarray(d["start_ns"], np.int64), np.asarray(region["start_ns"], np.int64)])
+    end = np.concatenate([np.asarray(d["end_ns"], np.int64), np.asarray(region["end_ns"], np.int64)])
+    level = np.concatenate([level_of[kind], np.zeros(region.num_rows, np.int8)])
+    keep = end > start
+    rank, start, end, level = rank[keep].astype(np.int32), start[keep], end[keep], level[keep]
+    order = np.lexsort((start, rank))
+    pr, ps, pe, row = _kernels.paint(rank, start, end, level, order)
+    lab = level[np.asarray(row, np.int64)]
+    r, s, e, lb = _clip(np.asarray(pr, np.int64), np.asarray(ps, np.int64), np.asarray(pe, np.int64), lab, region)
+    idle = lb < 4
+    names = np.array([_CAUSE_OF_LEVEL[lv] for lv in range(4)], object)
+    return pa.table({"rank": pa.array(r[idle].astype(np.int32)), "start_ns": pa.array(s[idle], pa.int64()),
+                     "end_ns": pa.array(e[idle], pa.int64()),
+                     "cause": pa.array(names[lb[idle].astype(np.int64)].tolist(), pa.string())})
