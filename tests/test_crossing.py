@@ -33,9 +33,17 @@ SCALE = int(os.environ.get("LIFECYCLE_PROPERTIES_SCALE", "1"))
 # --------------------------------------------------------------------------- helpers
 
 
-@pytest.fixture
-def small_chunks(monkeypatch):
-    """Every events table takes the early sweep, in chunks of a few rows."""
+#: The sweeps the early sweep may run each part with: the full 64-mask sweep (None),
+#: and the exclusive-time sweep over the cuts with its scalar kernel (1) and, where
+#: the CPU has it, its AVX-512 kernel (2).
+SWEEPS = [None, 1] + ([2] if _core.avx512_available() else [])
+
+
+@pytest.fixture(params=SWEEPS, ids=lambda k: {None: "full", 1: "scalar", 2: "avx512"}[k])
+def small_chunks(monkeypatch, request):
+    """Every events table takes the early sweep, in chunks of a few rows, with each
+    of the sweeps in turn."""
+    monkeypatch.setattr(_crossing, "LEAN_KERNEL", request.param)
     monkeypatch.setattr(_crossing, "OVERLAP_MIN_ROWS", 0)
     monkeypatch.setattr(_crossing, "CHUNK_MIN_ROWS", 2)
     monkeypatch.setattr(_crossing, "CHUNKS_PER_CORE", 10**6)

@@ -514,6 +514,26 @@ def test_exclusive_sweep_on_hard_shapes(rows, priority, shuffle):
     assert {k: v for k, v in want.items() if any(v.values())} == by_full
 
 
+@settings(max_examples=200, **SETTINGS)
+@given(hard_shapes(), st.permutations(ref.KINDS), st.data())
+def test_exclusive_sweep_on_hard_shapes_with_spans(rows, priority, data):
+    """Spans that cut through the rows (blocks of 8 rows wholly inside, partly
+    inside and outside the span): clipped exactly, by both kernels."""
+    ranks = sorted({r[0] for r in rows})
+    lo = min(r[1] for r in rows)
+    hi = max(r[2] for r in rows)
+    sp = []
+    for r in ranks:
+        a = data.draw(st.integers(lo - 5, hi + 5).map(lambda x: min(max(x, -(2**63)), INT64_MAX)))
+        b = data.draw(st.integers(a, max(a, hi + 5)).map(lambda x: min(x, INT64_MAX)))
+        sp.append((r, a, b))
+    table = events_table(rows)
+    want = ref.classify(rows, span=sp, priority=priority)
+    for kernel in KERNELS:
+        got = lean_classify(table, span=span_table(sp), priority=list(priority), kernel=kernel)
+        assert ref.pau_classify(got, False) == want, kernel
+
+
 def test_exclusive_sweep_hand_worked():
     """Rank 0: compute [0, 10) and [10, 20) touching, communication [5, 25), a
     zero-length communication at 30, memcpy [40, 50) after a gap: compute 20,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../core/crossing.hpp"
+#include "../core/exclusive.hpp"
 #include "../core/parts.hpp"
 #include "../core/sweep.hpp"
 #include "common.hpp"
@@ -39,13 +40,26 @@ std::vector<LifeBatch> read_lifecycle(const Exported& life, bool& ok) {
 // waits with the state intervals; the result is None whenever the exact way must
 // run instead (a layout not read here, too many cuts, a problem in a feed, ranks
 // not sorted after all, cuts that do not resolve the states), else the ledger's
-// cells (CellCrossing).
+// cells (CellCrossing). With `levels` (the priority level of each kind code), each
+// part is swept for exclusive time by nested priority unions over the cuts
+// (ExclusiveSweep with windows, exclusive.hpp), else by the full 64-mask sweep; the
+// cells are the same.
 class CrossingSweep {
   public:
     CrossingSweep(const py::list& events, const std::vector<std::string>& kinds, const py::list& lifecycle,
                   int64_t as_of, int64_t parts, int64_t chunk_rows, int64_t min_chunk_rows, int64_t threads,
-                  int64_t head_rows, double max_crossings_per_event)
+                  int64_t head_rows, double max_crossings_per_event, const py::object& levels, int kernel)
         : events_(events), life_(lifecycle), as_of_(as_of), max_crossings_(max_crossings_per_event) {
+        if (!levels.is_none()) {
+            const carray<int8_t> lv = levels.cast<carray<int8_t>>();
+            if (lv.ndim() != 1 || lv.shape(0) != kNumKinds)
+                throw std::invalid_argument("levels: expected the priority level of each of the 6 kinds");
+            std::copy(lv.data(), lv.data() + kNumKinds, levels_);
+            lean_ = true;
+        }
+        if (kernel < 0 || kernel > 2) throw std::invalid_argument("kernel: 0 (best), 1 (scalar) or 2 (AVX-512)");
+        kernel_ = static_cast<LeanKernel>(kernel);
+        if (lean_) ExclusiveSweep(nullptr, nullptr, nullptr, 0, levels_, kernel_);  // checks levels and kernel
         bool ok = true;
         for (const auto& b : events_.batches) {
             ev_.emplace_back();
@@ -128,12 +142,13 @@ class CrossingSweep {
         for (int64_t i = 0; i < w; ++i) wrow_[static_cast<size_t>(i)] = i;
     }
 
-    bool feed(Sweep& sw, const std::vector<RankPart::Piece>& pieces) const {
+    template <typename SweepT>
+    bool feed(SweepT& sw, const std::vector<RankPart::Piece>& pieces) const {
         for (const RankPart::Piece& p : pieces) {
             const EventBatch& b = ev_[p.batch];
             const FeedResult r = with_index_type(b.kind_type, [&](auto type) {
                 using IdxT = decltype(type);
-                return sw.feed<IdxT>(b.rank + p.lo, b.start + p.lo, b.end + p.lo,
+                return sw.template feed<IdxT>(b.rank + p.lo, b.start + p.lo, b.end + p.lo,
                                      static_cast<const IdxT*>(b.kind) + p.lo, b.kind_map.data(),
                                      static_cast<int64_t>(b.kind_map.size()), p.hi - p.lo);
             });
@@ -148,6 +163,10 @@ class CrossingSweep {
     void run(size_t i) {
         std::call_once(once_, [this] { windows(); });
         if (declined_) return;
+        if (lean_) {
+            run_lean(i);
+            return;
+        }
         const RankPart& part = parts_[i];
         const int64_t w = static_cast<int64_t>(wrank_.size());
         const int32_t rank = part.lo;
@@ -166,6 +185,32 @@ class CrossingSweep {
         if (fixed) {
             // The next chunk misses what this one's rows leave open past its start.
             if (sw.latest_open_end(rank) > hi) return;
+            if (!feed(sw, part.head)) return;
+        }
+        results_[i].hist = sw.finish();
+        results_[i].fed = true;
+    }
+
+    // run() with the exclusive-time sweep: a chunk clips to the same span [lo, hi)
+    // (hi: none for the last chunk), begins with what its lead leaves running, and
+    // declines on the same condition.
+    void run_lean(size_t i) {
+        const RankPart& part = parts_[i];
+        const int32_t rank = part.lo;
+        const bool fixed = part.chunk && !part.last;
+        const int64_t lo = part.chunk ? start_of(part.from) : 0;
+        const int64_t hi = fixed ? start_of(part.to) : std::numeric_limits<int64_t>::max();
+        if (fixed && hi < lo) return;  // starts decrease: the exact way names the row
+        ExclusiveSweep sw(&rank, &lo, &hi, part.chunk ? 1 : 0, levels_, kernel_, cuts_.data(),
+                          static_cast<int64_t>(cuts_.size()));
+        if (!part.lead.empty()) {
+            int64_t ends[kNumKinds], last_start = 0;
+            lead_ends(ev_, part.lead, ends, last_start);
+            sw.open_levels(rank, ends, last_start);
+        }
+        if (!feed(sw, part.pieces)) return;
+        if (fixed) {
+            if (sw.latest_end(rank) > hi) return;  // the next chunk would miss it
             if (!feed(sw, part.head)) return;
         }
         results_[i].hist = sw.finish();
@@ -203,6 +248,9 @@ class CrossingSweep {
     std::vector<int32_t> wrank_;
     bool declined_ = false;
     bool waited_ = false;
+    bool lean_ = false;
+    int8_t levels_[kNumKinds] = {0};
+    LeanKernel kernel_ = LeanKernel::best;
     std::unique_ptr<Tasks> tasks_;  // last: joined before what its tasks read goes
 };
 
@@ -215,10 +263,10 @@ void bind_crossing(py::module_& m) {
 
     py::class_<CrossingSweep>(m, "CrossingSweep")
         .def(py::init<const py::list&, const std::vector<std::string>&, const py::list&, int64_t, int64_t, int64_t,
-                      int64_t, int64_t, int64_t, double>(),
+                      int64_t, int64_t, int64_t, double, const py::object&, int>(),
              py::arg("events"), py::arg("kinds"), py::arg("lifecycle"), py::arg("as_of"), py::arg("parts"),
              py::arg("chunk_rows"), py::arg("min_chunk_rows"), py::arg("threads"), py::arg("head_rows"),
-             py::arg("max_crossings_per_event"),
+             py::arg("max_crossings_per_event"), py::arg("levels") = py::none(), py::arg("kernel") = 0,
              "Events and lifecycle as lists of exported batches (__arrow_c_array__); as_of -2**63 (the least int64) for none.")
         .def("start", &CrossingSweep::start, py::arg("helpers"), "Ask helper threads to start; returns at once.")
         .def("wait", &CrossingSweep::wait, py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"),

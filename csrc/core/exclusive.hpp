@@ -29,8 +29,22 @@
 // Output: the Histogram of sweep.hpp with one row per (rank, winning kind) of
 // non-zero time, mask = 1 << kind (0 for idle), window -1, so the caller's map
 // from masks to activities gives the same table as for the full histogram.
+//
+// Windows shared by every rank (the full ledger's cuts, crossing.hpp): with cuts
+// c_0 < ... < c_m, window w is [c_w, c_(w+1)). A rank keeps the window its last
+// event started in and clips to it (and to its span); U_L then is the union of
+// the levels <= L inside that window. An event starting at or after the window's
+// end moves the rank on: the window's rows are written, and every window it
+// enters begins with what is carried into it. All events so far start before the
+// new window's start A, so each of them that reaches past A covers [A, its end):
+// their union past A is [A, top_L), and U_L of the new window [A, B) starts at
+// clip(top_L) - A. Later pieces begin at or after top_L, so nothing is counted
+// twice. Time before c_0 and from c_m on is in no window and not counted; the
+// output has one row per (rank, window, winning kind) of non-zero time and no
+// idle rows (the caller takes idle as what is left of its own intervals).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -67,9 +81,15 @@ class ExclusiveSweep {
   public:
     // Spans as in Sweep (at most one row per rank); `level_of_kind[c]` is the
     // priority level (0 highest) of kind code c, a permutation of 0..5.
+    // `cuts` (n_cuts sorted, distinct; nullptr: no windows): windows shared by
+    // every rank, as above; a span then only clips.
     ExclusiveSweep(const int32_t* span_rank, const int64_t* span_start, const int64_t* span_end, int64_t n_spans,
-                   const int8_t* level_of_kind, LeanKernel kernel)
-        : clip_(n_spans > 0) {
+                   const int8_t* level_of_kind, LeanKernel kernel, const int64_t* cuts = nullptr,
+                   int64_t n_cuts = 0)
+        : clip_(n_spans > 0 || cuts != nullptr), windows_(cuts != nullptr), cuts_(cuts),
+          n_cuts_(cuts != nullptr ? n_cuts : 0) {
+        for (int64_t i = 1; i < n_cuts_; ++i)
+            if (cuts_[i] <= cuts_[i - 1]) throw std::invalid_argument("cuts: expected sorted, distinct times");
         bool seen[kNumKinds] = {false};
         for (int c = 0; c < kNumKinds; ++c) {
             const int l = level_of_kind[c];
@@ -86,9 +106,32 @@ class ExclusiveSweep {
             check_span(span_rank, span_start, span_end, i, find(span_rank[i]) != nullptr);
             Rank& s = create(span_rank[i]);
             s.fixed = true;
-            s.span_start = s.lo = span_start[i];
-            s.span_end = s.hi = span_end[i];
+            s.span_start = s.lo = s.span_lo = span_start[i];
+            s.span_end = s.hi = s.span_hi = span_end[i];
         }
+    }
+
+    // Windows only: before rank r's first event, what the events before them (a
+    // chunk's lead, crossing.hpp) leave: ends[c] the latest end among those of
+    // kind code c (INT64_MIN: none), last_start the latest start (the next event
+    // may not start earlier). Their union inside each window is carried as above.
+    void open_levels(int32_t r, const int64_t* ends, int64_t last_start) {
+        if (!windows_) throw std::logic_error("ExclusiveSweep::open_levels: a windowed sweep only");
+        Rank& s = state(r);
+        if (s.started) throw std::logic_error("ExclusiveSweep::open_levels: before the rank's first event");
+        for (int l = 0; l < kNumKinds; ++l) {
+            int64_t top = kMin;
+            for (int c = 0; c < kNumKinds; ++c)
+                if (level_[c] <= l && ends[c] > top) top = ends[c];
+            s.top[l] = top;
+        }
+        s.last_start = last_start;
+    }
+
+    // The latest end among rank r's events so far (INT64_MIN: none).
+    int64_t latest_end(int32_t r) {
+        const Rank* s = find(r);
+        return s == nullptr ? kMin : s->top[kNumKinds - 1];
     }
 
     // Feed events: within one rank start_ns must not decrease across all feeds
@@ -101,6 +144,10 @@ class ExclusiveSweep {
         for (int64_t j = 0; j < map_size; ++j)
             lv[static_cast<size_t>(j)] = kind_map[j] >= 0 && kind_map[j] < kNumKinds ? level_[kind_map[j]] : -1;
 #if PAU_HAVE_AVX512_KERNEL
+        if (simd_ && windows_) {
+            if (order) return feed_avx512<IdxT, true, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+            return feed_avx512<IdxT, false, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+        }
         if (simd_) {
             if (order) return clip_ ? feed_avx512<IdxT, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
                                     : feed_avx512<IdxT, true, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
@@ -108,13 +155,18 @@ class ExclusiveSweep {
                          : feed_avx512<IdxT, false, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
         }
 #endif
-        if (order) return feed_scalar<IdxT, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-        return feed_scalar<IdxT, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+        if (windows_) {
+            if (order) return feed_scalar<IdxT, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+            return feed_scalar<IdxT, false, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+        }
+        if (order) return feed_scalar<IdxT, true, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+        return feed_scalar<IdxT, false, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
     }
 
     // Every rank's exclusive time by winning kind, and its span. Spent afterwards.
     Histogram finish() {
         Histogram h;
+        if (windows_) return finish_windows();
         for (auto& p : states_) {
             Rank& s = *p;
             if (!s.started && !s.fixed) continue;
@@ -149,9 +201,94 @@ class ExclusiveSweep {
         int32_t rank = 0;
         bool started = false, fixed = false;
         int64_t span_start = 0, span_end = 0;
-        int64_t lo = kMin, hi = kMax;  // clipping bounds (the given span, else none)
+        int64_t lo = kMin, hi = kMax;  // clipping bounds (the given span, else none; windows: its part of the window)
         int64_t last_start = kMin;
+        // Windows only: the span's bounds, the window the last event started in
+        // (-1 before the first cut, n_cuts - 1 from the last on), the start of the
+        // next one (an event starting there or later moves on), the rows written.
+        int64_t span_lo = kMin, span_hi = kMax;
+        int64_t w = -1, next_cut = kMax;
+        std::vector<int64_t> out_window, out_duration;
+        std::vector<uint8_t> out_mask;
     };
+
+    // Windows: the window of time t (-1 before the first cut).
+    int64_t window_of(int64_t t) const {
+        return (std::upper_bound(cuts_, cuts_ + n_cuts_, t) - cuts_) - 1;
+    }
+    // Enter window v: its clip bounds, and U_L of what is carried into it.
+    void enter(Rank& s, int64_t v) const {
+        s.w = v;
+        int64_t a = 0, b = 0;
+        s.next_cut = kMax;
+        if (n_cuts_ > 0) {
+            if (v < 0) {
+                a = b = s.next_cut = cuts_[0];
+            } else if (v >= n_cuts_ - 1) {
+                a = b = cuts_[n_cuts_ - 1];
+            } else {
+                a = cuts_[v];
+                b = s.next_cut = cuts_[v + 1];
+            }
+        }
+        a = std::max(a, s.span_lo);
+        b = std::min(b, s.span_hi);
+        if (a > b) a = b;
+        s.lo = a;
+        s.hi = b;
+        for (int l = 0; l < kNumKinds; ++l) s.u[l] = wrap_sub(clip(s, s.top[l]), a);
+    }
+    // Write the rows of the rank's window (nothing outside every window).
+    void emit(Rank& s) const {
+        if (s.w < 0 || s.w >= n_cuts_ - 1) return;
+        int64_t below = 0;
+        for (int l = 0; l < kNumKinds; ++l) {
+            const int64_t d = wrap_sub(s.u[l], below);
+            below = s.u[l];
+            if (d == 0) continue;
+            s.out_window.push_back(s.w);
+            s.out_mask.push_back(static_cast<uint8_t>(1u << kind_of_level_[l]));
+            s.out_duration.push_back(d);
+        }
+    }
+    // The rank's windows from its current one up to (not into) window `to`: each
+    // written, the ones between entered with their carry (none once nothing
+    // reaches them).
+    void pass_windows(Rank& s, int64_t to) const {
+        emit(s);
+        for (int64_t v = s.w + 1; v < to && v < n_cuts_ - 1; ++v) {
+            if (s.top[kNumKinds - 1] <= cuts_[v]) break;
+            enter(s, v);
+            emit(s);
+        }
+    }
+    // An event starting at st >= s.next_cut: move the rank on to st's window.
+    void advance(Rank& s, int64_t st) const {
+        const int64_t to = window_of(st);
+        pass_windows(s, to);
+        enter(s, to);
+    }
+    static int64_t wrap_sub(int64_t a, int64_t b) {
+        return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+    }
+
+    Histogram finish_windows() {
+        Histogram h;
+        for (auto& p : states_) {
+            Rank& s = *p;
+            if (!s.started && !s.fixed) continue;
+            if (s.started) pass_windows(s, n_cuts_);
+            if (!s.fixed) s.span_end = std::max(s.span_start, s.top[kNumKinds - 1]);
+            h.rank.insert(h.rank.end(), s.out_window.size(), s.rank);
+            h.window.insert(h.window.end(), s.out_window.begin(), s.out_window.end());
+            h.mask.insert(h.mask.end(), s.out_mask.begin(), s.out_mask.end());
+            h.duration.insert(h.duration.end(), s.out_duration.begin(), s.out_duration.end());
+            h.span_rank.push_back(s.rank);
+            h.span_start.push_back(s.span_start);
+            h.span_end.push_back(s.span_end);
+        }
+        return h;
+    }
 
     Rank* find(int32_t r) {
         if (static_cast<size_t>(r) < direct_.size()) return direct_[static_cast<size_t>(r)];
@@ -199,15 +336,17 @@ class ExclusiveSweep {
         }
     }
 
-    // A rank's first event begins its span (unless given).
-    static void begin(Rank& s, int64_t st) {
+    // A rank's first event begins its span (unless given), and with windows
+    // enters the window it starts in.
+    void begin(Rank& s, int64_t st) const {
         if (!s.started) {
             s.started = true;
             if (!s.fixed) s.span_start = st;
+            if (windows_) enter(s, window_of(st));
         }
     }
 
-    template <typename IdxT, bool Ordered>
+    template <typename IdxT, bool Ordered, bool Windows>
     FeedResult feed_scalar(const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx,
                            const int8_t* lv, int64_t map_size, int64_t n, const int64_t* order) {
         FeedResult res;
@@ -229,11 +368,13 @@ class ExclusiveSweep {
                 break;
             }
             s->last_start = st;
+            if (Windows && st >= s->next_cut) advance(*s, st);
             for (int l = 0; l < kNumKinds; ++l) {
                 const int64_t top = s->top[l];
                 const int64_t b = l >= k && en > top ? en : top;  // the piece [a, b)
                 const int64_t a = l >= k && st > top ? st : top;
-                s->u[l] += clip(*s, b) - clip(*s, a);
+                s->u[l] = static_cast<int64_t>(static_cast<uint64_t>(s->u[l]) +
+                                               static_cast<uint64_t>(clip(*s, b) - clip(*s, a)));
                 s->top[l] = b;
             }
         }
@@ -245,14 +386,16 @@ class ExclusiveSweep {
     // The vector cursor of the rank being swept.
     struct Lanes {
         __m512i top, u, lo, hi;
+        int64_t lo_s, hi_s;  // lo and hi, as scalars
     };
-    // One event [st, en) of the lanes in `m` (levels k..5).
+    // One event [st, en) of the lanes in `m` (levels k..5). An event inside the
+    // clip bounds needs no clipping: its pieces lie in [st, en) or are empty.
     template <bool Clip>
     __attribute__((target("avx512f"), always_inline)) static inline void add_event(Lanes& c, __mmask8 m, int64_t st,
                                                                                   int64_t en) {
         const __m512i b = _mm512_mask_max_epi64(c.top, m, c.top, _mm512_set1_epi64(en));
         const __m512i a = _mm512_mask_max_epi64(c.top, m, c.top, _mm512_set1_epi64(st));
-        if (Clip) {
+        if (Clip && __builtin_expect(!(st >= c.lo_s && en <= c.hi_s), 0)) {
             const __m512i cb = _mm512_min_epi64(_mm512_max_epi64(b, c.lo), c.hi);
             const __m512i ca = _mm512_min_epi64(_mm512_max_epi64(a, c.lo), c.hi);
             c.u = _mm512_add_epi64(c.u, _mm512_sub_epi64(cb, ca));
@@ -283,17 +426,31 @@ class ExclusiveSweep {
         c.u = _mm512_load_si512(s->u);
         c.lo = _mm512_set1_epi64(s->lo);
         c.hi = _mm512_set1_epi64(s->hi);
+        c.lo_s = s->lo;
+        c.hi_s = s->hi;
         return s;
     }
 
-    template <typename IdxT, bool Ordered, bool Clip>
+    // Spill the lanes into the rank, move it on to the window of st, reload.
+    __attribute__((target("avx512f"), always_inline)) inline void advance_lanes(Lanes& c, Rank* s, int64_t st) {
+        _mm512_store_si512(s->top, c.top);
+        _mm512_store_si512(s->u, c.u);
+        advance(*s, st);
+        c.u = _mm512_load_si512(s->u);
+        c.lo = _mm512_set1_epi64(s->lo);
+        c.hi = _mm512_set1_epi64(s->hi);
+        c.lo_s = s->lo;
+        c.hi_s = s->hi;
+    }
+
+    template <typename IdxT, bool Ordered, bool Clip, bool Windows = false>
     __attribute__((target("avx512f,avx512vl"))) FeedResult feed_avx512(const int32_t* rank, const int64_t* start,
                                                                        const int64_t* end, const IdxT* kind_idx,
                                                                        const int8_t* lv, int64_t map_size, int64_t n,
                                                                        const int64_t* order) {
         __mmask8 mask[kNumKinds];  // mask[k]: the lanes of levels k..5
         for (int k = 0; k < kNumKinds; ++k) mask[k] = static_cast<__mmask8>((0x3Fu << k) & 0x3Fu);
-        Cursor c{{_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_set1_epi64(kMin), _mm512_set1_epi64(kMax)},
+        Cursor c{{_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_set1_epi64(kMin), _mm512_set1_epi64(kMax), kMin, kMax},
                  nullptr, -1, kMin, {}};
         FeedResult& res = c.res;
         c.order = order;
@@ -304,12 +461,13 @@ class ExclusiveSweep {
             // first row of a rank here is checked against its state on the switch).
             // Kinds are checked row by row (a table look-up each row makes anyway).
             const __m512i zero = _mm512_setzero_si512();
-            if (n > 0 && !checked<IdxT, Ordered, Clip>(c, mask, rank, start, end, kind_idx, lv, map_size, 0, 1))
+            if (n > 0 && !checked<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, 0, 1))
                 return res;
             // The lanes in locals (registers) here; in c around the calls that take c.
             Lanes v = c.v;
             int32_t cur = c.cur;
             Rank* rs = c.s;
+            int64_t next = Windows && rs != nullptr ? rs->next_cut : kMax;  // the rank's next cut
             for (j = 1; j + 8 <= n; j += 8) {
                 const __m256i r8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j));
                 const __m256i rp = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j - 1));
@@ -323,30 +481,55 @@ class ExclusiveSweep {
                     c.v = v;
                     c.cur = cur;
                     c.s = rs;
-                    if (!checked<IdxT, Ordered, Clip>(c, mask, rank, start, end, kind_idx, lv, map_size, j, j + 8))
+                    if (!checked<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, j + 8))
                         return res;
                     v = c.v;
                     cur = c.cur;
                     rs = c.s;
+                    if (Windows) next = rs->next_cut;
+                    continue;
+                }
+                // The common block: all 8 rows of the rank being swept, all starting
+                // in its window (starts do not decrease within the block: checked
+                // above) and, when clipping, all inside its clip bounds, so that no
+                // row needs a test but its kind's.
+                if (__builtin_expect(_mm256_cmpeq_epi32_mask(r8, _mm256_set1_epi32(cur)) == 0xFF, 1) &&
+                    (!Windows || start[j + 7] < next) &&
+                    (!Clip || (start[j] >= v.lo_s && _mm512_cmpgt_epi64_mask(e8, v.hi) == 0))) {
+                    for (int64_t i = j; i < j + 8; ++i) {
+                        const int64_t k = level_at(kind_idx, i, lv, map_size);
+                        if (__builtin_expect(k < 0, 0)) {
+                            res = {Code::unknown_kind, i};
+                            return res;
+                        }
+                        add_event<false>(v, mask[k], start[i], end[i]);
+                    }
+                    c.last = start[j + 7];
                     continue;
                 }
                 for (int64_t i = j; i < j + 8; ++i) {
                     const int32_t r = rank[i];
                     const int64_t k = level_at(kind_idx, i, lv, map_size);
-                    if (__builtin_expect((r != cur) | (k < 0), 0)) {
+                    const int64_t st = start[i];
+                    if (__builtin_expect((r != cur) | (k < 0) | (Windows && st >= next), 0)) {
                         if (k < 0) {
                             res = {Code::unknown_kind, i};
                             return res;
                         }
-                        const int64_t st = start[i];
-                        rs = switch_rank(v, rs, start[i - 1], r, st);
-                        cur = r;
-                        if (st < rs->last_start) {
-                            res = {Code::unsorted, i};
-                            return res;
+                        if (r != cur) {
+                            rs = switch_rank(v, rs, start[i - 1], r, st);
+                            cur = r;
+                            if (st < rs->last_start) {
+                                res = {Code::unsorted, i};
+                                return res;
+                            }
+                        }
+                        if (Windows) {
+                            if (st >= rs->next_cut) advance_lanes(v, rs, st);
+                            next = rs->next_cut;
                         }
                     }
-                    add_event<Clip>(v, mask[k], start[i], end[i]);
+                    add_event<Clip>(v, mask[k], st, end[i]);
                 }
                 c.last = start[j + 7];
             }
@@ -354,7 +537,7 @@ class ExclusiveSweep {
             c.cur = cur;
             c.s = rs;
         }
-        if (!checked<IdxT, Ordered, Clip>(c, mask, rank, start, end, kind_idx, lv, map_size, j, n)) return res;
+        if (!checked<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, n)) return res;
         if (c.s != nullptr) {
             _mm512_store_si512(c.s->top, c.v.top);
             _mm512_store_si512(c.s->u, c.v.u);
@@ -365,7 +548,7 @@ class ExclusiveSweep {
 
     // Rows [from, to) with every check, one by one: false (and c.res set) when one
     // fails.
-    template <typename IdxT, bool Ordered, bool Clip>
+    template <typename IdxT, bool Ordered, bool Clip, bool Windows>
     __attribute__((target("avx512f"))) bool checked(Cursor& c, const __mmask8* mask, const int32_t* rank,
                                                     const int64_t* start, const int64_t* end, const IdxT* kind_idx,
                                                     const int8_t* lv, int64_t map_size, int64_t from, int64_t to) {
@@ -385,6 +568,7 @@ class ExclusiveSweep {
                 return false;
             }
             c.last = st;
+            if (Windows && st >= c.s->next_cut) advance_lanes(c.v, c.s, st);
             add_event<Clip>(c.v, mask[k], st, en);
         }
         return true;
@@ -392,6 +576,9 @@ class ExclusiveSweep {
 #endif
 
     bool clip_;
+    bool windows_;
+    const int64_t* cuts_;
+    int64_t n_cuts_;
     bool simd_ = false;
     int8_t level_[kNumKinds] = {0};
     int8_t kind_of_level_[kNumKinds] = {0};

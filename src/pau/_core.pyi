@@ -48,6 +48,8 @@ class CrossingSweep:
         threads: int,
         head_rows: int,
         max_crossings_per_event: float,
+        levels: npt.NDArray[np.int8] | None = None,  # the exclusive-time sweep: each kind's level; None: the full sweep
+        kernel: int = 0,  # of the exclusive-time sweep: 0 best, 1 scalar, 2 AVX-512
     ) -> None: ...
     def start(self, helpers: int) -> None: ...
     def wait(

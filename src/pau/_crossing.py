@@ -44,6 +44,7 @@ import pyarrow as pa
 
 from . import _core
 from ._input import KINDS, as_table
+from ._sweep import lean_kernel, levels_of
 from ._threads import cores
 
 #: Events from which the sweep runs beside the attribution (below, starting a
@@ -65,6 +66,12 @@ CHUNK_TAIL_ROWS = 16_384
 #: Rows at the start of a chunk swept by the chunk before it (see
 #: ``csrc/core/crossing.hpp``): no event may reach past them from before the chunk.
 HEAD_ROWS = 1024
+
+#: The kernel of the exclusive-time sweep each part is swept with (see
+#: ``csrc/core/exclusive.hpp``: 0 the best, 1 scalar, 2 AVX-512), or None for the
+#: full 64-mask sweep: the exclusive one where the CPU runs its AVX-512 kernel, as
+#: for ``classify`` (``pau._sweep.lean_kernel``).
+LEAN_KERNEL: int | None = lean_kernel()
 
 #: "No as_of" for the native core: the least int64 (its null time); any other int64 is a time.
 _NO_AS_OF = -(2**63)
@@ -92,10 +99,11 @@ def cuts(lifecycle, as_of: int | None) -> np.ndarray | None:
     return _core.lifecycle_cuts(_exported(as_table(lifecycle, "lifecycle")), _NO_AS_OF if as_of is None else as_of)
 
 
-def start(events, lifecycle, as_of: int | None) -> Started | None:
+def start(events, lifecycle, as_of: int | None, priority=None) -> Started | None:
     """Start sweeping in-memory events over the cuts of the lifecycle on helper
     threads (the native core reads both tables in place), or None when the events
-    are too few to be worth a thread."""
+    are too few to be worth a thread. ``priority``: as in ``ledger`` (the
+    exclusive-time sweep needs it up front; the full sweep's cells take it later)."""
     table = as_table(events, "events")
     n = table.num_rows
     if n < OVERLAP_MIN_ROWS:
@@ -103,7 +111,8 @@ def start(events, lifecycle, as_of: int | None) -> Started | None:
     cap = max(CHUNK_MIN_ROWS, n // (CHUNKS_PER_CORE * _CORES))
     job = _core.CrossingSweep(_exported(table), list(KINDS), _exported(as_table(lifecycle, "lifecycle")),
                               _NO_AS_OF if as_of is None else as_of, min(64, 4 * _CORES), cap, min(cap, CHUNK_TAIL_ROWS),
-                              _CORES, HEAD_ROWS, MAX_CROSSINGS_PER_EVENT)
+                              _CORES, HEAD_ROWS, MAX_CROSSINGS_PER_EVENT,
+                              None if LEAN_KERNEL is None else levels_of(priority), LEAN_KERNEL or 0)
     job.start(_CORES - 1)
     return Started(job, n)
 

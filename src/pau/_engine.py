@@ -398,7 +398,7 @@ def ledger(
     # not resolve the states, the exact way below runs instead.
     started = None
     if events is not None and on_invalid == "raise" and in_memory(events):
-        started = _crossing.start(events, lifecycle, as_of)
+        started = _crossing.start(events, lifecycle, as_of, priority if priority is not None else rules)
     # While the helpers sweep, the attribution's pass keeps to this thread: more
     # threads would take cores from the sweep and cost the visit order on top.
     att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid, threads=None if started is None else 1)

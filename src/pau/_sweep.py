@@ -290,6 +290,12 @@ def lean_path(plan: Plan) -> bool:
 _AVX512 = bool(_core.avx512_available())
 
 
+def lean_kernel() -> int | None:
+    """The exclusive-time sweep's kernel where it is the faster sweep (this CPU
+    runs its AVX-512 kernel: :data:`BEST_KERNEL`), else None (the full sweep)."""
+    return BEST_KERNEL if _AVX512 else None
+
+
 def sweep_parts(plan: Plan, cols: list, parts: int, order=None, levels=None, kernel: int = BEST_KERNEL):
     """Sweep in-memory column batches on up to ``parts`` threads of the native pool
     (``sweep_split`` in ``csrc/core/split.hpp``): input sorted by rank is split into
