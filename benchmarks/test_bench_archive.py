@@ -13,7 +13,8 @@ Each is read the way pau reads (``pau.io.stream_events``: the four event columns
 row group by row group) and classified (``classify_dataset``; for the layout also
 ``pau.distributed.classify_partitions`` on two threads), beside DuckDB's own scan of the
 same files (``read_parquet`` and a per-rank sum of ``end_ns - start_ns``, on all cores: the
-fastest scanner here, issue 17's yardstick). ``test_layout_read_speed_and_size``
+fastest scanner here, issue 17's yardstick; also on one thread, and reading ``kind`` too
+as pau must: a per-rank, per-kind sum). ``test_layout_read_speed_and_size``
 times both reads (best of 5) and checks the issue-6 target: pau's layout reads at
 least 1.5x faster at no larger size (asserted from 1M rows up; below that, fixed
 costs dominate). Figures go to the session summary.
@@ -57,6 +58,10 @@ class Archive:
         dur = pc.subtract(table["end_ns"], table["start_ns"])
         sums = pa.table({"rank": table["rank"], "d": dur}).group_by("rank").aggregate([("d", "sum")])
         self.duration_by_rank = dict(zip(sums["rank"].to_pylist(), sums["d_sum"].to_pylist()))
+        kinds = pa.table({"rank": table["rank"], "kind": pc.cast(table["kind"], pa.string()), "d": dur})
+        sums = kinds.group_by(["rank", "kind"]).aggregate([("d", "sum")])
+        self.duration_by_rank_kind = {(r, k): d for r, k, d in zip(sums["rank"].to_pylist(), sums["kind"].to_pylist(),
+                                                                     sums["d_sum"].to_pylist())}
         self.group = f"archive {events_label(self.rows)} events x {ranks} ranks"
 
 
@@ -88,19 +93,40 @@ def test_classify_dataset(benchmark, archive, note_rate, layout):
     assert got.equals(archive.classified)
 
 
-@pytest.mark.parametrize("layout", ["default", "pau"])
-def test_duckdb_scan(benchmark, archive, note_rate, layout):
-    duckdb = pytest.importorskip("duckdb")
-    benchmark.group = archive.group + " classify"
-    path = getattr(archive, layout)
+def _duckdb_source(path: Path) -> str:
     # pau's layout keeps the rank in its hive folders (rank=N), not in the files
     source, hive = (str(path), "false") if path.is_file() else (str(path / "**" / "*.parquet"), "true")
-    sql = (f"SELECT CAST(rank AS INTEGER) AS rank, sum(end_ns - start_ns) AS d FROM read_parquet('{source}', "
-           f"hive_partitioning = {hive}) GROUP BY 1")
+    return f"read_parquet('{source}', hive_partitioning = {hive})"
+
+
+@pytest.mark.parametrize("threads", ["all", 1])
+@pytest.mark.parametrize("layout", ["default", "pau"])
+def test_duckdb_scan(benchmark, archive, note_rate, layout, threads):
+    """The yardstick (all cores); on one thread for comparison."""
+    duckdb = pytest.importorskip("duckdb")
+    benchmark.group = archive.group + " classify"
+    sql = (f"SELECT CAST(rank AS INTEGER) AS rank, sum(end_ns - start_ns) AS d "
+           f"FROM {_duckdb_source(getattr(archive, layout))} GROUP BY 1")
     con = duckdb.connect()
+    if threads != "all":
+        con.execute(f"SET threads = {threads}")
     got = benchmark(lambda: con.execute(sql).fetchall())
     note_rate(benchmark, archive.rows)
     assert {int(r): int(d) for r, d in got} == archive.duration_by_rank
+
+
+@pytest.mark.parametrize("layout", ["default", "pau"])
+def test_duckdb_scan_kinds(benchmark, archive, note_rate, layout):
+    """DuckDB reading the four columns classify_dataset reads (rank, start_ns, end_ns,
+    kind): a per-rank, per-kind sum of durations, on all cores."""
+    duckdb = pytest.importorskip("duckdb")
+    benchmark.group = archive.group + " classify"
+    sql = (f"SELECT CAST(rank AS INTEGER) AS rank, CAST(kind AS VARCHAR) AS kind, sum(end_ns - start_ns) AS d "
+           f"FROM {_duckdb_source(getattr(archive, layout))} GROUP BY 1, 2")
+    con = duckdb.connect()
+    got = benchmark(lambda: con.execute(sql).fetchall())
+    note_rate(benchmark, archive.rows)
+    assert {(int(r), k): int(d) for r, k, d in got} == archive.duration_by_rank_kind
 
 
 def test_classify_partitions(benchmark, archive, note_rate):

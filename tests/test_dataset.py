@@ -328,3 +328,193 @@ def test_a_hive_key_that_contradicts_the_file_is_refused(tmp_path, events):
     pq.write_table(one.set_column(0, "rank", pa.array(np.full(one.num_rows, 7, np.int32))),
                    folder / "part-0.parquet")
     assert core.classify_dataset(tmp_path / "ds", progress=False)["rank"].to_pylist()[0] == 7
+
+
+# ---------------------------------------------------------------------------
+# streamed exclusive time (no windows): the exclusive-time sweep, both kernels,
+# against the slow reference
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import pau.io  # noqa: E402
+import reference as ref  # noqa: E402
+from pau import _core, _sweep  # noqa: E402
+from pau.errors import UnsortedInputError  # noqa: E402
+from test_properties import SETTINGS, _span_arg, cases, events_table  # noqa: E402
+
+#: The kernels of the exclusive-time sweep this machine runs: scalar, and AVX-512
+#: where the CPU has it.
+KERNELS = (1, 2) if _core.avx512_available() else (1,)
+
+
+def test_streams_without_windows_take_the_exclusive_sweep(monkeypatch):
+    monkeypatch.setattr(_sweep, "_AVX512", True)
+    monkeypatch.setattr(_sweep, "BEST_KERNEL", 1)
+    plan = _sweep.stream_plan(_sweep.plan_of(None, None), ["sync", "memset", "memcpy", "other",
+                                                           "communication", "compute"])
+    assert isinstance(plan.sweep(), _core.ExclusiveSweep)
+    assert plan.levels.tolist() == [5, 4, 2, 1, 0, 3]  # KINDS order: compute last ... sync first
+    assert plan.kernel == 1
+    # windows need the full sweep, and so does a CPU without AVX-512
+    assert isinstance(_sweep.stream_plan(_sweep.plan_of(100, None), None).sweep(), _core.Sweep)
+    monkeypatch.setattr(_sweep, "_AVX512", False)
+    assert isinstance(_sweep.stream_plan(_sweep.plan_of(None, None), None).sweep(), _core.Sweep)
+
+
+def test_exclusive_stream_by_hand():
+    """compute [0, 10) and communication [5, 20) on rank 3, fed in two batches; rank 1
+    has a span [0, 30) and one memcpy [25, 40) clipped to it."""
+    for kernel in KERNELS:
+        plan = _sweep.Plan(span_rank=np.array([1], np.int32), span_start=np.array([0], np.int64),
+                           span_end=np.array([30], np.int64), levels=_sweep.levels_of(None), kernel=kernel)
+        sw = plan.sweep()
+        codes = np.arange(6, dtype=np.int8)  # dictionary position = kind code
+        feeds = [([3], [0], [10], [0]), ([3, 1], [5, 25], [20, 40], [1, 2])]
+        for r, s, e, k in feeds:
+            assert sw.feed(np.array(r, np.int32), np.array(s, np.int64), np.array(e, np.int64),
+                           np.array(k, np.int8), codes) == (0, -1)  # code 0: every row taken
+        got = _sweep.exclusive(sw.finish(), plan, None)
+        rows = {(r["rank"], r["activity"]): r["duration_ns"] for r in got.to_pylist() if r["duration_ns"]}
+        assert rows == {(3, "compute"): 10, (3, "communication"): 10, (1, "memcpy"): 5, (1, "idle"): 25}
+        # a start that goes back within a rank, in a later feed: code 5 (unsorted) at that row
+        sw = plan.sweep()
+        sw.feed(np.array([3], np.int32), np.array([7], np.int64), np.array([9], np.int64), np.array([0], np.int8),
+                codes)
+        assert sw.feed(np.array([3, 3], np.int32), np.array([8, 6], np.int64), np.array([9, 9], np.int64),
+                       np.array([0, 0], np.int8), codes) == (_sweep._UNSORTED, 1)
+
+
+def test_unsorted_stream_names_the_row_through_the_exclusive_sweep(tmp_path, events, monkeypatch):
+    monkeypatch.setattr(_sweep, "_AVX512", True)
+    monkeypatch.setattr(_sweep, "BEST_KERNEL", 1)
+    t = events.slice(0, 10)
+    swapped = pa.concat_tables([t.slice(0, 3), t.slice(4, 1), t.slice(3, 1), t.slice(5)])
+    if swapped["start_ns"][3].as_py() == swapped["start_ns"][4].as_py():
+        pytest.skip("tie")
+    pq.write_table(swapped, tmp_path / "e.parquet")
+    with pytest.raises(UnsortedInputError, match="row 4"):
+        core.classify_dataset(tmp_path / "e.parquet", progress=False)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(cases(windows=("none",)), st.permutations(ref.KINDS), st.sampled_from([None, 1, 3]),
+       st.integers(1, 5), st.sampled_from(["file", "layout", "layout_streamed"]))
+def test_classify_dataset_exclusive_sweep_matches_reference(tmp_path_factory, case, priority, batch_rows, group,
+                                                           source):
+    """A file in start order (ranks interleaved) or pau's layout, swept by partition
+    or streamed, split into row groups and batches: the exclusive-time sweep's
+    answer through classify_dataset is the reference's, with either kernel."""
+    tl, _, _, sp = case
+    table = events_table(tl.rows).sort_by([("start_ns", "ascending")])
+    want = ref.classify(tl.rows, span=sp, priority=priority)
+    root = tmp_path_factory.mktemp("lean")
+    if source == "file":
+        path, workers = root / "events.parquet", None
+        pq.write_table(table, path, row_group_size=group)
+    else:
+        if not table.num_rows:
+            return  # an archive of no rank has no file to read
+        path, workers = root, (2 if source == "layout" else 1)
+        pau.io.write_dataset(table, root, row_group_size=group)
+        batch_rows = None if source == "layout" else batch_rows
+    for kernel in KERNELS:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_sweep, "_AVX512", True)
+            mp.setattr(_sweep, "BEST_KERNEL", kernel)
+            got = core.classify_dataset(path, span=_span_arg(sp), priority=list(priority), batch_rows=batch_rows,
+                                        workers=workers, progress=False)
+        assert ref.pau_classify(got, False) == want, kernel
+        assert got.schema.metadata[b"pau.rows"] == str(len(tl.rows)).encode()
+
+
+# ---------------------------------------------------------------------------
+# the kind column decoded by pau (pau._pqpages) == pyarrow's decoding
+
+from pau import _pqpages  # noqa: E402
+
+
+def test_rle_hybrid_by_hand():
+    """Parquet's example (Encodings.md): 0..7 at bit width 3 packed as 0x88 0xC6 0xFA
+    (header 3: one group of 8, bit-packed), then an RLE run (header 10: five) of 2."""
+    data = bytes([3, 0x88, 0xC6, 0xFA, 10, 2])
+    assert _core.rle_dict_indices(data, 3, 13, 8).tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 2, 2, 2, 2, 2]
+    assert _core.rle_dict_indices(data, 3, 10, 8).tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 2, 2]
+    assert _core.rle_dict_indices(data, 3, 5, 8).tolist() == [0, 1, 2, 3, 4]  # the group's head
+    with pytest.raises(ValueError, match="dictionary size"):
+        _core.rle_dict_indices(data, 3, 13, 7)  # index 7 in a dictionary of 7
+    with pytest.raises(ValueError, match="past the end"):
+        _core.rle_dict_indices(data[:3], 3, 8, 8)  # the group cut short
+    with pytest.raises(ValueError, match="past the end"):
+        _core.rle_dict_indices(data, 3, 14, 8)  # one value more than the runs hold
+
+
+@settings(max_examples=80, **SETTINGS)
+@given(st.integers(1, 127), st.integers(1, 3000), st.sampled_from([1, 7, 100, 1000]),
+       st.sampled_from([64, 1024, 1 << 20]), st.sampled_from(["snappy", "none"]), st.integers(0, 2**32 - 1),
+       st.sampled_from(["random", "runs"]), st.booleans())
+def test_kind_column_equals_pyarrow(tmp_path_factory, n_dict, rows, group, page, compression, seed, shape,
+                                    checksums):
+    """Dictionaries of 1..127 strings, random positions or long runs, several row
+    groups and pages, snappy or none, with page checksums or without: pau's decoding
+    of the column is pyarrow's."""
+    rng = np.random.default_rng(seed)
+    if shape == "random":
+        idx = rng.integers(0, n_dict, rows)
+    else:
+        idx = np.repeat(rng.integers(0, n_dict, rows // 50 + 1), 50)[:rows]
+    kind = pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int8)), pa.array([f"k{i}é" for i in range(n_dict)]))
+    table = pa.table({"start_ns": pa.array(np.arange(rows), pa.int64()), "kind": kind})
+    path = tmp_path_factory.mktemp("kind") / "k.parquet"
+    pq.write_table(table, path, row_group_size=group, data_page_size=page, compression=compression,
+                   write_page_checksum=checksums)
+    pf = pq.ParquetFile(path, page_checksum_verification=True)
+    for i in range(pf.num_row_groups):
+        got = _pqpages.kind_column(str(path), pf, i)
+        assert got is not None
+        assert got.equals(pf.read_row_group(i, columns=["kind"]).column("kind").combine_chunks()), i
+
+
+def test_kind_column_leaves_other_shapes_to_pyarrow(tmp_path):
+    kind = pa.array(["compute", "sync"] * 10).dictionary_encode()
+    table = pa.table({"kind": pa.DictionaryArray.from_arrays(pc.cast(kind.indices, pa.int8()), kind.dictionary)})
+    for name, options in [("zstd", dict(compression="zstd", write_page_checksum=True)),
+                          ("plain", dict(use_dictionary=False, write_page_checksum=True)),
+                          ("v2", dict(data_page_version="2.0", write_page_checksum=True))]:
+        pq.write_table(table, tmp_path / f"{name}.parquet", **options)
+        pf = pq.ParquetFile(tmp_path / f"{name}.parquet")
+        assert _pqpages.kind_column(str(tmp_path / f"{name}.parquet"), pf, 0) is None, name
+    # a string column (not stored as dictionary<int8, string>) also
+    pq.write_table(pa.table({"kind": ["compute", "sync"]}), tmp_path / "s.parquet", write_page_checksum=True)
+    assert _pqpages.kind_column(str(tmp_path / "s.parquet"), pq.ParquetFile(tmp_path / "s.parquet"), 0) is None
+    # and the stream still gives the rows
+    assert sum(b.num_rows for b in pau.io.stream_events(tmp_path / "v2.parquet", columns=["kind"])) == 20
+
+
+def test_every_flipped_byte_of_the_kind_chunk_is_an_error_or_changes_nothing(tmp_path, events, expected):
+    """A bit flipped in any byte of rank 1's kind column chunk (page headers and
+    pages, read by pau._pqpages): an error naming the file, or the same result."""
+    from pau.errors import PauError
+
+    root = tmp_path / "ds"
+    pau.io.write_dataset(events, root)
+    part = root / "job=job0" / "rank=1" / "part-0.parquet"
+    data = part.read_bytes()
+    pf = pq.ParquetFile(part)
+    col = pf.metadata.row_group(0).column(pf.schema_arrow.get_field_index("kind"))
+    start = col.dictionary_page_offset
+    assert _pqpages.kind_column(str(part), pf, 0) is not None  # the chunk is read by pau
+    rng = np.random.default_rng(5)
+    errors = 0
+    for pos in range(start, start + col.total_compressed_size):
+        flipped = bytearray(data)
+        flipped[pos] ^= 1 << int(rng.integers(8))
+        part.write_bytes(bytes(flipped))
+        try:
+            got = core.classify_dataset(root, progress=False, workers=1)
+        except PauError as exc:
+            assert "part-0.parquet" in str(exc)
+            errors += 1
+            continue
+        assert got.equals(expected), pos
+    assert errors > col.total_compressed_size // 2

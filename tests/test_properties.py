@@ -579,3 +579,29 @@ def test_exclusive_sweep_stops_where_the_full_sweep_does(tl, bad, in_order):
             assert got == want, kernel
         else:
             assert not isinstance(got, tuple), kernel
+
+
+# ---------------------------------------------------------------------------
+# the (rank, start) order of unsorted input (csrc/core/sweep.hpp) == numpy's lexsort
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(st.integers(0, 5000), st.sampled_from([[0], [0, 1, 7], [-3, 0, 5], [0, 2**20 - 1, 2**20, 2**31 - 1]]),
+       st.sampled_from(["any", "near", "ties", "sorted"]), st.integers(0, 2**32 - 1))
+def test_order_by_rank_start_is_lexsort(n, ranks, starts, seed):
+    """Rows of any rank (negative, past the direct table, the largest int32) and any
+    start (the whole int64 range, a narrow range whose high bytes every key shares,
+    many ties, already sorted within a rank): the order is numpy's stable
+    lexsort((start, rank)), run lengths below and above the radix sort's threshold."""
+    rng = np.random.default_rng(seed)
+    rank = rng.choice(np.array(ranks, np.int32), n)
+    if starts == "any":
+        start = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True)
+    elif starts == "near":
+        start = 10**15 + rng.integers(-(2**20), 2**20, n)
+    elif starts == "ties":
+        start = rng.integers(-2, 3, n).astype(np.int64)
+    else:
+        start = np.sort(rng.integers(-(10**9), 10**9, n))
+    got = _core.order_by_rank_start(rank, start)
+    assert np.array_equal(got, np.lexsort((start, rank)))

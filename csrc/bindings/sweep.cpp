@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../core/exclusive.hpp"
+#include "../core/rle_hybrid.hpp"
 #include "../core/split.hpp"
 #include "../core/sweep.hpp"
 #include "common.hpp"
@@ -35,8 +36,8 @@ void check_len(const py::array& a, py::ssize_t n, const char* name) {
     pau::bindings::check_len(a, n, name, "rank");
 }
 
-template <typename IdxT>
-FeedResult feed_typed(Sweep& sw, const carray<int32_t>& rank, const carray<int64_t>& start,
+template <typename IdxT, typename SweepT>
+FeedResult feed_typed(SweepT& sw, const carray<int32_t>& rank, const carray<int64_t>& start,
                       const carray<int64_t>& end, const py::array& kind_idx,
                       const carray<int8_t>& kind_map, const int64_t* order, int64_t n) {
     const auto* idx = static_cast<const IdxT*>(kind_idx.data());
@@ -48,7 +49,7 @@ FeedResult feed_typed(Sweep& sw, const carray<int32_t>& rank, const carray<int64
     // Safe without the GIL: every buffer is owned by an array that the caller's
     // frame keeps alive, and the Sweep is not shared between threads.
     py::gil_scoped_release release;
-    return sw.feed<IdxT>(r, s, e, idx, m, ms, n, order);
+    return sw.template feed<IdxT>(r, s, e, idx, m, ms, n, order);
 }
 
 py::dict hist_dict(pau::core::Histogram&& h) {
@@ -161,9 +162,12 @@ py::object exclusive_batches(const carray<int32_t>& sr, const carray<int64_t>& s
     return hist_dict(std::move(r.hist));
 }
 
-py::tuple feed(Sweep& sw, const carray<int32_t>& rank, const carray<int64_t>& start,
-               const carray<int64_t>& end, const py::array& kind_idx, const carray<int8_t>& kind_map,
-               const py::object& order_obj) {
+// One feed of either sweep (Sweep or ExclusiveSweep: the same feed API): the
+// arrays checked, the GIL released while the core reads them.
+template <typename SweepT>
+py::tuple feed_any(SweepT& sw, const carray<int32_t>& rank, const carray<int64_t>& start,
+                   const carray<int64_t>& end, const py::array& kind_idx, const carray<int8_t>& kind_map,
+                   const py::object& order_obj) {
     const py::ssize_t n = rank.ndim() == 1 ? rank.shape(0) : -1;
     check_len(rank, n, "rank");
     check_len(start, n, "start_ns");
@@ -180,9 +184,20 @@ py::tuple feed(Sweep& sw, const carray<int32_t>& rank, const carray<int64_t>& st
     }
     const int code = index_code(kind_idx);
     const FeedResult res = pau::core::with_index_type(code, [&](auto type) {
-        return feed_typed<decltype(type)>(sw, rank, start, end, kind_idx, kind_map, order, n);
+        return feed_typed<decltype(type), SweepT>(sw, rank, start, end, kind_idx, kind_map, order, n);
     });
     return py::make_tuple(static_cast<int>(res.code), res.row);
+}
+
+py::tuple feed(Sweep& sw, const carray<int32_t>& rank, const carray<int64_t>& start, const carray<int64_t>& end,
+               const py::array& kind_idx, const carray<int8_t>& kind_map, const py::object& order_obj) {
+    return feed_any(sw, rank, start, end, kind_idx, kind_map, order_obj);
+}
+
+py::tuple feed_exclusive(pau::core::ExclusiveSweep& sw, const carray<int32_t>& rank, const carray<int64_t>& start,
+                         const carray<int64_t>& end, const py::array& kind_idx, const carray<int8_t>& kind_map,
+                         const py::object& order_obj) {
+    return feed_any(sw, rank, start, end, kind_idx, kind_map, order_obj);
 }
 
 }  // namespace
@@ -220,6 +235,37 @@ void bind_sweep(py::module_& m) {
              })
         .def_property_readonly("rank_count", &Sweep::rank_count);
 
+    // The exclusive-time sweep fed batch by batch (streamed input without windows).
+    py::class_<pau::core::ExclusiveSweep>(m, "ExclusiveSweep")
+        .def(py::init([](const carray<int32_t>& sr, const carray<int64_t>& ss, const carray<int64_t>& se,
+                         const carray<int8_t>& levels, int kernel) {
+                 const py::ssize_t ns = sr.shape(0);
+                 check_len(ss, ns, "span.start_ns");
+                 check_len(se, ns, "span.end_ns");
+                 if (levels.ndim() != 1 || levels.shape(0) != pau::core::kNumKinds)
+                     throw std::invalid_argument("levels: expected the priority level of each of the 6 kinds");
+                 if (kernel < 0 || kernel > 2)
+                     throw std::invalid_argument("kernel: 0 (best), 1 (scalar) or 2 (AVX-512)");
+                 return new pau::core::ExclusiveSweep(sr.data(), ss.data(), se.data(), ns, levels.data(),
+                                                      static_cast<pau::core::LeanKernel>(kernel));
+             }),
+             py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("levels"),
+             py::arg("kernel") = 0)
+        .def("feed", &feed_exclusive, py::arg("rank"), py::arg("start"), py::arg("end"), py::arg("kind_idx"),
+             py::arg("kind_map"), py::arg("order") = py::none(),
+             "Feed one batch (within a rank, starts must not decrease across feeds); returns (code, row), code 0 "
+             "when every row was taken.")
+        .def("finish",
+             [](pau::core::ExclusiveSweep& sw) {
+                 pau::core::Histogram h;
+                 {
+                     py::gil_scoped_release release;
+                     h = sw.finish();
+                 }
+                 return hist_dict(std::move(h));
+             })
+        .def_property_readonly("simd", &pau::core::ExclusiveSweep::simd);
+
     m.def("sweep_batches", &sweep_batches, py::arg("win_rank"), py::arg("win_start"), py::arg("win_end"),
           py::arg("win_row"), py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("bucket"),
           py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(), py::arg("max_buckets") = 0,
@@ -232,6 +278,24 @@ void bind_sweep(py::module_& m) {
           "Exclusive time by nested priority unions (csrc/core/exclusive.hpp) over in-memory batches, no windows: "
           "a histogram whose masks are the winning kind's bit (0: idle), or (code, row, batch) of the first "
           "problem met. levels[c]: the priority level of kind code c (0 highest).");
+    m.def(
+        "rle_dict_indices",
+        [](const py::buffer& data, int bit_width, int64_t count, int64_t limit) {
+            const py::buffer_info info = data.request();
+            if (info.ndim != 1 || info.itemsize != 1) throw std::invalid_argument("data: expected bytes");
+            if (count < 0) throw std::invalid_argument("count: must be >= 0");
+            py::array_t<int8_t> out(count);
+            const auto* p = static_cast<const uint8_t*>(info.ptr);
+            int8_t* o = out.mutable_data();
+            {
+                py::gil_scoped_release release;  // `data` and `out` are held by this frame
+                pau::core::rle_hybrid_int8(p, info.size, bit_width, count, limit, o);
+            }
+            return out;
+        },
+        py::arg("data"), py::arg("bit_width"), py::arg("count"), py::arg("limit"),
+        "The first `count` values of Parquet's RLE / bit-packing hybrid (bit width 0..7) as int8, each checked "
+        "< `limit` (csrc/core/rle_hybrid.hpp); ValueError naming the problem on malformed runs.");
     m.def("avx512_available", &pau::core::avx512_available,
           "Whether this CPU runs the AVX-512 kernel of exclusive_batches.");
 

@@ -33,6 +33,30 @@ class Sweep:
     @property
     def rank_count(self) -> int: ...
 
+class ExclusiveSweep:
+    """The exclusive-time sweep (csrc/core/exclusive.hpp) fed batch by batch, no windows."""
+
+    def __init__(
+        self,
+        span_rank: npt.NDArray[np.int32],
+        span_start: npt.NDArray[np.int64],
+        span_end: npt.NDArray[np.int64],
+        levels: npt.NDArray[np.int8],  # levels[c]: the priority level of kind code c (0 highest)
+        kernel: int = 0,  # 0 the best this CPU runs, 1 scalar, 2 AVX-512
+    ) -> None: ...
+    def feed(
+        self,
+        rank: npt.NDArray[np.int32],
+        start: npt.NDArray[np.int64],
+        end: npt.NDArray[np.int64],
+        kind_idx: npt.NDArray[np.integer],
+        kind_map: npt.NDArray[np.int8],
+        order: npt.NDArray[np.int64] | None = None,
+    ) -> tuple[int, int]: ...
+    def finish(self) -> dict[str, np.ndarray]: ...  # masks: the winning kind's bit (0: idle)
+    @property
+    def simd(self) -> bool: ...
+
 class CrossingSweep:
     """The full ledger's sweep over the cuts of a lifecycle (pau._crossing)."""
 
@@ -208,6 +232,9 @@ def exclusive_batches(
     order: npt.NDArray[np.int64] | None = None,
     kernel: int = 0,  # 0 the best this CPU runs, 1 scalar, 2 AVX-512
 ) -> dict[str, np.ndarray] | tuple[int, int, int]: ...  # the histogram (masks: the winning kind's bit), or (code, row, batch)
+def rle_dict_indices(
+    data: bytes | memoryview, bit_width: int, count: int, limit: int
+) -> npt.NDArray[np.int8]: ...  # Parquet's RLE / bit-packing hybrid, each value < limit
 def avx512_available() -> bool: ...
 def rank_parts(batches: list[_Batch], parts: int) -> list[tuple[int, int]]: ...
 def order_by_rank_start(

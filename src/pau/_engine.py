@@ -34,6 +34,7 @@ from ._sweep import (
     result,
     slot_frame,
     spans_table,
+    stream_plan,
     window_column,
     with_counts,
 )
@@ -158,7 +159,7 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
         return merged_hist(source, plan, workers=workers, on_invalid=on_invalid, progress=progress,
                            memory_budget=memory_budget)
     if in_memory(source):
-        return hist_of_table(as_table(source, "events"), plan, on_invalid)
+        return hist_of_table(as_table(source, "events"), plan, on_invalid, levels=plan.levels, kernel=plan.kernel)
     read_ahead = _io.READ_AHEAD
     if memory_budget is not None and is_path_source(source):
         # One stream: the row group being swept and those read ahead, as many as fit
@@ -269,7 +270,8 @@ def classify_dataset(
         return classify_partitions(source, workers=workers, windows=windows, span=span, priority=priority,
                                    on_invalid=on_invalid, progress=progress, memory_budget=memory_budget,
                                    by_job=True)
-    plan = plan_of(windows, span)
+    # Exclusive time alone: the nested-union sweep where it applies, the full one else.
+    plan = stream_plan(plan_of(windows, span), priority)
     hist, q, rows = _hist_of_source(source, plan, on_invalid, batch_rows=batch_rows, progress=progress,
                                     workers=workers, memory_budget=memory_budget)
     out = exclusive(hist, plan, priority)

@@ -8,6 +8,7 @@ intervals and int64 ns throughout (see :mod:`pau.core`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from dataclasses import dataclass, field
@@ -109,9 +110,19 @@ class Plan:
     span_start: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     span_end: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     max_windows: int = 0  # bucket mode: the bound on windows per sweep (0: none)
+    #: Set (see :func:`stream_plan`; no windows): :meth:`sweep` is the exclusive-time
+    #: sweep with these priority levels (:func:`levels_of`) and this kernel.
+    levels: np.ndarray | None = None
+    kernel: int = 0
 
-    def sweep(self) -> _core.Sweep:
+    def sweep(self) -> _core.Sweep | _core.ExclusiveSweep:
+        """A native sweep to feed batches to: the full one, or with :attr:`levels` the
+        exclusive-time one (same ``feed`` and ``finish``; its histogram's masks are
+        the winning kind's bit, 0 for idle)."""
         try:
+            if self.levels is not None:
+                return _core.ExclusiveSweep(self.span_rank, self.span_start, self.span_end, self.levels,
+                                            self.kernel)
             return _core.Sweep(self.win_rank, self.win_start, self.win_end, self.win_row,
                                self.span_rank, self.span_start, self.span_end, self.bucket, self.max_windows)
         except ValueError as exc:
@@ -294,6 +305,17 @@ def lean_kernel() -> int | None:
     """The exclusive-time sweep's kernel where it is the faster sweep (this CPU
     runs its AVX-512 kernel: :data:`BEST_KERNEL`), else None (the full sweep)."""
     return BEST_KERNEL if _AVX512 else None
+
+
+def stream_plan(plan: Plan, priority: Sequence[str] | None) -> Plan:
+    """The plan that exclusive time of streamed events is swept with: where
+    :func:`lean_path` holds, ``plan`` with the priority's levels, so that
+    :meth:`Plan.sweep` is the exclusive-time sweep (fed batch by batch: within a
+    rank, starts must not decrease across batches, as for the full sweep); else
+    ``plan`` itself. :func:`exclusive` reads either histogram."""
+    if not lean_path(plan):
+        return plan
+    return dataclasses.replace(plan, levels=levels_of(priority), kernel=BEST_KERNEL)
 
 
 def sweep_parts(plan: Plan, cols: list, parts: int, order=None, levels=None, kernel: int = BEST_KERNEL):

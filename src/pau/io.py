@@ -2,13 +2,16 @@
 
 Parquet sources are streamed one row group at a time: pyarrow's batch iterator was
 seen holding far more memory than a row group on large files, while a row-group
-read holds one row group. The next row group is read on a second thread while the
+read holds one row group. A dictionary-encoded ``kind`` column with page checksums
+(pau's layout) is decoded by :mod:`pau._pqpages`, every page's CRC-32 checked; other
+columns, and chunks of any other shape, by pyarrow. The next row group is read on a second thread while the
 caller works on the current one (pyarrow releases the GIL while decoding).
 """
 
 from __future__ import annotations
 
 import contextvars
+import inspect
 import os
 import shutil
 import threading
@@ -24,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ._input import EVENT_COLUMNS, as_table, iter_batches
+from ._pqpages import kind_column
 from ._progress import tracker
 from ._types import RunWarning
 from .errors import NoInputError, PauError
@@ -261,7 +265,14 @@ def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str]
                      missing: list[str] = missing, keys: dict[str, Any] = keys,
                      rank_field: pa.Field = rank_field) -> pa.Table:
                 try:
-                    t = _reader(path).read_row_group(i, columns=present)
+                    pf = _reader(path)
+                    # kind decoded by pau where the chunk has pau's shape (see pau._pqpages)
+                    kind = kind_column(path, pf, i) if "kind" in present else None
+                    if kind is None:
+                        t = pf.read_row_group(i, columns=present)
+                    else:
+                        t = pf.read_row_group(i, columns=[c for c in present if c != "kind"])
+                        t = t.add_column(present.index("kind"), pf.schema_arrow.field("kind"), kind)
                 except _READ_ERRORS as exc:
                     raise _corrupt(path, exc, f", row group {i}") from None
                 _check_keys(t, keys, path, f", row group {i}")
@@ -378,8 +389,19 @@ def _layout_options(schema: pa.Schema, compression: str) -> dict[str, Any]:
                 or pa.types.is_large_string(f.type) or f.name == "rank":
             dictionary.append(f.name)
     stats = [c for c in ("start_ns", "end_ns") if c in schema.names]
-    return dict(compression=compression, use_dictionary=dictionary, column_encoding=delta,
-                write_statistics=stats)
+    opts: dict[str, Any] = dict(compression=compression, use_dictionary=dictionary, column_encoding=delta,
+                                write_statistics=stats)
+    if _PAGE_ROWS_OPTION:
+        # pages bounded by bytes (1 MiB) only, not by pyarrow's 20,000 rows: fewer, larger
+        # pages read with less work per value
+        opts["max_rows_per_page"] = MAX_ROWS_PER_PAGE
+    return opts
+
+
+#: Rows per data page at most in pau's layout (pyarrow >= the version with
+#: ``max_rows_per_page``; older ones keep their own bound).
+MAX_ROWS_PER_PAGE = 1_000_000
+_PAGE_ROWS_OPTION = "max_rows_per_page" in inspect.signature(pq.ParquetWriter.__init__).parameters
 
 
 def write_dataset(events: Any, root: str | os.PathLike[str], *, job: str = "job0",
@@ -406,6 +428,8 @@ def write_dataset(events: Any, root: str | os.PathLike[str], *, job: str = "job0
       but decodes about 1.6x slower here; snappy and lz4 read alike, and every
       Parquet reader knows snappy;
     * statistics only for ``start_ns`` and ``end_ns`` (time pruning);
+    * data pages of up to 1 MiB with no bound on their rows (:data:`MAX_ROWS_PER_PAGE`;
+      pyarrow's default of 20,000 rows a page costs about 7 % more reading time);
     * the Arrow schema is stored (``kind`` reads back as ``dictionary<int8, string>``)
       and the file metadata carries ``pau.layout_version`` (:data:`LAYOUT_VERSION`).
 
