@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "../core/exclusive.hpp"
-#include "../core/rle_hybrid.hpp"
 #include "../core/split.hpp"
 #include "../core/sweep.hpp"
 #include "common.hpp"
@@ -278,24 +277,6 @@ void bind_sweep(py::module_& m) {
           "Exclusive time by nested priority unions (csrc/core/exclusive.hpp) over in-memory batches, no windows: "
           "a histogram whose masks are the winning kind's bit (0: idle), or (code, row, batch) of the first "
           "problem met. levels[c]: the priority level of kind code c (0 highest).");
-    m.def(
-        "rle_dict_indices",
-        [](const py::buffer& data, int bit_width, int64_t count, int64_t limit) {
-            const py::buffer_info info = data.request();
-            if (info.ndim != 1 || info.itemsize != 1) throw std::invalid_argument("data: expected bytes");
-            if (count < 0) throw std::invalid_argument("count: must be >= 0");
-            py::array_t<int8_t> out(count);
-            const auto* p = static_cast<const uint8_t*>(info.ptr);
-            int8_t* o = out.mutable_data();
-            {
-                py::gil_scoped_release release;  // `data` and `out` are held by this frame
-                pau::core::rle_hybrid_int8(p, info.size, bit_width, count, limit, o);
-            }
-            return out;
-        },
-        py::arg("data"), py::arg("bit_width"), py::arg("count"), py::arg("limit"),
-        "The first `count` values of Parquet's RLE / bit-packing hybrid (bit width 0..7) as int8, each checked "
-        "< `limit` (csrc/core/rle_hybrid.hpp); ValueError naming the problem on malformed runs.");
     m.def("avx512_available", &pau::core::avx512_available,
           "Whether this CPU runs the AVX-512 kernel of exclusive_batches.");
 

@@ -232,9 +232,6 @@ def exclusive_batches(
     order: npt.NDArray[np.int64] | None = None,
     kernel: int = 0,  # 0 the best this CPU runs, 1 scalar, 2 AVX-512
 ) -> dict[str, np.ndarray] | tuple[int, int, int]: ...  # the histogram (masks: the winning kind's bit), or (code, row, batch)
-def rle_dict_indices(
-    data: bytes | memoryview, bit_width: int, count: int, limit: int
-) -> npt.NDArray[np.int8]: ...  # Parquet's RLE / bit-packing hybrid, each value < limit
 def avx512_available() -> bool: ...
 def rank_parts(batches: list[_Batch], parts: int) -> list[tuple[int, int]]: ...
 def order_by_rank_start(

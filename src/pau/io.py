@@ -2,9 +2,7 @@
 
 Parquet sources are streamed one row group at a time: pyarrow's batch iterator was
 seen holding far more memory than a row group on large files, while a row-group
-read holds one row group. A dictionary-encoded ``kind`` column with page checksums
-(pau's layout) is decoded by :mod:`pau._pqpages`, every page's CRC-32 checked; other
-columns, and chunks of any other shape, by pyarrow. The next row group is read on a second thread while the
+read holds one row group. The next row group is read on a second thread while the
 caller works on the current one (pyarrow releases the GIL while decoding).
 """
 
@@ -27,7 +25,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ._input import EVENT_COLUMNS, as_table, iter_batches
-from ._pqpages import kind_column
 from ._progress import tracker
 from ._types import RunWarning
 from .errors import NoInputError, PauError
@@ -265,14 +262,7 @@ def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str]
                      missing: list[str] = missing, keys: dict[str, Any] = keys,
                      rank_field: pa.Field = rank_field) -> pa.Table:
                 try:
-                    pf = _reader(path)
-                    # kind decoded by pau where the chunk has pau's shape (see pau._pqpages)
-                    kind = kind_column(path, pf, i) if "kind" in present else None
-                    if kind is None:
-                        t = pf.read_row_group(i, columns=present)
-                    else:
-                        t = pf.read_row_group(i, columns=[c for c in present if c != "kind"])
-                        t = t.add_column(present.index("kind"), pf.schema_arrow.field("kind"), kind)
+                    t = _reader(path).read_row_group(i, columns=present)
                 except _READ_ERRORS as exc:
                     raise _corrupt(path, exc, f", row group {i}") from None
                 _check_keys(t, keys, path, f", row group {i}")
