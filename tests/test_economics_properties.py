@@ -288,3 +288,78 @@ def test_many_phases_on_one_replica_match_twin(seed):
     assert out.table["attributed_decode_ns"].to_pylist() == dec
     assert out.busy["idle_ns"].to_pylist() == idle
     assert sum(pre) + sum(dec) + sum(idle) == 14_000_000
+
+
+INT64_MAX = 2**63 - 1
+
+
+@settings(**SETTINGS)
+@given(serving_case(), st.sampled_from([(1, 1), (2, 5), (0, 0)]))
+def test_native_sweep_at_the_int64_end_of_time(case, w):
+    # The same logs moved so that their last time is 2**63 - 1 ns: phases and busy
+    # rows end at the largest int64 (a busy row ending there still ends, and its idle
+    # time counts). The shares do not depend on the origin, so the twin answers.
+    rows, busy = case
+    times = [t for r in rows for t in (r["arrival_ns"], r["first_token_ns"], r["end_ns"]) if t is not None]
+    times += [t for _, s, e in busy for t in (s, e)]
+    off = INT64_MAX - max(times, default=0)
+    rows = [{**r, **{k: (r[k] + off if r[k] is not None else None)
+                     for k in ("arrival_ns", "first_token_ns", "end_ns")}} for r in rows]
+    busy = [(rep, s + off, e + off) for rep, s, e in busy]
+    req, b = _tables(rows, busy)
+    out = E.requests(req, busy=b, weights={"prefill": w[0], "decode": w[1]})
+    pre, dec, idle = _want(rows, busy, w)
+    assert out.table["attributed_prefill_ns"].to_pylist() == pre
+    assert out.table["attributed_decode_ns"].to_pylist() == dec
+    assert out.busy["idle_ns"].to_pylist() == idle
+
+
+def test_busy_row_ending_at_int64_max_counts_its_idle():
+    # busy [M - 60, M) and [M - 45, M - 1) on one replica (two accelerators); the one
+    # request runs [M - 50, M - 20) prefill (3 tokens), [M - 20, M) decode (5 tokens).
+    # One phase in flight at a time, so it takes each piece whole. Row 0: idle
+    # [M - 60, M - 50) = 10 ns, prefill [M - 50, M - 20) = 30, decode [M - 20, M) = 20;
+    # row 1: prefill [M - 45, M - 20) = 25, decode [M - 20, M - 1) = 19, idle 0.
+    m = INT64_MAX
+    rows = [{"request_id": 0, "replica": 0, "arrival_ns": m - 50, "first_token_ns": m - 20, "end_ns": m,
+             "input_tokens": 3, "output_tokens": 5, "status": "ok"}]
+    busy = [(0, m - 60, m), (0, m - 45, m - 1)]
+    req, b = _tables(rows, busy)
+    out = E.requests(req, busy=b)
+    assert out.busy["idle_ns"].to_pylist() == [10, 0]
+    assert out.table["attributed_prefill_ns"].to_pylist() == [55]
+    assert out.table["attributed_decode_ns"].to_pylist() == [39]
+    assert out.summary()["busy_ns"] == 104 == 55 + 39 + 10
+
+
+@settings(**SETTINGS)
+@given(serving_case(), st.integers(1, 11))
+def test_columns_read_at_an_offset_give_the_same_answer(case, skip):
+    # Slices of a larger table (validity bitmaps and values at a bit offset that is
+    # not a multiple of 8), status dictionary-encoded: the null masks and status codes
+    # read from them give what the same table read from offset 0 gives.
+    rows, busy = case
+    junk = [{"request_id": -1, "replica": 0, "arrival_ns": None, "first_token_ns": None, "end_ns": None,
+             "input_tokens": None, "output_tokens": None, "status": "ok"}] * skip
+    req, b = _tables(rows, busy)
+    big, _ = _tables(junk + rows, busy)
+    big = big.set_column(7, "status", pa.chunked_array([big["status"].combine_chunks().dictionary_encode()]))
+    sliced = big.slice(skip)
+    assert not rows or sliced["arrival_ns"].chunk(0).offset == skip
+    want = E.requests(req, busy=b)
+    got = E.requests(sliced, busy=b)
+    assert got.table.cast(want.table.schema).to_pylist() == want.table.to_pylist()
+    assert got.busy.to_pylist() == want.busy.to_pylist()
+    assert got.summary() == want.summary()
+
+
+def test_null_status_in_a_dictionary_is_named():
+    from pau.errors import InvalidRowError
+
+    rows = [{"request_id": i, "replica": 0, "arrival_ns": i, "first_token_ns": i + 1, "end_ns": i + 2,
+             "input_tokens": 1, "output_tokens": 1, "status": "ok"} for i in range(12)]
+    req, b = _tables(rows, [(0, 0, 20)])
+    status = pa.DictionaryArray.from_arrays(pa.array([0] * 9 + [None, 0, 0], pa.int8()), pa.array(["ok"]))
+    req = req.set_column(7, "status", status).slice(2)  # row 9 of the table is row 7 of the slice
+    with pytest.raises(InvalidRowError, match=r"row 7.*null status"):
+        E.requests(req, busy=b)

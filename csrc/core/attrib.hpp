@@ -50,11 +50,16 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace pau::core {
 
@@ -71,6 +76,27 @@ struct uninit_alloc : std::allocator<T> {
     uninit_alloc() = default;
     template <typename U>
     uninit_alloc(const uninit_alloc<U>&) noexcept {}
+#if defined(__linux__) && defined(MAP_POPULATE)
+    // Large buffers (kPopulateBytes and up) are mapped with all their pages at once:
+    // touching fresh pages one by one costs a page fault each, and 10M requests write
+    // ~600 MB of new outputs (measured: a few % of requests() with busy).
+    static constexpr size_t kPopulateBytes = size_t{8} << 20;
+    static bool populated(size_t n) { return n >= kPopulateBytes / sizeof(T); }
+    T* allocate(size_t n) {
+        if (!populated(n) || n > std::numeric_limits<size_t>::max() / sizeof(T))
+            return std::allocator<T>::allocate(n);
+        void* p = mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                       -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        return static_cast<T*>(p);
+    }
+    void deallocate(T* p, size_t n) noexcept {
+        if (!populated(n) || n > std::numeric_limits<size_t>::max() / sizeof(T))
+            std::allocator<T>::deallocate(p, n);
+        else
+            munmap(p, n * sizeof(T));
+    }
+#endif
     template <typename U>
     void construct(U* p) noexcept {
         ::new (static_cast<void*>(p)) U;
@@ -93,7 +119,7 @@ struct AttribResult {
     buffer<int64_t> prefill;  // ns per request attributed to its prefill
     buffer<int64_t> decode;   // ns per request attributed to its decode
     buffer<int64_t> total;    // prefill + decode per request
-    std::vector<int64_t> idle;     // idle ns per busy interval
+    buffer<int64_t> idle;          // idle ns per busy interval
     std::vector<int64_t> rep_busy;     // per replica: busy ns (overlapping rows counted each)
     std::vector<int64_t> rep_idle;     // per replica: idle ns
     std::vector<int64_t> rep_outcome;  // per replica and outcome (n_rep x n_out): attributed ns
@@ -206,6 +232,8 @@ struct Replica {
     uint64_t I = 0;     // ns with nothing in flight (mod 2^64; only differences are used)
     int64_t last = kMin;
     int64_t busy_next = 0, busy_stop = 0;
+    int64_t busy_start = kMax;  // start of busy row busy_next (kMax: none left)
+    int64_t busy_ev = kMax;     // min(busy_start, the ends of the running busy rows)
     int64_t busy_total = 0, idle_total = 0, floor_sum = 0;
     int64_t cand_begin = 0, cand_end = 0;
     uint32_t thr = 0xffffffffu;  // after rounding: keys above get 1 ns, keys equal while quota lasts
@@ -242,6 +270,7 @@ class Sweeper {
         const size_t n_rep = reps_.size();
         const bool counting = n_rep <= static_cast<size_t>(4 * kChunk);
         std::vector<int64_t> rows(static_cast<size_t>(std::min(n_, kChunk))), grouped(rows.size());
+        std::vector<int32_t> grouped_rep(rows.size());  // the replica of grouped[j], read in sequence
         std::vector<int32_t> first(counting ? n_rep + 1 : 0);
         std::vector<std::pair<int32_t, int64_t>> keyed;
         for (int64_t c0 = 0; c0 < n_; c0 += kChunk) {
@@ -257,8 +286,12 @@ class Sweeper {
                     ++first[static_cast<size_t>(r) + 1];
                 }
                 for (size_t r = 0; r < n_rep; ++r) first[r + 1] += first[r];
-                for (size_t j = 0; j < m; ++j)
-                    grouped[static_cast<size_t>(first[static_cast<size_t>(rep_[rows[j]])]++)] = rows[j];  // kept rows: code as is
+                for (size_t j = 0; j < m; ++j) {
+                    const int32_t r = rep_[rows[j]];  // kept rows: code as is
+                    const size_t at = static_cast<size_t>(first[static_cast<size_t>(r)]++);
+                    grouped[at] = rows[j];
+                    grouped_rep[at] = r;
+                }
             } else {
                 keyed.clear();
                 for (int64_t k = c0; k < c1; ++k) {
@@ -267,17 +300,20 @@ class Sweeper {
                 }
                 std::sort(keyed.begin(), keyed.end());
                 m = keyed.size();
-                for (size_t j = 0; j < m; ++j) grouped[j] = order ? order[keyed[j].second] : keyed[j].second;
+                for (size_t j = 0; j < m; ++j) {
+                    grouped[j] = order ? order[keyed[j].second] : keyed[j].second;
+                    grouped_rep[j] = keyed[j].first;
+                }
             }
             for (size_t j = 0; j < m; ++j) {
                 // the next replica's state, ahead of the switch to it: its struct
                 // first, then (once that is in) its heap, slots and next busy row
-                if (j + 16 < m && rep_[grouped[j + 16]] != rep_[grouped[j + 15]]) {
-                    const char* p = reinterpret_cast<const char*>(&reps_[static_cast<size_t>(rep_[grouped[j + 16]])]);
+                if (j + 16 < m && grouped_rep[j + 16] != grouped_rep[j + 15]) {
+                    const char* p = reinterpret_cast<const char*>(&reps_[static_cast<size_t>(grouped_rep[j + 16])]);
                     for (size_t o = 0; o < sizeof(Replica); o += 64) __builtin_prefetch(p + o);
                 }
-                if (j + 4 < m && rep_[grouped[j + 4]] != rep_[grouped[j + 3]]) {
-                    const Replica& t = reps_[static_cast<size_t>(rep_[grouped[j + 4]])];
+                if (j + 4 < m && grouped_rep[j + 4] != grouped_rep[j + 3]) {
+                    const Replica& t = reps_[static_cast<size_t>(grouped_rep[j + 4])];
                     __builtin_prefetch(t.heap.data());
                     const char* sp = reinterpret_cast<const char*>(t.slots.data());
                     const size_t sb = std::min<size_t>(t.slots.size() * sizeof(Slot), 1024);
@@ -292,9 +328,14 @@ class Sweeper {
                     __builtin_prefetch(end_ + a);
                     __builtin_prefetch(tin_ + a);
                     __builtin_prefetch(tout_ + a);
+                    if (ftn_) __builtin_prefetch(ftn_ + a);
+                    // admit() writes the row's outputs
+                    __builtin_prefetch(out_.prefill.data() + a, 1);
+                    __builtin_prefetch(out_.decode.data() + a, 1);
+                    __builtin_prefetch(out_.total.data() + a, 1);
                 }
                 const int64_t i = grouped[j];
-                const int32_t r = rep_[i];
+                const int32_t r = grouped_rep[j];
                 Replica& s = reps_[static_cast<size_t>(r)];
                 const int64_t t = arr_[i];
                 if (!advance(s, r, t) || !accumulate(s, r, t)) return false;
@@ -432,17 +473,14 @@ class Sweeper {
     // Process every event of replica s at a time <= t, each after the piece before it.
     bool advance(Replica& s, int32_t r, int64_t t) {
         for (;;) {
-            int64_t tau = kMax;
-            int which = -1;
-            if (!s.heap.empty()) tau = s.heap.front().t, which = 0;
-            if (s.busy_next < s.busy_stop && busy_.start[busy_.row(s.busy_next)] < tau)
-                tau = busy_.start[busy_.row(s.busy_next)], which = 1;
-            size_t ai = 0;
-            for (size_t j = 0; j < s.active.size(); ++j)
-                if (s.active[j].end < tau) tau = s.active[j].end, which = 2, ai = j;
-            if (which < 0 || tau > t) return true;
+            // the next event: a phase boundary (first at a tie), else a busy row's start
+            // or end (s.busy_ev, the earliest of them; starts first at a tie)
+            const bool phase = !s.heap.empty() && !(s.busy_ev < s.heap.front().t);
+            const int64_t tau = phase ? s.heap.front().t : s.busy_ev;
+            // kMax as busy_ev is also "no busy event left"; a busy row may end at kMax
+            if (tau > t || (!phase && tau == kMax && s.active.empty() && s.busy_next >= s.busy_stop)) return true;
             if (!accumulate(s, r, tau)) return false;
-            if (which == 0) {
+            if (phase) {
                 const uint32_t k = s.heap.front().slot;
                 Slot& p = s.slots[k];
                 finish(s, p);
@@ -461,8 +499,11 @@ class Sweeper {
                     pop(s.heap);
                     s.free_slots.push_back(k);
                 }
-            } else if (which == 1) {
+                continue;
+            }
+            if (s.busy_start == tau && s.busy_next < s.busy_stop) {  // kMax: maybe none left
                 const int64_t j = busy_.row(s.busy_next++);
+                s.busy_start = s.busy_next < s.busy_stop ? busy_.start[busy_.row(s.busy_next)] : kMax;
                 if (s.busy_next + 8 < s.busy_stop) {  // this replica's busy rows, a few ahead
                     const int64_t ahead = busy_.row(s.busy_next + 8);
                     __builtin_prefetch(busy_.start + ahead);
@@ -472,7 +513,9 @@ class Sweeper {
                     ++s.B;
                     s.active.push_back(ActiveBusy{busy_.end[j], j, s.I});
                 }
-            } else {
+            } else {  // the first running busy row that ends at tau
+                size_t ai = 0;
+                while (s.active[ai].end != tau) ++ai;
                 const ActiveBusy a = s.active[ai];
                 s.active[ai] = s.active.back();
                 s.active.pop_back();
@@ -481,6 +524,9 @@ class Sweeper {
                 out_.idle[static_cast<size_t>(a.row)] = idle;
                 s.idle_total += idle;
             }
+            int64_t ev = s.busy_start;
+            for (const ActiveBusy& a : s.active) ev = std::min(ev, a.end);
+            s.busy_ev = ev;
         }
     }
 
@@ -533,6 +579,12 @@ class Sweeper {
     // in row order.
     void finish_rows(const int8_t* outcome, int32_t n_out) {
         const int64_t n = static_cast<int64_t>(out_.prefill.size());
+        struct Round {  // a replica's threshold and quota, packed (a Replica is 5 lines)
+            uint32_t thr;
+            int64_t quota;
+        };
+        std::vector<Round> rounds(reps_.size());
+        for (size_t r = 0; r < reps_.size(); ++r) rounds[r] = Round{reps_[r].thr, reps_[r].quota};
         for (int64_t i = 0; i < n; ++i) {
             const int32_t r = rep_of(i);
             const size_t k = static_cast<size_t>(i);
@@ -540,7 +592,7 @@ class Sweeper {
                 out_.prefill[k] = out_.decode[k] = out_.total[k] = 0;
                 continue;
             }
-            Replica& s = reps_[static_cast<size_t>(r)];
+            Round& s = rounds[static_cast<size_t>(r)];
             int64_t pre = out_.prefill[k], dec = out_.decode[k];
             uint32_t kp, kd;
             std::memcpy(&kp, reinterpret_cast<const char*>(out_.total.data() + k), 4);
@@ -678,6 +730,9 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
     {
         std::vector<int64_t> off(static_cast<size_t>(n_rep) + 1, 0);
         bool grouped = true;
+        // a run of rows of one replica sums in locals (busy rows usually come grouped)
+        int32_t cur = -1;
+        int64_t cur_total = 0, cur_rows = 0;
         for (int64_t j = 0; j < nb; ++j) {
             const int32_t r = b_rep[j];
             if (r < 0 || r >= n_rep)
@@ -685,13 +740,24 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
             if (b_end[j] < b_start[j])
                 throw std::invalid_argument("busy row " + std::to_string(j) + ": end_ns before start_ns");
             if (j > 0 && (r < b_rep[j - 1] || (r == b_rep[j - 1] && b_start[j] < b_start[j - 1]))) grouped = false;
-            Replica& s = reps[static_cast<size_t>(r)];
+            if (r != cur) {
+                if (cur >= 0) {
+                    reps[static_cast<size_t>(cur)].busy_total = cur_total;
+                    off[static_cast<size_t>(cur) + 1] += cur_rows;
+                }
+                cur = r;
+                cur_total = reps[static_cast<size_t>(r)].busy_total;
+                cur_rows = 0;
+            }
             int64_t len;
-            if (__builtin_sub_overflow(b_end[j], b_start[j], &len) ||
-                __builtin_add_overflow(s.busy_total, len, &s.busy_total))
+            if (__builtin_sub_overflow(b_end[j], b_start[j], &len) || __builtin_add_overflow(cur_total, len, &cur_total))
                 throw std::invalid_argument("busy row " + std::to_string(j) +
                                             ": the busy time of its replica sums past 2^63 - 1 ns");
-            ++off[static_cast<size_t>(r) + 1];
+            ++cur_rows;
+        }
+        if (cur >= 0) {
+            reps[static_cast<size_t>(cur)].busy_total = cur_total;
+            off[static_cast<size_t>(cur) + 1] += cur_rows;
         }
         for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) off[r + 1] += off[r];
         if (!grouped) {
@@ -707,6 +773,7 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
         for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
             reps[r].busy_next = off[r];
             reps[r].busy_stop = off[r + 1];
+            reps[r].busy_start = reps[r].busy_ev = off[r] < off[r + 1] ? b_start[busy.row(off[r])] : kMax;
         }
     }
     std::vector<int64_t> order;

@@ -27,7 +27,7 @@ from . import _econ_kernels as K
 from ._input import _column, as_table, time_column
 from ._ledger import NS_PER_HOUR, Ledger
 from ._types import LedgerSummary, Quarantined, check_on_invalid
-from ._vocab import label
+from ._vocab import names as vocab_names
 from .errors import InvalidRowError, PauError, SchemaError
 from .telemetry import integrate
 
@@ -188,8 +188,17 @@ _REASON_FIX = ("", "give every request its arrival time", "times are ns since an
 
 
 def _mask(col: pa.Array):
-    """The null mask of a column as a numpy bool array, or None when it has no nulls."""
-    return np.asarray(col.is_null()) if col.null_count else None
+    """The null mask of a column as a numpy bool array, or None when it has no nulls.
+
+    Read straight from the validity bitmap (a quarter of the time of ``is_null``)
+    where the column has one; dictionary columns go through ``is_null``."""
+    if not col.null_count:
+        return None
+    valid = None if pa.types.is_dictionary(col.type) else col.buffers()[0]
+    if valid is None:
+        return np.asarray(col.is_null())
+    bits = np.unpackbits(np.frombuffer(valid, np.uint8), count=col.offset + len(col), bitorder="little")
+    return bits[col.offset:] == 0
 
 
 def _values(arr: pa.Array, dtype) -> np.ndarray:
@@ -245,10 +254,10 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
     if pa.types.is_dictionary(st.type):
         # one lookup per dictionary value, then a gather of the indices
         pos = pc.index_in(st.dictionary, value_set=pa.array(STATUSES, vt)).fill_null(len(STATUSES))
-        idx = st.indices.fill_null(0) if st.null_count else st.indices
-        code = lut[np.asarray(pos)][idx.to_numpy(zero_copy_only=False)]
-        if st.null_count:
-            code[np.asarray(st.is_null())] = -1
+        # Arrow's take: nulls stay null (then -1), and it gathers faster than numpy's
+        # fancy indexing of int8
+        code = pc.take(pa.array(lut[np.asarray(pos)]), st.indices)
+        code = (code.fill_null(-1) if code.null_count else code).to_numpy(zero_copy_only=False)
     else:
         code = lut[np.asarray(pc.index_in(st, value_set=pa.array(STATUSES, vt)).fill_null(len(STATUSES)))]
     cols["code"] = code
@@ -258,20 +267,22 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
 
 
 def _nullable(values: np.ndarray, typ: pa.DataType, mask, cols) -> pa.Array:
-    """``values`` as an Arrow array, null where ``mask``: zero-copy, with the validity
-    bitmap of the input columns ``cols`` (null exactly where any of them is) when
-    they have one at offset 0, else a copy with ``mask``."""
+    """``values`` as an Arrow array, null where ``mask`` (a bool array, a function
+    returning one, or None: no nulls): zero-copy, with the validity bitmap of the
+    input columns ``cols`` (null exactly where any of them is) when they have one at
+    offset 0, else a copy with ``mask``."""
     if mask is None:
         return pa.array(values, typ)
     if all(c is not None and c.offset == 0 and c.null_count for c in cols):
         if len(cols) == 1:
-            valid = cols[0].buffers()[0]
+            valid, nulls = cols[0].buffers()[0], cols[0].null_count
         else:
             both = pc.and_(cols[0].is_valid(), cols[1].is_valid())
             valid = both.buffers()[1] if both.offset == 0 else None
+            nulls = -1  # counted by Arrow when asked
         if valid is not None:
-            return pa.Array.from_buffers(typ, len(values), [valid, pa.py_buffer(values)], int(mask.sum()))
-    return pa.array(values, typ, mask=mask)
+            return pa.Array.from_buffers(typ, len(values), [valid, pa.py_buffer(values)], nulls)
+    return pa.array(values, typ, mask=mask() if callable(mask) else mask)
 
 
 def _request_rows(c: dict, need_replica: bool, slo: dict) -> dict:
@@ -427,7 +438,8 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         rr = _request_rows(c, need_replica, slo)
     n = t.num_rows
     ft_null, end_null = c["ft_null"], c["end_null"]
-    no_tpot = ft_null if end_null is None else (end_null if ft_null is None else ft_null | end_null)
+    # null TPOT where either time is; computed only when no input bitmap serves
+    no_tpot = ft_null if end_null is None else (end_null if ft_null is None else (lambda: ft_null | end_null))
     # token counts as output (and as weights): null counts of requests that are not ok read 0
     tin = c["tin"] if c["tin_null"] is None else np.where(c["tin_null"], 0, c["tin"])
     tout = c["tout"] if c["tout_null"] is None else np.where(c["tout_null"], 0, c["tout"])
@@ -438,7 +450,7 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     out = {
         "request_id": _one(t["request_id"]),
         "replica": _one(t["replica"]),
-        "outcome": label(OUTCOMES, outcome),
+        "outcome": pa.DictionaryArray.from_arrays(pa.array(outcome), vocab_names(OUTCOMES), safe=False),  # codes < 5
         "ttft_ns": _nullable(rr["ttft"], pa.int64(), ft_null, [c["ft_col"]]),
         "tpot_ns": _nullable(rr["tpot"], pa.float64(), no_tpot, tpot_cols),
         "e2e_ns": _nullable(rr["e2e"], pa.int64(), end_null, [c["end_col"]]),
