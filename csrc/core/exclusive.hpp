@@ -477,23 +477,12 @@ class ExclusiveSweep {
                 bad |= _mm512_cmplt_epi64_mask(e8, s8);
                 bad |= _mm512_cmplt_epi64_mask(_mm512_sub_epi64(e8, s8), zero);
                 bad |= _mm256_cmpeq_epi32_mask(r8, rp) & _mm512_cmplt_epi64_mask(s8, sp);
-                if (__builtin_expect(bad != 0, 0)) {
-                    c.v = v;
-                    c.cur = cur;
-                    c.s = rs;
-                    if (!checked<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, j + 8))
-                        return res;
-                    v = c.v;
-                    cur = c.cur;
-                    rs = c.s;
-                    if (Windows) next = rs->next_cut;
-                    continue;
-                }
-                // The common block: all 8 rows of the rank being swept, all starting
-                // in its window (starts do not decrease within the block: checked
-                // above) and, when clipping, all inside its clip bounds, so that no
-                // row needs a test but its kind's.
-                if (__builtin_expect(_mm256_cmpeq_epi32_mask(r8, _mm256_set1_epi32(cur)) == 0xFF, 1) &&
+                // The common block: no problem, all 8 rows of the rank being swept,
+                // all starting in its window (starts do not decrease within the
+                // block: checked above) and, when clipping, all inside its clip
+                // bounds, so that no row needs a test but its kind's.
+                if (__builtin_expect(bad == 0, 1) &&
+                    _mm256_cmpeq_epi32_mask(r8, _mm256_set1_epi32(cur)) == 0xFF &&
                     (!Windows || start[j + 7] < next) &&
                     (!Clip || (start[j] >= v.lo_s && _mm512_cmpgt_epi64_mask(e8, v.hi) == 0))) {
                     for (int64_t i = j; i < j + 8; ++i) {
@@ -507,31 +496,18 @@ class ExclusiveSweep {
                     c.last = start[j + 7];
                     continue;
                 }
-                for (int64_t i = j; i < j + 8; ++i) {
-                    const int32_t r = rank[i];
-                    const int64_t k = level_at(kind_idx, i, lv, map_size);
-                    const int64_t st = start[i];
-                    if (__builtin_expect((r != cur) | (k < 0) | (Windows && st >= next), 0)) {
-                        if (k < 0) {
-                            res = {Code::unknown_kind, i};
-                            return res;
-                        }
-                        if (r != cur) {
-                            rs = switch_rank(v, rs, start[i - 1], r, st);
-                            cur = r;
-                            if (st < rs->last_start) {
-                                res = {Code::unsorted, i};
-                                return res;
-                            }
-                        }
-                        if (Windows) {
-                            if (st >= rs->next_cut) advance_lanes(v, rs, st);
-                            next = rs->next_cut;
-                        }
-                    }
-                    add_event<Clip>(v, mask[k], st, end[i]);
-                }
-                c.last = start[j + 7];
+                // Any other block (a problem in it, a rank or a window begins in it,
+                // a row reaches past the clip bounds): row by row with every check,
+                // away from this loop; a problem is found there, at its first row.
+                c.v = v;
+                c.cur = cur;
+                c.s = rs;
+                if (!checked<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, j + 8))
+                    return res;
+                v = c.v;
+                cur = c.cur;
+                rs = c.s;
+                if (Windows) next = rs->next_cut;
             }
             c.v = v;
             c.cur = cur;
@@ -549,7 +525,7 @@ class ExclusiveSweep {
     // Rows [from, to) with every check, one by one: false (and c.res set) when one
     // fails.
     template <typename IdxT, bool Ordered, bool Clip, bool Windows>
-    __attribute__((target("avx512f"))) bool checked(Cursor& c, const __mmask8* mask, const int32_t* rank,
+    __attribute__((target("avx512f"), noinline)) bool checked(Cursor& c, const __mmask8* mask, const int32_t* rank,
                                                     const int64_t* start, const int64_t* end, const IdxT* kind_idx,
                                                     const int8_t* lv, int64_t map_size, int64_t from, int64_t to) {
         for (int64_t j = from; j < to; ++j) {
