@@ -159,58 +159,51 @@ class CrossingSweep {
 
     int64_t start_of(const RankPart::Row& r) const { return ev_[r.batch].start[r.row]; }
 
-    // One part: its sweep (a chunk: see RankPart).
+    // One part: its sweep (a chunk: see RankPart), the full one or, with levels,
+    // the exclusive-time one. A chunk but the last has the span [lo, hi) of both
+    // ends given (the last: from lo on), begins with what its lead leaves running,
+    // and declines when its rows reach past hi (the next chunk would miss them).
     void run(size_t i) {
         std::call_once(once_, [this] { windows(); });
         if (declined_) return;
-        if (lean_) {
-            run_lean(i);
-            return;
-        }
         const RankPart& part = parts_[i];
-        const int64_t w = static_cast<int64_t>(wrank_.size());
         const int32_t rank = part.lo;
         const bool fixed = part.chunk && !part.last;  // a span of both ends given
         const int64_t lo = part.chunk ? start_of(part.from) : 0;
-        const int64_t hi = fixed ? start_of(part.to) : 0;
+        const int64_t hi = fixed ? start_of(part.to) : lean_ ? std::numeric_limits<int64_t>::max() : 0;
         if (fixed && hi < lo) return;  // starts decrease: the exact way names the row
-        Sweep sw(wrank_.data(), cuts_.data(), cuts_.data() + 1, wrow_.data(), w, &rank, &lo, &hi, fixed ? 1 : 0);
-        if (part.chunk && part.last) sw.start_at(rank, lo);
-        if (!part.lead.empty()) {
-            int64_t ends[kNumKinds], last_start = 0;
-            lead_ends(ev_, part.lead, ends, last_start);
-            sw.open_kinds(rank, ends, last_start);
+        if (lean_) {
+            ExclusiveSweep sw(&rank, &lo, &hi, part.chunk ? 1 : 0, levels_, kernel_, cuts_.data(),
+                              static_cast<int64_t>(cuts_.size()));
+            sweep_part(sw, i, rank, fixed, hi);
+        } else {
+            const int64_t w = static_cast<int64_t>(wrank_.size());
+            Sweep sw(wrank_.data(), cuts_.data(), cuts_.data() + 1, wrow_.data(), w, &rank, &lo, &hi, fixed ? 1 : 0);
+            if (part.chunk && part.last) sw.start_at(rank, lo);
+            sweep_part(sw, i, rank, fixed, hi);
         }
-        if (!feed(sw, part.pieces)) return;
-        if (fixed) {
-            // The next chunk misses what this one's rows leave open past its start.
-            if (sw.latest_open_end(rank) > hi) return;
-            if (!feed(sw, part.head)) return;
-        }
-        results_[i].hist = sw.finish();
-        results_[i].fed = true;
     }
 
-    // run() with the exclusive-time sweep: a chunk clips to the same span [lo, hi)
-    // (hi: none for the last chunk), begins with what its lead leaves running, and
-    // declines on the same condition.
-    void run_lean(size_t i) {
+    static void open_lead(Sweep& sw, int32_t rank, const int64_t* ends, int64_t last_start) {
+        sw.open_kinds(rank, ends, last_start);
+    }
+    static void open_lead(ExclusiveSweep& sw, int32_t rank, const int64_t* ends, int64_t last_start) {
+        sw.open_levels(rank, ends, last_start);
+    }
+    static int64_t reach(Sweep& sw, int32_t rank) { return sw.latest_open_end(rank); }
+    static int64_t reach(ExclusiveSweep& sw, int32_t rank) { return sw.latest_end(rank); }
+
+    template <typename SweepT>
+    void sweep_part(SweepT& sw, size_t i, int32_t rank, bool fixed, int64_t hi) {
         const RankPart& part = parts_[i];
-        const int32_t rank = part.lo;
-        const bool fixed = part.chunk && !part.last;
-        const int64_t lo = part.chunk ? start_of(part.from) : 0;
-        const int64_t hi = fixed ? start_of(part.to) : std::numeric_limits<int64_t>::max();
-        if (fixed && hi < lo) return;  // starts decrease: the exact way names the row
-        ExclusiveSweep sw(&rank, &lo, &hi, part.chunk ? 1 : 0, levels_, kernel_, cuts_.data(),
-                          static_cast<int64_t>(cuts_.size()));
         if (!part.lead.empty()) {
             int64_t ends[kNumKinds], last_start = 0;
             lead_ends(ev_, part.lead, ends, last_start);
-            sw.open_levels(rank, ends, last_start);
+            open_lead(sw, rank, ends, last_start);
         }
         if (!feed(sw, part.pieces)) return;
         if (fixed) {
-            if (sw.latest_end(rank) > hi) return;  // the next chunk would miss it
+            if (reach(sw, rank) > hi) return;  // the next chunk would miss it
             if (!feed(sw, part.head)) return;
         }
         results_[i].hist = sw.finish();
