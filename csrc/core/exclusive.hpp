@@ -167,7 +167,7 @@ class ExclusiveSweep {
     Histogram finish() {
         Histogram h;
         if (windows_) return finish_windows();
-        for (auto& p : states_) {
+        for (auto& p : ranks_.states()) {
             Rank& s = *p;
             if (!s.started && !s.fixed) continue;
             if (!s.fixed) s.span_end = s.top[kNumKinds - 1];
@@ -274,7 +274,7 @@ class ExclusiveSweep {
 
     Histogram finish_windows() {
         Histogram h;
-        for (auto& p : states_) {
+        for (auto& p : ranks_.states()) {
             Rank& s = *p;
             if (!s.started && !s.fixed) continue;
             if (s.started) pass_windows(s, n_cuts_);
@@ -290,23 +290,8 @@ class ExclusiveSweep {
         return h;
     }
 
-    Rank* find(int32_t r) {
-        if (static_cast<size_t>(r) < direct_.size()) return direct_[static_cast<size_t>(r)];
-        auto it = sparse_.find(r);
-        return it == sparse_.end() ? nullptr : it->second;
-    }
-    Rank& create(int32_t r) {
-        states_.push_back(std::make_unique<Rank>());
-        Rank* s = states_.back().get();
-        s->rank = r;
-        if (r < (1 << 22)) {
-            if (static_cast<size_t>(r) >= direct_.size()) direct_.resize(static_cast<size_t>(r) + 1, nullptr);
-            direct_[static_cast<size_t>(r)] = s;
-        } else {
-            sparse_[r] = s;
-        }
-        return *s;
-    }
+    Rank* find(int32_t r) { return ranks_.find(r); }
+    Rank& create(int32_t r) { return ranks_.create(r); }
     Rank& state(int32_t r) {
         Rank* s = find(r);
         return s != nullptr ? *s : create(r);
@@ -558,9 +543,7 @@ class ExclusiveSweep {
     bool simd_ = false;
     int8_t level_[kNumKinds] = {0};
     int8_t kind_of_level_[kNumKinds] = {0};
-    std::vector<std::unique_ptr<Rank>> states_;
-    std::vector<Rank*> direct_;
-    std::unordered_map<int32_t, Rank*> sparse_;
+    RankTable<Rank> ranks_;
 };
 
 namespace detail {

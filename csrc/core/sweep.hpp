@@ -71,6 +71,40 @@ struct Histogram {
 
 // Row i of the spans, checked: a rank >= 0, end >= start, and (`repeated`) not a
 // second row of one rank. Throws std::invalid_argument naming the row and the fix.
+// Per-rank states of a sweep, kept in the order they were made: found through a
+// table for ranks below kDirect (the common, dense case) and a map above.
+template <typename State>
+class RankTable {
+  public:
+    static constexpr int32_t kDirect = 1 << 22;
+
+    State* find(int32_t r) const {
+        if (r >= 0 && static_cast<size_t>(r) < direct_.size()) return direct_[static_cast<size_t>(r)];
+        auto it = sparse_.find(r);
+        return it == sparse_.end() ? nullptr : it->second;
+    }
+    // A new state for rank r (not in the table yet), its `rank` set.
+    State& create(int32_t r) {
+        states_.push_back(std::make_unique<State>());
+        State* s = states_.back().get();
+        s->rank = r;
+        if (r >= 0 && r < kDirect) {
+            if (static_cast<size_t>(r) >= direct_.size()) direct_.resize(static_cast<size_t>(r) + 1, nullptr);
+            direct_[static_cast<size_t>(r)] = s;
+        } else {
+            sparse_[r] = s;
+        }
+        return *s;
+    }
+    const std::vector<std::unique_ptr<State>>& states() const { return states_; }
+    size_t size() const { return states_.size(); }
+
+  private:
+    std::vector<std::unique_ptr<State>> states_;
+    std::vector<State*> direct_;
+    std::unordered_map<int32_t, State*> sparse_;
+};
+
 inline void check_span(const int32_t* span_rank, const int64_t* span_start, const int64_t* span_end, int64_t i,
                        bool repeated) {
     if (span_rank[i] < 0)
@@ -134,7 +168,7 @@ class Sweep {
     // Close every rank at its span end and return the histogram. The Sweep is
     // spent afterwards.
     Histogram finish() {
-        for (auto& p : states_) {
+        for (auto& p : ranks_.states()) {
             RankState& s = *p;
             if (!s.started && !s.fixed_span) continue;
             // Without a given span a rank ends at its last event end: every event
@@ -161,7 +195,7 @@ class Sweep {
         return std::move(hist_);
     }
 
-    int64_t rank_count() const { return static_cast<int64_t>(states_.size()); }
+    int64_t rank_count() const { return static_cast<int64_t>(ranks_.size()); }
 
     // Bucket mode: refuse (std::length_error, "windows: ...") to open more than
     // `n` buckets over all ranks (0: no bound), so that a width too small for the
@@ -464,24 +498,12 @@ class Sweep {
         s.active = static_cast<uint8_t>(h.active);
     }
 
-    RankState* find(int32_t r) {
-        if (static_cast<size_t>(r) < direct_.size()) return direct_[r];
-        auto it = sparse_.find(r);
-        return it == sparse_.end() ? nullptr : it->second;
-    }
+    RankState* find(int32_t r) { return ranks_.find(r); }
 
     RankState& create(int32_t r) {
-        states_.push_back(std::make_unique<RankState>());
-        RankState* s = states_.back().get();
-        s->rank = r;
-        if (r < kDirectLimit) {
-            if (static_cast<size_t>(r) >= direct_.size()) direct_.resize(static_cast<size_t>(r) + 1, nullptr);
-            direct_[r] = s;
-        } else {
-            sparse_[r] = s;
-        }
-        if (has_windows_) build_windows(*s);
-        return *s;
+        RankState& s = ranks_.create(r);
+        if (has_windows_) build_windows(s);
+        return s;
     }
 
     RankState& state(int32_t r) {
@@ -735,8 +757,6 @@ class Sweep {
         check_disjoint(s.wins, s.rank);
     }
 
-    static constexpr int32_t kDirectLimit = 1 << 22;
-
     bool has_windows_;
     int64_t bucket_;
     int64_t max_buckets_ = 0, buckets_ = 0;
@@ -745,9 +765,7 @@ class Sweep {
     std::vector<int64_t> global_wins_;
     std::unordered_map<int32_t, std::vector<int64_t>> own_wins_;
 
-    std::vector<std::unique_ptr<RankState>> states_;
-    std::vector<RankState*> direct_;
-    std::unordered_map<int32_t, RankState*> sparse_;
+    RankTable<RankState> ranks_;
     int32_t last_rank_ = -1;
     RankState* last_state_ = nullptr;
     Histogram hist_;
