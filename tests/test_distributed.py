@@ -21,6 +21,7 @@ import pau.core as core
 import pau.distributed as dist
 import pau.io as pio
 import pau.synth as synth
+from pau import _sweep
 from pau.errors import PauError
 
 RANKS = 4
@@ -204,6 +205,23 @@ def test_kill_and_resume(archive, expected, tmp_path, counted):
     # Nothing left to do: nothing recomputed, same answer.
     counted.clear()
     assert dist.classify_partitions(archive, results_dir=results).equals(expected)
+    assert counted == []
+
+
+def test_saved_results_are_reused_for_the_same_priority_only(archive, run, tmp_path, counted):
+    """Where exclusive time alone is swept (the nested-union sweep, whose histogram
+    depends on the priority), a result saved under one priority is not read back under
+    another: each gets its own answer, equal to classify's."""
+    results = tmp_path / "results"
+    prio = ["communication", "compute", "memcpy", "memset", "sync", "other"]
+    first = dist.classify_partitions(archive, results_dir=results)
+    assert first.equals(core.classify(run))
+    counted.clear()
+    other = dist.classify_partitions(archive, results_dir=results, priority=prio)
+    assert other.equals(core.classify(run, priority=prio))
+    assert len(counted) == (RANKS if _sweep.lean_path(_sweep.plan_of(None, None)) else 0)
+    counted.clear()
+    assert dist.classify_partitions(archive, results_dir=results, priority=prio).equals(other)
     assert counted == []
 
 

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from . import io as _io
 from ._input import EVENT_COLUMNS
 from ._progress import MIN_INTERVAL, Progress, tracker
-from ._sweep import Plan, exclusive, feed_batches, finish, merge_hists, plan_of, with_counts
+from ._sweep import Plan, exclusive, feed_batches, finish, merge_hists, plan_of, stream_plan, with_counts
 from ._threads import cores
 from ._types import Quarantined, check_on_invalid
 from .errors import Interrupted, MemoryBudgetError, PauError
@@ -519,7 +519,9 @@ def classify_partitions(
     if not isinstance(by_job, bool):
         raise PauError(f"by_job: expected True or False, got {by_job!r}")
     check_on_invalid(on_invalid)
-    plan = plan_of(windows, span)
+    # Exclusive time alone: the nested-union sweep where it applies (its levels are part
+    # of the plan's digest, so a saved result is only reused for the same priority).
+    plan = stream_plan(plan_of(windows, span), priority)
     parts = partitions(root_or_files)
     if by_job:
         missing = [p for p, k in parts if "job" not in k]
