@@ -42,7 +42,8 @@ from . import telemetry as _telemetry
 from ._format import html_table
 from ._names import INPUT_FORMATS
 from ._input import REASONS, as_table, raise_first, row_reasons, spans_of
-from ._types import QUARANTINE_SCHEMA, OutsideAccountable, RunSummary, RunWarning, check_on_invalid
+from ._types import (QUARANTINE_SCHEMA, OutsideAccountable, RunSummary, RunWarning, check_on_invalid,
+                     quarantine_schema, quarantine_table)
 from ._ledger import Ledger
 from ._vocab import LIFECYCLE_SCHEMA
 from .analysis import range_summary, step_figures, top_kernels
@@ -614,14 +615,11 @@ def _screened(run: Run, path: str, on_invalid: str, where: Any) -> Run:
         raise_first(table, reasons, 0, path)
     bad = np.flatnonzero(reasons)
     q = table.take(pa.array(bad))
-    quarantine = pa.table({"source_file": pa.array([path] * bad.size, pa.string()),
-                           "location": pa.array([where(i) for i in bad.tolist()], pa.string()),
-                           "reason": pa.array(np.asarray(REASONS, dtype=object)[reasons[bad]], pa.string())})
-    for c in q.column_names:
-        quarantine = quarantine.append_column(q.schema.field(c), q[c])
+    quarantine = quarantine_table(quarantine_schema(*q.schema), path, [where(i) for i in bad.tolist()],
+                                  np.asarray(REASONS, dtype=object)[reasons[bad]].tolist(),
+                                  **{c: q[c] for c in q.column_names})
     run.events = table.filter(pa.array(reasons == 0))
-    run.quarantine = quarantine if run.quarantine is None else pa.concat_tables(
-        [run.quarantine, quarantine], promote_options="default")
+    _add_quarantine(run, quarantine)
     run.warnings.append(RunWarning("events.quarantined", f"{path}: {bad.size:,} event rows set aside "
                                    "(run.quarantine)"))
     return run
