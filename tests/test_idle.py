@@ -126,16 +126,22 @@ def test_host_rank_minus_one_is_every_rank_and_unknown_ranks_wait_for_nothing():
                                     (1, None): {"data_wait": 4, "sync_wait": 6, "host_wait": 0, "idle.other": 0}}
 
 
-def test_lifecycle_ledger_splits_the_idle_inside_accountable_time():
-    # Accountable [0, 40) (attempt 0, preempted) and [60, 100) (attempt 1): the ledger
-    # does not count [40, 60), nor does the split. A data_wait phase [30, 40).
-    lc = pa.table({
+def _two_attempts() -> pa.Table:
+    """Accountable [0, 40) (attempt 0, preempted) and [60, 100) (attempt 1, one step);
+    a data_wait phase [30, 40) on every rank."""
+    return pa.table({
         "record": ["accountable", "accountable", "attempt", "attempt", "step", "phase"],
         "attempt": pa.array([None, None, 0, 1, 1, 0], pa.int32()),
         "rank": pa.array([0, 0, 0, 0, 0, -1], pa.int32()),
         "start_ns": [0, 60, 0, 60, 60, 30], "end_ns": [40, 100, 40, 100, 100, 40],
         "step": pa.array([None, None, None, None, 1, None], pa.int64()),
         "kind": [None, None, "preempted", "completed", None, "data_wait"]})
+
+
+def test_lifecycle_ledger_splits_the_idle_inside_accountable_time():
+    # Accountable [0, 40) (attempt 0, preempted) and [60, 100) (attempt 1): the ledger
+    # does not count [40, 60), nor does the split. A data_wait phase [30, 40).
+    lc = _two_attempts()
     ev = _events(HAND)
     led = core.ledger(ev, lc)
     assert led.activity_ns()["idle"] == 10 + 20 + 10 + 10   # [0,10) [20,40) [70,80) [90,100)
@@ -591,13 +597,7 @@ def test_hand_worked_intervals():
 
 
 def test_hand_worked_intervals_inside_accountable_time():
-    lc = pa.table({
-        "record": ["accountable", "accountable", "attempt", "attempt", "step", "phase"],
-        "attempt": pa.array([None, None, 0, 1, 1, 0], pa.int32()),
-        "rank": pa.array([0, 0, 0, 0, 0, -1], pa.int32()),
-        "start_ns": [0, 60, 0, 60, 60, 30], "end_ns": [40, 100, 40, 100, 100, 40],
-        "step": pa.array([None, None, None, None, 1, None], pa.int64()),
-        "kind": [None, None, "preempted", "completed", None, "data_wait"]})
+    lc = _two_attempts()
     ev = _events(HAND)
     led = core.ledger(ev, lc)
     got = idle_cause_intervals(ev, _host(HAND_HOST), lifecycle=lc, ledger=led)
