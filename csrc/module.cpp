@@ -8,6 +8,7 @@ void bind_econ(py::module_& m);
 void bind_sweep(py::module_& m);
 void bind_kineto(py::module_& m);
 void bind_lifecycle(py::module_& m);
+void bind_parquet(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "pau's native core (private: use pau.core)";
@@ -19,4 +20,5 @@ PYBIND11_MODULE(_core, m) {
     bind_econ(m);
     bind_kineto(m);
     bind_lifecycle(m);
+    bind_parquet(m);
 }

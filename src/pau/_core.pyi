@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from typing_extensions import Buffer
+
 import numpy as np
 import numpy.typing as npt
 
@@ -318,3 +320,10 @@ class KinetoParser:
     def result(self) -> dict: ...
 
 def kineto_invalid_reasons() -> dict[int, str]: ...
+
+# the Parquet page decoder of pau's archive layout (csrc/core/parquet.hpp, pau._parquet)
+def parquet_ints(chunk: Buffer, bits: int, n: int, verify: bool, out: Buffer) -> bool: ...
+def parquet_dictionary(
+    chunk: Buffer, index_bits: int, n: int, verify: bool, out: Buffer
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8]] | None: ...
+def crc32(data: Buffer) -> int: ...

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import _parquet
 from ._input import EVENT_COLUMNS, as_table, iter_batches
 from ._progress import tracker
 from ._types import RunWarning
@@ -235,15 +236,49 @@ def row_group_bytes(path: str | os.PathLike[str], columns: Sequence[str] = EVENT
 _READERS = threading.local()
 
 
-def _reader(path: str) -> pq.ParquetFile:
-    """This thread's ParquetFile of ``path``: a ParquetFile is not safe to read from
+class _Reader:
+    """One thread's open file: its ParquetFile, a descriptor for the native decoder,
+    the columns that decoder reads (:mod:`pau._parquet`) and its chunk buffer. The
+    descriptor closes with the reader (a reading thread's readers go when it ends)."""
+
+    def __init__(self, key: tuple[Any, ...], path: str, buf: _parquet.Buffer):
+        self.fd = -1
+        self.key, self.pf = key, _open(path)
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        self.columns, self.buf = _parquet.columns_of(self.pf), buf
+
+    def __del__(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _reader(path: str) -> _Reader:
+    """This thread's reader of ``path``: a ParquetFile is not safe to read from
     two threads at once (it crashed), so each reading thread opens its own, and keeps
     one file open at a time (reopened when the file changed on disk)."""
     st = os.stat(path)
     key = (os.fspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
-    if getattr(_READERS, "key", None) != key:
-        _READERS.pf, _READERS.key = _open(path), key
-    return _READERS.pf
+    r = getattr(_READERS, "r", None)
+    if r is None or r.key != key:
+        _READERS.r = r = _Reader(key, path, r.buf if r is not None else _parquet.Buffer())
+    return r
+
+
+def _read_row_group(path: str, i: int, columns: list[str]) -> pa.Table:
+    """Row group ``i`` of ``columns``: by the native decoder where it reads them (pau's
+    layout), else by pyarrow; the same table either way."""
+    r = _reader(path)
+    t = _parquet.read_row_group(r.pf, r.fd, i, columns, r.columns, r.buf)
+    return t if t is not None else r.pf.read_row_group(i, columns=columns)
+
+
+def _constant_int32(value: int, n: int) -> pa.Array:
+    """n copies of an int32, in the Arrow pool's memory (reused from row group to row
+    group, where fresh numpy memory faults its pages in each time)."""
+    buf = pa.allocate_buffer(4 * n)
+    np.frombuffer(buf, np.int32)[:] = value
+    return pa.Array.from_buffers(pa.int32(), n, [None, buf])
 
 
 def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str],
@@ -262,14 +297,14 @@ def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str]
                      missing: list[str] = missing, keys: dict[str, Any] = keys,
                      rank_field: pa.Field = rank_field) -> pa.Table:
                 try:
-                    t = _reader(path).read_row_group(i, columns=present)
+                    t = _read_row_group(path, i, present)
                 except _READ_ERRORS as exc:
                     raise _corrupt(path, exc, f", row group {i}") from None
                 _check_keys(t, keys, path, f", row group {i}")
                 for c in missing:
                     value = keys[c]
                     if c == "rank":
-                        t = t.append_column(rank_field, pa.array(np.full(t.num_rows, int(value), np.int32)))
+                        t = t.append_column(rank_field, _constant_int32(int(value), t.num_rows))
                     else:
                         t = t.append_column(c, pa.array([value] * t.num_rows))
                 return t
@@ -350,6 +385,10 @@ _LAYOUT_KEY = b"pau.layout_version"
 _RANK_NOT_NULL = b"pau.rank_not_null"
 #: Integer columns stored with DELTA_BINARY_PACKED (sorted or slowly varying).
 _DELTA_COLUMNS = ("start_ns", "end_ns", "stream", "step", "bytes", "attempt")
+#: The columns pau's sweeps read (``rank`` is a folder), written uncompressed for the
+#: native decoder (:mod:`pau._parquet`): a codec shrinks delta-packed times by less
+#: than 0.1 % and costs a pass over them.
+_UNCOMPRESSED = ("start_ns", "end_ns", "kind")
 
 
 def layout_version(path: str | os.PathLike[str]) -> int:
@@ -379,7 +418,8 @@ def _layout_options(schema: pa.Schema, compression: str) -> dict[str, Any]:
                 or pa.types.is_large_string(f.type) or f.name == "rank":
             dictionary.append(f.name)
     stats = [c for c in ("start_ns", "end_ns") if c in schema.names]
-    opts: dict[str, Any] = dict(compression=compression, use_dictionary=dictionary, column_encoding=delta,
+    codecs = {f.name: "none" if f.name in _UNCOMPRESSED else compression for f in schema}
+    opts: dict[str, Any] = dict(compression=codecs, use_dictionary=dictionary, column_encoding=delta,
                                 write_statistics=stats)
     if _PAGE_ROWS_OPTION:
         # pages bounded by bytes (1 MiB) only, not by pyarrow's 20,000 rows: fewer, larger
@@ -414,9 +454,11 @@ def write_dataset(events: Any, root: str | os.PathLike[str], *, job: str = "job0
       Polars: a column and a hive key of one name but two types cannot be merged).
       pau's readers fill it from the folder (``int32``). Layout version 1 kept it in
       the file too; both versions read;
-    * snappy compression: with delta-packed times, zstd saves about 3 % of the size
-      but decodes about 1.6x slower here; snappy and lz4 read alike, and every
-      Parquet reader knows snappy;
+    * ``start_ns``, ``end_ns`` and ``kind``, the columns pau's sweeps read, are not
+      compressed: pau's native page decoder (:mod:`pau._parquet`) reads them about 3x
+      faster than pyarrow, and a codec would shrink the delta-packed times by less than
+      0.1 %; the other columns are compressed with ``compression`` (snappy: zstd saves
+      a few percent but decodes about 1.6x slower; every Parquet reader knows snappy);
     * statistics only for ``start_ns`` and ``end_ns`` (time pruning);
     * data pages of up to 1 MiB with no bound on their rows (:data:`MAX_ROWS_PER_PAGE`;
       pyarrow's default of 20,000 rows a page costs about 7 % more reading time);
@@ -434,7 +476,8 @@ def write_dataset(events: Any, root: str | os.PathLike[str], *, job: str = "job0
     row_group_size : int, default 1_000_000
         Maximum rows per row group.
     compression : str, default "snappy"
-        Parquet codec (``"zstd"``: a few percent smaller, slower to read).
+        Parquet codec of the columns other than ``start_ns``, ``end_ns`` and ``kind``
+        (``"zstd"``: a few percent smaller, slower to read).
     overwrite : bool, default False
         When ``root/job=J`` exists: replace it if True, else raise FileExistsError.
 
