@@ -50,14 +50,9 @@ def _required(name: str, t: pa.DataType) -> pa.Schema:
 
 def _native_read(path, columns):
     """Every row group of ``columns`` read natively (None if one is not)."""
-    pf = pq.ParquetFile(path)
-    cols = _parquet.columns_of(pf)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return [_parquet.read_row_group(pf, fd, i, list(columns), cols, _parquet.Buffer())
-                for i in range(pf.num_row_groups)]
-    finally:
-        os.close(fd)
+    file = _parquet.File.of(str(path), pq.ParquetFile(path))
+    return [_parquet.read_row_group(file, i, list(columns), _parquet.Buffer())
+            for i in range(file.metadata.num_row_groups)]
 
 
 # --- the checksum -----------------------------------------------------------------

@@ -348,6 +348,36 @@ void unpack_width(int w, const uint8_t* in, const uint8_t* end, U* out, int64_t 
 
 // ---- DELTA_BINARY_PACKED ----
 
+// `count` deltas (a multiple of 8) of W bits from `in`, each added with min_delta
+// to the running value `prev`, into out: unpack and prefix sum in one pass. Reads
+// up to 8 bytes past the count * W / 8 it unpacks.
+template <int W, typename U, typename T>
+void unpack_sum(const uint8_t* in, int64_t count, U& prev, U min_delta, T* out) {
+    constexpr uint64_t mask = W == 64 ? ~uint64_t{0} : (uint64_t{1} << W) - 1;
+    U acc = prev;
+    for (int64_t g = 0; g < count; g += 8, in += W, out += 8) {
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+            uint64_t v = 0;
+            if constexpr (W > 0) {
+                const int bit = k * W, at = bit >> 3, shift = bit & 7;
+                v = load64(in + at) >> shift;
+                if (shift + W > 64) v |= uint64_t{in[at + 8]} << (64 - shift);
+                v &= mask;
+            }
+            acc += min_delta + static_cast<U>(v);  // wraps, as the writer's deltas did
+            out[k] = static_cast<T>(acc);
+        }
+    }
+    prev = acc;
+}
+
+template <typename T, int... W>
+constexpr auto summers(std::integer_sequence<int, W...>) {
+    using U = std::make_unsigned_t<T>;
+    return std::array<void (*)(const uint8_t*, int64_t, U&, U, T*), sizeof...(W)>{&unpack_sum<W, U, T>...};
+}
+
 // The `n` values of one page into out; false when the page does not hold them.
 template <typename T>
 bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n) {
@@ -377,6 +407,13 @@ bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n
             if (w > static_cast<int>(sizeof(U) * 8)) return false;
             const int64_t keep = std::min<int64_t>(per_mini, n - i);
             if ((keep * w + 7) / 8 > end - p) return false;
+            if (keep == per_mini && per_mini * w / 8 + 8 <= end - p) {  // a whole miniblock, and slack
+                static constexpr auto sum = summers<T>(std::make_integer_sequence<int, sizeof(U) * 8 + 1>{});
+                sum[static_cast<size_t>(w)](p, per_mini, prev, min_delta, out + i);
+                i += per_mini;
+                p += per_mini * w / 8;
+                continue;
+            }
             for (int64_t done = 0; done < keep;) {  // in pieces of at most 512 values
                 const int64_t take = std::min<int64_t>(512, keep - done);
                 const int64_t groups = (take + 7) / 8 * 8;
@@ -396,6 +433,32 @@ bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n
 
 // ---- the RLE / bit-packed hybrid (dictionary indices) ----
 
+// `count` values (a multiple of 8) of W bits from `in` into out; returns the
+// largest. Reads up to 8 bytes past the count * W / 8 it unpacks.
+template <int W, typename I>
+uint32_t unpack_top(const uint8_t* in, int64_t count, I* out) {
+    constexpr uint64_t mask = (uint64_t{1} << W) - 1;
+    uint32_t top = 0;
+    for (int64_t g = 0; g < count; g += 8, in += W, out += 8) {
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+            uint32_t v = 0;
+            if constexpr (W > 0) {
+                const int bit = k * W, at = bit >> 3, shift = bit & 7;
+                v = static_cast<uint32_t>((load64(in + at) >> shift) & mask);
+            }
+            top = std::max(top, v);
+            out[k] = static_cast<I>(v);
+        }
+    }
+    return top;
+}
+
+template <typename I, int... W>
+constexpr auto toppers(std::integer_sequence<int, W...>) {
+    return std::array<uint32_t (*)(const uint8_t*, int64_t, I*), sizeof...(W)>{&unpack_top<W, I>...};
+}
+
 // `n` indices of `w` bits into out, each below `size`; false otherwise.
 template <typename I>
 bool rle_hybrid(const uint8_t* p, const uint8_t* end, int w, I* out, int64_t n, int64_t size) {
@@ -413,6 +476,13 @@ bool rle_hybrid(const uint8_t* p, const uint8_t* end, int w, I* out, int64_t n, 
             if (groups == 0 || groups > static_cast<uint64_t>(n)) return false;
             const int64_t count = static_cast<int64_t>(groups) * 8, keep = std::min<int64_t>(count, n - i);
             if ((keep * w + 7) / 8 > end - p) return false;
+            if (keep == count && count / 8 * w + 8 <= end - p) {  // the whole run, and slack
+                static constexpr auto top = toppers<I>(std::make_integer_sequence<int, 33>{});
+                if (top[static_cast<size_t>(w)](p, count, out + i) >= size) return false;
+                i += count;
+                p += count / 8 * w;
+                continue;
+            }
             for (int64_t done = 0; done < keep;) {
                 const int64_t take = std::min<int64_t>(512, keep - done);
                 unpack_width<uint32_t>(w, p + done / 8 * w, end, raw, (take + 7) / 8 * 8);

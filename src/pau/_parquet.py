@@ -76,6 +76,24 @@ def columns_of(pf: pq.ParquetFile) -> dict[str, Column]:
     return out
 
 
+@dataclass(frozen=True)
+class File:
+    """A Parquet file as the decoder reads it, from its footer parsed once: shared by
+    the threads that read its row groups (each opens the file for its read)."""
+
+    path: str
+    stat: tuple[int, int, int]  # size, mtime, inode when the footer was read
+    metadata: pq.FileMetaData
+    schema_metadata: dict[bytes, bytes] | None
+    columns: dict[str, Column]
+
+    @classmethod
+    def of(cls, path: str, pf: pq.ParquetFile) -> File:
+        st = os.stat(path)
+        return cls(os.fspath(path), (st.st_size, st.st_mtime_ns, st.st_ino), pf.metadata,
+                   pf.schema_arrow.metadata, columns_of(pf))
+
+
 def _read_into(fd: int, buf: bytearray, offset: int, n: int) -> memoryview | None:
     view = memoryview(buf)[:n]
     if hasattr(os, "preadv"):
@@ -104,47 +122,57 @@ class Buffer:
         return self.data
 
 
-def read_row_group(pf: pq.ParquetFile, fd: int, i: int, names: list[str], columns: dict[str, Column],
-                   buf: Buffer) -> pa.Table | None:
-    """Row group ``i`` of ``names`` from ``fd`` (the file of ``pf``, open for reading),
-    as ``pf.read_row_group(i, columns=names)`` gives it, or None when a column or page
-    is not one the decoder reads."""
+def read_row_group(file: File, i: int, names: list[str], buf: Buffer) -> pa.Table | None:
+    """Row group ``i`` of ``names``, as ``ParquetFile.read_row_group(i, columns=names)``
+    gives it, or None when a column or page is not one the decoder reads, or the file
+    changed since its footer was read."""
+    columns = file.columns
     if not ENABLED or not names or any(n not in columns for n in names):
         return None
-    rg = pf.metadata.row_group(i)
+    rg = file.metadata.row_group(i)
     rows = rg.num_rows
     if rows == 0:
         return None
-    arrays, fields = [], []
-    for name in names:
-        c = columns[name]
-        chunk = rg.column(c.leaf)
-        if chunk.compression != "UNCOMPRESSED" or chunk.num_values != rows:
+    try:
+        fd = os.open(file.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None  # pyarrow opens it, and names what fails
+    try:
+        st = os.fstat(fd)
+        if (st.st_size, st.st_mtime_ns, st.st_ino) != file.stat:
             return None
-        start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
-        size = chunk.total_compressed_size
-        if start is None or start < 0 or size <= 0:
+        arrays = [_column(fd, rg.column(columns[n].leaf), columns[n], rows, buf) for n in names]
+    finally:
+        os.close(fd)
+    if any(a is None for a in arrays):
+        return None
+    return pa.Table.from_arrays(arrays, schema=pa.schema([columns[n].field for n in names],
+                                                         metadata=file.schema_metadata))
+
+
+def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: Buffer) -> pa.Array | None:
+    if chunk.compression != "UNCOMPRESSED" or chunk.num_values != rows:
+        return None
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    size = chunk.total_compressed_size
+    if start is None or start < 0 or size <= 0:
+        return None
+    try:
+        view = _read_into(fd, buf.fit(size), start, size)
+    except OSError:
+        return None
+    if view is None:
+        return None
+    out = pa.allocate_buffer(rows * (c.bits // 8))  # the pool's memory: no page faults on reuse
+    if c.dictionary:
+        got = _core.parquet_dictionary(view, c.bits, rows, True, out)
+        if got is None:
             return None
-        try:
-            view = _read_into(fd, buf.fit(size), start, size)
-        except OSError:
-            return None  # pyarrow reads it, and names what fails
-        if view is None:
-            return None
-        width = c.bits // 8
-        out = pa.allocate_buffer(rows * width)  # the pool's memory: no page faults on reuse
-        if c.dictionary:
-            got = _core.parquet_dictionary(view, c.bits, rows, True, out)
-            if got is None:
-                return None
-            offsets, data = got
-            strings = pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
-            # the decoder checked every index against the dictionary's size
-            indices = pa.Array.from_buffers(c.field.type.index_type, rows, [None, out])
-            arrays.append(pa.DictionaryArray.from_arrays(indices, strings, safe=False))
-        else:
-            if not _core.parquet_ints(view, c.bits, rows, True, out):
-                return None
-            arrays.append(pa.Array.from_buffers(c.field.type, rows, [None, out]))
-        fields.append(c.field)
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=pf.schema_arrow.metadata))
+        offsets, data = got
+        strings = pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+        # the decoder checked every index against the dictionary's size
+        indices = pa.Array.from_buffers(c.field.type.index_type, rows, [None, out])
+        return pa.DictionaryArray.from_arrays(indices, strings, safe=False)
+    if not _core.parquet_ints(view, c.bits, rows, True, out):
+        return None
+    return pa.Array.from_buffers(c.field.type, rows, [None, out])

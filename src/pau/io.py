@@ -236,41 +236,30 @@ def row_group_bytes(path: str | os.PathLike[str], columns: Sequence[str] = EVENT
 _READERS = threading.local()
 
 
-class _Reader:
-    """One thread's open file: its ParquetFile, a descriptor for the native decoder,
-    the columns that decoder reads (:mod:`pau._parquet`) and its chunk buffer. The
-    descriptor closes with the reader (a reading thread's readers go when it ends)."""
-
-    def __init__(self, key: tuple[Any, ...], path: str, buf: _parquet.Buffer):
-        self.fd = -1
-        self.key, self.pf = key, _open(path)
-        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        self.columns, self.buf = _parquet.columns_of(self.pf), buf
-
-    def __del__(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-def _reader(path: str) -> _Reader:
-    """This thread's reader of ``path``: a ParquetFile is not safe to read from
+def _reader(path: str) -> pq.ParquetFile:
+    """This thread's ParquetFile of ``path``: a ParquetFile is not safe to read from
     two threads at once (it crashed), so each reading thread opens its own, and keeps
     one file open at a time (reopened when the file changed on disk)."""
     st = os.stat(path)
     key = (os.fspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
-    r = getattr(_READERS, "r", None)
-    if r is None or r.key != key:
-        _READERS.r = r = _Reader(key, path, r.buf if r is not None else _parquet.Buffer())
-    return r
+    if getattr(_READERS, "key", None) != key:
+        _READERS.pf, _READERS.key = _open(path), key
+    return _READERS.pf
 
 
-def _read_row_group(path: str, i: int, columns: list[str]) -> pa.Table:
+def _buffer() -> _parquet.Buffer:
+    """This thread's buffer for the native decoder's column chunks."""
+    buf = getattr(_READERS, "buf", None)
+    if buf is None:
+        _READERS.buf = buf = _parquet.Buffer()
+    return buf
+
+
+def _read_row_group(file: _parquet.File, i: int, columns: list[str]) -> pa.Table:
     """Row group ``i`` of ``columns``: by the native decoder where it reads them (pau's
     layout), else by pyarrow; the same table either way."""
-    r = _reader(path)
-    t = _parquet.read_row_group(r.pf, r.fd, i, columns, r.columns, r.buf)
-    return t if t is not None else r.pf.read_row_group(i, columns=columns)
+    t = _parquet.read_row_group(file, i, columns, _buffer())
+    return t if t is not None else _reader(file.path).read_row_group(i, columns=columns)
 
 
 def _constant_int32(value: int, n: int) -> pa.Array:
@@ -286,6 +275,7 @@ def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str]
     """Callables, each reading one row group (optionally sliced into batches)."""
     for path, keys in files:
         pf = _open(path)
+        file = _parquet.File.of(path, pf)
         names = pf.schema_arrow.names
         present = [c for c in columns if c in names]
         missing = [c for c in columns if c not in names and c in keys]
@@ -293,11 +283,11 @@ def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str]
         rank_field = pa.field("rank", pa.int32(),
                               nullable=(pf.schema_arrow.metadata or {}).get(_RANK_NOT_NULL) != b"1")
         for i in range(pf.num_row_groups):
-            def read(path: str = path, i: int = i, present: list[str] = present,
+            def read(path: str = path, file: _parquet.File = file, i: int = i, present: list[str] = present,
                      missing: list[str] = missing, keys: dict[str, Any] = keys,
                      rank_field: pa.Field = rank_field) -> pa.Table:
                 try:
-                    t = _read_row_group(path, i, present)
+                    t = _read_row_group(file, i, present)
                 except _READ_ERRORS as exc:
                     raise _corrupt(path, exc, f", row group {i}") from None
                 _check_keys(t, keys, path, f", row group {i}")
