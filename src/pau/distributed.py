@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import _parquet
 from . import io as _io
 from ._input import EVENT_COLUMNS
 from ._progress import MIN_INTERVAL, Progress, tracker
@@ -149,9 +150,13 @@ def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise"
     _io.layout_version(path)
     sweep = plan.sweep()
 
+    # One row group at a time, on this worker's thread: partitions run in parallel. The
+    # sweep is done with a row group before the next is read, so this thread's arena
+    # holds them all; not with a quarantine, which keeps rows.
+    arena = _parquet.thread_arena() if on_invalid == "raise" else None
+
     def batches():
-        # One row group at a time, on this worker's thread: partitions run in parallel.
-        for read, _ in _io._row_group_reads([(path, keys)], list(EVENT_COLUMNS), None):
+        for read, _ in _io._row_group_reads([(path, keys)], list(EVENT_COLUMNS), None, arena):
             table = read()
             yield from table.to_batches()
             if tick is not None:

@@ -255,10 +255,11 @@ def _buffer() -> _parquet.Buffer:
     return buf
 
 
-def _read_row_group(file: _parquet.File, i: int, columns: list[str]) -> pa.Table:
+def _read_row_group(file: _parquet.File, i: int, columns: list[str], arena: _parquet.Arena | None) -> pa.Table:
     """Row group ``i`` of ``columns``: by the native decoder where it reads them (pau's
-    layout), else by pyarrow; the same table either way."""
-    t = _parquet.read_row_group(file, i, columns, _buffer())
+    layout; into ``arena``'s buffers when given), else by pyarrow; the same table
+    either way."""
+    t = _parquet.read_row_group(file, i, columns, _buffer(), arena)
     return t if t is not None else _reader(file.path).read_row_group(i, columns=columns)
 
 
@@ -271,8 +272,11 @@ def _constant_int32(value: int, n: int) -> pa.Array:
 
 
 def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str],
-                     batch_rows: int | None) -> Iterator[tuple[Callable[[], pa.Table], int]]:
-    """Callables, each reading one row group (optionally sliced into batches)."""
+                     batch_rows: int | None, arena: _parquet.Arena | None = None,
+                     ) -> Iterator[tuple[Callable[[], pa.Table], int]]:
+    """Callables, each reading one row group (optionally sliced into batches). With
+    an ``arena`` (:class:`pau._parquet.Arena`), each table is valid until the next
+    read: for a caller on one thread that is done with each before the next."""
     for path, keys in files:
         pf = _open(path)
         file = _parquet.File.of(path, pf)
@@ -287,14 +291,15 @@ def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str]
                      missing: list[str] = missing, keys: dict[str, Any] = keys,
                      rank_field: pa.Field = rank_field) -> pa.Table:
                 try:
-                    t = _read_row_group(file, i, present)
+                    t = _read_row_group(file, i, present, arena)
                 except _READ_ERRORS as exc:
                     raise _corrupt(path, exc, f", row group {i}") from None
                 _check_keys(t, keys, path, f", row group {i}")
                 for c in missing:
                     value = keys[c]
                     if c == "rank":
-                        t = t.append_column(rank_field, _constant_int32(int(value), t.num_rows))
+                        t = t.append_column(rank_field, _constant_int32(int(value), t.num_rows) if arena is None
+                                            else arena.int32_constant(int(value), t.num_rows))
                     else:
                         t = t.append_column(c, pa.array([value] * t.num_rows))
                 return t
