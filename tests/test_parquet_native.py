@@ -243,7 +243,7 @@ def test_the_layout_is_read_natively_and_equals_pyarrow(tmp_path, monkeypatch):
 
     events = synth.training_run_for_events(60_000, ranks=3, seed=4)
     root = tmp_path / "ds"
-    pio.write_dataset(events, root, row_group_size=25_000)
+    pio.write_dataset(events, root, row_group_size=7_000)  # row groups of unequal sizes per file
     expected = core.classify(events)
     files = pio.parquet_files(root)
     for path, _ in files:
@@ -283,3 +283,29 @@ def test_a_layout_file_with_a_bad_page_is_an_error_naming_it(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(PauError, match="part-0.parquet"):
         core.classify_dataset(root, workers=1)
+
+
+def test_an_arena_reuses_its_buffers_and_refills_a_changed_constant(tmp_path):
+    arena = _parquet.Arena()
+    view, held = arena.take("v", 80)
+    np.frombuffer(view, np.int64)[:] = 7
+    view2, held2 = arena.take("v", 40)  # smaller: the same memory
+    assert held2.address == held.address and np.frombuffer(held2, np.int64).tolist() == [7] * 5
+    _, held3 = arena.take("v", 160)      # larger: a new buffer
+    assert held3.size == 160
+    assert arena.int32_constant(3, 4).to_pylist() == [3] * 4
+    assert arena.int32_constant(3, 2).to_pylist() == [3] * 2
+    assert arena.int32_constant(5, 3).to_pylist() == [5] * 3   # a new value is filled in
+    assert arena.int32_constant(5, 6).to_pylist() == [5] * 6   # more rows than held: refilled
+    # a row group read into an arena: the next read into it overwrites the first
+    events = pa.table({"start_ns": pa.array(np.arange(20, dtype=np.int64)),
+                       "end_ns": pa.array(np.arange(20, dtype=np.int64) + 1)},
+                      schema=pa.schema([pa.field("start_ns", pa.int64(), False), pa.field("end_ns", pa.int64(), False)]))
+    path = tmp_path / "a.parquet"
+    pq.write_table(events, path, compression="none", use_dictionary=False, row_group_size=10,
+                   column_encoding={"start_ns": "DELTA_BINARY_PACKED", "end_ns": "DELTA_BINARY_PACKED"})
+    file = _parquet.File.of(str(path), pq.ParquetFile(path))
+    first = _parquet.read_row_group(file, 0, ["start_ns"], _parquet.Buffer(), arena)
+    assert first.column(0).to_pylist() == list(range(10))
+    second = _parquet.read_row_group(file, 1, ["start_ns"], _parquet.Buffer(), arena)
+    assert second.column(0).to_pylist() == list(range(10, 20)) == first.column(0).to_pylist()

@@ -144,15 +144,21 @@ class Arena:
         return pa.Array.from_buffers(pa.int32(), n, [None, buf])
 
 
-_ARENAS = threading.local()
+class Arenas:
+    """Arenas lent to the tasks of one call (one at a time each), so that a thread
+    pool's partitions reuse them and they go with the call."""
 
+    def __init__(self) -> None:
+        self._free: list[Arena] = []
+        self._lock = threading.Lock()
 
-def thread_arena() -> Arena:
-    """This thread's arena (see :class:`Arena` for when a reader may use it)."""
-    arena = getattr(_ARENAS, "arena", None)
-    if arena is None:
-        _ARENAS.arena = arena = Arena()
-    return arena
+    def take(self) -> Arena:
+        with self._lock:
+            return self._free.pop() if self._free else Arena()
+
+    def give(self, arena: Arena) -> None:
+        with self._lock:
+            self._free.append(arena)
 
 
 def _output(key: str, nbytes: int, arena: Arena | None) -> tuple[memoryview | pa.Buffer, pa.Buffer]:

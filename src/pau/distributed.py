@@ -139,10 +139,12 @@ def _partition_ranks(path: str, keys: dict) -> np.ndarray:
     return np.unique(_io.read_table(path, columns=["rank"]).column("rank").to_numpy()).astype(np.int32)
 
 
-def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise", tick=None) -> dict:
+def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise", tick=None,
+                    arenas: _parquet.Arenas | None = None) -> dict:
     """Sweep one partition; returns the histogram (numpy arrays) plus ``rows`` and
     ``quarantine`` (rows set aside, numbered from the partition's first row, or None).
-    ``tick(rows)`` is called after each row group (thread executors only)."""
+    ``tick(rows)`` is called after each row group, and ``arenas`` lends the buffers
+    the row groups are decoded into (thread executors only)."""
     if plan.span_rank.size:
         sel = np.isin(plan.span_rank, _partition_ranks(path, keys))
         plan = dataclasses.replace(plan, span_rank=plan.span_rank[sel], span_start=plan.span_start[sel],
@@ -151,9 +153,9 @@ def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise"
     sweep = plan.sweep()
 
     # One row group at a time, on this worker's thread: partitions run in parallel. The
-    # sweep is done with a row group before the next is read, so this thread's arena
-    # holds them all; not with a quarantine, which keeps rows.
-    arena = _parquet.thread_arena() if on_invalid == "raise" else None
+    # sweep is done with a row group before the next is read, so one arena holds them
+    # all; not with a quarantine, which keeps rows.
+    arena = arenas.take() if arenas is not None and on_invalid == "raise" else None
 
     def batches():
         for read, _ in _io._row_group_reads([(path, keys)], list(EVENT_COLUMNS), None, arena):
@@ -163,16 +165,22 @@ def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise"
                 tick(table.num_rows)
 
     quarantine: list = []
-    rows = feed_batches(sweep, batches(), on_invalid, quarantine, reorder_ok=False, source=path)
+    try:
+        rows = feed_batches(sweep, batches(), on_invalid, quarantine, reorder_ok=False, source=path)
+    finally:
+        if arena is not None:
+            assert arenas is not None
+            arenas.give(arena)
     hist: dict[str, Any] = {k: np.asarray(v) for k, v in finish(sweep).items()}
     hist["rows"] = rows
     hist["quarantine"] = pa.concat_tables(quarantine, promote_options="permissive") if quarantine else None
     return hist
 
 
-def _run_partition(path: str, keys: dict, plan: Plan, on_invalid: str = "raise", tick=None) -> dict:
+def _run_partition(path: str, keys: dict, plan: Plan, on_invalid: str = "raise", tick=None,
+                   arenas: _parquet.Arenas | None = None) -> dict:
     # Looked up at call time so tests can count calls (thread executors).
-    return _partition_hist(path, keys, plan, on_invalid, tick)
+    return _partition_hist(path, keys, plan, on_invalid, tick, arenas)
 
 
 # ---------------------------------------------------------------------------
@@ -303,7 +311,9 @@ class _Runner:
         pool, owned = _make_executor(self.executor, slots)
         if not owned and self.workers is None and self.budget is None:
             slots = None  # a pool passed in: it queues what it cannot run yet
-        ticks = self.track.active and isinstance(pool, cf.ThreadPoolExecutor)
+        threads = isinstance(pool, cf.ThreadPoolExecutor)
+        ticks = self.track.active and threads
+        arenas = _parquet.Arenas() if threads else None
         queue = list(reversed(todo))
         inflight: dict = {}
         used = 0
@@ -313,7 +323,7 @@ class _Runner:
                 while queue and self._fits(used, len(inflight), queue[-1][0], slots):
                     i, path, keys = queue.pop()
                     tick = functools.partial(self.track.add_rows, i) if ticks else None
-                    inflight[pool.submit(_run_partition, path, keys, self.plan, self.on_invalid, tick)] = i
+                    inflight[pool.submit(_run_partition, path, keys, self.plan, self.on_invalid, tick, arenas)] = i
                     used += self.costs[i] if self.budget is not None else 0
                     self.max_in_flight = max(self.max_in_flight, len(inflight))
                 done, _ = cf.wait(list(inflight), timeout=MIN_INTERVAL if self.track.active else None,
