@@ -22,6 +22,7 @@ with the file by more than 100 MB.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pau.core
+import pau.io
 import pau.synth
 from bench_config import SEED, big_events, events_label, scaled
 
@@ -154,3 +156,30 @@ def test_flat_memory(tmp_path, report_note):
         f"peak RSS grew by {growth / MB:.0f} MB from {n_small:,} to {n_big:,} events "
         f"({small_res} vs {big_res}): classify_dataset memory is not bounded by a row group"
     )
+
+
+def test_flat_memory_pau_layout(tmp_path, report_note):
+    """The same on pau's layout (``pau.io.write_dataset``: one file per rank, read by the
+    native page decoder, one partition per thread): peak RSS of classify_dataset on 5M
+    and 50M events differs by < 100 MB."""
+    big = big_events()
+    small = min(scaled(5_000_000), max(1_000, big // 10))
+    peaks = {}
+    for n in (small, big):
+        root = tmp_path / f"layout_{n}"
+        table = pau.synth.training_run_for_events(n, ranks=8, seed=SEED)
+        rows = pau.io.write_dataset(table, root)
+        del table
+        res = _probe(root)
+        shutil.rmtree(root)
+        assert res["rows"] == rows
+        peaks[rows] = res
+    (n_small, small_res), (n_big, big_res) = sorted(peaks.items())
+    growth = big_res["peak_rss_bytes"] - small_res["peak_rss_bytes"]
+    for n, res in sorted(peaks.items()):
+        report_note(f"memory (pau layout): classify_dataset on {events_label(n)} events: peak RSS "
+                    f"{res['peak_rss_bytes'] / MB:.0f} MB (after imports {res['baseline_rss_bytes'] / MB:.0f} MB), "
+                    f"{res['seconds']:.2f} s, {n / res['seconds'] / 1e6:.1f} M events/s")
+    report_note(f"memory (pau layout): growth {events_label(n_small)} -> {events_label(n_big)}: "
+                f"{growth / MB:+.1f} MB (limit 100 MB)")
+    assert growth < 100 * MB, f"peak RSS grew by {growth / MB:.0f} MB from {n_small:,} to {n_big:,} events"
