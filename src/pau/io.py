@@ -264,8 +264,8 @@ def _read_row_group(file: _parquet.File, i: int, columns: list[str], arena: _par
 
 
 def _constant_int32(value: int, n: int) -> pa.Array:
-    """n copies of an int32, in the Arrow pool's memory (reused from row group to row
-    group, where fresh numpy memory faults its pages in each time)."""
+    """n copies of an int32, in fresh memory of the Arrow pool (a reader with an arena
+    fills its own once per value: :meth:`pau._parquet.Arena.int32_constant`)."""
     buf = pa.allocate_buffer(4 * n)
     np.frombuffer(buf, np.int32)[:] = value
     return pa.Array.from_buffers(pa.int32(), n, [None, buf])
