@@ -106,8 +106,11 @@ def cut_case(draw):
         chain = draw(st.booleans())  # this row starts where the previous one ended
         start = t if chain else draw(st.one_of(st.none(), st.integers(0, 40)))
         end = draw(st.one_of(st.none(), st.integers(0, 6).map(lambda d, s=start: (s or 0) + d)))
-        rows.append(dict(record=draw(st.sampled_from(RECORDS)), rank=draw(st.sampled_from([None, -1, 0, 0, 1])),
-                         step=draw(st.sampled_from([None, 1, 2, 3])), start_ns=start, end_ns=end,
+        # Step numbers a few apart (looked up in a byte map) or spread wider than it
+        # reaches (a binary search).
+        rows.append(dict(record=draw(st.sampled_from(RECORDS)),
+                         rank=draw(st.sampled_from([None, -1, 0, 0, 1])),
+                         step=draw(st.sampled_from([None, 1, 2, 3, 3, -5, 2**31 - 1])), start_ns=start, end_ns=end,
                          block_end_ns=draw(st.one_of(st.none(), st.integers(0, 45))),
                          durable_ns=draw(st.one_of(st.none(), st.integers(0, 50)))))
         t = end if end is not None else t

@@ -47,11 +47,11 @@ struct LifeBatch {
     }
 
     struct Row {
-        bool step;             // a step row
-        bool numbered;         // with a step number
+        bool numbered;  // with a step number
         int64_t s, e, b, d, rank, number;
     };
-    bool is_step(int64_t i) const { return record.is(i, kStep); }
+    // The end of the run of step rows from i (i itself if row i is not one).
+    int64_t step_run(int64_t i) const { return record.run_of(i, kStep); }
     // The step number of row i, if it has one.
     bool number(int64_t i, int64_t& out) const {
         if (!step.values || !step.valid(i)) return false;
@@ -59,9 +59,9 @@ struct LifeBatch {
         return true;
     }
 
-    Row row(int64_t i) const {
+    // Row i's times, rank and step number.
+    Row fields(int64_t i) const {
         Row r{};
-        r.step = is_step(i);
         r.s = start.get(i, kNullTime);  // nulls and absent columns: no time
         r.e = end.get(i, kNullTime);
         r.b = block_end.get(i, kNullTime);
@@ -85,15 +85,37 @@ struct LifeBatch {
 // rank, -2, too). Rows run on from one batch into the next.
 inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int64_t as_of) {
     std::vector<int64_t> out;
-    std::vector<int64_t> named;  // step numbers that rows other than steps name
+    // Step numbers that rows other than steps name, as a byte map over their range
+    // when it is small (a look-up per step row), else sorted.
+    std::vector<int64_t> named;
     for (const LifeBatch& batch : batches) {
         if (!batch.step.values) continue;
         int64_t k = 0;
-        for (int64_t i = 0; i < batch.rows; ++i)
-            if (!batch.is_step(i) && batch.number(i, k)) named.push_back(k);
+        for (int64_t i = 0; i < batch.rows;) {
+            const int64_t j = batch.step_run(i);  // step rows are skipped a run at a time
+            if (j > i) {
+                i = j;
+                continue;
+            }
+            if (batch.number(i, k)) named.push_back(k);
+            ++i;
+        }
     }
     std::sort(named.begin(), named.end());
     named.erase(std::unique(named.begin(), named.end()), named.end());
+    constexpr int64_t kMapMax = 1 << 24;
+    const bool mapped = !named.empty() && static_cast<uint64_t>(named.back()) - static_cast<uint64_t>(named.front()) <
+                                              static_cast<uint64_t>(kMapMax);
+    std::vector<char> named_map;
+    if (mapped) {
+        named_map.assign(static_cast<size_t>(named.back() - named.front() + 1), 0);
+        for (int64_t k : named) named_map[static_cast<size_t>(k - named.front())] = 1;
+    }
+    auto is_named = [&](int64_t k) {
+        if (named.empty()) return false;
+        if (!mapped) return std::binary_search(named.begin(), named.end(), k);
+        return k >= named.front() && k <= named.back() && named_map[static_cast<size_t>(k - named.front())] != 0;
+    };
     // Per rank key, the end of its last step row (not a cut yet: the next may continue it).
     constexpr int64_t kDirect = 1 << 20;
     std::vector<int64_t> open_end;  // keys -2 .. kDirect - 3, by key + 2
@@ -123,14 +145,19 @@ inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int
         *slot = e;
     };
     for (const LifeBatch& batch : batches) {
-        for (int64_t i = 0; i < batch.rows; ++i) {
-            const LifeBatch::Row r = batch.row(i);
-            if (!r.step) {
+        for (int64_t i = 0; i < batch.rows;) {
+            const int64_t j = batch.step_run(i);
+            if (j == i) {  // not a step
+                const LifeBatch::Row r = batch.fields(i);
                 out.insert(out.end(), {r.s, r.e, r.b, r.d});
+                ++i;
                 continue;
             }
-            step(r.rank, r.s, r.e);
-            if (r.numbered && std::binary_search(named.begin(), named.end(), r.number)) out.push_back(r.e);
+            for (; i < j; ++i) {
+                const LifeBatch::Row r = batch.fields(i);
+                step(r.rank, r.s, r.e);
+                if (r.numbered && is_named(r.number)) out.push_back(r.e);
+            }
         }
     }
     for (size_t k = 0; k < open.size(); ++k)

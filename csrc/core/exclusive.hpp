@@ -262,9 +262,16 @@ class ExclusiveSweep {
             emit(s);
         }
     }
+    // The window of time t >= the start of window w (w >= -1): a few steps on from
+    // w (the next window, most often), else a binary search over the rest.
+    int64_t window_after(int64_t w, int64_t t) const {
+        for (int k = 0; k < 4; ++k, ++w)
+            if (w + 1 >= n_cuts_ || cuts_[w + 1] > t) return w;
+        return (std::upper_bound(cuts_ + w + 1, cuts_ + n_cuts_, t) - cuts_) - 1;
+    }
     // An event starting at st >= s.next_cut: move the rank on to st's window.
     void advance(Rank& s, int64_t st) const {
-        const int64_t to = window_of(st);
+        const int64_t to = window_after(s.w, st);
         pass_windows(s, to);
         enter(s, to);
     }

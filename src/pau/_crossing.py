@@ -61,7 +61,7 @@ MAX_CROSSINGS_PER_EVENT = 1 / 32
 #: cap, if lower), so that the threads end together whenever each joined (a chunk
 #: costs a few us more).
 CHUNK_MIN_ROWS = 100_000
-CHUNKS_PER_CORE = 16
+CHUNKS_PER_CORE = 4
 CHUNK_TAIL_ROWS = 16_384
 #: Rows at the start of a chunk swept by the chunk before it (see
 #: ``csrc/core/crossing.hpp``): no event may reach past them from before the chunk.
