@@ -313,9 +313,14 @@ def cells_table(cells: np.ndarray, ranks: np.ndarray, n_act: int) -> pa.Table:
     """The tidy table of dense cells indexed ``(r * len(STATES) + state) * n_act +
     activity`` for rank ``ranks[r]`` (sorted), as :func:`tidy` gives it: non-zero
     rows, sorted."""
-    idx = np.flatnonzero(cells)
-    per_rank = len(STATES) * n_act
-    return _table(np.asarray(ranks)[idx // per_rank], None, (idx // n_act) % len(STATES), idx % n_act, cells[idx])
+    idx = np.flatnonzero(cells)  # non-zero already: no filter after
+    q, activity = np.divmod(idx, n_act)
+    r, state = np.divmod(q, len(STATES))
+    return pa.Table.from_arrays([pa.array(np.asarray(ranks, np.int32)[r]), label(STATES, state),
+                                 label(ACTIVITIES + (_UNKNOWN,), activity), pa.array(cells[idx])], names=_CELL_COLUMNS)
+
+
+_CELL_COLUMNS = ["rank", "state", "activity", "duration_ns"]
 
 
 def _table(rank, window, state, activity, sums) -> pa.Table:
