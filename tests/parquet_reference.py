@@ -3,13 +3,16 @@ decoder (``csrc/core/parquet.hpp``) in the tests.
 
 It follows parquet-format's text directly: the Thrift compact protocol read field
 by field into dicts, DELTA_BINARY_PACKED and the RLE / bit-packed hybrid decoded
-one value at a time with Python ints. Only uncompressed chunks of required
-columns, as the native decoder.
+one value at a time with Python ints. Uncompressed or SNAPPY chunks of required
+columns, as the native decoder; snappy pages are decompressed by pyarrow's codec
+(Arrow's build of Google's snappy), not by pau's decompressor.
 """
 
 from __future__ import annotations
 
 import zlib
+
+import pyarrow as pa
 
 DATA_PAGE, INDEX_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 1, 2, 3
 PLAIN, PLAIN_DICTIONARY, DELTA_BINARY_PACKED, RLE_DICTIONARY = 0, 2, 5, 8
@@ -143,18 +146,25 @@ def rle_hybrid(buf: bytes, width: int, n: int) -> list[int]:
     return out[:n]
 
 
-def pages(chunk: bytes, verify: bool = True):
-    """(header, data) of each page of an uncompressed chunk."""
+def pages(chunk: bytes, verify: bool = True, codec: str = "UNCOMPRESSED"):
+    """(header, data) of each page of a chunk, decompressed: the checksum covers the
+    bytes as stored; a v2 data page's levels are stored as they are, its values
+    compressed unless its header says not (field 7, is_compressed)."""
     pos = 0
     while pos < len(chunk):
         header, pos = struct(chunk, pos)
-        size = header[3]
-        if size != header[2]:
-            raise Unsupported("compressed page")
+        size, full = header[3], header[2]
         data = chunk[pos:pos + size]
         if verify and 4 in header and zlib.crc32(data) != header[4] & 0xFFFFFFFF:
             raise Unsupported("checksum")
         pos += size
+        if codec == "SNAPPY":
+            skip = header[8].get(5, 0) + header[8].get(6, 0) if header[1] == DATA_PAGE_V2 else 0
+            if header[1] != DATA_PAGE_V2 or header[8].get(7, True):
+                values = pa.Codec("snappy").decompress(data[skip:], decompressed_size=full - skip).to_pybytes()
+                data = data[:skip] + values
+        elif codec != "UNCOMPRESSED" or size != full:
+            raise Unsupported("compressed page")
         yield header, data
 
 
@@ -167,11 +177,11 @@ def _values_of(header: dict, data: bytes) -> tuple[int, int, bytes]:
     return h[1], h[4], data[skip:]
 
 
-def int_chunk(chunk: bytes, bits: int, verify: bool = True) -> list[int]:
+def int_chunk(chunk: bytes, bits: int, verify: bool = True, codec: str = "UNCOMPRESSED") -> list[int]:
     """The values of an INT32/INT64 chunk."""
     dictionary: list[int] | None = None
     out: list[int] = []
-    for header, data in pages(chunk, verify):
+    for header, data in pages(chunk, verify, codec):
         if header[1] == INDEX_PAGE:
             continue
         if header[1] == DICTIONARY_PAGE:
@@ -193,11 +203,12 @@ def int_chunk(chunk: bytes, bits: int, verify: bool = True) -> list[int]:
     return out
 
 
-def dictionary_chunk(chunk: bytes, verify: bool = True) -> tuple[list[str], list[int]]:
+def dictionary_chunk(chunk: bytes, verify: bool = True,
+                     codec: str = "UNCOMPRESSED") -> tuple[list[str], list[int]]:
     """(the dictionary's strings, the indices) of a dictionary-encoded BYTE_ARRAY chunk."""
     strings: list[str] = []
     indices: list[int] = []
-    for header, data in pages(chunk, verify):
+    for header, data in pages(chunk, verify, codec):
         if header[1] == DICTIONARY_PAGE:
             pos = 0
             for _ in range(header[7][1]):

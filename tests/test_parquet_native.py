@@ -37,9 +37,17 @@ def _chunk(path, rg: int, leaf: int) -> bytes:
         return f.read(c.total_compressed_size)
 
 
-def _native_ints(chunk: bytes, bits: int, n: int, verify: bool = True):
+#: Codec names as pyarrow's metadata gives them, as the decoder's codec argument.
+CODEC = {"UNCOMPRESSED": 0, "SNAPPY": 1}
+
+
+def _codec(path, rg: int, leaf: int) -> str:
+    return pq.ParquetFile(path).metadata.row_group(rg).column(leaf).compression
+
+
+def _native_ints(chunk: bytes, bits: int, n: int, verify: bool = True, codec: str = "UNCOMPRESSED"):
     out = pa.allocate_buffer(n * bits // 8)
-    if not _core.parquet_ints(chunk, bits, n, verify, out):
+    if not _core.parquet_ints(chunk, bits, n, verify, out, CODEC[codec]):
         return None
     return np.frombuffer(out, np.int64 if bits == 64 else np.int32).tolist()
 
@@ -72,6 +80,58 @@ def test_crc32_of_every_length_around_the_folding_steps():
     assert _core.crc32(b"123456789") == 0xCBF43926  # the check value of CRC-32
 
 
+# --- snappy -----------------------------------------------------------------------
+
+
+@st.composite
+def snappy_inputs(draw):
+    """Bytes of the shapes that compress differently: random (literals), repeats of a
+    short pattern (copies of small offsets, which overlap), sorted int64 times (the
+    time columns' pages), and long runs (copies of every length)."""
+    shape = draw(st.sampled_from(["random", "pattern", "times", "runs"]))
+    if shape == "random":
+        return draw(st.binary(max_size=5000))
+    if shape == "pattern":
+        return draw(st.binary(min_size=1, max_size=9)) * draw(st.integers(0, 3000))
+    if shape == "times":
+        steps = draw(st.lists(st.integers(0, 1 << draw(st.integers(0, 40))), max_size=2000))
+        return np.cumsum(np.array(steps, np.int64)).astype("<i8").tobytes()
+    parts = draw(st.lists(st.tuples(st.integers(0, 255), st.integers(1, 300)), max_size=40))
+    return b"".join(bytes([b]) * k for b, k in parts)
+
+
+@given(snappy_inputs())
+@settings(**SETTINGS)
+def test_snappy_decompresses_what_pyarrow_compresses(data):
+    packed = pa.Codec("snappy").compress(data).to_pybytes()
+    assert _core.snappy_decompress(packed, len(data)) == data
+    if data:
+        assert _core.snappy_decompress(packed, len(data) - 1) is None  # not the declared length
+    assert _core.snappy_decompress(packed, len(data) + 1) is None
+
+
+@given(snappy_inputs(), st.data())
+@settings(**SETTINGS)
+def test_snappy_of_damaged_input_is_none_or_pyarrows_answer(data, draw):
+    """Cut or flipped bytes: never a read or write out of bounds; either no answer,
+    or the same bytes as pyarrow's decompressor gives (the format has one meaning)."""
+    packed = bytearray(pa.Codec("snappy").compress(data).to_pybytes())
+    if draw.draw(st.booleans()) and packed:
+        packed = packed[:draw.draw(st.integers(0, len(packed) - 1))]
+    for _ in range(draw.draw(st.integers(0, 4))):
+        if packed:
+            packed[draw.draw(st.integers(0, len(packed) - 1))] = draw.draw(st.integers(0, 255))
+    got = _core.snappy_decompress(bytes(packed), len(data))
+    try:
+        want = pa.Codec("snappy").decompress(bytes(packed), decompressed_size=len(data)).to_pybytes()
+    except (OSError, ValueError, pa.ArrowException):
+        want = None
+    if got is not None:
+        assert len(got) == len(data)
+        if want is not None:
+            assert got == want
+
+
 # --- integer columns --------------------------------------------------------------
 
 
@@ -99,7 +159,8 @@ def int_files(draw):
     bits = draw(st.sampled_from([32, 64]))
     values = _values(draw, bits)
     encoding = draw(st.sampled_from(["DELTA_BINARY_PACKED", "PLAIN", "dictionary"]))
-    opts = dict(compression="none", data_page_size=draw(st.sampled_from([64, 300, 4096, 1 << 20])),
+    opts = dict(compression=draw(st.sampled_from(["none", "snappy"])),
+                data_page_size=draw(st.sampled_from([64, 300, 4096, 1 << 20])),
                 data_page_version=draw(st.sampled_from(["1.0", "2.0"])),
                 write_page_checksum=draw(st.booleans()), row_group_size=draw(st.sampled_from([100, 1000, 10_000])))
     if encoding == "dictionary":
@@ -120,10 +181,10 @@ def test_int_chunks_match_the_slow_twin_and_pyarrow(tmp_path, case):
     got = _native_read(path, ["v"])
     for i in range(pf.num_row_groups):
         n = pf.metadata.row_group(i).num_rows
-        chunk = _chunk(path, i, 0)
+        chunk, codec = _chunk(path, i, 0), _codec(path, i, 0)
         expected = pf.read_row_group(i).column("v").to_pylist()
-        assert ref.int_chunk(chunk, bits) == expected
-        assert _native_ints(chunk, bits, n) == expected
+        assert ref.int_chunk(chunk, bits, codec=codec) == expected
+        assert _native_ints(chunk, bits, n, codec=codec) == expected
         if n:
             assert got[i] is not None and got[i].equals(pf.read_row_group(i))
     if pf.num_row_groups == 0 or table.num_rows == 0:
@@ -160,7 +221,8 @@ def dictionary_files(draw):
         picks = sorted(picks)  # long runs (RLE), not bit-packed groups
     index = pa.int8() if len(words) <= 127 else pa.int16()
     kind = pa.DictionaryArray.from_arrays(pa.array(picks, index), pa.array(words, pa.string()))
-    opts = dict(compression="none", use_dictionary=True, data_page_size=draw(st.sampled_from([32, 500, 1 << 20])),
+    opts = dict(compression=draw(st.sampled_from(["none", "snappy"])), use_dictionary=True,
+                data_page_size=draw(st.sampled_from([32, 500, 1 << 20])),
                 data_page_version=draw(st.sampled_from(["1.0", "2.0"])), write_page_checksum=draw(st.booleans()),
                 row_group_size=draw(st.sampled_from([64, 1000, 10_000])))
     field = pa.field("kind", kind.type, nullable=False)
@@ -177,7 +239,7 @@ def test_dictionary_chunks_match_the_slow_twin_and_pyarrow(tmp_path, case):
     got = _native_read(path, ["kind"])
     for i in range(pf.num_row_groups):
         expected = pf.read_row_group(i)
-        strings, indices = ref.dictionary_chunk(_chunk(path, i, 0))
+        strings, indices = ref.dictionary_chunk(_chunk(path, i, 0), codec=_codec(path, i, 0))
         col = expected.column("kind").combine_chunks()
         assert strings == col.dictionary.to_pylist() and indices == col.indices.to_pylist()
         assert got[i] is not None and got[i].equals(expected)
@@ -191,9 +253,11 @@ def test_chunks_the_decoder_does_not_read_give_none(tmp_path):
     table = pa.table({"v": pa.array(np.arange(n) * 7, pa.int64()),
                       "s": pa.array([str(i) for i in range(n)], pa.string()),
                       "null": pa.array([None if i % 3 else i for i in range(n)], pa.int64())})
-    snappy = tmp_path / "snappy.parquet"
-    pq.write_table(table, snappy, compression="snappy")
-    assert _native_read(snappy, ["v"]) == [None]           # compressed
+    for codec in ("gzip", "zstd"):                         # codecs other than snappy
+        other = tmp_path / f"{codec}.parquet"
+        pq.write_table(table.select(["v"]).cast(pa.schema([pa.field("v", pa.int64(), nullable=False)])), other,
+                       compression=codec)
+        assert _native_read(other, ["v"]) == [None], codec
     plain = tmp_path / "plain.parquet"
     pq.write_table(table, plain, compression="none")
     cols = _parquet.columns_of(pq.ParquetFile(plain))

@@ -38,16 +38,23 @@ T* out_of(const py::buffer_info& info, int64_t n) {
     return reinterpret_cast<T*>(const_cast<uint8_t*>(p));
 }
 
+pq::Codec codec_of(int codec) {
+    if (codec != pq::kUncompressed && codec != pq::kSnappy)
+        throw std::invalid_argument("codec: expected 0 (uncompressed) or 1 (snappy), got " + std::to_string(codec));
+    return static_cast<pq::Codec>(codec);
+}
+
 template <typename T>
-bool ints(const py::buffer_info& chunk, const py::buffer_info& out, int64_t n, bool verify) {
+bool ints(const py::buffer_info& chunk, const py::buffer_info& out, int64_t n, bool verify, pq::Codec codec) {
     const auto [p, len] = bytes_of(chunk, "chunk");
     T* o = out_of<T>(out, n);
     py::gil_scoped_release release;
-    return pq::int_chunk<T>(p, len, verify, o, n);
+    return pq::int_chunk<T>(p, len, verify, o, n, codec);
 }
 
 template <typename I>
-py::object dictionary(const py::buffer_info& chunk, const py::buffer_info& out, int64_t n, bool verify) {
+py::object dictionary(const py::buffer_info& chunk, const py::buffer_info& out, int64_t n, bool verify,
+                      pq::Codec codec) {
     const auto [p, len] = bytes_of(chunk, "chunk");
     I* o = out_of<I>(out, n);
     std::vector<int32_t> offsets;
@@ -55,7 +62,7 @@ py::object dictionary(const py::buffer_info& chunk, const py::buffer_info& out, 
     bool ok;
     {
         py::gil_scoped_release release;
-        ok = pq::dictionary_chunk<I>(p, len, verify, o, n, offsets, data);
+        ok = pq::dictionary_chunk<I>(p, len, verify, o, n, offsets, data, codec);
     }
     if (!ok) return py::none();
     return py::make_tuple(to_numpy(std::move(offsets)), to_numpy(std::move(data)));
@@ -66,30 +73,52 @@ py::object dictionary(const py::buffer_info& chunk, const py::buffer_info& out, 
 void bind_parquet(py::module_& m) {
     m.def(
         "parquet_ints",
-        [](const py::buffer& chunk, int bits, int64_t n, bool verify, const py::buffer& out) {
+        [](const py::buffer& chunk, int bits, int64_t n, bool verify, const py::buffer& out, int codec) {
             const py::buffer_info c = chunk.request(), o = out.request(true);
-            if (bits == 32) return ints<int32_t>(c, o, n, verify);
-            if (bits == 64) return ints<int64_t>(c, o, n, verify);
+            const pq::Codec k = codec_of(codec);
+            if (bits == 32) return ints<int32_t>(c, o, n, verify, k);
+            if (bits == 64) return ints<int64_t>(c, o, n, verify, k);
             throw std::invalid_argument("bits: expected 32 (INT32) or 64 (INT64), got " + std::to_string(bits));
         },
-        py::arg("chunk"), py::arg("bits"), py::arg("n"), py::arg("verify"), py::arg("out"),
-        "Decode the n values of an uncompressed INT32 or INT64 column chunk without nulls\n"
-        "(PLAIN, DELTA_BINARY_PACKED or dictionary pages) into out; False when the chunk is\n"
-        "not one read here (out is then undefined). verify: check each page's CRC-32 where\n"
-        "it has one (a mismatch gives False).");
+        py::arg("chunk"), py::arg("bits"), py::arg("n"), py::arg("verify"), py::arg("out"), py::arg("codec") = 0,
+        "Decode the n values of an INT32 or INT64 column chunk without nulls (PLAIN,\n"
+        "DELTA_BINARY_PACKED or dictionary pages; codec 0 uncompressed, 1 SNAPPY) into out;\n"
+        "False when the chunk is not one read here (out is then undefined). verify: check\n"
+        "each page's CRC-32 where it has one (a mismatch gives False).");
     m.def(
         "parquet_dictionary",
-        [](const py::buffer& chunk, int index_bits, int64_t n, bool verify, const py::buffer& out) -> py::object {
+        [](const py::buffer& chunk, int index_bits, int64_t n, bool verify, const py::buffer& out,
+           int codec) -> py::object {
             const py::buffer_info c = chunk.request(), o = out.request(true);
-            if (index_bits == 8) return dictionary<int8_t>(c, o, n, verify);
-            if (index_bits == 16) return dictionary<int16_t>(c, o, n, verify);
-            if (index_bits == 32) return dictionary<int32_t>(c, o, n, verify);
+            const pq::Codec k = codec_of(codec);
+            if (index_bits == 8) return dictionary<int8_t>(c, o, n, verify, k);
+            if (index_bits == 16) return dictionary<int16_t>(c, o, n, verify, k);
+            if (index_bits == 32) return dictionary<int32_t>(c, o, n, verify, k);
             throw std::invalid_argument("index_bits: expected 8, 16 or 32, got " + std::to_string(index_bits));
         },
-        py::arg("chunk"), py::arg("index_bits"), py::arg("n"), py::arg("verify"), py::arg("out"),
-        "Decode an uncompressed, dictionary-encoded BYTE_ARRAY column chunk without nulls: its\n"
-        "n indices into out, and (offsets, data), the dictionary's strings as Arrow string\n"
-        "offsets into data; None when the chunk is not one read here.");
+        py::arg("chunk"), py::arg("index_bits"), py::arg("n"), py::arg("verify"), py::arg("out"), py::arg("codec") = 0,
+        "Decode a dictionary-encoded BYTE_ARRAY column chunk without nulls (codec 0\n"
+        "uncompressed, 1 SNAPPY): its n indices into out, and (offsets, data), the\n"
+        "dictionary's strings as Arrow string offsets into data; None when the chunk is not\n"
+        "one read here.");
+    m.def(
+        "snappy_decompress",
+        [](const py::buffer& data, int64_t n) -> py::object {
+            const py::buffer_info info = data.request();
+            const auto [p, len] = bytes_of(info, "data");
+            if (n < 0) throw std::invalid_argument("n: expected a size >= 0");
+            std::vector<uint8_t> out(static_cast<size_t>(n));
+            bool ok;
+            {
+                py::gil_scoped_release release;
+                ok = pau::snappy::decompress(p, len, out.data(), out.size());
+            }
+            if (!ok) return py::none();
+            return py::bytes(reinterpret_cast<const char*>(out.data()), out.size());
+        },
+        py::arg("data"), py::arg("n"),
+        "Raw snappy data decompressed to exactly n bytes (the page decoder's own\n"
+        "decompressor), or None when it does not decompress to n bytes.");
     m.def(
         "crc32",
         [](const py::buffer& data) {

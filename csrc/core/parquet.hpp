@@ -3,7 +3,8 @@
 //
 // A column chunk is a run of pages, each a Thrift compact-protocol header and its
 // bytes (parquet-format: PageHeader, DataPageHeader, DataPageHeaderV2,
-// DictionaryPageHeader). What is decoded here: uncompressed pages of a column
+// DictionaryPageHeader). What is decoded here: uncompressed or SNAPPY pages (pau's
+// layout writes the first, pyarrow by default the second; snappy.hpp) of a column
 // without nulls or repetition (max definition and repetition level 0), holding
 //
 //   * INT32 or INT64 values, PLAIN, DELTA_BINARY_PACKED, or dictionary indices
@@ -11,7 +12,7 @@
 //   * BYTE_ARRAY values as dictionary indices only (Arrow's dictionary<string>):
 //     the dictionary page's strings and the indices.
 //
-// Anything else (a codec, another encoding, an index out of its dictionary, a page
+// Anything else (another codec, another encoding, an index out of its dictionary, a page
 // that does not add up, a checksum that does not match) makes the call return
 // false: pyarrow then reads the row group and raises what it finds (pau.io). So
 // this file never decides what a malformed file means; it only reads well-formed
@@ -32,11 +33,14 @@
 #include <immintrin.h>
 #endif
 
+#include "snappy.hpp"
+
 namespace pau::parquet {
 
 // parquet-format's enums (the values are the format's).
 enum PageType : int { kDataPage = 0, kIndexPage = 1, kDictionaryPage = 2, kDataPageV2 = 3 };
 enum Encoding : int { kPlain = 0, kPlainDictionary = 2, kDeltaBinaryPacked = 5, kRleDictionary = 8 };
+enum Codec : int { kUncompressed = 0, kSnappy = 1 };  // CompressionCodec: the two read here
 
 // ---- CRC-32 (polynomial 0x04C11DB7, bit-reflected: zlib's) ----
 //
@@ -516,25 +520,46 @@ bool rle_hybrid(const uint8_t* p, const uint8_t* end, int w, I* out, int64_t n, 
 // One page, located: its header and its bytes.
 struct Page {
     PageHeader h;
-    const uint8_t* data;  // after the header, h.compressed bytes
+    const uint8_t* data;  // the page's bytes (after the header; decompressed), `size` of them
+    int64_t size;
 };
 
-// Walks the pages of an uncompressed chunk: false at a header that does not parse,
-// a page that is compressed or reaches past the chunk, or a checksum that fails.
+// Walks the pages of a chunk: false at a header that does not parse, a page that
+// reaches past the chunk, a checksum that fails (it covers the bytes as stored), or
+// a page that does not decompress to its uncompressed size. An uncompressed chunk's
+// pages are read in place; a SNAPPY chunk's are decompressed into `scratch`, valid
+// until the next page (a v2 data page's levels are never compressed; its values are
+// unless its header says not).
 class Pages {
   public:
-    Pages(const uint8_t* p, size_t n, bool verify) : p_(p), end_(p + n), verify_(verify) {}
+    Pages(const uint8_t* p, size_t n, bool verify, Codec codec = kUncompressed)
+        : p_(p), end_(p + n), verify_(verify), codec_(codec) {}
 
     bool done() const { return p_ == end_; }
     bool next(Page& page) {
         Compact c(p_, end_);
         page.h = PageHeader{};
         if (!read_page_header(c, page.h)) return false;
-        page.data = c.pos();
-        if (page.h.compressed > end_ - page.data || page.h.compressed != page.h.uncompressed) return false;
-        if (verify_ && page.h.has_crc && crc32(page.data, static_cast<size_t>(page.h.compressed)) != page.h.crc)
+        const PageHeader& h = page.h;
+        const uint8_t* stored = c.pos();
+        if (h.compressed > end_ - stored) return false;
+        if (verify_ && h.has_crc && crc32(stored, static_cast<size_t>(h.compressed)) != h.crc) return false;
+        p_ = stored + h.compressed;
+        page.data = stored;
+        page.size = h.compressed;
+        if (codec_ == kUncompressed) return h.compressed == h.uncompressed;
+        if (codec_ != kSnappy) return false;
+        // A v2 data page's levels come first, as they are; then the values.
+        const int64_t levels = h.type == kDataPageV2 ? h.def_bytes + h.rep_bytes : 0;
+        if (levels < 0 || levels > h.compressed || levels > h.uncompressed) return false;
+        if (h.type == kDataPageV2 && !h.values_compressed) return h.compressed == h.uncompressed;
+        scratch_.resize(static_cast<size_t>(h.uncompressed));
+        if (levels) std::memcpy(scratch_.data(), stored, static_cast<size_t>(levels));
+        if (!snappy::decompress(stored + levels, static_cast<size_t>(h.compressed - levels), scratch_.data() + levels,
+                                static_cast<size_t>(h.uncompressed - levels)))
             return false;
-        p_ = page.data + page.h.compressed;
+        page.data = scratch_.data();
+        page.size = h.uncompressed;
         return true;
     }
 
@@ -542,12 +567,14 @@ class Pages {
     const uint8_t* p_;
     const uint8_t* end_;
     bool verify_;
+    Codec codec_;
+    std::vector<uint8_t> scratch_;
 };
 
 // The values of a data page of a column without nulls: [begin, end) and how many.
 inline bool data_values(const Page& page, const uint8_t*& begin, const uint8_t*& end) {
     begin = page.data;
-    end = page.data + page.h.compressed;
+    end = page.data + page.size;
     if (page.h.type == kDataPageV2) {
         if (page.h.nulls != 0 || page.h.def_bytes < 0 || page.h.rep_bytes < 0 ||
             page.h.def_bytes + page.h.rep_bytes > end - begin)
@@ -559,8 +586,8 @@ inline bool data_values(const Page& page, const uint8_t*& begin, const uint8_t*&
 
 // The `n` INT32 / INT64 values of a chunk (every data page, in order) into out.
 template <typename T>
-bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t n) {
-    Pages pages(chunk, bytes, verify);
+bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t n, Codec codec = kUncompressed) {
+    Pages pages(chunk, bytes, verify, codec);
     std::vector<T> dict;
     std::vector<int32_t> idx;
     bool has_dict = false;
@@ -572,7 +599,7 @@ bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t 
         if (h.type == kIndexPage) continue;
         if (h.type == kDictionaryPage) {
             if (has_dict || (h.encoding != kPlain && h.encoding != kPlainDictionary) || h.values < 0 ||
-                h.values * static_cast<int64_t>(sizeof(T)) > h.compressed)
+                h.values * static_cast<int64_t>(sizeof(T)) > page.size)
                 return false;
             dict.resize(static_cast<size_t>(h.values));
             if (h.values) std::memcpy(dict.data(), page.data, static_cast<size_t>(h.values) * sizeof(T));
@@ -610,8 +637,8 @@ bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t 
 // of them, into data) and the `n` indices into out.
 template <typename I>
 bool dictionary_chunk(const uint8_t* chunk, size_t bytes, bool verify, I* out, int64_t n,
-                      std::vector<int32_t>& offsets, std::vector<uint8_t>& data) {
-    Pages pages(chunk, bytes, verify);
+                      std::vector<int32_t>& offsets, std::vector<uint8_t>& data, Codec codec = kUncompressed) {
+    Pages pages(chunk, bytes, verify, codec);
     bool has_dict = false;
     int64_t i = 0, size = 0;
     while (!pages.done()) {
@@ -624,7 +651,7 @@ bool dictionary_chunk(const uint8_t* chunk, size_t bytes, bool verify, I* out, i
                 h.values > std::numeric_limits<I>::max() + int64_t{1})
                 return false;
             const uint8_t* p = page.data;
-            const uint8_t* e = p + h.compressed;
+            const uint8_t* e = p + page.size;
             offsets.assign(1, 0);
             data.clear();
             for (int64_t k = 0; k < h.values; ++k) {

@@ -4,10 +4,11 @@
 gives (the same schema, metadata and values) for a row group whose requested
 columns the native decoder reads (``csrc/core/parquet.hpp``), and None for any
 other; :mod:`pau.io` then reads that row group with pyarrow. The decoder reads the
-columns of pau's layout as :func:`pau.io.write_dataset` writes them: uncompressed,
-without nulls, ``INT32``/``INT64`` (``int32``, ``int64``, ``timestamp[ns]``) in
-PLAIN, DELTA_BINARY_PACKED or dictionary pages, and ``dictionary<string>`` columns
-in dictionary pages. It checks every page's CRC-32, as pau's pyarrow reader does;
+columns of pau's layout as :func:`pau.io.write_dataset` writes them, and those of
+pyarrow's default files: uncompressed or SNAPPY pages (its own decompressor,
+``csrc/core/snappy.hpp``), without nulls, ``INT32``/``INT64`` (``int32``, ``int64``,
+``timestamp[ns]``) in PLAIN, DELTA_BINARY_PACKED or dictionary pages, and
+``dictionary<string>`` columns in dictionary pages. It checks every page's CRC-32, as pau's pyarrow reader does;
 a page that fails it, or anything else the decoder does not expect, sends the row
 group to pyarrow, which raises what it finds. So a file reads to the same table by
 either path (``tests/test_parquet_native.py`` holds them against each other), and
@@ -30,6 +31,9 @@ from . import _core
 ENABLED = True
 
 _INT_BITS = {"INT32": 32, "INT64": 64}
+#: The codecs of column chunks the decoder reads, as its codec argument (the format's
+#: CompressionCodec values): pau's layout is uncompressed, pyarrow's default snappy.
+_CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1}
 
 
 @dataclass(frozen=True)
@@ -211,7 +215,8 @@ def read_row_group(file: File, i: int, names: list[str], buf: Buffer, arena: Are
 
 def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: Buffer,
             arena: Arena | None) -> pa.Array | None:
-    if chunk.compression != "UNCOMPRESSED" or chunk.num_values != rows:
+    codec = _CODECS.get(chunk.compression)
+    if codec is None or chunk.num_values != rows:
         return None
     start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
     size = chunk.total_compressed_size
@@ -225,7 +230,7 @@ def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: B
         return None
     out, held = _output(c.field.name, rows * (c.bits // 8), arena)
     if c.dictionary:
-        got = _core.parquet_dictionary(view, c.bits, rows, True, out)
+        got = _core.parquet_dictionary(view, c.bits, rows, True, out, codec)
         if got is None:
             return None
         offsets, data = got
@@ -233,6 +238,6 @@ def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: B
         # the decoder checked every index against the dictionary's size
         indices = pa.Array.from_buffers(c.field.type.index_type, rows, [None, held])
         return pa.DictionaryArray.from_arrays(indices, strings, safe=False)
-    if not _core.parquet_ints(view, c.bits, rows, True, out):
+    if not _core.parquet_ints(view, c.bits, rows, True, out, codec):
         return None
     return pa.Array.from_buffers(c.field.type, rows, [None, held])
