@@ -553,7 +553,8 @@ class Pages {
         const int64_t levels = h.type == kDataPageV2 ? h.def_bytes + h.rep_bytes : 0;
         if (levels < 0 || levels > h.compressed || levels > h.uncompressed) return false;
         if (h.type == kDataPageV2 && !h.values_compressed) return h.compressed == h.uncompressed;
-        scratch_.resize(static_cast<size_t>(h.uncompressed));
+        // Grown only (a resize down and up again would zero the bytes between).
+        if (scratch_.size() < static_cast<size_t>(h.uncompressed)) scratch_.resize(static_cast<size_t>(h.uncompressed));
         if (levels) std::memcpy(scratch_.data(), stored, static_cast<size_t>(levels));
         if (!snappy::decompress(stored + levels, static_cast<size_t>(h.compressed - levels), scratch_.data() + levels,
                                 static_cast<size_t>(h.uncompressed - levels)))
