@@ -168,16 +168,27 @@ def pages(chunk: bytes, verify: bool = True, codec: str = "UNCOMPRESSED"):
         yield header, data
 
 
-def _values_of(header: dict, data: bytes) -> tuple[int, int, bytes]:
-    """(count, encoding, the values' bytes) of a data page of a required column."""
+def _values_of(header: dict, data: bytes, optional: bool = False) -> tuple[int, int, bytes]:
+    """(count, encoding, the values' bytes) of a data page of a column without nulls:
+    required, or optional (max definition level 1) with every level 1 (a v1 page
+    writes them first: a 4-byte length, then the RLE / bit-packed hybrid of width 1)."""
     if header[1] == DATA_PAGE:
-        return header[5][1], header[5][2], data
+        n = header[5][1]
+        if optional:
+            size = int.from_bytes(data[:4], "little")
+            if any(level != 1 for level in rle_hybrid(data[4:4 + size], 1, n)):
+                raise Unsupported("a null")
+            data = data[4 + size:]
+        return n, header[5][2], data
     h = header[8]
+    if h.get(2, 0):
+        raise Unsupported("a null")
     skip = h.get(5, 0) + h.get(6, 0)
     return h[1], h[4], data[skip:]
 
 
-def int_chunk(chunk: bytes, bits: int, verify: bool = True, codec: str = "UNCOMPRESSED") -> list[int]:
+def int_chunk(chunk: bytes, bits: int, verify: bool = True, codec: str = "UNCOMPRESSED",
+              optional: bool = False) -> list[int]:
     """The values of an INT32/INT64 chunk."""
     dictionary: list[int] | None = None
     out: list[int] = []
@@ -189,7 +200,7 @@ def int_chunk(chunk: bytes, bits: int, verify: bool = True, codec: str = "UNCOMP
             dictionary = [int.from_bytes(data[k * bits // 8:(k + 1) * bits // 8], "little", signed=True)
                           for k in range(n)]
             continue
-        n, encoding, values = _values_of(header, data)
+        n, encoding, values = _values_of(header, data, optional)
         if encoding == PLAIN:
             out += [int.from_bytes(values[k * bits // 8:(k + 1) * bits // 8], "little", signed=True)
                     for k in range(n)]
@@ -203,8 +214,8 @@ def int_chunk(chunk: bytes, bits: int, verify: bool = True, codec: str = "UNCOMP
     return out
 
 
-def dictionary_chunk(chunk: bytes, verify: bool = True,
-                     codec: str = "UNCOMPRESSED") -> tuple[list[str], list[int]]:
+def dictionary_chunk(chunk: bytes, verify: bool = True, codec: str = "UNCOMPRESSED",
+                     optional: bool = False) -> tuple[list[str], list[int]]:
     """(the dictionary's strings, the indices) of a dictionary-encoded BYTE_ARRAY chunk."""
     strings: list[str] = []
     indices: list[int] = []
@@ -218,7 +229,7 @@ def dictionary_chunk(chunk: bytes, verify: bool = True,
             continue
         if header[1] == INDEX_PAGE:
             continue
-        n, encoding, values = _values_of(header, data)
+        n, encoding, values = _values_of(header, data, optional)
         if encoding not in (PLAIN_DICTIONARY, RLE_DICTIONARY):
             raise Unsupported(f"encoding {encoding}")
         indices += rle_hybrid(values[1:], values[0], n)

@@ -45,9 +45,10 @@ def _codec(path, rg: int, leaf: int) -> str:
     return pq.ParquetFile(path).metadata.row_group(rg).column(leaf).compression
 
 
-def _native_ints(chunk: bytes, bits: int, n: int, verify: bool = True, codec: str = "UNCOMPRESSED"):
+def _native_ints(chunk: bytes, bits: int, n: int, verify: bool = True, codec: str = "UNCOMPRESSED",
+                 optional: bool = False):
     out = pa.allocate_buffer(n * bits // 8)
-    if not _core.parquet_ints(chunk, bits, n, verify, out, CODEC[codec]):
+    if not _core.parquet_ints(chunk, bits, n, verify, out, CODEC[codec], optional):
         return None
     return np.frombuffer(out, np.int64 if bits == 64 else np.int32).tolist()
 
@@ -167,7 +168,9 @@ def int_files(draw):
         opts["use_dictionary"] = True
     else:
         opts.update(use_dictionary=False, column_encoding={"v": encoding})
-    field = pa.field("v", pa.int64() if bits == 64 else pa.int32(), nullable=False)
+    # nullable (pyarrow's default for a table of its own) without nulls: optional in the
+    # file, its definition levels all 1
+    field = pa.field("v", pa.int64() if bits == 64 else pa.int32(), nullable=draw(st.booleans()))
     return pa.table({"v": pa.array(values, field.type)}, schema=pa.schema([field])), bits, opts
 
 
@@ -182,9 +185,10 @@ def test_int_chunks_match_the_slow_twin_and_pyarrow(tmp_path, case):
     for i in range(pf.num_row_groups):
         n = pf.metadata.row_group(i).num_rows
         chunk, codec = _chunk(path, i, 0), _codec(path, i, 0)
+        optional = table.schema.field("v").nullable
         expected = pf.read_row_group(i).column("v").to_pylist()
-        assert ref.int_chunk(chunk, bits, codec=codec) == expected
-        assert _native_ints(chunk, bits, n, codec=codec) == expected
+        assert ref.int_chunk(chunk, bits, codec=codec, optional=optional) == expected
+        assert _native_ints(chunk, bits, n, codec=codec, optional=optional) == expected
         if n:
             assert got[i] is not None and got[i].equals(pf.read_row_group(i))
     if pf.num_row_groups == 0 or table.num_rows == 0:
@@ -225,7 +229,7 @@ def dictionary_files(draw):
                 data_page_size=draw(st.sampled_from([32, 500, 1 << 20])),
                 data_page_version=draw(st.sampled_from(["1.0", "2.0"])), write_page_checksum=draw(st.booleans()),
                 row_group_size=draw(st.sampled_from([64, 1000, 10_000])))
-    field = pa.field("kind", kind.type, nullable=False)
+    field = pa.field("kind", kind.type, nullable=draw(st.booleans()))
     return pa.table({"kind": kind}, schema=pa.schema([field])), opts
 
 
@@ -239,7 +243,8 @@ def test_dictionary_chunks_match_the_slow_twin_and_pyarrow(tmp_path, case):
     got = _native_read(path, ["kind"])
     for i in range(pf.num_row_groups):
         expected = pf.read_row_group(i)
-        strings, indices = ref.dictionary_chunk(_chunk(path, i, 0), codec=_codec(path, i, 0))
+        strings, indices = ref.dictionary_chunk(_chunk(path, i, 0), codec=_codec(path, i, 0),
+                                                optional=table.schema.field("kind").nullable)
         col = expected.column("kind").combine_chunks()
         assert strings == col.dictionary.to_pylist() and indices == col.indices.to_pylist()
         assert got[i] is not None and got[i].equals(expected)
@@ -261,8 +266,15 @@ def test_chunks_the_decoder_does_not_read_give_none(tmp_path):
     plain = tmp_path / "plain.parquet"
     pq.write_table(table, plain, compression="none")
     cols = _parquet.columns_of(pq.ParquetFile(plain))
-    assert "s" not in cols and "null" not in cols          # dense strings; a nullable column
-    assert "v" not in cols                                  # nullable too (pyarrow's default)
+    assert "s" not in cols                                  # dense strings
+    assert cols["v"].optional and cols["null"].optional     # nullable (pyarrow's default)
+    assert _native_read(plain, ["null"]) == [None]          # with nulls: told by the statistics
+    assert _native_read(plain, ["v"])[0].equals(pq.read_table(plain, columns=["v"]))  # without: read
+    bare = tmp_path / "bare.parquet"                        # no statistics: the levels tell
+    pq.write_table(table, bare, compression="none", write_statistics=False, data_page_version="1.0")
+    assert _native_read(bare, ["null"]) == [None]
+    assert _native_ints(_chunk(bare, 0, 2), 64, n, optional=True) is None
+    assert _native_ints(_chunk(bare, 0, 0), 64, n, optional=True) == list(range(0, 7 * n, 7))
     required = tmp_path / "required.parquet"
     pq.write_table(table.select(["v"]).cast(pa.schema([pa.field("v", pa.int64(), nullable=False)])), required,
                    compression="none", use_dictionary=False)

@@ -45,16 +45,17 @@ pq::Codec codec_of(int codec) {
 }
 
 template <typename T>
-bool ints(const py::buffer_info& chunk, const py::buffer_info& out, int64_t n, bool verify, pq::Codec codec) {
+bool ints(const py::buffer_info& chunk, const py::buffer_info& out, int64_t n, bool verify, pq::Codec codec,
+          bool optional) {
     const auto [p, len] = bytes_of(chunk, "chunk");
     T* o = out_of<T>(out, n);
     py::gil_scoped_release release;
-    return pq::int_chunk<T>(p, len, verify, o, n, codec);
+    return pq::int_chunk<T>(p, len, verify, o, n, codec, optional);
 }
 
 template <typename I>
 py::object dictionary(const py::buffer_info& chunk, const py::buffer_info& out, int64_t n, bool verify,
-                      pq::Codec codec) {
+                      pq::Codec codec, bool optional) {
     const auto [p, len] = bytes_of(chunk, "chunk");
     I* o = out_of<I>(out, n);
     std::vector<int32_t> offsets;
@@ -62,7 +63,7 @@ py::object dictionary(const py::buffer_info& chunk, const py::buffer_info& out, 
     bool ok;
     {
         py::gil_scoped_release release;
-        ok = pq::dictionary_chunk<I>(p, len, verify, o, n, offsets, data, codec);
+        ok = pq::dictionary_chunk<I>(p, len, verify, o, n, offsets, data, codec, optional);
     }
     if (!ok) return py::none();
     return py::make_tuple(to_numpy(std::move(offsets)), to_numpy(std::move(data)));
@@ -73,30 +74,34 @@ py::object dictionary(const py::buffer_info& chunk, const py::buffer_info& out, 
 void bind_parquet(py::module_& m) {
     m.def(
         "parquet_ints",
-        [](const py::buffer& chunk, int bits, int64_t n, bool verify, const py::buffer& out, int codec) {
+        [](const py::buffer& chunk, int bits, int64_t n, bool verify, const py::buffer& out, int codec,
+           bool optional) {
             const py::buffer_info c = chunk.request(), o = out.request(true);
             const pq::Codec k = codec_of(codec);
-            if (bits == 32) return ints<int32_t>(c, o, n, verify, k);
-            if (bits == 64) return ints<int64_t>(c, o, n, verify, k);
+            if (bits == 32) return ints<int32_t>(c, o, n, verify, k, optional);
+            if (bits == 64) return ints<int64_t>(c, o, n, verify, k, optional);
             throw std::invalid_argument("bits: expected 32 (INT32) or 64 (INT64), got " + std::to_string(bits));
         },
         py::arg("chunk"), py::arg("bits"), py::arg("n"), py::arg("verify"), py::arg("out"), py::arg("codec") = 0,
+        py::arg("optional") = false,
         "Decode the n values of an INT32 or INT64 column chunk without nulls (PLAIN,\n"
-        "DELTA_BINARY_PACKED or dictionary pages; codec 0 uncompressed, 1 SNAPPY) into out;\n"
+        "DELTA_BINARY_PACKED or dictionary pages; codec 0 uncompressed, 1 SNAPPY; optional:\n"
+        "max definition level 1, every value defined) into out;\n"
         "False when the chunk is not one read here (out is then undefined). verify: check\n"
         "each page's CRC-32 where it has one (a mismatch gives False).");
     m.def(
         "parquet_dictionary",
-        [](const py::buffer& chunk, int index_bits, int64_t n, bool verify, const py::buffer& out,
-           int codec) -> py::object {
+        [](const py::buffer& chunk, int index_bits, int64_t n, bool verify, const py::buffer& out, int codec,
+           bool optional) -> py::object {
             const py::buffer_info c = chunk.request(), o = out.request(true);
             const pq::Codec k = codec_of(codec);
-            if (index_bits == 8) return dictionary<int8_t>(c, o, n, verify, k);
-            if (index_bits == 16) return dictionary<int16_t>(c, o, n, verify, k);
-            if (index_bits == 32) return dictionary<int32_t>(c, o, n, verify, k);
+            if (index_bits == 8) return dictionary<int8_t>(c, o, n, verify, k, optional);
+            if (index_bits == 16) return dictionary<int16_t>(c, o, n, verify, k, optional);
+            if (index_bits == 32) return dictionary<int32_t>(c, o, n, verify, k, optional);
             throw std::invalid_argument("index_bits: expected 8, 16 or 32, got " + std::to_string(index_bits));
         },
         py::arg("chunk"), py::arg("index_bits"), py::arg("n"), py::arg("verify"), py::arg("out"), py::arg("codec") = 0,
+        py::arg("optional") = false,
         "Decode a dictionary-encoded BYTE_ARRAY column chunk without nulls (codec 0\n"
         "uncompressed, 1 SNAPPY): its n indices into out, and (offsets, data), the\n"
         "dictionary's strings as Arrow string offsets into data; None when the chunk is not\n"

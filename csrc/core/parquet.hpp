@@ -5,7 +5,8 @@
 // bytes (parquet-format: PageHeader, DataPageHeader, DataPageHeaderV2,
 // DictionaryPageHeader). What is decoded here: uncompressed or SNAPPY pages (pau's
 // layout writes the first, pyarrow by default the second; snappy.hpp) of a column
-// without nulls or repetition (max definition and repetition level 0), holding
+// without repetition and without nulls (max definition level 0, or 1 with every value
+// defined), holding
 //
 //   * INT32 or INT64 values, PLAIN, DELTA_BINARY_PACKED, or dictionary indices
 //     (RLE_DICTIONARY / PLAIN_DICTIONARY) into a PLAIN dictionary page;
@@ -572,25 +573,44 @@ class Pages {
     std::vector<uint8_t> scratch_;
 };
 
-// The values of a data page of a column without nulls: [begin, end) and how many.
-inline bool data_values(const Page& page, const uint8_t*& begin, const uint8_t*& end) {
+// The values of a data page of a column without nulls: [begin, end). An optional
+// column (max definition level 1, `optional`) is read when the page holds no null:
+// a v2 page says so in its header; a v1 page's levels (a 4-byte length, then the RLE /
+// bit-packed hybrid of width 1) are read into `levels` and must all be 1.
+inline bool data_values(const Page& page, const uint8_t*& begin, const uint8_t*& end, bool optional,
+                        std::vector<uint8_t>& levels) {
     begin = page.data;
     end = page.data + page.size;
-    if (page.h.type == kDataPageV2) {
-        if (page.h.nulls != 0 || page.h.def_bytes < 0 || page.h.rep_bytes < 0 ||
-            page.h.def_bytes + page.h.rep_bytes > end - begin)
+    const PageHeader& h = page.h;
+    if (h.values < 0) return false;
+    if (h.type == kDataPageV2) {
+        if (h.nulls != 0 || h.def_bytes < 0 || h.rep_bytes < 0 || h.def_bytes + h.rep_bytes > end - begin)
             return false;
-        begin += page.h.def_bytes + page.h.rep_bytes;  // levels of a required column: none written
+        begin += h.def_bytes + h.rep_bytes;  // none null: the levels say nothing more
+        return true;
     }
-    return page.h.values >= 0;
+    if (!optional) return true;  // a required column's v1 page: no levels written
+    if (end - begin < 4) return false;
+    uint32_t len;
+    std::memcpy(&len, begin, 4);
+    begin += 4;
+    if (len > static_cast<uint64_t>(end - begin)) return false;
+    levels.resize(static_cast<size_t>(h.values));
+    if (!rle_hybrid<uint8_t>(begin, begin + len, 1, levels.data(), h.values, 2)) return false;
+    for (uint8_t v : levels)
+        if (v != 1) return false;  // a null: pyarrow's way
+    begin += len;
+    return true;
 }
 
 // The `n` INT32 / INT64 values of a chunk (every data page, in order) into out.
 template <typename T>
-bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t n, Codec codec = kUncompressed) {
+bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t n, Codec codec = kUncompressed,
+               bool optional = false) {
     Pages pages(chunk, bytes, verify, codec);
     std::vector<T> dict;
     std::vector<int32_t> idx;
+    std::vector<uint8_t> levels;
     bool has_dict = false;
     int64_t i = 0;
     while (!pages.done()) {
@@ -609,7 +629,7 @@ bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t 
         }
         if (h.type != kDataPage && h.type != kDataPageV2) return false;
         const uint8_t *b, *e;
-        if (!data_values(page, b, e) || h.values > n - i) return false;
+        if (!data_values(page, b, e, optional, levels) || h.values > n - i) return false;
         T* o = out + i;
         switch (h.encoding) {
             case kPlain:
@@ -638,8 +658,10 @@ bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t 
 // of them, into data) and the `n` indices into out.
 template <typename I>
 bool dictionary_chunk(const uint8_t* chunk, size_t bytes, bool verify, I* out, int64_t n,
-                      std::vector<int32_t>& offsets, std::vector<uint8_t>& data, Codec codec = kUncompressed) {
+                      std::vector<int32_t>& offsets, std::vector<uint8_t>& data, Codec codec = kUncompressed,
+                      bool optional = false) {
     Pages pages(chunk, bytes, verify, codec);
+    std::vector<uint8_t> levels;
     bool has_dict = false;
     int64_t i = 0, size = 0;
     while (!pages.done()) {
@@ -673,7 +695,7 @@ bool dictionary_chunk(const uint8_t* chunk, size_t bytes, bool verify, I* out, i
         }
         if (h.type != kDataPage && h.type != kDataPageV2) return false;
         const uint8_t *b, *e;
-        if (!has_dict || !data_values(page, b, e) || h.values > n - i || b >= e ||
+        if (!has_dict || !data_values(page, b, e, optional, levels) || h.values > n - i || b >= e ||
             (h.encoding != kRleDictionary && h.encoding != kPlainDictionary))
             return false;
         if (!rle_hybrid<I>(b + 1, e, *b, out + i, h.values, size)) return false;

@@ -6,7 +6,8 @@ columns the native decoder reads (``csrc/core/parquet.hpp``), and None for any
 other; :mod:`pau.io` then reads that row group with pyarrow. The decoder reads the
 columns of pau's layout as :func:`pau.io.write_dataset` writes them, and those of
 pyarrow's default files: uncompressed or SNAPPY pages (its own decompressor,
-``csrc/core/snappy.hpp``), without nulls, ``INT32``/``INT64`` (``int32``, ``int64``,
+``csrc/core/snappy.hpp``), without nulls (required columns, or optional ones whose
+every value is defined), ``INT32``/``INT64`` (``int32``, ``int64``,
 ``timestamp[ns]``) in PLAIN, DELTA_BINARY_PACKED or dictionary pages, and
 ``dictionary<string>`` columns in dictionary pages. It checks every page's CRC-32, as pau's pyarrow reader does;
 a page that fails it, or anything else the decoder does not expect, sends the row
@@ -45,6 +46,7 @@ class Column:
     field: pa.Field
     bits: int  # INT32/INT64 width, or the dictionary's index width
     dictionary: bool
+    optional: bool  # max definition level 1: read when no value is null
 
 
 def _native_type(col: pq.ParquetColumnSchema, t: pa.DataType) -> int | None:
@@ -74,11 +76,12 @@ def columns_of(pf: pq.ParquetFile) -> dict[str, Column]:
     out = {}
     for leaf in range(len(schema)):
         col, field = schema.column(leaf), arrow.field(leaf)
-        if col.path != field.name or col.max_definition_level or col.max_repetition_level:
+        if col.path != field.name or col.max_definition_level > 1 or col.max_repetition_level:
             continue
         bits = _native_type(col, field.type)
         if bits is not None:
-            out[field.name] = Column(leaf, field, bits, pa.types.is_dictionary(field.type))
+            out[field.name] = Column(leaf, field, bits, pa.types.is_dictionary(field.type),
+                                     col.max_definition_level == 1)
     return out
 
 
@@ -216,8 +219,10 @@ def read_row_group(file: File, i: int, names: list[str], buf: Buffer, arena: Are
 def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: Buffer,
             arena: Arena | None) -> pa.Array | None:
     codec = _CODECS.get(chunk.compression)
-    if codec is None or chunk.num_values != rows:
-        return None
+    if codec is None or chunk.num_values != rows or (c.optional and chunk.statistics is not None
+                                                      and chunk.statistics.has_null_count
+                                                      and chunk.statistics.null_count):
+        return None  # (nulls: pyarrow's way, told by the statistics before the chunk is read)
     start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
     size = chunk.total_compressed_size
     if start is None or start < 0 or size <= 0:
@@ -230,7 +235,7 @@ def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: B
         return None
     out, held = _output(c.field.name, rows * (c.bits // 8), arena)
     if c.dictionary:
-        got = _core.parquet_dictionary(view, c.bits, rows, True, out, codec)
+        got = _core.parquet_dictionary(view, c.bits, rows, True, out, codec, c.optional)
         if got is None:
             return None
         offsets, data = got
@@ -238,6 +243,6 @@ def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: B
         # the decoder checked every index against the dictionary's size
         indices = pa.Array.from_buffers(c.field.type.index_type, rows, [None, held])
         return pa.DictionaryArray.from_arrays(indices, strings, safe=False)
-    if not _core.parquet_ints(view, c.bits, rows, True, out, codec):
+    if not _core.parquet_ints(view, c.bits, rows, True, out, codec, c.optional):
         return None
     return pa.Array.from_buffers(c.field.type, rows, [None, held])
