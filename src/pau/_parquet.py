@@ -1,4 +1,5 @@
-"""Row groups of pau's archive layout read by the native page decoder.
+"""Row groups of Parquet files read by the native page decoder: pau's archive layout
+and pyarrow's default files.
 
 :func:`read_row_group` gives what ``pyarrow.parquet.ParquetFile.read_row_group``
 gives (the same schema, metadata and values) for a row group whose requested
@@ -9,12 +10,12 @@ pyarrow's default files: uncompressed or SNAPPY pages (its own decompressor,
 ``csrc/core/snappy.hpp``), without nulls (required columns, or optional ones whose
 every value is defined), ``INT32``/``INT64`` (``int32``, ``int64``,
 ``timestamp[ns]``) in PLAIN, DELTA_BINARY_PACKED or dictionary pages, and
-``dictionary<string>`` columns in dictionary pages. It checks every page's CRC-32, as pau's pyarrow reader does;
-a page that fails it, or anything else the decoder does not expect, sends the row
-group to pyarrow, which raises what it finds. So a file reads to the same table by
-either path (``tests/test_parquet_native.py`` holds them against each other), and
-only the time differs: the native path decodes the three columns ``classify``
-reads about 3x faster (``docs/archive.md``).
+``dictionary<string>`` columns in dictionary pages. It checks every page's CRC-32,
+as pau's pyarrow reader does; a page that fails it, or anything else the decoder
+does not expect, sends the row group to pyarrow, which raises what it finds. So a
+file reads to the same table by either path (``tests/test_parquet_native.py`` holds
+them against each other), and only the time differs: the native path decodes the
+three columns ``classify`` reads about 3x faster (``docs/archive.md``).
 """
 
 from __future__ import annotations

@@ -490,13 +490,8 @@ def _native_layout(table: pa.Table) -> pa.Table:
     types are converted exactly, and a column that cannot be raises a
     :class:`pau.errors.SchemaError` or :class:`InvalidRowError` naming it (and the row).
     Columns already so are passed through untouched (zero-copy)."""
-    schema = table.schema
-    if _READ_AS_IS.get(schema, False):
-        return table
-    if schema.get_field_index("record") < 0 and "record" not in schema.names:  # (-1 for a repeated name too)
+    if "record" not in table.column_names:
         _column(table, "record", "lifecycle")  # raises: the column is missing
-    if len(_READ_AS_IS) < 64:  # a few distinct schemas per process; decided once each
-        _READ_AS_IS[schema] = all(_as_is(f.name, f.type) for f in schema)
     out = table
     for i, name in enumerate(table.column_names):
         col = table.column(i)
@@ -532,22 +527,6 @@ def _native_layout(table: pa.Table) -> pa.Table:
 
 
 _INT_COLUMNS = ("attempt", "rank", "start_ns", "end_ns", "step", "block_end_ns", "durable_ns", "tokens")
-#: Per schema seen: whether _native_layout passes a table of it through as it is.
-_READ_AS_IS: dict = {}
-
-
-def _as_is(name: str, typ: pa.DataType) -> bool:
-    """Whether _native_layout leaves a column of this name and type untouched without
-    reading it (int64 ids are read: they must lie within int32)."""
-    if name in ("record", "kind"):
-        return pa.types.is_string(typ)
-    if name == "ok":
-        return pa.types.is_boolean(typ)
-    if name in ("attempt", "rank"):
-        return typ == _INT32
-    if name in _INT_COLUMNS:
-        return typ == _INT64 or (pa.types.is_timestamp(typ) and typ.unit == "ns")
-    return True  # not a lifecycle column: not read
 
 
 def _native_rows(table: pa.Table):
@@ -572,7 +551,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     ``threads``: for the pass over the steps (None: all cores from
     PARALLEL_MIN_VISITS step visits on, but see BY_RANK_MAX_CORES)."""
     table = as_table(lifecycle, "lifecycle")
-    if table.schema.get_field_index("start_ns") < 0 and "start_ns" not in table.schema.names:
+    if "start_ns" not in table.column_names:
         _column(table, "start_ns", "lifecycle")  # raises: the column is missing
     table = _native_layout(table)
     native = _native_rows(table)
