@@ -157,19 +157,19 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
     if is_path_source(source):
         parts = partitions(source)
         check_job_ranks(parts)
-    if _rank_partitioned(source, batch_rows, workers, parts):
-        return merged_hist(source, plan, workers=workers, on_invalid=on_invalid, progress=progress,
-                           memory_budget=memory_budget, parts=parts)
+    if _rank_partitioned(source, parts, batch_rows, workers):
+        assert parts is not None  # only a listed path is rank-partitioned
+        return merged_hist(parts, plan, workers=workers, on_invalid=on_invalid, progress=progress,
+                           memory_budget=memory_budget)
     if in_memory(source):
         return hist_of_table(as_table(source, "events"), plan, on_invalid, levels=plan.levels, kernel=plan.kernel)
     read_ahead = _io.READ_AHEAD
-    if memory_budget is not None and is_path_source(source):
+    if memory_budget is not None and parts is not None:
         # One stream: the row group being swept and those read ahead, as many as fit
         # (at least one: the check raises when two row groups do not fit).
         budget = parse_memory_budget(memory_budget)
         assert budget is not None  # memory_budget is not None
-        big = max(_footprints(parts if parts is not None else partitions(source), budget),
-                  default=0) // ROW_GROUP_COPIES
+        big = max(_footprints(parts, budget), default=0) // ROW_GROUP_COPIES
         if big:
             read_ahead = max(1, min(read_ahead, budget // big - 1))
     batches = _io.stream_events(source, batch_rows=batch_rows, progress=progress, read_ahead=read_ahead)
@@ -184,19 +184,19 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
     return finish(sweep), q, rows
 
 
-def _rank_partitioned(source, batch_rows, workers, parts=None) -> bool:
+def _rank_partitioned(source, parts, batch_rows, workers) -> bool:
     """Whether a dataset can be swept one partition per thread: a directory whose
-    files each hold one rank (hive ``rank=R`` folders, no rank twice). ``parts``: its
-    files as :func:`pau.distributed.partitions` lists them, when already listed."""
+    files (``parts``, as :func:`pau.distributed.partitions` lists them; None for a
+    source that is not a path) each hold one rank (hive ``rank=R`` folders, no rank
+    twice)."""
     if workers is not None and workers < 1:
         raise PauError(f"workers: expected a positive number, got {workers}")
-    if (workers == 1 or (workers is None and cores() < 2)
+    if (parts is None or workers == 1 or (workers is None and cores() < 2)
             or batch_rows is not None or not isinstance(source, (str, os.PathLike))
             or not os.path.isdir(source)):
         return False
-    files = parts if parts is not None else _io.parquet_files(source)
-    ranks = [keys.get("rank") for _, keys in files]
-    return len(files) > 1 and None not in ranks and len(set(ranks)) == len(ranks)
+    ranks = [keys.get("rank") for _, keys in parts]
+    return len(parts) > 1 and None not in ranks and len(set(ranks)) == len(ranks)
 
 
 @overload

@@ -571,14 +571,11 @@ def classify_partitions(
     return Quarantined(out, quarantine) if on_invalid == "quarantine" else out
 
 
-def merged_hist(source: Any, plan: Plan, *, workers: int | None = None, on_invalid: str = "raise",
-                progress: Any = None, memory_budget: Any = None, parts: list | None = None):
-    """The histogram of a rank-partitioned source, one partition per thread, the
-    quarantine (or None) and the number of rows read (for :mod:`pau.core`:
-    classify_dataset and ledger). ``parts``: the source's :func:`partitions`, when
-    the caller has listed them."""
-    if parts is None:
-        parts = partitions(source)
+def merged_hist(parts: list, plan: Plan, *, workers: int | None = None, on_invalid: str = "raise",
+                progress: Any = None, memory_budget: Any = None):
+    """The histogram of a rank-partitioned source (its :func:`partitions`), one
+    partition per thread, the quarantine (or None) and the number of rows read (for
+    :mod:`pau.core`: classify_dataset and ledger)."""
     hists, _, _ = _histograms(parts, plan, on_invalid=on_invalid, executor=None, client=None, workers=workers,
                               results_dir=None, progress=progress, memory_budget=memory_budget,
                               what="classify_dataset")
