@@ -420,6 +420,8 @@ from pau import _sweep  # noqa: E402
 #: The kernels of the exclusive-time sweep this machine runs: scalar, and AVX-512
 #: where the CPU has it.
 KERNELS = (1, 2) if _core.avx512_available() else (1,)
+#: The sweeps' code for a row whose kind is not one of pau's (Code::unknown_kind, csrc/core/sweep.hpp).
+UNKNOWN_KIND = 4
 
 
 def lean_classify(table, *, span=None, priority=None, threads=1, kernel=1):
@@ -579,6 +581,39 @@ def test_exclusive_sweep_stops_where_the_full_sweep_does(tl, bad, in_order):
             assert got == want, kernel
         else:
             assert not isinstance(got, tuple), kernel
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(timelines(max_ranks=2, max_events=40), st.integers(0, 40), st.permutations(range(48)),
+       st.one_of(st.none(), st.integers(0, 10**6)), st.sampled_from([pa.int8(), pa.int16()]))
+def test_exclusive_sweep_kind_dictionaries(tl, extra, perm, unknown_at, index_type):
+    """A kind dictionary of any size (up to 16 entries the AVX-512 kernel looks up a
+    block's 8 kinds at once), holding names that are not kinds, in any order, with
+    byte or wider indices: both kernels give the reference's answer, and a row of a
+    name that is not a kind, wherever it falls in the 8-row blocks, stops both
+    sweeps at that row."""
+    rows = sorted(tl.rows, key=lambda r: (r[0], r[1]))
+    junk = [f"not-a-kind-{i}" for i in range(extra)]
+    names = [(list(ref.KINDS) + junk)[i] for i in perm if i < len(ref.KINDS) + extra]
+    code = {k: i for i, k in enumerate(names)}
+    bad_row = None
+    if unknown_at is not None and junk and rows:
+        bad_row = unknown_at % len(rows)
+        r = rows[bad_row]
+        rows[bad_row] = (r[0], r[1], r[2], junk[unknown_at % len(junk)], r[4])
+    kind = pa.DictionaryArray.from_arrays(pa.array([code[r[3]] for r in rows], index_type), pa.array(names))
+    table = pa.table({"rank": pa.array([r[0] for r in rows], pa.int32()),
+                      "start_ns": pa.array([r[1] for r in rows], pa.int64()),
+                      "end_ns": pa.array([r[2] for r in rows], pa.int64()), "kind": kind})
+    if bad_row is None:
+        want = ref.classify(tl.rows)
+        for kernel in KERNELS:
+            assert ref.pau_classify(lean_classify(table, kernel=kernel), False) == want, kernel
+        return
+    cols = [_sweep.event_columns(b) for b in table.to_batches()]
+    got = [_sweep.sweep_parts(_sweep.Plan(), cols, 1, None, _sweep.levels_of(None), kernel) for kernel in KERNELS]
+    assert all(g == got[0] for g in got), got
+    assert got[0][:2] == (UNKNOWN_KIND, bad_row), got[0]  # (code, row, batch)
 
 
 # ---------------------------------------------------------------------------

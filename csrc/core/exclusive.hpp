@@ -442,6 +442,15 @@ class ExclusiveSweep {
                                                                        const int64_t* order) {
         __mmask8 mask[kNumKinds];  // mask[k]: the lanes of levels k..5
         for (int k = 0; k < kNumKinds; ++k) mask[k] = static_cast<__mmask8>((0x3Fu << k) & 0x3Fu);
+        // Byte indices into a dictionary of at most 16 kinds (the usual case): the
+        // lane masks of a block's 8 rows come from one byte shuffle of a 16-entry
+        // table (mask 0: an unknown kind, or an index past the dictionary) instead of
+        // two dependent loads per row; a block with a zero mask goes row by row.
+        const bool byte_masks = sizeof(IdxT) == 1 && map_size <= 16;
+        alignas(16) uint8_t mtab[16] = {0};
+        if (byte_masks)
+            for (int64_t q = 0; q < map_size; ++q) mtab[q] = lv[q] >= 0 ? mask[lv[q]] : 0;
+        const __m128i mtab16 = _mm_load_si128(reinterpret_cast<const __m128i*>(mtab));
         Cursor c{{_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_set1_epi64(kMin), _mm512_set1_epi64(kMax), kMin, kMax},
                  nullptr, -1, kMin, {}};
         FeedResult& res = c.res;
@@ -473,10 +482,29 @@ class ExclusiveSweep {
                 // all starting in its window (starts do not decrease within the
                 // block: checked above) and, when clipping, all inside its clip
                 // bounds, so that no row needs a test but its kind's.
-                if (__builtin_expect(bad == 0, 1) &&
-                    _mm256_cmpeq_epi32_mask(r8, _mm256_set1_epi32(cur)) == 0xFF &&
-                    (!Windows || start[j + 7] < next) &&
-                    (!Clip || (start[j] >= v.lo_s && _mm512_cmpgt_epi64_mask(e8, v.hi) == 0))) {
+                const bool plain = __builtin_expect(bad == 0, 1) &&
+                                   _mm256_cmpeq_epi32_mask(r8, _mm256_set1_epi32(cur)) == 0xFF &&
+                                   (!Windows || start[j + 7] < next) &&
+                                   (!Clip || (start[j] >= v.lo_s && _mm512_cmpgt_epi64_mask(e8, v.hi) == 0));
+                if constexpr (sizeof(IdxT) == 1) {
+                    if (byte_masks && plain) {
+                        // pshufb reads an index's low 4 bits (0 when its top bit is
+                        // set): an index of 16 to 127 is caught by its bits 4-6.
+                        const __m128i idx8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kind_idx + j));
+                        const __m128i m8 = _mm_shuffle_epi8(mtab16, idx8);
+                        const __m128i over = _mm_and_si128(idx8, _mm_set1_epi8(0x70));
+                        const int zero_mask = _mm_movemask_epi8(_mm_cmpeq_epi8(m8, _mm_setzero_si128())) |
+                                              ~_mm_movemask_epi8(_mm_cmpeq_epi8(over, _mm_setzero_si128()));
+                        if (__builtin_expect((zero_mask & 0xFF) == 0, 1)) {
+                            uint64_t mm = static_cast<uint64_t>(_mm_cvtsi128_si64(m8));
+                            for (int64_t i = j; i < j + 8; ++i, mm >>= 8)
+                                add_event<false>(v, static_cast<__mmask8>(mm), start[i], end[i]);
+                            c.last = start[j + 7];
+                            continue;
+                        }
+                    }
+                }
+                if (plain && !byte_masks) {
                     for (int64_t i = j; i < j + 8; ++i) {
                         const int64_t k = level_at(kind_idx, i, lv, map_size);
                         if (__builtin_expect(k < 0, 0)) {
