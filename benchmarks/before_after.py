@@ -84,7 +84,7 @@ print(json.dumps(out))
 
 
 def _write(table: pa.Table, path: str) -> None:
-    feather.write_feather(table, path, compression="uncompressed", chunksize=1 << 40)
+    feather.write_feather(table, path, compression="uncompressed", chunksize=1 << 30)  # one chunk: feather splits at 64K rows by default
 
 
 def make_inputs(root: str) -> None:
