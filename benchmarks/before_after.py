@@ -84,7 +84,8 @@ print(json.dumps(out))
 
 
 def _write(table: pa.Table, path: str) -> None:
-    feather.write_feather(table, path, compression="uncompressed", chunksize=1 << 30)  # one chunk: feather splits at 64K rows by default
+    # one chunk (feather splits a table at 64K rows by default)
+    feather.write_feather(table, path, compression="uncompressed", chunksize=1 << 30)
 
 
 def make_inputs(root: str) -> None:
