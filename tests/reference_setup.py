@@ -1,6 +1,6 @@
 """The lifecycle set-up in numpy and plain Python: the twin of what pau runs in
 ``pau.lifecycle._setup`` (the native set-up ``csrc/core/life_setup.hpp``, then the
-lineage kernel ``pau._kernels.lineage``).
+lineage rule ``pau._core.lineage``, in the same header).
 
 :func:`setup` computes, from the records other than steps and the scan of the
 steps, what attribution's pass needs: attempts (:func:`attempts`), membership,

@@ -270,6 +270,51 @@ void bind_lifecycle(py::module_& m) {
         },
         py::arg("values"), py::arg("lo"), py::arg("lut"), "lut[v - lo] per value (int64), -1 outside the table.");
     m.def(
+        "lineage",
+        [](const carray<int64_t>& r_row, const carray<int64_t>& r_att, const carray<int64_t>& r_step,
+           const carray<int64_t>& r_start, const carray<int64_t>& c_att, const carray<int64_t>& c_step,
+           const carray<int64_t>& c_dur, const py::array_t<bool, py::array::c_style | py::array::forcecast>& has_durable,
+           const py::array_t<bool, py::array::c_style | py::array::forcecast>& has_steps,
+           const carray<int64_t>& done_step,
+           const py::array_t<bool, py::array::c_style | py::array::forcecast>& completed, int64_t null) {
+            const py::ssize_t nr = r_row.size(), nc = c_att.size(), na = completed.size();
+            check_len(r_att, nr, "r_att", "r_row");
+            check_len(r_step, nr, "r_step", "r_row");
+            check_len(r_start, nr, "r_start", "r_row");
+            check_len(c_step, nc, "c_step", "c_att");
+            check_len(c_dur, nc, "c_dur", "c_att");
+            check_len(has_durable, na, "has_durable", "completed");
+            check_len(has_steps, na, "has_steps", "completed");
+            check_len(done_step, na, "done_step", "completed");
+            for (py::ssize_t j = 0; j < nr; ++j)  // attempts index the per-attempt arrays
+                if (r_att.data()[j] < 0 || r_att.data()[j] >= na)
+                    throw std::invalid_argument("lineage: r_att out of range");
+            for (py::ssize_t g = 0; g < nc; ++g)
+                if (c_att.data()[g] < 0 || c_att.data()[g] >= na)
+                    throw std::invalid_argument("lineage: c_att out of range");
+            std::vector<int64_t> base(static_cast<size_t>(na), null), head(static_cast<size_t>(na), null);
+            std::vector<int64_t> bad(static_cast<size_t>(nr));
+            py::array_t<bool> on(na), on_lineage(nc);
+            std::fill_n(on.mutable_data(), na, false);
+            std::fill_n(on_lineage.mutable_data(), nc, false);
+            int64_t n_bad;
+            {
+                py::gil_scoped_release release;
+                n_bad = life::lineage(r_row.data(), r_att.data(), r_step.data(), r_start.data(), nr, c_att.data(),
+                                      c_step.data(), c_dur.data(), nc, has_durable.data(), has_steps.data(),
+                                      done_step.data(), completed.data(), na, null, base.data(), head.data(),
+                                      on.mutable_data(), on_lineage.mutable_data(), bad.data());
+            }
+            bad.resize(static_cast<size_t>(n_bad));
+            return py::make_tuple(to_numpy(std::move(base)), to_numpy(std::move(head)), on, on_lineage,
+                                  to_numpy(std::move(bad)));
+        },
+        py::arg("r_row"), py::arg("r_att"), py::arg("r_step"), py::arg("r_start"), py::arg("c_att"), py::arg("c_step"),
+        py::arg("c_dur"), py::arg("has_durable"), py::arg("has_steps"), py::arg("done_step"), py::arg("completed"),
+        py::arg("null"),
+        "The lineage rule (DESIGN 2.2): (base, head, on, on_lineage, bad); bad holds the rows of ok restores "
+        "that no checkpoint qualifies for (then the rest is not written).");
+    m.def(
         "lifecycle_setup",
         [](const carray<int8_t>& rec, const carray<int64_t>& attempt, const carray<int64_t>& rank,
            const carray<int64_t>& start, const carray<int64_t>& end, const carray<int64_t>& step,

@@ -182,6 +182,22 @@ def fill_nulls(
     values: np.ndarray, bits: npt.NDArray[np.uint8], offset: int, fill: int, out: npt.NDArray[np.int64]
 ) -> None: ...
 def lut_map(values: np.ndarray, lo: int, lut: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
+def lineage(
+    r_row: npt.NDArray[np.int64],
+    r_att: npt.NDArray[np.int64],
+    r_step: npt.NDArray[np.int64],
+    r_start: npt.NDArray[np.int64],
+    c_att: npt.NDArray[np.int64],
+    c_step: npt.NDArray[np.int64],
+    c_dur: npt.NDArray[np.int64],
+    has_durable: npt.NDArray[np.bool_],
+    has_steps: npt.NDArray[np.bool_],
+    done_step: npt.NDArray[np.int64],
+    completed: npt.NDArray[np.bool_],
+    null: int,
+) -> tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.int64]
+]: ...
 def lifecycle_setup(
     rec: npt.NDArray[np.int8],
     attempt: npt.NDArray[np.int64],

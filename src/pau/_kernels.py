@@ -2,13 +2,13 @@
 arrays in, arrays out (or into arrays the caller allocated).
 
 Time is int64 ns, intervals half-open ``[start, end)``. Inputs are validated by
-:mod:`pau.lifecycle` before they get here. The lineage rule (:func:`lineage`: which
-restore each attempt used and which steps survive) and the pass that labels every
-step with it and layers the states (:func:`attribute_pass`, :func:`steps_pass`) are
-here; the checks, the scan of the step columns and the set-up before the lineage
-(attempts, membership, checkpoints, painted layers) are native
-(``csrc/core/life_checks.hpp``, ``life_setup.hpp``, ``paint.hpp``), as Numba is kept
-for the rollback attribution. Each kernel has a slow twin in
+:mod:`pau.lifecycle` before they get here. The pass that labels every step with the
+lineage and layers the states (:func:`attribute_pass`, :func:`steps_pass`) is here;
+the checks, the scan of the step columns, the set-up (attempts, membership,
+checkpoints, painted layers) and the lineage rule (which restore each attempt used and
+which steps survive; a few rows per attempt) are native (``csrc/core/life_checks.hpp``,
+``life_setup.hpp``, ``paint.hpp``), as Numba is kept for the rollback attribution's
+pass over the steps and a kernel costs its compile on a cold start. Each kernel has a slow twin in
 ``tests/reference_lifecycle.py`` (the end-to-end replay, and per kernel), and the
 set-up with the lineage one in numpy and plain Python in ``tests/reference_setup.py``
 (compared field by field, errors included).
@@ -16,8 +16,8 @@ set-up with the lineage one in numpy and plain Python in ``tests/reference_setup
 A kernel compiles on its first call with an empty cache (:mod:`pau._jit`), so they
 are kept few and small: no string work (errors are codes the caller names), no
 slice assignment (Numba formats a shape-mismatch message for it), one return
-statement, and in the two that every attribution runs (:func:`lineage`,
-:func:`attribute_pass`) no allocation: the caller passes the arrays they write.
+statement, and in the one that every attribution runs (:func:`attribute_pass`) no
+allocation: the caller passes the arrays it writes.
 """
 
 from __future__ import annotations
@@ -552,86 +552,3 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
         npres = 0
     return (m, nr, acc_rank[:nr], acc_ns[:nr], va, vs, vc, tok, npres, err, e_row, e_other, e_rank)
 
-
-# ---------------------------------------------------------------------------
-# the lineage rule
-
-
-@kernel
-def lineage(r_row, r_att, r_step, r_start, c_att, c_step, c_dur, has_durable, has_steps, done_step, a_completed,
-            null, base, head, on, on_lineage, bad, used, used_step, used_w, seen):
-    """The lineage rule of DESIGN §2.2: the chain of surviving work, per attempt
-    (dense index, in start order) the steps ``(base, head]``.
-
-    Each attempt used its last ok restore (``r_*``: the ok restores as of as_of by
-    start, stably: row, dense attempt, step, start) and read the checkpoint it
-    restored: the latest one of that step durable before the restore began, written by
-    another attempt (``c_*``: checkpoints per (dense attempt, step), ``c_dur`` null
-    unless ok and durable as of as_of). The chain starts at the last attempt that did
-    something (``has_steps``, a restore used, ``has_durable``): its head is its last
-    completed step when it completed (``done_step``), else its latest durable
-    checkpoint, never below its base; it follows the restores back.
-
-    Writes ``base``, ``head`` (filled with null by the caller), ``on`` (False) and
-    ``on_lineage`` (per checkpoint: durable and a lineage step of its attempt), using
-    ``used``, ``used_step``, ``used_w`` and ``seen`` (per attempt, zeroed) as scratch.
-    Returns the number of ok restores for which no checkpoint qualifies, their rows in
-    ``bad[:n]`` (then nothing else is written); 0 otherwise.
-    """
-    n_att = a_completed.size
-    n_ck = c_att.size
-    n_bad = 0
-    for j in range(r_row.size):
-        a = r_att[j]
-        w = -1
-        for g in range(n_ck):
-            if (c_step[g] == r_step[j] and c_dur[g] != null and c_dur[g] <= r_start[j] and c_att[g] != a
-                    and (w < 0 or c_dur[g] > c_dur[w])):
-                w = g
-        if w < 0:
-            bad[n_bad] = r_row[j]
-            n_bad += 1
-        else:
-            used[a] = True
-            used_step[a] = r_step[j]
-            used_w[a] = c_att[w]
-    if n_bad == 0:
-        # An attempt with no step, no restore and no durable checkpoint (one still
-        # initializing, or one that died before it restored) neither keeps nor
-        # discards earlier work.
-        cur = n_att - 1
-        while cur > 0 and not has_steps[cur] and not used[cur] and not has_durable[cur]:
-            cur -= 1
-        first = True
-        h = null
-        while cur >= 0 and not seen[cur]:
-            seen[cur] = True
-            b = used_step[cur] if used[cur] else null
-            if first:
-                first = False
-                if a_completed[cur]:
-                    h = done_step[cur]
-                    if h == null:
-                        h = b
-                else:
-                    h = null
-                    for g in range(n_ck):
-                        if c_att[g] == cur and c_dur[g] != null and (h == null or c_step[g] > h):
-                            h = c_step[g]
-                    if h == null:
-                        h = b
-                    if b != null and h != null and h < b:
-                        h = b
-            on[cur] = True
-            base[cur] = b
-            head[cur] = h
-            if not used[cur]:
-                break
-            h = used_step[cur]
-            cur = used_w[cur]
-        for g in range(n_ck):
-            a = c_att[g]
-            k = c_step[g]
-            on_lineage[g] = (c_dur[g] != null and on[a] and head[a] != null and k <= head[a]
-                             and (base[a] == null or k > base[a]))
-    return n_bad

@@ -739,7 +739,7 @@ def _step_attempts(st: _Steps, sc: _Scan):
 def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list) -> _Setup | None:
     """What the pass needs besides the step rows: the native set-up
     (``_core.lifecycle_setup``: attempts, membership, checkpoints, the painted layers)
-    and the lineage rule (:func:`_kernels.lineage`); None after appending to `strict`
+    and the lineage rule (`_core.lineage`); None after appending to `strict`
     the relational problems they found (rows that contradict others)."""
     # kinds as codes: attempt rows index ATTEMPT_KINDS, phases PHASE_KINDS, failures
     # their sorted names (a failure without a kind is "unknown")
@@ -770,15 +770,10 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list) -> 
     nA = ids.size
     # the lineage rule, from the ok restores in start order and the checkpoints
     r_row, r_att, r_step, r_start = P["restores"]
-    base, head = np.full(nA, NULL, np.int64), np.full(nA, NULL, np.int64)
-    on, on_lineage = np.zeros(nA, np.bool_), np.zeros(c_att.size, np.bool_)
-    bad = np.empty(r_row.size, np.int64)
-    n_bad = _kernels.lineage(r_row, r_att, r_step, r_start, c_att, c_step, c_dur, P["has_durable"], P["has_steps"],
-                             P["done_step"], completed, NULL, base, head, on, on_lineage, bad,
-                             np.zeros(nA, np.bool_), np.zeros(nA, np.int64), np.zeros(nA, np.int64),
-                             np.zeros(nA, np.bool_))
-    if n_bad:
-        strict.extend(_relational_errors(E_RESTORE, (bad[:n_bad],) + (np.empty(0, np.int64),) * 3, x, st))
+    base, head, on, on_lineage, bad = _core.lineage(r_row, r_att, r_step, r_start, c_att, c_step, c_dur,
+                                                    P["has_durable"], P["has_steps"], P["done_step"], completed, NULL)
+    if bad.size:
+        strict.extend(_relational_errors(E_RESTORE, (bad,) + (np.empty(0, np.int64),) * 3, x, st))
         return None
     names_ = fail_names + list(_CAUSE_TAIL)
     cause = np.array([names_[c] if c >= 0 else None for c in cause_code.tolist()], dtype=object)
