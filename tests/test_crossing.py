@@ -35,11 +35,11 @@ SCALE = int(os.environ.get("LIFECYCLE_PROPERTIES_SCALE", "1"))
 
 #: The sweeps the early sweep may run each part with: the full 64-mask sweep (None),
 #: and the exclusive-time sweep over the cuts with its scalar kernel (1) and, where
-#: the CPU has it, its AVX-512 kernel (2).
-SWEEPS = [None, 1] + ([2] if _core.avx512_available() else [])
+#: the CPU has them, its AVX-512 (2) and AVX2 (3) kernels.
+SWEEPS = [None, 1] + ([2] if _core.avx512_available() else []) + ([3] if _core.avx2_available() else [])
 
 
-@pytest.fixture(params=SWEEPS, ids=lambda k: {None: "full", 1: "scalar", 2: "avx512"}[k])
+@pytest.fixture(params=SWEEPS, ids=lambda k: {None: "full", 1: "scalar", 2: "avx512", 3: "avx2"}[k])
 def small_chunks(monkeypatch, request):
     """Every events table takes the early sweep, in chunks of a few rows, with each
     of the sweeps in turn."""

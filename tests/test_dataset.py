@@ -341,24 +341,20 @@ import pau.io  # noqa: E402
 import reference as ref  # noqa: E402
 from pau import _core, _sweep  # noqa: E402
 from pau.errors import UnsortedInputError  # noqa: E402
-from test_properties import SETTINGS, _span_arg, cases, events_table  # noqa: E402
-
-#: The kernels of the exclusive-time sweep this machine runs: scalar, and AVX-512
-#: where the CPU has it.
-KERNELS = (1, 2) if _core.avx512_available() else (1,)
+from test_properties import KERNELS, SETTINGS, _span_arg, cases, events_table  # noqa: E402
 
 
 def test_streams_without_windows_take_the_exclusive_sweep(monkeypatch):
-    monkeypatch.setattr(_sweep, "_AVX512", True)
+    monkeypatch.setattr(_sweep, "_VECTOR", True)
     monkeypatch.setattr(_sweep, "BEST_KERNEL", 1)
     plan = _sweep.stream_plan(_sweep.plan_of(None, None), ["sync", "memset", "memcpy", "other",
                                                            "communication", "compute"])
     assert isinstance(plan.sweep(), _core.ExclusiveSweep)
     assert plan.levels.tolist() == [5, 4, 2, 1, 0, 3]  # KINDS order: compute last ... sync first
     assert plan.kernel == 1
-    # windows need the full sweep, and so does a CPU without AVX-512
+    # windows need the full sweep, and so does a CPU without AVX-512 or AVX2
     assert isinstance(_sweep.stream_plan(_sweep.plan_of(100, None), None).sweep(), _core.Sweep)
-    monkeypatch.setattr(_sweep, "_AVX512", False)
+    monkeypatch.setattr(_sweep, "_VECTOR", False)
     assert isinstance(_sweep.stream_plan(_sweep.plan_of(None, None), None).sweep(), _core.Sweep)
 
 
@@ -385,8 +381,26 @@ def test_exclusive_stream_by_hand():
                        np.array([0, 0], np.int8), codes) == (_sweep._UNSORTED, 1)
 
 
+def test_exclusive_sweep_kernel_codes():
+    """0 picks the best kernel the CPU runs (AVX-512, else AVX2, else scalar); a kernel
+    the CPU lacks, or an unknown code, is refused."""
+    args = (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64), _sweep.levels_of(None))
+    vector = bool(_core.avx512_available() or _core.avx2_available())
+    assert _core.ExclusiveSweep(*args, kernel=0).simd == vector
+    assert not _core.ExclusiveSweep(*args, kernel=1).simd
+    for code, present in ((2, _core.avx512_available()), (3, _core.avx2_available())):
+        if present:
+            assert _core.ExclusiveSweep(*args, kernel=code).simd
+        else:
+            with pytest.raises(ValueError, match="this CPU has no"):
+                _core.ExclusiveSweep(*args, kernel=code)
+    for code in (-1, 4):
+        with pytest.raises(ValueError, match="kernel: 0"):
+            _core.ExclusiveSweep(*args, kernel=code)
+
+
 def test_unsorted_stream_names_the_row_through_the_exclusive_sweep(tmp_path, events, monkeypatch):
-    monkeypatch.setattr(_sweep, "_AVX512", True)
+    monkeypatch.setattr(_sweep, "_VECTOR", True)
     monkeypatch.setattr(_sweep, "BEST_KERNEL", 1)
     t = events.slice(0, 10)
     swapped = pa.concat_tables([t.slice(0, 3), t.slice(4, 1), t.slice(3, 1), t.slice(5)])
@@ -420,7 +434,7 @@ def test_classify_dataset_exclusive_sweep_matches_reference(tmp_path_factory, ca
         batch_rows = None if source == "layout" else batch_rows
     for kernel in KERNELS:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(_sweep, "_AVX512", True)
+            mp.setattr(_sweep, "_VECTOR", True)
             mp.setattr(_sweep, "BEST_KERNEL", kernel)
             got = core.classify_dataset(path, span=_span_arg(sp), priority=list(priority), batch_rows=batch_rows,
                                         workers=workers, progress=False)

@@ -418,8 +418,8 @@ from pau import _core  # noqa: E402
 from pau import _sweep  # noqa: E402
 
 #: The kernels of the exclusive-time sweep this machine runs: scalar, and AVX-512
-#: where the CPU has it.
-KERNELS = (1, 2) if _core.avx512_available() else (1,)
+#: (2) and AVX2 (3) where the CPU has them.
+KERNELS = (1,) + ((2,) if _core.avx512_available() else ()) + ((3,) if _core.avx2_available() else ())
 #: The sweeps' code for a row whose kind is not one of pau's (Code::unknown_kind, csrc/core/sweep.hpp).
 UNKNOWN_KIND = 4
 

@@ -57,7 +57,7 @@ class CrossingSweep {
             std::copy(lv.data(), lv.data() + kNumKinds, levels_);
             lean_ = true;
         }
-        if (kernel < 0 || kernel > 2) throw std::invalid_argument("kernel: 0 (best), 1 (scalar) or 2 (AVX-512)");
+        if (kernel < 0 || kernel > 3) throw std::invalid_argument("kernel: 0 (best), 1 (scalar), 2 (AVX-512) or 3 (AVX2)");
         kernel_ = static_cast<LeanKernel>(kernel);
         if (lean_) ExclusiveSweep(nullptr, nullptr, nullptr, 0, levels_, kernel_);  // checks levels and kernel
         bool ok = true;

@@ -144,7 +144,7 @@ py::object exclusive_batches(const carray<int32_t>& sr, const carray<int64_t>& s
     pau::bindings::check_len(se, ns, "span.end_ns", "span.rank");
     if (levels.ndim() != 1 || levels.shape(0) != pau::core::kNumKinds)
         throw std::invalid_argument("levels: expected the priority level of each of the 6 kinds");
-    if (kernel < 0 || kernel > 2) throw std::invalid_argument("kernel: 0 (best), 1 (scalar) or 2 (AVX-512)");
+    if (kernel < 0 || kernel > 3) throw std::invalid_argument("kernel: 0 (best), 1 (scalar), 2 (AVX-512) or 3 (AVX2)");
     std::vector<BatchArrays> held;
     std::vector<pau::core::EventBatch> ev;
     read_batches(batches, held, ev);
@@ -243,8 +243,8 @@ void bind_sweep(py::module_& m) {
                  check_len(se, ns, "span.end_ns");
                  if (levels.ndim() != 1 || levels.shape(0) != pau::core::kNumKinds)
                      throw std::invalid_argument("levels: expected the priority level of each of the 6 kinds");
-                 if (kernel < 0 || kernel > 2)
-                     throw std::invalid_argument("kernel: 0 (best), 1 (scalar) or 2 (AVX-512)");
+                 if (kernel < 0 || kernel > 3)
+                     throw std::invalid_argument("kernel: 0 (best), 1 (scalar), 2 (AVX-512) or 3 (AVX2)");
                  return new pau::core::ExclusiveSweep(sr.data(), ss.data(), se.data(), ns, levels.data(),
                                                       static_cast<pau::core::LeanKernel>(kernel));
              }),
@@ -279,6 +279,8 @@ void bind_sweep(py::module_& m) {
           "problem met. levels[c]: the priority level of kind code c (0 highest).");
     m.def("avx512_available", &pau::core::avx512_available,
           "Whether this CPU runs the AVX-512 kernel of exclusive_batches.");
+    m.def("avx2_available", &pau::core::avx2_available,
+          "Whether this CPU runs the AVX2 kernel of exclusive_batches.");
 
     m.def(
         "rank_parts",

@@ -23,7 +23,9 @@
 // at run time) an event costs two masked maxima, a subtraction and an add, no
 // branch that depends on the data; the row checks run on 8 rows at once, and a
 // block of 8 with any problem is taken again row by row, which finds the first.
-// The scalar kernel computes the same lanes one by one; it is the twin the tests
+// Without AVX-512, the AVX2 kernel (checked at run time) keeps the lanes in a 256-bit
+// and a 128-bit vector and takes a masked maximum as a compare, an AND and a blend;
+// its blocks and checks are the same. The scalar kernel computes the same lanes one by one; it is the twin the tests
 // compare on any machine.
 //
 // Output: the Histogram of sweep.hpp with one row per (rank, winning kind) of
@@ -65,13 +67,21 @@
 
 namespace pau::core {
 
-// Which kernel sweeps: the best available, the scalar one, or AVX-512 (an error
-// where the CPU lacks it).
-enum class LeanKernel : int { best = 0, scalar = 1, avx512 = 2 };
+// Which kernel sweeps: the best available (AVX-512, else AVX2, else scalar), the
+// scalar one, AVX-512 or AVX2 (an error where the CPU lacks it).
+enum class LeanKernel : int { best = 0, scalar = 1, avx512 = 2, avx2 = 3 };
 
 inline bool avx512_available() {
 #if PAU_HAVE_AVX512_KERNEL
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#else
+    return false;
+#endif
+}
+
+inline bool avx2_available() {
+#if PAU_HAVE_AVX512_KERNEL
+    return __builtin_cpu_supports("avx2");
 #else
     return false;
 #endif
@@ -101,7 +111,11 @@ class ExclusiveSweep {
         }
         if (kernel == LeanKernel::avx512 && !avx512_available())
             throw std::invalid_argument("kernel: this CPU has no AVX-512");
-        simd_ = kernel == LeanKernel::avx512 || (kernel == LeanKernel::best && avx512_available());
+        if (kernel == LeanKernel::avx2 && !avx2_available())
+            throw std::invalid_argument("kernel: this CPU has no AVX2");
+        if (kernel == LeanKernel::best)
+            kernel = avx512_available() ? LeanKernel::avx512 : avx2_available() ? LeanKernel::avx2 : LeanKernel::scalar;
+        kernel_ = kernel;
         for (int64_t i = 0; i < n_spans; ++i) {
             check_span(span_rank, span_start, span_end, i, find(span_rank[i]) != nullptr);
             Rank& s = create(span_rank[i]);
@@ -144,11 +158,22 @@ class ExclusiveSweep {
         for (int64_t j = 0; j < map_size; ++j)
             lv[static_cast<size_t>(j)] = kind_map[j] >= 0 && kind_map[j] < kNumKinds ? level_[kind_map[j]] : -1;
 #if PAU_HAVE_AVX512_KERNEL
-        if (simd_ && windows_) {
+        const bool avx512 = kernel_ == LeanKernel::avx512;
+        if (kernel_ == LeanKernel::avx2) {
+            if (windows_) {
+                if (order) return feed_avx2<IdxT, true, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+                return feed_avx2<IdxT, false, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+            }
+            if (order) return clip_ ? feed_avx2<IdxT, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
+                                    : feed_avx2<IdxT, true, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+            return clip_ ? feed_avx2<IdxT, false, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
+                         : feed_avx2<IdxT, false, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+        }
+        if (avx512 && windows_) {
             if (order) return feed_avx512<IdxT, true, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
             return feed_avx512<IdxT, false, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
         }
-        if (simd_) {
+        if (avx512) {
             if (order) return clip_ ? feed_avx512<IdxT, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
                                     : feed_avx512<IdxT, true, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
             return clip_ ? feed_avx512<IdxT, false, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
@@ -189,7 +214,9 @@ class ExclusiveSweep {
         return h;
     }
 
-    bool simd() const { return simd_; }
+    // Whether a vector kernel sweeps (AVX-512 or AVX2), and which.
+    bool simd() const { return kernel_ != LeanKernel::scalar; }
+    LeanKernel kernel() const { return kernel_; }
 
   private:
     static constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -569,13 +596,243 @@ class ExclusiveSweep {
         }
         return true;
     }
+    // The AVX2 kernel: the same lanes, 0-3 in a 256-bit vector and 4-5 in a 128-bit
+    // one (on CPUs that split 256-bit operations in two, 6 lanes cost 3 halves, not
+    // 4). AVX2 has no 64-bit maximum and no mask registers: a masked maximum is a
+    // compare, an AND with the level's lanes and a blend. The blocks, their checks
+    // and the row-by-row path are those of the AVX-512 kernel.
+    struct Lanes2 {
+        __m256i top, u, lo, hi;      // lanes 0-3 (lo and hi: the clip bounds, broadcast)
+        __m128i top2, u2, lo2, hi2;  // lanes 4-5
+        int64_t lo_s, hi_s;
+    };
+    struct LaneMask2 {  // all ones in the lanes of levels k..5
+        __m256i m;
+        __m128i m2;
+    };
+    __attribute__((target("avx2"), always_inline)) static inline __m256i max4(__m256i x, __m256i y) {
+        return _mm256_blendv_epi8(x, y, _mm256_cmpgt_epi64(y, x));
+    }
+    __attribute__((target("avx2"), always_inline)) static inline __m256i min4(__m256i x, __m256i y) {
+        return _mm256_blendv_epi8(x, y, _mm256_cmpgt_epi64(x, y));
+    }
+    __attribute__((target("avx2"), always_inline)) static inline __m128i max2(__m128i x, __m128i y) {
+        return _mm_blendv_epi8(x, y, _mm_cmpgt_epi64(y, x));
+    }
+    __attribute__((target("avx2"), always_inline)) static inline __m128i min2(__m128i x, __m128i y) {
+        return _mm_blendv_epi8(x, y, _mm_cmpgt_epi64(x, y));
+    }
+    // add_event with AVX2.
+    template <bool Clip>
+    __attribute__((target("avx2"), always_inline)) static inline void add_event2(Lanes2& c, const LaneMask2& m,
+                                                                                int64_t st, int64_t en) {
+        const __m256i e4 = _mm256_set1_epi64x(en), s4 = _mm256_set1_epi64x(st);
+        const __m128i e2 = _mm256_castsi256_si128(e4), s2 = _mm256_castsi256_si128(s4);
+        const __m256i b = _mm256_blendv_epi8(c.top, e4, _mm256_and_si256(_mm256_cmpgt_epi64(e4, c.top), m.m));
+        const __m256i a = _mm256_blendv_epi8(c.top, s4, _mm256_and_si256(_mm256_cmpgt_epi64(s4, c.top), m.m));
+        const __m128i b2 = _mm_blendv_epi8(c.top2, e2, _mm_and_si128(_mm_cmpgt_epi64(e2, c.top2), m.m2));
+        const __m128i a2 = _mm_blendv_epi8(c.top2, s2, _mm_and_si128(_mm_cmpgt_epi64(s2, c.top2), m.m2));
+        if (Clip && __builtin_expect(!(st >= c.lo_s && en <= c.hi_s), 0)) {
+            c.u = _mm256_add_epi64(c.u, _mm256_sub_epi64(min4(max4(b, c.lo), c.hi), min4(max4(a, c.lo), c.hi)));
+            c.u2 = _mm_add_epi64(c.u2, _mm_sub_epi64(min2(max2(b2, c.lo2), c.hi2), min2(max2(a2, c.lo2), c.hi2)));
+        } else {
+            c.u = _mm256_add_epi64(c.u, _mm256_sub_epi64(b, a));
+            c.u2 = _mm_add_epi64(c.u2, _mm_sub_epi64(b2, a2));
+        }
+        c.top = b;
+        c.top2 = b2;
+    }
+    struct Cursor2 {
+        Lanes2 v;
+        Rank* s;
+        int32_t cur;
+        int64_t last;
+        FeedResult res;
+        const int64_t* order = nullptr;
+    };
+    __attribute__((target("avx2"), always_inline)) static inline void spill2(const Lanes2& c, Rank* s) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(s->top), c.top);
+        _mm_store_si128(reinterpret_cast<__m128i*>(s->top + 4), c.top2);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(s->u), c.u);
+        _mm_store_si128(reinterpret_cast<__m128i*>(s->u + 4), c.u2);
+    }
+    // Load u and the clip bounds (and top, with `top`) from the rank.
+    __attribute__((target("avx2"), always_inline)) static inline void fill2(Lanes2& c, const Rank* s, bool top) {
+        if (top) {
+            c.top = _mm256_load_si256(reinterpret_cast<const __m256i*>(s->top));
+            c.top2 = _mm_load_si128(reinterpret_cast<const __m128i*>(s->top + 4));
+        }
+        c.u = _mm256_load_si256(reinterpret_cast<const __m256i*>(s->u));
+        c.u2 = _mm_load_si128(reinterpret_cast<const __m128i*>(s->u + 4));
+        c.lo = _mm256_set1_epi64x(s->lo);
+        c.hi = _mm256_set1_epi64x(s->hi);
+        c.lo2 = _mm256_castsi256_si128(c.lo);
+        c.hi2 = _mm256_castsi256_si128(c.hi);
+        c.lo_s = s->lo;
+        c.hi_s = s->hi;
+    }
+    // 4 bits: the sign of each 64-bit lane.
+    __attribute__((target("avx2"), always_inline)) static inline unsigned signs4(__m256i x) {
+        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(x)));
+    }
+
+    template <typename IdxT, bool Ordered, bool Clip, bool Windows = false>
+    __attribute__((target("avx2"))) FeedResult feed_avx2(const int32_t* rank, const int64_t* start,
+                                                         const int64_t* end, const IdxT* kind_idx, const int8_t* lv,
+                                                         int64_t map_size, int64_t n, const int64_t* order) {
+        // mask[k + 1]: the lanes of levels k..5; mask[0]: none
+        alignas(32) LaneMask2 mask[kNumKinds + 1];
+        for (int k = -1; k < kNumKinds; ++k) {
+            alignas(32) int64_t lanes[8];
+            for (int l = 0; l < 8; ++l) lanes[l] = k >= 0 && l >= k && l < kNumKinds ? -1 : 0;
+            mask[k + 1].m = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
+            mask[k + 1].m2 = _mm_load_si128(reinterpret_cast<const __m128i*>(lanes + 4));
+        }
+        // Byte indices into at most 16 kinds: level + 1 of a block's 8 rows from one
+        // byte shuffle (0: unknown), as in the AVX-512 kernel.
+        const bool byte_masks = sizeof(IdxT) == 1 && map_size <= 16;
+        alignas(16) uint8_t mtab[16] = {0};
+        if (byte_masks)
+            for (int64_t q = 0; q < map_size; ++q) mtab[q] = lv[q] >= 0 ? static_cast<uint8_t>(lv[q] + 1) : 0;
+        const __m128i mtab16 = _mm_load_si128(reinterpret_cast<const __m128i*>(mtab));
+        Cursor2 c{};
+        c.v.top = _mm256_set1_epi64x(kMin);
+        c.v.top2 = _mm256_castsi256_si128(c.v.top);
+        c.v.lo = c.v.top;
+        c.v.lo2 = c.v.top2;
+        c.v.hi = _mm256_set1_epi64x(kMax);
+        c.v.hi2 = _mm256_castsi256_si128(c.v.hi);
+        c.v.lo_s = kMin;
+        c.v.hi_s = kMax;
+        c.s = nullptr;
+        c.cur = -1;
+        c.last = kMin;
+        FeedResult& res = c.res;
+        c.order = order;
+        int64_t j = 0;
+        if (!Ordered) {
+            if (n > 0 && !checked2<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, 0, 1))
+                return res;
+            Lanes2 v = c.v;
+            int32_t cur = c.cur;
+            Rank* rs = c.s;
+            int64_t next = Windows && rs != nullptr ? rs->next_cut : kMax;
+            for (j = 1; j + 8 <= n; j += 8) {
+                const __m256i r8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j));
+                const __m256i rp = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j - 1));
+                const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(start + j));
+                const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(start + j + 4));
+                const __m256i p0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(start + j - 1));
+                const __m256i p1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(start + j + 3));
+                const __m256i e0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(end + j));
+                const __m256i e1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(end + j + 4));
+                // rank < 0, end < start, end - start past int64, a start below the
+                // previous row's of the same rank: as in the AVX-512 kernel
+                unsigned bad = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(r8)));
+                bad |= signs4(_mm256_cmpgt_epi64(s0, e0)) | signs4(_mm256_cmpgt_epi64(s1, e1)) << 4;
+                bad |= signs4(_mm256_sub_epi64(e0, s0)) | signs4(_mm256_sub_epi64(e1, s1)) << 4;
+                bad |= static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(r8, rp)))) &
+                       (signs4(_mm256_cmpgt_epi64(p0, s0)) | signs4(_mm256_cmpgt_epi64(p1, s1)) << 4);
+                const bool plain =
+                    __builtin_expect(bad == 0, 1) &&
+                    _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(r8, _mm256_set1_epi32(cur)))) == 0xFF &&
+                    (!Windows || start[j + 7] < next) &&
+                    (!Clip || (start[j] >= v.lo_s &&
+                               (signs4(_mm256_cmpgt_epi64(e0, v.hi)) | signs4(_mm256_cmpgt_epi64(e1, v.hi))) == 0));
+                if constexpr (sizeof(IdxT) == 1) {
+                    if (byte_masks && plain) {
+                        const __m128i idx8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kind_idx + j));
+                        const __m128i m8 = _mm_shuffle_epi8(mtab16, idx8);
+                        const __m128i over = _mm_and_si128(idx8, _mm_set1_epi8(0x70));
+                        const int zero_mask = _mm_movemask_epi8(_mm_cmpeq_epi8(m8, _mm_setzero_si128())) |
+                                              ~_mm_movemask_epi8(_mm_cmpeq_epi8(over, _mm_setzero_si128()));
+                        if (__builtin_expect((zero_mask & 0xFF) == 0, 1)) {
+                            uint64_t mm = static_cast<uint64_t>(_mm_cvtsi128_si64(m8));
+                            for (int64_t i = j; i < j + 8; ++i, mm >>= 8)
+                                add_event2<false>(v, mask[mm & 0xFF], start[i], end[i]);
+                            c.last = start[j + 7];
+                            continue;
+                        }
+                    }
+                }
+                if (plain && !byte_masks) {
+                    for (int64_t i = j; i < j + 8; ++i) {
+                        const int64_t k = level_at(kind_idx, i, lv, map_size);
+                        if (__builtin_expect(k < 0, 0)) {
+                            res = {Code::unknown_kind, i};
+                            return res;
+                        }
+                        add_event2<false>(v, mask[k + 1], start[i], end[i]);
+                    }
+                    c.last = start[j + 7];
+                    continue;
+                }
+                c.v = v;
+                c.cur = cur;
+                c.s = rs;
+                if (!checked2<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, j + 8))
+                    return res;
+                v = c.v;
+                cur = c.cur;
+                rs = c.s;
+                if (Windows) next = rs->next_cut;
+            }
+            c.v = v;
+            c.cur = cur;
+            c.s = rs;
+        }
+        if (!checked2<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, n)) return res;
+        if (c.s != nullptr) {
+            spill2(c.v, c.s);
+            c.s->last_start = c.last;
+        }
+        return res;
+    }
+
+    // checked() of the AVX2 kernel.
+    template <typename IdxT, bool Ordered, bool Clip, bool Windows>
+    __attribute__((target("avx2"), noinline)) bool checked2(Cursor2& c, const LaneMask2* mask, const int32_t* rank,
+                                                           const int64_t* start, const int64_t* end,
+                                                           const IdxT* kind_idx, const int8_t* lv, int64_t map_size,
+                                                           int64_t from, int64_t to) {
+        for (int64_t j = from; j < to; ++j) {
+            const int64_t i = Ordered ? c.order[j] : j;
+            const int32_t r = rank[i];
+            const int64_t st = start[i], en = end[i];
+            const int64_t k = level_at(kind_idx, i, lv, map_size);
+            if (!row_ok(r, st, en, k, i, c.res)) return false;
+            if (c.s == nullptr || r != c.cur) {
+                if (c.s != nullptr) {
+                    spill2(c.v, c.s);
+                    c.s->last_start = c.last;
+                }
+                c.s = &state(r);
+                begin(*c.s, st);
+                fill2(c.v, c.s, true);
+                c.cur = r;
+                c.last = c.s->last_start;
+            }
+            if (st < c.last) {
+                c.res = {Code::unsorted, i};
+                return false;
+            }
+            c.last = st;
+            if (Windows && st >= c.s->next_cut) {
+                spill2(c.v, c.s);
+                advance(*c.s, st);
+                fill2(c.v, c.s, false);
+            }
+            add_event2<Clip>(c.v, mask[k + 1], st, en);
+        }
+        return true;
+    }
 #endif
 
     bool clip_;
     bool windows_;
     const int64_t* cuts_;
     int64_t n_cuts_;
-    bool simd_ = false;
+    LeanKernel kernel_ = LeanKernel::scalar;
     int8_t level_[kNumKinds] = {0};
     int8_t kind_of_level_[kNumKinds] = {0};
     RankTable<Rank> ranks_;

@@ -68,8 +68,8 @@ CHUNK_TAIL_ROWS = 16_384
 HEAD_ROWS = 1024
 
 #: The kernel of the exclusive-time sweep each part is swept with (see
-#: ``csrc/core/exclusive.hpp``: 0 the best, 1 scalar, 2 AVX-512), or None for the
-#: full 64-mask sweep: the exclusive one where the CPU runs its AVX-512 kernel, as
+#: ``csrc/core/exclusive.hpp``: 0 the best, 1 scalar, 2 AVX-512, 3 AVX2), or None for
+#: the full 64-mask sweep: the exclusive one where the CPU runs a vector kernel, as
 #: for ``classify`` (``pau._sweep.lean_kernel``).
 LEAN_KERNEL: int | None = lean_kernel()
 

@@ -286,25 +286,27 @@ def levels_of(priority: Sequence[str] | None) -> np.ndarray:
 
 
 #: The kernel of the exclusive-time sweep: 0 the best this CPU runs, 1 the scalar
-#: one, 2 AVX-512 (``csrc/core/exclusive.hpp``).
+#: one, 2 AVX-512, 3 AVX2 (``csrc/core/exclusive.hpp``).
 BEST_KERNEL = 0
 
 
 def lean_path(plan: Plan) -> bool:
     """Whether exclusive time alone is swept by nested priority unions
     (``csrc/core/exclusive.hpp``) rather than the full 64-mask sweep: without
-    windows, on a CPU with AVX-512 (where its scalar kernel is slower than the
-    full sweep's fast paths on the common shapes)."""
-    return plan.mode == "none" and _AVX512
+    windows, on a CPU with AVX-512 or AVX2 (where its scalar kernel is slower than
+    the full sweep's fast paths on the common shapes)."""
+    return plan.mode == "none" and _VECTOR
 
 
-_AVX512 = bool(_core.avx512_available())
+#: Whether this CPU runs a vector kernel of the exclusive-time sweep.
+_VECTOR = bool(_core.avx512_available() or _core.avx2_available())
 
 
 def lean_kernel() -> int | None:
     """The exclusive-time sweep's kernel where it is the faster sweep (this CPU
-    runs its AVX-512 kernel: :data:`BEST_KERNEL`), else None (the full sweep)."""
-    return BEST_KERNEL if _AVX512 else None
+    runs its AVX-512 or AVX2 kernel: :data:`BEST_KERNEL`), else None (the full
+    sweep)."""
+    return BEST_KERNEL if _VECTOR else None
 
 
 def stream_plan(plan: Plan, priority: Sequence[str] | None) -> Plan:
