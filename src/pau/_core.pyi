@@ -44,7 +44,7 @@ class ExclusiveSweep:
         span_start: npt.NDArray[np.int64],
         span_end: npt.NDArray[np.int64],
         levels: npt.NDArray[np.int8],  # levels[c]: the priority level of kind code c (0 highest)
-        kernel: int = 0,  # 0 the best this CPU runs, 1 scalar, 2 AVX-512
+        kernel: int = 0,  # 0 the best this CPU runs, 1 scalar, 2 AVX-512, 3 AVX2
     ) -> None: ...
     def feed(
         self,
@@ -75,7 +75,7 @@ class CrossingSweep:
         head_rows: int,
         max_crossings_per_event: float,
         levels: npt.NDArray[np.int8] | None = None,  # the exclusive-time sweep: each kind's level; None: the full sweep
-        kernel: int = 0,  # of the exclusive-time sweep: 0 best, 1 scalar, 2 AVX-512
+        kernel: int = 0,  # of the exclusive-time sweep: 0 best, 1 scalar, 2 AVX-512, 3 AVX2
     ) -> None: ...
     def start(self, helpers: int) -> None: ...
     def wait(
@@ -248,7 +248,7 @@ def exclusive_batches(
     batches: list[_Batch],
     parts: int,
     order: npt.NDArray[np.int64] | None = None,
-    kernel: int = 0,  # 0 the best this CPU runs, 1 scalar, 2 AVX-512
+    kernel: int = 0,  # 0 the best this CPU runs, 1 scalar, 2 AVX-512, 3 AVX2
 ) -> dict[str, np.ndarray] | tuple[int, int, int]: ...  # the histogram (masks: the winning kind's bit), or (code, row, batch)
 def avx512_available() -> bool: ...
 def avx2_available() -> bool: ...
