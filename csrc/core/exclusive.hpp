@@ -25,8 +25,8 @@
 // block of 8 with any problem is taken again row by row, which finds the first.
 // Without AVX-512, the AVX2 kernel (checked at run time) keeps the lanes in a 256-bit
 // and a 128-bit vector and takes a masked maximum as a compare, an AND and a blend;
-// its blocks and checks are the same. The scalar kernel computes the same lanes one by one; it is the twin the tests
-// compare on any machine.
+// its blocks and checks are the same. The scalar kernel computes the same lanes one
+// by one; it is the twin the tests compare on any machine.
 //
 // Output: the Histogram of sweep.hpp with one row per (rank, winning kind) of
 // non-zero time, mask = 1 << kind (0 for idle), window -1, so the caller's map
@@ -57,9 +57,9 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define PAU_HAVE_AVX512_KERNEL 1
+#define PAU_HAVE_X86_KERNELS 1
 #else
-#define PAU_HAVE_AVX512_KERNEL 0
+#define PAU_HAVE_X86_KERNELS 0
 #endif
 
 #include "split.hpp"
@@ -72,7 +72,7 @@ namespace pau::core {
 enum class LeanKernel : int { best = 0, scalar = 1, avx512 = 2, avx2 = 3 };
 
 inline bool avx512_available() {
-#if PAU_HAVE_AVX512_KERNEL
+#if PAU_HAVE_X86_KERNELS
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
 #else
     return false;
@@ -80,7 +80,7 @@ inline bool avx512_available() {
 }
 
 inline bool avx2_available() {
-#if PAU_HAVE_AVX512_KERNEL
+#if PAU_HAVE_X86_KERNELS
     return __builtin_cpu_supports("avx2");
 #else
     return false;
@@ -157,35 +157,14 @@ class ExclusiveSweep {
         std::vector<int8_t> lv(static_cast<size_t>(std::max<int64_t>(map_size, 256)), -1);
         for (int64_t j = 0; j < map_size; ++j)
             lv[static_cast<size_t>(j)] = kind_map[j] >= 0 && kind_map[j] < kNumKinds ? level_[kind_map[j]] : -1;
-#if PAU_HAVE_AVX512_KERNEL
-        const bool avx512 = kernel_ == LeanKernel::avx512;
-        if (kernel_ == LeanKernel::avx2) {
-            if (windows_) {
-                if (order) return feed_avx2<IdxT, true, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-                return feed_avx2<IdxT, false, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-            }
-            if (order) return clip_ ? feed_avx2<IdxT, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
-                                    : feed_avx2<IdxT, true, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-            return clip_ ? feed_avx2<IdxT, false, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
-                         : feed_avx2<IdxT, false, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+        switch (kernel_) {
+            case LeanKernel::avx2:
+                return feed_as<LeanKernel::avx2>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+            case LeanKernel::avx512:
+                return feed_as<LeanKernel::avx512>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
+            default:
+                return feed_as<LeanKernel::scalar>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
         }
-        if (avx512 && windows_) {
-            if (order) return feed_avx512<IdxT, true, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-            return feed_avx512<IdxT, false, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-        }
-        if (avx512) {
-            if (order) return clip_ ? feed_avx512<IdxT, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
-                                    : feed_avx512<IdxT, true, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-            return clip_ ? feed_avx512<IdxT, false, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order)
-                         : feed_avx512<IdxT, false, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-        }
-#endif
-        if (windows_) {
-            if (order) return feed_scalar<IdxT, true, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-            return feed_scalar<IdxT, false, true>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-        }
-        if (order) return feed_scalar<IdxT, true, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
-        return feed_scalar<IdxT, false, false>(rank, start, end, kind_idx, lv.data(), map_size, n, order);
     }
 
     // Every rank's exclusive time by winning kind, and its span. Spent afterwards.
@@ -214,9 +193,8 @@ class ExclusiveSweep {
         return h;
     }
 
-    // Whether a vector kernel sweeps (AVX-512 or AVX2), and which.
+    // Whether a vector kernel sweeps (AVX-512 or AVX2).
     bool simd() const { return kernel_ != LeanKernel::scalar; }
-    LeanKernel kernel() const { return kernel_; }
 
   private:
     static constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -365,6 +343,34 @@ class ExclusiveSweep {
         }
     }
 
+    // Kernel K with its template flags taken from the order, the clipping and the
+    // windows (windows always clip).
+    template <LeanKernel K, typename IdxT>
+    FeedResult feed_as(const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx,
+                       const int8_t* lv, int64_t map_size, int64_t n, const int64_t* order) {
+        if (windows_)
+            return order ? feed_with<K, IdxT, true, true, true>(rank, start, end, kind_idx, lv, map_size, n, order)
+                         : feed_with<K, IdxT, false, true, true>(rank, start, end, kind_idx, lv, map_size, n, order);
+        if (clip_)
+            return order ? feed_with<K, IdxT, true, true, false>(rank, start, end, kind_idx, lv, map_size, n, order)
+                         : feed_with<K, IdxT, false, true, false>(rank, start, end, kind_idx, lv, map_size, n, order);
+        return order ? feed_with<K, IdxT, true, false, false>(rank, start, end, kind_idx, lv, map_size, n, order)
+                     : feed_with<K, IdxT, false, false, false>(rank, start, end, kind_idx, lv, map_size, n, order);
+    }
+    // The scalar kernel clips through each rank's bounds, so it takes no Clip flag.
+    template <LeanKernel K, typename IdxT, bool Ordered, bool Clip, bool Windows>
+    FeedResult feed_with(const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx,
+                         const int8_t* lv, int64_t map_size, int64_t n, const int64_t* order) {
+#if PAU_HAVE_X86_KERNELS
+        if constexpr (K == LeanKernel::avx2)
+            return feed_avx2<IdxT, Ordered, Clip, Windows>(rank, start, end, kind_idx, lv, map_size, n, order);
+        else if constexpr (K == LeanKernel::avx512)
+            return feed_avx512<IdxT, Ordered, Clip, Windows>(rank, start, end, kind_idx, lv, map_size, n, order);
+        else
+#endif
+            return feed_scalar<IdxT, Ordered, Windows>(rank, start, end, kind_idx, lv, map_size, n, order);
+    }
+
     template <typename IdxT, bool Ordered, bool Windows>
     FeedResult feed_scalar(const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx,
                            const int8_t* lv, int64_t map_size, int64_t n, const int64_t* order) {
@@ -401,7 +407,7 @@ class ExclusiveSweep {
     }
     static int64_t clip(const Rank& s, int64_t x) { return std::min(std::max(x, s.lo), s.hi); }
 
-#if PAU_HAVE_AVX512_KERNEL
+#if PAU_HAVE_X86_KERNELS
     // The vector cursor of the rank being swept.
     struct Lanes {
         __m512i top, u, lo, hi;
