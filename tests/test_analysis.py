@@ -12,6 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -137,7 +138,7 @@ def step_rows(draw):
     return [rows[i] for i in perm]
 
 
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples(200))
 @given(step_rows())
 def test_stragglers_property_matches_twin(rows):
     res = A.stragglers(_steps(rows))
@@ -339,7 +340,7 @@ def allocations(draw):
     return rows
 
 
-@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples(200))
 @given(allocations())
 def test_colocated_property_matches_twin(rows):
     # Slow twin: at every integer instant t (all times are integers), the jobs whose
@@ -413,7 +414,7 @@ def _quantile_reference(values: list, num: int, den: int) -> int:
     return next(v for v in vals if sum(1 for x in vals if x <= v) * den >= num * len(vals))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 10**12)), min_size=1, max_size=40))
 def test_step_figures_match_the_reference(rows):
     """Per rank: count, nearest-rank median and p90, max of finished steps; steps in

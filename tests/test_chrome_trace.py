@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import pyarrow as pa
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shared_data import shared
@@ -219,7 +220,7 @@ def test_a_lifecycle_only_run_has_states_and_no_idle():
     assert _idle_sums(tr) == {} and _device_count(tr) == 0
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 2), st.integers(-5, 40), st.integers(0, 12),
                           st.sampled_from(["compute", "memcpy"])), max_size=12),
        st.integers(-8, 10), st.integers(0, 50))

@@ -11,12 +11,12 @@ the exact way runs. The cuts and the crossing kernel have slow twins in
 from __future__ import annotations
 
 import multiprocessing
-import os
 
 import numpy as np
 import pyarrow as pa
 import pytest
 import reference_lifecycle as ref
+from depth import examples
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from lifecycle_cases import S, table
@@ -27,7 +27,6 @@ from pau import _core, _crossing, synth
 from pau.errors import InvalidRowError
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-SCALE = int(os.environ.get("LIFECYCLE_PROPERTIES_SCALE", "1"))
 
 
 # --------------------------------------------------------------------------- helpers
@@ -152,7 +151,7 @@ def cut_case(draw):
     return rows, t, as_of, with_rank
 
 
-@settings(max_examples=400 * SCALE, **SETTINGS)
+@settings(max_examples=examples(400), **SETTINGS)
 @given(case=cut_case())
 def test_cuts_match_the_reference(case):
     rows, t, as_of, with_rank = case
@@ -224,7 +223,7 @@ def crossing_case(draw):
     return rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act
 
 
-@settings(max_examples=500 * SCALE, **SETTINGS)
+@settings(max_examples=examples(500), **SETTINGS)
 @given(case=crossing_case())
 @example(case=([(0, 0, 1, 4), (0, 1, 2, 3)], [0, 5, 10], [0], [(0, 0, 5, 1), (0, 5, 10, 2)], [3, 0, 1, 2, 0, 0, 0, 0],
                3, 3, 4))  # one window per run
@@ -281,7 +280,7 @@ def _moved(t: pa.Table, shift: int) -> pa.Table:
     return t
 
 
-@settings(max_examples=300 * SCALE, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(case=ledger_case())
 def test_the_early_sweep_gives_the_exact_ledger(case, small_chunks, monkeypatch, taken):
     taken.clear()

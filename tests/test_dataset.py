@@ -334,6 +334,7 @@ def test_a_hive_key_that_contradicts_the_file_is_refused(tmp_path, events):
 # streamed exclusive time (no windows): the exclusive-time sweep, both kernels,
 # against the slow reference
 
+from depth import examples
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -411,7 +412,7 @@ def test_unsorted_stream_names_the_row_through_the_exclusive_sweep(tmp_path, eve
         core.classify_dataset(tmp_path / "e.parquet", progress=False)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(cases(windows=("none",)), st.permutations(ref.KINDS), st.sampled_from([None, 1, 3]),
        st.integers(1, 5), st.sampled_from(["file", "layout", "layout_streamed"]))
 def test_classify_dataset_exclusive_sweep_matches_reference(tmp_path_factory, case, priority, batch_rows, group,

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pau.economics as E
 import reference_econ as ref
 
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=150)
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples(150))
 STATUSES = ("ok", "ok", "ok", "error", "timeout", "rejected", "cancelled")
 
 

@@ -13,6 +13,7 @@ import sqlite3
 import numpy as np
 import pyarrow as pa
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -269,7 +270,7 @@ def _ref_windows(windows, spans):
     return out
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(cases())
 def test_matches_the_reference(case):
     events, host, span, windows, _ = case
@@ -299,7 +300,7 @@ def _union_len(intervals, lo, hi):
     return sum(min(e, hi) - max(s, lo) for s, e in ref.busy_union(intervals) if min(e, hi) > max(s, lo))
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(cases(), st.integers(-(2**40), 2**40))
 def test_shifting_every_time_shifts_nothing(case, shift):
     events, host, span, windows, scale = case
@@ -322,7 +323,7 @@ def test_shifting_every_time_shifts_nothing(case, shift):
     assert a.table["duration_ns"].to_pylist() == b.table["duration_ns"].to_pylist()
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(cases())
 def test_causes_never_exceed_idle_nor_their_intervals(case):
     events, host, span, _, _ = case
@@ -608,7 +609,7 @@ def test_hand_worked_intervals_inside_accountable_time():
     assert sum(e - s for _, s, e, _ in _iv(got)) == led.activity_ns()["idle"]
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(cases())
 def test_intervals_sum_to_the_split(case):
     """Per rank and cause, the intervals' durations are idle_by_cause's figures (summed

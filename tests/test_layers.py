@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import pyarrow as pa
 import pytest
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,7 +82,7 @@ def test_layers_left_out_are_named_and_the_run_and_report_show_them(capsys, tmp_
         pau.Run(events=_events()).layers()
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(seed=st.integers(0, 2**16), ranks=st.integers(1, 4))
 def test_factors_multiply_back_exactly_on_generated_jobs(seed, ranks):
     job = synth.training_job(ranks=ranks, steps=30, seed=seed, mtbf_s=40.0, checkpoint_every=8, kernels_per_step=6)

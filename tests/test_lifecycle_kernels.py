@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 import reference_lifecycle as ref
 import reference_setup as ref_setup
+from depth import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lifecycle_cases import S, steps_for_all_ranks, table
@@ -44,7 +45,7 @@ def _record_codes(col) -> tuple[list, int, int]:
     return codes.tolist(), n_step, first
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(values=st.lists(words, max_size=40), cuts=st.lists(st.integers(0, 40), max_size=3),
        large=st.booleans(), dictionary=st.booleans(), start=st.integers(0, 3))
 def test_record_codes_match_the_reference(values, cuts, large, dictionary, start):
@@ -68,7 +69,7 @@ small = st.integers(-3, 6)
 maybe_null = st.one_of(st.just(NULL), st.integers(-2, 30))
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(rows=st.lists(st.tuples(maybe_null, maybe_null, small, st.one_of(st.just(NULL), small),
                                st.one_of(st.just(NULL), st.integers(-5, 9)), st.integers(-2, 5)), max_size=30),
        cut=st.integers(0, 30), att_lo=st.integers(-2, 3), att_n=st.integers(0, 5),
@@ -128,7 +129,7 @@ def int_arrays(draw):
     return pa.array(head + body + tail, typ).slice(len(head), len(body))
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(arr=int_arrays(), fill=fills)
 def test_fill_nulls_matches_the_reference(arr, fill):
     dt = INT[arr.type]
@@ -144,7 +145,7 @@ def test_fill_nulls_matches_the_reference(arr, fill):
     assert out.tolist() == ref.fill_nulls(arr.to_pylist(), fill)
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(arr=int_arrays(), fill=fills)
 def test_num_array_fills_nulls_like_the_reference(arr, fill):
     got = lifecycle._num_array(arr, "start_ns", fill)
@@ -157,7 +158,7 @@ def test_num_array_fills_nulls_like_the_reference(arr, fill):
 att_id = st.one_of(st.integers(-2, 6), st.just(2**40))
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(pairs=st.lists(st.tuples(att_id, st.integers(0, 7)), unique=True, max_size=20),
        rows=st.lists(st.tuples(st.integers(-1, 5), st.one_of(att_id, st.integers(7, 9), st.just(NULL))),
                      max_size=30),
@@ -202,7 +203,7 @@ def ordered_case(draw):
     return pairs, rank, attempt, start, sorted({r for r in rank if r >= 0} | {r for _, r in pairs} | set(idle))
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(case=ordered_case(), int32=st.booleans())
 def test_expand_ordered_matches_the_reference(case, int32):
     """As lifecycle calls it: ranks through the lookup table, or dense already."""
@@ -292,7 +293,7 @@ def cells_case(draw):
     return runs, rows, act_of_mask, idle, n_ranks, n_states, n_act
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(case=cells_case())
 @example(case=([(0, 0, 2**62, 2), (0, 2**62, 2**63 - 1, 1)], [(0, 0, 5, 2**62), (0, 1, 5, 2**62 - 1), (0, -1, 5, 3)],
                [1] + [0] * 63, 1, 1, 3, 2))  # cells of 2**62 and 2**62 - 1 exactly, a row outside every window
@@ -381,7 +382,7 @@ def check_row(draw):
     return (draw(st.integers(-1, 6)), start, end, block, durable, rank, draw(maybe), draw(maybe))
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(rows=st.lists(check_row(), max_size=40))
 def test_row_checks_match_the_reference(rows):
     check_rows(rows)
@@ -435,7 +436,7 @@ def paint_case(draw):
     return rank, np.array(start, np.int64), np.array(end, np.int64), level
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(max_examples=examples(400), **SETTINGS)
 @given(case=paint_case())
 def test_paint_matches_the_reference(case):
     rank, start, end, level = case
@@ -454,7 +455,7 @@ def test_paint_fast_path_needs_every_earlier_interval_to_end():
     assert list(zip(*(c.tolist() for c in got))) == [(0, 0, 7, 0), (0, 7, 12, 2)]
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(pieces=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(0, 3), st.integers(0, 2)),
                        max_size=30))
 def test_state_runs_match_the_reference(pieces):
@@ -524,7 +525,7 @@ def check_pass(t, as_of):
     return calls
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(case=with_as_of(), shuffle=st.randoms(use_true_random=False))
 def test_attribute_pass_matches_the_reference(case, shuffle):
     rows, as_of = case
@@ -600,7 +601,7 @@ def setups_compared(t, as_of=None, ranks=None, monkeypatch=None):
     return len(made)
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(case=with_as_of(), shuffle=st.randoms(use_true_random=False), extra=st.booleans())
 def test_setup_matches_its_numpy_twin(case, shuffle, extra):
     """Every generated (valid) lifecycle, in any row order, with or without extra
@@ -692,7 +693,7 @@ def test_setup_lays_out_far_ranks_spread_ids_and_large_steps():
     assert core.ledger(lifecycle=big).summary()["goodput"] == base["goodput"]
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(rows=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6)), max_size=60), lo=st.integers(-3, 3),
        backwards=st.booleans())
 def test_by_rank_start_is_a_stable_lexsort(rows, lo, backwards):
@@ -709,7 +710,7 @@ def test_by_rank_start_is_a_stable_lexsort(rows, lo, backwards):
     assert got.tolist() == np.lexsort((start, rank)).tolist()
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(case=with_as_of())
 def test_attribute_pass_by_rank_matches_the_reference(case):
     """Step rows of rank -1 in start order: the pass's own visits (``all_ranks``)
@@ -782,7 +783,7 @@ def _steps_lists(st_) -> list:
             end.tolist(), *(np.asarray(c, np.int64).tolist() for c in (st_.step, st_.tokens))]
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(max_examples=examples(400), **SETTINGS)
 @given(case=lifecycle_tables())
 def test_native_rows_match_the_reference(case):
     """The native reader (csrc/core/life_rows.hpp), after the layout conversion, gives

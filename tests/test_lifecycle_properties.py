@@ -8,11 +8,11 @@ comparison is exact.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 import pyarrow as pa
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,8 +24,6 @@ INIT = ("init", "compile", "data_warmup")
 OVERLAY = ("eval", "data_wait", "custom")
 CAUSES = ("xid79", "nic", "oom")
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-# LIFECYCLE_PROPERTIES_SCALE=20 runs 20x the examples (a deeper search; not for CI)
-SCALE = int(os.environ.get("LIFECYCLE_PROPERTIES_SCALE", "1"))
 
 
 # --------------------------------------------------------------------------- generator
@@ -282,7 +280,7 @@ def rows_of(t) -> list:
 # --------------------------------------------------------------------------- (a) same seconds
 
 
-@settings(max_examples=1000 * SCALE, **SETTINGS)
+@settings(max_examples=examples(1000), **SETTINGS)
 @given(case=with_as_of())
 def test_same_state_attempt_step_cause_every_second(case):
     rows, as_of = case
@@ -294,7 +292,7 @@ def test_same_state_attempt_step_cause_every_second(case):
 # --------------------------------------------------------------------------- (b) conservation
 
 
-@settings(max_examples=300 * SCALE, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(case=with_as_of())
 def test_conservation_intervals_and_ledger(case):
     rows, as_of = case
@@ -330,7 +328,7 @@ def test_conservation_intervals_and_ledger(case):
 # --------------------------------------------------------------------------- (c) lineage once
 
 
-@settings(max_examples=300 * SCALE, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(case=with_as_of())
 def test_each_lineage_step_productive_once_per_participating_rank(case):
     rows, as_of = case
@@ -401,7 +399,7 @@ def two_as_of(draw):
     return rows, a1, a2
 
 
-@settings(max_examples=600 * SCALE, **SETTINGS)
+@settings(max_examples=examples(600), **SETTINGS)
 @given(case=two_as_of())
 def test_as_of_monotonicity(case):
     # Restores always read the newest counting checkpoint here: docs/lifecycle.md's one
@@ -519,7 +517,7 @@ def test_empty_step_touching_next_step_in_any_row_order():
     assert per_second(pau_attribute(rows, None)) == want
 
 
-@settings(max_examples=300 * SCALE, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(case=with_as_of(), threads=st.integers(2, 4))
 def test_the_pass_on_rank_ranges_equals_one_pass(case, threads):
     """The pass over the steps split into ranges of ranks on threads gives the same
@@ -563,7 +561,7 @@ def test_step_errors_are_the_same_on_rank_ranges():
         assert len(errors) == 3 and errors[0] == errors[1] == errors[2], errors
 
 
-@settings(max_examples=300 * SCALE, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(case=with_as_of())
 def test_rank_minus_one_steps_in_time_order(case):
     """Step rows of rank -1 in start order: the pass visits every member rank of a
@@ -622,7 +620,7 @@ def test_tokens_of_a_rank_minus_one_row_count_on_its_lowest_member_rank():
 _TIME_COLUMNS = ("start_ns", "end_ns", "block_end_ns", "durable_ns")
 
 
-@settings(max_examples=100 * SCALE, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(case=with_as_of(), shift=st.sampled_from([-1, -10**12, -2**62]))
 def test_a_lifecycle_moved_before_zero_is_attributed_the_same(case, shift):
     """Any int64 is a time: the same lifecycle moved back (to before 0, as a relative

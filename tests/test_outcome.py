@@ -14,6 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -309,7 +310,7 @@ def _scores_twin(rows, width):
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 11), st.integers(0, 50), st.one_of(st.none(), st.integers(0, 40))),
                 min_size=1, max_size=60, unique_by=lambda x: (x[0], x[1])), st.integers(1, 5))
 def test_straggler_scores_against_a_twin(raw, width):

@@ -5,13 +5,13 @@ versions, checksums, value ranges, dictionary sizes."""
 
 from __future__ import annotations
 
-import os
 import zlib
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +22,7 @@ from pau.errors import PauError
 
 import parquet_reference as ref
 
-SCALE = int(os.environ.get("LIFECYCLE_PROPERTIES_SCALE", "1"))  # deeper searches, as elsewhere
-SETTINGS = dict(deadline=None, max_examples=100 * SCALE,
+SETTINGS = dict(deadline=None, max_examples=examples(100),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 I64 = st.integers(-(2**63), 2**63 - 1)
 I32 = st.integers(-(2**31), 2**31 - 1)

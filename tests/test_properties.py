@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -172,7 +173,7 @@ def _has_windows(pau_w) -> bool:
 # classify and overlap == reference
 
 
-@settings(max_examples=600, **SETTINGS)
+@settings(max_examples=examples(600), **SETTINGS)
 @given(cases(), st.integers(1, 3))
 def test_classify_matches_reference(case, chunks):
     tl, ref_w, pau_w, sp = case
@@ -181,7 +182,7 @@ def test_classify_matches_reference(case, chunks):
     assert ref.pau_classify(out, _has_windows(pau_w)) == expected
 
 
-@settings(max_examples=350, **SETTINGS)
+@settings(max_examples=examples(350), **SETTINGS)
 @given(cases())
 def test_overlap_matches_reference(case):
     tl, ref_w, pau_w, sp = case
@@ -204,7 +205,7 @@ def test_overlap_matches_reference(case):
             assert math.isclose(g_ratio, float(ratio), rel_tol=1e-15), slot
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(cases(), st.permutations(ref.KINDS))
 def test_custom_priority_matches_reference(case, priority):
     tl, ref_w, pau_w, sp = case
@@ -214,7 +215,7 @@ def test_custom_priority_matches_reference(case, priority):
     assert ref.pau_classify(out, _has_windows(pau_w)) == expected
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(cases())
 def test_ledger_matches_reference(case):
     tl, ref_w, pau_w, sp = case
@@ -237,7 +238,7 @@ def _per_rank_total(table) -> dict:
     return out
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(cases())
 def test_conservation(case):
     """Per rank, every row of classify (all windows and the null window) and of the
@@ -261,7 +262,7 @@ def test_conservation(case):
     assert _per_rank_total(led.table) == {r: n for r, n in want.items() if n}
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(cases(), st.randoms(use_true_random=False), st.integers(1, 4))
 def test_permutation_and_chunking_invariance(case, rnd, chunks):
     tl, _, pau_w, sp = case
@@ -277,7 +278,7 @@ def test_permutation_and_chunking_invariance(case, rnd, chunks):
     assert oa.ratio.equals(ob.ratio)
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(cases(windows=("list", "bucket")))
 def test_windows_sum_to_the_unwindowed_result(case):
     tl, _, pau_w, sp = case
@@ -292,7 +293,7 @@ def test_windows_sum_to_the_unwindowed_result(case):
         assert total.get((r["rank"], r["activity"]), 0) == r["duration_ns"], r
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(timelines(max_events=8))
 def test_sorted_and_unsorted_paths_agree(tl):
     """A table already ordered by (rank, start) takes the one-pass path; any other
@@ -301,7 +302,7 @@ def test_sorted_and_unsorted_paths_agree(tl):
     assert core.classify(events_table(rows)).equals(core.classify(events_table(tl.rows)))
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(cases(), st.integers(2, 5), st.sampled_from(["shuffled", "rank", "rank_start"]),
        st.integers(1, 3))
 def test_threads_do_not_change_the_result(case, threads, order, chunks):
@@ -325,7 +326,7 @@ def test_threads_do_not_change_the_result(case, threads, order, chunks):
 # classify_dataset == classify
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(cases(), st.sampled_from([None, 1, 2, 3, 7, 1000]), st.integers(1, 20),
        st.sampled_from(["start", "rank_start"]))
 def test_classify_dataset_equals_classify(tmp_path_factory, case, batch_rows, group, order):
@@ -360,7 +361,7 @@ BAD_ROWS = st.sampled_from([
 ])
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=examples(120), **SETTINGS)
 @given(timelines(), st.lists(st.tuples(BAD_ROWS, st.integers(0, 10**6)), min_size=1, max_size=5))
 def test_quarantine_equals_classifying_the_good_rows(tl, bad):
     rows = list(tl.rows)
@@ -431,7 +432,7 @@ def lean_classify(table, *, span=None, priority=None, threads=1, kernel=1):
     return _sweep.exclusive(hist, plan, priority)
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=examples(300), **SETTINGS)
 @given(cases(windows=("none",)), st.permutations(ref.KINDS), st.integers(1, 3), st.integers(1, 3),
        st.sampled_from(["shuffled", "start", "rank_start"]))
 def test_exclusive_sweep_matches_reference(case, priority, chunks, threads, order):
@@ -496,7 +497,7 @@ def hard_shapes(draw):
     return sorted(rows, key=lambda row: (row[0], row[1]))
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(hard_shapes(), st.permutations(ref.KINDS), st.booleans())
 def test_exclusive_sweep_on_hard_shapes(rows, priority, shuffle):
     table = events_table(rows)
@@ -516,7 +517,7 @@ def test_exclusive_sweep_on_hard_shapes(rows, priority, shuffle):
     assert {k: v for k, v in want.items() if any(v.values())} == by_full
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(hard_shapes(), st.permutations(ref.KINDS), st.data())
 def test_exclusive_sweep_on_hard_shapes_with_spans(rows, priority, data):
     """Spans that cut through the rows (blocks of 8 rows wholly inside, partly
@@ -558,7 +559,7 @@ def test_exclusive_sweep_hand_worked():
         assert got[(0, None)] == {**zero, "compute": 5, "communication": 20, "memcpy": 10, "idle": 15}
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(timelines(max_events=30), st.lists(st.tuples(BAD_ROWS, st.integers(0, 10**6)), max_size=3),
        st.booleans())
 def test_exclusive_sweep_stops_where_the_full_sweep_does(tl, bad, in_order):
@@ -583,7 +584,7 @@ def test_exclusive_sweep_stops_where_the_full_sweep_does(tl, bad, in_order):
             assert not isinstance(got, tuple), kernel
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(timelines(max_ranks=2, max_events=40), st.integers(0, 40), st.permutations(range(48)),
        st.one_of(st.none(), st.integers(0, 10**6)), st.sampled_from([pa.int8(), pa.int16()]))
 def test_exclusive_sweep_kind_dictionaries(tl, extra, perm, unknown_at, index_type):
@@ -620,7 +621,7 @@ def test_exclusive_sweep_kind_dictionaries(tl, extra, perm, unknown_at, index_ty
 # the (rank, start) order of unsorted input (csrc/core/sweep.hpp) == numpy's lexsort
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(st.integers(0, 5000), st.sampled_from([[0], [0, 1, 7], [-3, 0, 5], [0, 2**20 - 1, 2**20, 2**31 - 1]]),
        st.sampled_from(["any", "near", "ties", "sorted"]), st.integers(0, 2**32 - 1))
 def test_order_by_rank_start_is_lexsort(n, ranks, starts, seed):

@@ -371,11 +371,12 @@ def _outside_by_ns(events, intervals):
     return {"events": n_events, "ns": n_ns, "ranks": sorted(ranks)}
 
 
+from depth import examples
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as hst  # noqa: E402
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(events=hst.lists(hst.tuples(hst.integers(0, 3), hst.integers(0, 50), hst.integers(0, 12)), max_size=12),
        cuts=hst.lists(hst.tuples(hst.integers(0, 2), hst.integers(0, 50), hst.integers(0, 10)), max_size=8))
 def test_events_outside_accountable_match_a_count_by_ns(events, cuts):

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -197,7 +198,7 @@ def test_invariants_default_run():
                       synth.DEFAULT_START_NS)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(ranks=st.integers(1, 5), steps=st.integers(1, 12), kernels=st.integers(3, 40),
        buckets=st.integers(1, 6), seed=st.integers(0, 2**32), straggle=st.booleans())
 def test_invariants_property(ranks, steps, kernels, buckets, seed, straggle):

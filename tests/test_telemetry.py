@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from depth import examples
 from hypothesis import given, settings, strategies as st
 
 import pau
@@ -633,7 +634,7 @@ def _slow_value(kind, samples, t, max_gap):
     return None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 15), st.sampled_from(KINDS)), max_size=6),
        st.lists(st.tuples(st.integers(0, 50), st.integers(0, 8)), min_size=1, max_size=8, unique_by=lambda x: x[0]),
        st.sampled_from(["power_w", "gpu_util"]), st.integers(1, 20))
@@ -672,7 +673,7 @@ def test_cell_metrics_match_a_per_ns_twin(evs, pts, metric, max_gap):
             assert r["mean"] is None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(-30, 30), st.integers(1, 10), st.integers(0, 9), st.integers(0, 9)),
                 max_size=6),
        st.lists(st.tuples(st.integers(-40, 40), st.integers(0, 20)), min_size=1, max_size=5))
