@@ -508,7 +508,7 @@ def check_pass(t, as_of):
                                   head, on, pend, att_cause, states, pres.size > 0,
                                   (o_rank, o_start, o_end, o_state, o_att, o_step), att_ids, null,
                                   all_ranks, first_member)
-        m, _, acc_rank, acc_ns, va, vs, vc, tok, npres, code, row, other, bad_rank = res
+        m, _, acc_rank, acc_ns, tok, npres, code, row, other, bad_rank = res
         if "error" in want:
             assert (code, row, other, bad_rank) == want["error"]
             continue
@@ -519,7 +519,6 @@ def check_pass(t, as_of):
                 int(r_att[i]) if ka[i] else None, int(r_step[i]) if ks[i] else None,
                 int(r_cause[i]) if kc[i] else None) for i in range(m)]
         assert got == want["pieces"]
-        assert (va, vs, vc) == (int(ka.sum()), int(ks.sum()), int(kc.sum()))
         assert list(zip(acc_rank.tolist(), acc_ns.tolist())) == want["acc"]
         assert (tok, npres) == (want["tokens"], want["preserved"])
     return calls
@@ -549,7 +548,7 @@ def test_attribute_pass_reports_step_errors_like_the_reference():
                 setv("step", si[2], 1),                                    # step numbers go down
                 setv("rank", si[3], 5)):                                   # not a member
         calls = check_pass(bad, None)
-        assert calls and calls[-1][1][9] != 0
+        assert calls and calls[-1][1][6] != 0
 
 
 # --------------------------------------------------------------------------- the set-up and the lineage

@@ -32,6 +32,9 @@ from ._jit import helper, kernel
 RANK_LUT_MAX = 1 << 24
 #: The greatest int64 (a cursor past every rank), as a constant the kernels fold in.
 _DONE = 9223372036854775807
+#: An index masked with this is known to be >= 0, so Numba's wraparound of negative
+#: indices (a shift, an AND and a load of the shape per access) folds away.
+_POS = 0x7FFFFFFFFFFFFFFF
 
 
 def paint(rank, start, end, level, order):
@@ -268,12 +271,12 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     to ``acc_rank`` and ``acc_ns`` (capacity ``nb``, ``acc_ns`` zeroed). ``pres``
     (zeroed, or empty to skip) marks the productive step numbers, from ``pres_lo``.
 
-    Returns ``(m, nr, acc_rank, acc_ns, valid_att, valid_step, valid_cause, tokens,
-    preserved, code, row, other, rank)``: output rows, the ranks with accountable time and
-    their ns, valid counts of the three nullable columns, the token sum and the
-    distinct step numbers of productive rows, and the first step error in (rank,
-    start) order as in :func:`steps_pass` (then the outputs are incomplete) and the
-    rank of the visit that failed.
+    Returns ``(m, nr, acc_rank, acc_ns, tokens, preserved, code, row, other, rank)``:
+    output rows, the ranks with accountable time and their ns, the token sum and the
+    distinct step numbers of productive rows, and the first step error in (rank, start)
+    order as in :func:`steps_pass` (then the outputs are incomplete) and the rank of the
+    visit that failed. The null counts of the three nullable columns are left to Arrow,
+    which counts a bitmap's bits when asked.
 
     One flat loop, one output piece per turn, so that the step code exists once:
     a helper called per step would pay a reference count per array argument.
@@ -309,9 +312,6 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     f_end = 0
     tok = 0
     npres = 0
-    va = 0
-    vs = 0
-    vc = 0
     nr = 0
     m = 0
     j = -1  # position of the cursor in order
@@ -360,11 +360,12 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 if vi == n_rows:
                     vi = 0
                     vd += 1
-                i = vi
-                rv = np.int64(all_ranks[vd])
+                i = vi & _POS
+                rv = np.int64(all_ranks[vd & _POS])
             else:
-                i = order[j] if order.size else j
-                rv = np.int64(x_rank[j]) if x_rank.size else np.int64(rank[i])
+                jj = j & _POS
+                i = (order[jj] if order.size else j) & _POS
+                rv = np.int64(x_rank[jj]) if x_rank.size else np.int64(rank[i])
             ra = np.int64(att[i])
             if rv != q_rv or ra != q_ra:  # what the step's (rank, attempt) decides, once per run
                 q_rv = rv
@@ -421,7 +422,7 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
             c_cause = -1
             if q_on and (b == null or sn > b) and sn <= h and not flight:
                 c_state = states[0]
-                if not ((x_copy.size and x_copy[j]) or (by_rank and rd != first_member[a])):
+                if not ((x_copy.size and x_copy[j & _POS]) or (by_rank and rd != first_member[a])):
                     tok += tokens[i]
                 if pres.size:
                     q = sn - pres_lo
@@ -440,8 +441,9 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
             c_step = sn
         if err or ib >= nb:
             break
-        while jo < no and (o_rank[jo] < r or (o_rank[jo] == r and o_end[jo] <= t)):
+        while jo < no and (o_rank[jo & _POS] < r or (o_rank[jo & _POS] == r and o_end[jo & _POS] <= t)):
             jo += 1
+        jp = jo & _POS
         if t < be:
             nxt = be
             in_s = False
@@ -453,13 +455,13 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                         nxt = c_end
                 elif c_start < nxt:
                     nxt = c_start
-            if jo < no and o_rank[jo] == r:
-                if o_start[jo] <= t:
+            if jo < no and o_rank[jp] == r:
+                if o_start[jp] <= t:
                     in_o = True
-                    if o_end[jo] < nxt:
-                        nxt = o_end[jo]
-                elif o_start[jo] < nxt:
-                    nxt = o_start[jo]
+                    if o_end[jp] < nxt:
+                        nxt = o_end[jp]
+                elif o_start[jp] < nxt:
+                    nxt = o_start[jp]
             if in_o:
                 lay = 2
                 row = jo
@@ -470,8 +472,10 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 lay = 0
                 row = ib
             if last_layer == lay and last_row == row and last_end == t and last_rank == r:
-                r_end[m - 1] = nxt
+                r_end[(m - 1) & _POS] = nxt
             else:
+                mu = m & _POS
+                row = row & _POS
                 if lay == 2:
                     sv = np.int64(o_state[row])
                     av = np.int64(o_att[row])
@@ -487,32 +491,29 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                     av = np.int64(b_att[row])
                     pv = b_step[row]
                     cv = -1
-                r_rank[m] = r
-                r_start[m] = t
-                r_end[m] = nxt
-                r_state[m] = sv
+                r_rank[mu] = r
+                r_start[mu] = t
+                r_end[mu] = nxt
+                r_state[mu] = sv
                 # validity bits gather in a byte, stored when it is full
                 bit = np.uint8(1 << (m & 7))
                 if av >= 0:
-                    r_att[m] = att_ids[av]
+                    r_att[mu] = att_ids[av]
                     ba |= bit
-                    va += 1
                 else:
-                    r_att[m] = 0
-                r_step[m] = pv
+                    r_att[mu] = 0
+                r_step[mu] = pv
                 if pv != null:
                     bs |= bit
-                    vs += 1
                 if cv >= 0:
-                    r_cause[m] = cv
+                    r_cause[mu] = cv
                     bc |= bit
-                    vc += 1
                 else:
-                    r_cause[m] = 0
+                    r_cause[mu] = 0
                 if m & 7 == 7:
-                    v_att[m >> 3] = ba
-                    v_step[m >> 3] = bs
-                    v_cause[m >> 3] = bc
+                    v_att[mu >> 3] = ba
+                    v_step[mu >> 3] = bs
+                    v_cause[mu >> 3] = bc
                     ba = np.uint8(0)
                     bs = np.uint8(0)
                     bc = np.uint8(0)
@@ -525,16 +526,17 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
         if t >= be:  # the next background piece, maybe of the next rank
             ib += 1
             if ib < nb:
-                if np.int64(b_rank[ib]) != r:
-                    r = np.int64(b_rank[ib])
-                    t = b_start[ib]
-                    acc_rank[nr] = r
+                ip = ib & _POS
+                if np.int64(b_rank[ip]) != r:
+                    r = np.int64(b_rank[ip])
+                    t = b_start[ip]
+                    acc_rank[nr & _POS] = r
                     nr += 1
-                elif t < b_start[ib]:
-                    t = b_start[ib]
-                be = b_end[ib]
+                elif t < b_start[ip]:
+                    t = b_start[ip]
+                be = b_end[ip]
                 if be > t:
-                    acc_ns[nr - 1] += be - t
+                    acc_ns[(nr - 1) & _POS] += be - t
             else:
                 r = done  # check the steps the layering never reached
                 t = done
@@ -545,10 +547,7 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     if err:  # the outputs are incomplete: none
         m = 0
         nr = 0
-        va = 0
-        vs = 0
-        vc = 0
         tok = 0
         npres = 0
-    return (m, nr, acc_rank[:nr], acc_ns[:nr], va, vs, vc, tok, npres, err, e_row, e_other, e_rank)
+    return (m, nr, acc_rank[:nr], acc_ns[:nr], tok, npres, err, e_row, e_other, e_rank)
 

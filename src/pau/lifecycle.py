@@ -674,11 +674,11 @@ def _pool_empty(n: int, dtype) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(n * np.dtype(dtype).itemsize), dtype)
 
 
-def _bits(values: np.ndarray, valid: np.ndarray, n_valid: int, typ) -> pa.Array:
-    """An Arrow array over `values` (zero-copy) with the kernel-written validity bitmap."""
-    m = values.size
-    bitmap = None if n_valid == m else pa.py_buffer(valid)
-    return pa.Array.from_buffers(typ, m, [bitmap, pa.py_buffer(values)], null_count=m - n_valid)
+def _bits(values: np.ndarray, valid: np.ndarray, typ) -> pa.Array:
+    """An Arrow array over `values` (zero-copy) with the kernel-written validity bitmap;
+    its null count is left unknown, so Arrow counts the bitmap's bits when asked (the
+    pass does not count them: a counter per column costs it about 6 %)."""
+    return pa.Array.from_buffers(typ, values.size, [pa.py_buffer(valid), pa.py_buffer(values)], null_count=-1)
 
 
 @dataclass
@@ -955,8 +955,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         return res, out, valid, marks, shift
 
     results = run_parts(run, [(part,) for part in ranges])
-    for (m, _, ur, acc_ns, n_att, n_step, n_cause, tokens, n_pres, code, i, i2, bad_rank), _, _, _, shift \
-            in results:
+    for (m, _, ur, acc_ns, tokens, n_pres, code, i, i2, bad_rank), _, _, _, shift in results:
         if not code:
             continue
         # the first error in (rank, start) order: ranges come in rank order
@@ -979,7 +978,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     def intervals():
         causes = names(tuple(cause_names))
         batches = []
-        for (pr, ps, pe, state), ((m, _, _, _, n_att, n_step, n_cause, *_), out, valid, _, _) in zip(pieces, results):
+        for (pr, ps, pe, state), ((m, *_), out, valid, _, _) in zip(pieces, results):
             att_id, step, cause = (c[:m] for c in out[4:])
             batches.append(pa.RecordBatch.from_arrays([
                 pa.Array.from_buffers(_INT32, m, [None, pa.py_buffer(pr)]),
@@ -987,9 +986,9 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
                 pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(pe)]),
                 pa.DictionaryArray.from_arrays(pa.Array.from_buffers(_INT8, m, [None, pa.py_buffer(state)]),
                                                names(STATES), safe=False),
-                _bits(att_id, valid[0], int(n_att), _INT32),
-                _bits(step, valid[1], int(n_step), _INT64),
-                pa.DictionaryArray.from_arrays(_bits(cause, valid[2], int(n_cause), _INT16), causes, safe=False),
+                _bits(att_id, valid[0], _INT32),
+                _bits(step, valid[1], _INT64),
+                pa.DictionaryArray.from_arrays(_bits(cause, valid[2], _INT16), causes, safe=False),
             ], names=_INTERVAL_COLUMNS))
         return pa.Table.from_batches(batches)
 
@@ -997,9 +996,9 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     acc_ns = np.concatenate([r[0][3] for r in results])
     if dense:
         ur = rank_values[ur]
-    tokens = sum(int(r[0][7]) for r in results)
+    tokens = sum(int(r[0][4]) for r in results)
     if len(results) == 1:
-        n_pres = int(results[0][0][8])
+        n_pres = int(results[0][0][5])
     else:  # a step is preserved once, whichever ranges it was productive in
         n_pres = int(np.count_nonzero(np.logical_or.reduce([r[3] for r in results]))) if pres.size else 0
 
