@@ -199,20 +199,6 @@ class ExclusiveSweep {
   private:
     static constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
     static constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-    // The vector kernels prefetch the row this far ahead in each column: on a virtual
-    // machine whose hardware prefetcher does not keep up with four streams, the AVX-512
-    // kernel ran 290 M events/s from memory against 500-700 in cache, and 545 with this
-    // (synth-8r, 10M events; 256 and 1,024 rows ahead measured alike).
-    static constexpr int64_t kPrefetchRows = 256;
-    template <typename IdxT>
-    static void prefetch_rows(const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx,
-                              int64_t j, int64_t n) {
-        const int64_t a = std::min(j + kPrefetchRows, n - 1);  // never past the columns
-        __builtin_prefetch(start + a);
-        __builtin_prefetch(end + a);
-        __builtin_prefetch(rank + a);
-        __builtin_prefetch(kind_idx + a);
-    }
 
     struct Rank {
         alignas(64) int64_t top[8] = {kMin, kMin, kMin, kMin, kMin, kMin, kMin, kMin};
