@@ -56,10 +56,11 @@ struct FeedResult {
 };
 
 // The exclusive sweep's vector kernels (exclusive.hpp) prefetch the row this far
-// ahead in each of the four columns, once per block of 8 rows: on a virtual machine
-// whose hardware prefetcher does not keep up with four streams, the AVX-512 kernel ran 290 M events/s from memory against 500-700 in cache, and 545 with
-// this (synth-8r, 10M events; 256 and 1,024 rows ahead alike; the AVX2 kernel 115 -> 240).
-// The full sweep's loop gained nothing measurable from it.
+// ahead in each of the four columns, once per block of 8 rows. On a virtual machine
+// whose hardware prefetcher does not keep up with four streams, the AVX-512 kernel ran
+// 290 M events/s from memory against 500-700 in cache, and 545 with this (synth-8r,
+// 10M events; 256 and 1,024 rows ahead alike; the AVX2 kernel 115 -> 240). The full
+// sweep's loop gained nothing measurable from it.
 constexpr int64_t kPrefetchRows = 256;
 template <typename IdxT>
 inline void prefetch_rows(const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx,
