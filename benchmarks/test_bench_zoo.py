@@ -12,7 +12,11 @@ session on the same input:
   on the ``unsorted`` shape it is timed with the sort it needs
   (:func:`engines.sort_then_nested_union_sweep`), as ``classify`` is timed with its own;
 * ``test_do_nothing_pass``: :func:`engines.do_nothing_pass`, the same four columns read
-  and reduced, nothing classified.
+  and reduced, nothing classified;
+* ``test_classify_one_thread_kernel``: ``classify(table, threads=1)`` with each vector
+  kernel of the exclusive-time sweep that this CPU runs (:data:`KERNELS`), chosen
+  through ``pau._sweep.BEST_KERNEL``. On an AVX-512 CPU the AVX2 kernel is timed too,
+  so every machine that runs the zoo shows it, not only the AVX2-only CPUs that use it.
 
 Every run, the CI one included (``--benchmark-disable``: each function once, on
 200,000-event shapes), asserts that both ``classify`` tables and the sweep give the
@@ -47,8 +51,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import engines
+import pau._sweep
 import pau.core
 import zoo
+from pau import _core
 from bench_config import SEED, events_label, timed
 
 N_KINDS = len(pau.core.KINDS)
@@ -56,6 +62,10 @@ STRICT = os.environ.get("PAU_BENCH_ZOO_STRICT") == "1"
 #: Issue 17's targets for classify(threads=1).
 MIN_RATIO_TO_SWEEP = 1.5
 MIN_SHARE_OF_DO_NOTHING = 0.5
+#: The vector kernels of the exclusive-time sweep this CPU runs, by their codes in
+#: ``csrc/core/exclusive.hpp`` (``pau._sweep.BEST_KERNEL``; 0, the default, is the best).
+KERNELS = {name: code for name, code, ok in (("avx512", 2, _core.avx512_available()),
+                                             ("avx2", 3, _core.avx2_available())) if ok}
 
 
 @dataclass
@@ -150,6 +160,21 @@ def test_nested_union_sweep(benchmark, zoo_case):
     assert engines.views_equal(got, zoo_case.reference), zoo_case.name
 
 
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_classify_one_thread_kernel(benchmark, zoo_case, kernel, monkeypatch):
+    monkeypatch.setattr(pau._sweep, "BEST_KERNEL", KERNELS[kernel])
+    benchmark.group = zoo_case.group
+    benchmark.extra_info["events"] = zoo_case.n
+    out = benchmark(pau.core.classify, zoo_case.table, threads=1)
+    _timed(benchmark, zoo_case, f"classify1-{kernel}")
+    _assert_classified(out, zoo_case)
+    if getattr(benchmark, "stats", None) is not None:
+        _PAIRED[zoo_case.name, kernel] = _paired_share(zoo_case)
+
+
+_PAIRED: dict = {}
+
+
 def test_do_nothing_pass(benchmark, zoo_case, report_note):
     benchmark.group = zoo_case.group
     benchmark.extra_info["events"] = zoo_case.n
@@ -169,6 +194,11 @@ def test_do_nothing_pass(benchmark, zoo_case, report_note):
         f"{rate['classify1']:.1f}, classify() {rate['classify']:.1f}, nested sweep "
         f"{rate['nested']:.1f}, do-nothing {rate['nothing']:.1f}; classify1/nested "
         f"{ratio:.2f}x, classify1/do-nothing {100 * share:.0f} % (paired {100 * paired:.0f} %)")
+    by_kernel = [f"{k} {zoo_case.n / _MEDIANS[zoo_case.name, f'classify1-{k}'] / 1e6:.1f} M/s "
+                 f"(paired {100 * _PAIRED[zoo_case.name, k]:.0f} %)"
+                 for k in KERNELS if (zoo_case.name, f"classify1-{k}") in _MEDIANS and (zoo_case.name, k) in _PAIRED]
+    if by_kernel:
+        report_note(f"zoo {zoo_case.name}: classify(threads=1) by kernel: " + ", ".join(by_kernel))
     if STRICT:
         assert ratio >= MIN_RATIO_TO_SWEEP, f"{zoo_case.name}: {ratio:.2f}x the sweep"
         if zoo_case.common:

@@ -345,6 +345,28 @@ from pau.errors import UnsortedInputError  # noqa: E402
 from test_properties import KERNELS, SETTINGS, _span_arg, cases, events_table  # noqa: E402
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_in_memory_classify_reads_best_kernel_at_each_call(monkeypatch, kernel):
+    """``BEST_KERNEL`` is read when ``classify`` sweeps, not when pau is imported: the
+    zoo benchmark times each kernel through it, as the tests here do for streams."""
+    seen = []
+    native = _sweep._native
+
+    def spy(call, *args):
+        if call is _core.exclusive_batches:
+            seen.append(args[-1])
+        return native(call, *args)
+
+    monkeypatch.setattr(_sweep, "_native", spy)
+    monkeypatch.setattr(_sweep, "_VECTOR", True)
+    monkeypatch.setattr(_sweep, "BEST_KERNEL", kernel)
+    rows = [(0, 0, 10, "compute", 0), (0, 5, 20, "communication", 1), (1, 3, 4, "memcpy", 0)]
+    out = core.classify(events_table(rows), threads=1)
+    assert seen == [kernel]
+    got = {(r["rank"], r["activity"]): r["duration_ns"] for r in out.to_pylist()}
+    assert got[0, "compute"] == 10 and got[0, "communication"] == 10 and got[1, "memcpy"] == 1
+
+
 def test_streams_without_windows_take_the_exclusive_sweep(monkeypatch):
     monkeypatch.setattr(_sweep, "_VECTOR", True)
     monkeypatch.setattr(_sweep, "BEST_KERNEL", 1)

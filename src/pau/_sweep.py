@@ -286,7 +286,9 @@ def levels_of(priority: Sequence[str] | None) -> np.ndarray:
 
 
 #: The kernel of the exclusive-time sweep: 0 the best this CPU runs, 1 the scalar
-#: one, 2 AVX-512, 3 AVX2 (``csrc/core/exclusive.hpp``).
+#: one, 2 AVX-512, 3 AVX2 (``csrc/core/exclusive.hpp``). Read at each sweep (the
+#: zoo benchmark sets it to time each kernel); the full ledger's early sweep takes
+#: it once, at import (``pau._crossing.LEAN_KERNEL``).
 BEST_KERNEL = 0
 
 
@@ -320,7 +322,7 @@ def stream_plan(plan: Plan, priority: Sequence[str] | None) -> Plan:
     return dataclasses.replace(plan, levels=levels_of(priority), kernel=BEST_KERNEL)
 
 
-def sweep_parts(plan: Plan, cols: list, parts: int, order=None, levels=None, kernel: int = BEST_KERNEL):
+def sweep_parts(plan: Plan, cols: list, parts: int, order=None, levels=None, kernel: int | None = None):
     """Sweep in-memory column batches on up to ``parts`` threads of the native pool
     (``sweep_split`` in ``csrc/core/split.hpp``): input sorted by rank is split into
     row ranges at rank boundaries, other input runs on one thread. Returns the
@@ -329,16 +331,17 @@ def sweep_parts(plan: Plan, cols: list, parts: int, order=None, levels=None, ker
     With ``levels`` (see :func:`levels_of`; no windows), the exclusive-time sweep
     runs instead (``exclusive_split`` in ``csrc/core/exclusive.hpp``): its histogram
     has one row per rank and winning kind (mask: that kind's bit, 0 for idle), which
-    :func:`exclusive` reads as it reads the full one."""
+    :func:`exclusive` reads as it reads the full one; ``kernel``: its kernel
+    (default :data:`BEST_KERNEL`, read at the call)."""
     if levels is not None:
         return _native(_core.exclusive_batches, plan.span_rank, plan.span_start, plan.span_end, levels,
-                       batch_arrays(cols), parts, order, kernel)
+                       batch_arrays(cols), parts, order, BEST_KERNEL if kernel is None else kernel)
     return _native(_core.sweep_batches, plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.span_rank,
                    plan.span_start, plan.span_end, plan.bucket, batch_arrays(cols), parts, order, plan.max_windows)
 
 
 def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | None = None, levels=None,
-                  kernel: int = BEST_KERNEL):
+                  kernel: int | None = None):
     """Sweep an in-memory table; returns (histogram, quarantine table or None, rows).
 
     ``levels`` (no windows): sweep exclusive time only (see :func:`sweep_parts`)."""
