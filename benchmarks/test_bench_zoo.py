@@ -1,6 +1,6 @@
 """The shape zoo (issue 17): ``classify`` against a nested-union sweep and a do-nothing pass.
 
-For every shape of :mod:`zoo`, one benchmark group with four engines, run in the same
+For every shape of :mod:`zoo`, one benchmark group of these engines, run in the same
 session on the same input:
 
 * ``test_classify_one_thread``: ``pau.core.classify(table, threads=1)``;
