@@ -122,6 +122,7 @@ def zoo_case(request) -> ZooCase:
 # --------------------------------------------------------------------------- benchmarks
 
 _MEDIANS: dict = {}
+_PAIRED: dict = {}  # (shape, kernel) -> paired share of test_classify_one_thread_kernel
 
 
 def _timed(benchmark, case: ZooCase, engine: str) -> None:
@@ -170,9 +171,6 @@ def test_classify_one_thread_kernel(benchmark, zoo_case, kernel, monkeypatch):
     _assert_classified(out, zoo_case)
     if getattr(benchmark, "stats", None) is not None:
         _PAIRED[zoo_case.name, kernel] = _paired_share(zoo_case)
-
-
-_PAIRED: dict = {}
 
 
 def test_do_nothing_pass(benchmark, zoo_case, report_note):
