@@ -700,6 +700,13 @@ def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
     return sorted(v for v in out if v != null)
 
 
+def tidy_cells(cells, ranks, n_states, n_act) -> list:
+    """Dense cells (laid out as :func:`state_cells`) as the native core returns them:
+    the non-zero ones in index order, as ``(rank, state, activity, duration)``."""
+    return [(int(ranks[i // (n_states * n_act)]), (i // n_act) % n_states, i % n_act, d)
+            for i, d in enumerate(cells) if d]
+
+
 def crossed_cells(rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act):
     """What ``_core.crossed_cells`` returns over the cuts: ``(ok, cells)``. ``rows`` are the
     sweep's ``(rank, window, mask, duration)``; window w is ``[cuts[w], cuts[w+1])``;

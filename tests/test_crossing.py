@@ -239,7 +239,8 @@ def test_crossed_cells_match_the_reference(case):
     want_ok, want = ref.crossed_cells(rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act)
     assert ok == want_ok
     if ok:
-        assert cells.tolist() == want
+        assert list(zip(*(c.tolist() for c in cells))) == ref.tidy_cells(want, ranks, n_states, n_act)
+        assert [c.dtype for c in cells] == [np.int32, np.int8, np.int8, np.int64]
 
 
 # --------------------------------------------------------------------------- the ledger

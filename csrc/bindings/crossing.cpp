@@ -26,6 +26,18 @@ using pau::bindings::check_len;
 using pau::bindings::Exported;
 using pau::bindings::to_numpy;
 
+// States and activities travel as int8 codes.
+void check_codes(int64_t n_states, int64_t n_act) {
+    if (n_states < 1 || n_states > 127 || n_act < 1 || n_act > 127)
+        throw std::invalid_argument("n_states and n_act: expected 1 to 127 (int8 codes)");
+}
+
+// The ledger's tidy rows (CellCrossing::tidy) as numpy arrays (rank, state, activity, duration).
+py::tuple tidy_tuple(CellCrossing::Tidy&& t) {
+    return py::make_tuple(to_numpy(std::move(t.rank)), to_numpy(std::move(t.state)), to_numpy(std::move(t.activity)),
+                          to_numpy(std::move(t.duration)));
+}
+
 std::vector<LifeBatch> read_lifecycle(const Exported& life, bool& ok) {
     std::vector<LifeBatch> out(life.batches.size());
     ok = true;
@@ -93,8 +105,9 @@ class CrossingSweep {
         check_len(act_of_mask, kNumMasks, "act_of_mask", "the 64 masks");
         waited_ = true;
         if (!tasks_) start(0);
+        check_codes(n_states, n_act);
         bool ok = !parts_.empty();
-        std::vector<int64_t> cells;
+        CellCrossing::Tidy cells;
         {
             py::gil_scoped_release release;
             if (ok) std::call_once(once_, [this] { windows(); });  // no parts: the tables were not read
@@ -111,10 +124,10 @@ class CrossingSweep {
                 ok = ok && cross.add(h.rank.data(), h.window.data(), h.mask.data(), h.duration.data(),
                                      static_cast<int64_t>(h.rank.size()));
             }
-            cells = std::move(cross.cells());
+            if (ok) cells = cross.tidy();
         }
         if (!ok) return py::none();
-        return to_numpy(std::move(cells));
+        return tidy_tuple(std::move(cells));
     }
 
     int64_t parts() const { return static_cast<int64_t>(parts_.size()); }
@@ -285,17 +298,18 @@ void bind_crossing(py::module_& m) {
             check_len(i_end, n, "i_end", "i_rank");
             check_len(i_state, n, "i_state", "i_rank");
             check_len(act_of_mask, kNumMasks, "act_of_mask", "the 64 masks");
+            check_codes(n_states, n_act);
             bool ok = false;
-            std::vector<int64_t> cells;
+            CellCrossing::Tidy cells;
             {
                 py::gil_scoped_release release;
                 CellCrossing cross(ranks.data(), ranks.size(), w_start.data(), w_end.data(), w_start.size(),
                                    act_of_mask.data(), idle, n_states, n_act);
                 ok = cross.set_runs(i_rank.data(), i_start.data(), i_end.data(), i_state.data(), n) &&
                      cross.add(h_rank.data(), h_window.data(), h_mask.data(), h_duration.data(), nh);
-                cells = std::move(cross.cells());
+                if (ok) cells = cross.tidy();
             }
-            return py::make_tuple(ok, to_numpy(std::move(cells)));
+            return py::make_tuple(ok, tidy_tuple(std::move(cells)));
         },
         py::arg("h_rank"), py::arg("h_window"), py::arg("h_mask"), py::arg("h_duration"), py::arg("w_start"),
         py::arg("w_end"), py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"), py::arg("i_end"),

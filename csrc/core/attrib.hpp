@@ -50,6 +50,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -65,6 +66,70 @@ namespace pau::core {
 
 using u128 = unsigned __int128;
 
+#if defined(__linux__) && defined(MAP_POPULATE)
+// Large mappings kept after their buffer is freed, for the next buffer of about their
+// size. A process that calls requests() again (a batch job over many logs, a
+// benchmark) then writes into pages it already holds instead of having hundreds of MB
+// of fresh ones faulted in and zeroed by the kernel each call (measured: 7-10 % of
+// requests() with busy, and on a virtual machine that hands freed memory back to its
+// host, calls alternating between two speeds). At most kKeepBytes stay mapped, the
+// oldest unmapped first; the memory is the process's until it exits, as an
+// allocator's arena would be.
+class KeptMappings {
+   public:
+    static constexpr size_t kKeepBytes = size_t{1} << 30;
+
+    // The one set of the process; never destroyed (buffers may be freed at exit).
+    static KeptMappings& get() {
+        static KeptMappings* kept = new KeptMappings;
+        return *kept;
+    }
+
+    // A kept mapping of at least `bytes` and at most a quarter more (its size in
+    // `size`), or nullptr.
+    void* take(size_t bytes, size_t& size) {
+        std::lock_guard<std::mutex> lock(m_);
+        size_t best = kept_.size();
+        for (size_t i = 0; i < kept_.size(); ++i) {
+            const size_t s = kept_[i].second;
+            if (s >= bytes && s - bytes <= bytes / 4 && (best == kept_.size() || s < kept_[best].second)) best = i;
+        }
+        if (best == kept_.size()) return nullptr;
+        void* p = kept_[best].first;
+        size = kept_[best].second;
+        kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(best));
+        bytes_ -= size;
+        return p;
+    }
+
+    // Keep a mapping of `size` bytes, unmapping the oldest kept ones while the kept
+    // bytes would exceed kKeepBytes (and this one if it alone does).
+    void put(void* p, size_t size) noexcept {
+        std::vector<std::pair<void*, size_t>> drop;
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            if (size > kKeepBytes) {
+                drop.emplace_back(p, size);
+            } else {
+                while (bytes_ + size > kKeepBytes) {
+                    drop.push_back(kept_.front());
+                    bytes_ -= kept_.front().second;
+                    kept_.erase(kept_.begin());
+                }
+                kept_.emplace_back(p, size);
+                bytes_ += size;
+            }
+        }
+        for (const auto& d : drop) munmap(d.first, d.second);
+    }
+
+   private:
+    std::mutex m_;
+    std::vector<std::pair<void*, size_t>> kept_;  // oldest first
+    size_t bytes_ = 0;
+};
+#endif
+
 // A vector whose elements start uninitialized: the large per-row outputs are written
 // once each, and zero-filling them first costs a pass over memory (measured: ~10 % here).
 template <typename T>
@@ -77,24 +142,33 @@ struct uninit_alloc : std::allocator<T> {
     template <typename U>
     uninit_alloc(const uninit_alloc<U>&) noexcept {}
 #if defined(__linux__) && defined(MAP_POPULATE)
-    // Large buffers (kPopulateBytes and up) are mapped with all their pages at once:
-    // touching fresh pages one by one costs a page fault each, and 10M requests write
-    // ~600 MB of new outputs (measured: a few % of requests() with busy).
+    // Large buffers (kPopulateBytes and up) are mappings of their own, a kept one
+    // (KeptMappings) or a new one with all its pages at once: touching fresh pages
+    // one by one costs a page fault each, and 10M requests write ~600 MB of new
+    // outputs. A header page before the elements holds the mapping's size.
     static constexpr size_t kPopulateBytes = size_t{8} << 20;
-    static bool populated(size_t n) { return n >= kPopulateBytes / sizeof(T); }
+    static constexpr size_t kHeader = 4096;
+    static bool mapped(size_t n) {
+        return n >= kPopulateBytes / sizeof(T) && n <= (std::numeric_limits<size_t>::max() - 2 * kHeader) / sizeof(T);
+    }
     T* allocate(size_t n) {
-        if (!populated(n) || n > std::numeric_limits<size_t>::max() / sizeof(T))
-            return std::allocator<T>::allocate(n);
-        void* p = mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                       -1, 0);
-        if (p == MAP_FAILED) throw std::bad_alloc();
-        return static_cast<T*>(p);
+        if (!mapped(n)) return std::allocator<T>::allocate(n);
+        const size_t bytes = (n * sizeof(T) + 2 * kHeader - 1) / kHeader * kHeader;
+        size_t size = bytes;
+        void* p = KeptMappings::get().take(bytes, size);
+        if (p == nullptr) {
+            p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+            if (p == MAP_FAILED) throw std::bad_alloc();
+        }
+        std::memcpy(p, &size, sizeof size);
+        return reinterpret_cast<T*>(static_cast<char*>(p) + kHeader);
     }
     void deallocate(T* p, size_t n) noexcept {
-        if (!populated(n) || n > std::numeric_limits<size_t>::max() / sizeof(T))
-            std::allocator<T>::deallocate(p, n);
-        else
-            munmap(p, n * sizeof(T));
+        if (!mapped(n)) return std::allocator<T>::deallocate(p, n);
+        char* base = reinterpret_cast<char*>(p) - kHeader;
+        size_t size;
+        std::memcpy(&size, base, sizeof size);
+        KeptMappings::get().put(base, size);
     }
 #endif
     template <typename U>
@@ -508,10 +582,13 @@ class Sweeper {
                     const int64_t ahead = busy_.row(s.busy_next + 8);
                     __builtin_prefetch(busy_.start + ahead);
                     __builtin_prefetch(busy_.end + ahead);
+                    __builtin_prefetch(out_.idle.data() + ahead, 1);  // written when the row ends
                 }
-                if (busy_.end[j] > tau) {  // zero-length rows hold nothing (idle 0)
+                if (busy_.end[j] > tau) {
                     ++s.B;
                     s.active.push_back(ActiveBusy{busy_.end[j], j, s.I});
+                } else {  // zero-length rows hold nothing
+                    out_.idle[static_cast<size_t>(j)] = 0;
                 }
             } else {  // the first running busy row that ends at tau
                 size_t ai = 0;
@@ -678,7 +755,7 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
     out.prefill.resize(static_cast<size_t>(n));
     out.decode.resize(static_cast<size_t>(n));
     out.total.resize(static_cast<size_t>(n));
-    out.idle.assign(static_cast<size_t>(nb), 0);
+    out.idle.resize(static_cast<size_t>(nb));  // each written once, when its row ends (or starts, empty)
     out.rep_busy.assign(static_cast<size_t>(n_rep), 0);
     out.rep_idle.assign(static_cast<size_t>(n_rep), 0);
     out.rep_outcome.assign(outcome ? static_cast<size_t>(n_rep) * static_cast<size_t>(n_out) : 0, 0);

@@ -378,6 +378,28 @@ class CellCrossing {
 
     std::vector<int64_t>& cells() { return cells_; }
 
+    // The non-zero cells in index order, as the ledger's tidy rows: (rank, state,
+    // activity, duration), ranks from the accountable `ranks`.
+    struct Tidy {
+        std::vector<int32_t> rank;
+        std::vector<int8_t> state, activity;
+        std::vector<int64_t> duration;
+    };
+    Tidy tidy() const {
+        Tidy t;
+        const int64_t n = static_cast<int64_t>(cells_.size());
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t d = cells_[static_cast<size_t>(i)];
+            if (d == 0) continue;
+            const int64_t q = i / n_act_;
+            t.rank.push_back(ranks_[q / n_states_]);
+            t.state.push_back(static_cast<int8_t>(q % n_states_));
+            t.activity.push_back(static_cast<int8_t>(i % n_act_));
+            t.duration.push_back(d);
+        }
+        return t;
+    }
+
   private:
     const int32_t* ranks_;
     int64_t n_ranks_;

@@ -59,6 +59,10 @@ class ExclusiveSweep:
     @property
     def simd(self) -> bool: ...
 
+# The ledger's non-zero cells in (rank, state, activity) order: rank, state code,
+# activity code, duration_ns.
+TidyCells = tuple[npt.NDArray[np.int32], npt.NDArray[np.int8], npt.NDArray[np.int8], npt.NDArray[np.int64]]
+
 class CrossingSweep:
     """The full ledger's sweep over the cuts of a lifecycle (pau._crossing)."""
 
@@ -89,7 +93,7 @@ class CrossingSweep:
         idle: int,
         n_states: int,
         n_act: int,
-    ) -> npt.NDArray[np.int64] | None: ...
+    ) -> TidyCells | None: ...
     @property
     def parts(self) -> int: ...
 
@@ -110,7 +114,7 @@ def crossed_cells(
     idle: int,
     n_states: int,
     n_act: int,
-) -> tuple[bool, npt.NDArray[np.int64]]: ...
+) -> tuple[bool, TidyCells]: ...
 def state_runs(
     rank: npt.NDArray[np.int32],
     start: npt.NDArray[np.int64],

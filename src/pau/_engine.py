@@ -425,7 +425,7 @@ def ledger(
     if started is not None:
         cells = _crossing.finish(started, cols, ranks, act_of_mask, IDLE, len(STATES), n_act)
         if cells is not None:
-            return Ledger(with_counts(cells_table(cells, ranks, n_act), started.rows, 0), att.accountable,
+            return Ledger(cells_table(cells, started.rows, 0), att.accountable,
                           attribution=att)
     # The windows of the sweep are the runs of one state: consecutive intervals of a
     # rank in the same state that touch become one window (the ledger sums by state,
@@ -452,6 +452,6 @@ def ledger(
                                     ranks.astype(np.int32), w_rank, w_start, w_end, w_state, act_of_mask, IDLE,
                                     len(STATES), n_act)
     assert ok, "the state runs as windows always resolve the states"
-    return Ledger(with_counts(cells_table(cells, ranks, n_act), rows, nq), att.accountable, attribution=att,
+    return Ledger(cells_table(cells, rows, nq), att.accountable, attribution=att,
                   quarantine=quarantine, lifecycle_quarantine=att.quarantine)
 

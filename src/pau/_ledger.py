@@ -12,7 +12,7 @@ import pyarrow as pa
 from ._format import duration, html_table, pct
 from ._types import LedgerSummary, RankActivity
 from .errors import PauError
-from ._vocab import ACTIVITIES, STATES, label
+from ._vocab import ACTIVITIES, STATES, label, names
 
 NS_PER_HOUR = 3_600 * 10**9
 _UNKNOWN = "unknown"
@@ -309,18 +309,22 @@ def tidy(rank, state, activity, duration, window=None) -> pa.Table:
     return _table(uniq[0], None if window is None else uniq[1], uniq[-2], uniq[-1], sums)
 
 
-def cells_table(cells: np.ndarray, ranks: np.ndarray, n_act: int) -> pa.Table:
-    """The tidy table of dense cells indexed ``(r * len(STATES) + state) * n_act +
-    activity`` for rank ``ranks[r]`` (sorted), as :func:`tidy` gives it: non-zero
-    rows, sorted."""
-    idx = np.flatnonzero(cells)  # non-zero already: no filter after
-    q, activity = np.divmod(idx, n_act)
-    r, state = np.divmod(q, len(STATES))
-    return pa.Table.from_arrays([pa.array(np.asarray(ranks, np.int32)[r]), label(STATES, state),
-                                 label(ACTIVITIES + (_UNKNOWN,), activity), pa.array(cells[idx])], names=_CELL_COLUMNS)
+def cells_table(cells: tuple, rows: int, quarantined: int) -> pa.Table:
+    """The tidy table of the ledger's non-zero cells ``(rank, state, activity,
+    duration)`` as the native core gives them (``CellCrossing::tidy``, in (rank,
+    state, activity) order), as :func:`tidy` gives it, with the row counts of
+    :func:`pau._sweep.with_counts` in its metadata."""
+    rank, state, activity, duration = cells
+    return pa.Table.from_arrays(
+        [pa.array(rank), pa.DictionaryArray.from_arrays(pa.array(state), names(STATES), safe=False),
+         pa.DictionaryArray.from_arrays(pa.array(activity), names(ACTIVITIES + (_UNKNOWN,)), safe=False),
+         pa.array(duration)],
+        schema=_CELL_SCHEMA.with_metadata({b"pau.rows": str(rows).encode(),
+                                           b"pau.quarantined_rows": str(quarantined).encode()}))
 
 
-_CELL_COLUMNS = ["rank", "state", "activity", "duration_ns"]
+_CELL_SCHEMA = pa.schema([("rank", pa.int32()), ("state", pa.dictionary(pa.int8(), pa.string())),
+                          ("activity", pa.dictionary(pa.int8(), pa.string())), ("duration_ns", pa.int64())])
 
 
 def _table(rank, window, state, activity, sums) -> pa.Table:

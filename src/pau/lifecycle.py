@@ -490,12 +490,13 @@ def _native_layout(table: pa.Table) -> pa.Table:
     types are converted exactly, and a column that cannot be raises a
     :class:`pau.errors.SchemaError` or :class:`InvalidRowError` naming it (and the row).
     Columns already so are passed through untouched (zero-copy)."""
-    if "record" not in table.column_names:
+    schema = table.schema
+    if schema.get_field_index("record") < 0:
         _column(table, "record", "lifecycle")  # raises: the column is missing
     out = table
-    for i, name in enumerate(table.column_names):
-        col = table.column(i)
-        typ = col.type
+    # the schema alone says which columns pass through: only the others are fetched
+    for i, field in enumerate(schema):
+        name, typ = field.name, field.type
         if name in ("record", "kind"):
             if pa.types.is_string(typ):
                 continue
@@ -504,7 +505,7 @@ def _native_layout(table: pa.Table) -> pa.Table:
                 fix = ("name each record: " + ", ".join(RECORDS)) if name == "record" else \
                     "give kinds as strings"
                 raise SchemaError("lifecycle", name, f"has type {typ}, not string", fix)
-            out = out.set_column(i, name, col.cast(pa.string()))
+            out = out.set_column(i, name, table.column(i).cast(pa.string()))
         elif name == "ok":
             if not pa.types.is_boolean(typ):
                 raise SchemaError("lifecycle", "ok", f"has type {typ}, not bool", "give ok as true/false")
@@ -514,11 +515,11 @@ def _native_layout(table: pa.Table) -> pa.Table:
                 not ids and pa.types.is_timestamp(typ) and typ.unit == "ns")
             if native:
                 if ids and typ == _INT64:
-                    for chunk in col.chunks:
+                    for chunk in table.column(i).chunks:
                         _num_array(chunk, name, 0)  # raises, naming the row, outside int32
                 continue
             chunks = []
-            for chunk in col.chunks:
+            for chunk in table.column(i).chunks:
                 vals = _num_array(chunk, name, 0)  # converts exactly, or names the problem
                 mask = np.asarray(chunk.is_null()) if chunk.null_count else None
                 chunks.append(pa.array(vals, _INT64, mask=mask))
@@ -551,7 +552,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     ``threads``: for the pass over the steps (None: all cores from
     PARALLEL_MIN_VISITS step visits on, but see BY_RANK_MAX_CORES)."""
     table = as_table(lifecycle, "lifecycle")
-    if "start_ns" not in table.column_names:
+    if table.schema.get_field_index("start_ns") < 0:
         _column(table, "start_ns", "lifecycle")  # raises: the column is missing
     table = _native_layout(table)
     native = _native_rows(table)
@@ -564,7 +565,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     quarantine = []  # (original rows, reasons)
     x_code = _row_codes(x)
     x_bad = x_code > 0
-    cut = np.iinfo(np.int64).max if as_of is None else int(as_of)
+    cut = NULL_MAX if as_of is None else int(as_of)
     sc = _scan(st, x, cut)
     if x_bad.any() or sc.bad:
         st = _wide(st)
