@@ -4,12 +4,14 @@ comments; every ns figure is compared exactly."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import pau.core as pc
+from pau import _core
 import pau.economics as E
 import pau.synth
 from pau.errors import InvalidRowError, PauError
@@ -321,3 +323,8 @@ def test_large_outputs_in_kept_memory_give_the_same_answers():
     assert empty.any() and (want_idle[empty] == 0).all()
     busy_ns = int((np.asarray(busy_b["end_ns"]) - np.asarray(busy_b["start_ns"])).sum())
     assert int(want["attributed_ns"].sum()) + int(want_idle.sum()) == busy_ns
+    # the outputs of `other` were freed: kept (on Linux), until released
+    if sys.platform == "linux":
+        assert _core.kept_memory_bytes() > 8 << 20
+    _core.release_kept_memory()
+    assert _core.kept_memory_bytes() == 0

@@ -148,6 +148,15 @@ py::object first_seen_codes(const carray<T>& a, const py::object& a_null, const 
 }  // namespace
 
 void bind_econ(py::module_& m) {
+#if defined(__linux__) && defined(MAP_POPULATE)
+    m.def("kept_memory_bytes", [] { return pau::core::KeptMappings::get().bytes(); },
+          "Bytes of freed large outputs the native core keeps mapped for the next ones (csrc/core/attrib.hpp).");
+    m.def("release_kept_memory", [] { pau::core::KeptMappings::get().release(); },
+          "Unmap the freed large outputs the native core keeps, giving the memory back to the system.");
+#else
+    m.def("kept_memory_bytes", [] { return size_t{0}; }, "Nothing is kept on this platform.");
+    m.def("release_kept_memory", [] {}, "Nothing is kept on this platform.");
+#endif
     m.attr("ATTRIB_MAX_WEIGHT") = pau::core::kAttribMaxWeight;
     m.attr("ATTRIB_MAX_ROWS") = pau::core::kAttribMaxRows;
     m.attr("ATTRIB_KEY_BITS") = pau::core::kAttribKeyBits;

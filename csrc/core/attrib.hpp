@@ -60,6 +60,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace pau::core {
@@ -72,12 +73,21 @@ using u128 = unsigned __int128;
 // benchmark) then writes into pages it already holds instead of having hundreds of MB
 // of fresh ones faulted in and zeroed by the kernel each call (measured: 7-10 % of
 // requests() with busy, and on a virtual machine that hands freed memory back to its
-// host, calls alternating between two speeds). At most kKeepBytes stay mapped, the
-// oldest unmapped first; the memory is the process's until it exits, as an
-// allocator's arena would be.
+// host, calls alternating between two speeds). At most limit() bytes stay mapped, the
+// oldest unmapped first; the memory is the process's until it exits or release()
+// (pau._core.release_kept_memory), as an allocator's arena would be.
 class KeptMappings {
    public:
-    static constexpr size_t kKeepBytes = size_t{1} << 30;
+    // At most 1 GiB, and at most an eighth of the machine's memory.
+    static size_t limit() {
+        static const size_t bytes = [] {
+            const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+            const size_t eighth = pages > 0 && page > 0 ? static_cast<size_t>(pages) / 8 * static_cast<size_t>(page)
+                                                        : size_t{0};
+            return std::min(size_t{1} << 30, eighth);
+        }();
+        return bytes;
+    }
 
     // The one set of the process; never destroyed (buffers may be freed at exit).
     static KeptMappings& get() {
@@ -103,15 +113,15 @@ class KeptMappings {
     }
 
     // Keep a mapping of `size` bytes, unmapping the oldest kept ones while the kept
-    // bytes would exceed kKeepBytes (and this one if it alone does).
+    // bytes would exceed limit() (and this one if it alone does).
     void put(void* p, size_t size) noexcept {
         std::vector<std::pair<void*, size_t>> drop;
         {
             std::lock_guard<std::mutex> lock(m_);
-            if (size > kKeepBytes) {
+            if (size > limit()) {
                 drop.emplace_back(p, size);
             } else {
-                while (bytes_ + size > kKeepBytes) {
+                while (bytes_ + size > limit()) {
                     drop.push_back(kept_.front());
                     bytes_ -= kept_.front().second;
                     kept_.erase(kept_.begin());
@@ -119,6 +129,23 @@ class KeptMappings {
                 kept_.emplace_back(p, size);
                 bytes_ += size;
             }
+        }
+        for (const auto& d : drop) munmap(d.first, d.second);
+    }
+
+    // The bytes kept now.
+    size_t bytes() {
+        std::lock_guard<std::mutex> lock(m_);
+        return bytes_;
+    }
+
+    // Unmap every kept mapping (the memory goes back to the system).
+    void release() noexcept {
+        std::vector<std::pair<void*, size_t>> drop;
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            drop.swap(kept_);
+            bytes_ = 0;
         }
         for (const auto& d : drop) munmap(d.first, d.second);
     }

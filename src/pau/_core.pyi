@@ -265,6 +265,8 @@ ATTRIB_MAX_WEIGHT: int  # total weight in flight on a busy piece (2**63 - 1)
 ATTRIB_MAX_ROWS: int
 ATTRIB_KEY_BITS: int  # fractional parts of shares are ranked at 2**-ATTRIB_KEY_BITS ns
 
+def kept_memory_bytes() -> int: ...  # freed large outputs kept mapped for the next ones
+def release_kept_memory() -> None: ...
 def attribute_busy(
     replica: npt.NDArray[np.int32],
     arrival: npt.NDArray[np.int64],
