@@ -59,6 +59,7 @@
 #include <vector>
 
 #if defined(__linux__)
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
@@ -89,9 +90,16 @@ class KeptMappings {
         return bytes;
     }
 
-    // The one set of the process; never destroyed (buffers may be freed at exit).
+    // The one set of the process; never destroyed (buffers may be freed at exit). A
+    // fork waits for the lock, so the child's copy is never left locked.
     static KeptMappings& get() {
-        static KeptMappings* kept = new KeptMappings;
+        static KeptMappings* kept = [] {
+            auto* k = new KeptMappings;
+            pthread_atfork([] { instance()->m_.lock(); }, [] { instance()->m_.unlock(); },
+                           [] { instance()->m_.unlock(); });
+            instance() = k;
+            return k;
+        }();
         return *kept;
     }
 
@@ -151,6 +159,10 @@ class KeptMappings {
     }
 
    private:
+    static KeptMappings*& instance() {
+        static KeptMappings* k = nullptr;
+        return k;
+    }
     std::mutex m_;
     std::vector<std::pair<void*, size_t>> kept_;  // oldest first
     size_t bytes_ = 0;
