@@ -94,11 +94,8 @@ class KeptMappings {
     // fork waits for the lock, so the child's copy is never left locked.
     static KeptMappings& get() {
         static KeptMappings* kept = [] {
-            auto* k = new KeptMappings;
-            pthread_atfork([] { instance()->m_.lock(); }, [] { instance()->m_.unlock(); },
-                           [] { instance()->m_.unlock(); });
-            instance() = k;
-            return k;
+            pthread_atfork([] { get().m_.lock(); }, [] { get().m_.unlock(); }, [] { get().m_.unlock(); });
+            return new KeptMappings;
         }();
         return *kept;
     }
@@ -159,10 +156,6 @@ class KeptMappings {
     }
 
    private:
-    static KeptMappings*& instance() {
-        static KeptMappings* k = nullptr;
-        return k;
-    }
     std::mutex m_;
     std::vector<std::pair<void*, size_t>> kept_;  // oldest first
     size_t bytes_ = 0;

@@ -12,7 +12,7 @@ import pyarrow as pa
 from ._format import duration, html_table, pct
 from ._types import LedgerSummary, RankActivity
 from .errors import PauError
-from ._vocab import ACTIVITIES, STATES, label, names
+from ._vocab import ACTIVITIES, STATES, counts_metadata, label, names
 
 NS_PER_HOUR = 3_600 * 10**9
 _UNKNOWN = "unknown"
@@ -313,14 +313,13 @@ def cells_table(cells: tuple, rows: int, quarantined: int) -> pa.Table:
     """The tidy table of the ledger's non-zero cells ``(rank, state, activity,
     duration)`` as the native core gives them (``CellCrossing::tidy``, in (rank,
     state, activity) order), as :func:`tidy` gives it, with the row counts of
-    :func:`pau._sweep.with_counts` in its metadata."""
+    ``counts_metadata`` in its metadata."""
     rank, state, activity, duration = cells
     return pa.Table.from_arrays(
         [pa.array(rank), pa.DictionaryArray.from_arrays(pa.array(state), names(STATES), safe=False),
          pa.DictionaryArray.from_arrays(pa.array(activity), names(ACTIVITIES + (_UNKNOWN,)), safe=False),
          pa.array(duration)],
-        schema=_CELL_SCHEMA.with_metadata({b"pau.rows": str(rows).encode(),
-                                           b"pau.quarantined_rows": str(quarantined).encode()}))
+        schema=_CELL_SCHEMA.with_metadata(counts_metadata(rows, quarantined)))
 
 
 _CELL_SCHEMA = pa.schema([("rank", pa.int32()), ("state", pa.dictionary(pa.int8(), pa.string())),

@@ -31,7 +31,7 @@ from ._input import (
 )
 from ._threads import thread_count
 from ._types import Quarantined
-from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, label
+from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, counts_metadata, label
 from .errors import InvalidWindowsError, PauError, UnsortedInputError
 
 IDLE = len(KINDS)
@@ -452,10 +452,7 @@ def spans_table(hist: dict) -> pa.Table:
 
 
 def with_counts(table: pa.Table, rows: int, quarantined: int) -> pa.Table:
-    meta = dict(table.schema.metadata or {})
-    meta[b"pau.rows"] = str(rows).encode()
-    meta[b"pau.quarantined_rows"] = str(quarantined).encode()
-    return table.replace_schema_metadata(meta)
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), **counts_metadata(rows, quarantined)})
 
 
 def result(table: pa.Table, quarantine, on_invalid: str, source_schema=None):

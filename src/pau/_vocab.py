@@ -62,6 +62,12 @@ def names(values: tuple) -> pa.Array:
     return pa.array(list(values), pa.string())
 
 
+def counts_metadata(rows: int, quarantined: int) -> dict[bytes, bytes]:
+    """The schema metadata that counts a result's input: ``pau.rows`` read and
+    ``pau.quarantined_rows`` set aside."""
+    return {b"pau.rows": str(rows).encode(), b"pau.quarantined_rows": str(quarantined).encode()}
+
+
 def label(values, idx) -> pa.DictionaryArray:
     """int8 codes `idx` into `values`, as a dictionary array."""
     return pa.DictionaryArray.from_arrays(pa.array(np.asarray(idx, np.int8)), names(tuple(values)))

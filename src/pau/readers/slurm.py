@@ -54,6 +54,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pyarrow as pa
 
 from .._types import Quarantined, check_on_invalid
+from .._vocab import counts_metadata
 from ..errors import InvalidRowError, NoInputError, OptionError, SchemaError
 
 __all__ = ["read_sacct", "parse_sacct", "SACCT_FORMAT"]
@@ -230,8 +231,7 @@ def parse_sacct(text: str, *, source: str = "sacct", steps: bool = False, tz: st
         raise InvalidRowError(table, first[0], first[1], first[2], first[3], count=len(bad))
     out = _table(rows, keys, header, steps)
     out = out.replace_schema_metadata({b"pau.sacct.tz": tz.encode(), b"pau.sacct.source": source.encode(),
-                                       b"pau.rows": str(len(lines) - 1).encode(),
-                                       b"pau.quarantined_rows": str(len(bad)).encode()})
+                                       **counts_metadata(len(lines) - 1, len(bad))})
     if on_invalid == "quarantine":
         cols: dict[str, pa.Array] = {h.strip(): pa.array([f[j] if j < len(f) else None for _, _, f, _ in bad],
                                                          pa.string()) for j, h in enumerate(header)}
