@@ -12,7 +12,7 @@ in turn (``--pairs`` times each: other, this, other, this, ...), each with the o
 the two versions share:
 
 - ``pau.core.attribute(records, threads=1)``: step records per second, median of 7 calls;
-- ``pau.economics.requests(log, busy=busy)``, both logs: requests per second, median of 3;
+- ``pau.figures.economics.requests(log, busy=busy)``, both logs: requests per second, median of 3;
 - ``pau.core.classify(events)`` and ``pau.core.ledger(events, lifecycle)`` on each job,
   timed in pairs (one right after the other, 21 pairs): the medians and the median ratio.
 
@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pau
 import pau.core as pc
-import pau.economics as E
+import pau.figures.economics as E
 
 data = sys.argv[1]
 def load(name):

@@ -22,7 +22,8 @@ import time
 import numpy as np
 import pyarrow.parquet as pq
 
-from pau import io, synth
+from pau.engine import io
+from pau import synth
 
 CHILD = r"""
 import json, sys, time

@@ -1,17 +1,17 @@
-"""pau's archive layout (``pau.io.write_dataset``) against the same table written by pyarrow's defaults.
+"""pau's archive layout (``pau.engine.io.write_dataset``) against the same table written by pyarrow's defaults.
 
 Group ``archive ...``: one table (``pau.synth.training_run_for_events``, 10M events x
 8 ranks, scaled by ``PAU_BENCH_SCALE``) written twice:
 
 * ``default``: ``pq.write_table(table, path)``, pyarrow's defaults (snappy, dictionary
   for every column, statistics for every column, 1Mi-row row groups), one file;
-* ``pau``: ``pau.io.write_dataset(table, root)``: one file per rank, sorted by
+* ``pau``: ``pau.engine.io.write_dataset(table, root)``: one file per rank, sorted by
   ``start_ns``, DELTA_BINARY_PACKED integers, dictionary ``kind``/``rank``, snappy,
   statistics for the time columns only.
 
-Each is read the way pau reads (``pau.io.stream_events``: the four event columns,
+Each is read the way pau reads (``pau.engine.io.stream_events``: the four event columns,
 row group by row group) and classified (``classify_dataset``; for the layout also
-``pau.distributed.classify_partitions`` on two threads), beside DuckDB's own scan of the
+``pau.engine.distributed.classify_partitions`` on two threads), beside DuckDB's own scan of the
 same files (``read_parquet`` and a per-rank sum of ``end_ns - start_ns``, on all cores: the
 fastest scanner here, issue 17's yardstick; also on one thread, and reading ``kind`` too
 as pau must: a per-rank, per-kind sum). ``test_layout_read_speed_and_size``
@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import pau.core
-import pau.distributed
-import pau.io
+import pau.engine.distributed
+import pau.engine.io
 import pau.synth
 from bench_config import SEED, events_label, scaled
 
@@ -53,7 +53,7 @@ class Archive:
         self.default = root / "default.parquet"
         pq.write_table(table, self.default)
         self.pau = root / "pau"
-        pau.io.write_dataset(table, self.pau)
+        pau.engine.io.write_dataset(table, self.pau)
         self.classified = pau.core.classify(table)
         dur = pc.subtract(table["end_ns"], table["start_ns"])
         sums = pa.table({"rank": table["rank"], "d": dur}).group_by("rank").aggregate([("d", "sum")])
@@ -72,7 +72,7 @@ def archive(tmp_path_factory) -> Archive:
 
 def _stream(source) -> int:
     rows = 0
-    for batch in pau.io.stream_events(source, progress=False):
+    for batch in pau.engine.io.stream_events(source, progress=False):
         rows += batch.num_rows
     return rows
 
@@ -131,7 +131,7 @@ def test_duckdb_scan_kinds(benchmark, archive, note_rate, layout):
 
 def test_classify_partitions(benchmark, archive, note_rate):
     benchmark.group = archive.group + " classify"
-    got = benchmark(pau.distributed.classify_partitions, archive.pau, workers=2)
+    got = benchmark(pau.engine.distributed.classify_partitions, archive.pau, workers=2)
     note_rate(benchmark, archive.rows)
     assert got.equals(archive.classified)
 

@@ -57,7 +57,7 @@ def test_pau_classify(benchmark, case, note_rate):
 
 def test_pau_classify_one_thread(benchmark, case, note_rate):
     """``classify(threads=1)``: pau on the same single core as the Numba sweep (by
-    default pau sweeps inputs of ``pau._threads.PARALLEL_MIN_ROWS`` (500,000) rows or more
+    default pau sweeps inputs of ``pau.engine._threads.PARALLEL_MIN_ROWS`` (500,000) rows or more
     on one thread per core, by rank)."""
     benchmark.group = case.group
     benchmark.extra_info["events"] = case.n

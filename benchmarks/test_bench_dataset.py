@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pau.core
-import pau.io
+import pau.engine.io
 import pau.synth
 from bench_config import SEED, big_events, events_label, scaled
 
@@ -159,7 +159,7 @@ def test_flat_memory(tmp_path, report_note):
 
 
 def test_flat_memory_pau_layout(tmp_path, report_note):
-    """The same on pau's layout (``pau.io.write_dataset``: one file per rank, read by the
+    """The same on pau's layout (``pau.engine.io.write_dataset``: one file per rank, read by the
     native page decoder, one partition per thread): peak RSS of classify_dataset on 5M
     and 50M events differs by < 100 MB."""
     big = big_events()
@@ -168,7 +168,7 @@ def test_flat_memory_pau_layout(tmp_path, report_note):
     for n in (small, big):
         root = tmp_path / f"layout_{n}"
         table = pau.synth.training_run_for_events(n, ranks=8, seed=SEED)
-        rows = pau.io.write_dataset(table, root)
+        rows = pau.engine.io.write_dataset(table, root)
         del table
         res = _probe(root)
         shutil.rmtree(root)

@@ -1,6 +1,6 @@
 """Request accounting with busy-time attribution (issue 5: economics).
 
-``pau.economics.requests`` end to end on ``10M`` synthetic requests (scaled by
+``pau.figures.economics.requests`` end to end on ``10M`` synthetic requests (scaled by
 ``PAU_BENCH_SCALE``) with ``busy`` and the default weights; target >= 5M requests
 per second on one core. Measure with::
 
@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import pau.economics as E
+import pau.figures.economics as E
 from bench_config import SEED, events_label, scaled, timed
 
 PER_REPLICA = 10_000

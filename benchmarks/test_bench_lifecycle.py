@@ -11,7 +11,7 @@
 * The full ledger (events x lifecycle) against the events-only classification of the
   same events, on jobs of 1.4M and 7M events. Target (issue 3): at most 1.3x. The
   ledger sweeps the events on the native core's helper threads while the lifecycle is
-  attributed (pau._crossing; docs/lifecycle.md). Besides the two medians, the ledger's
+  attributed (pau.engine._crossing; docs/lifecycle.md). Besides the two medians, the ledger's
   test notes the ratio timed in pairs (each round one call of each, back to back: the
   load of a shared machine moves between two benchmarks, not within a pair)::
 

@@ -5,7 +5,7 @@ session on the same input:
 
 * ``test_classify_one_thread``: ``pau.core.classify(table, threads=1)``;
 * ``test_classify``: ``pau.core.classify(table)`` (default threads: one per core from
-  ``pau._threads.PARALLEL_MIN_ROWS`` rows on);
+  ``pau.engine._threads.PARALLEL_MIN_ROWS`` rows on);
 * ``test_nested_union_sweep``: :func:`engines.nested_union_sweep`, single-threaded
   Numba, on numpy columns with the kind dictionary already turned into ``int8``
   codes (untimed, as in ``test_bench_classify``). It needs ``(rank, start_ns)`` order:
@@ -15,7 +15,7 @@ session on the same input:
   and reduced, nothing classified;
 * ``test_classify_one_thread_kernel``: ``classify(table, threads=1)`` with each vector
   kernel of the exclusive-time sweep that this CPU runs (:data:`KERNELS`), chosen
-  through ``pau._sweep.BEST_KERNEL``. On an AVX-512 CPU the AVX2 kernel is timed too,
+  through ``pau.engine._sweep.BEST_KERNEL``. On an AVX-512 CPU the AVX2 kernel is timed too,
   so every machine that runs the zoo shows it, not only the AVX2-only CPUs that use it.
 
 Every run, the CI one included (``--benchmark-disable``: each function once, on
@@ -51,7 +51,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import engines
-import pau._sweep
+import pau.engine._sweep
 import pau.core
 import zoo
 from pau import _core
@@ -63,7 +63,7 @@ STRICT = os.environ.get("PAU_BENCH_ZOO_STRICT") == "1"
 MIN_RATIO_TO_SWEEP = 1.5
 MIN_SHARE_OF_DO_NOTHING = 0.5
 #: The vector kernels of the exclusive-time sweep this CPU runs, by their codes in
-#: ``csrc/core/exclusive.hpp`` (``pau._sweep.BEST_KERNEL``; 0, the default, is the best).
+#: ``csrc/core/exclusive.hpp`` (``pau.engine._sweep.BEST_KERNEL``; 0, the default, is the best).
 KERNELS = {name: code for name, code, ok in (("avx512", 2, _core.avx512_available()),
                                              ("avx2", 3, _core.avx2_available())) if ok}
 
@@ -163,7 +163,7 @@ def test_nested_union_sweep(benchmark, zoo_case):
 
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_classify_one_thread_kernel(benchmark, zoo_case, kernel, monkeypatch):
-    monkeypatch.setattr(pau._sweep, "BEST_KERNEL", KERNELS[kernel])
+    monkeypatch.setattr(pau.engine._sweep, "BEST_KERNEL", KERNELS[kernel])
     benchmark.group = zoo_case.group
     benchmark.extra_info["events"] = zoo_case.n
     out = benchmark(pau.core.classify, zoo_case.table, threads=1)

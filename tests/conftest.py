@@ -9,12 +9,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-import pau._jit
+import pau.engine._jit
 
 # The one stderr line of a first compile would land in whichever test compiles first
 # (and break its check of stderr); tests/test_lifecycle_kernels.py checks the line in
 # processes of its own.
-pau._jit.silence()
+pau.engine._jit.silence()
 
 
 def pytest_configure(config):

@@ -1,4 +1,4 @@
-"""The idle split by cause, the slow and obvious way (the twin of pau.idle).
+"""The idle split by cause, the slow and obvious way (the twin of pau.figures.idle).
 
 Plain Python over lists: the busy union is built by merging intervals, each gap's
 host wait is read off the events that start where the gap ends, and the split walks

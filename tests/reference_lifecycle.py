@@ -360,7 +360,7 @@ def state_totals(seconds: dict) -> dict:
 
 # --------------------------------------------------------------------------- kernel twins
 #
-# Slow twins of the Numba kernels of pau._kernels that the one-pass attribution
+# Slow twins of the Numba kernels of pau.engine._kernels that the one-pass attribution
 # added; tests/test_lifecycle_kernels.py compares them on generated inputs.
 
 
@@ -407,7 +407,7 @@ def lifecycle_rows(table, names: tuple, kinded: list, null: int) -> tuple:
 
 def step_reason(s, e, r, a, k, tok, null):
     """The first problem of a step row alone (None: none), as ``_core.step_codes``
-    names it (``pau.lifecycle._STEP_CHECKS``)."""
+    names it (``pau.engine._lifecycle._STEP_CHECKS``)."""
     return ("null start_ns" if s == null
             else "end_ns before start_ns" if e != null and e < s else "rank below -1" if r < -1
             else "missing attempt" if a == null else "missing step" if k == null
@@ -662,7 +662,7 @@ def state_runs(rank, start, end, state) -> list:
 
 
 def cut_times(rows: list, as_of, has_rank: bool = True) -> list:
-    """What ``pau._crossing.cuts`` gives for a lifecycle of rows in table order (keys
+    """What ``pau.engine._crossing.cuts`` gives for a lifecycle of rows in table order (keys
     ``record, rank, start_ns, end_ns, block_end_ns, durable_ns``; None is null):
     every time of a row that is not a step; the start of a step row unless the step
     row of the same rank before it (in table order, other rows between or not) ends

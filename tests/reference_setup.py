@@ -1,5 +1,5 @@
 """The lifecycle set-up in numpy and plain Python: the twin of what pau runs in
-``pau.lifecycle._setup`` (the native set-up ``csrc/core/life_setup.hpp``, then the
+``pau.engine._lifecycle._setup`` (the native set-up ``csrc/core/life_setup.hpp``, then the
 lineage rule ``pau._core.lineage``, in the same header).
 
 :func:`setup` computes, from the records other than steps and the scan of the
@@ -15,29 +15,10 @@ from __future__ import annotations
 import numpy as np
 import reference_lifecycle as ref
 
-from pau import _kernels
-from pau.lifecycle import (
-    _ACC,
-    _ATT,
-    _CKPT,
-    _FAIL,
-    _PHASE,
-    _REST,
-    INIT_KINDS,
-    NULL,
-    RECORDS,
-    S,
-    Lineage,
-    _Attempts,
-    _Checkpoints,
-    _dense_lut,
-    _lut,
-    _Members,
-    _present,
-    _Rows,
-    _Scan,
-    _Setup,
-    _Steps,
+from pau.engine import _kernels
+from pau.engine._lifecycle import (
+    _ACC, _ATT, _CKPT, _FAIL, _PHASE, _REST, INIT_KINDS, NULL, RECORDS, S, Lineage, _Attempts, _Checkpoints,
+    _dense_lut, _lut, _Members, _present, _Rows, _Scan, _Setup, _Steps,
 )
 
 
@@ -250,7 +231,7 @@ def on_lineage(L: Lineage, att, step):
 
 def setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
     """What the pass needs, by numpy and plain Python: the twin of
-    ``pau.lifecycle._setup`` (native set-up and lineage kernel), on any input. Returns
+    ``pau.engine._lifecycle._setup`` (native set-up and lineage kernel), on any input. Returns
     None after appending to `strict` the relational problems (rows that contradict
     others) it finds."""
     A = attempts(x, as_of, strict)

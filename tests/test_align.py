@@ -1,4 +1,4 @@
-"""Clock alignment across ranks (pau.align): injected offsets are recovered within the
+"""Clock alignment across ranks (pau.figures.align): injected offsets are recovered within the
 stated uncertainty, the real 8-host DLRM sample gets its offsets, and a trace without
 collectives to pair is left as it is, with a warning."""
 
@@ -11,7 +11,8 @@ import pytest
 from shared_data import shared
 
 import pau
-from pau import align, cli
+from pau.figures import align
+from pau import cli
 from pau.errors import OptionError
 
 DLRM = ("kineto", "param-dlrm-8ranks")

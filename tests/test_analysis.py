@@ -1,4 +1,4 @@
-"""pau.analysis: stragglers, compare, co-location and interference (DESIGN §4).
+"""pau.figures.analysis: stragglers, compare, co-location and interference (DESIGN §4).
 
 Hand-checkable examples with the arithmetic written next to them, the Alibaba PAI
 mini-batch traces (real stragglers), and a property test of the straggler waits
@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pau
-import pau.analysis as A
-from pau import analysis
-from pau._vocab import LIFECYCLE_SCHEMA
+import pau.figures.analysis as A
+from pau.figures import analysis
+from pau.engine.vocab import LIFECYCLE_SCHEMA
 import pau.core as core
 import pau.synth as synth
 from pau.errors import InvalidRowError, PauError

@@ -1,4 +1,4 @@
-"""`pau.chrome_trace`: a run's ledger as Chrome trace tracks beside its device events.
+"""`pau.views.chrome_trace`: a run's ledger as Chrome trace tracks beside its device events.
 
 The output is loaded back with ``json`` and its tracks summed from the exact integer ns
 in ``args``: per rank, the lifecycle state track equals the ledger's time per state, the
@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from shared_data import shared
 
 import pau
-from pau import analysis, cli, errors, synth
-from pau._vocab import LIFECYCLE_SCHEMA
-from pau.chrome_trace import EXACT_OFFSET_NS, IDLE_TRACKS, chrome_trace, write_chrome_trace
-from pau.idle import idle_by_cause
+from pau.figures import analysis
+from pau import cli, errors, synth
+from pau.engine.vocab import LIFECYCLE_SCHEMA
+from pau.views.chrome_trace import EXACT_OFFSET_NS, IDLE_TRACKS, chrome_trace, write_chrome_trace
+from pau.figures.idle import idle_by_cause
 
 
 def _lifecycle(rows) -> pa.Table:

@@ -15,7 +15,8 @@ import pytest
 
 import pau
 import pau.core as pc
-from pau import _format, cli, synth
+from pau.engine import _format
+from pau import cli, synth
 
 
 def _cells(line: str) -> list[str]:
@@ -134,9 +135,9 @@ def test_report_detects_kineto_and_matches_the_reader(capsys):
     assert cli.main(["report", str(path), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "(kineto)" in out
-    from pau import io
+    from pau.readers.kineto import read_kineto
 
-    tr = io.read_kineto(path)
+    tr = read_kineto(path)
     t = pc.classify(tr.events, span=tr.spans()).to_pylist()
     idle0 = sum(r["duration_ns"] for r in t if r["rank"] == 0 and r["activity"] == "idle")
     cells = _rows(out)["0"]
@@ -185,9 +186,9 @@ def test_convert_then_report_gives_the_same_ledger(tmp_path, capsys):
     path = shared("nsys", "icon_isc25", "gpu.sqlite")
     assert cli.main(["convert", str(path), str(tmp_path / "out")]) == 0
     conv = pc.classify_dataset(str(tmp_path / "out" / "events"))
-    from pau import io
+    from pau.readers.nsys import read_nsys
 
-    ref = pc.classify(io.read_nsys(path).events)
+    ref = pc.classify(read_nsys(path).events)
     assert conv.select(["rank", "activity", "duration_ns"]).to_pylist() == ref.to_pylist()
 
 
@@ -224,7 +225,7 @@ def test_compare_two_runs(tmp_path, capsys):
     assert "accelerator-seconds per preserved step, by cause" in out
     for r in cmp.by_cause.to_pylist():
         assert [r["cause"], r["kind"], _fig(r["a"]), _fig(r["b"]), _fig(r["difference"])] in lines
-    # the kernel diff (tests/test_kernel_diff.py): its first rows, durations in pau._format units
+    # the kernel diff (tests/test_kernel_diff.py): its first rows, durations in pau.engine._format units
     assert "device work by name and kind" in out
     for k in cmp.kernels.rows[:3]:
         assert [k["status"], k["kind"], f"{k['count_a']:,}", f"{k['count_b']:,}", _format.duration(k["total_ns_a"]),
@@ -238,7 +239,7 @@ def test_compare_two_runs(tmp_path, capsys):
 def test_report_on_an_archive_shows_progress_only_when_asked_or_on_a_terminal(tmp_path, capsys, monkeypatch):
     import io as _io
 
-    from pau import io as pio
+    from pau.engine import io as pio
 
     events = synth.training_run(ranks=2, steps=20, seed=4)
     pio.write_dataset(events, tmp_path / "archive")
@@ -438,7 +439,7 @@ def test_a_folder_of_mlperf_logs_counts_files_on_a_terminal(monkeypatch, capsys)
 
 
 def test_a_big_file_gets_a_spinner_with_its_size(monkeypatch):
-    from pau import _console
+    from pau.views import console as _console
 
     path = str(shared("kineto", "pytorch-kineto", "resnet50_num_workers_0"))
     files = [os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs]
@@ -459,7 +460,7 @@ def test_a_big_file_gets_a_spinner_with_its_size(monkeypatch):
 
 
 def test_console_tables_are_plain_and_aligned():
-    from pau import _console
+    from pau.views import console as _console
 
     text = _console.render(_console.table(["name", "time"], [["a[b]", "1.000 s"], ["longer name", "12.500 ms"]],
                                           total=[["total", "1.013 s"]]))

@@ -34,7 +34,8 @@ import pytest
 
 import pau
 import pau.core as core
-from pau import _core, _sweep
+from pau import _core
+from pau.engine import _sweep
 
 ACTS = ("compute", "communication", "memcpy", "memset", "sync", "other", "idle")
 LABEL = pa.dictionary(pa.int8(), pa.string())

@@ -1,4 +1,4 @@
-"""The full ledger's early sweep (pau._crossing): the events swept on helper threads
+"""The full ledger's early sweep (pau.engine._crossing): the events swept on helper threads
 over cuts read from the lifecycle, while the lifecycle is attributed.
 
 Its answer must be the exact way's (the sweep over the state runs, after the
@@ -23,7 +23,8 @@ from lifecycle_cases import S, table
 from test_lifecycle_properties import with_as_of
 
 import pau.core as pc
-from pau import _core, _crossing, synth
+from pau import _core, synth
+from pau.engine import _crossing
 from pau.errors import InvalidRowError
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -52,14 +52,14 @@ def test_single_file(tmp_path, events, expected):
 def test_read_ahead_depth_does_not_change_the_stream(tmp_path, events, expected, depth):
     """Row groups read ahead on threads of their own (each with its own ParquetFile)
     come back in order, whatever the depth."""
-    import pau.io
+    import pau.engine.io
 
     path = tmp_path / "events.parquet"
     pq.write_table(events, path, row_group_size=100)
-    got = pa.Table.from_batches(list(pau.io.stream_events(path, read_ahead=depth)))
+    got = pa.Table.from_batches(list(pau.engine.io.stream_events(path, read_ahead=depth)))
     assert got.equals(events.select(["rank", "start_ns", "end_ns", "kind"]))
     # Under a memory budget the stream reads ahead only what fits: same answer.
-    one = pau.io.row_group_bytes(str(path), ("rank", "start_ns", "end_ns", "kind"), {})
+    one = pau.engine.io.row_group_bytes(str(path), ("rank", "start_ns", "end_ns", "kind"), {})
     budget = max(one) * (2 + depth)
     assert core.classify_dataset(path, memory_budget=budget, progress=False).equals(expected)
 
@@ -165,7 +165,7 @@ def test_progress_bar(tmp_path, events, monkeypatch, capsys):
 
 
 def test_bar_is_throttled_and_draws_the_last_snapshot():
-    from pau._progress import Bar, Progress
+    from pau.engine._progress import Bar, Progress
 
     now = [0.0]
     out = io.StringIO()
@@ -240,7 +240,7 @@ def test_a_rewritten_file_is_read_anew(tmp_path):
 
 def test_files_not_named_parquet_are_skipped_with_a_counted_warning(tmp_path, events, expected):
     import pau
-    from pau import io as pio
+    from pau.engine import io as pio
 
     root = tmp_path / "ds"
     pio.write_dataset(events, root)
@@ -257,7 +257,7 @@ def test_files_not_named_parquet_are_skipped_with_a_counted_warning(tmp_path, ev
 
 
 def test_a_parquet_name_that_is_not_parquet_is_an_error_naming_it(tmp_path, events):
-    from pau import io as pio
+    from pau.engine import io as pio
     from pau.errors import PauError
 
     root = tmp_path / "ds"
@@ -288,7 +288,7 @@ def test_page_checksums_catch_every_bit_flip_in_the_data(tmp_path, events, expec
     """A flipped bit in a data page changed the result silently in 3 of 30 cases before
     pau wrote page checksums; now it is an error naming the file, or (a bit in a part of
     the file no figure reads) the same result."""
-    from pau import io as pio
+    from pau.engine import io as pio
     from pau.errors import PauError
 
     root = tmp_path / "ds"
@@ -313,7 +313,7 @@ def test_page_checksums_catch_every_bit_flip_in_the_data(tmp_path, events, expec
 
 
 def test_a_hive_key_that_contradicts_the_file_is_refused(tmp_path, events):
-    from pau import io as pio
+    from pau.engine import io as pio
     from pau.errors import PauError
 
     folder = tmp_path / "ds" / "rank=7"
@@ -338,9 +338,10 @@ from depth import examples
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-import pau.io  # noqa: E402
+import pau.engine.io  # noqa: E402
 import reference as ref  # noqa: E402
-from pau import _core, _sweep  # noqa: E402
+from pau import _core
+from pau.engine import _sweep  # noqa: E402
 from pau.errors import UnsortedInputError  # noqa: E402
 from test_properties import KERNELS, SETTINGS, _span_arg, cases, events_table  # noqa: E402
 
@@ -453,7 +454,7 @@ def test_classify_dataset_exclusive_sweep_matches_reference(tmp_path_factory, ca
         if not table.num_rows:
             return  # an archive of no rank has no file to read
         path, workers = root, (2 if source == "layout" else 1)
-        pau.io.write_dataset(table, root, row_group_size=group)
+        pau.engine.io.write_dataset(table, root, row_group_size=group)
         batch_rows = None if source == "layout" else batch_rows
     for kernel in KERNELS:
         with pytest.MonkeyPatch.context() as mp:

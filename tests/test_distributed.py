@@ -1,4 +1,4 @@
-"""pau.io.write_dataset (the archive layout) and pau.distributed.classify_partitions.
+"""pau.engine.io.write_dataset (the archive layout) and pau.engine.distributed.classify_partitions.
 
 One generated archive (about 200k events, 4 ranks, pau's layout) per module; every
 way of running the partitions must give exactly ``classify_dataset(root)``, which
@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import pau.core as core
-import pau.distributed as dist
-import pau.io as pio
+import pau.engine.distributed as dist
+import pau.engine.io as pio
 import pau.synth as synth
-from pau import _sweep
+from pau.engine import _sweep
 from pau.errors import PauError
 
 RANKS = 4

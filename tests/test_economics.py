@@ -1,4 +1,4 @@
-"""Hand-checkable examples of pau.economics (DESIGN §3-4). The arithmetic is in the
+"""Hand-checkable examples of pau.figures.economics (DESIGN §3-4). The arithmetic is in the
 comments; every ns figure is compared exactly."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 import pau.core as pc
 from pau import _core
-import pau.economics as E
+import pau.figures.economics as E
 import pau.synth
 from pau.errors import InvalidRowError, PauError
 

@@ -11,7 +11,7 @@ from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pau.economics as E
+import pau.figures.economics as E
 import reference_econ as ref
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples(150))

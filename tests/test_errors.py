@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import pau.core as core
-from pau import _sweep, errors
+from pau.engine import _sweep
+from pau import errors
 
 GOOD = [(0, 0, 10, "compute"), (0, 5, 20, "communication"), (1, 10, 30, "memcpy"),
         (1, 30, 40, "sync")]

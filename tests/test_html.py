@@ -21,7 +21,8 @@ import pyarrow as pa
 import pytest
 
 import pau
-from pau import cli, html_report, plots, synth
+from pau import cli, synth
+from pau.views import html as html_report, plots
 
 from shared_data import shared
 
@@ -110,7 +111,7 @@ def test_plots_draw_the_summarys_numbers():
     # the waterfall falls from accountable to productive by the state totals
     wf = plots.goodput_waterfall(s["ledger"]).axes[0]
     heights = [p.get_height() for p in wf.patches]
-    _, size = pau._format.unit(s["ledger"]["accountable_ns"])
+    _, size = pau.engine._format.unit(s["ledger"]["accountable_ns"])
     assert heights[0] * size == pytest.approx(s["ledger"]["accountable_ns"], rel=1e-12)
     assert heights[-1] * size == pytest.approx(s["ledger"]["state_ns"]["productive"], rel=1e-12)
     assert sum(heights[1:-1]) * size == pytest.approx(s["ledger"]["accountable_ns"]
@@ -121,7 +122,7 @@ def test_plots_draw_the_summarys_numbers():
     for p in tl.patches:
         per_row[round(p.get_y() + p.get_height() / 2, 6)] = per_row.get(round(p.get_y() + p.get_height() / 2, 6),
                                                                          0.0) + p.get_width()
-    _, tsize = pau._format.unit(int(np.asarray(led.intervals["end_ns"]).max()
+    _, tsize = pau.engine._format.unit(int(np.asarray(led.intervals["end_ns"]).max()
                                     - np.asarray(led.intervals["start_ns"]).min()))
     acc = {r: a for r, a in zip(led.accountable["rank"].to_pylist(), led.accountable["accountable_ns"].to_pylist())}
     assert sorted(per_row) == [1.0, 2.0, 3.0]
@@ -214,7 +215,7 @@ def test_compare_page_holds_compare_json(tmp_path, capsys):
     assert re.findall(r'data-plot="([a-z_]+)"', page) == ["causes", "kernels"]
     # the kernel that appeared is named, with its exact total
     k = next(r for r in _figures_in(page)["kernels"]["kernels"] if r["status"] == "appeared")
-    assert html.escape(k["name"][:100]) in page and pau._format.duration(k["total_ns_b"]) in page
+    assert html.escape(k["name"][:100]) in page and pau.engine._format.duration(k["total_ns_b"]) in page
 
 
 def test_the_browser_check_can_fail(tmp_path):

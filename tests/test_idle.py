@@ -1,4 +1,4 @@
-"""Idle by cause (pau.idle): hand-worked timelines, the reference twin
+"""Idle by cause (pau.figures.idle): hand-worked timelines, the reference twin
 (tests/reference_idle.py) under Hypothesis, every real sample and generated runs, and
 what the Kineto and Nsight readers give it (launch_ns, the host table)."""
 
@@ -21,9 +21,11 @@ import pau
 import pau.core as core
 import reference_idle as ref
 from pau import synth
-from pau._devices import sync_call
+from pau.readers.devices import sync_call
 from pau.errors import InvalidRowError, OptionError, SchemaError
-from pau.idle import CAUSES, host_of_lifecycle, host_wait_intervals, idle_by_cause, idle_cause_intervals
+from pau.figures.idle import (
+    CAUSES, host_of_lifecycle, host_wait_intervals, idle_by_cause, idle_cause_intervals,
+)
 from pau.readers.kineto import HOST_SCHEMA, read_kineto
 from pau.readers.nsys import read_nsys
 from shared_data import shared

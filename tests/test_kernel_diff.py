@@ -1,4 +1,4 @@
-"""The kernel-level diff of two runs (`pau.analysis.kernel_diff`, `pau compare`).
+"""The kernel-level diff of two runs (`pau.figures.analysis.kernel_diff`, `pau compare`).
 
 Hand-worked tables first (appeared, disappeared, changed, same; per step; the order),
 then the real samples: a trace against itself, and against a copy with one kernel
@@ -18,7 +18,8 @@ from shared_data import shared
 
 import pau
 import pau.core as pc
-from pau import _args, analysis, cli, errors
+from pau import _args, cli, errors
+from pau.figures import analysis
 
 
 def _events(rows) -> pa.Table:

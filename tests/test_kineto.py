@@ -28,15 +28,8 @@ import pau.core
 from pau.errors import OptionError, PauError
 from pau.readers import kineto
 from pau.readers.kineto import (
-    DuplicateRankError,
-    InvalidEventError,
-    KinetoTrace,
-    NameRule,
-    NoDeviceEventsError,
-    Rules,
-    TraceError,
-    TraceFormatError,
-    read_kineto,
+    DuplicateRankError, InvalidEventError, KinetoTrace, NameRule, NoDeviceEventsError, Rules, TraceError,
+    TraceFormatError, read_kineto,
 )
 
 from shared_data import shared  # noqa: E402

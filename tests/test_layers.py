@@ -1,4 +1,4 @@
-"""pau.layers: the stack from requested time down to useful FLOPs, worked by hand."""
+"""pau.figures.layers: the stack from requested time down to useful FLOPs, worked by hand."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import pau
 import pau.core as pc
-from pau import cli, layers, synth
+from pau import cli, synth
+from pau.figures import layers
 from pau.errors import PauError
 from pau.readers.slurm import parse_sacct
 
@@ -63,7 +64,7 @@ def test_every_layer_by_hand():
     assert lost["useful_flops"] == {"below_peak": 15 * S}
     # the MPG factors are layers of the same stack: scheduling x runtime x (productive compute
     # x hardware x FLOPs relative to productive time) = MFU
-    m = pau.outcome.mpg(led, parse_sacct(SACCT_A), flops=2 * 10**12, peak=10**12)
+    m = pau.figures.outcome.mpg(led, parse_sacct(SACCT_A), flops=2 * 10**12, peak=10**12)
     assert m.scheduling == got.rows[1].factor and m.runtime == got.rows[2].factor
     assert m.program == got.rows[3].factor * got.rows[4].factor * got.rows[5].factor
 

@@ -19,35 +19,66 @@ from pau import errors
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "pau"
 
+#: The tiers, bottom to top: each subpackage (or top-level module) is one level of the
+#: package, and a module imports only from its own tier or below. Within a tier, LEVELS
+#: orders the modules.
+TIERS = [
+    ("errors", {"pau.errors"}),
+    ("engine", {"pau.engine"}),       # columns in, exact ledgers out: no files of other tools, no figures
+    ("readers", {"pau.readers"}),     # other tools' files in
+    ("figures", {"pau.figures", "pau.compat"}),  # figures over ledgers and runs; other tools' definitions
+    ("run", {"pau.run", "pau.synth"}),  # one in-memory run from every reader; synthetic runs
+    ("views", {"pau.views"}),         # text, plots, the HTML page, the Chrome trace, the console
+    ("facade", {"pau.core"}),
+    ("front", {"pau.cli", "pau._args", "pau"}),  # the command line and the package's front door
+]
+
+
+def tier_of(module: str) -> int:
+    best, depth = None, -1
+    for i, (_, prefixes) in enumerate(TIERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and p.count(".") > depth:
+                best, depth = i, p.count(".")
+    assert best is not None, f"{module} is in no tier of tests/test_layout.py"
+    return best
+
+
 #: Bottom to top. A new module must be given a level here.
 LEVELS = [
-    # vocabulary, types, errors: import nothing of pau but each other
-    {"pau.errors", "pau._vocab", "pau._types", "pau._devices", "pau._format", "pau._names", "pau._mlperf"},
+    # errors: imports nothing of pau
+    {"pau.errors"},
+    # the engine's vocabulary and types
+    {"pau.engine", "pau.engine.vocab", "pau.engine.types", "pau.engine._format", "pau.engine._names"},
     # input adapters and process-wide helpers
-    {"pau._input", "pau._search", "pau._jit", "pau._threads", "pau._progress"},
+    {"pau.engine._input", "pau.engine._search", "pau.engine._jit", "pau.engine._threads", "pau.engine._progress"},
     # kernels (the native pau._core is compiled, not listed)
-    {"pau._kernels", "pau._econ_kernels"},
+    {"pau.engine._kernels", "pau.engine._econ_kernels"},
     # the engine's parts: sweep planning, lifecycle attribution, crossing, the ledger
-    {"pau._sweep", "pau.lifecycle", "pau._crossing", "pau._ledger"},
-    # readers and io: files in and out
-    {"pau.readers", "pau.readers._files", "pau.readers.detect", "pau.readers.kineto",
-     "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving", "pau.readers.slurm", "pau.readers.telemetry",
-     "pau.io", "pau._parquet"},
+    {"pau.engine._sweep", "pau.engine._lifecycle", "pau.engine._crossing", "pau.engine.ledger"},
+    # pau's archive layout: Parquet streaming and the native page decoder's row groups
+    {"pau.engine._parquet", "pau.engine.io"},
     # partitions over executors and Dask (the engine sweeps archives through it)
-    {"pau.distributed"},
+    {"pau.engine.distributed"},
     # the engine's entry points
-    {"pau._engine"},
-    # figures over ledgers and runs; synthetic runs
-    {"pau.economics", "pau.analysis", "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput", "pau.synth", "pau.align", "pau.chrome_trace",
-     "pau.telemetry", "pau.outcome", "pau.idle", "pau.layers"},
-    # the run: one in-memory form of a run from every reader
-    {"pau.run"},
-    # views: plots (matplotlib, an optional extra) and the HTML report
-    {"pau.plots", "pau.html_report"},
+    {"pau.engine.api"},
+    # readers' data tables and shared parts
+    {"pau.readers.devices", "pau.readers.mlperf_rules", "pau.readers._files", "pau.readers.detect"},
+    # readers: other tools' files in
+    {"pau.readers", "pau.readers.kineto", "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving",
+     "pau.readers.slurm", "pau.readers.telemetry"},
+    # figures over ledgers and runs
+    {"pau.figures", "pau.figures.economics", "pau.figures.analysis", "pau.figures.align",
+     "pau.figures.hardware", "pau.figures.outcome", "pau.figures.idle", "pau.figures.layers",
+     "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput"},
+    # the run: one in-memory form of a run from every reader; synthetic runs
+    {"pau.run", "pau.synth"},
+    # views
+    {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console"},
     # the facade
     {"pau.core"},
     # the command line and the package's front door
-    {"pau.cli", "pau._args", "pau", "pau._console"},
+    {"pau.cli", "pau._args", "pau"},
 ]
 LEVEL = {m: i for i, ms in enumerate(LEVELS) for m in ms}
 
@@ -125,6 +156,16 @@ def test_no_upward_import():
     assert not upward, "\n".join(sorted(upward))
 
 
+def test_tiers_point_one_way():
+    """Each subpackage is one tier: no module imports from a tier above its own, and the
+    levels of LEVELS never interleave two tiers."""
+    upward = [f"{m} ({TIERS[tier_of(m)][0]}) imports {t} ({TIERS[tier_of(t)][0]})"
+              for m, ts in EDGES.items() for t in ts if t != "pau" and tier_of(t) > tier_of(m)]
+    assert not upward, "\n".join(sorted(upward))
+    by_level = [tier_of(m) for ms in LEVELS for m in sorted(ms)]
+    assert by_level == sorted(by_level), "LEVELS must list the tiers in TIERS' order"
+
+
 def test_no_import_cycle():
     def reaches(a: str, b: str) -> bool:
         stack, seen = [a], set()
@@ -165,7 +206,7 @@ def _dynamic_imports() -> set[tuple[str, str]]:
                         arg = node.args[0] if node.args else None
                         third_party = (isinstance(arg, ast.Constant) and isinstance(arg.value, str)
                                        and not arg.value.startswith(("pau", ".")))
-                        if not third_party:  # numba, loaded on first use by pau._jit, is not pau
+                        if not third_party:  # numba, loaded on first use by pau.engine._jit, is not pau
                             out.add((module, fn.name))
     return out
 
@@ -185,7 +226,7 @@ def test_the_facade_imports_without_numba():
 
     code = "import sys, pau.core; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "False"  # the kernels load Numba on their first call (pau._jit)
+    assert out.strip() == "False"  # the kernels load Numba on their first call (pau.engine._jit)
 
 
 def test_the_command_line_parses_without_numpy_pyarrow_or_numba():
@@ -209,14 +250,14 @@ def test_the_native_core_knows_no_python():
     assert not offenders, offenders
 
 
-@pytest.mark.parametrize("bad", ["def f():\n    from . import core\n", "def f():\n    import pau.io\n"])
+@pytest.mark.parametrize("bad", ["def f():\n    from . import core\n", "def f():\n    import pau.engine.io\n"])
 def test_the_check_sees_a_function_level_import(tmp_path, bad):
     """The inner-import check is not vacuous: it flags a pau import in a function."""
     path = SRC / "_vocab.py"
     tree = ast.parse(bad)
     fn = tree.body[0]
     hits = [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))
-            and _targets("pau._vocab", path, n)]
+            and _targets("pau.engine.vocab", path, n)]
     assert hits
 
 
@@ -250,7 +291,7 @@ def test_importing_pau_stays_light():
     import subprocess
     import sys
 
-    code = "import sys, pau, pau.core, pau.io; print(sorted(m for m in ('pandas', 'pyarrow.dataset') if m in sys.modules))"
+    code = "import sys, pau, pau.core, pau.engine.io; print(sorted(m for m in ('pandas', 'pyarrow.dataset') if m in sys.modules))"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from lifecycle_cases import S, steps_for_all_ranks, table
 from test_lifecycle_properties import with_as_of
 
-from pau import _core, _jit, _kernels, core, lifecycle, synth
+from pau import _core, core, synth
+from pau.engine import _jit, _kernels, _lifecycle as lifecycle
 from pau.errors import InvalidRowError
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])

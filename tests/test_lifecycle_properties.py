@@ -522,7 +522,7 @@ def test_empty_step_touching_next_step_in_any_row_order():
 def test_the_pass_on_rank_ranges_equals_one_pass(case, threads):
     """The pass over the steps split into ranges of ranks on threads gives the same
     intervals, accountable time, preserved steps and tokens as one pass."""
-    from pau import lifecycle
+    from pau.engine import _lifecycle as lifecycle
 
     rows, as_of = case
     t = table(rows)
@@ -537,7 +537,8 @@ def test_the_pass_on_rank_ranges_equals_one_pass(case, threads):
 
 def test_step_errors_are_the_same_on_rank_ranges():
     """A step error is the first in (rank, start) order whatever the ranges."""
-    from pau import lifecycle, synth
+    from pau.engine import _lifecycle as lifecycle
+    from pau import synth
 
     t = synth.lifecycle_records(4_000, ranks=8, attempts=3, seed=2, checkpoint_every=5)
     recs = t["record"].to_pylist()
@@ -566,7 +567,7 @@ def test_step_errors_are_the_same_on_rank_ranges():
 def test_rank_minus_one_steps_in_time_order(case):
     """Step rows of rank -1 in start order: the pass visits every member rank of a
     row itself (no visit list), and the seconds still equal the replay's."""
-    from pau import _kernels, lifecycle
+    from pau.engine import _kernels, _lifecycle as lifecycle
 
     rows, as_of = case
     conv = steps_for_all_ranks(rows)
@@ -603,7 +604,7 @@ def test_tokens_of_a_rank_minus_one_row_count_on_its_lowest_member_rank():
     productive on rank 1). The row's tokens count once, on the attempt's lowest
     member rank (rank 0, where step 2 is productive), whether the pass makes the
     visits itself (one thread) or reads a visit list (two)."""
-    from pau import lifecycle
+    from pau.engine import _lifecycle as lifecycle
 
     rows = [dict(record="attempt", attempt=1, rank=0, start=0, end=20, kind="completed"),
             dict(record="attempt", attempt=1, rank=1, start=0, end=5, kind="completed"),

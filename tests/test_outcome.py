@@ -1,4 +1,4 @@
-"""pau.outcome and pau.readers.slurm: program goodput (MFU, HFU), ML Productivity
+"""pau.figures.outcome and pau.readers.slurm: program goodput (MFU, HFU), ML Productivity
 Goodput, ETTR, NVRx-style straggler scores, recovery and progress protection.
 
 One hand-worked example per definition with the arithmetic beside it (exact
@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 import pau.core as core
 import pau.synth as synth
-from pau import outcome as O
-from pau._ledger import NS_PER_HOUR
-from pau._types import Quarantined
+from pau.figures import outcome as O
+from pau.engine.ledger import NS_PER_HOUR
+from pau.engine.types import Quarantined
 from pau.errors import InvalidRowError, NoInputError, OptionError, PauError, SchemaError
 from pau.readers.slurm import SACCT_FORMAT, parse_sacct, read_sacct
 

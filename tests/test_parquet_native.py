@@ -1,4 +1,4 @@
-"""The native Parquet page decoder (csrc/core/parquet.hpp, pau._parquet) against its
+"""The native Parquet page decoder (csrc/core/parquet.hpp, pau.engine._parquet) against its
 slow twin (tests/parquet_reference.py) and against pyarrow's reader, on files
 pyarrow writes with every option the decoder meets: encodings, page sizes and
 versions, checksums, value ranges, dictionary sizes."""
@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pau.core as core
-import pau.io as pio
-from pau import _core, _parquet
+import pau.engine.io as pio
+from pau import _core
+from pau.engine import _parquet
 from pau.errors import PauError
 
 import parquet_reference as ref

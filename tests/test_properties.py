@@ -416,7 +416,7 @@ def test_longer_random_timelines(seed):
 # the exclusive-time sweep (csrc/core/exclusive.hpp) == reference, both kernels
 
 from pau import _core  # noqa: E402
-from pau import _sweep  # noqa: E402
+from pau.engine import _sweep  # noqa: E402
 
 #: The kernels of the exclusive-time sweep this machine runs: scalar, and AVX-512
 #: (2) and AVX2 (3) where the CPU has them.

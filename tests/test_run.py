@@ -22,7 +22,7 @@ from shared_data import locate, roots, shared
 import pau
 import pau.core as pc
 from pau import cli, errors, synth
-from pau._types import QUARANTINE_SCHEMA, quarantine_table
+from pau.engine.types import QUARANTINE_SCHEMA, quarantine_table
 from pau.compat import ml_goodput
 from pau.readers import kineto as kineto_reader, nsys as nsys_reader, serving as serving_reader
 from pau.readers import telemetry as telemetry_reader
@@ -154,7 +154,7 @@ def test_convert_keeps_the_profiler_span(tmp_path, capsys):
     """A trace converted and reported gives the idle and span of the trace itself."""
     path = _trace("hta-trace_filter")
     assert cli.main(["convert", str(path), str(tmp_path / "out")]) == 0
-    ref = pc.classify(pau.io.read_kineto(path).events, span=pau.io.read_kineto(path).spans())
+    ref = pc.classify(pau.readers.kineto.read_kineto(path).events, span=pau.readers.kineto.read_kineto(path).spans())
     idle0 = sum(r["duration_ns"] for r in ref.to_pylist() if r["rank"] == 0 and r["activity"] == "idle")
     s = _report_json(capsys, str(tmp_path / "out"))
     per = pau.read(tmp_path / "out").ledger().table.to_pylist()
@@ -281,7 +281,7 @@ def test_reader_warnings_reach_stderr_and_stay_on_the_run(capsys):
     run = pau.read(path)
     assert run.warnings and all(w.code and w.message for w in run.warnings)
     assert {w.code for w in run.warnings} == {"kineto.rank_assigned"}  # a code per kind of warning
-    assert all(isinstance(w, str) for w in pau.io.read_kineto(path).warnings)  # the readers' str warnings
+    assert all(isinstance(w, str) for w in pau.readers.kineto.read_kineto(path).warnings)  # the readers' str warnings
     capsys.readouterr()
     assert cli.main(["report", str(path), "--no-progress"]) == 0
     err = capsys.readouterr().err
@@ -462,7 +462,7 @@ def test_quarantine_comes_back_one_way_from_every_reader(tmp_path):
 
 
 def test_every_readers_quarantine_begins_with_the_common_three():
-    """One layout (pau._types.QUARANTINE_SCHEMA), then each reader's own typed columns;
+    """One layout (pau.engine.types.QUARANTINE_SCHEMA), then each reader's own typed columns;
     the tables a reader returns are of its schema, empty or not."""
     common = [("source_file", pa.string()), ("location", pa.string()), ("reason", pa.string())]
     assert [(f.name, f.type) for f in QUARANTINE_SCHEMA] == common

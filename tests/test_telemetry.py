@@ -24,10 +24,10 @@ from hypothesis import given, settings, strategies as st
 
 import pau
 from pau import cli
-from pau import telemetry as T
-from pau._types import QUARANTINE_SCHEMA
-from pau._vocab import KINDS
-from pau.economics import cost
+from pau.figures import hardware as T
+from pau.engine.types import QUARANTINE_SCHEMA
+from pau.engine.vocab import KINDS
+from pau.figures.economics import cost
 from pau.errors import InvalidRowError, OptionError, PauError, SchemaError
 from pau.readers import telemetry as R
 
@@ -310,7 +310,7 @@ def test_rolled_back_energy_agrees_with_economics():
     by_state = {r["state"]: r for r in T.cell_metrics(led, samples, by=("state",), max_gap_ns=None).to_pylist()}
     assert by_state["rolled_back"]["energy_j"] == 6562.5
     assert by_state["rolled_back"]["duration_ns"] == 35 * S
-    # the same integral through economics.cost (the one rule, pau.telemetry.integrate)
+    # the same integral through economics.cost (the one rule, pau.figures.hardware.integrate)
     e = cost(led, {"per_accelerator_hour": 1.0}, power={"rank": [0, 0], "time_ns": [0, 210 * S],
                                                       "watts": [100.0, 310.0]})
     assert e["energy_by_state_j"]["rolled_back"] == 6562.5

@@ -18,7 +18,7 @@ import pytest
 
 import pau
 import pau.core
-from pau._vocab import KINDS
+from pau.engine.vocab import KINDS
 from pau.errors import OptionError
 from pau.readers.kineto import Rules, read_kineto
 

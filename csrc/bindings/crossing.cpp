@@ -1,4 +1,4 @@
-// Bindings for the full ledger's early sweep (csrc/core/crossing.hpp, pau._crossing).
+// Bindings for the full ledger's early sweep (csrc/core/crossing.hpp, pau.engine._crossing).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

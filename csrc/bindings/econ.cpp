@@ -1,4 +1,4 @@
-// Bindings for the busy-time attribution of pau.economics (csrc/core/attrib.hpp).
+// Bindings for the busy-time attribution of pau.figures.economics (csrc/core/attrib.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 

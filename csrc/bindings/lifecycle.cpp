@@ -1,4 +1,4 @@
-// Bindings of lifecycle attribution's native parts (pau.lifecycle): reading the table
+// Bindings of lifecycle attribution's native parts (pau.engine._lifecycle): reading the table
 // (csrc/core/life_rows.hpp), the checks and scans of its rows (life_checks.hpp), the
 // set-up of the pass (life_setup.hpp) and painting (paint.hpp).
 #include <pybind11/numpy.h>
@@ -175,7 +175,7 @@ void bind_lifecycle(py::module_& m) {
         py::arg("rec"), py::arg("start"), py::arg("end"), py::arg("block_end"), py::arg("durable"), py::arg("rank"),
         py::arg("attempt"), py::arg("step"), py::arg("acc"), py::arg("needs_step"),
         "Per lifecycle row, the first problem visible in the row alone: 0 none, else 1 + its index in "
-        "pau.lifecycle._ROW_CHECKS (int8).");
+        "pau.engine._lifecycle._ROW_CHECKS (int8).");
     m.def(
         "step_codes",
         [](const carray<int64_t>& start, const carray<int64_t>& end, const py::array& rank, const py::array& attempt,
@@ -198,7 +198,7 @@ void bind_lifecycle(py::module_& m) {
             });
         },
         py::arg("start"), py::arg("end"), py::arg("rank"), py::arg("attempt"), py::arg("step"), py::arg("tokens"),
-        "Per step row, its first problem alone: 0 none, else 1 + its index in pau.lifecycle._STEP_CHECKS (int8).");
+        "Per step row, its first problem alone: 0 none, else 1 + its index in pau.engine._lifecycle._STEP_CHECKS (int8).");
     m.def(
         "scan_steps",
         [](const carray<int64_t>& start, const carray<int64_t>& end, const py::array& rank, const py::array& attempt,

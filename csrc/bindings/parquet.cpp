@@ -1,7 +1,7 @@
-// Bindings of the Parquet page decoder (csrc/core/parquet.hpp), used by pau.io to
+// Bindings of the Parquet page decoder (csrc/core/parquet.hpp), used by pau.engine.io to
 // read the column chunks of pau's archive layout. Each call decodes one column
 // chunk held in a buffer, with the GIL released, or returns None when the chunk is
-// not one the decoder reads (pau.io then reads the row group with pyarrow).
+// not one the decoder reads (pau.engine.io then reads the row group with pyarrow).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 

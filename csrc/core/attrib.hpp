@@ -901,7 +901,7 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
     return out;
 }
 
-// One pass over the request rows of pau.economics.requests: the first reason a row is
+// One pass over the request rows of pau.figures.economics.requests: the first reason a row is
 // invalid (0 = valid; codes as economics._REASONS), and for every row the latencies
 // (0 where a time is missing), the
 // outcome (accepted 0, late 1, failed 2, rejected 3, cancelled 4) and, over valid rows,

@@ -1,4 +1,4 @@
-// pau native interval core: what the full ledger's early sweep reads (pau._crossing).
+// pau native interval core: what the full ledger's early sweep reads (pau.engine._crossing).
 //
 // `ledger(events, lifecycle)` sweeps the events on helper threads while Python
 // attributes the lifecycle. The sweep's windows are the **cuts**: every instant at
@@ -25,7 +25,7 @@
 
 namespace pau::core {
 
-// A null time of the lifecycle (and "no as_of"): the least int64, as pau.lifecycle's
+// A null time of the lifecycle (and "no as_of"): the least int64, as pau.engine._lifecycle's
 // NULL. Times are any other int64.
 constexpr int64_t kNullTime = std::numeric_limits<int64_t>::min();
 

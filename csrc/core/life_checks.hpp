@@ -1,7 +1,7 @@
 // pau native interval core: the checks and scans of lifecycle rows that come
-// before attribution (pau.lifecycle): each row's own problems, one pass over the
+// before attribution (pau.engine._lifecycle): each row's own problems, one pass over the
 // step columns, nulls filled, values looked up. Time is int64 ns; kNull (the least
-// int64) marks a missing value, as pau.lifecycle's NULL.
+// int64) marks a missing value, as pau.engine._lifecycle's NULL.
 #pragma once
 
 #include <algorithm>
@@ -14,7 +14,7 @@ namespace pau::core::life {
 constexpr int64_t kNull = std::numeric_limits<int64_t>::min();
 
 // Per row, the first problem visible in the row alone: 0 none, else 1 + its index
-// in pau.lifecycle._ROW_CHECKS. `acc` is the code of accountable records;
+// in pau.engine._lifecycle._ROW_CHECKS. `acc` is the code of accountable records;
 // needs_step[code] says a record must name a step (codes below n_codes).
 inline std::vector<int8_t> row_checks(const int8_t* rec, const int64_t* start, const int64_t* end,
                                       const int64_t* block_end, const int64_t* durable, const int64_t* rank,
@@ -39,7 +39,7 @@ inline std::vector<int8_t> row_checks(const int8_t* rec, const int64_t* start, c
 }
 
 // The first problem of a step row alone: 0 none, else 1 + its index in
-// pau.lifecycle._STEP_CHECKS.
+// pau.engine._lifecycle._STEP_CHECKS.
 inline int8_t step_code(int64_t s, int64_t e, int64_t r, int64_t a, int64_t k, int64_t tok) {
     if (s == kNull) return 1;
     if (e != kNull && e < s) return 2;

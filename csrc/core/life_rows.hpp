@@ -1,5 +1,5 @@
 // pau native interval core: the lifecycle table as the attribution reads it
-// (pau.lifecycle.attribute_rows).
+// (pau.engine._lifecycle.attribute_rows).
 //
 // A lifecycle table is mostly step rows, usually in one run, around which lie a few
 // hundred other records (attempts, phases, saves, restores, failures). The

@@ -1,14 +1,14 @@
-// pau native interval core: the set-up of lifecycle attribution (pau.lifecycle._setup).
+// pau native interval core: the set-up of lifecycle attribution (pau.engine._lifecycle._setup).
 //
 // From the records other than steps (a few hundred: attempts, phases, saves,
 // restores, failures, accountable rows) and the figures of the scan of the steps,
-// by the rules of pau.lifecycle: the attempts (start order, effective end, cause),
+// by the rules of pau.engine._lifecycle: the attempts (start order, effective end, cause),
 // the failures, the membership of ranks in attempts, the checkpoints, and the
 // painted background (outage < unattributed < init/restore) and overlay
 // (eval/custom/data_wait < checkpoint) of the pass; or the first relational error
 // of the input (rows that contradict others), with its rows. The lineage rule
 // (which restore each attempt used, which steps survive) is not here: it runs
-// after this, in Numba (pau._kernels.lineage), on the ok restores in start order
+// after this, in Numba (pau.engine._kernels.lineage), on the ok restores in start order
 // and the checkpoints this gives; the overlay's saves then take their state from it.
 // The twin in numpy and plain Python is tests/reference_setup.py.
 #pragma once
@@ -26,9 +26,9 @@
 namespace pau::core::life {
 
 constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
-// Record codes, as pau.lifecycle.RECORDS orders them.
+// Record codes, as pau.engine._lifecycle.RECORDS orders them.
 enum : int64_t { kAcc = 0, kAtt = 1, kPhase = 2, kStep = 3, kCkpt = 4, kRest = 5, kFail = 6 };
-// Attempt kinds, as pau.lifecycle.ATTEMPT_KINDS orders them.
+// Attempt kinds, as pau.engine._lifecycle.ATTEMPT_KINDS orders them.
 enum : int64_t { kKindCompleted = 0, kKindFailed = 1, kKindPreempted = 2, kKindRunning = 3 };
 constexpr int64_t kInitKinds = 3;  // the first phase kinds are the init kinds
 // Causes past the failure kinds: n_fail_kinds + these.
@@ -51,7 +51,7 @@ enum : int {
 // Ranks spread wider than this pass through attribution as dense positions.
 constexpr int64_t kRankLutMax = int64_t{1} << 24;
 
-// The records (n rows, columns as pau.lifecycle._Rows, kNull for nulls; ok 0/1;
+// The records (n rows, columns as pau.engine._lifecycle._Rows, kNull for nulls; ok 0/1;
 // kcode: attempt rows index ATTEMPT_KINDS (-1: none), phase rows PHASE_KINDS,
 // failure rows the caller's sorted failure kinds) and the steps' figures.
 struct SetupIn {

@@ -1,5 +1,5 @@
 // pau native interval core: labelled intervals painted into disjoint pieces
-// (pau.lifecycle's background and overlay, pau.telemetry's activity).
+// (pau.engine._lifecycle's background and overlay, pau.figures.hardware's activity).
 //
 // paint: at each instant of a rank the interval of the highest level covering it
 // wins; within a level the later start wins, ties the later row. The pieces are

@@ -1,5 +1,5 @@
 // The pages of one Parquet column chunk, decoded: pau's reader of its own archive
-// layout (pau.io.write_dataset), for the encodings that layout writes.
+// layout (pau.engine.io.write_dataset), for the encodings that layout writes.
 //
 // A column chunk is a run of pages, each a Thrift compact-protocol header and its
 // bytes (parquet-format: PageHeader, DataPageHeader, DataPageHeaderV2,
@@ -15,7 +15,7 @@
 //
 // Anything else (another codec, another encoding, an index out of its dictionary, a page
 // that does not add up, a checksum that does not match) makes the call return
-// false: pyarrow then reads the row group and raises what it finds (pau.io). So
+// false: pyarrow then reads the row group and raises what it finds (pau.engine.io). So
 // this file never decides what a malformed file means; it only reads well-formed
 // pages fast. The checksum of a page (CRC-32 of its bytes, as zlib's) is checked
 // when asked, as pyarrow checks it when pau opens a file.

@@ -41,7 +41,7 @@ class Workers {
     // the child's lock held, as with any lock held across fork). Pools are never
     // destroyed, so no thread is joined at exit.
     //
-    // The cores are the process's to decide (pau._threads, from its affinity mask):
+    // The cores are the process's to decide (pau.engine._threads, from its affinity mask):
     // set_cores() before the first use; without it, the hardware's thread count.
     static Workers& get() {
         std::lock_guard<std::mutex> lock(guard());

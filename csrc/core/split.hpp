@@ -3,7 +3,7 @@
 //
 // Events are read in place, either from record batches through the Arrow C data
 // interface (EventBatch::read, the full ledger's early sweep in crossing.hpp) or
-// from arrays the caller already holds (EventBatch::of, pau._sweep's in-memory
+// from arrays the caller already holds (EventBatch::of, pau.engine._sweep's in-memory
 // sweep). rank_parts splits them at rank boundaries without reading every row;
 // sweep_split sweeps each part on its own thread and checks afterwards that the
 // split's assumption (ranks sorted) held, sweeping again on one thread when not.

@@ -2,7 +2,10 @@
 
 An exact ledger of accelerator time from per-rank timelines: what useful work the
 accelerators completed and what it cost. The public API lives in :mod:`pau.core`;
-readers and writers in :mod:`pau.io`; synthetic runs in :mod:`pau.synth`.
+the tree shows the layers, bottom to top: :mod:`pau.engine` (columns in, exact ledgers
+out), :mod:`pau.readers` (other tools' files), :mod:`pau.figures` and :mod:`pau.compat`
+(figures over ledgers and runs), :mod:`pau.run` (one run from every reader),
+:mod:`pau.views` (text, plots, HTML), the facade :mod:`pau.core` and the command line.
 
 The names below are loaded on first use (PEP 562), so that ``import pau`` (and the
 command line's ``--help``) does not load numpy, pyarrow and the kernels until a name
@@ -16,19 +19,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 try:
-    from . import _core  # noqa: F401  (the compiled core; private)
+    from pau import _core  # noqa: F401  (the compiled core; private)
 except ImportError as exc:  # pragma: no cover - only without a build
     raise ImportError(
         "pau's native core (pau._core) is not built. Install pau with `pip install .` "
         "from a clone (a C++17 compiler is needed), not by putting src/ on sys.path."
     ) from exc
 
-from . import errors
+from pau import errors
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers
-    from .core import (ACTIVITIES, KINDS, STATES, Ledger, Overlap, Quarantined, attribute, classify,
-                       classify_dataset, ledger, overlap)
-    from .run import Run, RunWarning, read, read_runs
+    from pau.core import (
+        ACTIVITIES, KINDS, STATES, Ledger, Overlap, Quarantined, attribute, classify, classify_dataset, ledger,
+        overlap,
+    )
+    from pau.run import Run, RunWarning, read, read_runs
 
 __version__: str = _core.__version__
 
@@ -48,7 +53,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(__all__)
 
 
 __all__ = [

@@ -14,8 +14,8 @@ import argparse
 import importlib
 from typing import Sequence
 
-from . import _core
-from ._names import ALIGN_METHODS, INPUT_FORMATS, TOP_KERNELS
+from pau import _core
+from pau.engine._names import ALIGN_METHODS, INPUT_FORMATS, TOP_KERNELS
 
 __all__ = ["BUILTIN", "EXIT_BAD_INPUT", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main", "parser"]
 

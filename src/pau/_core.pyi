@@ -64,7 +64,7 @@ class ExclusiveSweep:
 TidyCells = tuple[npt.NDArray[np.int32], npt.NDArray[np.int8], npt.NDArray[np.int8], npt.NDArray[np.int64]]
 
 class CrossingSweep:
-    """The full ledger's sweep over the cuts of a lifecycle (pau._crossing)."""
+    """The full ledger's sweep over the cuts of a lifecycle (pau.engine._crossing)."""
 
     def __init__(
         self,
@@ -344,7 +344,7 @@ class KinetoParser:
 
 def kineto_invalid_reasons() -> dict[int, str]: ...
 
-# the Parquet page decoder of pau's archive layout (csrc/core/parquet.hpp, pau._parquet)
+# the Parquet page decoder of pau's archive layout (csrc/core/parquet.hpp, pau.engine._parquet)
 def parquet_ints(
     chunk: Buffer, bits: int, n: int, verify: bool, out: Buffer, codec: int = 0, optional: bool = False
 ) -> bool: ...

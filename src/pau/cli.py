@@ -32,18 +32,21 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from . import _jit, core, errors, html_report, layers, synth
-from .readers.mllog import mllog_files
-from .readers.slurm import read_sacct
-from . import _mlperf
-from ._format import duration, in_unit, pct, unit
-from ._ledger import Ledger
-from . import _console
-from ._types import Quarantined, RunSummary
-from .chrome_trace import write_chrome_trace
-from ._args import BUILTIN as _BUILTIN
-from ._args import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, parser
-from .run import Run, detect, read_runs, run_figures
+from pau.engine import _jit
+from pau import core, errors, synth
+from pau.views import html as html_report
+from pau.figures import layers
+from pau.readers.mllog import mllog_files
+from pau.readers.slurm import read_sacct
+from pau.readers import mlperf_rules as _mlperf
+from pau.engine._format import duration, in_unit, pct, unit
+from pau.engine.ledger import Ledger
+from pau.views import console as _console
+from pau.engine.types import Quarantined, RunSummary
+from pau.views.chrome_trace import write_chrome_trace
+from pau._args import BUILTIN as _BUILTIN
+from pau._args import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, parser
+from pau.run import Run, detect, read_runs, run_figures
 
 # Columns of the report: (heading, activity). Every activity that occurs gets its
 # column (memset and sync as themselves); compute and idle always.
@@ -213,7 +216,7 @@ def render_idle(idle: dict | None) -> str:
 
 
 def render_layers(lay: dict | None) -> str:
-    """The stack from accountable time down (pau.layers): each layer, its factor and
+    """The stack from accountable time down (pau.figures.layers): each layer, its factor and
     what the step to it lost (the four largest causes)."""
     if not lay or not lay["layers"]:
         return ""
@@ -236,7 +239,7 @@ def render_layers(lay: dict | None) -> str:
 
 
 def render_recovery(rec: dict | None) -> str:
-    """Failures and recovery (pau.outcome.recovery), in one paragraph."""
+    """Failures and recovery (pau.figures.outcome.recovery), in one paragraph."""
     if not rec or not rec["failures"]:
         return ""
     causes = ", ".join(f"{k} {v['failures']}" for k, v in sorted(rec["by_cause"].items(), key=lambda kv: -kv[1]["failures"]))
@@ -325,7 +328,7 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
 
 
 def _reached(m: dict) -> str:
-    """Whether a run's eval metric reached its MLCommons target (pau._mlperf.judge):
+    """Whether a run's eval metric reached its MLCommons target (pau.readers.mlperf_rules.judge):
     ``yes``, ``no``, ``-`` when no target is known or the log has no eval."""
     ev = m.get("eval") or {}
     got = ev.get("reached")
@@ -472,7 +475,7 @@ def check_gates(gates: Sequence[str], figures: dict) -> list[str]:
 
 
 def _status(flag: bool | None) -> _console.Status | None:
-    """What stderr shows while the input is read (:class:`pau._console.Status`):
+    """What stderr shows while the input is read (:class:`pau.views.console.Status`):
     ``--progress`` always (a terminal or not), ``--no-progress`` never; by default when
     stderr is a terminal and not with ``-q``."""
     if flag is False or (flag is None and _VERBOSITY["level"] < 0):

@@ -22,16 +22,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._engine import attribute, classify, classify_dataset, ledger, overlap
-from ._ledger import Ledger
-from ._sweep import Overlap
-from ._threads import PARALLEL_MIN_ROWS
-from ._types import LedgerSummary, OnInvalid, OutsideAccountable, Quarantined, RunSummary, TableLike
-from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
-from . import analysis as _analysis
-from .analysis import Comparison, KernelDiff, colocated, interference, kernel_diff, stragglers
-from .economics import OUTCOMES, RequestLedger, checkpoint_advice, checkpoint_interval, cost, requests
-from .run import Run, RunWarning, read, read_runs
+from pau.engine.api import attribute, classify, classify_dataset, ledger, overlap
+from pau.engine.ledger import Ledger
+from pau.engine._sweep import Overlap
+from pau.engine._threads import PARALLEL_MIN_ROWS
+from pau.engine.types import LedgerSummary, OnInvalid, OutsideAccountable, Quarantined, RunSummary, TableLike
+from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
+from pau.figures import analysis as _analysis
+from pau.figures.analysis import Comparison, KernelDiff, colocated, interference, kernel_diff, stragglers
+from pau.figures.economics import (
+    OUTCOMES, RequestLedger, checkpoint_advice, checkpoint_interval, cost, requests,
+)
+from pau.run import Run, RunWarning, read, read_runs
 
 __all__ = [
     "KINDS",
@@ -78,7 +80,7 @@ def compare(a: Run | Ledger, b: Run | Ledger, *, prices_a: dict[str, Any] | None
     """Two runs (or their ledgers) side by side on the same useful-output denominators.
 
     A :class:`Run` is taken through :meth:`Run.ledger` (``as_of`` applies to runs);
-    the rest is :func:`pau.analysis.compare`, whose figures are those of
+    the rest is :func:`pau.figures.analysis.compare`, whose figures are those of
     :meth:`Ledger.summary`. When both sides are runs with device events,
     ``.kernels`` is their :func:`kernel_diff` (per preserved step of each ledger);
     a ledger holds no events, so with a ledger on either side ``.kernels`` is None.

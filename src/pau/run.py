@@ -32,29 +32,31 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from . import _engine
-from . import align as _align
-from . import idle as _idle
-from . import layers as _layers
-from . import outcome as _outcome
-from . import io as _io
-from . import telemetry as _telemetry
-from ._format import html_table
-from ._names import INPUT_FORMATS
-from ._input import REASONS, as_table, raise_first, row_reasons, spans_of
-from ._types import (QUARANTINE_SCHEMA, OutsideAccountable, RunSummary, RunWarning, check_on_invalid,
-                     quarantine_schema, quarantine_table)
-from ._ledger import Ledger
-from ._vocab import LIFECYCLE_SCHEMA
-from .analysis import range_summary, step_figures, top_kernels
-from .economics import requests as _request_ledger
-from .errors import OptionError, PauError, SchemaError
-from .readers.detect import detect_format
-from .readers.kineto import KinetoTrace, read_kineto, trace_files
-from .readers.mllog import MLLogRun, read_mllog
-from .readers.nsys import NsysTrace, nsys_files, read_nsys
-from .readers.serving import ServingResults, read_serving
-from .readers import telemetry as _readers_telemetry
+from pau.engine import api as _engine
+from pau.figures import align as _align
+from pau.figures import idle as _idle
+from pau.figures import layers as _layers
+from pau.figures import outcome as _outcome
+from pau.engine import io as _io
+from pau.figures import hardware as _telemetry
+from pau.engine._format import html_table
+from pau.engine._names import INPUT_FORMATS
+from pau.engine._input import REASONS, as_table, raise_first, row_reasons, spans_of
+from pau.engine.types import (
+    QUARANTINE_SCHEMA, OutsideAccountable, RunSummary, RunWarning, check_on_invalid, quarantine_schema,
+    quarantine_table,
+)
+from pau.engine.ledger import Ledger
+from pau.engine.vocab import LIFECYCLE_SCHEMA
+from pau.figures.analysis import range_summary, step_figures, top_kernels
+from pau.figures.economics import requests as _request_ledger
+from pau.errors import OptionError, PauError, SchemaError
+from pau.readers.detect import detect_format
+from pau.readers.kineto import KinetoTrace, read_kineto, trace_files
+from pau.readers.mllog import MLLogRun, read_mllog
+from pau.readers.nsys import NsysTrace, nsys_files, read_nsys
+from pau.readers.serving import ServingResults, read_serving
+from pau.readers import telemetry as _readers_telemetry
 
 __all__ = ["FORMATS", "TABLES", "MultipleRunsError", "Run", "RunWarning", "attach_samples", "detect", "read", "read_runs",
            "run_figures", "spans_of"]
@@ -105,7 +107,7 @@ class Run:
     warnings : list of RunWarning
     quarantine : pyarrow.Table or None
         Rows or files set aside with ``on_invalid="quarantine"``: each reader's table as
-        it is, ``source_file, location, reason`` first (:data:`pau._types.QUARANTINE_SCHEMA`;
+        it is, ``source_file, location, reason`` first (:data:`pau.engine.types.QUARANTINE_SCHEMA`;
         ``location``: ``line L, offset B`` or ``file`` in a trace, ``table T rowid N`` or
         ``file`` in an Nsight export, ``line N``/``record N`` in serving results), then
         the reader's own columns (docs/bad-input.md).
@@ -149,7 +151,7 @@ class Run:
                accelerator: str | None = None, dtype: str | None = None, peak: Any = None,
                price_per_accelerator_hour: float | None = None) -> _layers.Layers:
         """The stack from accelerator time asked for down to useful FLOPs
-        (:func:`pau.layers.layers`): accountable, productive, productive compute, the
+        (:func:`pau.figures.layers.layers`): accountable, productive, productive compute, the
         hardware's activity over it (with samples), FLOPs at peak (with ``flops``); a
         ``schedule`` adds the time queued on top."""
         if self.lifecycle is None:
@@ -207,7 +209,7 @@ class Run:
         """Write the run in pau's layout: a folder (see ``docs/run.md``).
 
         ``path/pau-run.json`` (metadata, warnings, the tables' columns), ``events/``
-        (:func:`pau.io.write_dataset`: ``job=run/rank=R/part-0.parquet``) and one
+        (:func:`pau.engine.io.write_dataset`: ``job=run/rank=R/part-0.parquet``) and one
         ``<table>.parquet`` per other table. Returns the folder's path."""
         out = os.fspath(path)
         if out.endswith((".parquet", ".json", ".gz")):
@@ -261,20 +263,20 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
 
     Keys: ``format``, ``tables`` (rows per table), ``ledger`` (:meth:`Ledger.summary`
     when the run has events or a lifecycle, else None), ``requests``
-    (:meth:`pau.economics.RequestLedger.summary` when it has requests, else None),
+    (:meth:`pau.figures.economics.RequestLedger.summary` when it has requests, else None),
     ``slo_ns`` (the SLOs the requests were checked against, ns; empty when none),
     ``per_rank`` (:meth:`Ledger.rank_activity`: each rank's span and ns per activity;
-    None without a ledger), ``top_kernels`` (:func:`pau.analysis.top_kernels`: the device work that took the
+    None without a ledger), ``top_kernels`` (:func:`pau.figures.analysis.top_kernels`: the device work that took the
     most time; None without events), ``nvtx`` (an Nsight export's NVTX ranges by name,
-    :func:`pau.analysis.range_summary`, as the reader found them; None for other
-    formats), ``steps`` (:func:`pau.analysis.step_figures`:
+    :func:`pau.figures.analysis.range_summary`, as the reader found them; None for other
+    formats), ``steps`` (:func:`pau.figures.analysis.step_figures`:
     step times per rank and the stragglers; None without per-rank steps),
-    ``layers`` (:func:`pau.layers.layers` of a lifecycle ledger: accountable, productive,
+    ``layers`` (:func:`pau.figures.layers.layers` of a lifecycle ledger: accountable, productive,
     productive compute and, with samples, the hardware's activity, each with its factor
-    and losses), ``recovery`` (:func:`pau.outcome.recovery`: failures per 1,000
-    accelerator-hours, time to recover, restart loops), ``idle_by_cause`` (:func:`pau.idle.idle_by_cause`: idle split into host_wait,
+    and losses), ``recovery`` (:func:`pau.figures.outcome.recovery`: failures per 1,000
+    accelerator-hours, time to recover, restart loops), ``idle_by_cause`` (:func:`pau.figures.idle.idle_by_cause`: idle split into host_wait,
     data_wait, sync_wait and idle.other, ``ns`` for the job and ``per_rank``; None
-    without events), ``telemetry`` (:func:`pau.telemetry.summary`: each metric's time-weighted mean, and
+    without events), ``telemetry`` (:func:`pau.figures.hardware.summary`: each metric's time-weighted mean, and
     energy, per state and activity; None without samples),
     ``events_outside_accountable`` (events that fall
     outside their rank's accountable
@@ -321,7 +323,7 @@ _MLPERF_KEYS = ("benchmark", "division", "submitter", "system", "status", "accel
 
 def _mlperf_figures(run: Run) -> dict[str, Any] | None:
     """An MLPerf log's result: status, time to train, epochs and blocks, the eval metric
-    against its quality target (``metadata["eval"]``, ``pau._mlperf.judge``); None for
+    against its quality target (``metadata["eval"]``, ``pau.readers.mlperf_rules.judge``); None for
     other formats."""
     if run.metadata.get("format") != "mllog":
         return None
@@ -488,13 +490,13 @@ def _from_serving(s: ServingResults, path: str) -> Run:
 
 def _quarantine(table: pa.Table) -> pa.Table | None:
     """A reader's quarantine as the run keeps it: the reader's table as it is (it begins
-    with :data:`pau._types.QUARANTINE_SCHEMA`, ``source_file, location, reason``, then
+    with :data:`pau.engine.types.QUARANTINE_SCHEMA`, ``source_file, location, reason``, then
     the reader's own columns); None when nothing was set aside."""
     if table.num_rows == 0:
         return None
     if table.schema.names[:3] != QUARANTINE_SCHEMA.names:
         raise PauError(f"quarantine with columns {table.column_names}: a run's quarantine begins with "
-                       "source_file, location, reason. Fix: build it with pau._types.quarantine_table")
+                       "source_file, location, reason. Fix: build it with pau.engine.types.quarantine_table")
     return table
 
 
@@ -681,7 +683,7 @@ def attach_samples(run: Run, samples: Any, *, devices: Any = None, on_invalid: s
     file or a list of them (format detected, :func:`pau.readers.telemetry.read_telemetry`),
     a :class:`~pau.readers.telemetry.Telemetry` already read (for reader options), or a
     samples table whose ``rank`` already names the run's ranks. Devices are matched to
-    ranks by :func:`pau.telemetry.match_devices` (``devices``: an explicit mapping or
+    ranks by :func:`pau.figures.hardware.match_devices` (``devices``: an explicit mapping or
     ``"index"``); the match is in ``metadata["telemetry"]``."""
     check_on_invalid(on_invalid)
     if run.samples is not None:
@@ -824,7 +826,7 @@ def read(path: str | os.PathLike[str], *, format: str | None = None, on_invalid:
     **options
         Reader options: ``rules``, ``threads`` (Kineto), ``rules`` (Nsight),
         ``align="collectives"`` (Kineto and Nsight: every rank's clock put on the
-        lowest rank's, from the collectives they share, see :mod:`pau.align`; the
+        lowest rank's, from the collectives they share, see :mod:`pau.figures.align`; the
         offsets are in ``metadata["alignment"]``),
         ``system`` (MLPerf), ``progress`` (Parquet and pau runs: a bar or callback
         while the events are read, as in :func:`pau.core.classify_dataset`). An option that does not apply to the format is an error.

@@ -141,7 +141,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._vocab import LIFECYCLE_SCHEMA
+from pau.engine.vocab import LIFECYCLE_SCHEMA
 
 __all__ = [
     "KINDS",

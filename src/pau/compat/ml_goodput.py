@@ -51,11 +51,11 @@ from typing import Any, Iterable, Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from .._engine import ledger as _pau_ledger
-from .._ledger import Ledger
-from .._types import LedgerSummary, Quarantined, check_on_invalid, quarantine_schema, quarantine_table
-from .._vocab import LIFECYCLE_SCHEMA
-from ..errors import InvalidRowError, NoInputError, OptionError, PauError
+from pau.engine.api import ledger as _pau_ledger
+from pau.engine.ledger import Ledger
+from pau.engine.types import LedgerSummary, Quarantined, check_on_invalid, quarantine_schema, quarantine_table
+from pau.engine.vocab import LIFECYCLE_SCHEMA
+from pau.errors import InvalidRowError, NoInputError, OptionError, PauError
 
 __all__ = [
     "BADPUT_TYPES",
@@ -283,7 +283,7 @@ def _raw(source: Any) -> tuple[str, list[tuple[int, Any]]]:
 
 
 #: The entries set aside with ``on_invalid="quarantine"``: ``source_file, location,
-#: reason`` (:data:`pau._types.QUARANTINE_SCHEMA`; ``source_file`` null for entries
+#: reason`` (:data:`pau.engine.types.QUARANTINE_SCHEMA`; ``source_file`` null for entries
 #: given as a list, ``location`` ``row N``), then ``row`` (the entry's index: list
 #: position, or 0-based line of a JSON-lines file), ``key`` (the key at fault) and
 #: ``entry`` (the entry's JSON).
@@ -1197,7 +1197,7 @@ def to_lifecycle(entries: Any, *, ranks: int = 1, query_time: Optional[TimeLike]
     Returns
     -------
     pyarrow.Table, or Quarantined
-        With the schema ``pau._vocab.LIFECYCLE_SCHEMA``.
+        With the schema ``pau.engine.vocab.LIFECYCLE_SCHEMA``.
     """
     p = _parse(entries, job_name, on_invalid)
     table, _ = _lifecycle(p, ranks, query_time, on_invalid)

@@ -13,11 +13,11 @@ analysing it: analysis is :mod:`pau.core`'s job.
 
 from __future__ import annotations
 
-from .detect import FORMATS, UnknownFormatError, detect_format
-from .kineto import KinetoTrace, Rules, read_kineto
-from .mllog import MLLogError, MLLogRun, mllog_summary, read_mllog
-from .nsys import NsysTrace, read_nsys
-from .serving import REQUESTS_SCHEMA, ServingFormatError, ServingResults, read_serving
+from pau.readers.detect import FORMATS, UnknownFormatError, detect_format
+from pau.readers.kineto import KinetoTrace, Rules, read_kineto
+from pau.readers.mllog import MLLogError, MLLogRun, mllog_summary, read_mllog
+from pau.readers.nsys import NsysTrace, read_nsys
+from pau.readers.serving import REQUESTS_SCHEMA, ServingFormatError, ServingResults, read_serving
 
 __all__ = [
     "FORMATS", "KinetoTrace", "MLLogError", "MLLogRun", "NsysTrace", "REQUESTS_SCHEMA", "Rules",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ..errors import NoInputError
+from pau.errors import NoInputError
 
 
 def files_in(path: str | os.PathLike, suffixes: tuple[str, ...], *, missing: str, empty: str) -> list[str]:

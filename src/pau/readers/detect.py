@@ -36,7 +36,7 @@ import sqlite3
 import pathlib
 import zlib
 
-from ..errors import NoInputError, PauError
+from pau.errors import NoInputError, PauError
 
 __all__ = ["FORMATS", "UnknownFormatError", "detect_format"]
 

@@ -21,7 +21,7 @@ What becomes what
   name: a ``kernel`` whose name matches :attr:`Rules.communication` (NCCL, RCCL, MSCCL,
   oneCCL, HCCL) is ``communication``, other kernels are ``compute``; MTIA events are
   classed by :attr:`Rules.names` only. The defaults are one table per device type
-  (:data:`pau._devices.DEVICE_TABLES`, data that ``rules={device: table}`` overrides);
+  (:data:`pau.readers.devices.DEVICE_TABLES`, data that ``rules={device: table}`` overrides);
   device time no rule classes is ``other`` with a warning naming its top names
   (``docs/devices.md``).
 * **Steps**: every ``ProfilerStep#N`` annotation (host side) becomes a lifecycle
@@ -35,8 +35,8 @@ What becomes what
   event's ``launch_ns`` is the start of the earliest host event with its
   ``correlation`` id (the runtime's launch call), null without one. The
   :attr:`KinetoTrace.host` table holds the host intervals in which the device's idle
-  time has a cause: the synchronize calls of :data:`pau._devices.SYNC_CALLS`
-  (``sync_wait``) and the DataLoader spans of :data:`pau._devices.DATA_WAIT_SPANS`
+  time has a cause: the synchronize calls of :data:`pau.readers.devices.SYNC_CALLS`
+  (``sync_wait``) and the DataLoader spans of :data:`pau.readers.devices.DATA_WAIT_SPANS`
   (``data_wait``). Host events belong to the rank of their file; in a file holding
   several devices they belong to every rank of the file (one host process drives
   them all, and a blocked host launches on none).
@@ -84,16 +84,16 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .. import _core
-from .._threads import cores
-from .._input import spans_of
-from .._types import check_on_invalid, quarantine_schema, quarantine_table
-from .._devices import DATA_WAIT_SPANS, DEVICE_TABLES, DEVICES, check_table, sync_call
-from .._vocab import KINDS
-from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
-from .._types import RunWarning
-from ..errors import OptionError, PauError
-from ._files import expand, files_in
+from pau import _core
+from pau.engine._threads import cores
+from pau.engine._input import spans_of
+from pau.engine.types import check_on_invalid, quarantine_schema, quarantine_table
+from pau.readers.devices import DATA_WAIT_SPANS, DEVICE_TABLES, DEVICES, check_table, sync_call
+from pau.engine.vocab import KINDS
+from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
+from pau.engine.types import RunWarning
+from pau.errors import OptionError, PauError
+from pau.readers._files import expand, files_in
 
 _fast_gzip_error: type[Exception]
 try:  # optional: ISA-L inflates gzip about 3x faster than zlib (pip install isal)
@@ -228,7 +228,7 @@ class Rules:
     matches is ``other`` and *unclassified*, which :func:`read_kineto` reports with its
     top names (warning ``kineto.unclassified_device_time``).
 
-    The defaults are the device tables of :data:`pau._devices.DEVICE_TABLES` (one per
+    The defaults are the device tables of :data:`pau.readers.devices.DEVICE_TABLES` (one per
     device type: CUDA, ROCm, XPU, HPU, MTIA, XLA), merged. Replace or add a device's
     table with :meth:`from_tables` (data, e.g. from a JSON file; ``read_kineto(path,
     rules={"mtia": {...}})`` does the same), or extend the rules::
@@ -262,7 +262,7 @@ class Rules:
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, Mapping[str, Any]], *, defaults: bool = True) -> "Rules":
-        """Rules from device tables (see :mod:`pau._devices` for their fields): each
+        """Rules from device tables (see :mod:`pau.readers.devices` for their fields): each
         field of a given device's table replaces that field of the default table, the
         fields not given are kept (``defaults=False``: only the given tables)."""
         if not isinstance(tables, Mapping):
@@ -800,7 +800,7 @@ def _unclassified_warning(f: _File, idx: np.ndarray, unclassified: np.ndarray) -
 
 
 #: What :attr:`KinetoTrace.quarantine` holds: ``source_file, location, reason``
-#: (:data:`pau._types.QUARANTINE_SCHEMA`; ``location`` is ``line L, offset B`` for an
+#: (:data:`pau.engine.types.QUARANTINE_SCHEMA`; ``location`` is ``line L, offset B`` for an
 #: event, ``file`` for a file without device events), then the event's byte ``offset``
 #: and 1-based ``line`` in the (inflated) file, its ``category`` and ``name`` (all null
 #: for a whole file).
@@ -864,7 +864,7 @@ class KinetoTrace:
     host : pyarrow.Table
         :data:`HOST_SCHEMA`: ``rank, start_ns, end_ns, cause`` (``data_wait`` for a
         DataLoader span, ``sync_wait`` for a synchronize call), sorted by rank and
-        start; the host side of the idle split (:func:`pau.idle.idle_by_cause`).
+        start; the host side of the idle split (:func:`pau.figures.idle.idle_by_cause`).
     """
 
     events: pa.Table
@@ -1139,7 +1139,7 @@ def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules:
         top-level array) are read.
     rules : Rules or mapping, optional
         How categories and kernel names become kinds. Default :data:`DEFAULT_RULES`
-        (the device tables of :data:`pau._devices.DEVICE_TABLES`). A mapping of device
+        (the device tables of :data:`pau.readers.devices.DEVICE_TABLES`). A mapping of device
         tables (``{"mtia": {"categories": ..., "names": ..., "communication": ...}}``,
         plain data, e.g. from a JSON file) replaces those devices' default tables.
     on_invalid : {"raise", "quarantine"}
@@ -1185,7 +1185,7 @@ def _rules(rules: Any) -> Rules:
         try:
             return Rules.from_tables(rules)
         except ValueError as exc:
-            raise OptionError(f"{exc}. Fix: give tables as in pau._devices.DEVICE_TABLES (device -> "
+            raise OptionError(f"{exc}. Fix: give tables as in pau.readers.devices.DEVICE_TABLES (device -> "
                               "{categories, names, communication})") from None
     raise TypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables "
                     f"(device -> {{categories, names, communication}}), got {type(rules).__name__}")

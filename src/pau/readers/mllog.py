@@ -33,7 +33,7 @@ What becomes what (DESIGN §2.2, all records attempt 0)
 * ``eval_accuracy`` -> ``eval``: every value in time order with its time
   (``time_ns``, ``run_time_ns`` since ``run_start``) and metadata (``epoch_num``,
   ``samples_count``, ``step_num``, ``metric``), judged against the benchmark's quality
-  target by :func:`pau._mlperf.judge` (MLCommons' compliance checker's targets; the
+  target by :func:`pau.readers.mlperf_rules.judge` (MLCommons' compliance checker's targets; the
   round from the path, ``training_v4.0``, or ``mlperf_round=``). A run whose last
   eval misses its target although ``run_stop`` says ``success`` (or reaches it although
   it does not) gets the warning ``mllog.target_mismatch``; an eval value that is not a
@@ -63,10 +63,10 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from .. import _mlperf
-from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
-from .._types import RunWarning
-from ..errors import NoInputError, PauError
+from pau.readers import mlperf_rules as _mlperf
+from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
+from pau.engine.types import RunWarning
+from pau.errors import NoInputError, PauError
 
 __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
 
@@ -126,7 +126,7 @@ class MLLogRun:
         at the attempt's end) and its start line's ``epoch_num``, ``first_epoch_num``,
         ``epoch_count``, ``samples_count``, ``step_num`` where written.
     eval : dict
-        :func:`pau._mlperf.judge` of the ``eval_accuracy`` values: ``metric, values, last,
+        :func:`pau.readers.mlperf_rules.judge` of the ``eval_accuracy`` values: ``metric, values, last,
         best, target, direction, reached, target_source, round, division, parts, assumed,
         note``.
     """

@@ -46,9 +46,9 @@ For the idle split (``docs/idle.md``): each device event's ``launch_ns`` is the 
 the ``CUPTI_ACTIVITY_KIND_RUNTIME`` call of its process with the same ``correlationId``
 (``cudaLaunchKernel``, ``cudaMemcpyAsync``...; null without one, or for id 0, which CUPTI
 gives records no API call made). :attr:`NsysTrace.host` holds the host intervals that
-explain device idle time: the runtime calls named in :data:`pau._devices.SYNC_CALLS`
+explain device idle time: the runtime calls named in :data:`pau.readers.devices.SYNC_CALLS`
 (``cudaStreamSynchronize_v3020``: the version suffix is stripped) are ``sync_wait``, and
-the NVTX ranges matching :data:`pau._devices.DATA_WAIT_SPANS` are ``data_wait``; each
+the NVTX ranges matching :data:`pau.readers.devices.DATA_WAIT_SPANS` are ``data_wait``; each
 belongs to every rank of its process.
 
 Lifecycle from NVTX
@@ -86,14 +86,16 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .._types import check_on_invalid, quarantine_schema, quarantine_table
-from .._vocab import KINDS
-from .._vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
-from .._vocab import SPANS_SCHEMA as _SPANS_SCHEMA
-from .._types import RunWarning
-from ._files import expand, files_in
-from .kineto import (DEFAULT_RULES, HOST_CAUSES, HOST_SCHEMA, InvalidEventError, NoDeviceEventsError,
-                     Rules, TraceFormatError, host_cause, host_table)
+from pau.engine.types import check_on_invalid, quarantine_schema, quarantine_table
+from pau.engine.vocab import KINDS
+from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
+from pau.engine.vocab import SPANS_SCHEMA as _SPANS_SCHEMA
+from pau.engine.types import RunWarning
+from pau.readers._files import expand, files_in
+from pau.readers.kineto import (
+    DEFAULT_RULES, HOST_CAUSES, HOST_SCHEMA, InvalidEventError, NoDeviceEventsError, Rules, TraceFormatError,
+    host_cause, host_table,
+)
 
 __all__ = ["DEFAULT_STEP_PATTERN", "NsysTrace", "QUARANTINE_SCHEMA", "read_nsys"]
 
@@ -120,7 +122,7 @@ _NVTX_SCHEMA = pa.schema([
 ])
 
 #: What :attr:`NsysTrace.quarantine` holds: ``source_file, location, reason``
-#: (:data:`pau._types.QUARANTINE_SCHEMA`; ``location`` is ``table T rowid N`` for a row,
+#: (:data:`pau.engine.types.QUARANTINE_SCHEMA`; ``location`` is ``table T rowid N`` for a row,
 #: ``file`` for an export without device activity), then the row's ``table`` and
 #: SQLite ``rowid`` (null for a whole file).
 QUARANTINE_SCHEMA = quarantine_schema(pa.field("table", pa.string()), pa.field("rowid", pa.int64()))
@@ -154,7 +156,7 @@ class NsysTrace:
     host : pyarrow.Table
         ``rank, start_ns, end_ns, cause`` (:data:`pau.readers.kineto.HOST_SCHEMA`): the
         synchronize calls (``sync_wait``) and DataLoader NVTX ranges (``data_wait``) of
-        each rank's process; the host side of :func:`pau.idle.idle_by_cause`.
+        each rank's process; the host side of :func:`pau.figures.idle.idle_by_cause`.
     """
 
     events: pa.Table

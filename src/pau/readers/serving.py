@@ -99,16 +99,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._vocab import REQUESTS_SCHEMA
-from .._types import RunWarning, check_on_invalid, quarantine_schema, quarantine_table
-from ..errors import PauError
-from .detect import UnknownFormatError, _detect_file
+from pau.engine.vocab import REQUESTS_SCHEMA
+from pau.engine.types import RunWarning, check_on_invalid, quarantine_schema, quarantine_table
+from pau.errors import PauError
+from pau.readers.detect import UnknownFormatError, _detect_file
 
 __all__ = ["QUARANTINE_SCHEMA", "REQUESTS_SCHEMA", "ServingFormatError", "ServingResults", "read_serving"]
 
 
 #: The records set aside with ``on_invalid="quarantine"``: ``source_file, location,
-#: reason`` (:data:`pau._types.QUARANTINE_SCHEMA`), then ``record``, the record as the
+#: reason`` (:data:`pau.engine.types.QUARANTINE_SCHEMA`), then ``record``, the record as the
 #: format numbers it (``line N`` of a JSON-lines file, 1-based; ``record N`` or
 #: ``request N``, the 0-based index in a JSON list; ``experiments[E].requests[R]`` in
 #: GenAI-Perf), which is also the ``location``.

@@ -53,9 +53,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
-from .._types import Quarantined, check_on_invalid
-from .._vocab import counts_metadata
-from ..errors import InvalidRowError, NoInputError, OptionError, SchemaError
+from pau.engine.types import Quarantined, check_on_invalid
+from pau.engine.vocab import counts_metadata
+from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
 
 __all__ = ["read_sacct", "parse_sacct", "SACCT_FORMAT"]
 

@@ -52,10 +52,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._input import _column, as_table, rank_column, time_column
-from .._types import QUARANTINE_SCHEMA, RunWarning, check_on_invalid, quarantine_table
-from ..errors import InvalidRowError, NoInputError, OptionError, PauError, SchemaError
-from .nsys import _Db, _session
+from pau.engine._input import _column, as_table, rank_column, time_column
+from pau.engine.types import QUARANTINE_SCHEMA, RunWarning, check_on_invalid, quarantine_table
+from pau.errors import InvalidRowError, NoInputError, OptionError, PauError, SchemaError
+from pau.readers.nsys import _Db, _session
 
 __all__ = [
     "DEVICES_SCHEMA", "FORMATS", "METRICS", "Metric", "QUARANTINE_SCHEMA", "SAMPLES_SCHEMA", "Telemetry",
@@ -83,7 +83,7 @@ DEVICES_SCHEMA = pa.schema([
 ])
 
 #: Samples set aside with ``on_invalid="quarantine"``: the common quarantine layout
-#: (:data:`pau._types.QUARANTINE_SCHEMA`, ``source_file, location, reason``) and no
+#: (:data:`pau.engine.types.QUARANTINE_SCHEMA`, ``source_file, location, reason``) and no
 #: column of its own. ``QUARANTINE_SCHEMA`` of this module is that schema.
 
 #: The formats :func:`read_telemetry` reads.

@@ -1,6 +1,6 @@
-"""Numba kernels of :mod:`pau.economics`. Pure functions: arrays in, arrays out.
+"""Numba kernels of :mod:`pau.figures.economics`. Pure functions: arrays in, arrays out.
 
-Inputs are validated by :mod:`pau.economics` before they get here. The busy-time
+Inputs are validated by :mod:`pau.figures.economics` before they get here. The busy-time
 attribution is native (``csrc/core/attrib.hpp``, slow twin in
 ``tests/reference_econ.py``); the checkpoint Monte Carlo stays here.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
+from pau.engine._jit import kernel
 
 
 @kernel

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
-from .errors import PauError
+from pau.errors import PauError
 
 __all__ = ["Progress", "Bar", "Tracker", "tracker"]
 

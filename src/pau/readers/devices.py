@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ._vocab import KINDS
+from pau.engine.vocab import KINDS
 
 __all__ = ["DATA_WAIT_SPANS", "DEVICE_TABLES", "DEVICES", "SYNC_CALLS", "check_table", "sync_call"]
 

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from . import _core
-from ._input import KINDS, as_table
-from ._sweep import lean_kernel, levels_of
-from ._threads import cores
+from pau import _core
+from pau.engine._input import KINDS, as_table
+from pau.engine._sweep import lean_kernel, levels_of
+from pau.engine._threads import cores
 
 #: Events from which the sweep runs beside the attribution (below, starting a
 #: thread costs more than it saves).
@@ -70,7 +70,7 @@ HEAD_ROWS = 1024
 #: The kernel of the exclusive-time sweep each part is swept with (see
 #: ``csrc/core/exclusive.hpp``: 0 the best, 1 scalar, 2 AVX-512, 3 AVX2), or None for
 #: the full 64-mask sweep: the exclusive one where the CPU runs a vector kernel, as
-#: for ``classify`` (``pau._sweep.lean_kernel``).
+#: for ``classify`` (``pau.engine._sweep.lean_kernel``).
 LEAN_KERNEL: int | None = lean_kernel()
 
 #: "No as_of" for the native core: the least int64 (its null time); any other int64 is a time.

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ._format import duration, html_table, pct
-from ._types import LedgerSummary, RankActivity
-from .errors import PauError
-from ._vocab import ACTIVITIES, STATES, counts_metadata, label, names
+from pau.engine._format import duration, html_table, pct
+from pau.engine.types import LedgerSummary, RankActivity
+from pau.errors import PauError
+from pau.engine.vocab import ACTIVITIES, STATES, counts_metadata, label, names
 
 NS_PER_HOUR = 3_600 * 10**9
 _UNKNOWN = "unknown"

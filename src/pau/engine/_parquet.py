@@ -4,8 +4,8 @@ and pyarrow's default files.
 :func:`read_row_group` gives what ``pyarrow.parquet.ParquetFile.read_row_group``
 gives (the same schema, metadata and values) for a row group whose requested
 columns the native decoder reads (``csrc/core/parquet.hpp``), and None for any
-other; :mod:`pau.io` then reads that row group with pyarrow. The decoder reads the
-columns of pau's layout as :func:`pau.io.write_dataset` writes them, and those of
+other; :mod:`pau.engine.io` then reads that row group with pyarrow. The decoder reads the
+columns of pau's layout as :func:`pau.engine.io.write_dataset` writes them, and those of
 pyarrow's default files: uncompressed or SNAPPY pages (its own decompressor,
 ``csrc/core/snappy.hpp``), without nulls (required columns, or optional ones whose
 every value is defined), ``INT32``/``INT64`` (``int32``, ``int64``,
@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import _core
+from pau import _core
 
 #: Read row groups natively where the decoder can (tests switch it off to compare).
 ENABLED = True

@@ -20,14 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from ._format import duration
-from ._input import _column, as_table, int_values, null_mask, time_values
-from ._ledger import Ledger
-from ._names import TOP_KERNELS
-from ._types import LedgerSummary, Quarantined, TopKernel, check_on_invalid
-from ._vocab import STATES
-from .economics import cost
-from .errors import InvalidRowError, PauError, SchemaError
+from pau.engine._format import duration
+from pau.engine._input import _column, as_table, int_values, null_mask, time_values
+from pau.engine.ledger import Ledger
+from pau.engine._names import TOP_KERNELS
+from pau.engine.types import LedgerSummary, Quarantined, TopKernel, check_on_invalid
+from pau.engine.vocab import STATES
+from pau.figures.economics import cost
+from pau.errors import InvalidRowError, PauError, SchemaError
 
 __all__ = [
     "Stragglers",
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 _NS_PER_S = 10**9
-#: TOP_KERNELS (pau._names): rows of :func:`top_kernels` in a run's summary and report, and of a
+#: TOP_KERNELS (pau.engine._names): rows of :func:`top_kernels` in a run's summary and report, and of a
 #: kernel diff in text.
 
 
@@ -461,7 +461,7 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
     a, b : Ledger
         Two runs, or the same work on two cluster configurations.
     prices_a, prices_b : dict, optional
-        Prices as for :func:`pau.economics.cost`; cost rows appear when both are given.
+        Prices as for :func:`pau.figures.economics.cost`; cost rows appear when both are given.
     labels : (str, str)
         Names of the two sides in :meth:`Comparison.render`.
     events_a, events_b : table-like, optional

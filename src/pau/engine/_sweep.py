@@ -17,22 +17,14 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from . import _core
-from ._input import (
-    KINDS,
-    REASONS,
-    _column,
-    as_table,
-    event_columns,
-    raise_first,
-    rank_column,
-    row_reasons,
-    time_column,
+from pau import _core
+from pau.engine._input import (
+    KINDS, REASONS, _column, as_table, event_columns, raise_first, rank_column, row_reasons, time_column,
 )
-from ._threads import thread_count
-from ._types import Quarantined
-from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, counts_metadata, label
-from .errors import InvalidWindowsError, PauError, UnsortedInputError
+from pau.engine._threads import thread_count
+from pau.engine.types import Quarantined
+from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, counts_metadata, label
+from pau.errors import InvalidWindowsError, PauError, UnsortedInputError
 
 IDLE = len(KINDS)
 _COMPUTE_BIT = 1 << KINDS.index("compute")
@@ -288,7 +280,7 @@ def levels_of(priority: Sequence[str] | None) -> np.ndarray:
 #: The kernel of the exclusive-time sweep: 0 the best this CPU runs, 1 the scalar
 #: one, 2 AVX-512, 3 AVX2 (``csrc/core/exclusive.hpp``). Read at each sweep (the
 #: zoo benchmark sets it to time each kernel); the full ledger's early sweep takes
-#: it once, at import (``pau._crossing.LEAN_KERNEL``).
+#: it once, at import (``pau.engine._crossing.LEAN_KERNEL``).
 BEST_KERNEL = 0
 
 

@@ -22,13 +22,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._engine import ledger as _ledger_of
-from ._input import _column, as_table, int_values, time_values
-from ._ledger import NS_PER_HOUR, Ledger, exact_sums
-from .analysis import step_rows
-from ._types import Quarantined, RunWarning, check_on_invalid
-from .errors import InvalidRowError, OptionError, PauError, SchemaError
-from .lifecycle import NULL, Attribution
+from pau.engine.api import ledger as _ledger_of
+from pau.engine._input import _column, as_table, int_values, time_values
+from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
+from pau.figures.analysis import step_rows
+from pau.engine.types import Quarantined, RunWarning, check_on_invalid
+from pau.errors import InvalidRowError, OptionError, PauError, SchemaError
+from pau.engine._lifecycle import NULL, Attribution
 
 __all__ = [
     "PEAK_FLOPS", "PeakFlops", "peak_flops", "ModelFlops", "model_flops", "ProgramGoodput", "program_goodput",
@@ -219,7 +219,7 @@ def _peak(peak: Any, accelerator: str | None, dtype: str | None, peaks, what: st
         return PeakFlops("given", dtype or "given", _positive(peak, "peak"), "given by the caller (peak=)")
     if accelerator is None or dtype is None:
         raise OptionError(f"{what}: the peak FLOP/s is unknown. Fix: give accelerator= and dtype= (a row of "
-                          "pau.outcome.PEAK_FLOPS), or peak= (FLOP/s per accelerator)")
+                          "pau.figures.outcome.PEAK_FLOPS), or peak= (FLOP/s per accelerator)")
     return peak_flops(accelerator, dtype, peaks=peaks)
 
 

@@ -1,7 +1,7 @@
-"""pau.distributed: classify a partitioned archive through any executor or a Dask cluster.
+"""pau.engine.distributed: classify a partitioned archive through any executor or a Dask cluster.
 
 One partition is one Parquet file (in pau's archive layout, one rank: see
-:func:`pau.io.write_dataset`). Each partition is swept on its own, in a thread, a
+:func:`pau.engine.io.write_dataset`). Each partition is swept on its own, in a thread, a
 process or a Dask worker; what comes back is the sweep's histogram as plain numpy
 arrays (no native object crosses a process boundary). Partitions hold disjoint
 ranks, so the histograms reduce associatively by concatenation, and the result is
@@ -35,14 +35,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import _parquet
-from . import io as _io
-from ._input import EVENT_COLUMNS
-from ._progress import MIN_INTERVAL, Progress, tracker
-from ._sweep import Plan, exclusive, feed_batches, finish, merge_hists, plan_of, stream_plan, with_counts
-from ._threads import cores
-from ._types import Quarantined, check_on_invalid
-from .errors import Interrupted, MemoryBudgetError, PauError
+from pau.engine import _parquet
+from pau.engine import io as _io
+from pau.engine._input import EVENT_COLUMNS
+from pau.engine._progress import MIN_INTERVAL, Progress, tracker
+from pau.engine._sweep import (
+    Plan, exclusive, feed_batches, finish, merge_hists, plan_of, stream_plan, with_counts,
+)
+from pau.engine._threads import cores
+from pau.engine.types import Quarantined, check_on_invalid
+from pau.errors import Interrupted, MemoryBudgetError, PauError
 
 __all__ = ["classify_partitions", "partitions", "parse_memory_budget", "Progress", "ROW_GROUP_COPIES"]
 
@@ -88,7 +90,7 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 
 #: A partition in flight holds up to this many row groups read at once (the one
 #: being swept and the next one being decoded), so its footprint is this times
-#: its largest row group (:func:`pau.io.row_group_bytes`).
+#: its largest row group (:func:`pau.engine.io.row_group_bytes`).
 ROW_GROUP_COPIES = 2
 
 
@@ -124,7 +126,7 @@ def _footprints(parts: list, budget: int) -> list[int]:
                 f"memory_budget: {budget:,} bytes cannot hold row group {rg} of {path} "
                 f"({sizes[rg]:,} rows-in-memory bytes, {ROW_GROUP_COPIES} in flight: {big:,}). Fix: "
                 f"raise memory_budget to at least {big:,}, or rewrite the archive with smaller row "
-                "groups (pau.io.write_dataset(..., row_group_size=...))")
+                "groups (pau.engine.io.write_dataset(..., row_group_size=...))")
         out.append(big)
     return out
 
@@ -430,7 +432,7 @@ def _histograms(parts: list, plan: Plan, *, on_invalid: str, executor, client, w
             raise
         if rdir is None:
             msg = (f"{what} interrupted: {len(parts)} partitions, none kept (no results_dir). Fix: "
-                   "run pau.distributed.classify_partitions(..., results_dir=DIR) to make long runs "
+                   "run pau.engine.distributed.classify_partitions(..., results_dir=DIR) to make long runs "
                    "resumable")
             raise Interrupted(msg, saved=0, total=len(parts), results_dir=None) from None
         msg = (f"{what} interrupted: {saved[0]} of {len(parts)} partitions are saved in {rdir!r}; "
@@ -468,7 +470,7 @@ def classify_partitions(
     root_or_files : str, os.PathLike or list of them
         A Parquet file, a directory (hive partitions such as ``rank=3/`` fill a
         missing ``rank`` column) or a list. **Each rank must live in one file**
-        (pau's layout, :func:`pau.io.write_dataset`); a rank found in two files raises
+        (pau's layout, :func:`pau.engine.io.write_dataset`); a rank found in two files raises
         :class:`pau.errors.PauError` (use :func:`pau.core.classify_dataset` then).
         Each file must be ordered by ``start_ns`` within each rank.
     executor : None, "thread", "process" or concurrent.futures.Executor
@@ -492,7 +494,7 @@ def classify_partitions(
         As in :func:`pau.core.classify`. With ``"quarantine"`` the result is
         :class:`pau.core.Quarantined` ``(table, quarantine)``: the bad rows (the
         columns read, ``rank, start_ns, end_ns, kind``) with ``row`` (0-based in the
-        archive's files concatenated in path order, as :func:`pau.io.read_dataset`
+        archive's files concatenated in path order, as :func:`pau.engine.io.read_dataset`
         reads them) and ``reason``; equal to ``classify`` on that concatenated table.
     progress : None, bool or callable
         None/False: nothing. True: a one-line bar on stderr when stderr is a
@@ -502,7 +504,7 @@ def classify_partitions(
     memory_budget : int or str, optional
         Bytes (or ``"2GiB"``, ``"500MB"``) for the partitions in flight: each one is
         charged :data:`ROW_GROUP_COPIES` times its largest row group in memory
-        (:func:`pau.io.row_group_bytes`, from the Parquet footers), and no more are
+        (:func:`pau.engine.io.row_group_bytes`, from the Parquet footers), and no more are
         started than fit, nor more threads created. Raises
         :class:`pau.errors.MemoryBudgetError` when one row group does not fit.
     by_job : bool, default False
@@ -542,7 +544,7 @@ def classify_partitions(
         missing = [p for p, k in parts if "job" not in k]
         if missing:
             raise PauError(f"by_job=True: {missing[0]} is not under a job=J folder. Fix: write the "
-                           "archive with pau.io.write_dataset(events, root, job=...), or drop by_job")
+                           "archive with pau.engine.io.write_dataset(events, root, job=...), or drop by_job")
     else:
         check_job_ranks(parts)
     hists, computed, in_flight = _histograms(
@@ -611,7 +613,7 @@ def _combine(hists: list, parts: list, plan: Plan) -> tuple[dict, int]:
             if r in seen:
                 raise PauError(f"rank {r} is in two partitions ({seen[r]!r} and {path!r}): partitions "
                                "must hold disjoint ranks. Fix: write the archive with "
-                               "pau.io.write_dataset, or use pau.core.classify_dataset")
+                               "pau.engine.io.write_dataset, or use pau.core.classify_dataset")
             seen[r] = path
     # Spans of ranks with no events in any partition: all idle, swept once here.
     rest = ~np.isin(plan.span_rank, np.fromiter(seen, np.int32, len(seen)))

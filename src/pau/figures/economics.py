@@ -22,14 +22,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _core
-from . import _econ_kernels as K
-from ._input import _column, as_table, time_column
-from ._ledger import NS_PER_HOUR, Ledger
-from ._types import LedgerSummary, Quarantined, check_on_invalid
-from ._vocab import names as vocab_names
-from .errors import InvalidRowError, PauError, SchemaError
-from .telemetry import integrate
+from pau import _core
+from pau.engine import _econ_kernels as K
+from pau.engine._input import _column, as_table, time_column
+from pau.engine.ledger import NS_PER_HOUR, Ledger
+from pau.engine.types import LedgerSummary, Quarantined, check_on_invalid
+from pau.engine.vocab import names as vocab_names
+from pau.errors import InvalidRowError, PauError, SchemaError
+from pau.figures.hardware import integrate
 
 __all__ = [
     "OUTCOMES",
@@ -556,7 +556,7 @@ def _energy_j(p_key, p_t, p_w, q_key, q_start, q_end) -> np.ndarray:
     """Joules over each ``[q_start, q_end)`` of key ``q_key`` from samples (key, t, W).
 
     Power is piecewise linear between samples (trapezoids) and held at the first /
-    last sample outside them (:func:`pau.telemetry.integrate`). Time differences are
+    last sample outside them (:func:`pau.figures.hardware.integrate`). Time differences are
     exact int64 ns; watts x ns products are float64 W.ns, divided by 1e9 at the end.
     """
     p_key, p_t, p_w = np.asarray(p_key, np.int64), np.asarray(p_t, np.int64), np.asarray(p_w, np.float64)
@@ -568,7 +568,7 @@ def _energy_j(p_key, p_t, p_w, q_key, q_start, q_end) -> np.ndarray:
         raise PauError(f"power: no samples for rank/replica {missing[0].item()!r}. Fix: give power samples "
                        f"(rank, time_ns, watts) for every rank of the ledger")
     # The signal: linear between consecutive samples of a key, held at the first and
-    # last sample's watts before and after them; integrated by pau.telemetry's one rule.
+    # last sample's watts before and after them; integrated by pau.figures.hardware's one rule.
     order = np.lexsort((p_t, p_key))
     k, t, w = p_key[order], p_t[order], p_w[order]
     same = k[1:] == k[:-1]
@@ -857,7 +857,7 @@ def checkpoint_interval(mtbf_s: float, checkpoint_cost_s: float, restart_s: floa
     current_interval_s : float, optional
         The work between checkpoints now (s), to compare against.
     simulate : int, default 0
-        Runs of the Monte Carlo (:func:`pau._econ_kernels.checkpoint_runs`) of
+        Runs of the Monte Carlo (:func:`pau.engine._econ_kernels.checkpoint_runs`) of
         ``segments`` intervals each at the Daly interval (and the current one);
         0 skips it.
 

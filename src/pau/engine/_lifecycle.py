@@ -7,7 +7,7 @@ their precedence into disjoint intervals per rank. The checks of the rows, the s
 of the step columns and the set-up (attempts, membership, checkpoints, the painted
 layers, and the relational errors of the input, which :func:`_setup` names) run in
 the native core (``csrc/core/life_checks.hpp``, ``life_setup.hpp``); the rollback
-attribution in the Numba kernels of :mod:`pau._kernels`: ``lineage`` for the lineage
+attribution in the Numba kernels of :mod:`pau.engine._kernels`: ``lineage`` for the lineage
 rule, ``attribute_pass`` for the steps. Their slow twins are in ``tests/``.
 
 Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
@@ -48,12 +48,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # pa.compute
 
-from . import _core, _kernels
-from ._search import lower_bound
-from ._input import _column, as_table, rank_column, time_column
-from ._threads import run_parts, thread_count
-from ._vocab import STATES, names
-from .errors import InvalidRowError, PauError, SchemaError
+from pau import _core
+from pau.engine import _kernels
+from pau.engine._search import lower_bound
+from pau.engine._input import _column, as_table, rank_column, time_column
+from pau.engine._threads import run_parts, thread_count
+from pau.engine.vocab import STATES, names
+from pau.errors import InvalidRowError, PauError, SchemaError
 
 RECORDS = ("accountable", "attempt", "phase", "step", "checkpoint_save", "restore", "failure")
 PHASE_KINDS = ("init", "compile", "data_warmup", "data_wait", "eval", "custom")

@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
-from .errors import PauError
+from pau.errors import PauError
 
 __all__ = ["MAX_THREADS", "PARALLEL_MIN_ROWS", "cores", "pool", "run_parts", "thread_count"]
 

@@ -24,26 +24,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import _parquet
-from ._input import EVENT_COLUMNS, as_table, iter_batches
-from ._progress import tracker
-from ._types import RunWarning
-from .errors import NoInputError, PauError
-from .readers.detect import detect_format as _detect
-from .readers.kineto import read_kineto
-from .readers.mllog import read_mllog
-from .readers.nsys import read_nsys
-from .readers.serving import read_serving
+from pau.engine import _parquet
+from pau.engine._input import EVENT_COLUMNS, as_table, iter_batches
+from pau.engine._progress import tracker
+from pau.engine.types import RunWarning
+from pau.errors import NoInputError, PauError
 
-__all__ = ["stream_events", "parquet_files", "read_kineto", "read_nsys", "read_mllog", "read_serving",
-           "detect_format", "write_dataset", "read_dataset", "layout_version", "LAYOUT_VERSION",
+__all__ = ["stream_events", "parquet_files", "write_dataset", "read_dataset", "layout_version", "LAYOUT_VERSION",
            "row_group_bytes", "read_table", "read_schema", "write_table", "skipped_files"]
 
-
-def detect_format(path: str | os.PathLike[str]) -> str:
-    """``parquet``, ``kineto``, ``nsys``, ``mllog`` or ``serving``: see
-    :func:`pau.readers.detect.detect_format`."""
-    return _detect(path)
 
 
 def _hive_keys(path: str, root: str | None = None) -> dict[str, Any]:
@@ -125,7 +114,7 @@ def parquet_files(source: str | os.PathLike[str]) -> list[tuple[str, dict[str, A
     if not out:
         raise NoInputError(f"no Parquet files (*.parquet) under {path!r}" +
                            (f" ({len(skipped)} other files)" if skipped else "") +
-                           ". Fix: give a Parquet file or a folder of them (pau.io.write_dataset writes one)")
+                           ". Fix: give a Parquet file or a folder of them (pau.engine.io.write_dataset writes one)")
     return out
 
 
@@ -192,7 +181,7 @@ def _check_keys(t: pa.Table, keys: dict[str, Any], path: str, where: str = "") -
         row = int(pc.index(same, False).as_py())
         raise PauError(f"{path}{where}: column '{c}' holds {col[row].as_py()!r} at row {row}, but the file lies "
                        f"in the folder {c}={v}. Fix: move the file to the folder of its {c}, or rewrite it "
-                       f"with {c} = {v!r} (pau.io.write_dataset names the folders from the column)")
+                       f"with {c} = {v!r} (pau.engine.io.write_dataset names the folders from the column)")
 
 
 def row_group_bytes(path: str | os.PathLike[str], columns: Sequence[str] = EVENT_COLUMNS,
@@ -265,7 +254,7 @@ def _read_row_group(file: _parquet.File, i: int, columns: list[str], arena: _par
 
 def _constant_int32(value: int, n: int) -> pa.Array:
     """n copies of an int32, in fresh memory of the Arrow pool (a reader with an arena
-    fills its own once per value: :meth:`pau._parquet.Arena.int32_constant`)."""
+    fills its own once per value: :meth:`pau.engine._parquet.Arena.int32_constant`)."""
     buf = pa.allocate_buffer(4 * n)
     np.frombuffer(buf, np.int32)[:] = value
     return pa.Array.from_buffers(pa.int32(), n, [None, buf])
@@ -275,7 +264,7 @@ def _row_group_reads(files: list[tuple[str, dict[str, Any]]], columns: list[str]
                      batch_rows: int | None, arena: _parquet.Arena | None = None,
                      ) -> Iterator[tuple[Callable[[], pa.Table], int]]:
     """Callables, each reading one row group (optionally sliced into batches). With
-    an ``arena`` (:class:`pau._parquet.Arena`), each table is valid until the next
+    an ``arena`` (:class:`pau.engine._parquet.Arena`), each table is valid until the next
     read: for a caller on one thread that is done with each before the next."""
     for path, keys in files:
         pf = _open(path)
@@ -317,7 +306,7 @@ def stream_events(source: Any, *, columns: Sequence[str] = EVENT_COLUMNS, batch_
     """Record batches of the events columns from a Parquet file/directory or a stream.
 
     ``progress``: None/False (default) nothing; True a bar on stderr when it is a
-    terminal; a callable receives :class:`pau.distributed.Progress` snapshots (one
+    terminal; a callable receives :class:`pau.engine.distributed.Progress` snapshots (one
     partition is one file). ``read_ahead``: row groups read ahead of the caller, each on a thread of its own
     (True: :data:`READ_AHEAD`; False or 0: none) while the caller works on the
     current one."""
@@ -381,7 +370,7 @@ _RANK_NOT_NULL = b"pau.rank_not_null"
 #: Integer columns stored with DELTA_BINARY_PACKED (sorted or slowly varying).
 _DELTA_COLUMNS = ("start_ns", "end_ns", "stream", "step", "bytes", "attempt")
 #: The columns pau's sweeps read (``rank`` is a folder), written uncompressed for the
-#: native decoder (:mod:`pau._parquet`): a codec shrinks delta-packed times by less
+#: native decoder (:mod:`pau.engine._parquet`): a codec shrinks delta-packed times by less
 #: than 0.1 % and costs a pass over them.
 _UNCOMPRESSED = ("start_ns", "end_ns", "kind")
 
@@ -437,7 +426,7 @@ def write_dataset(events: Any, root: str | os.PathLike[str], *, job: str = "job0
     One file per rank (hive partitions ``job`` and ``rank``), ordered by ``start_ns``
     (a rank's events already in that order keep their order; others are sorted by
     ``(start_ns, end_ns)``), so :func:`pau.core.classify_dataset` and
-    :func:`pau.distributed.classify_partitions` stream it without sorting. All
+    :func:`pau.engine.distributed.classify_partitions` stream it without sorting. All
     columns of ``events`` are kept. Encodings are chosen for reading speed at no
     larger size than pyarrow's defaults (``benchmarks/test_bench_archive.py``):
 
@@ -450,7 +439,7 @@ def write_dataset(events: Any, root: str | os.PathLike[str], *, job: str = "job0
       pau's readers fill it from the folder (``int32``). Layout version 1 kept it in
       the file too; both versions read;
     * ``start_ns``, ``end_ns`` and ``kind``, the columns pau's sweeps read, are not
-      compressed: pau's native page decoder (:mod:`pau._parquet`) reads them about 3x
+      compressed: pau's native page decoder (:mod:`pau.engine._parquet`) reads them about 3x
       faster than pyarrow, and a codec would shrink the delta-packed times by less than
       0.1 %; the other columns are compressed with ``compression`` (snappy: zstd saves
       a few percent but decodes about 1.6x slower; every Parquet reader knows snappy);

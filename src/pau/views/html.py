@@ -15,11 +15,12 @@ import html
 import json
 from typing import Any, Callable, Mapping, Sequence
 
-from . import _mlperf, plots
-from ._format import duration, html_table, in_unit, pct, unit
-from ._ledger import Ledger
-from .analysis import Comparison
-from .run import Run
+from pau.readers import mlperf_rules as _mlperf
+from pau.views import plots
+from pau.engine._format import duration, html_table, in_unit, pct, unit
+from pau.engine.ledger import Ledger
+from pau.figures.analysis import Comparison
+from pau.run import Run
 
 __all__ = ["render", "render_compare"]
 

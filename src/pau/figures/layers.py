@@ -25,8 +25,8 @@ losses sum exactly to the step; every factor is a :class:`fractions.Fraction` (t
 hardware mean, a float, enters as its exact binary value), so the factors multiply back
 exactly to ``last / first``. Each figure comes from the function that owns it:
 :meth:`Ledger.summary` and :meth:`Ledger.cause_ns` (states and causes), the ledger's
-cells (activities), :func:`pau.telemetry.cell_metrics` (hardware), and
-:func:`pau.outcome.program_goodput` (FLOPs).
+cells (activities), :func:`pau.figures.hardware.cell_metrics` (hardware), and
+:func:`pau.figures.outcome.program_goodput` (FLOPs).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Optional
 
-from ._ledger import NS_PER_HOUR, Ledger, exact_sums
-from .errors import PauError
-from .outcome import ModelFlops, program_goodput, schedule_times
-from .telemetry import cell_metrics
+from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
+from pau.errors import PauError
+from pau.figures.outcome import ModelFlops, program_goodput, schedule_times
+from pau.figures.hardware import cell_metrics
 
 __all__ = ["HARDWARE_METRICS", "Layer", "Layers", "layers"]
 
@@ -107,13 +107,13 @@ def layers(ledger: Ledger, *, samples: Any = None, events: Any = None, span: Any
     ledger : Ledger
         With a lifecycle (the productive layer needs one).
     samples, events, span :
-        Hardware telemetry and what :func:`pau.telemetry.cell_metrics` needs to place
+        Hardware telemetry and what :func:`pau.figures.hardware.cell_metrics` needs to place
         it (``events=run.events``); without samples the hardware layer is left out.
     schedule : table-like, optional
-        Queue and allocation records (:func:`pau.outcome.schedule_times`); adds the
+        Queue and allocation records (:func:`pau.figures.outcome.schedule_times`); adds the
         ``requested`` layer on top.
     flops, accelerator, dtype, peak :
-        As for :func:`pau.outcome.program_goodput`; add the ``useful_flops`` layer.
+        As for :func:`pau.figures.outcome.program_goodput`; add the ``useful_flops`` layer.
     price_per_accelerator_hour : float, optional
         Every layer and loss also in money: ``ns x price / 3.6e12`` (the price read as
         its exact decimal).

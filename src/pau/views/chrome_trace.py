@@ -6,11 +6,11 @@ beside the original device events (``docs/chrome-trace.md``):
 * ``lifecycle state``: every accountable ns of the rank in its lifecycle state (the
   ledger's state intervals; ``unattributed`` over the span without a lifecycle);
 * ``idle``: accountable time with no device event (the ledger's ``idle``); when
-  :mod:`pau.idle` finds a cause for some of it (the run's host table, events'
+  :mod:`pau.figures.idle` finds a cause for some of it (the run's host table, events'
   ``launch_ns``, data-wait phases), one track per cause instead: ``idle: data_wait``,
   ``idle: sync_wait``, ``idle: host_wait``, ``idle: other`` (:data:`IDLE_TRACKS`);
 * ``waiting for the slowest rank``: per step, from the rank's end of the step to the
-  slowest rank's (:func:`pau.analysis.stragglers`), when steps name their ranks;
+  slowest rank's (:func:`pau.figures.analysis.stragglers`), when steps name their ranks;
 * ``lifecycle events``: instants for failures, checkpoint saves (and when each became
   durable) and restores;
 * one track per device stream (or per kind, without a ``stream`` column) holding the
@@ -34,11 +34,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._ledger import Ledger
-from .analysis import stragglers
-from .errors import PauError
-from .idle import CAUSES, idle_cause_intervals
-from ._types import Quarantined
+from pau.engine.ledger import Ledger
+from pau.figures.analysis import stragglers
+from pau.errors import PauError
+from pau.figures.idle import CAUSES, idle_cause_intervals
+from pau.engine.types import Quarantined
 
 __all__ = ["CHROME_TRACE_VERSION", "EXACT_OFFSET_NS", "IDLE_TRACKS", "chrome_trace", "write_chrome_trace"]
 
@@ -51,7 +51,7 @@ EXACT_OFFSET_NS = 2**51
 
 # Thread ids inside each rank's process, in display order; device tracks follow.
 _TID_STATE, _TID_IDLE, _TID_WAIT, _TID_MARKS, _TID_DEVICE = 1, 2, 3, 4, 10
-#: The idle tracks when idle is split by cause (:data:`pau.idle.CAUSES`): the track and
+#: The idle tracks when idle is split by cause (:data:`pau.figures.idle.CAUSES`): the track and
 #: event name of each cause, and its thread id.
 IDLE_TRACKS = {"data_wait": "idle: data_wait", "sync_wait": "idle: sync_wait", "host_wait": "idle: host_wait",
                "idle.other": "idle: other"}
@@ -197,7 +197,7 @@ def _check_accountable(led: Ledger, rank: np.ndarray, start: np.ndarray, end: np
 
 
 def _idle_causes(run: _RunLike, led: Ledger) -> pa.Table | None:
-    """The ledger's idle as cause intervals (:func:`pau.idle.idle_cause_intervals`), or
+    """The ledger's idle as cause intervals (:func:`pau.figures.idle.idle_cause_intervals`), or
     None when no idle has a cause (then all of it is ``idle.other``: one idle track)."""
     assert run.events is not None
     if led.intervals is not None:
@@ -244,11 +244,11 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
     Per rank, the ``lifecycle state`` events sum exactly (from ``args``) to the ledger's
     time per state, the ``idle`` events (``cat = "idle"``) to its ``idle``, and the
     ``waiting for the slowest rank`` events to the rank's ``wait_ns`` of
-    :func:`pau.analysis.stragglers`. When some idle has a cause
-    (:func:`pau.idle.idle_cause_intervals`), the ``idle`` track is replaced by one track
+    :func:`pau.figures.analysis.stragglers`. When some idle has a cause
+    (:func:`pau.figures.idle.idle_cause_intervals`), the ``idle`` track is replaced by one track
     per cause that occurs (:data:`IDLE_TRACKS`, ``cat = "idle"``, ``args.cause`` the
-    cause of :data:`pau.idle.CAUSES`): the sum over ``cat = "idle"`` stays the ledger's
-    idle, and per rank and cause it is :func:`pau.idle.idle_by_cause`'s. Lifecycle records of every rank (``rank = -1``) are shown on each
+    cause of :data:`pau.figures.idle.CAUSES`): the sum over ``cat = "idle"`` stays the ledger's
+    idle, and per rank and cause it is :func:`pau.figures.idle.idle_by_cause`'s. Lifecycle records of every rank (``rank = -1``) are shown on each
     rank of the trace, with ``args.rank = -1``.
     """
     led = run.ledger() if ledger is None else ledger
@@ -292,7 +292,7 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
                 args["cause"] = cause[i]
         w.complete(pid, _TID_STATE, st, "state", s, e, args)
 
-    # idle: accountable time with no device event, one track per cause when pau.idle
+    # idle: accountable time with no device event, one track per cause when pau.figures.idle
     # finds one (else one track)
     if ev is not None and led.has_events:
         by_cause = _idle_causes(run, led)

@@ -24,7 +24,7 @@ from rich.progress import Progress as _RichProgress
 from rich.table import Table
 from rich.text import Text
 
-from ._progress import MIN_INTERVAL, Progress
+from pau.engine._progress import MIN_INTERVAL, Progress
 
 __all__ = ["BIG_FILE_BYTES", "Status", "render", "table"]
 
@@ -54,7 +54,7 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]], *, justify: str | 
     head : sequence of str
         The column headings.
     rows : sequence of sequences of str
-        The cells, already formatted (units from :mod:`pau._format`); shown as given
+        The cells, already formatted (units from :mod:`pau.engine._format`); shown as given
         (no markup).
     justify : str, optional
         One letter per column, ``l`` (names) or ``r`` (numbers); by default the first
@@ -126,7 +126,7 @@ class Status:
     * :meth:`file_done`: files done / total, for a folder read file by file;
     * called with a :class:`pau.Progress` (the ``progress=`` callable of
       :func:`pau.read` and :func:`pau.core.classify_dataset`): partitions and rows
-      done / total and the rate, redrawn at most every :data:`pau._progress.MIN_INTERVAL`.
+      done / total and the rate, redrawn at most every :data:`pau.engine._progress.MIN_INTERVAL`.
 
     Parameters
     ----------

@@ -32,7 +32,7 @@ STATES = (
 
 
 # The tables of DESIGN §2-3 as pau's readers, generators and runs write them: each
-# schema is defined here once. Inputs may differ (see pau._input: other integer and
+# schema is defined here once. Inputs may differ (see pau.engine._input: other integer and
 # string types are converted); these are what pau itself produces.
 
 #: The lifecycle table of DESIGN §2.2: every field but ``record`` and ``start_ns`` nullable.

@@ -27,7 +27,7 @@ int64 ns differences.
 
 The ledger's cells as intervals (:func:`cell_intervals`) come from the ledger's
 state intervals (or each rank's span) crossed with the exclusive activity of the
-events, painted by the priority of kinds (:func:`pau._kernels.paint`: at each
+events, painted by the priority of kinds (:func:`pau.engine._kernels.paint`: at each
 instant the highest-priority running kind wins, as in the ledger); their ns are
 checked against the ledger's own cells, so a mismatch (other events, another
 priority) is an error, never a silent difference.
@@ -42,15 +42,16 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from . import _kernels
-from ._input import as_table, event_columns, raise_first, row_reasons
-from ._ledger import Ledger, exact_sums
-from ._sweep import plan_of
-from ._types import Quarantined, RunWarning, check_on_invalid
-from ._vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
-from .errors import OptionError, PauError
-from .readers.telemetry import (METRICS, QUARANTINE_SCHEMA, SAMPLES_SCHEMA, Telemetry,
-                                check_samples, normal_bus_id, normal_uuid)
+from pau.engine import _kernels
+from pau.engine._input import as_table, event_columns, raise_first, row_reasons
+from pau.engine.ledger import Ledger, exact_sums
+from pau.engine._sweep import plan_of
+from pau.engine.types import Quarantined, RunWarning, check_on_invalid
+from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
+from pau.errors import OptionError, PauError
+from pau.readers.telemetry import (
+    METRICS, QUARANTINE_SCHEMA, SAMPLES_SCHEMA, Telemetry, check_samples, normal_bus_id, normal_uuid,
+)
 
 __all__ = ["DEFAULT_MAX_GAP_NS", "Attached", "attach_samples", "cell_intervals", "cell_metrics", "integrate",
            "match_devices", "summary"]

@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._vocab import KINDS, SPANS_SCHEMA
-from .errors import InvalidRowError, SchemaError
+from pau.engine.vocab import KINDS, SPANS_SCHEMA
+from pau.errors import InvalidRowError, SchemaError
 
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 INT64_MAX = np.iinfo(np.int64).max
@@ -220,7 +220,7 @@ _REASON_FIX = {
     5: "ranks are accelerator indices >= 0",
     6: "an event lasts at most 2**63 - 1 ns (292 years): correct the times",
     7: "correct the times; zero-length events (end_ns == start_ns) are allowed",
-    8: "map it to one of " + ", ".join(KINDS) + " (the pau.io readers do this for profiler traces)",
+    8: "map it to one of " + ", ".join(KINDS) + " (the pau.readers readers do this for profiler traces)",
     9: "number ranks from 0 (one rank = one accelerator)",
     10: "store times as int64 nanoseconds, closer to the epoch",
     11: "store times as int64 nanoseconds, closer to the epoch",

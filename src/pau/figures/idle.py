@@ -7,7 +7,7 @@ the host side of the trace:
 * ``data_wait``: a data-loading span is active (a DataLoader span of the trace's host
   events, an NVTX DataLoader range, or a lifecycle ``phase`` of kind ``data_wait``).
 * ``sync_wait``: the host is inside a synchronize call (``cudaStreamSynchronize``...,
-  :data:`pau._devices.SYNC_CALLS`).
+  :data:`pau.readers.devices.SYNC_CALLS`).
 * ``host_wait``: the device has drained and the launch call of the event that ends the
   idle gap has not begun yet: for each gap ``[g, s)`` of a rank's busy union, closed by
   the events starting at ``s``, the interval ``[g, min(L, s))`` where ``L`` is the
@@ -21,7 +21,7 @@ idle.other`` wins: a host waiting for data cannot launch, so the data explains t
 launch (and the synchronize the host may be blocked in meanwhile); a host blocked in a
 synchronize call cannot launch either, so the call explains the late launch.
 
-The split is one exclusive sweep (:func:`pau._engine.classify`) over a derived timeline:
+The split is one exclusive sweep (:func:`pau.engine.api.classify`) over a derived timeline:
 every device event as the top kind (busy), then the ``data_wait``, ``sync_wait`` and
 ``host_wait`` intervals as the next kinds in that order, over the ledger's own span or
 windows. The sweep's idle is ``idle.other``; the parts sum to the ledger's idle exactly
@@ -37,13 +37,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _kernels
-from ._engine import classify
-from ._input import _column, as_table, event_columns, raise_first, rank_column, row_reasons, time_column
-from ._ledger import Ledger, exact_sums
-from ._vocab import KINDS, SPANS_SCHEMA
-from .errors import InvalidRowError, OptionError, SchemaError
-from .readers.kineto import HOST_CAUSES, HOST_SCHEMA
+from pau.engine import _kernels
+from pau.engine.api import classify
+from pau.engine._input import (
+    _column, as_table, event_columns, raise_first, rank_column, row_reasons, time_column,
+)
+from pau.engine.ledger import Ledger, exact_sums
+from pau.engine.vocab import KINDS, SPANS_SCHEMA
+from pau.errors import InvalidRowError, OptionError, SchemaError
+from pau.readers.kineto import HOST_CAUSES, HOST_SCHEMA
 
 __all__ = ["CAUSES", "HOST_CAUSES", "HOST_SCHEMA", "IdleByCause", "host_of_lifecycle", "host_wait_intervals",
            "idle_by_cause", "idle_cause_intervals"]

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Literal, NamedTuple, Optional, Sequence, Typ
 
 import pyarrow as pa
 
-from .errors import PauError
+from pau.errors import PauError
 
 __all__ = ["LedgerSummary", "OnInvalid", "QUARANTINE_SCHEMA", "RunWarning", "OutsideAccountable", "Quarantined",
            "RunSummary", "TableLike", "check_on_invalid", "quarantine_schema", "quarantine_table"]
@@ -184,7 +184,7 @@ class RankActivity(TypedDict):
 
 
 class TopKernel(TypedDict):
-    """One row of :func:`pau.analysis.top_kernels`."""
+    """One row of :func:`pau.figures.analysis.top_kernels`."""
 
     name: str
     kind: str

@@ -35,8 +35,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._names import ALIGN_METHODS
-from .errors import PauError
+from pau.engine._names import ALIGN_METHODS
+from pau.errors import PauError
 
 __all__ = ["Alignment", "offsets", "apply", "METHODS"]
 

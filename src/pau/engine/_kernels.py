@@ -2,7 +2,7 @@
 arrays in, arrays out (or into arrays the caller allocated).
 
 Time is int64 ns, intervals half-open ``[start, end)``. Inputs are validated by
-:mod:`pau.lifecycle` before they get here. The pass that labels every step with the
+:mod:`pau.engine._lifecycle` before they get here. The pass that labels every step with the
 lineage and layers the states (:func:`attribute_pass`, :func:`steps_pass`) is here;
 the checks, the scan of the step columns, the set-up (attempts, membership,
 checkpoints, painted layers) and the lineage rule (which restore each attempt used and
@@ -13,7 +13,7 @@ pass over the steps and a kernel costs its compile on a cold start. Each kernel 
 set-up with the lineage one in numpy and plain Python in ``tests/reference_setup.py``
 (compared field by field, errors included).
 
-A kernel compiles on its first call with an empty cache (:mod:`pau._jit`), so they
+A kernel compiles on its first call with an empty cache (:mod:`pau.engine._jit`), so they
 are kept few and small: no string work (errors are codes the caller names), no
 slice assignment (Numba formats a shape-mismatch message for it), one return
 statement, and in the one that every attribution runs (:func:`attribute_pass`) no
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _core
-from ._jit import helper, kernel
+from pau import _core
+from pau.engine._jit import helper, kernel
 
 #: Ranks spread wider than this pass through attribution as dense positions (a
 #: lookup table by value would not fit): the set-up's ``kRankLutMax``.

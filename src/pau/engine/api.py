@@ -12,46 +12,25 @@ from typing import Any, Literal, Sequence, overload
 import numpy as np
 import pyarrow as pa
 
-from . import _core, _crossing
-from . import io as _io
-from ._input import as_table
-from ._ledger import UNKNOWN_ACTIVITY, Ledger, cells_table, tidy
-from ._sweep import (
-    IDLE,
-    Overlap,
-    Plan,
-    activity_of_mask,
-    exclusive,
-    feed_batches,
-    finish,
-    hist_of_table,
-    in_memory,
-    is_path_source,
-    lean_path,
-    levels_of,
-    overlap_tables,
-    plan_of,
-    result,
-    slot_frame,
-    spans_table,
-    stream_plan,
-    window_column,
-    with_counts,
+from pau import _core
+from pau.engine import _crossing
+from pau.engine import io as _io
+from pau.engine._input import as_table
+from pau.engine.ledger import UNKNOWN_ACTIVITY, Ledger, cells_table, tidy
+from pau.engine._sweep import (
+    IDLE, Overlap, Plan, activity_of_mask, exclusive, feed_batches, finish, hist_of_table, in_memory,
+    is_path_source, lean_path, levels_of, overlap_tables, plan_of, result, slot_frame, spans_table,
+    stream_plan, window_column, with_counts,
 )
-from ._threads import cores
-from ._types import Quarantined, check_on_invalid
-from ._vocab import ACTIVITIES, STATES
-from .distributed import (
-    ROW_GROUP_COPIES,
-    _footprints,
-    check_job_ranks,
-    classify_partitions,
-    merged_hist,
-    parse_memory_budget,
+from pau.engine._threads import cores
+from pau.engine.types import Quarantined, check_on_invalid
+from pau.engine.vocab import ACTIVITIES, STATES
+from pau.engine.distributed import (
+    ROW_GROUP_COPIES, _footprints, check_job_ranks, classify_partitions, merged_hist, parse_memory_budget,
     partitions,
 )
-from .errors import PauError
-from .lifecycle import attribute_rows
+from pau.errors import PauError
+from pau.engine._lifecycle import attribute_rows
 
 __all__ = ["attribute", "classify", "classify_dataset", "ledger", "overlap"]
 
@@ -186,7 +165,7 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
 
 def _rank_partitioned(source, parts, batch_rows, workers) -> bool:
     """Whether a dataset can be swept one partition per thread: a directory whose
-    files (``parts``, as :func:`pau.distributed.partitions` lists them; None for a
+    files (``parts``, as :func:`pau.engine.distributed.partitions` lists them; None for a
     source that is not a path) each hold one rank (hive ``rank=R`` folders, no rank
     twice)."""
     if workers is not None and workers < 1:
@@ -244,21 +223,21 @@ def classify_dataset(
     progress : None, bool or callable
         None/False (default): nothing. True: a one-line bar on stderr (partitions,
         rows, rows per second) when stderr is a terminal. A callable receives
-        :class:`pau.distributed.Progress` snapshots on the calling thread; if it raises
+        :class:`pau.engine.distributed.Progress` snapshots on the calling thread; if it raises
         ``KeyboardInterrupt`` the run stops as on Ctrl-C.
     workers : int, optional
         A directory in pau's layout (one file per rank: ``rank=R/`` folders, see
-        :func:`pau.io.write_dataset`) is swept one partition per thread
-        (:func:`pau.distributed.classify_partitions`); default one thread per core.
+        :func:`pau.engine.io.write_dataset`) is swept one partition per thread
+        (:func:`pau.engine.distributed.classify_partitions`); default one thread per core.
         ``workers=1`` streams everything on one thread. The result is the same.
     memory_budget : int or str, optional
         Bytes (or ``"2GiB"``) for the row groups in memory at once: bounds the
         partitions swept at once and the threads (see
-        :func:`pau.distributed.classify_partitions` and ``docs/archive.md``).
+        :func:`pau.engine.distributed.classify_partitions` and ``docs/archive.md``).
         :class:`pau.errors.MemoryBudgetError` when one row group does not fit.
     by_job : bool, default False
         For archives partitioned by job and rank: classify each job apart and add a
-        ``job`` column (:func:`pau.distributed.classify_partitions`). Without it, a
+        ``job`` column (:func:`pau.engine.distributed.classify_partitions`). Without it, a
         rank number found under two ``job=`` folders raises :class:`pau.errors.PauError`
         (ranks are numbered per job; merging them would mix two accelerators).
 
@@ -296,7 +275,7 @@ def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "ra
     """Every accountable nanosecond of every rank, in exactly one lifecycle state.
 
     Applies DESIGN §2.2 (states, precedence, lineage rule) to a lifecycle table; the
-    rules pau adds where the design is silent are in :mod:`pau.lifecycle`.
+    rules pau adds where the design is silent are in :mod:`pau.engine._lifecycle`.
 
     Parameters
     ----------
@@ -400,7 +379,7 @@ def ledger(
         raise PauError("ledger: windows and span apply to events-only ledgers; with a lifecycle "
                        "the accountable records set the span")
     # In-memory events are swept on worker threads while this thread attributes,
-    # with windows guessed from the lifecycle (pau._crossing); when the guess does
+    # with windows guessed from the lifecycle (pau.engine._crossing); when the guess does
     # not resolve the states, the exact way below runs instead.
     started = None
     if events is not None and on_invalid == "raise" and in_memory(events):

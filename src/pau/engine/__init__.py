@@ -1,0 +1,1 @@
+"""The engine: columns in, exact ledgers out (no files, no figures)."""

@@ -1,0 +1,1 @@
+"""Figures over ledgers and runs."""

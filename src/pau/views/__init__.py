@@ -1,0 +1,1 @@
+"""Views: how figures are shown (text, plots, HTML, Chrome trace, console)."""
