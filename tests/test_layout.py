@@ -32,6 +32,7 @@ LEVELS = [
     # readers and io: files in and out
     {"pau.readers", "pau.readers._files", "pau.readers.detect", "pau.readers.kineto",
      "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving", "pau.readers.slurm", "pau.readers.telemetry",
+     "pau.readers.scheduler", "pau.readers.kubernetes", "pau.readers.megatron", "pau.readers.nvrx",
      "pau.io", "pau._parquet"},
     # partitions over executors and Dask (the engine sweeps archives through it)
     {"pau.distributed"},
