@@ -20,7 +20,7 @@ import pytest
 import pau.core as core
 from pau._types import Quarantined
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
-from pau.readers.detect import detect_format
+from pau.readers.detect import UnknownFormatError, detect_format
 from pau.readers.kubernetes import read_alibaba_pods, read_pods
 from pau.readers.megatron import read_megatron
 from pau.readers.nvrx import read_nvrx
@@ -363,3 +363,20 @@ def test_nvrx_bad_input(tmp_path):
     assert q.result.lifecycle.num_rows == 2 * 8
     with pytest.raises(NoInputError):
         read_nvrx(tmp_path / "nothing")
+
+
+# --- format detection ----------------------------------------------------------------
+
+@pytest.mark.parametrize("parts,reader", [
+    (("fleet", "megatron_log", "gpt3_ckpt_resume_sample.log"), "read_megatron"),
+    (("fleet", "nvrx_cycle_info", "cycle_info.4711.0.1"), "read_nvrx"),
+    (("fleet", "slurm_json", "sacct_json_sample.json"), "read_sacct_jobs"),
+    (("fleet", "k8s_pods", "pods_sample.json"), "read_pods"),
+    (("fleet", "slurm_sacct", "psc_bridges_sacct_parsable.txt"), "read_sacct_jobs"),
+    (("cluster", "philly", "jobs_subset_marwage.json"), "read_philly"),
+    (("cluster", "alibaba", "gpu-v2023", "openb_pod_list_default.csv"), "read_alibaba_pods"),
+])
+def test_detect_names_the_fleet_reader(parts, reader):
+    path = shared(*parts)
+    with pytest.raises(UnknownFormatError, match=rf"fleet records, not a run.*Fix: read it with pau\.readers\.{reader}\(path\)"):
+        detect_format(path)
