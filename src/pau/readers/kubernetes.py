@@ -159,7 +159,7 @@ def _pod(pod: Any, cluster: Optional[str]) -> dict:
     sel = spec.get("nodeSelector") or {}
     return {"job": f"{ns}/{name}" if ns else name, "cluster": cluster, "scheduler": "kubernetes", "team": ns,
             "state": st.get("phase"), "exit_code": code, "restarts": restarts if statuses else None,
-            "submit_ns": submit, "start_ns": start, "end_ns": end if start is not None or end is None else end,
+            "submit_ns": submit, "start_ns": start, "end_ns": end,
             "accelerators": acc, "accelerator_type": sel.get("nvidia.com/gpu.product") if isinstance(sel, dict) else None,
             "nodes": 1 if spec.get("nodeName") else None}
 

@@ -268,9 +268,6 @@ def _derive(r: dict) -> tuple[dict, int]:
         raise Bad("start_ns", f"is before the {which} time", f"correct the times (start >= {which})")
     if sta is not None and end is not None and end < sta:
         raise Bad("end_ns", "is before the start time", "correct the times (end >= start)")
-    if end is not None and sta is None:
-        # a job that ended without starting (cancelled while pending) held nothing
-        pass
     acc = r.get("accelerators")
     if acc is not None and not isinstance(acc, Fraction):
         acc = fraction(acc, "accelerators")

@@ -394,7 +394,9 @@ def parse_sacct_jobs(text: str, *, source: str = "sacct", tz: str | None = None,
     if text.lstrip().startswith("{"):
         rows, meta = _json_jobs(text, table, cluster)
     else:
-        zi, zname = zone(tz, "sacct", "sacct prints the cluster's local time.", warnings)
+        head = text.lstrip().split("\n", 1)[0].lower().replace(" ", "").split("|")
+        timed = tz is not None or any(k in head for k in _TIME_FIELDS)
+        zi, zname = zone(tz if timed else "UTC", "sacct", "sacct prints the cluster's local time.", warnings)
         rows, meta = _text_jobs(text, table, zi, cluster)
         meta[b"pau.jobs.tz"] = zname.encode()
     if meta.pop("no_tres", False):
