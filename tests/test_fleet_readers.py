@@ -317,6 +317,10 @@ def test_megatron_bad_input(tmp_path):
     got = read_megatron(q, tz="UTC", on_invalid="quarantine")
     assert got.quarantine["location"].to_pylist() == ["line 10"]
     assert codes(read_megatron(MEGA).warnings)[0] == "megatron.timezone_assumed"
+    back = tmp_path / "back.log"
+    back.write_text(_read(MEGA).replace("iteration       20/     100", "iteration        5/     100"))
+    with pytest.raises(InvalidRowError, match=r"column 'iteration', row 9: iteration 5 follows iteration 10.*line 10"):
+        read_megatron(back, tz="UTC")
     with pytest.raises(OptionError, match="world size 8"):
         read_megatron(MEGA, tz="UTC", ranks=4)
 
@@ -380,3 +384,27 @@ def test_detect_names_the_fleet_reader(parts, reader):
     path = shared(*parts)
     with pytest.raises(UnknownFormatError, match=rf"fleet records, not a run.*Fix: read it with pau\.readers\.{reader}\(path\)"):
         detect_format(path)
+
+
+def test_megatron_restore_without_timestamps_keeps_the_lineage(tmp_path):
+    lines = _read(MEGA).splitlines()
+    # attempt 1 begins at its load line (its set-up lines left out): nothing times the restore
+    drop = ("[after in-job setup and before initialize_megatron] datetime: 2026-03-02 10:02",
+            "[after megatron is initialized] datetime: 2026-03-02 10:02")
+    cut = [ln for ln in lines if not ln.startswith(drop)]
+    assert len(cut) == len(lines) - 2
+    p = tmp_path / "m.log"
+    p.write_text("\n".join(cut) + "\n")
+    rec = read_megatron(p, tz="UTC")
+    t = rec.lifecycle.to_pandas(integer_object_nulls=True)
+    r = t[t.record == "restore"]
+    first_step = t[(t.record == "step") & (t.attempt == 1)].start_ns.min()
+    assert list(r.step) == [50] and list(r.start_ns) == list(r.end_ns) == [first_step]
+    assert sorted(t.attempt.unique()) == [0, 1]
+    assert "megatron.restore_untimed" in codes(rec.warnings)
+    assert core.ledger(lifecycle=rec.lifecycle).summary()["preserved_steps"] == 100
+
+
+def test_sacct_without_times_asks_no_zone():
+    path = shared("fleet", "slurm_sacct", "psc_bridges_sacct_parsable.txt")
+    assert codes(read_sacct_jobs(path).warnings) == ["sacct.no_tres"]

@@ -147,8 +147,9 @@ def _pod(pod: Any, cluster: Optional[str]) -> dict:
         if isinstance(term, dict):
             ends.append(_when(term.get("finishedAt"), "status.containerStatuses.state.terminated.finishedAt"))
             codes.append(term.get("exitCode"))
-    all_done = bool(statuses) and len(ends) == len(statuses) and all(e is not None for e in ends)
-    end = max(ends) if all_done else deleted
+    done = [e for e in ends if e is not None]
+    all_done = bool(statuses) and len(done) == len(statuses)
+    end = max(done) if all_done else deleted
     code = None
     if all_done:
         code = next((c for c in codes if isinstance(c, int) and c != 0), 0)

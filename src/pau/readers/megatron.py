@@ -17,7 +17,8 @@ How they become records (``docs/fleet.md``, "Megatron-LM logs"):
 
 * **Attempts.** A process's run is an attempt: a new one begins at a set-up line
   (``[after in-process setup ...]``, ``[after in-job setup ...]``, ``[after megatron is
-  initialized]``) once the current attempt has trained, saved or evaluated. It starts at
+  initialized]``) or a ``loading ... checkpoint`` line once the current attempt has trained,
+  saved or evaluated. An iteration that does not follow the one before is a bad line. It starts at
   its first timestamp and ends at its last; it ``completed`` with ``[after training is
   done]``, was ``preempted`` with ``exiting program after receiving SIGTERM``, else it
   ``failed`` (an earlier attempt: a warning says its end is its last timestamped line,
@@ -35,7 +36,8 @@ How they become records (``docs/fleet.md``, "Megatron-LM logs"):
   ``successfully saved`` makes it durable. A save with no such line is never durable.
 * **Restores.** Megatron does not time the load: the restore spans from the last
   timestamp before ``loading ... checkpoint`` to the first after ``successfully loaded``
-  (it includes building the model, and says so in the warnings).
+  (it includes building the model, and says so in the warnings); with no timestamp before
+  it, it has no duration and sits where the set-up ends (the lineage still runs through it).
 * **Evaluation.** ``validation loss at iteration N`` is an ``eval`` phase from the end of
   step N to the start of the next record.
 * **Set-up.** From the attempt's start to its first step, outside the restore, is an
@@ -164,10 +166,14 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
                 continue
             m = _ITER.search(ln)
             if m:
-                t = local_time(m.group(1), "iteration", zi)
+                t, it = local_time(m.group(1), "iteration", zi), int(m.group(2))
+                before = a.iters[-1][1] if a.iters else (a.load[0] if a.load is not None else 0)
+                if it <= before:
+                    raise Bad("iteration", f"iteration {it} follows iteration {before} in the same attempt",
+                              "give the attempts' logs in order (a restarted process prints its set-up or load lines first)")
                 a.saw(t)
                 a.trained = True
-                a.iters.append((n, int(m.group(2)), Fraction(m.group(4)), t))
+                a.iters.append((n, it, Fraction(m.group(4)), t))
                 s = _SKIP.search(ln)
                 if s:
                     skipped += int(s.group(1))
@@ -199,6 +205,9 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
             else:
                 m = _LOAD.search(ln)
                 if m:
+                    if a.trained:  # a load after training: the process started again
+                        a = _Attempt(len(attempts))
+                        attempts.append(a)
                     a.load = [int(m.group(1)), a.last, None, n]
                     continue
                 m = _LOADED.search(ln)
@@ -212,8 +221,8 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
         except Bad as b:
             bad.append((n, b))
     if bad and on_invalid == "raise":
-        n, b = bad[0]
-        raise InvalidRowError(table, b.column, n - 1, f"{b.reason} (line {n})", b.fix, count=len(bad))
+        n0, b0 = bad[0]
+        raise InvalidRowError(table, b0.column, n0 - 1, f"{b0.reason} (line {n0})", b0.fix, count=len(bad))
     attempts = [a for a in attempts if a.first is not None]
     if not attempts:
         raise SchemaError(table, "(file)", "has no timestamped Megatron-LM line",
@@ -244,7 +253,7 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
                                    "'successfully loaded' line (model building included)"))
     schema = LIFECYCLE_SCHEMA if job is None else JOB_LIFECYCLE_SCHEMA
     rows.sort(key=lambda r: (r[3], r[0] != "attempt"))
-    cols = list(zip(*rows)) if rows else [[] for _ in LIFECYCLE_SCHEMA]
+    cols: list = list(zip(*rows)) if rows else [[] for _ in LIFECYCLE_SCHEMA]
     arrays = [pa.array(list(c), f.type) for c, f in zip(cols, LIFECYCLE_SCHEMA)]
     if job is not None:
         arrays.append(pa.array([job] * len(rows), pa.string()))
@@ -263,7 +272,10 @@ def _quarantine(p: str, bad: list, job: Optional[str]) -> pa.Table:
 
 def _records(a: _Attempt, last: bool, world: int, rows: list, warnings: list) -> int:
     k = a.k
-    end = a.last
+    if a.first is None or a.last is None:  # attempts without a timestamp were dropped before
+        return 0
+    first: int = a.first
+    end: Optional[int] = a.last
     kind = a.end_kind
     if kind is None and last:
         end = None
@@ -276,9 +288,9 @@ def _records(a: _Attempt, last: bool, world: int, rows: list, warnings: list) ->
                                    f"megatron: attempt {k} stopped without a logged end; it ends at its last "
                                    "timestamped line and is counted failed"))
     for r in range(world):
-        rows.append(("attempt", k, r, a.first, end, None, None, None, None, kind, None))
+        rows.append(("attempt", k, r, first, end, None, None, None, None, kind, None))
     # steps
-    prev_end = a.first
+    prev_end = first
     prev_iter = a.load[0] if a.load is not None else 0
     events: list[tuple[int, int, str, int]] = []  # (start, end, what, step) of timed records, for evals
     clipped = 0
@@ -290,10 +302,7 @@ def _records(a: _Attempt, last: bool, world: int, rows: list, warnings: list) ->
             st, sv = saves[si]
             prev_end = max(prev_end, sv[1] if sv[1] is not None else sv[0])
             si += 1
-        L = it - prev_iter
-        if L <= 0:
-            prev_iter = it
-            continue
+        L = it - prev_iter  # > 0: checked as the lines were read
         width = ms * L * 1_000_000
         start = t - round(width)
         if start < prev_end:
@@ -323,12 +332,20 @@ def _records(a: _Attempt, last: bool, world: int, rows: list, warnings: list) ->
             rows.append(("phase", k, -1, s, e_end, None, None, None, None, "eval", None))
     init_end = first_step if first_step is not None else (min(e[0] for e in events) if events else a.last)
     if a.load is not None and a.load[1] is not None and a.load[2] is not None:
-        rs, re_ = a.load[1], a.load[2]
+        rs, re_ = int(a.load[1]), int(a.load[2])
         rows.append(("restore", k, -1, rs, re_, a.load[0], None, None, None, None, None))
-        if rs > a.first:
-            rows.append(("phase", k, -1, a.first, rs, None, None, None, None, "init", None))
+        if rs > first:
+            rows.append(("phase", k, -1, first, rs, None, None, None, None, "init", None))
         if init_end is not None and init_end > re_:
             rows.append(("phase", k, -1, re_, init_end, None, None, None, None, "init", None))
-    elif init_end is not None and init_end > a.first:
-        rows.append(("phase", k, -1, a.first, init_end, None, None, None, None, "init", None))
+    else:
+        if a.load is not None:
+            at = init_end if init_end is not None else first
+            rows.append(("restore", k, -1, at, at, a.load[0], None, None, None, None, None))
+            warnings.append(RunWarning("megatron.restore_untimed",
+                                       f"megatron: the restore of iteration {a.load[0]} in attempt {k} (line {a.load[3]}) "
+                                       "has no timestamped line before or after it: it is recorded with no duration "
+                                       "where the set-up ends (its time counts as set-up)"))
+        if init_end is not None and init_end > first:
+            rows.append(("phase", k, -1, first, init_end, None, None, None, None, "init", None))
     return clipped

@@ -131,8 +131,8 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
                     continue
                 events.setdefault(("", int(m.group(1))), {}).setdefault(m.group(2), []).append(t)
     if bad and on_invalid == "raise":
-        f, where, b = bad[0]
-        raise InvalidRowError(f"nvrx {f}", b.column, 0, f"{b.reason} ({where})", b.fix, count=len(bad))
+        f0, where0, b0 = bad[0]
+        raise InvalidRowError(f"nvrx {f0}", b0.column, 0, f"{b0.reason} ({where0})", b0.fix, count=len(bad))
     cycles.sort(key=lambda c: (c["job"], c["attempt_index"], c["cycle"]))
     jobs = sorted({c["job"] for c in cycles})
     if len(jobs) > 1 and job is not None:
@@ -174,7 +174,7 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
                     rows.append(("phase", k, -1, s0, s1, None, None, None, None, "init", None, jb))
     rows.sort(key=lambda r: (r[-1], r[1], r[0] != "attempt", r[3]))
     schema = JOB_LIFECYCLE_SCHEMA
-    cols = list(zip(*rows)) if rows else [[] for _ in schema]
+    cols: list = list(zip(*rows)) if rows else [[] for _ in schema]
     arrays = [pa.array(list(c), f.type) for c, f in zip(cols, schema)]
     if job is not None:
         arrays[-1] = pa.array([job] * len(rows), pa.string())

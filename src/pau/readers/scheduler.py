@@ -234,8 +234,9 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
         rounded += was_rounded
         good.append(out)
     if bad and on_invalid == "raise":
-        i, r, b = bad[0]
-        raise InvalidRowError(table, b.column, i, f"{b.reason} ({r.get('_where', f'record {i}')})", b.fix, count=len(bad))
+        i0, r0, b0 = bad[0]
+        raise InvalidRowError(table, b0.column, i0, f"{b0.reason} ({r0.get('_where', f'record {i0}')})", b0.fix,
+                              count=len(bad))
     cols = {f.name: pa.array([g.get(f.name) for g in good], f.type) for f in JOBS_SCHEMA}
     meta = {b"pau.jobs.rounded_rows": str(rounded).encode(), **counts_metadata(n, len(bad)), **(metadata or {})}
     if source_file is not None:
@@ -362,7 +363,7 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
                       metadata={b"pau.jobs.tz": zname.encode()})
     keep = {j for j in (jobs.result if isinstance(jobs, Quarantined) else jobs).column("job").to_pylist()}
     life = [t for t in life if t[-1] in keep]
-    cols = list(zip(*life)) if life else [[] for _ in JOB_LIFECYCLE_SCHEMA]
+    cols: list = list(zip(*life)) if life else [[] for _ in JOB_LIFECYCLE_SCHEMA]
     lt = pa.table([pa.array(list(c), f.type) for c, f in zip(cols, JOB_LIFECYCLE_SCHEMA)], schema=JOB_LIFECYCLE_SCHEMA)
     if isinstance(jobs, Quarantined):
         return Quarantined(Records(jobs.result, lt, warnings), jobs.quarantine)
@@ -387,7 +388,7 @@ def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict
     if gpus_field is not None and (isinstance(gpus_field, bool) or not isinstance(gpus_field, int) or gpus_field < 0):
         raise Bad("num_gpus", f"{gpus_field!r} is not a count", "give num_gpus as a non-negative integer")
     status = rec.get("status")
-    spans = []
+    spans: list[tuple[int, Optional[int], int]] = []
     for k, a in enumerate(attempts):
         if not isinstance(a, dict):
             raise Bad("attempts", f"attempt {k} is not an object", "give each attempt start_time and end_time")
@@ -406,7 +407,8 @@ def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict
             e_ns = local_time(str(e), "attempts.end_time", zi)
             if e_ns < s_ns:
                 raise Bad("attempts.end_time", f"attempt {k} ends before it starts", "correct the attempt's times")
-        if spans and s_ns < spans[-1][1]:
+        before = spans[-1][1] if spans else None  # only the last attempt may lack an end
+        if before is not None and s_ns < before:
             raise Bad("attempts.start_time", f"attempt {k} starts before attempt {k - 1} ended",
                       "give the attempts in order, each after the one before")
         detail = a.get("detail")
@@ -418,7 +420,11 @@ def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict
         spans.append((s_ns, e_ns, g))
     gpus = gpus_field if gpus_field is not None else (max(g for _, _, g in spans) if spans else None)
     running = bool(spans) and spans[-1][1] is None
-    alloc = None if running else sum(g * (e - s) for s, e, g in spans)
+    alloc: Optional[int] = None
+    if not running:
+        alloc = 0
+        for s, e, g in spans:
+            alloc += g * ((e if e is not None else s) - s)
     r = {"job": jid, "cluster": cluster, "scheduler": "philly", "user": rec.get("user"), "team": rec.get("vc"),
          "state": status if isinstance(status, str) else None, "restarts": max(len(spans) - 1, 0),
          "submit_ns": sub_ns, "start_ns": spans[0][0] if spans else None,
