@@ -360,11 +360,15 @@ def test_nvrx_bad_input(tmp_path):
     good = json.loads(_read(os.path.join(NVRX, "cycle_info.4711.0.0")))
     (tmp_path / "cycle_info.4711.0.0").write_text(json.dumps(good))
     (tmp_path / "cycle_info.4711.0.1").write_text(json.dumps(good))  # says cycle 0
-    with pytest.raises(InvalidRowError, match=r"nvrx .*cycle_info.4711.0.1: column 'job_id'.*its name.*Fix"):
+    with pytest.raises(InvalidRowError, match=r"nvrx .*cycle_info.4711.0.1: column 'job_id', row 1: .*its name.*Fix"):
         read_nvrx(tmp_path, ranks_per_node=8)
     q = read_nvrx(tmp_path, ranks_per_node=8, on_invalid="quarantine")
     assert q.quarantine["source_file"][0].as_py().endswith("cycle_info.4711.0.1")
-    assert q.result.lifecycle.num_rows == 2 * 8
+    assert q.result.lifecycle.num_rows == 2 * 8 and q.quarantine["row"].to_pylist() == [1]
+    (tmp_path / "cycle_info.4711.1.0").write_text(json.dumps({**good, "attempt_index": 1}))
+    (tmp_path / "cycle_info.4711.0.1").unlink()
+    two = read_nvrx(tmp_path, log=NVRX_LOG, ranks_per_node=8)
+    assert "nvrx.log_unused" in codes(two.warnings) and set(two.lifecycle["record"].to_pylist()) == {"attempt"}
     with pytest.raises(NoInputError):
         read_nvrx(tmp_path / "nothing")
 

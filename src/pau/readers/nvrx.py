@@ -107,13 +107,13 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
         raise NoInputError(f"read_nvrx: no cycle_info.<job>.<attempt>.<cycle> file in {path!r}. "
                            "Fix: give the folder ft_launcher's --ft-cycle-info-dir names")
     warnings: list = []
-    bad: list[tuple[str, str, Bad]] = []  # (file, location, Bad)
+    bad: list[tuple[str, str, Bad, int]] = []  # (file, location, Bad, row: the file's index or the line's)
     cycles = []
-    for f in files:
+    for i, f in enumerate(files):
         try:
             cycles.append(_cycle(f))
         except Bad as b:
-            bad.append((f, "file", b))
+            bad.append((f, "file", b, i))
     events: dict[tuple[str, int], dict[str, list[int]]] = {}
     if log is not None:
         lp = os.fspath(log)
@@ -127,12 +127,12 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
                 try:
                     t = local_time(m.group(5), "Time", None)
                 except Bad as b:
-                    bad.append((lp, f"line {n}", b))
+                    bad.append((lp, f"line {n}", b, n - 1))
                     continue
                 events.setdefault(("", int(m.group(1))), {}).setdefault(m.group(2), []).append(t)
     if bad and on_invalid == "raise":
-        f0, where0, b0 = bad[0]
-        raise InvalidRowError(f"nvrx {f0}", b0.column, 0, f"{b0.reason} ({where0})", b0.fix, count=len(bad))
+        f0, where0, b0, row0 = bad[0]
+        raise InvalidRowError(f"nvrx {f0}", b0.column, row0, f"{b0.reason} ({where0})", b0.fix, count=len(bad))
     cycles.sort(key=lambda c: (c["job"], c["attempt_index"], c["cycle"]))
     jobs = sorted({c["job"] for c in cycles})
     if len(jobs) > 1 and job is not None:
@@ -140,6 +140,11 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
     if ranks_per_node is None:
         warnings.append(RunWarning("nvrx.ranks_are_nodes", "nvrx: ranks_per_node was not given: each active node "
                                    "is counted as one rank. Pass ranks_per_node= (the accelerators of a node)"))
+    use_log = bool(events) and len(jobs) == 1 and len({c["attempt_index"] for c in cycles}) == 1
+    if events and not use_log:
+        warnings.append(RunWarning("nvrx.log_unused", "nvrx: the cycle files span several jobs or attempt indexes "
+                                   "and the log's cycle numbers cannot tell them apart: its events are not used. "
+                                   "Give one launcher attempt's files with its log"))
     rows: list[tuple] = []
     for jb in jobs:
         mine = [c for c in cycles if c["job"] == jb]
@@ -155,7 +160,7 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
             for g in c["ranks"]:
                 for i in range(n):
                     rows.append(("attempt", k, g * n + i, c["start"], c["end"], None, None, None, None, kind, None, jb))
-            ev = events.get(("", c["cycle"]), {}) if len(jobs) == 1 else {}
+            ev = events.get(("", c["cycle"]), {}) if use_log else {}
             if k > 0 and ev.get("failure_detected"):
                 tf = min(ev["failure_detected"])
                 prev = mine[k - 1]
@@ -181,9 +186,9 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
     lt = pa.table(arrays, schema=schema)
     rec = Records(None, lt, warnings)
     if on_invalid == "quarantine":
-        q = quarantine_table(JOBS_QUARANTINE_SCHEMA, [f for f, _, _ in bad], [w for _, w, _ in bad],
-                             [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b in bad],
-                             job=[None] * len(bad), row=[None] * len(bad))
+        q = quarantine_table(JOBS_QUARANTINE_SCHEMA, [f for f, _, _, _ in bad], [w for _, w, _, _ in bad],
+                             [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b, _ in bad],
+                             job=[None] * len(bad), row=[r for _, _, _, r in bad])
         return Quarantined(rec, q)
     return rec
 
