@@ -33,7 +33,6 @@ share of one GPU a GPU-sharing pod asked for); ``gpu_spec`` -> ``accelerator_typ
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import re
@@ -75,7 +74,7 @@ def read_pods(path: str | os.PathLike, *, cluster: Optional[str] = None, on_inva
     try:
         with open(p, encoding="utf-8") as f:
             doc = json.load(f)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise SchemaError(table, "(file)", f"is not JSON ({exc})", "save kubectl get pods -o json's output whole") from None
     if isinstance(doc, dict) and doc.get("kind") == "Pod":
         items = [doc]
@@ -195,10 +194,16 @@ def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = Non
     if not os.path.isfile(p):
         raise NoInputError(f"read_alibaba_pods: no file at {p!r}. Fix: give an openb_pod_list CSV")
     table = f"alibaba pods {p}"
-    with open(p, encoding="utf-8", newline="") as f:
-        text = f.read()
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
+    try:
+        with open(p, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except UnicodeDecodeError as exc:
+        raise SchemaError(table, "(file)", f"is not UTF-8 text ({exc})", "give the pod list as the trace writes it") from None
+    lines = text.splitlines()
+    try:
+        header = next(csv.reader(lines[:1]), None)
+    except csv.Error as exc:
+        raise SchemaError(table, "name", f"the header line cannot be read ({exc})", "give the pod list with its header line") from None
     if header is None:
         raise SchemaError(table, "name", "is missing: the file is empty", "give the pod list with its header line")
     missing = [c for c in ALIBABA_POD_COLUMNS if c not in header]
@@ -207,9 +212,16 @@ def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = Non
                           f"give the pod list as the trace writes it (columns {', '.join(ALIBABA_POD_COLUMNS)})")
     col = {c: header.index(c) for c in ALIBABA_POD_COLUMNS}
     rows = []
-    for i, rec in enumerate(reader):
-        where = f"line {i + 2}"
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        where = f"line {lineno}"
+        rec: list[str] = []
         try:
+            try:
+                rec = next(csv.reader([line]))
+            except csv.Error as exc:
+                raise Bad("name", f"is not a CSV line ({exc})", "give the pod list as the trace writes it") from None
             if len(rec) != len(header):
                 raise Bad("name", f"has {len(rec)} fields where the header has {len(header)}",
                           "give one value per header field")

@@ -60,12 +60,13 @@ import pyarrow as pa
 from .._types import Quarantined, RunWarning, check_on_invalid, quarantine_table
 from .._vocab import LIFECYCLE_SCHEMA
 from ..errors import InvalidRowError, NoInputError, OptionError, SchemaError
-from .scheduler import JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, Bad, Records, local_time, zone
+from .scheduler import (JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, MAX_ACCELERATORS, Bad, Records, check_rows,
+                        local_time, zone)
 
 __all__ = ["read_megatron", "MEGATRON_MARKERS"]
 
 _TS = r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)\]"
-_ITER = re.compile(_TS + r" iteration\s+(\d+)/\s*(\d+) \|.*?elapsed time per iteration \(ms\): ([0-9.]+) \|")
+_ITER = re.compile(_TS + r" iteration\s+(\d+)/\s*(\d+) \|.*?elapsed time per iteration \(ms\): (\d+(?:\.\d+)?) \|")
 _ITER_NOTS = re.compile(r"(?:^|\s)iteration\s+(\d+)/\s*(\d+) \| consumed samples:")
 _SKIP = re.compile(r"number of skipped iterations:\s*(\d+) \| number of nan iterations:\s*(\d+) \|")
 _SAVE = re.compile(_TS + r" saving checkpoint at iteration\s+(\d+) to ")
@@ -150,6 +151,8 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
             m = _WORLD.search(ln)
             if m:
                 world = int(m.group(1))
+                if not 0 < world <= MAX_ACCELERATORS:
+                    raise Bad("world size", f"{world} is not a world size", f"give 1 to {MAX_ACCELERATORS} ranks")
                 continue
             m = _DATETIME.search(ln)
             if m:
@@ -166,7 +169,7 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
                 continue
             m = _ITER.search(ln)
             if m:
-                t, it = local_time(m.group(1), "iteration", zi), int(m.group(2))
+                t, it = local_time(m.group(1), "iteration", zi), _step(m.group(2))
                 before = a.iters[-1][1] if a.iters else (a.load[0] if a.load is not None else 0)
                 if it <= before:
                     raise Bad("iteration", f"iteration {it} follows iteration {before} in the same attempt",
@@ -185,7 +188,7 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
             for rx, slot in ((_SAVE, 0), (_ASYNC, 1), (_SAVED, 2)):
                 m = rx.search(ln)
                 if m:
-                    t, step = local_time(m.group(1), "checkpoint", zi), int(m.group(2))
+                    t, step = local_time(m.group(1), "checkpoint", zi), _step(m.group(2))
                     a.saw(t)
                     a.trained = True
                     if slot == 0:
@@ -208,7 +211,7 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
                     if a.trained:  # a load after training: the process started again
                         a = _Attempt(len(attempts))
                         attempts.append(a)
-                    a.load = [int(m.group(1)), a.last, None, n]
+                    a.load = [_step(m.group(1)), a.last, None, n]
                     continue
                 m = _LOADED.search(ln)
                 if m and a.load is not None:
@@ -216,7 +219,7 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
                     continue
                 m = _EVAL.search(ln)
                 if m:
-                    a.evals.append((int(m.group(1)), n))
+                    a.evals.append((_step(m.group(1)), n))
                     a.trained = True
         except Bad as b:
             bad.append((n, b))
@@ -235,6 +238,9 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
         world = 1
         warnings.append(RunWarning("megatron.ranks_assumed", "megatron: the log names no world size and ranks= was "
                                    "not given: one rank. Pass ranks= (the job's world size)"))
+    n_steps = sum(max(a.iters[-1][1] - (a.load[0] if a.load is not None else 0), 0) for a in attempts if a.iters)
+    check_rows(world * len(attempts) + n_steps, os.path.getsize(p), table, "iteration",
+               "one attempt row per rank, one step row per iteration")
     rows: list[tuple] = []
     clipped = 0
     for a in attempts:
@@ -262,6 +268,13 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
     if on_invalid == "quarantine":
         return Quarantined(rec, _quarantine(p, bad, job))
     return rec
+
+
+def _step(text: str) -> int:
+    v = int(text)
+    if v > 2**62:
+        raise Bad("iteration", f"{text[:40]} is not an iteration number", "give the log as Megatron-LM printed it")
+    return v
 
 
 def _quarantine(p: str, bad: list, job: Optional[str]) -> pa.Table:

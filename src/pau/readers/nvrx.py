@@ -41,7 +41,8 @@ import pyarrow as pa
 
 from .._types import Quarantined, RunWarning, check_on_invalid, quarantine_table
 from ..errors import InvalidRowError, NoInputError, OptionError
-from .scheduler import JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, Bad, Records, iso_time, local_time
+from .scheduler import (JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, MAX_ACCELERATORS, Bad, Records, check_rows,
+                        iso_time, local_time)
 
 __all__ = ["read_nvrx", "CYCLE_INFO_FIELDS"]
 
@@ -60,8 +61,11 @@ def _ranks(text: str, column: str) -> list[int]:
         if m is None:
             raise Bad(column, f"{text!r} is not a rank range", "give ranks as NVRx writes them (e.g. 0-3,6)")
         a, b = int(m.group(1)), int(m.group(2) or m.group(1))
-        if b < a or b - a > 1_000_000:
-            raise Bad(column, f"{part!r} is not a rank range", "give ranks as NVRx writes them (e.g. 0-3,6)")
+        if b < a or b >= MAX_ACCELERATORS:
+            raise Bad(column, f"{part[:40]!r} is not a rank range (of at most {MAX_ACCELERATORS} nodes)",
+                      "give ranks as NVRx writes them (e.g. 0-3,6)")
+        if len(out) + b - a + 1 > MAX_ACCELERATORS:
+            raise Bad(column, f"{text[:80]!r} names more than {MAX_ACCELERATORS} nodes", "give the cycle's real ranks")
         out.extend(range(a, b + 1))
     return out
 
@@ -145,6 +149,12 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
         warnings.append(RunWarning("nvrx.log_unused", "nvrx: the cycle files span several jobs or attempt indexes "
                                    "and the log's cycle numbers cannot tell them apart: its events are not used. "
                                    "Give one launcher attempt's files with its log"))
+    if (ranks_per_node or 1) * MAX_ACCELERATORS > 2**31:
+        raise OptionError(f"read_nvrx: ranks_per_node = {ranks_per_node} is more than {2**31 // MAX_ACCELERATORS} "
+                          "accelerators a node. Fix: give the node's accelerators")
+    nbytes = sum(os.path.getsize(f) for f in files)
+    check_rows(sum(len(c["ranks"]) for c in cycles) * (ranks_per_node or 1), nbytes, f"nvrx {files[0]}",
+               "active_ranks", "one attempt row per cycle and rank")
     rows: list[tuple] = []
     for jb in jobs:
         mine = [c for c in cycles if c["job"] == jb]
@@ -201,7 +211,7 @@ def _cycle(f: str) -> dict:
     try:
         with open(f, encoding="utf-8") as fh:
             d = json.load(fh)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise Bad("(file)", f"is not JSON ({exc})", "give the cycle file as NVRx wrote it (it is rewritten atomically)") from None
     if not isinstance(d, dict):
         raise Bad("(file)", "is not a JSON object", "give the cycle file as NVRx wrote it")

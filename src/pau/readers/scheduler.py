@@ -73,6 +73,13 @@ JOB_LIFECYCLE_SCHEMA = LIFECYCLE_SCHEMA.append(pa.field("job", pa.string()))
 #: source wrote it (null when it could not be read) and its 0-based record number.
 JOBS_QUARANTINE_SCHEMA = quarantine_schema(pa.field("job", pa.string()), pa.field("row", pa.int64()))
 
+#: The most accelerators one job or attempt may name: more than any cluster holds. Readers
+#: that write a lifecycle row per accelerator refuse a larger count (a count is not backed
+#: by the bytes of the file, so it is bounded before rows are made from it).
+MAX_ACCELERATORS = 2**20
+#: Lifecycle rows a reader may make per byte of its input (beyond the first 2**20 rows).
+ROWS_PER_BYTE = 64
+
 _I64 = 2**63 - 1
 _I32 = 2**31 - 1
 _NS = 10**9
@@ -135,7 +142,13 @@ def local_time(value: str, column: str, tz: Any) -> int:
         off = tz.utcoffset(naive)
         secs -= int(off.total_seconds()) if off is not None else 0
     frac = m.group(7) or ""
-    return secs * _NS + (int(frac.ljust(9, "0")) if frac else 0)
+    return _in_int64(secs * _NS + (int(frac.ljust(9, "0")) if frac else 0), value, column)
+
+
+def _in_int64(ns: int, value: str, column: str) -> int:
+    if not -2**63 <= ns <= _I64:
+        raise Bad(column, f"{value!r} is outside the int64 ns range", "give times within the years 1678-2262")
+    return ns
 
 
 def iso_time(value: str, column: str) -> int:
@@ -153,7 +166,7 @@ def iso_time(value: str, column: str) -> int:
         hh, mm = int(z[1:3]), int(z[-2:])
         base -= sign * (hh * 3600 + mm * 60) * _NS
     frac = m.group(2)
-    return base + (int(frac[1:].ljust(9, "0")) if frac else 0)
+    return _in_int64(base + (int(frac[1:].ljust(9, "0")) if frac else 0), value, column)
 
 
 def fraction(value: Any, column: str) -> Fraction:
@@ -177,7 +190,18 @@ def fraction(value: Any, column: str) -> Fraction:
         raise Bad(column, f"{value!r} is not a count", "give a number of accelerators")
     if f < 0:
         raise Bad(column, f"{value!r} is negative", "give a number of accelerators >= 0")
+    if f > MAX_ACCELERATORS:
+        raise Bad(column, f"{str(value)[:40]} is more accelerators than any cluster holds",
+                  f"give at most {MAX_ACCELERATORS} accelerators for one job")
     return f
+
+
+def check_rows(total: int, nbytes: int, table: str, column: str, what: str) -> None:
+    """Refuse to make more lifecycle rows than the input's size supports."""
+    if total > max(MAX_ACCELERATORS, ROWS_PER_BYTE * nbytes):
+        raise SchemaError(table, column, f"would make {total} lifecycle rows ({what}) from {nbytes} bytes",
+                          f"check the counts (at most {ROWS_PER_BYTE} rows per byte of input); a count this large "
+                          "is not a real allocation")
 
 
 def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
@@ -269,6 +293,13 @@ def _derive(r: dict) -> tuple[dict, int]:
         raise Bad("start_ns", f"is before the {which} time", f"correct the times (start >= {which})")
     if sta is not None and end is not None and end < sta:
         raise Bad("end_ns", "is before the start time", "correct the times (end >= start)")
+    for c in ("cluster", "user", "team", "partition", "state", "accelerator_type"):
+        if r.get(c) is not None and not isinstance(r[c], str):
+            raise Bad(c, f"{r[c]!r} is not a string", f"give {c} as text")
+    for c in ("exit_code", "restarts", "nodes", *_INPUT):
+        v = r.get(c)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise Bad(c, f"{v!r} is not an integer", f"give {c} as an integer")
     acc = r.get("accelerators")
     if acc is not None and not isinstance(acc, Fraction):
         acc = fraction(acc, "accelerators")
@@ -335,8 +366,9 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
     try:
         with open(p, encoding="utf-8") as f:
             data = json.load(f)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise SchemaError(table, "(file)", f"is not JSON ({exc})", "give the job log as Philly wrote it (a JSON list of jobs)") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise SchemaError(table, "(file)", f"is not JSON ({str(exc)[:200]})",
+                          "give the job log as Philly wrote it (a JSON list of jobs)") from None
     if not isinstance(data, list):
         raise SchemaError(table, "(file)", f"is a JSON {type(data).__name__}, not a list of jobs",
                           "give the job log as Philly wrote it (a JSON list of jobs)")
@@ -345,9 +377,14 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
     rows: list[dict] = []
     life: list[tuple] = []
     no_status = 0
+    nbytes = os.path.getsize(p)
     for i, rec in enumerate(data):
         try:
-            r, lr = _philly_job(rec, i, zi, cluster)
+            r, attempts = _philly_job(rec, i, zi, cluster)
+            check_rows(len(life) + sum(g for *_, g in attempts), nbytes, table, "num_gpus",
+                       f"one per attempt and GPU, up to job {i}")
+            lr = [("attempt", k, rank, s, e, None, None, None, None, kind, None, r["job"])
+                  for k, s, e, kind, g in attempts for rank in range(g)]
             no_status += r.pop("_no_status")
             r["_where"] = f"job {i} ({r['job']})"
             rows.append(r)
@@ -373,7 +410,7 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
 _PHILLY_END = {"Pass": "completed", "Failed": "failed", "Killed": "preempted"}
 
 
-def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict, list]:
+def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict, list[tuple]]:
     if not isinstance(rec, dict):
         raise Bad("job", f"is a JSON {type(rec).__name__}, not an object", "give each job as a JSON object")
     jid = rec.get("jobid", rec.get("id"))
@@ -387,6 +424,8 @@ def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict
     gpus_field = rec.get("num_gpus")
     if gpus_field is not None and (isinstance(gpus_field, bool) or not isinstance(gpus_field, int) or gpus_field < 0):
         raise Bad("num_gpus", f"{gpus_field!r} is not a count", "give num_gpus as a non-negative integer")
+    if gpus_field is not None and gpus_field > MAX_ACCELERATORS:
+        raise Bad("num_gpus", f"{gpus_field} is more GPUs than any cluster holds", f"give at most {MAX_ACCELERATORS}")
     status = rec.get("status")
     spans: list[tuple[int, Optional[int], int]] = []
     for k, a in enumerate(attempts):
@@ -414,7 +453,7 @@ def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict
         detail = a.get("detail")
         g = gpus_field
         if isinstance(detail, list) and detail:
-            g = sum(len(d.get("gpus") or []) for d in detail if isinstance(d, dict))
+            g = sum(len(d["gpus"]) for d in detail if isinstance(d, dict) and isinstance(d.get("gpus"), list))
         if g is None:
             raise Bad("num_gpus", f"attempt {k} names no GPUs", "give num_gpus, or the attempts' detail with their gpus")
         spans.append((s_ns, e_ns, g))
@@ -433,10 +472,9 @@ def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict
          "_no_status": int(not isinstance(status, str))}
     if not spans:
         r["allocated_accelerator_ns"] = 0
-    life = []
+    life = []  # (attempt, start, end, kind, gpus): a row per GPU is made once the count is checked
     for k, (s, e, g) in enumerate(spans):
         last = k == len(spans) - 1
         kind = "failed" if not last else ("running" if e is None else _PHILLY_END.get(status) if isinstance(status, str) else None)
-        for rank in range(g):
-            life.append(("attempt", k, rank, s, e, None, None, None, None, kind, None, jid))
+        life.append((k, s, e, kind, g))
     return r, life

@@ -380,8 +380,12 @@ def read_sacct_jobs(path: str | os.PathLike, *, tz: str | None = None, cluster: 
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise NoInputError(f"read_sacct_jobs: no file at {p!r}. Fix: give the file sacct's output was saved to")
-    with open(p, encoding="utf-8", errors="strict") as f:
-        text = f.read()
+    try:
+        with open(p, encoding="utf-8", errors="strict") as f:
+            text = f.read()
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"sacct {p}", "(file)", f"is not UTF-8 text ({exc})",
+                          "give sacct's output as it printed it (text or --json)") from None
     return parse_sacct_jobs(text, source=p, tz=tz, cluster=cluster, on_invalid=on_invalid)
 
 
@@ -531,7 +535,7 @@ def _num(v):
 def _json_jobs(text: str, table: str, cluster: str | None) -> tuple[list[dict], dict]:
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise SchemaError(table, "(file)", f"is not JSON ({exc})", "save the output of sacct --json whole") from None
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(jobs, list):
