@@ -47,8 +47,8 @@ from .._types import Quarantined, RunWarning, check_on_invalid, quarantine_schem
 from .._vocab import LIFECYCLE_SCHEMA, counts_metadata
 from ..errors import InvalidRowError, NoInputError, OptionError, SchemaError
 
-__all__ = ["JOBS_SCHEMA", "JOB_LIFECYCLE_SCHEMA", "JOBS_QUARANTINE_SCHEMA", "SCHEDULERS", "Records",
-           "jobs_table", "read_philly"]
+__all__ = ["JOBS_SCHEMA", "JOB_LIFECYCLE_SCHEMA", "JOBS_QUARANTINE_SCHEMA", "MAX_ACCELERATORS", "SCHEDULERS", "Records",
+           "check_rows", "jobs_table", "read_philly"]
 
 #: Schedulers whose records pau reads, as the ``scheduler`` column names them.
 SCHEDULERS = ("slurm", "kubernetes", "philly")
