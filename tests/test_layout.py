@@ -63,10 +63,12 @@ LEVELS = [
     # the engine's entry points
     {"pau.engine.api"},
     # readers' data tables and shared parts
-    {"pau.readers.devices", "pau.readers.mlperf_rules", "pau.readers._files", "pau.readers.detect"},
+    {"pau.readers.devices", "pau.readers.mlperf_rules", "pau.readers._files", "pau.readers.detect",
+     "pau.readers.scheduler"},
     # readers: other tools' files in
     {"pau.readers", "pau.readers.kineto", "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving",
-     "pau.readers.slurm", "pau.readers.telemetry"},
+     "pau.readers.slurm", "pau.readers.telemetry", "pau.readers.kubernetes", "pau.readers.megatron",
+     "pau.readers.nvrx"},
     # figures over ledgers and runs
     {"pau.figures", "pau.figures.economics", "pau.figures.analysis", "pau.figures.align",
      "pau.figures.hardware", "pau.figures.outcome", "pau.figures.idle", "pau.figures.layers",

@@ -8,6 +8,11 @@ analysing it: analysis is :mod:`pau.core`'s job.
 * :mod:`pau.readers.nsys`: Nsight Systems SQLite exports.
 * :mod:`pau.readers.mllog`: MLPerf ``:::MLLOG`` result logs.
 * :mod:`pau.readers.serving`: vLLM / AIPerf / GenAI-Perf per-request results.
+* :mod:`pau.readers.scheduler`, :mod:`pau.readers.slurm`, :mod:`pau.readers.kubernetes`:
+  scheduler records (Philly, ``sacct`` text and JSON, Kubernetes pods, the Alibaba pod
+  list) as the jobs table of DESIGN §7 (``docs/fleet.md``).
+* :mod:`pau.readers.megatron`, :mod:`pau.readers.nvrx`: Megatron-LM training logs and
+  NVRx cycle files as lifecycles.
 * :mod:`pau.readers.detect`: which of them a path needs.
 """
 
@@ -15,12 +20,18 @@ from __future__ import annotations
 
 from pau.readers.detect import FORMATS, UnknownFormatError, detect_format
 from pau.readers.kineto import KinetoTrace, Rules, read_kineto
+from pau.readers.kubernetes import read_alibaba_pods, read_pods
+from pau.readers.megatron import read_megatron
 from pau.readers.mllog import MLLogError, MLLogRun, mllog_summary, read_mllog
 from pau.readers.nsys import NsysTrace, read_nsys
+from pau.readers.nvrx import read_nvrx
+from pau.readers.scheduler import JOB_LIFECYCLE_SCHEMA, JOBS_SCHEMA, Records, read_philly
 from pau.readers.serving import REQUESTS_SCHEMA, ServingFormatError, ServingResults, read_serving
+from pau.readers.slurm import read_sacct_jobs
 
 __all__ = [
-    "FORMATS", "KinetoTrace", "MLLogError", "MLLogRun", "NsysTrace", "REQUESTS_SCHEMA", "Rules",
+    "FORMATS", "JOBS_SCHEMA", "JOB_LIFECYCLE_SCHEMA", "KinetoTrace", "MLLogError", "MLLogRun", "NsysTrace", "REQUESTS_SCHEMA", "Records", "Rules",
     "ServingFormatError", "ServingResults", "UnknownFormatError", "detect_format", "mllog_summary",
-    "read_kineto", "read_mllog", "read_nsys", "read_serving",
+    "read_alibaba_pods", "read_kineto", "read_megatron", "read_mllog", "read_nsys", "read_nvrx", "read_philly",
+    "read_pods", "read_sacct_jobs", "read_serving",
 ]

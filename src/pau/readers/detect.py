@@ -22,6 +22,11 @@ gzip):
   they are passed over, so a folder with the per-request file and its summaries is
   serving.
 
+Fleet records (``docs/fleet.md``) are recognised but not runs, so :func:`pau.read` does not
+take them: a ``sacct`` text or JSON output, a Kubernetes pod list, the Alibaba pod list, a
+Philly job log, a Megatron-LM training log or an NVRx ``cycle_info`` file raises
+:class:`UnknownFormatError` naming the ``pau.readers`` function that reads it.
+
 A directory takes the format of its files: ``*.parquet`` -> parquet, else the first
 readable file that is recognised (all recognised files must agree).
 """
@@ -108,6 +113,29 @@ def _is_event_csv(text: str) -> bool:
     return "," in first and set(CSV_EVENT_COLUMNS) <= names
 
 
+#: Fleet records: (start of the text, keys that must all appear, what, the reader), tried
+#: in this order (plain searches: no pattern that could backtrack over the head).
+_FLEET = (
+    (re.compile(r'\s*\{\s*"job_id"\s*:'), (r'"cycle_start_time"\s*:', r'"active_ranks"\s*:'), "an NVRx cycle_info file",
+     "read_nvrx"),
+    (re.compile(r"\s*\{"), (r'"jobs"\s*:\s*\[', r'"tres"\s*:', r'"time"\s*:'), "sacct --json output", "read_sacct_jobs"),
+    (re.compile(r"\s*\{"), (r'"kind"\s*:\s*"(?:List|Pod)"', r'"containers"\s*:'), "a Kubernetes pod list", "read_pods"),
+    (re.compile(r"\s*\[\s*\{"), (r'"attempts"\s*:', r'"submitted_time"\s*:'), "a Philly job log", "read_philly"),
+    (re.compile(r"\ufeff?JobID\|", re.I), (), "sacct --parsable2 output", "read_sacct_jobs"),
+    (re.compile(r"\ufeff?name,cpu_milli,memory_mib,num_gpu,gpu_milli,"), (), "an Alibaba GPU pod list", "read_alibaba_pods"),
+    (None, (r"elapsed time per iteration \(ms\): |\] datetime: \d{4}-\d\d-\d\d ",), "a Megatron-LM training log",
+     "read_megatron"),
+)
+
+
+def _fleet_hint(text: str) -> tuple[str, str] | None:
+    """(what, reader) when ``text`` (a file's head) is fleet records, else None."""
+    for start, keys, what, fn in _FLEET:
+        if (start is None or start.match(text)) and all(re.search(k, text) for k in keys):
+            return what, fn
+    return None
+
+
 def _detect_file(path: str) -> str:
     if path.endswith(_NSYS_REP):
         raise UnknownFormatError(path, _NSYS_REP_FIX)
@@ -144,6 +172,11 @@ def _detect_file(path: str) -> str:
         return "kineto"
     if _is_event_csv(text):
         return "csv"
+    hint = _fleet_hint(text)
+    if hint is not None:
+        what, fn = hint
+        raise UnknownFormatError(path, f"{what}: fleet records, not a run, so pau.read does not take it. "
+                                 f"Fix: read it with pau.readers.{fn}(path) (docs/fleet.md)")
     if path.endswith(".csv"):
         raise UnknownFormatError(path, "a CSV file whose header does not name the events' columns "
                                  f"({', '.join(CSV_EVENT_COLUMNS)}; stream, name optional)")

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as _dt
+import json
 import os
 import re
 from typing import Any
@@ -53,14 +54,19 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
-from pau.engine.types import Quarantined, check_on_invalid
+from pau.engine.types import Quarantined, RunWarning, check_on_invalid
 from pau.engine.vocab import counts_metadata
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
+from pau.readers.scheduler import Bad, Records, fraction, jobs_table, zone
 
-__all__ = ["read_sacct", "parse_sacct", "SACCT_FORMAT"]
+__all__ = ["read_sacct", "parse_sacct", "read_sacct_jobs", "parse_sacct_jobs", "SACCT_FORMAT", "SACCT_JOBS_FORMAT"]
 
 #: The ``--format`` fields that give every column the scheduling figures use.
 SACCT_FORMAT = "JobID,JobName,Partition,State,ExitCode,Submit,Eligible,Start,End,NNodes,AllocTRES"
+
+#: The ``--format`` fields that fill every column of the jobs table.
+SACCT_JOBS_FORMAT = ("JobID,Cluster,Partition,Account,User,State,ExitCode,Restarts,Submit,Eligible,Start,End,"
+                     "NNodes,NodeList,AllocTRES,ReqTRES")
 
 _TIME_FIELDS = {"submit": "submit_ns", "eligible": "eligible_ns", "start": "start_ns", "end": "end_ns"}
 _STR_FIELDS = {"jobname": "name", "partition": "partition", "account": "account"}
@@ -331,3 +337,289 @@ def _table(rows: list[dict[str, Any]], keys: list[str], header: list[str], steps
     if not steps:
         cols["steps"] = pa.array([counts.get(r["job_id"], 0) for r in use], pa.int32())
     return pa.table(cols)
+
+
+# --- the jobs table (DESIGN §7) -----------------------------------------------------
+
+_TRES_GPU = re.compile(r"^gres/gpu(?::([^=]+))?=(\d+)$")
+
+
+def read_sacct_jobs(path: str | os.PathLike, *, tz: str | None = None, cluster: str | None = None,
+                    on_invalid: str = "raise") -> Records | Quarantined:
+    """Read ``sacct`` output into the jobs table (:data:`pau.readers.scheduler.JOBS_SCHEMA`).
+
+    Two forms are read, told apart by the content: ``sacct --parsable2`` (or
+    ``--parsable``) text with any fields (the header names them; ``SACCT_JOBS_FORMAT``
+    fills every column), and ``sacct --json`` (Slurm's REST/JSON job records: the
+    ``jobs`` list, data_parser v0.0.37 and later, where numbers may be written
+    ``{"set": ..., "infinite": ..., "number": ...}``).
+
+    Job steps (``123.batch``, ``123.extern``, ``123.0``) are folded into their job: the
+    allocation line gives the job's row; a step without its allocation line is a bad
+    row. ``accelerators`` is the ``gres/gpu`` count of ``AllocTRES`` (or the sum of the
+    typed ``gres/gpu:TYPE`` counts; the types, comma-joined, give
+    ``accelerator_type``), 0 for an allocation that names no GPU; for a job that never
+    started (empty ``AllocTRES``) the ``ReqTRES`` count (what it waits for); null
+    without either field. ``team`` is ``Account``; ``exit_code`` the code of
+    ``ExitCode`` (``N`` of ``N:M``); ``state`` the first word of ``State``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    tz : str, optional
+        The zone the text's times are in (sacct prints local time without a zone). Not
+        given: UTC, with a warning. JSON times are seconds since the epoch and need none.
+    cluster : str, optional
+        The cluster's name where the output has no ``Cluster`` field.
+    on_invalid : {"raise", "quarantine"}
+
+    Returns
+    -------
+    Records (``jobs`` set, ``lifecycle`` None), or pau.core.Quarantined of it.
+    """
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise NoInputError(f"read_sacct_jobs: no file at {p!r}. Fix: give the file sacct's output was saved to")
+    try:
+        with open(p, encoding="utf-8", errors="strict") as f:
+            text = f.read()
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"sacct {p}", "(file)", f"is not UTF-8 text ({exc})",
+                          "give sacct's output as it printed it (text or --json)") from None
+    return parse_sacct_jobs(text, source=p, tz=tz, cluster=cluster, on_invalid=on_invalid)
+
+
+def parse_sacct_jobs(text: str, *, source: str = "sacct", tz: str | None = None, cluster: str | None = None,
+                     on_invalid: str = "raise") -> Records | Quarantined:
+    """:func:`read_sacct_jobs` of text already in memory (``source`` names it in errors)."""
+    check_on_invalid(on_invalid)
+    warnings: list = []
+    table = f"sacct {source}"
+    if text.lstrip().startswith("{"):
+        rows, meta = _json_jobs(text, table, cluster)
+    else:
+        head = text.lstrip().split("\n", 1)[0].lower().replace(" ", "").split("|")
+        timed = tz is not None or any(k in head for k in _TIME_FIELDS)
+        zi, zname = zone(tz if timed else "UTC", "sacct", "sacct prints the cluster's local time.", warnings)
+        rows, meta = _text_jobs(text, table, zi, cluster)
+        meta[b"pau.jobs.tz"] = zname.encode()
+    if meta.pop("no_tres", False):
+        warnings.append(RunWarning("sacct.no_tres", "sacct: the output has no AllocTRES or ReqTRES field: "
+                                   f"accelerators are unknown (null). Fix: add them to --format ({SACCT_JOBS_FORMAT})"))
+    out = jobs_table(rows, table=table, source_file=None if source == "sacct" else source,
+                     on_invalid=on_invalid, metadata=meta)
+    if isinstance(out, Quarantined):
+        return Quarantined(Records(out.result, None, warnings), out.quarantine)
+    return Records(out, None, warnings)
+
+
+def _tres(value: str) -> tuple[int | None, str | None]:
+    """The GPU count and types of a TRES string; count None when the string is empty."""
+    v = value.strip()
+    if not v:
+        return None, None
+    plain, typed, types = None, 0, set()
+    for item in v.split(","):
+        m = _TRES_GPU.match(item.strip())
+        if m is None:
+            continue
+        if m.group(1) is None:
+            plain = int(m.group(2))
+        else:
+            typed += int(m.group(2))
+            types.add(m.group(1))
+    count = plain if plain is not None else typed
+    return count, (",".join(sorted(types)) or None)
+
+
+def _text_jobs(text: str, table: str, zi, cluster: str | None) -> tuple[list[dict], dict]:
+    lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip()]
+    if not lines:
+        raise SchemaError(table, "JobID", "is missing: the output is empty",
+                          "save sacct's output with its header line (leave out --noheader)")
+    header = lines[0][1].split("|")
+    trailing = header[-1] == "" and all(ln.endswith("|") for _, ln in lines)
+    if trailing:
+        header = header[:-1]
+    keys = [h.strip().lower() for h in header]
+    if "jobid" not in keys:
+        raise SchemaError(table, "JobID", f"is missing from the header {lines[0][1]!r}",
+                          "run sacct with --parsable2 and a --format that includes JobID (and keep the header)")
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise SchemaError(table, header[keys.index(dup)], "appears twice in the header", "give each field once in --format")
+    col = {k: i for i, k in enumerate(keys)}
+    meta: dict = {"no_tres": "alloctres" not in col and "reqtres" not in col}
+    jobs: dict[str, dict] = {}
+    order: list[dict] = []
+    for row, (lineno, ln) in enumerate(lines[1:]):
+        fields = ln.split("|")
+        if trailing:
+            fields = fields[:-1]
+        where = f"line {lineno}"
+        try:
+            if len(fields) != len(keys):
+                raise Bad(header[0].strip(), f"has {len(fields)} fields where the header has {len(keys)}",
+                          "give one value per header field, separated by '|' (a '|' inside a job name cannot be read)")
+            get = {k: fields[i] for k, i in col.items()}
+            job, _, step = get["jobid"].strip().partition(".")
+            if not job:
+                raise Bad("JobID", "is empty", "give every line its JobID")
+            if step:
+                order.append({"_step_of": job, "_where": where, "job": job})
+                continue
+            try:
+                r = _text_job(get, job, zi, cluster)
+            except _Bad as b0:
+                raise Bad(b0.field, b0.reason, b0.fix) from None
+        except Bad as b:
+            order.append({"_bad": b, "_where": where, "job": fields[col["jobid"]].strip() if len(fields) > col["jobid"] else None})
+            continue
+        r["_where"] = where
+        jobs.setdefault(job, r)
+        order.append(r)
+    rows = []
+    for r in order:
+        if "_step_of" in r:
+            if r["_step_of"] not in jobs:
+                rows.append({"_bad": Bad("JobID", f"is a step of job {r['_step_of']}, whose allocation line is not in the output",
+                                         "give sacct's whole output for the job (its allocation line too)"),
+                             "_where": r["_where"], "job": r["job"]})
+            continue
+        rows.append(r)
+    return rows, meta
+
+
+def _text_job(get: dict, job: str, zi, cluster: str | None) -> dict:
+    def s(k):
+        v = get.get(k)
+        return None if v is None or v.strip() == "" else v.strip()
+
+    r: dict = {"job": job, "cluster": s("cluster") or cluster, "scheduler": "slurm", "user": s("user"),
+               "team": s("account"), "partition": s("partition")}
+    st = s("state")
+    r["state"] = st.split(" ")[0] if st else None
+    ec = s("exitcode")
+    if ec is not None:
+        m = _EXIT.match(ec)
+        if m is None:
+            raise Bad("ExitCode", f"{ec!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
+        r["exit_code"] = int(m.group(1))
+    for k, c in (("restarts", "restarts"), ("nnodes", "nodes")):
+        if k in get:
+            r[c] = _int(get[k], "Restarts" if k == "restarts" else "NNodes")
+    for k, c in (("submit", "submit_ns"), ("eligible", "eligible_ns"), ("start", "start_ns"), ("end", "end_ns")):
+        if k in get:
+            r[c] = _time(get[k], k.capitalize(), zi)
+    alloc, atype = _tres(get.get("alloctres", ""))
+    req, rtype = _tres(get.get("reqtres", ""))
+    if alloc is not None:
+        r["accelerators"], r["accelerator_type"] = alloc, atype
+    elif r.get("start_ns") is None and req is not None:
+        r["accelerators"], r["accelerator_type"] = req, rtype
+    return r
+
+
+def _num(v):
+    """A JSON number as data_parser writes it: plain, or ``{"set", "infinite", "number"}``
+    (None when not set or infinite)."""
+    if isinstance(v, dict):
+        if not v.get("set", True) or v.get("infinite", False):
+            return None
+        v = v.get("number")
+    if isinstance(v, bool):
+        return None
+    return v
+
+
+def _json_jobs(text: str, table: str, cluster: str | None) -> tuple[list[dict], dict]:
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise SchemaError(table, "(file)", f"is not JSON ({exc})", "save the output of sacct --json whole") from None
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    if not isinstance(jobs, list):
+        raise SchemaError(table, "jobs", "is missing: not the output of sacct --json",
+                          "give sacct --json's output (an object with a 'jobs' list)")
+    rows = []
+    for i, j in enumerate(jobs):
+        where = f"jobs[{i}]"
+        try:
+            r = _json_job(j, cluster)
+            r["_where"] = where
+        except Bad as b:
+            jid = j.get("job_id") if isinstance(j, dict) else None
+            r = {"_bad": b, "_where": where, "job": None if jid is None else str(jid)}
+        rows.append(r)
+    return rows, {}
+
+
+def _json_time(t: dict, key: str) -> int | None:
+    v = _num(t.get(key))
+    if v is None or v == 0:  # Slurm writes 0 for "not set"
+        return None
+    if not isinstance(v, int) or v < 0:
+        raise Bad(f"time.{key}", f"{v!r} is not seconds since the epoch", "give the job's times as sacct --json writes them")
+    return v * _NS
+
+
+def _json_job(j: Any, cluster: str | None) -> dict:
+    if not isinstance(j, dict):
+        raise Bad("jobs", "is not an object", "give each job as sacct --json writes it")
+    jid = _num(j.get("job_id"))
+    if not isinstance(jid, int):
+        raise Bad("job_id", f"{j.get('job_id')!r} is not a job id", "give each job its job_id")
+    name = str(jid)
+    arr, het = j.get("array") or {}, j.get("het") or {}
+    a_job, a_task = _num(arr.get("job_id")), _num(arr.get("task_id"))
+    h_job, h_off = _num(het.get("job_id")), _num(het.get("job_offset"))
+    if a_job and a_task is not None:
+        name = f"{a_job}_{a_task}"
+    elif h_job and h_off is not None:
+        name = f"{h_job}+{h_off}"
+    state = j.get("state")
+    if isinstance(state, dict):
+        state = state.get("current")
+    if isinstance(state, list):
+        state = state[0] if state else None
+    ec = j.get("exit_code")
+    code = _num(ec.get("return_code")) if isinstance(ec, dict) else _num(ec)
+    t = j.get("time") or {}
+    if not isinstance(t, dict):
+        raise Bad("time", "is not an object", "give the job's time object as sacct --json writes it")
+    tres = j.get("tres") or {}
+
+    def gpus(key):
+        items = tres.get(key)
+        if not isinstance(items, list) or not items:
+            return None, None
+        plain, typed, types = None, 0, set()
+        for it in items:
+            if not isinstance(it, dict) or it.get("type") != "gres":
+                continue
+            nm, cnt = str(it.get("name") or ""), _num(it.get("count"))
+            if not (nm == "gpu" or nm.startswith("gpu:")) or cnt is None:
+                continue
+            if nm == "gpu":
+                plain = cnt
+            else:
+                typed += cnt
+                types.add(nm[4:])
+        return (plain if plain is not None else typed), (",".join(sorted(types)) or None)
+
+    r: dict = {"job": name, "cluster": j.get("cluster") or cluster, "scheduler": "slurm", "user": j.get("user"),
+               "team": j.get("account"), "partition": j.get("partition"),
+               "state": state if isinstance(state, str) else None,
+               "exit_code": code if isinstance(code, int) else None,
+               "restarts": _num(j.get("restart_cnt")), "nodes": _num(j.get("allocation_nodes")),
+               "submit_ns": _json_time(t, "submission"), "eligible_ns": _json_time(t, "eligible"),
+               "start_ns": _json_time(t, "start"), "end_ns": _json_time(t, "end")}
+    alloc, atype = gpus("allocated")
+    req, rtype = gpus("requested")
+    if alloc is not None:
+        r["accelerators"], r["accelerator_type"] = fraction(alloc, "tres.allocated"), atype
+    elif r["start_ns"] is None and req is not None:
+        r["accelerators"], r["accelerator_type"] = fraction(req, "tres.requested"), rtype
+    elif "allocated" in tres:
+        r["accelerators"] = 0
+    return r
