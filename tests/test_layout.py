@@ -75,7 +75,7 @@ LEVELS = [
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables)
-    {"pau.fleet", "pau.fleet.changes", "pau.fleet.costs"},
+    {"pau.fleet", "pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability"},
     # views
     {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console"},
     # the facade
