@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -240,3 +241,50 @@ def test_capacity_in_accelerators_worth():
 def test_bad_input_is_refused(call, match):
     with pytest.raises(PauError, match=match):
         call()
+
+
+def long_table(seed: int = 0):
+    """Three teams' weekly goodput in shuffled rows: two 52-week series (one with the
+    planted drop), one of 30 weeks with a null cluster."""
+    rng = np.random.default_rng(seed)
+    rows, series = [], {}
+    for team, n, drop in (("a", 52, True), ("b", 52, False), ("c", 30, True)):
+        x = np.where((np.arange(n) >= 20) & drop, 0.80, 0.90) + rng.normal(0, 0.01, n)
+        w = rng.uniform(900, 1100, n)
+        series[team] = (x, w)
+        rows += [(team, None if team == "c" else "east", 7 * i, x[i], w[i]) for i in range(n)]
+    rows = [rows[i] for i in rng.permutation(len(rows))]
+    cols = ("team", "cluster", "week", "goodput", "allocated_h")
+    return pa.table({c: [r[j] for r in rows] for j, c in enumerate(cols)}), series
+
+
+@pytest.mark.parametrize("method", ["pelt", "cusum"])
+def test_group_changes_equal_each_series_alone(method):
+    t, series = long_table()
+    out = C.group_changes(t, "goodput", by=["team", "cluster"], period="week", weight="allocated_h",
+                          method=method).to_pylist()
+    assert [r["team"] for r in out] == sorted(r["team"] for r in out)
+    for team, (x, w) in series.items():
+        alone = getattr(C, method)(x, weights=w).points
+        mine = [r for r in out if r["team"] == team]
+        assert [r["period"] for r in mine] == [7 * p.period for p in alone]
+        assert [r["detected"] for r in mine] == [None if p.detected is None else 7 * p.detected for p in alone]
+        assert [r["accelerator_hours"] for r in mine] == pytest.approx([p.accelerator_hours for p in alone])
+        assert all(r["cluster"] == (None if team == "c" else "east") for r in mine)
+    # the planted drops, found in the groups that have one
+    assert {r["team"] for r in out if abs(r["period"] - 140) <= 7 and r["level_after"] < 0.85} == {"a", "c"}
+
+
+def test_group_changes_refuse_what_they_cannot_use():
+    t, _ = long_table()
+    with pytest.raises(PauError, match="second row for the same group and period"):
+        C.group_changes(pa.concat_tables([t, t.slice(0, 1)]), "goodput", by=["team", "cluster"], period="week")
+    g = t.set_column(3, "goodput", pa.array([None] + t["goodput"].to_pylist()[1:], pa.float64()))
+    with pytest.raises(PauError, match="column 'goodput', row 0: null"):
+        C.group_changes(g, "goodput", by="team", period="week")
+    with pytest.raises(PauError, match="column 'period' is missing"):
+        C.group_changes(t, "goodput", by="team")
+    with pytest.raises(PauError, match="method"):
+        C.group_changes(t, "goodput", by="team", period="week", method="binseg")
+    empty = C.group_changes(t.slice(0, 0), "goodput", by="team", period="week")
+    assert empty.num_rows == 0 and empty.column_names[:2] == ["team", "period"]

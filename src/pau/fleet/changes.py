@@ -26,10 +26,12 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from pau.errors import PauError
+from pau.engine._input import as_table
+from pau.errors import PauError, SchemaError
 
-__all__ = ["ChangePoint", "Changes", "pelt", "cusum", "noise_sd", "bic_penalty", "capacity"]
+__all__ = ["ChangePoint", "Changes", "pelt", "cusum", "noise_sd", "bic_penalty", "group_changes", "capacity"]
 
 #: 1 / Phi^-1(3/4): makes the median absolute deviation a consistent estimate of a
 #: Gaussian standard deviation.
@@ -440,6 +442,109 @@ def cusum(x: Any, *, h: float = 5.0, k: float = 0.5, sigma: Any = None, target: 
     else:
         s = tc = d = np.zeros(0, np.int64)
     return Changes(_report(a, w, s, tc, d), "cusum", sd, None)
+
+
+# ---------------------------------------------------------------------------
+# a long table: one row per group and period
+
+
+def group_changes(table: Any, metric: str, *, by: Any = (), period: str = "period",
+                  weight: Optional[str] = None, method: str = "pelt", **options: Any) -> pa.Table:
+    """Change points of ``metric`` for every group of a long table (a rollup's output).
+
+    Each group's series is its rows in ``period`` order (a period missing from the table
+    is not in the series); groups of the same length go through :func:`pelt` or
+    :func:`cusum` together.
+
+    Parameters
+    ----------
+    table : table-like
+        One row per group and period: the ``by`` columns, ``period`` (any sortable
+        type: a period start in ns, a date), ``metric`` and optionally ``weight``.
+    metric, period, weight : str
+        Column names; ``weight`` as ``weights`` of :func:`pelt` (allocated
+        accelerator-hours for a ratio metric).
+    by : str or list of str
+        The group columns (none: one series).
+    method : ``"pelt"`` or ``"cusum"``
+    **options
+        Passed to the method (``penalty``, ``h``, ``k``, ``target``, ``sigma``, ``warmup``).
+
+    Returns
+    -------
+    pyarrow.Table
+        The ``by`` columns, then ``period`` (the period value of the first period at the
+        new level), ``detected`` (CUSUM's alarm period value; null for PELT),
+        ``level_before``, ``level_after``, ``accelerator_hours``; ordered by group then period.
+    """
+    fns = {"pelt": pelt, "cusum": cusum}
+    if method not in fns:
+        raise PauError(f"method = {method!r}. Fix: 'pelt' or 'cusum'")
+    keys = [by] if isinstance(by, str) else list(by)
+    t = as_table(table, "table")
+    for col in keys + [period, metric] + ([weight] if weight is not None else []):
+        if col not in t.column_names:
+            raise SchemaError("table", col, "is missing", "name an existing column (group_changes(by=..., "
+                                                          "period=..., metric=..., weight=...))")
+    for col in [period, metric] + ([weight] if weight is not None else []):
+        if t[col].null_count:
+            row = int(np.flatnonzero(np.asarray(t[col].is_null()))[0])
+            raise PauError(f"table: column '{col}', row {row}: null ({t[col].null_count} rows in all). Fix: a "
+                           "period with no time has no ratio: leave its row out, or fill it explicitly")
+    order = pc.sort_indices(t, sort_keys=[(k, "ascending") for k in keys + [period]])
+    t = t.take(order)
+    n = t.num_rows
+    # group of each row: a code per distinct combination of the by columns (nulls a value)
+    if keys and n:
+        codes = []
+        for k in keys:
+            enc = pc.dictionary_encode(t[k]).combine_chunks()
+            codes.append(np.asarray(enc.indices.fill_null(-1)))
+        _, group = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        group = group.reshape(-1)
+        # sorted by the keys, so each group's rows are contiguous; number them in order
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    else:
+        starts = np.zeros(1 if n else 0, np.int64)
+    lengths = np.diff(np.r_[starts, n]).astype(np.int64)
+    pv = t[period].combine_chunks()
+    same = pc.equal(pv.slice(1), pv.slice(0, max(n - 1, 0)))
+    dup = np.asarray(same.fill_null(False)) & (np.repeat(np.arange(len(starts)), lengths)[1:] ==
+                                                np.repeat(np.arange(len(starts)), lengths)[:-1])
+    if dup.any():
+        row = int(order[int(np.flatnonzero(dup)[0]) + 1].as_py())
+        raise PauError(f"table: column '{period}', row {row}: a second row for the same group and period. "
+                       "Fix: one row per group and period (roll up first)")
+    x = np.asarray(t[metric].to_numpy(zero_copy_only=False), dtype=np.float64)
+    w = None if weight is None else np.asarray(t[weight].to_numpy(zero_copy_only=False), dtype=np.float64)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, pa.Table]] = []
+    for L in np.unique(lengths):
+        gs = np.flatnonzero(lengths == L)
+        rows = starts[gs, None] + np.arange(L)
+        res = fns[method](x[rows], weights=None if w is None else w[rows], **options).table
+        sidx = np.asarray(res["series"])
+        base = starts[gs][sidx]
+        det = res["detected"]
+        det_rows = np.asarray(det.fill_null(0)) + base
+        parts.append((gs[sidx], base + np.asarray(res["period"]),
+                      np.where(np.asarray(det.is_null()), -1, det_rows), res))
+    if parts:
+        g = np.concatenate([q[0] for q in parts])
+        at = np.concatenate([q[1] for q in parts])
+        det_at = np.concatenate([q[2] for q in parts])
+        stats = pa.concat_tables([q[3] for q in parts])
+    else:
+        g = at = det_at = np.zeros(0, np.int64)
+        stats = CHANGES_SCHEMA.empty_table()
+    o = np.lexsort((at, g))
+    g, at, det_at = g[o], at[o], det_at[o]
+    stats = stats.take(pa.array(o))
+    cols = {k: t[k].take(pa.array(starts[g])) for k in keys}
+    cols["period"] = pv.take(pa.array(at))
+    cols["detected"] = pv.take(pa.array(np.where(det_at < 0, 0, det_at), mask=det_at < 0))
+    for c in ("level_before", "level_after", "accelerator_hours"):
+        cols[c] = stats[c]
+    return pa.table(cols)
 
 
 # ---------------------------------------------------------------------------
