@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -477,7 +477,7 @@ def group_changes(table: Any, metric: str, *, by: Any = (), period: str = "perio
         new level), ``detected`` (CUSUM's alarm period value; null for PELT),
         ``level_before``, ``level_after``, ``accelerator_hours``; ordered by group then period.
     """
-    fns = {"pelt": pelt, "cusum": cusum}
+    fns: dict[str, Callable[..., Changes]] = {"pelt": pelt, "cusum": cusum}
     if method not in fns:
         raise PauError(f"method = {method!r}. Fix: 'pelt' or 'cusum'")
     keys = [by] if isinstance(by, str) else list(by)
