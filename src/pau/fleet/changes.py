@@ -563,10 +563,13 @@ def capacity(productive_hours_a: Any, productive_hours_b: Any, period_hours: Any
     a = np.asarray(productive_hours_a, dtype=np.float64)
     b = np.asarray(productive_hours_b, dtype=np.float64)
     p = np.asarray(period_hours, dtype=np.float64)
-    for name, v in (("productive_hours_a", a), ("productive_hours_b", b)):
-        if not np.isfinite(v).all() or (v < 0).any():
-            raise PauError(f"{name} = {v!r}. Fix: productive accelerator-hours are finite and >= 0")
-    if not np.isfinite(p).all() or (p <= 0).any():
-        raise PauError(f"period_hours = {p!r}. Fix: the hours in a period are finite and > 0 (168 for a week)")
+    for name, v, ok, fix in (
+            ("productive_hours_a", a, np.isfinite(a) & (a >= 0), "productive accelerator-hours are finite and >= 0"),
+            ("productive_hours_b", b, np.isfinite(b) & (b >= 0), "productive accelerator-hours are finite and >= 0"),
+            ("period_hours", p, np.isfinite(p) & (p > 0), "the hours in a period are finite and > 0 (168 for a week)")):
+        if not ok.all():
+            i = int(np.flatnonzero(~ok.reshape(-1))[0])
+            where = f"[{i}]" if v.ndim else ""
+            raise PauError(f"{name}{where} = {float(v.reshape(-1)[i])!r}. Fix: {fix}")
     out = (b - a) / p
     return float(out) if out.ndim == 0 else out
