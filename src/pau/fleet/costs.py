@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 import numpy as np
@@ -139,7 +139,6 @@ class CostModel:
     sections: Mapping[str, Mapping[str, Any]]
     source: str = "cost model"
     currency: str = "USD"
-    _types: tuple[str, ...] = field(default=(), repr=False)
 
     def rate(self, accelerator_type: Optional[str] = None, cluster: Optional[str] = None, *,
              measured_power_w: Optional[float] = None) -> CostRate:
