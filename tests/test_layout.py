@@ -28,6 +28,7 @@ TIERS = [
     ("readers", {"pau.readers"}),     # other tools' files in
     ("figures", {"pau.figures", "pau.compat"}),  # figures over ledgers and runs; other tools' definitions
     ("run", {"pau.run", "pau.synth"}),  # one in-memory run from every reader; synthetic runs
+    ("fleet", {"pau.fleet"}),         # many runs over time: the archive, rollups, changes, cost basis
     ("views", {"pau.views"}),         # text, plots, the HTML page, the Chrome trace, the console
     ("facade", {"pau.core"}),
     ("front", {"pau.cli", "pau._args", "pau"}),  # the command line and the package's front door
@@ -75,6 +76,8 @@ LEVELS = [
      "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput"},
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
+    # fleets: figures over many runs' periods (pure functions of arrays and tables)
+    {"pau.fleet", "pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability"},
     # views
     {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console"},
     # the facade

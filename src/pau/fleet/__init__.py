@@ -1,0 +1,1 @@
+"""Fleets: many runs over time (DESIGN §7)."""
