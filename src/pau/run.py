@@ -36,7 +36,7 @@ from pau.engine import api as _engine
 from pau.figures import align as _align
 from pau.figures import idle as _idle
 from pau.figures import layers as _layers
-from pau.figures import outcome as _outcome
+from pau.figures import recovery as _recovery
 from pau.engine import io as _io
 from pau.figures import hardware as _telemetry
 from pau.engine._format import html_table
@@ -48,7 +48,8 @@ from pau.engine.types import (
 )
 from pau.engine.ledger import Ledger
 from pau.engine.vocab import LIFECYCLE_SCHEMA
-from pau.figures.analysis import range_summary, step_figures, top_kernels
+from pau.figures.compare import range_summary, top_kernels
+from pau.figures.stragglers import step_figures
 from pau.figures.economics import requests as _request_ledger
 from pau.errors import OptionError, PauError, SchemaError
 from pau.readers.detect import detect_format
@@ -303,7 +304,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "layers": (None if led is None or led.intervals is None else
                    _layers.layers(led, samples=run.samples, events=run.events).summary()),
         "recovery": (None if led is None or led.intervals is None or run.lifecycle is None else
-                     _outcome.recovery(run.lifecycle, ledger=led).summary()),
+                     _recovery.recovery(run.lifecycle, ledger=led).summary()),
         "telemetry": (None if run.samples is None or led is None else
                       _telemetry.summary(led, run.samples, events=run.events,
                                          span=run.spans if run.lifecycle is None else None)),
