@@ -19,10 +19,14 @@ from pau.readers import alibaba
 
 
 def _table(rows, *, attempt=True, start=True, record=False):
-    """``(attempt, rank, step, start_ns, end_ns)`` tuples (None: null) -> a steps table."""
+    """``(attempt, rank, step, start_ns, end_ns)`` tuples (None: null) -> a steps table;
+    with ``record``, a lifecycle-like table with a ``phase`` row before each step row (step
+    row ``i`` is row ``2i + 1``: the figures read the step rows alone and name the
+    table's own row numbers)."""
     cols = {}
     if record:
-        cols["record"] = pa.array(["step"] * len(rows), pa.string())
+        rows = [x for r in rows for x in ((0, 0, None, 0, 1), r)]
+        cols["record"] = pa.array(["phase", "step"] * (len(rows) // 2), pa.string())
     if attempt:
         cols["attempt"] = pa.array([r[0] for r in rows], pa.int32())
     cols["rank"] = pa.array([r[1] for r in rows], pa.int32())
@@ -86,11 +90,13 @@ def test_both_figures_refuse_the_same_rows(rows, attempt, record):
     got_n = _outcome(straggler_scores, t)
     assert got_s == got_n  # same rows set aside, same reasons, same in flight, same error
     want, in_flight = _twin(rows, attempt=attempt)
+    if record:  # the lifecycle's row numbers
+        want = {2 * i + 1: why for i, why in want.items()}
     assert got_s[0] == want
     assert got_s[1] == in_flight
     if want:
         first = min(want)
-        assert got_s[2][:3] == ("steps", {"null rank": "rank", "rank -1 (all ranks)": "rank", "null step": "step",
+        assert got_s[2][:3] == ("lifecycle" if record else "steps", {"null rank": "rank", "rank -1 (all ranks)": "rank", "null step": "step",
                                           "null attempt": "attempt", "null start_ns": "start_ns",
                                           "end_ns before start_ns": "end_ns",
                                           "duplicate (attempt, step, rank)": "rank"}[want[first]], first)

@@ -60,16 +60,23 @@ def _sort_order(attempt, step, rank) -> np.ndarray:
 # the step rows both figures read, and the one check of them
 
 
+def _step_records(table_like: Any, table: str) -> tuple[pa.Table, np.ndarray | None]:
+    """The step rows and their row numbers in a lifecycle; ``(table, None)`` for a table
+    without a ``record`` column (a table of steps)."""
+    t = as_table(table_like, table)
+    if "record" not in t.schema.names:
+        return t, None
+    rec = _column(t, "record", table)
+    if pa.types.is_dictionary(rec.type):
+        rec = rec.cast(rec.type.value_type)
+    keep = pc.fill_null(pc.equal(rec, "step"), False)
+    return t.filter(keep), np.flatnonzero(keep.to_numpy(zero_copy_only=False))
+
+
 def step_rows(table_like: Any, table: str = "steps") -> pa.Table:
     """The step rows of a lifecycle (``record == "step"``), or the table itself when it
     has no ``record`` column (a table of steps)."""
-    t = as_table(table_like, table)
-    if "record" in t.schema.names:
-        rec = _column(t, "record", table)
-        if pa.types.is_dictionary(rec.type):
-            rec = rec.cast(rec.type.value_type)
-        t = t.filter(pc.fill_null(pc.equal(rec, "step"), False))
-    return t
+    return _step_records(table_like, table)[0]
 
 
 #: Why a step row cannot be used, by code (0: it can), with the column named and the fix.
@@ -86,7 +93,8 @@ _STEP_FIX = ("", "give every step record its rank",
 @dataclass
 class StepRows:
     """What :func:`checked_steps` returns: the step rows as int64 arrays (nulls as 0,
-    with their masks), the rows that cannot be used and why, in input order.
+    with their masks), the rows that cannot be used and why, in input order (the
+    quarantine's ``row`` numbers the input's rows: a lifecycle's, other records counted).
 
     ``order`` is every row's index in stable ``(attempt, step, rank)`` order;
     ``usable`` the rows that passed the check and have an end (``in_flight``: those that
@@ -130,23 +138,25 @@ def checked_steps(table_like: Any, *, by: str = "step", need_start: bool = False
     ``attempt`` or ``start_ns`` is null; when its rank is -1 (every rank: the figures
     need each rank's own times); when ``end_ns < start_ns``; or when it repeats an
     ``(attempt, by, rank)`` already seen (all but the first, in input order). Such rows
-    raise :class:`pau.errors.InvalidRowError` (the first one, with the count), or with
+    raise :class:`pau.errors.InvalidRowError` (the first one, with the count; a
+    lifecycle's row number and the table named ``lifecycle``), or with
     ``on_invalid="quarantine"`` are set aside with their row number and reason. A null
     ``end_ns`` is a step in flight, not an error. ``need_start``: a table without a
     ``start_ns`` column raises (durations need it); else the column is optional.
     """
     check_on_invalid(on_invalid)
-    t = step_rows(table_like)
+    t, source_rows = _step_records(table_like, "steps")
+    name = "steps" if source_rows is None else "lifecycle"
     n = t.num_rows
     names = t.schema.names
-    rank, rank_null = int_values(t, "rank", "steps")
-    step, step_null = int_values(t, by, "steps")
+    rank, rank_null = int_values(t, "rank", name)
+    step, step_null = int_values(t, by, name)
     has_attempt = "attempt" in names
-    attempt, attempt_null = int_values(t, "attempt", "steps") if has_attempt else (np.zeros(n, np.int64),
+    attempt, attempt_null = int_values(t, "attempt", name) if has_attempt else (np.zeros(n, np.int64),
                                                                                      np.zeros(n, bool))
-    end, end_null = time_values(t, "end_ns", "steps")
+    end, end_null = time_values(t, "end_ns", name)
     if need_start or "start_ns" in names:
-        start, start_null = time_values(t, "start_ns", "steps")
+        start, start_null = time_values(t, "start_ns", name)
     else:
         start, start_null = None, np.zeros(n, bool)
 
@@ -174,14 +184,15 @@ def checked_steps(table_like: Any, *, by: str = "step", need_start: bool = False
     quarantine = None
     if bad.any():
         rows = np.flatnonzero(bad)
+        numbers = rows if source_rows is None else source_rows[rows]  # the input's row numbers
         why = list(_STEP_REASONS)
         why[3] = f"null {by}"
         why[7] = f"duplicate (attempt, {by}, rank)"
         if on_invalid == "raise":
-            i, r = int(rows[0]), int(reasons[rows[0]])
+            r = int(reasons[rows[0]])
             col = ("", "rank", "rank", by, "attempt", "start_ns", "end_ns", "rank")[r]
-            raise InvalidRowError("steps", col, i, why[r], _STEP_FIX[r], int(rows.size))
-        quarantine = t.take(pa.array(rows)).append_column("row", pa.array(rows, pa.int64())).append_column(
+            raise InvalidRowError(name, col, int(numbers[0]), why[r], _STEP_FIX[r], int(rows.size))
+        quarantine = t.take(pa.array(rows)).append_column("row", pa.array(numbers, pa.int64())).append_column(
             "reason", pa.array([why[int(x)] for x in reasons[rows]], pa.string()))
     return StepRows(t, attempt, step, rank, start, end, end_null, has_attempt, order, bad, quarantine)
 
