@@ -1,4 +1,5 @@
-"""pau.figures.analysis: stragglers, compare, co-location and interference (DESIGN §4).
+"""pau.figures.stragglers, .compare and .interference: stragglers, compare, co-location and
+interference (DESIGN §4); pau.readers.alibaba.
 
 Hand-checkable examples with the arithmetic written next to them, the Alibaba PAI
 mini-batch traces (real stragglers), and a property test of the straggler waits
@@ -17,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pau
-import pau.figures.analysis as A
-from pau.figures import analysis
+from pau.figures import compare, interference, stragglers
+from pau.readers import alibaba
 from pau.engine.vocab import LIFECYCLE_SCHEMA
 import pau.core as core
 import pau.synth as synth
@@ -54,7 +55,7 @@ def test_stragglers_four_ranks_by_hand():
     # Input order does not matter and the caller's table is left alone.
     t = _steps([(r, k, e * S) for r, k, e in reversed(rows)])
     before = t.to_pydict()
-    res = A.stragglers(t)
+    res = stragglers.stragglers(t)
     assert t.to_pydict() == before
     tab = res.table.to_pydict()
     assert tab["step"] == [1] * 4 + [2] * 4 + [3] * 4
@@ -88,7 +89,7 @@ def test_stragglers_from_lifecycle_steps_keyed_by_attempt():
         "start_ns": pa.array([0, 10, 10, 90, 90, 110], pa.int64()),
         "end_ns": pa.array([200, 20, None, 100, 107, None], pa.int64()),
     })
-    res = A.stragglers(lc)
+    res = stragglers.stragglers(lc)
     assert res.in_flight == 1
     assert res.table.to_pydict()["attempt"] == [1, 2, 2]
     assert res.table["wait_ns"].to_pylist() == [0, 7, 0]
@@ -98,13 +99,13 @@ def test_stragglers_from_lifecycle_steps_keyed_by_attempt():
 def test_stragglers_invalid_rows():
     t = _steps([(0, 1, 10), (1, 1, 12), (1, 1, 13)])
     with pytest.raises(InvalidRowError, match="duplicate"):
-        A.stragglers(t)
-    res, q = A.stragglers(t, on_invalid="quarantine")
+        stragglers.stragglers(t)
+    res, q = stragglers.stragglers(t, on_invalid="quarantine")
     assert q["row"].to_pylist() == [2]  # the second (step 1, rank 1) row
     assert res.table["wait_ns"].to_pylist() == [2, 0]
     with pytest.raises(InvalidRowError, match="rank -1"):
-        A.stragglers(_steps([(-1, 1, 10)]))
-    empty = A.stragglers(_steps([]))
+        stragglers.stragglers(_steps([(-1, 1, 10)]))
+    empty = stragglers.stragglers(_steps([]))
     assert empty.table.num_rows == 0 and empty.persistent == []
 
 
@@ -141,7 +142,7 @@ def step_rows(draw):
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples(200))
 @given(step_rows())
 def test_stragglers_property_matches_twin(rows):
-    res = A.stragglers(_steps(rows))
+    res = stragglers.stragglers(_steps(rows))
     tab = res.table.to_pydict()
     wait, charged = _ref_waits(rows)
     got_w = {(k, r): w for k, r, w in zip(tab["step"], tab["rank"], tab["wait_ns"])}
@@ -169,9 +170,9 @@ def test_alibaba_minibatch_persistent_stragglers():
     expected = {1: [0, 1], 2: [5], 3: [0, 1], 4: [5, 6, 7, 8]}
     iterations = {1: 300, 2: 254, 3: 249, 4: 2183}
     for job, want in expected.items():
-        t = A.read_alibaba_minibatch(minibatch / f"job_{job}_norm.csv")
+        t = alibaba.read_alibaba_minibatch(minibatch / f"job_{job}_norm.csv")
         assert t.column_names[:4] == ["rank", "step", "start_ns", "end_ns"]
-        res, q = A.stragglers(t, on_invalid="quarantine")
+        res, q = stragglers.stragglers(t, on_invalid="quarantine")
         # job 2 repeats one (worker, iteration) row: set aside, not dropped silently
         assert q.num_rows == (1 if job == 2 else 0)
         assert res.summary()["steps"] == iterations[job]
@@ -180,8 +181,8 @@ def test_alibaba_minibatch_persistent_stragglers():
         assert sum(res.ranks["charged_ns"].to_pylist()) == res.summary()["wait_ns"]
     # Job 1, iteration 1 (first lines of the file): worker 1 is slowest at 509 units;
     # worker 0 (476) waits 33 units = 33 ms at the default 1 ms per unit.
-    t = A.read_alibaba_minibatch(minibatch / "job_1_norm.csv")
-    first = A.stragglers(t).table.slice(0, 2).to_pydict()
+    t = alibaba.read_alibaba_minibatch(minibatch / "job_1_norm.csv")
+    first = stragglers.stragglers(t).table.slice(0, 2).to_pydict()
     assert first["wait_ns"] == [33_000_000, 0]
 
 
@@ -217,7 +218,7 @@ def test_compare_1024_accelerators_vs_512_faster():
     # Difference per step: 11,264 - 3,072 = 8,192 = productive 7,680 + initialization 512.
     la = core.ledger(lifecycle=_uniform_job(1024, 10, 10, 10))
     lb = core.ledger(lifecycle=_uniform_job(512, 10, 10, 5))
-    r = A.compare(la, lb, prices_a={"per_accelerator_hour": 2.0}, prices_b={"per_accelerator_hour": 5.0},
+    r = compare.compare(la, lb, prices_a={"per_accelerator_hour": 2.0}, prices_b={"per_accelerator_hour": 5.0},
                   labels=("1024 x A", "512 x B"))
     m = {row["metric"]: row for row in r.table.to_pylist()}
     assert m["ranks"]["a"] == 1024 and m["ranks"]["b"] == 512
@@ -243,7 +244,7 @@ def test_compare_synthetic_jobs_decomposition_is_exact():
     jb = synth.training_job(ranks=4, steps=200, seed=4, events=False, mtbf_s=300)
     la = core.ledger(lifecycle=ja.lifecycle, as_of=ja.as_of)
     lb = core.ledger(lifecycle=jb.lifecycle, as_of=jb.as_of)
-    r = A.compare(la, lb)
+    r = compare.compare(la, lb)
     sa, sb = la.summary(), lb.summary()
     total = Fraction(sa["accountable_ns"], sa["preserved_steps"]) - Fraction(sb["accountable_ns"], sb["preserved_steps"])
     assert r.exact["total"] == total
@@ -260,9 +261,9 @@ def test_compare_synthetic_jobs_decomposition_is_exact():
     assert fail == pytest.approx(sa["state_ns"]["rolled_back"] / sa["preserved_steps"] / S)
     assert "cost_difference" not in r.by_cause.column_names
     with pytest.raises(PauError, match="one side"):
-        A.compare(la, lb, prices_a={"per_accelerator_hour": 1.0})
+        compare.compare(la, lb, prices_a={"per_accelerator_hour": 1.0})
     with pytest.raises(TypeError):
-        A.compare(la, "b")
+        compare.compare(la, "b")
 
 
 # ---------------------------------------------------------------------------
@@ -274,7 +275,7 @@ def test_two_job_colocation_and_interference():
     # They share rank 1 on [10, 20) s.
     alloc = {"job": np.array(["x", "x", "y"]), "rank": np.array([0, 1, 1]),
              "start_ns": np.array([0, 0, 10 * S]), "end_ns": np.array([20 * S, 20 * S, 30 * S])}
-    win = A.colocated(alloc)
+    win = interference.colocated(alloc)
     assert win.to_pylist() == [{"rank": 1, "start_ns": 10 * S, "end_ns": 20 * S, "jobs": ["x", "y"], "n_jobs": 2}]
     # Progress: x does 100 steps alone on [0,10) -> isolated 10/s; 60 steps shared on
     # [10,20) -> 6/s. y does 40 requests shared on [10,20) -> 4/s and 50 alone on
@@ -288,7 +289,7 @@ def test_two_job_colocation_and_interference():
                      "end_ns": pa.array([10 * S, 20 * S, 20 * S, 30 * S], pa.int64()),
                      "progress": pa.array([100, 60, 40, 50], pa.int64()),
                      "slo_attainment": pa.array([None, None, 0.90, 0.99], pa.float64())})
-    res = A.interference(prog, windows=win)
+    res = interference.interference(prog, windows=win)
     t = {r["job"]: r for r in res.table.to_pylist()}
     assert t["x"]["normalized_progress"] == pytest.approx(0.6)
     assert t["y"]["normalized_progress"] == pytest.approx(0.8)
@@ -305,7 +306,7 @@ def test_two_job_colocation_and_interference():
     assert s["lost_output"] == pytest.approx(50)
     assert "fairness" in res.render()
     # A given isolated rate wins over the measured one: x at 12/s -> 6/12 = 0.5.
-    res2 = A.interference(prog, {"x": 12}, windows=win)
+    res2 = interference.interference(prog, {"x": 12}, windows=win)
     assert res2.table.to_pylist()[0]["normalized_progress"] == pytest.approx(0.5)
     assert res2.table.to_pylist()[0]["isolated_rate_source"] == "given"
 
@@ -315,19 +316,19 @@ def test_interference_errors_and_colocated_edges():
     # a rank are one job.
     alloc = {"job": np.array([1, 2, 1, 1]), "rank": np.array([0, 0, 3, 3]),
              "start_ns": np.array([0, 10, 0, 5]), "end_ns": np.array([10, 20, 8, 9])}
-    assert A.colocated(alloc).num_rows == 0
+    assert interference.colocated(alloc).num_rows == 0
     # Three jobs: pieces with different job sets stay separate; equal ones merge.
     alloc = {"job": np.array(["a", "b", "c", "a"]), "rank": np.array([0, 0, 0, 0]),
              "start_ns": np.array([0, 0, 5, 10]), "end_ns": np.array([10, 20, 15, 20])}
-    got = [(r["start_ns"], r["end_ns"], r["jobs"]) for r in A.colocated(alloc).to_pylist()]
+    got = [(r["start_ns"], r["end_ns"], r["jobs"]) for r in interference.colocated(alloc).to_pylist()]
     assert got == [(0, 5, ["a", "b"]), (5, 15, ["a", "b", "c"]), (15, 20, ["a", "b"])]
     prog = pa.table({"job": ["x"], "start_ns": pa.array([0], pa.int64()), "end_ns": pa.array([10], pa.int64()),
                      "progress": pa.array([5], pa.int64())})
     with pytest.raises(PauError, match="never ran alone"):
-        A.interference(prog)
+        interference.interference(prog)
     part = {"start_ns": [5], "end_ns": [20], "jobs": [["x"]]}
     with pytest.raises(InvalidRowError, match="partly co-located"):
-        A.interference(prog, {"x": 1.0}, windows=pa.table(part))
+        interference.interference(prog, {"x": 1.0}, windows=pa.table(part))
 
 
 @st.composite
@@ -354,7 +355,7 @@ def test_colocated_property_matches_twin(rows):
     tab = {"job": np.array([r[0] for r in rows], dtype=object).astype(str) if rows else np.array([], str),
            "rank": np.array([r[1] for r in rows], np.int64), "start_ns": np.array([r[2] for r in rows], np.int64),
            "end_ns": np.array([r[3] for r in rows], np.int64)}
-    out = A.colocated(tab).to_pylist()
+    out = interference.colocated(tab).to_pylist()
     got = {}
     for row in out:
         assert row["n_jobs"] == len(row["jobs"]) >= 2
@@ -391,7 +392,7 @@ def _top_reference(events: pa.Table, n: int) -> list:
                                     ("kineto", "hta-mtia_inference_trace")])
 def test_top_kernels_of_real_samples_match_the_reference(sample):
     run = pau.read(shared(*sample))
-    assert analysis.top_kernels(run.events) == _top_reference(run.events, 10)
+    assert compare.top_kernels(run.events) == _top_reference(run.events, 10)
     assert run.summary()["top_kernels"] == _top_reference(run.events, 10)
 
 
@@ -401,11 +402,11 @@ def test_top_kernels_edge_cases():
                   "end_ns": pa.array([2**62, 2**62, 2**62, 0, 5], pa.int64()),
                   "kind": pa.array(["compute"] * 5).dictionary_encode(),
                   "name": pa.array(["a", "a", "a", None, "b"])})
-    got = analysis.top_kernels(t, n=2)
+    got = compare.top_kernels(t, n=2)
     assert got == _top_reference(t, 2)
     assert got[0]["total_ns"] == 4 * 2**62 - 1 > 2**63  # beyond int64, exact
-    assert analysis.top_kernels(t.slice(0, 0)) == []
-    assert [r["name"] for r in analysis.top_kernels(t.drop_columns(["name"]))] == ["(unnamed)"]
+    assert compare.top_kernels(t.slice(0, 0)) == []
+    assert [r["name"] for r in compare.top_kernels(t.drop_columns(["name"]))] == ["(unnamed)"]
 
 
 def _quantile_reference(values: list, num: int, den: int) -> int:
@@ -427,7 +428,7 @@ def test_step_figures_match_the_reference(rows):
         t[r] = s + d
     recs.append(dict(record="step", attempt=1, rank=0, step=len(rows), start_ns=t.get(0, 0), end_ns=None))
     lc = pa.Table.from_pylist(recs, schema=LIFECYCLE_SCHEMA)
-    got = analysis.step_figures(lc)
+    got = stragglers.step_figures(lc)
     want = []
     for r in sorted(t):
         d = [dd for rr, dd in rows if rr == r]
@@ -441,4 +442,4 @@ def test_step_figures_need_steps_of_one_rank_each():
     lc = pa.Table.from_pylist([dict(record="attempt", attempt=1, rank=-1, start_ns=0, end_ns=10),
                                dict(record="step", attempt=1, rank=-1, step=1, start_ns=0, end_ns=10)],
                               schema=LIFECYCLE_SCHEMA)
-    assert analysis.step_figures(lc) is None
+    assert stragglers.step_figures(lc) is None

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from shared_data import shared
 
 import pau
-from pau.figures import analysis
+from pau.figures import stragglers
 from pau import cli, errors, synth
 from pau.engine.vocab import LIFECYCLE_SCHEMA
 from pau.views.chrome_trace import EXACT_OFFSET_NS, IDLE_TRACKS, chrome_trace, write_chrome_trace
@@ -183,7 +183,7 @@ def test_kineto_sample_sums_equal_the_ledger():
     state, idle = _ledger_sums(run.ledger())
     assert _state_sums(tr) == state and _idle_sums(tr) == idle
     assert _device_count(tr) == run.events.num_rows
-    st_ = analysis.stragglers(run.lifecycle)
+    st_ = stragglers.stragglers(run.lifecycle)
     waits = {r: sum(e - s for _, _, s, e, _ in tr[r].get("waiting for the slowest rank", [])) for r in tr}
     assert waits == {r["rank"]: r["wait_ns"] for r in st_.ranks.to_pylist()}
     assert waits[0] == 9_280_000  # rank 0 waited 9.28 ms for rank 1 (the report's straggler figure)

@@ -1,4 +1,4 @@
-"""The kernel-level diff of two runs (`pau.figures.analysis.kernel_diff`, `pau compare`).
+"""The kernel-level diff of two runs (`pau.figures.compare.kernel_diff`, `pau compare`).
 
 Hand-worked tables first (appeared, disappeared, changed, same; per step; the order),
 then the real samples: a trace against itself, and against a copy with one kernel
@@ -19,7 +19,7 @@ from shared_data import shared
 import pau
 import pau.core as pc
 from pau import _args, cli, errors
-from pau.figures import analysis
+from pau.figures import compare
 
 
 def _events(rows) -> pa.Table:
@@ -57,7 +57,7 @@ EXPECTED = [
 
 
 def test_hand_worked_rows_statuses_and_order():
-    d = analysis.kernel_diff(A, B)
+    d = compare.kernel_diff(A, B)
     got = [(r["name"], r["kind"], r["status"], r["count_a"], r["count_b"], r["total_ns_a"], r["total_ns_b"])
            for r in d.rows]
     assert got == EXPECTED
@@ -76,7 +76,7 @@ def test_hand_worked_rows_statuses_and_order():
 
 
 def test_per_step_is_total_over_each_runs_steps():
-    d = analysis.kernel_diff(A, B, steps_a=2, steps_b=3)
+    d = compare.kernel_diff(A, B, steps_a=2, steps_b=3)
     row = {(r["name"], r["kind"]): r for r in d.rows}
     k1 = row[("k1", "compute")]
     assert (k1["per_step_ns_a"], k1["per_step_ns_b"], k1["per_step_difference_ns"]) == (7.5, 7.0, 0.5)
@@ -84,34 +84,34 @@ def test_per_step_is_total_over_each_runs_steps():
     assert (k3["per_step_ns_a"], k3["per_step_ns_b"]) == (0.0, 7 / 3)
     assert k3["per_step_difference_ns"] == -7 / 3
     # the difference is computed exactly, then rounded once: 10/3 - 1/3 = 3 exactly
-    d2 = analysis.kernel_diff(_events([("k", "compute", 0, 10)]), _events([("k", "compute", 0, 1)]),
+    d2 = compare.kernel_diff(_events([("k", "compute", 0, 10)]), _events([("k", "compute", 0, 1)]),
                               steps_a=3, steps_b=3)
     assert d2.rows[0]["per_step_difference_ns"] == 3.0
     # one side without steps (None or 0): no per-step figures on any row
     for sa, sb in ((2, None), (None, 3), (0, 3)):
-        d3 = analysis.kernel_diff(A, B, steps_a=sa, steps_b=sb)
+        d3 = compare.kernel_diff(A, B, steps_a=sa, steps_b=sb)
         assert all(r["per_step_ns_a"] is None and r["per_step_ns_b"] is None for r in d3.rows)
     for bad in (-1, 1.5, True):
         with pytest.raises(errors.PauError, match="steps_a"):
-            analysis.kernel_diff(A, B, steps_a=bad)
+            compare.kernel_diff(A, B, steps_a=bad)
 
 
 def test_grouping_is_top_kernels_rule():
     """One rule groups device events by name: the diff's sides are top_kernels' rows."""
-    d = analysis.kernel_diff(A, B)
+    d = compare.kernel_diff(A, B)
     side_a = {(r["name"], r["kind"]): (r["count_a"], r["total_ns_a"]) for r in d.rows if r["count_a"]}
-    assert side_a == {(r["name"], r["kind"]): (r["count"], r["total_ns"]) for r in analysis.top_kernels(A, 100)}
+    assert side_a == {(r["name"], r["kind"]): (r["count"], r["total_ns"]) for r in compare.top_kernels(A, 100)}
 
 
 def test_an_empty_side_makes_every_row_appear():
     empty = A.slice(0, 0)
-    d = analysis.kernel_diff(empty, B)
+    d = compare.kernel_diff(empty, B)
     assert {r["status"] for r in d.rows} == {"appeared"} and len(d.rows) == 5
-    assert analysis.kernel_diff(empty, empty).rows == []
+    assert compare.kernel_diff(empty, empty).rows == []
 
 
 def test_table_and_render():
-    d = analysis.kernel_diff(A, B, steps_a=2, steps_b=3, labels=("old", "new"))
+    d = compare.kernel_diff(A, B, steps_a=2, steps_b=3, labels=("old", "new"))
     t = d.table()
     assert t.num_rows == 7 and t["difference_ns"].type == pa.int64() and t["per_step_ns_a"].type == pa.float64()
     assert t.column("name").to_pylist() == [r[0] for r in EXPECTED]

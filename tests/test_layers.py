@@ -64,7 +64,7 @@ def test_every_layer_by_hand():
     assert lost["useful_flops"] == {"below_peak": 15 * S}
     # the MPG factors are layers of the same stack: scheduling x runtime x (productive compute
     # x hardware x FLOPs relative to productive time) = MFU
-    m = pau.figures.outcome.mpg(led, parse_sacct(SACCT_A), flops=2 * 10**12, peak=10**12)
+    m = pau.figures.goodput.mpg(led, parse_sacct(SACCT_A), flops=2 * 10**12, peak=10**12)
     assert m.scheduling == got.rows[1].factor and m.runtime == got.rows[2].factor
     assert m.program == got.rows[3].factor * got.rows[4].factor * got.rows[5].factor
 

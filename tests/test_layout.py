@@ -69,11 +69,17 @@ LEVELS = [
     # readers: other tools' files in
     {"pau.readers", "pau.readers.kineto", "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving",
      "pau.readers.slurm", "pau.readers.telemetry", "pau.readers.kubernetes", "pau.readers.megatron",
-     "pau.readers.nvrx"},
-    # figures over ledgers and runs
-    {"pau.figures", "pau.figures.economics", "pau.figures.analysis", "pau.figures.align",
-     "pau.figures.hardware", "pau.figures.outcome", "pau.figures.idle", "pau.figures.layers",
+     "pau.readers.nvrx", "pau.readers.alibaba"},
+    # figures: the helpers they share
+    {"pau.figures", "pau.figures._common"},
+    # figures over ledgers and runs; other tools' definitions on the same ledger
+    {"pau.figures.align", "pau.figures.hardware", "pau.figures.idle", "pau.figures.stragglers",
+     "pau.figures.interference", "pau.figures.goodput", "pau.figures.recovery",
      "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput"},
+    # figures over those: economics (telemetry's energy), the layers (FLOPs, telemetry)
+    {"pau.figures.economics", "pau.figures.layers"},
+    # two runs side by side (cost from economics)
+    {"pau.figures.compare"},
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables)

@@ -1,4 +1,4 @@
-"""pau.figures.outcome and pau.readers.slurm: program goodput (MFU, HFU), ML Productivity
+"""pau.figures.goodput, .stragglers (scores), .recovery and pau.readers.slurm: program goodput (MFU, HFU), ML Productivity
 Goodput, ETTR, NVRx-style straggler scores, recovery and progress protection.
 
 One hand-worked example per definition with the arithmetic beside it (exact
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import pau.core as core
 import pau.synth as synth
-from pau.figures import outcome as O
+from pau.figures import goodput, recovery, stragglers
 from pau.engine.ledger import NS_PER_HOUR
 from pau.engine.types import Quarantined
 from pau.errors import InvalidRowError, NoInputError, OptionError, PauError, SchemaError
@@ -110,16 +110,16 @@ def led_a():
 
 def test_model_flops_by_hand():
     # N = 1000, L = 2, H = 4, Q = 8, T = 16: 12·L·H·Q·T = 12·2·4·8·16 = 12,288
-    mf = O.model_flops(params=1000, layers=2, heads=4, head_dim=8, seq_len=16, tokens_per_step=32, recompute="full")
+    mf = goodput.model_flops(params=1000, layers=2, heads=4, head_dim=8, seq_len=16, tokens_per_step=32, recompute="full")
     assert mf.per_token == 6 * 1000 + 12_288 == 18_288
     assert mf.hardware_per_token == 8 * 1000 + 16 * 1024 == 24_384  # full: one more forward pass (a third)
     assert Fraction(mf.hardware_per_token, mf.per_token) == Fraction(4, 3)
     assert mf.per_step == 18_288 * 32 == 585_216 and mf.hardware_per_step == 24_384 * 32
-    sel = O.model_flops(params=1000, layers=2, heads=4, head_dim=8, seq_len=16, recompute="selective")
+    sel = goodput.model_flops(params=1000, layers=2, heads=4, head_dim=8, seq_len=16, recompute="selective")
     assert sel.hardware_per_token == 6 * 1000 + 16 * 1024 == 22_384 and sel.per_step is None
-    unknown = O.model_flops(params=1000, layers=2, heads=4, head_dim=8, seq_len=16, tokens_per_step=32)
+    unknown = goodput.model_flops(params=1000, layers=2, heads=4, head_dim=8, seq_len=16, tokens_per_step=32)
     assert unknown.hardware_per_step is None  # recomputation unknown: no HFU
-    given = O.model_flops(per_step=10**15, recompute="none")
+    given = goodput.model_flops(per_step=10**15, recompute="none")
     assert given.per_step == given.hardware_per_step == 10**15
 
 
@@ -137,7 +137,7 @@ def test_megatron_model_config_flops():
     #   = 37,828,608 + 1,024 + 25,755,648 = 63,585,280
     n = L * (12 * h * h + 13 * h) + 2 * h + 50_304 * h
     assert n == 63_585_280
-    mf = O.model_flops(params=n, layers=L, heads=H, head_dim=h // H, seq_len=T, tokens_per_step=gbs * T,
+    mf = goodput.model_flops(params=n, layers=L, heads=H, head_dim=h // H, seq_len=T, tokens_per_step=gbs * T,
                        recompute="none")
     # 6N = 381,511,680; 12·L·H·Q·T = 12·12·8·64·1024 = 75,497,472
     assert mf.per_token == 381_511_680 + 75_497_472 == 457_009_152
@@ -145,18 +145,18 @@ def test_megatron_model_config_flops():
 
 
 def test_peak_table_has_a_source_per_row_and_the_datasheet_values():
-    assert len(O.PEAK_FLOPS) >= 40
-    for (acc, dt), p in O.PEAK_FLOPS.items():
+    assert len(goodput.PEAK_FLOPS) >= 40
+    for (acc, dt), p in goodput.PEAK_FLOPS.items():
         assert p.accelerator == acc and p.dtype == dt and p.flops > 0 and len(p.source) > 20
-    assert O.peak_flops("H100_SXM", "bfloat16").flops == 989_500 * 10**9  # 1,979 with sparsity / 2
-    assert O.peak_flops("a100-sxm", "bf16").flops == 312 * 10**12
-    assert O.peak_flops("mi300x", "fp8").flops == Fraction("2614.9") * 10**12
-    assert O.peak_flops("tpu-v5p", "bf16").flops == 459 * 10**12
-    assert O.peak_flops("l4", "fp8").flops == Fraction("242.5") * 10**12
-    mine = O.peak_flops("h100-sxm", "bf16", peaks={("h100-sxm", "bf16"): 700e12})
+    assert goodput.peak_flops("H100_SXM", "bfloat16").flops == 989_500 * 10**9  # 1,979 with sparsity / 2
+    assert goodput.peak_flops("a100-sxm", "bf16").flops == 312 * 10**12
+    assert goodput.peak_flops("mi300x", "fp8").flops == Fraction("2614.9") * 10**12
+    assert goodput.peak_flops("tpu-v5p", "bf16").flops == 459 * 10**12
+    assert goodput.peak_flops("l4", "fp8").flops == Fraction("242.5") * 10**12
+    mine = goodput.peak_flops("h100-sxm", "bf16", peaks={("h100-sxm", "bf16"): 700e12})
     assert mine.flops == 700 * 10**12 and "caller" in mine.source
     with pytest.raises(TypeError):
-        O.PEAK_FLOPS[("x", "y")] = mine  # type: ignore[index]
+        goodput.PEAK_FLOPS[("x", "y")] = mine  # type: ignore[index]
 
 
 def test_mfu_hfu_and_program_goodput_by_hand(led_a):
@@ -164,16 +164,16 @@ def test_mfu_hfu_and_program_goodput_by_hand(led_a):
     # 6 TFLOP per step (8 with full recomputation) on a 1 TFLOP/s peak:
     #   MFU = 10·6e12 / (1e12·100) = 3/5; HFU = 10·8e12 / (1e12·100) = 4/5
     #   program goodput over accountable time = 10·6e12 / (1e12·210) = 2/7 = MFU × 100/210
-    mf = O.model_flops(per_step=6 * 10**12, hardware_per_step=8 * 10**12)
-    pg = O.program_goodput(led_a, mf, peak=10**12)
+    mf = goodput.model_flops(per_step=6 * 10**12, hardware_per_step=8 * 10**12)
+    pg = goodput.program_goodput(led_a, mf, peak=10**12)
     assert (pg.mfu, pg.hfu, pg.program_goodput) == (Fraction(3, 5), Fraction(4, 5), Fraction(2, 7))
     assert pg.program_goodput == pg.mfu * Fraction(led_a.summary()["productive_ns"], led_a.summary()["accountable_ns"])
     assert (pg.basis, pg.units, pg.model_flops) == ("steps", 10, 6 * 10**13) and not pg.warnings
     assert pg.summary()["mfu"] == 0.6 and pg.summary()["peak"]["source"] == "given by the caller (peak=)"
     # from the table: an A100 at bf16 (312 TFLOP/s): MFU = 6e13 / (312e12·100) = 1/520
-    assert O.program_goodput(led_a, 6 * 10**12, accelerator="a100-sxm", dtype="bf16").mfu == Fraction(1, 520)
+    assert goodput.program_goodput(led_a, 6 * 10**12, accelerator="a100-sxm", dtype="bf16").mfu == Fraction(1, 520)
     # too much work for the peak: MFU above 1 is kept and said
-    hot = O.program_goodput(led_a, 2 * 10**13, peak=10**12)
+    hot = goodput.program_goodput(led_a, 2 * 10**13, peak=10**12)
     assert hot.mfu == 2 and hot.warnings[0].code == "outcome.mfu_above_one"
 
 
@@ -226,7 +226,7 @@ def test_sacct_real_sample():
     # it has no Submit/Start/End: no scheduling figure, and the error says what to run
     led = core.ledger(None, example_a())
     with pytest.raises(SchemaError, match="start_ns.*is missing.*Submit"):
-        O.mpg(led, t)
+        goodput.mpg(led, t)
 
 
 def test_mpg_factors_by_hand(led_a):
@@ -234,7 +234,7 @@ def test_mpg_factors_by_hand(led_a):
     #   scheduling = 210 / (210 + 40) = 21/25; runtime = 100/210 = 10/21 (pau's goodput)
     #   program = MFU = 3/5 (above); MPG = 21/25 · 10/21 · 3/5 = 6/25
     led = core.ledger(None, example_a(T0))
-    m = O.mpg(led, parse_sacct(SACCT_A), flops=6 * 10**12, peak=10**12)
+    m = goodput.mpg(led, parse_sacct(SACCT_A), flops=6 * 10**12, peak=10**12)
     assert (m.scheduling, m.runtime, m.program, m.mpg) == (Fraction(21, 25), Fraction(10, 21), Fraction(3, 5),
                                                            Fraction(6, 25))
     assert m.mpg == m.scheduling * m.runtime * m.program and float(m.runtime) == led.summary()["goodput"]
@@ -242,27 +242,27 @@ def test_mpg_factors_by_hand(led_a):
     assert m.summary()["mpg"] == 0.24
     # from Submit when Eligible is not known: 210 / (210 + 60) = 7/9
     no_eligible = parse_sacct(SACCT_A).drop_columns(["eligible_ns"])
-    assert O.mpg(led, no_eligible).scheduling == Fraction(7, 9)
+    assert goodput.mpg(led, no_eligible).scheduling == Fraction(7, 9)
     # a schedule that allocated more than the ledger accounts is said, not hidden
     # (two accelerators for 210 s; and the time after as_of is cut, as the ledger's is)
     wider = pa.table({"submit_ns": [T0 - 40 * S], "start_ns": [T0], "end_ns": [T0 + 300 * S], "accelerators": [2]})
-    w = O.mpg(led, wider)
+    w = goodput.mpg(led, wider)
     assert [x.code for x in w.warnings] == ["outcome.schedule_mismatch"]
     assert (w.schedule.allocated_ns, w.queued_ns, w.scheduling) == (420 * S, 80 * S, Fraction(210, 290))
     # without a schedule or FLOPs, the missing factor and the product are None
-    part = O.mpg(led_a)
+    part = goodput.mpg(led_a)
     assert part.runtime == Fraction(10, 21) and part.scheduling is None and part.mpg is None
 
 
 def test_ettr_by_hand(led_a):
     # ETTR = productive / (accountable + queued) = 100 / (210 + 40) = 2/5 = scheduling × runtime
     led = core.ledger(None, example_a(T0))
-    e = O.ettr(led, parse_sacct(SACCT_A))
+    e = goodput.ettr(led, parse_sacct(SACCT_A))
     assert (e.ettr, e.available_ns, e.queued_ns) == (Fraction(2, 5), 250 * S, 40 * S)
-    assert e.ettr == O.mpg(led, parse_sacct(SACCT_A)).scheduling * Fraction(10, 21)
-    assert O.ettr(led_a, queued_ns=0).ettr == Fraction(10, 21)  # no queue: pau's goodput
+    assert e.ettr == goodput.mpg(led, parse_sacct(SACCT_A)).scheduling * Fraction(10, 21)
+    assert goodput.ettr(led_a, queued_ns=0).ettr == Fraction(10, 21)  # no queue: pau's goodput
     with pytest.raises(OptionError, match="queue time is unknown"):
-        O.ettr(led_a)
+        goodput.ettr(led_a)
 
 
 # ---------------------------------------------------------------------------
@@ -281,17 +281,17 @@ def test_straggler_scores_by_hand():
     rows.append((0, 4, 4000 * ms, None))  # in flight: left out, counted
     t = pa.table({"rank": [x[0] for x in rows], "step": [x[1] for x in rows],
                   "start_ns": pa.array([x[2] for x in rows], pa.int64()), "end_ns": pa.array([x[3] for x in rows], pa.int64())})
-    sc = O.straggler_scores(t, every_steps=2)
+    sc = stragglers.straggler_scores(t, every_steps=2)
     got = {(r["window"], r["rank"]): (r["median_ns"] // ms, r["relative"], r["individual"]) for r in sc.table.to_pylist()}
     assert got == {(0, 0): (10, 1.0, 1.0), (0, 1): (10, 1.0, 1.0), (0, 2): (20, 0.5, 1.0),
                    (2, 0): (10, 1.0, 1.0), (2, 1): (40, 0.25, 0.25), (2, 2): (20, 0.5, 1.0)}
     s = sc.summary()
     assert (s["stragglers"], s["in_flight"], s["windows"]) == ([1, 2], 1, 2)
     # time windows of 2 s from the steps' starts give the same windows here
-    by_time = O.straggler_scores(t, every_ns=2000 * ms).table
+    by_time = stragglers.straggler_scores(t, every_ns=2000 * ms).table
     assert by_time["relative"].to_pylist() == sc.table["relative"].to_pylist()
     # one window (no widths): the individual scores are all 1
-    assert set(O.straggler_scores(t).table["individual"].to_pylist()) == {1.0}
+    assert set(stragglers.straggler_scores(t).table["individual"].to_pylist()) == {1.0}
 
 
 def _scores_twin(rows, width):
@@ -318,7 +318,7 @@ def test_straggler_scores_against_a_twin(raw, width):
     t = pa.table({"rank": pa.array([x[0] for x in rows], pa.int32()), "step": pa.array([x[1] for x in rows], pa.int64()),
                   "start_ns": pa.array([x[2] for x in rows], pa.int64()),
                   "end_ns": pa.array([x[3] for x in rows], pa.int64())})
-    sc = O.straggler_scores(t, every_steps=width)
+    sc = stragglers.straggler_scores(t, every_steps=width)
     got = {(r["window"], r["rank"]): (r["median_ns"], r["relative"], r["individual"]) for r in sc.table.to_pylist()}
     assert got == _scores_twin(rows, width)
     assert sc.in_flight == sum(1 for x in rows if x[3] is None)
@@ -335,7 +335,7 @@ def test_time_to_recover_by_hand():
     #   first step of the next attempt: step 6 at 150 -> 45 s
     #   progress back: restore@5 (< 8) ends 150; re-done step 8 ends 180 -> 75 s
     # failure rate: 1 failure in 210 accelerator-s = 1 · 1000 · 3600 / 210 = 120,000/7 per 1,000 h
-    r = O.recovery(example_a())
+    r = recovery.recovery(example_a())
     (f,) = r.per_failure
     assert (f["attempt"], f["cause"], f["next_attempt"], f["progress_step"]) == (1, "xid79", 2, 8)
     assert (f["to_first_step_ns"], f["to_progress_ns"], f["lost_ns"]) == (45 * S, 75 * S, 35 * S)
@@ -353,7 +353,7 @@ def test_restart_loop_and_two_failures_by_hand():
     # failure 2 at 155 (attempt 2 had restored step 5, no step done: progress 5):
     #   attempt 3's restore@5 ends 190 -> 35 s; its first step also starts at 190 -> 35 s
     # attempt 2 ended without a newer durable checkpoint (5 before, 5 after): a restart loop
-    r = O.recovery(example_loop())
+    r = recovery.recovery(example_loop())
     f1, f2 = r.per_failure
     assert (f1["progress_step"], f1["to_first_step_ns"], f1["to_progress_ns"]) == (8, 45 * S, 115 * S)
     assert (f2["progress_step"], f2["to_first_step_ns"], f2["to_progress_ns"]) == (5, 35 * S, 35 * S)
@@ -368,15 +368,15 @@ def test_progress_protection_breach_by_hand(led_a):
     # Contract: at most 30 accelerator-s lost per failure; example A's failure lost 35 s
     # -> a breach of 5 s; at $2 per accelerator-hour it costs 5/3600 · 2 = $1/360.
     # Its share of the work done by then (steps 1-8 and 5 s of step 9: 85 s) is 35/85 = 7/17.
-    p = O.protection(led_a, bound_ns=30 * S, price_per_accelerator_hour=2)
+    p = recovery.protection(led_a, bound_ns=30 * S, price_per_accelerator_hour=2)
     (row,) = p.rows
     assert (row["lost_ns"], row["work_ns"], row["share"], row["breach"]) == (35 * S, 85 * S, Fraction(7, 17), True)
     assert (p.breaches, p.excess_ns, p.excess_cost) == (1, 5 * S, Fraction(1, 360))
-    assert not O.protection(led_a, bound_share=Fraction(1, 2)).breaches  # 7/17 < 1/2
+    assert not recovery.protection(led_a, bound_share=Fraction(1, 2)).breaches  # 7/17 < 1/2
     # per 100 s period: [0,100) lost 0; [100,200) holds the failure, lost 35 of 55 s of step work
     # (step 9's 5 s + steps 6-10's 50 s) -> share 7/11, breach of 5 s; [200,210) no step work.
     # Waste as capacity: badput 50, 50, 10 s -> 1/2, 1/2 and 1 accelerator idle over each period.
-    q = O.protection(led_a, bound_ns=30 * S, per="period", period_ns=100 * S)
+    q = recovery.protection(led_a, bound_ns=30 * S, per="period", period_ns=100 * S)
     got = [(r["start_ns"], r["end_ns"], r["lost_ns"], r["work_ns"], r["share"], r["breach"], r["idle_equivalent"])
            for r in q.rows]
     assert got == [(0, 100 * S, 0, 80 * S, Fraction(0), False, Fraction(1, 2)),
@@ -403,25 +403,25 @@ def test_invariants_on_generated_jobs(seed):
     start = min(acc["start_ns"].to_pylist())
     sched = pa.table({"submit_ns": [start - 90 * S], "start_ns": [start], "end_ns": [s["as_of"]],
                       "accelerators": [ranks]})
-    mf = O.model_flops(params=10**9, layers=24, heads=16, head_dim=128, seq_len=2048, tokens_per_step=2**20,
+    mf = goodput.model_flops(params=10**9, layers=24, heads=16, head_dim=128, seq_len=2048, tokens_per_step=2**20,
                        recompute="selective")
-    m = O.mpg(led, sched, flops=mf, accelerator="h100-sxm", dtype="bf16")
+    m = goodput.mpg(led, sched, flops=mf, accelerator="h100-sxm", dtype="bf16")
     assert m.mpg == m.scheduling * m.runtime * m.program
     assert float(m.runtime) == s["goodput"] and m.runtime == Fraction(s["productive_ns"], s["accountable_ns"])
     assert m.program_goodput.hfu > m.program_goodput.mfu > 0
-    assert O.ettr(led, sched).ettr == m.scheduling * m.runtime
-    sc = O.straggler_scores(lc, every_steps=10).table
+    assert goodput.ettr(led, sched).ettr == m.scheduling * m.runtime
+    sc = stragglers.straggler_scores(lc, every_steps=10).table
     for col in ("relative", "individual"):
         v = np.array([x for x in sc[col].to_pylist() if x is not None])
         assert v.size and ((v >= 0) & (v <= 1)).all() and (v == 1).any()
-    r = O.recovery(lc, ledger=led)
+    r = recovery.recovery(lc, ledger=led)
     assert r.failures == s["failures"] == sum(c["failures"] for c in r.by_cause.values()) == len(r.per_failure)
     for f in r.per_failure:
         assert f["to_first_step_ns"] is None or f["to_first_step_ns"] >= 0
         assert f["to_progress_ns"] is None or f["to_progress_ns"] >= 0
         if r.attempts[-1]["end"] == "completed":  # the job completed: every loss was made good
             assert f["to_progress_ns"] is not None
-    p = O.protection(led, bound_ns=0, per="period", period_ns=60 * S)
+    p = recovery.protection(led, bound_ns=0, per="period", period_ns=60 * S)
     assert sum(f["lost_ns"] for f in r.per_failure) + p.superseded_ns == s["state_ns"]["rolled_back"]
     assert sum(x["lost_ns"] for x in p.rows) == s["state_ns"]["rolled_back"]
     assert sum(x["badput_ns"] for x in p.rows) == s["badput_ns"]
@@ -436,33 +436,33 @@ def test_invariants_on_generated_jobs(seed):
 
 def test_bad_flops_and_peaks(led_a):
     with pytest.raises(PauError, match="params = -1 is negative.*Fix"):
-        O.model_flops(params=-1, layers=2, heads=4, head_dim=8, seq_len=16)
+        goodput.model_flops(params=-1, layers=2, heads=4, head_dim=8, seq_len=16)
     with pytest.raises(PauError, match="per_step = -5 is negative"):
-        O.model_flops(per_step=-5)
+        goodput.model_flops(per_step=-5)
     with pytest.raises(PauError, match="not an integer"):
-        O.model_flops(params=1.5, layers=2, heads=4, head_dim=8, seq_len=16)
+        goodput.model_flops(params=1.5, layers=2, heads=4, head_dim=8, seq_len=16)
     with pytest.raises(OptionError, match="lacks heads"):
-        O.model_flops(params=1, layers=2, head_dim=8, seq_len=16)
+        goodput.model_flops(params=1, layers=2, head_dim=8, seq_len=16)
     with pytest.raises(OptionError, match="twice"):
-        O.model_flops(per_step=1, params=1)
+        goodput.model_flops(per_step=1, params=1)
     with pytest.raises(PauError, match="below per_step"):
-        O.model_flops(per_step=10, hardware_per_step=9)
+        goodput.model_flops(per_step=10, hardware_per_step=9)
     with pytest.raises(OptionError, match="recompute"):
-        O.model_flops(per_step=10, recompute="some")
+        goodput.model_flops(per_step=10, recompute="some")
     with pytest.raises(OptionError, match="'h200x' is not in PEAK_FLOPS.*h100-sxm"):
-        O.peak_flops("h200x", "bf16")
+        goodput.peak_flops("h200x", "bf16")
     with pytest.raises(OptionError, match="no 'fp8' peak.*bf16"):
-        O.peak_flops("a100-sxm", "fp8")
+        goodput.peak_flops("a100-sxm", "fp8")
     with pytest.raises(PauError, match="peak = -1 is not positive"):
-        O.program_goodput(led_a, 10, peak=-1)
+        goodput.program_goodput(led_a, 10, peak=-1)
     with pytest.raises(PauError, match="not finite"):
-        O.program_goodput(led_a, 10, peak=float("nan"))
+        goodput.program_goodput(led_a, 10, peak=float("nan"))
     with pytest.raises(OptionError, match="peak FLOP/s is unknown"):
-        O.program_goodput(led_a, 10)
+        goodput.program_goodput(led_a, 10)
     with pytest.raises(PauError, match="is negative"):
-        O.program_goodput(led_a, -10, peak=1)
+        goodput.program_goodput(led_a, -10, peak=1)
     with pytest.raises(PauError, match="no lifecycle"):
-        O.program_goodput(core.ledger(pa.table({"rank": [0], "start_ns": [0], "end_ns": [5],
+        goodput.program_goodput(core.ledger(pa.table({"rank": [0], "start_ns": [0], "end_ns": [5],
                                                  "kind": ["compute"]}), None), 10, peak=1)
 
 
@@ -506,26 +506,26 @@ def test_bad_schedules_scores_and_bounds(led_a):
                           ("end_ns", [T0 - S], "end_ns', row 0: is before start_ns"),
                           ("submit_ns", pa.array([None], pa.int64()), "submit_ns', row 0: is null")):
         with pytest.raises(InvalidRowError, match=msg):
-            O.mpg(led, pa.table({**base, col: val}))
+            goodput.mpg(led, pa.table({**base, col: val}))
     with pytest.raises(SchemaError, match="accelerators"):
-        O.ettr(led, pa.table({k: v for k, v in base.items() if k != "accelerators"}))
+        goodput.ettr(led, pa.table({k: v for k, v in base.items() if k != "accelerators"}))
     with pytest.raises(OptionError, match="not the ledger's as_of"):
-        O.mpg(led, pa.table(base), as_of=T0)
+        goodput.mpg(led, pa.table(base), as_of=T0)
     steps = pa.table({"rank": [0, -1], "step": [1, 1], "start_ns": [0, 0], "end_ns": [5, 5]})
     with pytest.raises(InvalidRowError, match="column 'rank', row 1: rank -1"):
-        O.straggler_scores(steps)
-    q = O.straggler_scores(steps, on_invalid="quarantine")
+        stragglers.straggler_scores(steps)
+    q = stragglers.straggler_scores(steps, on_invalid="quarantine")
     assert isinstance(q, Quarantined) and q.quarantine["row"].to_pylist() == [1]
     with pytest.raises(OptionError, match="both set the windows"):
-        O.straggler_scores(steps, every_steps=1, every_ns=1)
+        stragglers.straggler_scores(steps, every_steps=1, every_ns=1)
     with pytest.raises(OptionError, match="give one bound"):
-        O.protection(led_a, bound_ns=1, bound_share=0.1)
+        recovery.protection(led_a, bound_ns=1, bound_share=0.1)
     with pytest.raises(PauError, match="above 1"):
-        O.protection(led_a, bound_share=2)
+        recovery.protection(led_a, bound_share=2)
     with pytest.raises(OptionError, match="needs period_ns"):
-        O.protection(led_a, bound_ns=1, per="period")
+        recovery.protection(led_a, bound_ns=1, per="period")
     with pytest.raises(OptionError, match="applies to per='period'"):
-        O.protection(led_a, bound_ns=1, period_ns=10)
+        recovery.protection(led_a, bound_ns=1, period_ns=10)
     with pytest.raises(OptionError, match="lifecycle table"):
-        O.recovery(led_a)
+        recovery.recovery(led_a)
     assert NS_PER_HOUR == 3600 * S

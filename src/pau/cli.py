@@ -239,7 +239,7 @@ def render_layers(lay: dict | None) -> str:
 
 
 def render_recovery(rec: dict | None) -> str:
-    """Failures and recovery (pau.figures.outcome.recovery), in one paragraph."""
+    """Failures and recovery (pau.figures.recovery.recovery), in one paragraph."""
     if not rec or not rec["failures"]:
         return ""
     causes = ", ".join(f"{k} {v['failures']}" for k, v in sorted(rec["by_cause"].items(), key=lambda kv: -kv[1]["failures"]))

@@ -22,17 +22,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from pau import _core
 from pau.engine.api import attribute, classify, classify_dataset, ledger, overlap
 from pau.engine.ledger import Ledger
 from pau.engine._sweep import Overlap
 from pau.engine._threads import PARALLEL_MIN_ROWS
 from pau.engine.types import LedgerSummary, OnInvalid, OutsideAccountable, Quarantined, RunSummary, TableLike
 from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
-from pau.figures import analysis as _analysis
-from pau.figures.analysis import Comparison, KernelDiff, colocated, interference, kernel_diff, stragglers
+from pau.figures import compare as _compare
+from pau.figures.compare import Comparison, KernelDiff, kernel_diff
 from pau.figures.economics import (
     OUTCOMES, RequestLedger, checkpoint_advice, checkpoint_interval, cost, requests,
 )
+from pau.figures.interference import colocated, interference
+from pau.figures.stragglers import stragglers
 from pau.run import Run, RunWarning, read, read_runs
 
 __all__ = [
@@ -71,6 +74,7 @@ __all__ = [
     "RunWarning",
     "read",
     "read_runs",
+    "release_kept_memory",
 ]
 
 
@@ -80,7 +84,7 @@ def compare(a: Run | Ledger, b: Run | Ledger, *, prices_a: dict[str, Any] | None
     """Two runs (or their ledgers) side by side on the same useful-output denominators.
 
     A :class:`Run` is taken through :meth:`Run.ledger` (``as_of`` applies to runs);
-    the rest is :func:`pau.figures.analysis.compare`, whose figures are those of
+    the rest is :func:`pau.figures.compare.compare`, whose figures are those of
     :meth:`Ledger.summary`. When both sides are runs with device events,
     ``.kernels`` is their :func:`kernel_diff` (per preserved step of each ledger);
     a ledger holds no events, so with a ledger on either side ``.kernels`` is None.
@@ -89,5 +93,18 @@ def compare(a: Run | Ledger, b: Run | Ledger, *, prices_a: dict[str, Any] | None
     led_b = b.ledger(as_of=as_of) if isinstance(b, Run) else b
     ev_a = a.events if isinstance(a, Run) else None
     ev_b = b.events if isinstance(b, Run) else None
-    return _analysis.compare(led_a, led_b, prices_a=prices_a, prices_b=prices_b, labels=labels,
+    return _compare.compare(led_a, led_b, prices_a=prices_a, prices_b=prices_b, labels=labels,
                              events_a=ev_a, events_b=ev_b)
+
+
+def release_kept_memory() -> None:
+    """Give back the memory :func:`requests` keeps for its next outputs.
+
+    Large request outputs reuse the pages of freed ones (up to 1 GiB and an eighth of
+    the machine's memory, the oldest given back first), so a process that calls
+    :func:`requests` again writes into memory it already holds. Call this when the
+    process is done with requests and wants that memory back; the next call maps fresh
+    memory (its first touch costs what the first call's did). Outside Linux nothing is
+    kept and this does nothing. See ``docs/economics.md``.
+    """
+    _core.release_kept_memory()

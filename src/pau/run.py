@@ -36,7 +36,7 @@ from pau.engine import api as _engine
 from pau.figures import align as _align
 from pau.figures import idle as _idle
 from pau.figures import layers as _layers
-from pau.figures import outcome as _outcome
+from pau.figures import recovery as _recovery
 from pau.engine import io as _io
 from pau.figures import hardware as _telemetry
 from pau.engine._format import html_table
@@ -48,7 +48,8 @@ from pau.engine.types import (
 )
 from pau.engine.ledger import Ledger
 from pau.engine.vocab import LIFECYCLE_SCHEMA
-from pau.figures.analysis import range_summary, step_figures, top_kernels
+from pau.figures.compare import range_summary, top_kernels
+from pau.figures.stragglers import step_figures
 from pau.figures.economics import requests as _request_ledger
 from pau.errors import OptionError, PauError, SchemaError
 from pau.readers.detect import detect_format
@@ -266,14 +267,14 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     (:meth:`pau.figures.economics.RequestLedger.summary` when it has requests, else None),
     ``slo_ns`` (the SLOs the requests were checked against, ns; empty when none),
     ``per_rank`` (:meth:`Ledger.rank_activity`: each rank's span and ns per activity;
-    None without a ledger), ``top_kernels`` (:func:`pau.figures.analysis.top_kernels`: the device work that took the
+    None without a ledger), ``top_kernels`` (:func:`pau.figures.compare.top_kernels`: the device work that took the
     most time; None without events), ``nvtx`` (an Nsight export's NVTX ranges by name,
-    :func:`pau.figures.analysis.range_summary`, as the reader found them; None for other
-    formats), ``steps`` (:func:`pau.figures.analysis.step_figures`:
+    :func:`pau.figures.compare.range_summary`, as the reader found them; None for other
+    formats), ``steps`` (:func:`pau.figures.stragglers.step_figures`:
     step times per rank and the stragglers; None without per-rank steps),
     ``layers`` (:func:`pau.figures.layers.layers` of a lifecycle ledger: accountable, productive,
     productive compute and, with samples, the hardware's activity, each with its factor
-    and losses), ``recovery`` (:func:`pau.figures.outcome.recovery`: failures per 1,000
+    and losses), ``recovery`` (:func:`pau.figures.recovery.recovery`: failures per 1,000
     accelerator-hours, time to recover, restart loops), ``idle_by_cause`` (:func:`pau.figures.idle.idle_by_cause`: idle split into host_wait,
     data_wait, sync_wait and idle.other, ``ns`` for the job and ``per_rank``; None
     without events), ``telemetry`` (:func:`pau.figures.hardware.summary`: each metric's time-weighted mean, and
@@ -303,7 +304,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
         "layers": (None if led is None or led.intervals is None else
                    _layers.layers(led, samples=run.samples, events=run.events).summary()),
         "recovery": (None if led is None or led.intervals is None or run.lifecycle is None else
-                     _outcome.recovery(run.lifecycle, ledger=led).summary()),
+                     _recovery.recovery(run.lifecycle, ledger=led).summary()),
         "telemetry": (None if run.samples is None or led is None else
                       _telemetry.summary(led, run.samples, events=run.events,
                                          span=run.spans if run.lifecycle is None else None)),

@@ -2,7 +2,7 @@
 
 This module imports nothing, so that ``pau --help`` and ``pau --version`` answer without
 loading numpy, pyarrow or Numba (``pau._args``). The modules that own these names
-(``pau.run``, ``pau.figures.align``, ``pau.figures.analysis``) take them from here.
+(``pau.run``, ``pau.figures.align``, ``pau.figures.compare``) take them from here.
 """
 
 from __future__ import annotations

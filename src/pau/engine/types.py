@@ -184,7 +184,7 @@ class RankActivity(TypedDict):
 
 
 class TopKernel(TypedDict):
-    """One row of :func:`pau.figures.analysis.top_kernels`."""
+    """One row of :func:`pau.figures.compare.top_kernels`."""
 
     name: str
     kind: str

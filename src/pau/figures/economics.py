@@ -29,6 +29,7 @@ from pau.engine.ledger import NS_PER_HOUR, Ledger
 from pau.engine.types import LedgerSummary, Quarantined, check_on_invalid
 from pau.engine.vocab import names as vocab_names
 from pau.errors import InvalidRowError, PauError, SchemaError
+from pau.figures._common import _NS_PER_S, _ratio
 from pau.figures.hardware import integrate
 
 __all__ = [
@@ -43,12 +44,7 @@ __all__ = [
 OUTCOMES = ("accepted", "late", "failed", "rejected", "cancelled")
 STATUSES = ("ok", "error", "timeout", "rejected", "cancelled")
 _STATUS_OUTCOME = {"ok": 0, "error": 2, "timeout": 2, "rejected": 3, "cancelled": 4}
-_NS_PER_S = 10**9
 _SLO_KEYS = ("ttft", "tpot", "e2e")
-
-
-def _ratio(a, b):
-    return a / b if b else None
 
 
 # ---------------------------------------------------------------------------

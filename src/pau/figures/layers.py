@@ -26,7 +26,7 @@ hardware mean, a float, enters as its exact binary value), so the factors multip
 exactly to ``last / first``. Each figure comes from the function that owns it:
 :meth:`Ledger.summary` and :meth:`Ledger.cause_ns` (states and causes), the ledger's
 cells (activities), :func:`pau.figures.hardware.cell_metrics` (hardware), and
-:func:`pau.figures.outcome.program_goodput` (FLOPs).
+:func:`pau.figures.goodput.program_goodput` (FLOPs).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any, Optional
 
 from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
 from pau.errors import PauError
-from pau.figures.outcome import ModelFlops, program_goodput, schedule_times
+from pau.figures.goodput import ModelFlops, program_goodput, schedule_times
 from pau.figures.hardware import cell_metrics
 
 __all__ = ["HARDWARE_METRICS", "Layer", "Layers", "layers"]
@@ -110,10 +110,10 @@ def layers(ledger: Ledger, *, samples: Any = None, events: Any = None, span: Any
         Hardware telemetry and what :func:`pau.figures.hardware.cell_metrics` needs to place
         it (``events=run.events``); without samples the hardware layer is left out.
     schedule : table-like, optional
-        Queue and allocation records (:func:`pau.figures.outcome.schedule_times`); adds the
+        Queue and allocation records (:func:`pau.figures.goodput.schedule_times`); adds the
         ``requested`` layer on top.
     flops, accelerator, dtype, peak :
-        As for :func:`pau.figures.outcome.program_goodput`; add the ``useful_flops`` layer.
+        As for :func:`pau.figures.goodput.program_goodput`; add the ``useful_flops`` layer.
     price_per_accelerator_hour : float, optional
         Every layer and loss also in money: ``ns x price / 3.6e12`` (the price read as
         its exact decimal).

@@ -10,7 +10,7 @@ beside the original device events (``docs/chrome-trace.md``):
   ``launch_ns``, data-wait phases), one track per cause instead: ``idle: data_wait``,
   ``idle: sync_wait``, ``idle: host_wait``, ``idle: other`` (:data:`IDLE_TRACKS`);
 * ``waiting for the slowest rank``: per step, from the rank's end of the step to the
-  slowest rank's (:func:`pau.figures.analysis.stragglers`), when steps name their ranks;
+  slowest rank's (:func:`pau.figures.stragglers.stragglers`), when steps name their ranks;
 * ``lifecycle events``: instants for failures, checkpoint saves (and when each became
   durable) and restores;
 * one track per device stream (or per kind, without a ``stream`` column) holding the
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pau.engine.ledger import Ledger
-from pau.figures.analysis import stragglers
+from pau.figures.stragglers import stragglers
 from pau.errors import PauError
 from pau.figures.idle import CAUSES, idle_cause_intervals
 from pau.engine.types import Quarantined
@@ -244,7 +244,7 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
     Per rank, the ``lifecycle state`` events sum exactly (from ``args``) to the ledger's
     time per state, the ``idle`` events (``cat = "idle"``) to its ``idle``, and the
     ``waiting for the slowest rank`` events to the rank's ``wait_ns`` of
-    :func:`pau.figures.analysis.stragglers`. When some idle has a cause
+    :func:`pau.figures.stragglers.stragglers`. When some idle has a cause
     (:func:`pau.figures.idle.idle_cause_intervals`), the ``idle`` track is replaced by one track
     per cause that occurs (:data:`IDLE_TRACKS`, ``cat = "idle"``, ``args.cause`` the
     cause of :data:`pau.figures.idle.CAUSES`): the sum over ``cat = "idle"`` stays the ledger's

@@ -19,7 +19,7 @@ from pau.readers import mlperf_rules as _mlperf
 from pau.views import plots
 from pau.engine._format import duration, html_table, in_unit, pct, unit
 from pau.engine.ledger import Ledger
-from pau.figures.analysis import Comparison
+from pau.figures.compare import Comparison
 from pau.run import Run
 
 __all__ = ["render", "render_compare"]

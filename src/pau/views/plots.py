@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from pau.engine._format import unit
 from pau.engine.ledger import Ledger
 from pau.engine.vocab import ACTIVITIES, STATES
-from pau.figures.analysis import nearest_rank, step_times
+from pau.figures.stragglers import nearest_rank, step_times
 from pau.errors import PauError
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -340,7 +340,7 @@ def step_distribution(lifecycle: Any, stragglers: Sequence[int] = ()) -> Figure:
 
 
 def top_kernels(rows: Sequence[Mapping[str, Any]]) -> Figure:
-    """The device work that took the most time (:func:`pau.figures.analysis.top_kernels`
+    """The device work that took the most time (:func:`pau.figures.compare.top_kernels`
     rows), one bar per name, coloured by kind."""
     if not rows:
         raise PauError("top_kernels: no device work to plot")

@@ -1,0 +1,67 @@
+"""Small helpers several figure modules share: ratios, JSON-able values, checked
+arguments, numbers as text. Private: the figures' docs name none of them."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from pau.errors import PauError
+
+#: ns per second: accelerator-seconds are derived from exact ns at the edge.
+_NS_PER_S = 10**9
+
+
+def _ratio(a, b):
+    """``a / b`` as a float, None when ``b`` is 0 (never NaN)."""
+    return a / b if b else None
+
+
+def _fmt(v) -> str:
+    """A figure as text: ``-`` for None, floats to 6 significant digits, ints with separators."""
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.6g}"
+    return f"{v:,}"
+
+
+def _frac(a: int | Fraction, b: int | Fraction) -> Fraction | None:
+    """``a / b`` as an exact Fraction, None when ``b`` is 0."""
+    return Fraction(a) / Fraction(b) if b else None
+
+
+def _f(x: Any) -> Any:
+    """JSON-able: Fractions to floats, recursively."""
+    if isinstance(x, Fraction):
+        return float(x)
+    if isinstance(x, dict):
+        return {k: _f(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_f(v) for v in x]
+    return x
+
+
+def _count(value: Any, what: str, *, positive: bool = False) -> int:
+    """A non-negative (or positive) Python int; anything else raises naming the argument."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise PauError(f"{what} = {value!r} is not an integer. Fix: give {what} as an integer")
+    v = int(value)
+    if v < 0 or (positive and v == 0):
+        raise PauError(f"{what} = {v} is {'negative' if v < 0 else 'zero'}. Fix: give {what} as a "
+                       f"{'positive' if positive else 'non-negative'} integer")
+    return v
+
+
+def _positive(value: Any, what: str) -> Fraction:
+    """A positive finite number as an exact Fraction (a float is taken at its exact value)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, Fraction, np.integer, np.floating)):
+        raise PauError(f"{what} = {value!r} is not a number. Fix: give {what} as a positive number")
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        raise PauError(f"{what} = {value!r} is not finite. Fix: give {what} as a positive number")
+    v = Fraction(value) if not isinstance(value, (np.integer, np.floating)) else Fraction(value.item())
+    if v <= 0:
+        raise PauError(f"{what} = {value!r} is not positive. Fix: give {what} as a positive number")
+    return v
