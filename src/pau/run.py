@@ -286,6 +286,11 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     ``ledger``: the run's ledger when the caller has it already (``run.ledger(as_of=...)``),
     so that it is not computed twice.
     """
+    if as_of is not None and run.lifecycle is None:
+        raise OptionError("as_of: the figures as of an instant are those of a lifecycle (progress not yet "
+                          "preserved at as_of is pending, time after it is not accountable), and this run has "
+                          f"none (it holds {', '.join(run.tables()) or 'no table'}). Fix: drop as_of, or give "
+                          "the run's lifecycle")
     led = ledger if ledger is not None else (
         run.ledger(as_of=as_of) if (run.events is not None or run.lifecycle is not None) else None)
     req = _request_ledger(run.requests, slo=slo).summary() if run.requests is not None else None
