@@ -53,7 +53,7 @@ from ._search import lower_bound
 from ._input import _column, as_table, rank_column, time_column
 from ._threads import run_parts, thread_count
 from ._vocab import STATES, names
-from .errors import InvalidRowError, PauError, SchemaError
+from .errors import InvalidRowError, PauError, SchemaError, SpanOverflowError
 
 RECORDS = ("accountable", "attempt", "phase", "step", "checkpoint_save", "restore", "failure")
 PHASE_KINDS = ("init", "compile", "data_warmup", "data_wait", "eval", "custom")
@@ -612,8 +612,29 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         x = x.take(np.flatnonzero(~np.isin(x.row, drop)))
         st = st.take(np.flatnonzero(~np.isin(st.row, drop)))
         sc = _scan(st, x, cut)
+    if res.wall_ns > NULL_MAX:  # accountable time lies in [its earliest start, as_of]: below, no rank overflows
+        _check_spans(res)
     res.quarantine = _quarantine_table(table, quarantine) if on_invalid == "quarantine" else None
     return res
+
+
+def _check_spans(res: Attribution) -> None:
+    """:class:`SpanOverflowError` naming the first rank whose accountable time (its first
+    accountable instant to its last) int64 cannot hold: its counts would wrap. Always
+    raised: a lifecycle's records may name every rank (rank -1), so no rows are a
+    rank's own to set aside."""
+    assert res.pieces is not None  # the pass always gives them
+    rank = np.concatenate([p[0] for p in res.pieces]).astype(np.int64)
+    start = np.concatenate([p[1] for p in res.pieces])
+    end = np.concatenate([p[2] for p in res.pieces])
+    for r in np.unique(rank).tolist():
+        sel = rank == r
+        lo, hi = int(start[sel].min()), int(end[sel].max())
+        if hi - lo > NULL_MAX:
+            raise SpanOverflowError(
+                "lifecycle", r, lo, hi, measure="from its first accountable instant to its last",
+                fix=f"correct the times of the records of rank {r} (a time far from the others is often a unit "
+                "or sign error), or pass as_of to end the ledger earlier")
 
 
 _STEP_ERRORS = {
@@ -1033,7 +1054,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         if not A.running[a] and A.cause[a] in ("failed", "preempted") and int(A.ids[a]) not in fail_ids]
     accountable = pa.Table.from_arrays([pa.array(np.asarray(ur, np.int32)), pa.array(np.asarray(acc_ns, np.int64))],
                                        names=["rank", "accountable_ns"])
-    wall = int(as_of - P.acc_min) if P.acc_min is not None else 0
+    wall = int(as_of) - int(P.acc_min) if P.acc_min is not None else 0  # Python ints: may exceed int64
     return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
                        failures_all, wall, preserved_steps, int(tokens), accountable, pieces=pieces)
 
