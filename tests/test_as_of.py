@@ -118,8 +118,14 @@ def test_as_of_on_every_kind_of_run(kind, when, tmp_path, capsys):
     if s["events_outside_accountable"] is not None and when == "before":
         busy = pac.sum(pac.greater(pac.subtract(run.events["end_ns"], run.events["start_ns"]), 0)).as_py()
         assert s["events_outside_accountable"]["events"] == busy  # every event is after as_of
-    # the CLI's JSON path gives the API's figures
+    # the CLI's JSON path gives the API's figures; its text path prints them
     assert _report_json(capsys, path, t) == json.loads(json.dumps(s))
+    assert cli.main(["report", str(path), "--as-of", str(t), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert ("nothing is accountable as of" in text) == (when == "before")
+    assert "no lifecycle" not in text
+    if when != "before":
+        assert f"goodput {100 * figures['goodput']:.1f} %" in text
 
 
 def test_as_of_on_a_serving_run_is_refused_saying_why(capsys):
