@@ -307,3 +307,14 @@ def test_edge_timelines_with_given_spans(rows, data):
             core.classify(_events(rows), span=sp)
         return
     assert ref.pau_classify(core.classify(_events(rows), span=sp), False) == ref.classify(rows, span=span)
+
+
+def test_a_lifecycle_time_of_minus_2_63_is_named_not_called_null():
+    """The lifecycle reads the least int64 as no time: a record starting there is
+    refused saying so, not as a "null start_ns" the table does not hold."""
+    lc = _lifecycle([("attempt", 0, 10, None, "completed"), ("step", INT64_MIN, 5, 1, None)])
+    with pytest.raises(errors.InvalidRowError, match=r"row 1: start_ns = -9223372036854775808, the least int64"):
+        core.attribute(lc)
+    lc = _lifecycle([("attempt", 0, 10, None, "completed"), ("step", None, 5, 1, None)])
+    with pytest.raises(errors.InvalidRowError, match=r"row 1: null start_ns"):
+        core.attribute(lc)

@@ -586,7 +586,12 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
                     detail = f"unknown record {_record_name(table, row)!r}"
                 elif r in ("unknown phase kind", "unknown attempt kind"):
                     detail = f"{r} {x.kind[xi]!r}"
-            raise _err(_REASON_COLUMN[r], row, detail, _ROW_FIX[r], int(rows_bad.size))
+            fix = _ROW_FIX[r]
+            if r == "null start_ns" and table.column("start_ns")[row].is_valid:
+                # the least int64 is the lifecycle's null time: say so, not "null"
+                detail = f"start_ns = {NULL}, the least int64, which the lifecycle reads as no time"
+                fix = "store times above -2**63 ns"
+            raise _err(_REASON_COLUMN[r], row, detail, fix, int(rows_bad.size))
         quarantine.append((rows_bad, why_bad))
         x = x.take(np.flatnonzero(~x_bad))
         if sc.bad:
