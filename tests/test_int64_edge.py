@@ -318,3 +318,17 @@ def test_a_lifecycle_time_of_minus_2_63_is_named_not_called_null():
     lc = _lifecycle([("attempt", 0, 10, None, "completed"), ("step", None, 5, 1, None)])
     with pytest.raises(errors.InvalidRowError, match=r"row 1: null start_ns"):
         core.attribute(lc)
+
+
+def test_a_saved_partition_result_with_a_wrapped_rank_is_computed_again(tmp_path, monkeypatch):
+    """Results saved by a pau that did not check spans hold wrapped counts: not reused."""
+    import pau._sweep as sweep_module
+
+    path, saved = _archive(tmp_path), str(tmp_path / "saved")
+    with monkeypatch.context() as m:  # as before the check: the wrapped counts are saved
+        for module in (sweep_module, distributed):
+            m.setattr(module, "wide_ranks", lambda hist: np.empty(0, np.int32))
+        old = distributed.classify_partitions(path, results_dir=saved)
+    assert min(old.column("duration_ns").to_pylist()) < 0  # what was saved: idle -16
+    with pytest.raises(errors.SpanOverflowError, match="rank 0 spans"):
+        distributed.classify_partitions(path, results_dir=saved)

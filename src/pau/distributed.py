@@ -262,6 +262,8 @@ def _load(results_dir: str, key: str, on_invalid: str) -> dict | None:
         hist["span_start"] = np.asarray(spans["span_start"], np.int64)
         hist["span_end"] = np.asarray(spans["span_end"], np.int64)
         hist["rows"] = int(meta[b"pau.rows"])
+        if wide_ranks(hist).size:  # saved before such ranks were refused: its counts wrapped
+            return None
     except (OSError, pa.ArrowInvalid, KeyError, ValueError, TypeError):  # pau's corrupt-file error is a ValueError
         return None  # unreadable, damaged or incomplete: recompute it
     hist["quarantine"] = q
