@@ -332,3 +332,20 @@ def test_a_saved_partition_result_with_a_wrapped_rank_is_computed_again(tmp_path
     assert min(old.column("duration_ns").to_pylist()) < 0  # what was saved: idle -16
     with pytest.raises(errors.SpanOverflowError, match="rank 0 spans"):
         distributed.classify_partitions(path, results_dir=saved)
+
+
+def test_events_far_outside_a_lifecycle_that_fits_are_left_out_exactly():
+    """With a lifecycle, its accountable time is the span: rank 0's events at both ends
+    of int64 lie outside it, are left out (and counted so), and nothing is refused."""
+    lc = pa.table({"record": ["attempt", "step"], "attempt": pa.array([0, 0], pa.int64()),
+                   "rank": pa.array([0, 0], pa.int32()), "start_ns": pa.array([0, 0], pa.int64()),
+                   "end_ns": pa.array([100, 40], pa.int64()), "step": pa.array([None, 1], pa.int64()),
+                   "kind": ["completed", None]})
+    events = _events(WIDE[:2] + [(0, 10, 30, "compute")])
+    s = core.ledger(events, lc).summary()
+    assert s["accountable_ns"] == 100
+    assert s["activity_ns"] == {"compute": 20, "idle": 80}
+    figures = pau.Run(events=events, lifecycle=lc).summary()
+    assert figures["ledger"] == s
+    assert figures["events_outside_accountable"]["events"] == 2
+    assert figures["events_outside_accountable"]["ns"] == 5 + 9
