@@ -44,7 +44,12 @@ def _lifecycle_only(tmp_path):
     return pau.Run(lifecycle=job.lifecycle).write(tmp_path / "life")
 
 
-KINDS = {"kineto": _kineto, "mlperf": _mlperf, "training_job": _training_job, "lifecycle_only": _lifecycle_only}
+def _serving(tmp_path):
+    return shared("serving", "aiperf_gpt-oss-20b_run1")
+
+
+KINDS = {"kineto": _kineto, "mlperf": _mlperf, "training_job": _training_job, "lifecycle_only": _lifecycle_only,
+         "serving": _serving}
 WHEN = ("before", "inside", "after")
 
 
@@ -56,6 +61,9 @@ def _extent(run: pau.Run) -> tuple[int, int]:
             continue
         lo.append(pac.min(t["start_ns"]).as_py())
         hi.append(max(pac.max(t["start_ns"]).as_py(), pac.max(t["end_ns"]).as_py() or 0))
+    if run.requests is not None:
+        lo.append(pac.min(run.requests["arrival_ns"]).as_py())
+        hi.append(pac.max(run.requests["end_ns"]).as_py())
     return min(lo), max(hi)
 
 
@@ -83,8 +91,11 @@ def _report_json(capsys, path, t: int) -> dict:
 def test_as_of_on_every_kind_of_run(kind, when, tmp_path, capsys):
     path = KINDS[kind](tmp_path)
     run = pau.read(path)
-    assert run.lifecycle is not None
     t = _instant(run, when)
+    if kind == "serving":
+        _refused(run, path, t, capsys)
+        return
+    assert run.lifecycle is not None
     s = run.summary(as_of=t)
     led = run.ledger(as_of=t)
     whole = run.ledger()
@@ -128,21 +139,16 @@ def test_as_of_on_every_kind_of_run(kind, when, tmp_path, capsys):
         assert f"goodput {100 * figures['goodput']:.1f} %" in text
 
 
-def test_as_of_on_a_serving_run_is_refused_saying_why(capsys):
+def _refused(run, path, t: int, capsys) -> None:
     """Requests have no lifecycle: there is no progress to cut at an instant. The API
-    refuses (it used to ignore as_of and answer the whole run), as the CLI does."""
-    path = shared("serving", "aiperf_gpt-oss-20b_run1")
-    run = pau.read(path)
+    refuses saying why (it used to ignore as_of and answer for the whole run), as the
+    CLI does."""
     assert run.lifecycle is None and run.requests is not None
-    arrival = run.requests["arrival_ns"]
-    lo, hi = pac.min(arrival).as_py(), pac.max(run.requests["end_ns"]).as_py()
-    for t in (lo - 1, (lo + hi) // 2, hi + 1):
-        with pytest.raises(errors.OptionError, match="as_of.*lifecycle.*requests"):
-            run.summary(as_of=t)
-        capsys.readouterr()
-        assert cli.main(["report", str(path), "--as-of", str(t), "--format", "json", "-o", "-",
-                         "--no-progress"]) == 2
-        assert "--as-of applies to a lifecycle" in capsys.readouterr().err
+    with pytest.raises(errors.OptionError, match="as_of.*lifecycle.*requests"):
+        run.summary(as_of=t)
+    capsys.readouterr()
+    assert cli.main(["report", str(path), "--as-of", str(t), "--format", "json", "-o", "-", "--no-progress"]) == 2
+    assert "--as-of applies to a lifecycle" in capsys.readouterr().err
     assert run.summary()["requests"] is not None  # without as_of, its figures
 
 
