@@ -349,3 +349,56 @@ def test_events_far_outside_a_lifecycle_that_fits_are_left_out_exactly():
     assert figures["ledger"] == s
     assert figures["events_outside_accountable"]["events"] == 2
     assert figures["events_outside_accountable"]["ns"] == 5 + 9
+
+
+# generated lifecycles moved to the very ends of int64 (the least int64 itself is the
+# lifecycle's null time, so the low end is -2**63 + 1)
+
+_LIFE_TIMES = ("start_ns", "end_ns", "block_end_ns", "durable_ns")
+
+
+def _moved(t: pa.Table, shift: int) -> pa.Table:
+    for name in _LIFE_TIMES:
+        i = t.schema.get_field_index(name)
+        t = t.set_column(i, name, pa.array([None if v is None else v + shift for v in t[name].to_pylist()],
+                                           pa.int64()))
+    return t
+
+
+@settings(max_examples=examples(100), **SETTINGS)
+@given(case=st.deferred(lambda: _with_as_of()), end=st.sampled_from(["low", "high"]))
+def test_a_lifecycle_at_either_end_of_int64_is_attributed_the_same(case, end):
+    from lifecycle_cases import S, table
+
+    rows, as_of = case
+    t = table(rows)
+    as_of_ns = None if as_of is None else as_of * S
+    times = [v for name in _LIFE_TIMES for v in t[name].to_pylist() if v is not None]
+    times += [] if as_of_ns is None else [as_of_ns]
+    shift = INT64_MIN + 1 - min(times) if end == "low" else INT64_MAX - max(times)
+    moved = _moved(t, shift)
+    got = core.attribute(moved, as_of=None if as_of_ns is None else as_of_ns + shift)
+    want = core.attribute(t, as_of=as_of_ns)
+    back = got
+    for name in ("start_ns", "end_ns"):
+        i = back.schema.get_field_index(name)
+        back = back.set_column(i, name, pa.array([v - shift for v in back[name].to_pylist()], pa.int64()))
+    assert back.equals(want)
+    s_got = core.ledger(lifecycle=moved, as_of=None if as_of_ns is None else as_of_ns + shift).summary()
+    s_want = core.ledger(lifecycle=t, as_of=as_of_ns).summary()
+    assert s_got["as_of"] - shift == s_want["as_of"]
+    assert {**s_got, "as_of": s_want["as_of"]} == s_want
+
+
+def _with_as_of():
+    from test_lifecycle_properties import with_as_of
+
+    return with_as_of()
+
+
+def test_an_as_of_beyond_int64_is_refused():
+    lc = _lifecycle([("attempt", 0, 10, None, "completed"), ("step", 0, 5, 1, None)])
+    for t in (INT64_MAX + 1, INT64_MIN - 1):
+        with pytest.raises(errors.PauError, match=f"as_of: {t} does not fit in int64"):
+            core.attribute(lc, as_of=t)
+    assert core.ledger(None, lc, as_of=INT64_MAX).summary()["accountable_ns"] == 10

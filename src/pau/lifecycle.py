@@ -41,7 +41,7 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -565,6 +565,9 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     quarantine = []  # (original rows, reasons)
     x_code = _row_codes(x)
     x_bad = x_code > 0
+    if as_of is not None and not NULL <= int(as_of) <= NULL_MAX:
+        raise PauError(f"as_of: {int(as_of)} does not fit in int64 nanoseconds. Fix: give an instant of the run, "
+                       "in int64 ns")
     cut = NULL_MAX if as_of is None else int(as_of)
     sc = _scan(st, x, cut)
     if x_bad.any() or sc.bad:
@@ -603,6 +606,12 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     if sc.after:
         st = st.take(np.flatnonzero(st.start <= as_of))
         sc = _scan(st, x, cut)
+    if as_of == NULL_MAX:
+        # as_of is the int64 maximum, which the set-up also takes for "never durable" (a
+        # null durable_ns): such a save must not count, as one that is not ok does not
+        never = (x.rec == _CKPT) & (x.durable == NULL)
+        if never.any():
+            x = replace(x, ok=x.ok & ~never)
     while True:
         strict: list = []
         res = _attribute(x, st, sc, as_of, ranks, strict, threads)
