@@ -94,6 +94,20 @@ def test_pau_read_of_a_file_refuses_it_naming_the_file(tmp_path):
         core.classify_dataset(_archive(tmp_path), workers=1)
 
 
+def test_pau_read_with_quarantine_sets_the_rank_aside(tmp_path):
+    path = tmp_path / "events.csv"
+    pcsv.write_csv(_events(WIDE + [(1, 5, 4, "compute")]), path)
+    run = pau.read(path, on_invalid="quarantine")
+    q = run.quarantine.to_pylist()
+    assert [(r["location"], r["reason"]) for r in q] == [("line 2", REASON), ("line 3", REASON),
+                                                         ("line 6", "end_ns before start_ns")]
+    assert set(run.events.column("rank").to_pylist()) == {1}
+    s = run.summary()
+    assert s["quarantined"] == 3
+    assert {r["rank"]: r["activity_ns"] for r in s["per_rank"]} == {1: RANK1}
+    assert any(w.code == "events.quarantined" for w in run.warnings)
+
+
 def test_a_given_span_that_overflows_is_refused():
     span = pa.table({"rank": pa.array([1, 0], pa.int32()), "start_ns": [0, INT64_MIN], "end_ns": [50, 0]})
     with pytest.raises(errors.InvalidWindowsError, match=r"span: row 1, rank 0: .* lasts 9223372036854775808 ns"):
