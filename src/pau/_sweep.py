@@ -218,7 +218,14 @@ def wide_ranks(hist: dict) -> np.ndarray:
     every path's histogram: in memory (:func:`hist_of_table`) and streamed
     (:func:`finish`, which the partitions call too). Given spans are checked before
     (:func:`plan_of`)."""
-    return np.asarray(hist["span_rank"])[_too_long(np.asarray(hist["span_start"]), np.asarray(hist["span_end"]))]
+    start, end = np.asarray(hist["span_start"]), np.asarray(hist["span_end"])
+    if not start.size or int(end.max()) - int(start.min()) <= INT64_MAX:  # the usual case: no span can be
+        return _NO_RANKS
+    return np.asarray(hist["span_rank"])[_too_long(start, end)]
+
+
+_NO_RANKS = np.empty(0, np.int32)
+_NO_RANKS.setflags(write=False)
 
 
 def check_spans(hist: dict, table: str = "events") -> dict:
