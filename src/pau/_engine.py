@@ -105,7 +105,9 @@ def classify(
         All of :data:`KINDS`, highest first. Default :data:`DEFAULT_PRIORITY`.
     on_invalid : {"raise", "quarantine"}
         ``"raise"`` (default) raises :class:`pau.errors.InvalidRowError` on the
-        first bad row. ``"quarantine"`` classifies the usable rows and returns
+        first bad row, and :class:`pau.errors.SpanOverflowError` for a rank whose
+        span lasts more than 2**63 - 1 ns (int64 cannot count it). ``"quarantine"``
+        classifies the usable rows (those ranks' events set aside too) and returns
         :class:`Quarantined` ``(table, quarantine)``.
     threads : int, optional
         Threads to sweep on. Input sorted by rank is split into row ranges at rank
