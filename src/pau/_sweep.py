@@ -214,10 +214,11 @@ def wide_ranks(hist: dict) -> np.ndarray:
     """The ranks of a sweep's histogram whose accounted span int64 cannot hold. Every
     piece the sweep counts lies in its rank's span, so below that bound no count
     wraps; at or above it the rank's counts are wrong and must not be used. Checked
-    here, once per rank after the sweep (the native sweep pays nothing for it), on
-    every path's histogram: in memory (:func:`hist_of_table`) and streamed
-    (:func:`finish`, which the partitions call too). Given spans are checked before
-    (:func:`plan_of`)."""
+    here after the sweep (the native sweep pays nothing for it), on every path's
+    histogram: in memory (:func:`hist_of_table`) and streamed (:func:`finish`, which
+    the partitions call too); first once over all ranks (the latest end minus the
+    earliest start), rank by rank only when that does not fit. Given spans are
+    checked before (:func:`plan_of`)."""
     start, end = np.asarray(hist["span_start"]), np.asarray(hist["span_end"])
     if not start.size or int(end.max()) - int(start.min()) <= INT64_MAX:  # the usual case: no span can be
         return _NO_RANKS
