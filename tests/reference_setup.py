@@ -88,6 +88,9 @@ def checkpoints(x: _Rows, A: _Attempts, as_of: int) -> _Checkpoints:
     da, step = A.dense(x.attempt[ci]), x.step[ci]
     dur = np.where(x.durable[ci] == NULL, np.iinfo(np.int64).max, x.durable[ci])
     ok_rows = x.ok[ci]
+    # a shard never durable (null) makes its save count for nothing, even as of the int64
+    # maximum (which is also the stand-in for null above)
+    ever = x.durable[ci] != NULL
     if ((step >= 0) & (step < 1 << 40)).all():  # (attempt, step) in one int64
         key = da * (1 << 40) + step
         if (key[1:] >= key[:-1]).all():  # shards come save by save: runs, no sort
@@ -95,7 +98,7 @@ def checkpoints(x: _Rows, A: _Attempts, as_of: int) -> _Checkpoints:
             ukey = key[first]
             durable = np.maximum.reduceat(dur, first)
             ok = np.logical_and.reduceat(ok_rows, first)
-            good = ok & (durable <= as_of)
+            good = ok & np.logical_and.reduceat(ever, first) & (durable <= as_of)
             return _Checkpoints(ukey >> 40, ukey & ((1 << 40) - 1), np.where(good, durable, NULL), ok)
         ukey, inv = np.unique(key, return_inverse=True)
         uniq = np.stack([ukey >> 40, ukey & ((1 << 40) - 1)])
@@ -107,7 +110,9 @@ def checkpoints(x: _Rows, A: _Attempts, as_of: int) -> _Checkpoints:
     np.maximum.at(durable, inv, dur)
     ok = np.ones(m, bool)
     np.logical_and.at(ok, inv, ok_rows)
-    good = ok & (durable <= as_of)
+    all_ever = np.ones(m, bool)
+    np.logical_and.at(all_ever, inv, ever)
+    good = ok & all_ever & (durable <= as_of)
     durable = np.where(good, durable, NULL)
     return _Checkpoints(uniq[0], uniq[1], durable, ok)
 

@@ -235,7 +235,8 @@ def render_layers(lay: dict | None) -> str:
     return _console.render("", "layers, top down (factor: the share of the layer above that is left; lost: the "
                            "largest causes)", "",
                            _console.table(head, cells, justify="lr" + ("r" if priced else "") + "rl"), "",
-                           f"product {lay['product']:.4f}" + (f" (left out: {left})" if left else ""))
+                           ("product n/a (nothing accountable)" if lay["product"] is None else
+                            f"product {lay['product']:.4f}") + (f" (left out: {left})" if left else ""))
 
 
 def render_recovery(rec: dict | None) -> str:
@@ -311,6 +312,9 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
         for extra in (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"))):
             if extra:
                 parts.append(extra)
+    elif led is not None and run.lifecycle is not None:  # a lifecycle ledger as of an instant before every record
+        parts.append(f"\nnothing is accountable as of {led['as_of']} ns: it is before the lifecycle's first "
+                     "record, so goodput and the layers' shares are not defined")
     elif led is not None and run.events is not None:
         parts.append("\nno lifecycle (no step records): goodput needs one; the table is device activity only")
     outside = figures["events_outside_accountable"]

@@ -14,6 +14,7 @@ __all__ = [
     "InvalidRowError",
     "InvalidWindowsError",
     "UnsortedInputError",
+    "SpanOverflowError",
     "MemoryBudgetError",
     "Interrupted",
     "OptionError",
@@ -59,6 +60,22 @@ class InvalidWindowsError(PauError):
 
 class UnsortedInputError(PauError):
     """A streamed source is not ordered by start_ns within each rank."""
+
+
+class SpanOverflowError(PauError):
+    """A rank's time (its first event start to its last event end) lasts more than
+    int64 nanoseconds hold (2**63 - 1 ns, 292 years): its figures cannot be counted."""
+
+    def __init__(self, table: str, rank: int, start_ns: int, end_ns: int, *,
+                 measure: str = "from its first event start to its last event end", fix: str | None = None):
+        self.table, self.rank, self.start_ns, self.end_ns = table, rank, start_ns, end_ns
+        if fix is None:
+            fix = (f"correct the times of rank {rank}'s events (a time far from the others is often a unit or "
+                   "sign error), or give span= for the rank to account a part of it, or pass "
+                   "on_invalid='quarantine' to set the rank's events aside")
+        super().__init__(
+            f"{table}: rank {rank} spans [{start_ns}, {end_ns}) {measure}: {end_ns - start_ns} ns, more than "
+            f"int64 nanoseconds hold (2**63 - 1 ns, 292 years). Fix: {fix}.")
 
 
 class MemoryBudgetError(PauError):

@@ -42,6 +42,7 @@ from pau.figures import hardware as _telemetry
 from pau.engine._format import html_table
 from pau.engine._names import INPUT_FORMATS
 from pau.engine._input import REASONS, as_table, raise_first, row_reasons, spans_of
+from pau.engine._sweep import SPAN_REASON, wide_ranks
 from pau.engine.types import (
     QUARANTINE_SCHEMA, OutsideAccountable, RunSummary, RunWarning, check_on_invalid, quarantine_schema,
     quarantine_table,
@@ -289,6 +290,11 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     ``ledger``: the run's ledger when the caller has it already (``run.ledger(as_of=...)``),
     so that it is not computed twice.
     """
+    if as_of is not None and run.lifecycle is None:
+        raise OptionError("as_of: the figures as of an instant are those of a lifecycle (progress not yet "
+                          "preserved at as_of is pending, time after it is not accountable), and this run has "
+                          f"none (it holds {', '.join(run.tables()) or 'no table'}). Fix: drop as_of, or give "
+                          "the run's lifecycle")
     led = ledger if ledger is not None else (
         run.ledger(as_of=as_of) if (run.events is not None or run.lifecycle is not None) else None)
     req = _request_ledger(run.requests, slo=slo).summary() if run.requests is not None else None
@@ -612,20 +618,44 @@ def _screened(run: Run, path: str, on_invalid: str, where: Any) -> Run:
     table = run.events
     assert table is not None
     reasons = row_reasons(table, path)
-    if not reasons.any():
+    # with quarantine, also the events of a rank whose span int64 cannot hold (without,
+    # the ledger refuses the rank, naming it)
+    wide = _wide_rank_rows(table, reasons, run.spans) if on_invalid == "quarantine" else None
+    if not reasons.any() and (wide is None or not wide.any()):
         return run
     if on_invalid == "raise":
         raise_first(table, reasons, 0, path)
-    bad = np.flatnonzero(reasons)
+    why = np.asarray(REASONS, dtype=object)[reasons]
+    if wide is not None:
+        why[wide] = SPAN_REASON
+    bad = np.flatnonzero((reasons != 0) | (False if wide is None else wide))
     q = table.take(pa.array(bad))
     quarantine = quarantine_table(quarantine_schema(*q.schema), path, [where(i) for i in bad.tolist()],
-                                  np.asarray(REASONS, dtype=object)[reasons[bad]].tolist(),
-                                  **{c: q[c] for c in q.column_names})
-    run.events = table.filter(pa.array(reasons == 0))
+                                  why[bad].tolist(), **{c: q[c] for c in q.column_names})
+    keep = np.ones(table.num_rows, bool)
+    keep[bad] = False
+    run.events = table.filter(pa.array(keep))
     _add_quarantine(run, quarantine)
     run.warnings.append(RunWarning("events.quarantined", f"{path}: {bad.size:,} event rows set aside "
                                    "(run.quarantine)"))
     return run
+
+
+def _wide_rank_rows(table: pa.Table, reasons: np.ndarray, spans: pa.Table | None) -> np.ndarray:
+    """The usable rows (``reasons`` 0) of the ranks without a given span whose span
+    (first start to last end of those rows) int64 cannot hold."""
+    ok = reasons == 0
+    sp = spans_of(table.filter(pa.array(ok)))
+    got = {"span_rank": np.asarray(sp["rank"]), "span_start": np.asarray(sp["start_ns"]),
+           "span_end": np.asarray(sp["end_ns"])}
+    wide = wide_ranks(got)
+    if spans is not None:
+        wide = wide[~np.isin(wide, np.asarray(spans["rank"]))]
+    if not wide.size:
+        return np.zeros(table.num_rows, bool)
+    rank = table["rank"]
+    rows: np.ndarray = ok & np.isin(np.asarray(rank.fill_null(-1) if rank.null_count else rank, np.int64), wide)
+    return rows
 
 
 def detect(path: str | os.PathLike[str]) -> str:

@@ -41,7 +41,7 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -54,7 +54,7 @@ from pau.engine._search import lower_bound
 from pau.engine._input import _column, as_table, rank_column, time_column
 from pau.engine._threads import run_parts, thread_count
 from pau.engine.vocab import STATES, names
-from pau.errors import InvalidRowError, PauError, SchemaError
+from pau.errors import InvalidRowError, PauError, SchemaError, SpanOverflowError
 
 RECORDS = ("accountable", "attempt", "phase", "step", "checkpoint_save", "restore", "failure")
 PHASE_KINDS = ("init", "compile", "data_warmup", "data_wait", "eval", "custom")
@@ -566,6 +566,9 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     quarantine = []  # (original rows, reasons)
     x_code = _row_codes(x)
     x_bad = x_code > 0
+    if as_of is not None and not NULL <= int(as_of) <= NULL_MAX:
+        raise PauError(f"as_of: {int(as_of)} does not fit in int64 nanoseconds. Fix: give an instant of the run, "
+                       "in int64 ns")
     cut = NULL_MAX if as_of is None else int(as_of)
     sc = _scan(st, x, cut)
     if x_bad.any() or sc.bad:
@@ -587,7 +590,12 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
                     detail = f"unknown record {_record_name(table, row)!r}"
                 elif r in ("unknown phase kind", "unknown attempt kind"):
                     detail = f"{r} {x.kind[xi]!r}"
-            raise _err(_REASON_COLUMN[r], row, detail, _ROW_FIX[r], int(rows_bad.size))
+            fix = _ROW_FIX[r]
+            if r == "null start_ns" and table.column("start_ns")[row].is_valid:
+                # the least int64 is the lifecycle's null time: say so, not "null"
+                detail = f"start_ns = {NULL}, the least int64, which the lifecycle reads as no time"
+                fix = "store times above -2**63 ns"
+            raise _err(_REASON_COLUMN[r], row, detail, fix, int(rows_bad.size))
         quarantine.append((rows_bad, why_bad))
         x = x.take(np.flatnonzero(~x_bad))
         if sc.bad:
@@ -599,6 +607,12 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     if sc.after:
         st = st.take(np.flatnonzero(st.start <= as_of))
         sc = _scan(st, x, cut)
+    if as_of == NULL_MAX:
+        # as_of is the int64 maximum, which the set-up also takes for "never durable" (a
+        # null durable_ns): such a save must not count, as one that is not ok does not
+        never = (x.rec == _CKPT) & (x.durable == NULL)
+        if never.any():
+            x = replace(x, ok=x.ok & ~never)
     while True:
         strict: list = []
         res = _attribute(x, st, sc, as_of, ranks, strict, threads)
@@ -613,8 +627,29 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         x = x.take(np.flatnonzero(~np.isin(x.row, drop)))
         st = st.take(np.flatnonzero(~np.isin(st.row, drop)))
         sc = _scan(st, x, cut)
+    if res.wall_ns > NULL_MAX:  # accountable time lies in [its earliest start, as_of]: below, no rank overflows
+        _check_spans(res)
     res.quarantine = _quarantine_table(table, quarantine) if on_invalid == "quarantine" else None
     return res
+
+
+def _check_spans(res: Attribution) -> None:
+    """:class:`SpanOverflowError` naming the first rank whose accountable time (its first
+    accountable instant to its last) int64 cannot hold: its counts would wrap. Always
+    raised: a lifecycle's records may name every rank (rank -1), so no rows are a
+    rank's own to set aside."""
+    assert res.pieces is not None  # the pass always gives them
+    rank = np.concatenate([p[0] for p in res.pieces]).astype(np.int64)
+    start = np.concatenate([p[1] for p in res.pieces])
+    end = np.concatenate([p[2] for p in res.pieces])
+    for r in np.unique(rank).tolist():
+        sel = rank == r
+        lo, hi = int(start[sel].min()), int(end[sel].max())
+        if hi - lo > NULL_MAX:
+            raise SpanOverflowError(
+                "lifecycle", r, lo, hi, measure="from its first accountable instant to its last",
+                fix=f"correct the times of the records of rank {r} (a time far from the others is often a unit "
+                "or sign error), or pass as_of to end the ledger earlier")
 
 
 _STEP_ERRORS = {
@@ -1034,7 +1069,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         if not A.running[a] and A.cause[a] in ("failed", "preempted") and int(A.ids[a]) not in fail_ids]
     accountable = pa.Table.from_arrays([pa.array(np.asarray(ur, np.int32)), pa.array(np.asarray(acc_ns, np.int64))],
                                        names=["rank", "accountable_ns"])
-    wall = int(as_of - P.acc_min) if P.acc_min is not None else 0
+    wall = int(as_of) - int(P.acc_min) if P.acc_min is not None else 0  # Python ints: may exceed int64
     return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
                        failures_all, wall, preserved_steps, int(tokens), accountable, pieces=pieces)
 

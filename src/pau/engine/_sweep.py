@@ -19,12 +19,13 @@ import pyarrow as pa
 
 from pau import _core
 from pau.engine._input import (
-    KINDS, REASONS, _column, as_table, event_columns, raise_first, rank_column, row_reasons, time_column,
+    INT64_MAX, KINDS, REASONS, _column, as_table, event_columns, raise_first, rank_column, row_reasons,
+    time_column,
 )
 from pau.engine._threads import thread_count
 from pau.engine.types import Quarantined
 from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, counts_metadata, label
-from pau.errors import InvalidWindowsError, PauError, UnsortedInputError
+from pau.errors import InvalidWindowsError, PauError, SpanOverflowError, UnsortedInputError
 
 IDLE = len(KINDS)
 _COMPUTE_BIT = 1 << KINDS.index("compute")
@@ -166,6 +167,12 @@ def plan_of(windows: Any, span: Any) -> Plan:
             plan.win_row, plan.win_id = order.astype(np.int64), np.asarray(ids, np.int64)[order]
     if span is not None:
         _, r, s, e = _interval_columns(span, "span")
+        wide = _too_long(s, e)
+        if wide.size:
+            i = int(wide[0])
+            raise InvalidWindowsError(
+                f"span: row {i}, rank {int(r[i])}: [{int(s[i])}, {int(e[i])}) lasts {int(e[i]) - int(s[i])} ns, "
+                "more than int64 nanoseconds hold (2**63 - 1 ns, 292 years). Fix: correct the span's times")
         plan.span_rank, plan.span_start, plan.span_end = r, s, e
         if plan.mode == "bucket":  # the windows the spans make, known before any sweep
             w = plan.bucket
@@ -178,6 +185,87 @@ def plan_of(windows: Any, span: Any) -> Plan:
                     "environment variable PAU_MAX_WINDOWS")
     return plan
 
+
+
+# ---------------------------------------------------------------------------
+# spans that int64 cannot hold
+
+
+def _too_long(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Indices of the intervals (``end >= start``) longer than int64 holds: ``end -
+    start`` taken modulo 2**64 is exact for ``end >= start``, and above 2**63 - 1."""
+    with np.errstate(over="ignore"):
+        return np.flatnonzero(end.astype(np.uint64) - start.astype(np.uint64) > np.uint64(INT64_MAX))
+
+
+#: The quarantine's reason for the events of a rank whose span int64 cannot hold.
+SPAN_REASON = "the rank's span (first event start to last event end) does not fit in int64 ns"
+
+
+def wide_ranks(hist: dict) -> np.ndarray:
+    """The ranks of a sweep's histogram whose accounted span int64 cannot hold. Every
+    piece the sweep counts lies in its rank's span, so below that bound no count
+    wraps; at or above it the rank's counts are wrong and must not be used. Checked
+    here after the sweep (the native sweep pays nothing for it), on every path's
+    histogram: in memory (:func:`hist_of_table`) and streamed (:func:`finish`, which
+    the partitions call too); first once over all ranks (the latest end minus the
+    earliest start), rank by rank only when that does not fit. Given spans are
+    checked before (:func:`plan_of`)."""
+    start, end = np.asarray(hist["span_start"]), np.asarray(hist["span_end"])
+    if not start.size or int(end.max()) - int(start.min()) <= INT64_MAX:  # the usual case: no span can be
+        return _NO_RANKS
+    return np.asarray(hist["span_rank"])[_too_long(start, end)]
+
+
+_NO_RANKS = np.empty(0, np.int32)
+_NO_RANKS.setflags(write=False)
+
+
+def check_spans(hist: dict, table: str = "events") -> dict:
+    """``hist``, or :class:`SpanOverflowError` naming its first rank whose span int64
+    cannot hold."""
+    wide = wide_ranks(hist)
+    if wide.size:
+        r = int(np.min(wide))
+        i = int(np.flatnonzero(np.asarray(hist["span_rank"]) == r)[0])
+        raise SpanOverflowError(table, r, int(hist["span_start"][i]), int(hist["span_end"][i]))
+    return hist
+
+
+def without_ranks(hist: dict, ranks: np.ndarray) -> dict:
+    """``hist`` without the rows and spans of ``ranks``."""
+    rows = ~np.isin(hist["rank"], ranks)
+    spans = ~np.isin(hist["span_rank"], ranks)
+    return {k: (np.asarray(v)[spans] if k.startswith("span_") else np.asarray(v)[rows]) if isinstance(v, np.ndarray)
+            else v for k, v in hist.items()}
+
+
+def rows_of_ranks(batches: Iterable, ranks: np.ndarray, skip: np.ndarray, table: str = "events") -> pa.Table | None:
+    """The quarantine of the events of ``ranks`` (their spans overflow) in the input
+    ``batches``: those rows, then ``row`` (numbered over the batches) and ``reason``;
+    rows numbered in ``skip`` (already set aside for a reason of their own) are left
+    out. None when there are none."""
+    out, row0 = [], 0
+    for batch in batches:
+        r = _column(batch, "rank", table)
+        idx = np.flatnonzero(np.isin(np.asarray(r.fill_null(-1) if r.null_count else r, np.int64), ranks))
+        idx = idx[~np.isin(idx + row0, skip)]
+        if idx.size:
+            q = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+            q = q.take(pa.array(idx))
+            q = q.append_column("row", pa.array(idx + row0, pa.int64()))
+            out.append(q.append_column("reason", pa.array([SPAN_REASON] * idx.size, pa.string())))
+        row0 += batch.num_rows
+    return pa.concat_tables(out, promote_options="permissive") if out else None
+
+
+def join_quarantine(*parts: pa.Table | None) -> pa.Table | None:
+    """Quarantine tables one after the other, in row order (None when there are none)."""
+    got = [p for p in parts if p is not None and p.num_rows]
+    if not got:
+        return None
+    t = pa.concat_tables(got, promote_options="permissive")
+    return t.take(pa.array(np.argsort(np.asarray(t["row"]), kind="stable"))) if len(got) > 1 else t
 
 
 # ---------------------------------------------------------------------------
@@ -205,9 +293,12 @@ def _native(call, *args):
         raise
 
 
-def finish(sweep) -> dict:
-    """Sweep.finish, whose closing of the last buckets may reach the window bound."""
-    return _native(sweep.finish)
+def finish(sweep, table: str = "events", *, keep_wide: bool = False) -> dict:
+    """Sweep.finish, whose closing of the last buckets may reach the window bound; a
+    rank whose span int64 cannot hold raises (:func:`check_spans`), unless
+    ``keep_wide`` (the caller sets such ranks aside: :func:`wide_ranks`)."""
+    hist = _native(sweep.finish)
+    return hist if keep_wide else check_spans(hist, table)
 
 
 def split_invalid(batch, row0: int, table: str = "events"):
@@ -337,7 +428,7 @@ def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | N
     """Sweep an in-memory table; returns (histogram, quarantine table or None, rows).
 
     ``levels`` (no windows): sweep exclusive time only (see :func:`sweep_parts`)."""
-    quarantine, rows = None, table.num_rows
+    quarantine, rows, given = None, table.num_rows, table
     if on_invalid == "quarantine":
         table, quarantine = split_invalid(table, 0)
     batches = table.to_batches()
@@ -359,6 +450,13 @@ def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | N
     if isinstance(out, tuple):
         b = out[2]
         raise_first(batches[b], row_reasons(batches[b]), sum(x.num_rows for x in batches[:b]))
+    wide = wide_ranks(out)
+    if wide.size:
+        if on_invalid != "quarantine":
+            check_spans(out)
+        skip = np.empty(0, np.int64) if quarantine is None else np.asarray(quarantine["row"])
+        quarantine = join_quarantine(quarantine, rows_of_ranks(given.to_batches(), wide, skip))
+        out = without_ranks(out, wide)
     return out, quarantine, rows
 
 

@@ -19,8 +19,8 @@ from pau.engine._input import as_table
 from pau.engine.ledger import UNKNOWN_ACTIVITY, Ledger, cells_table, tidy
 from pau.engine._sweep import (
     IDLE, Overlap, Plan, activity_of_mask, exclusive, feed_batches, finish, hist_of_table, in_memory,
-    is_path_source, lean_path, levels_of, overlap_tables, plan_of, result, slot_frame, spans_table,
-    stream_plan, window_column, with_counts,
+    is_path_source, join_quarantine, lean_path, levels_of, overlap_tables, plan_of, result, rows_of_ranks,
+    slot_frame, spans_table, stream_plan, wide_ranks, window_column, with_counts, without_ranks,
 )
 from pau.engine._threads import cores
 from pau.engine.types import Quarantined, check_on_invalid
@@ -80,7 +80,9 @@ def classify(
         All of :data:`KINDS`, highest first. Default :data:`DEFAULT_PRIORITY`.
     on_invalid : {"raise", "quarantine"}
         ``"raise"`` (default) raises :class:`pau.errors.InvalidRowError` on the
-        first bad row. ``"quarantine"`` classifies the usable rows and returns
+        first bad row, and :class:`pau.errors.SpanOverflowError` for a rank whose
+        span lasts more than 2**63 - 1 ns (int64 cannot count it). ``"quarantine"``
+        classifies the usable rows (those ranks' events set aside too) and returns
         :class:`Quarantined` ``(table, quarantine)``.
     threads : int, optional
         Threads to sweep on. Input sorted by rank is split into row ranges at rank
@@ -160,7 +162,21 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
     finally:
         batches.close()
     q = pa.concat_tables(quarantine) if quarantine else None
-    return finish(sweep), q, rows
+    hist = finish(sweep, name, keep_wide=on_invalid == "quarantine")
+    wide = wide_ranks(hist)
+    if wide.size:  # quarantine: the events of those ranks, read once more (a path only: a stream is read once)
+        if not is_path_source(source):
+            raise PauError(f"{name}: rank {int(wide.min())}'s span (first event start to last event end) does not "
+                           "fit in int64 ns, and its events cannot be set aside from a stream, which is read "
+                           "once. Fix: correct the times of its events, or give a path or a table")
+        again = _io.stream_events(source, batch_rows=batch_rows)
+        try:
+            skip = np.empty(0, np.int64) if q is None else np.asarray(q["row"])
+            q = join_quarantine(q, rows_of_ranks(again, wide, skip))
+        finally:
+            again.close()
+        hist = without_ranks(hist, wide)
+    return hist, q, rows
 
 
 def _rank_partitioned(source, parts, batch_rows, workers) -> bool:

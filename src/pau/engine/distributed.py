@@ -40,7 +40,8 @@ from pau.engine import io as _io
 from pau.engine._input import EVENT_COLUMNS
 from pau.engine._progress import MIN_INTERVAL, Progress, tracker
 from pau.engine._sweep import (
-    Plan, exclusive, feed_batches, finish, merge_hists, plan_of, stream_plan, with_counts,
+    Plan, exclusive, feed_batches, finish, join_quarantine, merge_hists, plan_of, rows_of_ranks, stream_plan,
+    wide_ranks, with_counts, without_ranks,
 )
 from pau.engine._threads import cores
 from pau.engine.types import Quarantined, check_on_invalid
@@ -173,9 +174,17 @@ def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise"
         if arena is not None:
             assert arenas is not None
             arenas.give(arena)
-    hist: dict[str, Any] = {k: np.asarray(v) for k, v in finish(sweep).items()}
+    hist: dict[str, Any] = {k: np.asarray(v) for k, v in finish(sweep, path, keep_wide=on_invalid == "quarantine").items()}
+    q = pa.concat_tables(quarantine, promote_options="permissive") if quarantine else None
+    wide = wide_ranks(hist)
+    if wide.size:  # quarantine: the events of those ranks (their spans overflow int64), read once more
+        skip = np.empty(0, np.int64) if q is None else np.asarray(q["row"])
+        again = (b for read, _ in _io._row_group_reads([(path, keys)], list(EVENT_COLUMNS), None)
+                 for b in read().to_batches())
+        q = join_quarantine(q, rows_of_ranks(again, wide, skip))
+        hist = without_ranks(hist, wide)
     hist["rows"] = rows
-    hist["quarantine"] = pa.concat_tables(quarantine, promote_options="permissive") if quarantine else None
+    hist["quarantine"] = q
     return hist
 
 
@@ -255,6 +264,8 @@ def _load(results_dir: str, key: str, on_invalid: str) -> dict | None:
         hist["span_start"] = np.asarray(spans["span_start"], np.int64)
         hist["span_end"] = np.asarray(spans["span_end"], np.int64)
         hist["rows"] = int(meta[b"pau.rows"])
+        if wide_ranks(hist).size:  # saved before such ranks were refused: its counts wrapped
+            return None
     except (OSError, pa.ArrowInvalid, KeyError, ValueError, TypeError):  # pau's corrupt-file error is a ValueError
         return None  # unreadable, damaged or incomplete: recompute it
     hist["quarantine"] = q

@@ -320,7 +320,8 @@ def _merged_intervals(iv: pa.Table) -> pa.Table:
     new = np.ones(r.size, bool)
     new[1:] = (r[1:] != r[:-1]) | (s[1:] > e[:-1])
     first = np.flatnonzero(new)
-    last = np.r_[first[1:], r.size] - 1
+    # none without intervals (a ledger as of an instant before every record): no run
+    last = np.r_[first[1:], r.size][:first.size] - 1
     return pa.table({"rank": pa.array(r[first].astype(np.int32)), "start_ns": pa.array(s[first]),
                      "end_ns": pa.array(e[last])}, schema=SPANS_SCHEMA)
 

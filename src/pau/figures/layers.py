@@ -75,16 +75,18 @@ class Layers:
     left_out: dict[str, str] = field(default_factory=dict)
 
     @property
-    def product(self) -> Fraction:
-        """The factors multiplied: ``last.ns / first.ns`` exactly."""
-        out = Fraction(1)
-        for r in self.rows[1:]:
-            assert r.factor is not None
-            out *= r.factor
-        return out
+    def product(self) -> Fraction | None:
+        """The factors multiplied: ``last.ns / first.ns`` exactly; None when the top
+        layer is empty (a ledger as of an instant before its first record: nothing is
+        accountable yet, so no share of it is defined). A layer that is empty makes the
+        factors below it None (0 of 0), and the product 0."""
+        if not self.rows or not self.rows[0].ns:
+            return None
+        return self.rows[-1].ns / self.rows[0].ns
 
     def summary(self) -> dict[str, Any]:
-        return {"layers": [r.summary() for r in self.rows], "product": float(self.product) if self.rows else None,
+        product = self.product
+        return {"layers": [r.summary() for r in self.rows], "product": None if product is None else float(product),
                 "left_out": dict(self.left_out)}
 
 
@@ -119,7 +121,7 @@ def layers(ledger: Ledger, *, samples: Any = None, events: Any = None, span: Any
         its exact decimal).
     """
     s = ledger.summary()
-    if s["goodput"] is None:
+    if ledger.intervals is None:  # not goodput: it is None too when nothing is accountable (yet)
         raise PauError("layers: the ledger has no lifecycle, so no productive layer. Fix: give the run's "
                        "lifecycle (a trace with steps has one)")
     acc = Fraction(s["accountable_ns"])
