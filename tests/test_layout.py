@@ -28,6 +28,7 @@ TIERS = [
     ("readers", {"pau.readers"}),     # other tools' files in
     ("figures", {"pau.figures", "pau.compat"}),  # figures over ledgers and runs; other tools' definitions
     ("run", {"pau.run", "pau.synth"}),  # one in-memory run from every reader; synthetic runs
+    ("fleet", {"pau.fleet"}),         # many runs: the fleet archive, ingest
     ("views", {"pau.views"}),         # text, plots, the HTML page, the Chrome trace, the console
     ("facade", {"pau.core"}),
     ("front", {"pau.cli", "pau._args", "pau"}),  # the command line and the package's front door
@@ -73,6 +74,10 @@ LEVELS = [
      "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput"},
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
+    # the fleet archive's layout and tables; ingest; the subpackage's front
+    {"pau.fleet.archive"},
+    {"pau.fleet.ingest"},
+    {"pau.fleet"},
     # views
     {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console"},
     # the facade

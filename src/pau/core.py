@@ -33,6 +33,7 @@ from pau.figures.analysis import Comparison, KernelDiff, colocated, interference
 from pau.figures.economics import (
     OUTCOMES, RequestLedger, checkpoint_advice, checkpoint_interval, cost, requests,
 )
+from pau.fleet import Fleet, ingest, read_fleet
 from pau.run import Run, RunWarning, read, read_runs
 
 __all__ = [
@@ -71,6 +72,9 @@ __all__ = [
     "RunWarning",
     "read",
     "read_runs",
+    "Fleet",
+    "ingest",
+    "read_fleet",
 ]
 
 
