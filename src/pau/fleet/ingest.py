@@ -51,8 +51,10 @@ class IngestError(PauError):
 
     def __init__(self, source: str, format: str | None, reason: str):
         self.source, self.format, self.reason = source, format, reason
-        super().__init__(f"ingest: {source} ({format or 'no format'}): {reason}. Fix: repair or remove it, or pass "
-                         "skip_bad=True (pau ingest --skip-bad) to refuse it into the refusals table and go on")
+        end = "" if reason.endswith(".") else "."
+        super().__init__(f"ingest stopped at {source} ({format or 'no format pau reads'}): {reason}{end} Runs "
+                         "read before it are in the archive; to refuse such sources into the refusals table and "
+                         "go on, pass skip_bad=True (pau ingest --skip-bad)")
 
 
 @dataclass(frozen=True)
