@@ -437,3 +437,14 @@ def test_pau_ingest_on_the_command_line(tmp_path, capsys):
     assert "0 runs added, 2 already there" in capsys.readouterr().err
     assert main(["ingest", src, "-o", str(out), "--label", "oops"]) == 2
     assert main(["ingest", str(tmp_path / "nothing"), "-o", str(out)]) == 1
+
+
+def test_an_archive_among_the_sources_is_not_walked(tmp_path):
+    src = tmp_path / "data"
+    shutil.copytree(shared("mlperf", "training_v4.0", "tinycorp"), src)
+    first = pau.core.ingest([src], src / "fleet", workers=1)
+    again = pau.core.ingest([src], src / "fleet", workers=1)
+    assert (first.added, again.added, again.present) == (2, 0, 2)
+    assert first.passed_over == again.passed_over == 1  # the system description, not the archive's files
+    sources = pau.read_fleet(src / "fleet").refusals["source"].to_pylist()
+    assert [os.path.basename(s) for s in sources] == ["tinybox_green.json"]

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import uuid
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -108,14 +108,14 @@ REFUSALS_SCHEMA = pa.schema([("key", pa.string()), ("source", pa.string()), ("fo
                              ("reason", pa.string())])
 
 
-def figure_values(summary: dict[str, Any]) -> dict[str, Any]:
+def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The :data:`FIGURES` of a run's summary (``Run.summary()``), by column; a figure
     the run does not have (no ledger, no requests) is None."""
     out: dict[str, Any] = {}
     for column, path, _ in FIGURES:
         v: Any = summary
         for k in path:
-            v = v.get(k) if isinstance(v, dict) else None
+            v = v.get(k) if isinstance(v, Mapping) else None
         out[column] = v
     led = summary.get("ledger")
     out["badput_by_cause_ns"] = None if led is None else sorted(led["badput_by_cause_ns"].items())

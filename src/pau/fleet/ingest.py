@@ -113,7 +113,10 @@ def _detect(path: str) -> tuple[str | None, str | None]:
 
 
 def _walk(folder: str) -> Iterator[Source]:
-    """The runs under ``folder``, a folder at a time (see ``docs/fleet.md``)."""
+    """The runs under ``folder``, a folder at a time (see ``docs/fleet.md``). A fleet
+    archive (the one being written, say) is not a source: it is not walked."""
+    if os.path.isfile(os.path.join(folder, _archive.FLEET_FILE)):
+        return
     if os.path.isfile(os.path.join(folder, RUN_FILE)):  # a run in pau's layout
         yield Source(folder, "pau", tuple(_all_files(folder)))
         return
@@ -130,12 +133,11 @@ def _walk(folder: str) -> Iterator[Source]:
         return
     found = [(f, *_detect(f)) for f in files]
     traces = [fmt for fmt in _TRACE_FORMATS if any(k == fmt for _, k, _ in found)]
-    for fmt in traces:  # the folder's traces are one run, with its subfolders' (pau.read_runs)
-        yield Source(folder, fmt, tuple(_TRACE_FORMATS[fmt](folder)))
+    for trace in traces:  # the folder's traces are one run, with its subfolders' (pau.read_runs)
+        yield Source(folder, trace, tuple(_TRACE_FORMATS[trace](folder)))
     for f, fmt, reason in found:
-        if fmt in _TRACE_FORMATS:
-            continue
-        yield Source(f, fmt, (f,), reason)
+        if fmt not in _TRACE_FORMATS:
+            yield Source(f, fmt, (f,), reason)
     if not traces:
         for d in dirs:
             yield from _walk(d)
@@ -305,10 +307,11 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
     w_rank = rank[idx]
     windows = pa.table({"rank": pa.array(w_rank, pa.int32()), "start_ns": w_start, "end_ns": w_end,
                         "window": np.arange(idx.size, dtype=np.int64)})
-    ranks = np.unique(w_rank)
+    order = np.argsort(w_rank, kind="stable")   # each rank's span: its first to its last interval
+    ranks, first_of = np.unique(w_rank[order], return_index=True)
     span = pa.table({"rank": pa.array(ranks, pa.int32()),
-                     "start_ns": [int(w_start[w_rank == r].min()) for r in ranks],
-                     "end_ns": [int(w_end[w_rank == r].max()) for r in ranks]})
+                     "start_ns": np.minimum.reduceat(w_start[order], first_of),
+                     "end_ns": np.maximum.reduceat(w_end[order], first_of)})
     t = _engine.ledger(run.events, windows=windows, span=span).table
     t = t.filter(pc.is_valid(t["window"]))  # outside every accountable interval: not counted
     win = np.asarray(t["window"], np.int64)
@@ -317,19 +320,18 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
 
 
 def _cells(hour: np.ndarray, state: np.ndarray, activity: np.ndarray, dur: np.ndarray) -> pa.Table:
-    """Summed by (hour, state, activity), in that order; zero cells left out."""
-    sums: dict[tuple[int, str, str], int] = {}
-    for h, s, a, d in zip(hour.tolist(), state.tolist(), activity.tolist(), dur.tolist()):
-        if d:
-            sums[(h, s, a)] = sums.get((h, s, a), 0) + d
-    keys = sorted(sums)
-    return pa.table({"hour_ns": pa.array([k[0] for k in keys], pa.int64()),
-                     "state": pa.array([k[1] for k in keys], pa.string()),
-                     "activity": pa.array([k[2] for k in keys], pa.string()),
-                     "duration_ns": pa.array([sums[k] for k in keys], pa.int64())})
+    """Summed by (hour, state, activity), in that order; zero cells left out. A cell
+    holds at most an hour per rank, so its int64 sum cannot overflow below 2.5 million
+    ranks."""
+    t = pa.table({"hour_ns": pa.array(hour, pa.int64()), "state": pa.array(state, pa.string()),
+                  "activity": pa.array(activity, pa.string()), "duration_ns": pa.array(dur, pa.int64())})
+    keys = ["hour_ns", "state", "activity"]
+    t = t.group_by(keys).aggregate([("duration_ns", "sum")]).rename_columns([*keys, "duration_ns"])
+    t = t.filter(pc.not_equal(t["duration_ns"], 0))
+    return t.sort_by([(k, "ascending") for k in keys]).select([*keys, "duration_ns"])
 
 
-def run_row(key: str, src: Source, run: Run, led: Ledger | None, summary: dict[str, Any],
+def run_row(key: str, src: Source, run: Run, led: Ledger | None, summary: Mapping[str, Any],
             static: dict[str, str], labels_path: str | None) -> pa.Table:
     """The runs table's row of one run."""
     labels = _run_labels(run, static, labels_path)
@@ -346,7 +348,7 @@ def run_row(key: str, src: Source, run: Run, led: Ledger | None, summary: dict[s
         "start_ns": start, "end_ns": end,
         "labels": sorted((k, v) for k, v in labels.items() if k not in PROMOTED),
         **_archive.figure_values(summary),
-        "summary": json.dumps(summary, sort_keys=True),
+        "summary": json.dumps(summary, sort_keys=True, allow_nan=False),
     }
     return pa.Table.from_pylist([row], schema=_archive.RUNS_SCHEMA)
 
@@ -382,6 +384,7 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         return "passed_over", key, src.reason
     key = _archive.run_key(src.format, src.root, src.files)
     if os.path.exists(_archive.table_file(s.out, "runs", key)):
+        _drop_refusal(s, key)  # a kill between the run's file and this may have left it
         return "present", key, None
     try:
         runs = read_runs(src.root, format=src.format)
@@ -404,10 +407,15 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         _archive.publish_table(s.out, "cells", key, cells.cast(_archive.CELLS_SCHEMA), first_wins=False)
     # the runs table's file comes last: with it the run is in the archive
     added = _archive.publish_table(s.out, "runs", key, row, first_wins=True)
-    refusal = _archive.table_file(s.out, "refusals", key)
-    if os.path.exists(refusal):  # refused before, read now (a newer pau): no longer a refusal
-        os.unlink(refusal)
+    _drop_refusal(s, key)  # refused before, read now (a newer pau): no longer a refusal
     return ("added" if added else "present"), key, None
+
+
+def _drop_refusal(s: _Settings, key: str) -> None:
+    try:
+        os.unlink(_archive.table_file(s.out, "refusals", key))
+    except FileNotFoundError:
+        pass
 
 
 def _run_chunk(chunk: list[Source], s: _Settings) -> list[tuple[Source, tuple[str, str | None, str | None]]]:
@@ -537,7 +545,8 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
             if outcome == "bad":
                 raise IngestError(src.root, src.format, reason or "refused")
             setattr(result, outcome, getattr(result, outcome) + 1)
-            track.partition_done(result.seen, 1 if outcome == "added" else 0)
+            # one running count (a key per source would keep per-run state here)
+            track.partition_done(0, result.added)
 
         tasks = _chunks(found(), chunk)
         if client is not None:
