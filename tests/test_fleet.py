@@ -22,7 +22,7 @@ import pau.core
 from pau import synth
 from pau.errors import PauError
 from pau.fleet import archive
-from pau.fleet.ingest import IngestError, hourly_cells
+from pau.fleet.ingester import IngestError, hourly_cells
 from shared_data import shared
 
 H = 3_600 * 10**9

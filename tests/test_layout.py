@@ -76,7 +76,7 @@ LEVELS = [
     {"pau.run", "pau.synth"},
     # the fleet archive's layout and tables; ingest; the subpackage's front
     {"pau.fleet.archive"},
-    {"pau.fleet.ingest"},
+    {"pau.fleet.ingester"},
     {"pau.fleet"},
     # views
     {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console"},

@@ -41,7 +41,7 @@ from pau.readers.slurm import read_sacct
 from pau.readers import mlperf_rules as _mlperf
 from pau.engine._format import duration, in_unit, pct, unit
 from pau.engine.ledger import Ledger
-from pau.fleet.ingest import IngestError
+from pau.fleet.ingester import IngestError
 from pau.views import console as _console
 from pau.engine.types import Quarantined, RunSummary
 from pau.views.chrome_trace import write_chrome_trace

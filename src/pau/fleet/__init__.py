@@ -9,7 +9,7 @@ opens it as a :class:`Fleet`.
 from __future__ import annotations
 
 from pau.fleet.archive import CELLS_SCHEMA, FIGURES, REFUSALS_SCHEMA, RUNS_SCHEMA, Fleet, read_fleet, run_key
-from pau.fleet.ingest import IngestError, IngestResult, Source, hourly_cells, ingest, sources_of
+from pau.fleet.ingester import IngestError, IngestResult, Source, hourly_cells, ingest, sources_of
 
 __all__ = ["CELLS_SCHEMA", "FIGURES", "REFUSALS_SCHEMA", "RUNS_SCHEMA", "Fleet", "IngestError", "IngestResult",
            "Source", "hourly_cells", "ingest", "read_fleet", "run_key", "sources_of"]
