@@ -110,12 +110,15 @@ REFUSALS_SCHEMA = pa.schema([("key", pa.string()), ("source", pa.string()), ("fo
 
 def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The :data:`FIGURES` of a run's summary (``Run.summary()``), by column; a figure
-    the run does not have (no ledger, no requests) is None."""
+    the run does not have (no ledger, no requests) is None, an activity its ledger does
+    not hold 0."""
     out: dict[str, Any] = {}
     for column, path, _ in FIGURES:
         v: Any = summary
         for k in path:
-            v = v.get(k) if isinstance(v, Mapping) else None
+            # activity_ns names the activities that occur: one that does not took 0 ns
+            v = (v.get(k, 0 if path[:2] == ("ledger", "activity_ns") else None) if isinstance(v, Mapping)
+                 else None)
         out[column] = v
     led = summary.get("ledger")
     out["badput_by_cause_ns"] = None if led is None else sorted(led["badput_by_cause_ns"].items())
