@@ -324,9 +324,13 @@ def test_labels_file_joined_by_job(tmp_path):
     row = pau.read_fleet(tmp_path / "fleet").runs.to_pylist()[0]
     assert (row["job"], row["team"], row["project"], row["accelerators"]) == ("42", "vision", "llm", 4)
     assert dict(row["labels"]) == {"queue": "gpu", "tool": "aiperf"}
+    (tmp_path / "bad.csv").write_text("team\nx\n")
     with pytest.raises(PauError, match="row 0 has no job"):
-        (tmp_path / "bad.csv").write_text("team\nx\n")
         pau.core.ingest([src], tmp_path / "fleet2", workers=1, labels=str(tmp_path / "bad.csv"))
+    (tmp_path / "bad.json").write_text('[{"job": "1", "accelerators": "eight"}]')
+    with pytest.raises(PauError, match="row 0: accelerators='eight' is not a count"):
+        pau.core.ingest([src], tmp_path / "fleet2", workers=1, labels=str(tmp_path / "bad.json"))
+    assert not (tmp_path / "fleet2").exists()  # refused before anything is written
 
 
 def test_read_fleet_refuses_other_folders_and_unknown_keys(tmp_path, fleet):
@@ -448,3 +452,14 @@ def test_an_archive_among_the_sources_is_not_walked(tmp_path):
     assert first.passed_over == again.passed_over == 1  # the system description, not the archive's files
     sources = pau.read_fleet(src / "fleet").refusals["source"].to_pylist()
     assert [os.path.basename(s) for s in sources] == ["tinybox_green.json"]
+
+
+def test_pau_ingest_on_a_dask_scheduler(tmp_path, capsys):
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] not installed (pau[dask])")
+    from pau.cli import main
+
+    src = str(shared("mlperf", "training_v4.0", "tinycorp"))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        assert main(["ingest", src, "-o", str(tmp_path / "fleet"), "--dask", cluster.scheduler_address, "-q"]) == 0
+    assert pau.read_fleet(tmp_path / "fleet").runs.num_rows == 2

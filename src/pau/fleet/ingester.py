@@ -126,7 +126,7 @@ def _walk(folder: str) -> Iterator[Source]:
         yield Source(folder, None, (), f"the folder cannot be listed ({exc.strerror or exc})")
         return
     files = [e.path for e in entries if e.is_file()]
-    dirs = [e.path for e in entries if e.is_dir()]
+    dirs = [e.path for e in entries if e.is_dir(follow_symlinks=False)]  # as os.walk: no loop through a link
     if any(f.endswith(".parquet") for f in files) or any("=" in os.path.basename(d) for d in dirs):
         # Parquet events: the folder is one table (hive folders rank=R included)
         yield Source(folder, "parquet", tuple(f for f in _all_files(folder) if f.endswith(".parquet")))
@@ -188,6 +188,9 @@ def _load_labels_file(path: str) -> dict[str, dict[str, str]]:
         if job in out:
             raise PauError(f"labels: {path}: row {i}: job {job!r} is labelled twice. Fix: one row per job")
         out[job] = {str(k): str(v) for k, v in row.items() if k != "job" and v not in (None, "")}
+        if not out[job].get("accelerators", "0").isdigit():
+            raise PauError(f"labels: {path}: row {i}: accelerators={out[job]['accelerators']!r} is not a count. Fix: "
+                           "a whole number, or leave it empty")
     return out
 
 
