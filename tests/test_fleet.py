@@ -434,11 +434,14 @@ def test_pau_ingest_on_the_command_line(tmp_path, capsys):
     src = str(shared("mlperf", "training_v4.0", "tinycorp"))
     assert main(["ingest", src, "-o", str(out), "--label", "team=infra", "--workers", "1", "--no-progress"]) == 0
     err = capsys.readouterr().err
-    assert "2 runs added" in err
     runs = pau.read_fleet(out).runs
+    warned = sum(w > 0 for w in runs["warnings"].to_pylist())
+    assert f"2 runs added ({warned} with warnings" in err
     assert runs["team"].to_pylist() == ["infra", "infra"]
-    assert main(["ingest", src, "-o", str(out), "--workers", "1"]) == 0
-    assert "0 runs added, 2 already there" in capsys.readouterr().err
+    assert main(["ingest", src, "-o", str(out), "--workers", "1", "-v"]) == 0
+    err = capsys.readouterr().err
+    assert "0 runs added (0 with warnings: the runs table's warnings column), 2 already there" in err
+    assert "passed over: " in err and "tinybox_green.json (no format)" in err
     assert main(["ingest", src, "-o", str(out), "--label", "oops"]) == 2
     assert main(["ingest", str(tmp_path / "nothing"), "-o", str(out)]) == 1
 

@@ -144,7 +144,7 @@ def ingest_parser(sub: argparse._SubParsersAction) -> None:
                          "cells, refusals; a re-run adds only what is new)", epilog=_EXIT_TABLE)
     g = ing.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr (errors still)")
-    g.add_argument("-v", "--verbose", action="count", default=0, help="also list what was refused")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="also list the archive's refusals")
     ing.add_argument("sources", nargs="+", metavar="SOURCE", help="files and folders (searched recursively)")
     ing.add_argument("-o", "--out", required=True, dest="fleet", metavar="FLEET",
                      help="the fleet archive's folder (made when absent)")

@@ -74,13 +74,16 @@ class Source:
 class IngestResult:
     """What an ingest did: runs ``added``, already ``present`` (skipped by key),
     ``refused`` (a reader refused them, with ``skip_bad``) and ``passed_over`` (files no
-    reader recognises, in folders); each is in the archive's tables."""
+    reader recognises, in folders); each is in the archive's tables. ``warned``: runs
+    added whose reading warned (the runs table's ``warnings`` column counts them; the
+    run's ``warnings`` are kept in its folder)."""
 
     path: str
     added: int = 0
     present: int = 0
     refused: int = 0
     passed_over: int = 0
+    warned: int = 0
 
     @property
     def seen(self) -> int:
@@ -377,7 +380,8 @@ def _refuse(s: _Settings, key: str, src: Source, reason: str) -> None:
 def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | None]:
     """Ingest one run's sources: ``(outcome, key, reason)`` with outcome ``added``,
     ``present``, ``refused``, ``passed_over`` or ``bad`` (refused without ``skip_bad``:
-    nothing written). Runs in a worker: everything it keeps is on disk."""
+    nothing written), ``added_warned`` for a run added with warnings. Runs in a worker:
+    everything it keeps is on disk."""
     if src.format is None:
         if src.given and not s.skip_bad:
             return "bad", None, src.reason
@@ -385,11 +389,12 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         if not os.path.exists(_archive.table_file(s.out, "refusals", key)):
             _refuse(s, key, src, src.reason or "matches no format pau reads")
         return "passed_over", key, src.reason
-    key = _archive.run_key(src.format, src.root, src.files)
-    if os.path.exists(_archive.table_file(s.out, "runs", key)):
-        _drop_refusal(s, key)  # a kill between the run's file and this may have left it
-        return "present", key, None
+    key = _archive.passed_over_key(src.root)  # until the bytes are read
     try:
+        key = _archive.run_key(src.format, src.root, src.files)
+        if os.path.exists(_archive.table_file(s.out, "runs", key)):
+            _drop_refusal(s, key)  # a kill between the run's file and this may have left it
+            return "present", key, None
         runs = read_runs(src.root, format=src.format)
         if len(runs) != 1:
             raise PauError(f"{len(runs)} runs where one was expected")
@@ -411,7 +416,9 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
     # the runs table's file comes last: with it the run is in the archive
     added = _archive.publish_table(s.out, "runs", key, row, first_wins=True)
     _drop_refusal(s, key)  # refused before, read now (a newer pau): no longer a refusal
-    return ("added" if added else "present"), key, None
+    if not added:
+        return "present", key, None
+    return ("added_warned" if run.warnings else "added"), key, None
 
 
 def _drop_refusal(s: _Settings, key: str) -> None:
@@ -547,6 +554,9 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
             outcome, _, reason = got
             if outcome == "bad":
                 raise IngestError(src.root, src.format, reason or "refused")
+            if outcome == "added_warned":
+                outcome = "added"
+                result.warned += 1
             setattr(result, outcome, getattr(result, outcome) + 1)
             # one running count (a key per source would keep per-run state here)
             track.partition_done(0, result.added)
