@@ -11,7 +11,7 @@ process, on one process (``workers=1``: the runs are read in the parent) and on 
 The answer is asserted: every run is added, the runs table holds N (or 10N) rows with
 their jobs, and a second ingest adds nothing. Memory must stay flat: the parent keeps
 no per-run state (the walk is lazy, a bounded number of tasks are in flight, and the
-counts are the only thing kept), so the peak for 10N runs is asserted within 32 MiB of
+counts are the only thing kept), so the peak for 10N runs is asserted within 16 MiB of
 the peak for N runs.
 """
 
@@ -32,7 +32,7 @@ from bench_config import SEED, scale
 #: Runs in the small case (the large one has ten times as many).
 N = max(5, int(round(20 * scale())))
 #: How far the parent's peak RSS may grow from N to 10N runs.
-FLAT_BYTES = 32 * 2**20
+FLAT_BYTES = 16 * 2**20
 
 #: One ingest in a fresh process: prints its counts, seconds and the parent's peak RSS.
 PROBE = """

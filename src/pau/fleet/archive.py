@@ -1,18 +1,23 @@
 """The fleet archive on disk (DESIGN §7): its layout, its tables' schemas, the run key,
-and :class:`Fleet`, what :func:`read_fleet` opens (``docs/fleet.md``).
+the batches the tables are made of, and :class:`Fleet`, what :func:`read_fleet` opens
+(``docs/fleet.md``).
 
     FLEET/
-      pau-fleet.json          the layout's version
-      runs/<key>.parquet      the runs table: one file per run, one row each
-      cells/<key>.parquet     the run's hourly cells
-      refusals/<key>.parquet  one row per source refused (or passed over)
-      store/<key>/            the run in pau's run layout (``Run.write``)
-      jobs/                   the scheduler's jobs table, when one was added
-      .tmp/                   files being written (renamed into place when whole)
+      pau-fleet.json              the layout's version
+      runs/batch-<id>.parquet     the runs table: batches of rows, one per run
+      cells/batch-<id>.parquet    the runs' hourly cells, the same batches
+      refusals/<key>.parquet      one row per source refused (or passed over)
+      store/<key>/                the run in pau's run layout (``Run.write``)
+      staging/<key>.run.parquet   a run's row and cells until they go into a batch
+      staging/<key>.cells.parquet
+      jobs/                       the scheduler's jobs table, when one was added
+      .tmp/                       files being written (renamed into place when whole)
 
-Every file and folder comes into place by one rename of a whole temporary one, so a
-kill leaves nothing half-written: a table is the union of the complete files of its
-folder, and a run is in the archive once ``runs/<key>.parquet`` is there.
+Every file and folder comes into place by one rename of a whole temporary one. A worker
+stages a run's row and cells, then renames its folder into ``store/``: that rename is
+the commit. :func:`compact` moves the staged rows of committed runs into the tables, a
+batch at a time under a journal, so a kill leaves no table with a partial or doubled
+batch (``docs/fleet.md``).
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ import json
 import os
 import shutil
 import uuid
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pau.engine import io as _io
 from pau.engine.vocab import ACTIVITIES, STATES
@@ -41,7 +47,9 @@ LAYOUT_VERSION = 1
 KEY_VERSION = b"pau-fleet-key/1"
 #: The archive's tables (one folder of Parquet files each) and the runs' folder.
 TABLES = ("runs", "cells", "refusals")
-STORE, JOBS, TMP = "store", "jobs", ".tmp"
+STORE, STAGING, JOBS, TMP = "store", "staging", "jobs", ".tmp"
+#: Runs per batch of the runs and cells tables (a batch is written one run at a time).
+BATCH_RUNS = 1000
 
 _ACTIVITY_NAMES = (*ACTIVITIES, "unknown")
 
@@ -97,8 +105,7 @@ _FACTS = pa.schema([
 ])
 #: The runs table: one row per run.
 RUNS_SCHEMA = pa.schema([*_FACTS, *(pa.field(c, t) for c, _, t in FIGURES),
-                         pa.field("badput_by_cause_ns", pa.map_(pa.string(), pa.int64())),
-                         pa.field("summary", pa.string())])
+                         pa.field("badput_by_cause_ns", pa.map_(pa.string(), pa.int64()))])
 #: The hourly cells: the run's ledger cut at UTC hour boundaries.
 CELLS_SCHEMA = pa.schema([("run", pa.string()), ("hour_ns", pa.int64()), ("state", pa.string()),
                           ("activity", pa.string()), ("duration_ns", pa.int64())])
@@ -172,7 +179,7 @@ def create(out: str) -> None:
     if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, FLEET_FILE)):
         raise PauError(f"ingest: {out!r} is not empty and holds no {FLEET_FILE}: not a fleet archive. Fix: give "
                        "a new or empty folder, or an archive pau ingest wrote")
-    for d in (*TABLES, STORE, TMP):
+    for d in (*TABLES, STORE, STAGING, TMP):
         os.makedirs(os.path.join(out, d), exist_ok=True)
     doc = os.path.join(out, FLEET_FILE)
     if not os.path.isfile(doc):
@@ -205,39 +212,49 @@ def table_file(out: str, table: str, key: str) -> str:
     return os.path.join(out, table, f"{key}.parquet")
 
 
-def publish_table(out: str, table: str, key: str, rows: pa.Table, *, first_wins: bool) -> bool:
-    """Write ``rows`` as ``out/<table>/<key>.parquet``: to a temporary file, then into
-    place in one step. ``first_wins``: an existing file stays (a hard link, which fails
-    when the name exists); else it is replaced. True when this call put it there."""
-    tmp = temp_path(out, f"{table}-{key}.parquet")
-    _io.write_table(rows, tmp)
-    final = table_file(out, table, key)
+def _write(rows: pa.Table, final: str, out: str) -> None:
+    """``rows`` as the Parquet file ``final``: written whole to ``.tmp``, then renamed."""
+    tmp = temp_path(out, os.path.basename(final))
     try:
-        if not first_wins:
-            os.replace(tmp, final)
-            return True
-        try:
-            os.link(tmp, final)
-        except FileExistsError:
-            return False
-        except OSError:  # a file system without hard links: rename unless it is there
-            if os.path.exists(final):
-                return False
-            os.replace(tmp, final)
-            return True
-        return True
+        _io.write_table(rows, tmp)
+        os.replace(tmp, final)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def publish_run(out: str, key: str, run: Run) -> None:
-    """``run`` in pau's layout as ``out/store/<key>``, written whole in a temporary
-    folder and renamed into place. A folder already there is kept: its name is the
-    digest of the same sources, and it came into place whole."""
+def publish_refusal(out: str, key: str, rows: pa.Table) -> None:
+    """The refusal of source ``key`` (replacing an earlier one)."""
+    _write(rows, table_file(out, "refusals", key), out)
+
+
+def drop_refusal(out: str, key: str) -> None:
+    try:
+        os.unlink(table_file(out, "refusals", key))
+    except FileNotFoundError:
+        pass
+
+
+def staged(out: str, key: str, table: str) -> str:
+    return os.path.join(out, STAGING, f"{key}.{table}.parquet")
+
+
+def in_store(out: str, key: str) -> bool:
+    """Whether run ``key`` is committed (its folder renamed into ``store/``)."""
+    return os.path.isdir(os.path.join(out, STORE, key))
+
+
+def commit_run(out: str, key: str, run: Run, row: pa.Table, cells: pa.Table | None) -> bool:
+    """Stage the run's ``row`` and ``cells``, then write ``run`` in pau's layout to a
+    temporary folder and rename it to ``store/<key>``: the commit. False when that folder
+    is there already (another copy of the same sources committed first; the staged row,
+    of the same key, is one of theirs)."""
+    if cells is not None:
+        _write(cells, staged(out, key, "cells"), out)
+    _write(row, staged(out, key, "run"), out)
     final = os.path.join(out, STORE, key)
     if os.path.isdir(final):
-        return
+        return False
     tmp = temp_path(out, f"store-{key}")
     try:
         run.write(tmp)
@@ -246,9 +263,157 @@ def publish_run(out: str, key: str, run: Run) -> None:
         except OSError:
             if not os.path.isdir(final):
                 raise
+            return False
+        return True
     finally:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# batches: staged rows into the tables
+
+
+def _journal(out: str, name: str) -> str:
+    return os.path.join(out, STAGING, f"compact-{name}.json")
+
+
+def _batch(out: str, table: str, name: str) -> str:
+    return os.path.join(out, table, f"batch-{name}.parquet")
+
+
+def _recover(out: str) -> None:
+    """Finish or undo a compaction a kill interrupted: its runs batch in place means it
+    was done (the staged files it lists go); else its cells batch, if any, goes."""
+    folder = os.path.join(out, STAGING)
+    with os.scandir(folder) as entries:
+        journals = [e.path for e in entries if e.name.startswith("compact-") and e.name.endswith(".json")]
+    for path in journals:
+        with open(path) as f:
+            doc = json.load(f)
+        name = doc["batch"]
+        if os.path.exists(_batch(out, "runs", name)):
+            for key in doc["keys"]:
+                for t in ("run", "cells"):
+                    try:
+                        os.unlink(staged(out, key, t))
+                    except FileNotFoundError:
+                        pass
+        elif os.path.exists(_batch(out, "cells", name)):
+            os.unlink(_batch(out, "cells", name))
+        os.unlink(path)
+
+
+def _committed(out: str) -> Iterator[str]:
+    """Keys of the staged rows whose run is committed; staged files of runs that are
+    not (a kill before the commit) are removed. Only while no worker writes."""
+    with os.scandir(os.path.join(out, STAGING)) as entries:
+        for entry in entries:
+            if entry.name.endswith(".cells.parquet"):  # a worker killed between its two staged files
+                if not in_store(out, entry.name[: -len(".cells.parquet")]):
+                    os.unlink(entry.path)
+                continue
+            if not entry.name.endswith(".run.parquet"):
+                continue
+            key = entry.name[: -len(".run.parquet")]
+            if in_store(out, key):
+                yield key
+            else:
+                for t in ("run", "cells"):
+                    try:
+                        os.unlink(staged(out, key, t))
+                    except FileNotFoundError:
+                        pass
+
+
+#: Staged tables gathered into one row group of a batch: at most this many, and at most
+#: this many bytes (a table read from a file holds more memory than its bytes: about
+#: 80 KiB for a one-row table of the runs table's 69 columns).
+ROW_GROUP_FILES, ROW_GROUP_BYTES = 64, 8 * 2**20
+
+
+def _stream(files: list[str], final: str, schema: pa.Schema, out: str) -> bool:
+    """The tables of ``files`` one after another into the Parquet file ``final``
+    (written whole to ``.tmp``, then renamed), a row group per :data:`ROW_GROUP_FILES`
+    files or :data:`ROW_GROUP_BYTES` gathered; False when none of them exists."""
+    tmp = temp_path(out, os.path.basename(final))
+    writer = None
+    held: list[pa.Table] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal writer, size
+        if not held:
+            return
+        if writer is None:
+            writer = pq.ParquetWriter(tmp, schema, write_page_checksum=True)
+        writer.write_table(pa.concat_tables(held).combine_chunks())
+        held.clear()
+        size = 0
+
+    try:
+        for f in files:
+            if not os.path.exists(f):
+                continue
+            t = _io.read_table(f).cast(schema)
+            held.append(t)
+            size += t.nbytes
+            if size >= ROW_GROUP_BYTES or len(held) == ROW_GROUP_FILES:
+                flush()
+        flush()
+        if writer is None:
+            return False
+        writer.close()
+        writer = None
+        os.replace(tmp, final)
+        return True
+    finally:
+        if writer is not None:
+            writer.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _flush(out: str, keys: list[str]) -> None:
+    """One batch: a journal naming it and its keys, the cells batch, the runs batch
+    (its rename completes the batch), then the staged files go, then the journal."""
+    name = uuid.uuid4().hex
+    journal = _journal(out, name)
+    tmp = temp_path(out, os.path.basename(journal))
+    with open(tmp, "w") as f:
+        json.dump({"batch": name, "keys": keys}, f)
+    os.replace(tmp, journal)
+    _stream([staged(out, k, "cells") for k in keys], _batch(out, "cells", name), CELLS_SCHEMA, out)
+    _stream([staged(out, k, "run") for k in keys], _batch(out, "runs", name), RUNS_SCHEMA, out)
+    for k in keys:
+        for t in ("run", "cells"):
+            try:
+                os.unlink(staged(out, k, t))
+            except FileNotFoundError:
+                pass
+    os.unlink(journal)
+
+
+def compact(out: str, *, batch_runs: int | None = None) -> int:
+    """Move the staged rows and cells of committed runs into the tables, ``batch_runs``
+    runs per batch file (default :data:`BATCH_RUNS`); first finish or undo a compaction a kill interrupted. Only while
+    no worker writes to the archive (``ingest`` calls it before and after its work,
+    holding the archive's lock). Returns the runs moved. Memory: one run's files and the
+    keys of one batch."""
+    _recover(out)
+    per_batch = BATCH_RUNS if batch_runs is None else batch_runs
+    moved = 0
+    keys: list[str] = []
+    for key in _committed(out):
+        keys.append(key)
+        if len(keys) == per_batch:
+            _flush(out, keys)
+            moved += len(keys)
+            keys = []
+    if keys:
+        _flush(out, keys)
+        moved += len(keys)
+    return moved
 
 
 # ---------------------------------------------------------------------------
@@ -305,13 +470,12 @@ class Fleet:
         return ds.dataset(path, format="parquet").to_table()
 
     def keys(self) -> list[str]:
-        """The run keys of the archive, sorted (from the runs table's file names)."""
-        folder = os.path.join(self.path, "runs")
-        return sorted(n[: -len(".parquet")] for n in os.listdir(folder) if n.endswith(".parquet"))
+        """The run keys of the runs table, sorted."""
+        return self.runs["run"].to_pylist()
 
     def run(self, key: str) -> Run:
         """The run of key ``key``, read from its folder in pau's run layout."""
-        if not isinstance(key, str) or not os.path.isfile(table_file(self.path, "runs", key)):
+        if not isinstance(key, str) or len(key) != 32 or not in_store(self.path, key):
             raise PauError(f"{self.path}: no run of key {key!r} in the fleet archive. Fix: take a key from "
                            "fleet.runs['run']")
         return read(os.path.join(self.path, STORE, key), format="pau")

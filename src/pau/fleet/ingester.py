@@ -354,7 +354,6 @@ def run_row(key: str, src: Source, run: Run, led: Ledger | None, summary: Mappin
         "start_ns": start, "end_ns": end,
         "labels": sorted((k, v) for k, v in labels.items() if k not in PROMOTED),
         **_archive.figure_values(summary),
-        "summary": json.dumps(summary, sort_keys=True, allow_nan=False),
     }
     return pa.Table.from_pylist([row], schema=_archive.RUNS_SCHEMA)
 
@@ -374,7 +373,7 @@ class _Settings:
 def _refuse(s: _Settings, key: str, src: Source, reason: str) -> None:
     rows = pa.Table.from_pylist([{"key": key, "source": src.root, "format": src.format, "reason": reason}],
                                 schema=_archive.REFUSALS_SCHEMA)
-    _archive.publish_table(s.out, "refusals", key, rows, first_wins=False)
+    _archive.publish_refusal(s.out, key, rows)
 
 
 def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | None]:
@@ -386,14 +385,14 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         if src.given and not s.skip_bad:
             return "bad", None, src.reason
         key = _archive.passed_over_key(src.root)
-        if not os.path.exists(_archive.table_file(s.out, "refusals", key)):
+        if not os.path.exists(_archive.table_file(s.out, "refusals", key)):  # once
             _refuse(s, key, src, src.reason or "matches no format pau reads")
         return "passed_over", key, src.reason
     key = _archive.passed_over_key(src.root)  # until the bytes are read
     try:
         key = _archive.run_key(src.format, src.root, src.files)
-        if os.path.exists(_archive.table_file(s.out, "runs", key)):
-            _drop_refusal(s, key)  # a kill between the run's file and this may have left it
+        if _archive.in_store(s.out, key):
+            _archive.drop_refusal(s.out, key)  # a kill between the commit and this may have left it
             return "present", key, None
         runs = read_runs(src.root, format=src.format)
         if len(runs) != 1:
@@ -409,23 +408,13 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
             return "bad", key, reason
         _refuse(s, key, src, reason)
         return "refused", key, reason
-    _archive.publish_run(s.out, key, run)
     if cells is not None:
-        cells = cells.add_column(0, "run", pa.array([key] * cells.num_rows, pa.string()))
-        _archive.publish_table(s.out, "cells", key, cells.cast(_archive.CELLS_SCHEMA), first_wins=False)
-    # the runs table's file comes last: with it the run is in the archive
-    added = _archive.publish_table(s.out, "runs", key, row, first_wins=True)
-    _drop_refusal(s, key)  # refused before, read now (a newer pau): no longer a refusal
+        cells = cells.add_column(0, "run", pa.array([key] * cells.num_rows, pa.string())).cast(_archive.CELLS_SCHEMA)
+    added = _archive.commit_run(s.out, key, run, row, cells)
+    _archive.drop_refusal(s.out, key)  # refused before, read now (a newer pau): no longer a refusal
     if not added:
         return "present", key, None
     return ("added_warned" if run.warnings else "added"), key, None
-
-
-def _drop_refusal(s: _Settings, key: str) -> None:
-    try:
-        os.unlink(_archive.table_file(s.out, "refusals", key))
-    except FileNotFoundError:
-        pass
 
 
 def _run_chunk(chunk: list[Source], s: _Settings) -> list[tuple[Source, tuple[str, str | None, str | None]]]:
@@ -538,6 +527,7 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
     lock = _Lock(outp)
     try:
         _clean_tmp(outp)
+        _archive.compact(outp)  # what a killed ingest committed, into the tables
         s = _Settings(os.path.abspath(outp), static, labels_path, skip_bad)
         result = IngestResult(outp)
         track = tracker(progress, 0, None)
@@ -562,17 +552,20 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
             track.partition_done(0, result.added)
 
         tasks = _chunks(found(), chunk)
-        if client is not None:
-            _drive_dask(client, tasks, s, workers, done)
-        elif (workers or cores()) == 1:
-            for c in tasks:
-                for src, got in _run_chunk(c, s):
-                    done(src, got)
-        else:
-            with cf.ProcessPoolExecutor(max_workers=workers or cores()) as pool:
-                _drive(lambda c: pool.submit(_run_chunk, c, s), tasks, 2 * (workers or cores()), done,
-                       cancel=lambda fs: [f.cancel() for f in fs])
-        track.close()
+        try:
+            if client is not None:
+                _drive_dask(client, tasks, s, workers, done)
+            elif (workers or cores()) == 1:
+                for c in tasks:
+                    for src, got in _run_chunk(c, s):
+                        done(src, got)
+            else:
+                with cf.ProcessPoolExecutor(max_workers=workers or cores()) as pool:
+                    _drive(lambda c: pool.submit(_run_chunk, c, s), tasks, 2 * (workers or cores()), done,
+                           cancel=lambda fs: [f.cancel() for f in fs])
+        finally:  # no worker writes now: the runs committed go into the tables, also when stopped
+            _archive.compact(outp)
+            track.close()
         return result
     finally:
         lock.close()
@@ -603,7 +596,7 @@ def _drive(submit: Callable[[list[Source]], Any], tasks: Iterator[list[Source]],
 
 def _drive_dask(client: Any, tasks: Iterator[list[Source]], s: _Settings, workers: int | None,
                 done: Callable[..., None]) -> None:
-    from distributed import as_completed  # the optional extra: only with a client
+    from distributed import as_completed, wait  # the optional extra: only with a client
 
     n = workers or max(1, sum(client.nthreads().values()))
     pending = as_completed()
@@ -627,4 +620,5 @@ def _drive_dask(client: Any, tasks: Iterator[list[Source]], s: _Settings, worker
     except BaseException:
         for f in active:
             f.cancel()
+        wait(active)  # a task that had started ends (whole) before the tables are compacted
         raise
