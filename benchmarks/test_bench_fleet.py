@@ -10,8 +10,9 @@ process, on one process (``workers=1``: the runs are read in the parent) and on 
 
 The answer is asserted: every run is added, the runs table holds N (or 10N) rows with
 their jobs, and a second ingest adds nothing. Memory must stay flat: the parent keeps
-no per-run state (the walk is lazy, a bounded number of tasks are in flight, and the
-counts are the only thing kept), so the peak for 10N runs is asserted within 16 MiB of
+no per-run state (the walk is lazy, a bounded number of tasks are in flight, the counts
+are the only thing kept, and the compaction into the tables' batches holds at most 64
+staged rows and one batch's keys), so the peak for 10N runs is asserted within 16 MiB of
 the peak for N runs.
 """
 
