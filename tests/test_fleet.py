@@ -246,7 +246,8 @@ def test_a_second_ingest_adds_nothing(fleet, samples):
     assert all(a.equals(b) for a, b in zip(before, after))
 
 
-def test_the_run_key_is_of_the_bytes_and_names(tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_run_key_is_of_the_bytes_and_names(tmp_path, workers):
     src = shared("serving", "llmperf_vllm_yi34b_4xa10g_c16")
     name = "01-ai-Yi-1-5-34B-Chat_550_150_individual_responses.json"
     a, b, c = (tmp_path / x for x in "abc")
@@ -257,8 +258,9 @@ def test_the_run_key_is_of_the_bytes_and_names(tmp_path):
     raw = (src / name).read_bytes()
     (c / name).write_bytes(raw.replace(b'"ttft_s": 0.', b'"ttft_s": 1.', 1))  # one value changed
     assert raw != (c / name).read_bytes()
-    res = pau.core.ingest([a, b, c], tmp_path / "fleet", workers=1)
+    res = pau.core.ingest([a, b, c], tmp_path / "fleet", workers=workers)
     assert (res.added, res.present) == (2, 1)
+    assert pau.read_fleet(tmp_path / "fleet").runs.num_rows == 2  # one row per key
     keys = {archive.run_key("serving", str(d / name), [str(d / name)]) for d in (a, b, c)}
     assert len(keys) == 2 and keys == set(pau.read_fleet(tmp_path / "fleet").keys())
 

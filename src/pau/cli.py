@@ -904,7 +904,8 @@ def _ingest(args: argparse.Namespace) -> int:
         res = core.ingest(args.sources, args.fleet, labels=labels, workers=args.workers, client=client,
                           skip_bad=args.skip_bad, progress=False if status is None else progress)
     except IngestError as exc:  # in the command line's words
-        raise errors.PauError(str(exc).replace("pass skip_bad=True (pau ingest --skip-bad)", "give --skip-bad")) from None
+        raise errors.PauError(str(exc).replace("pass skip_bad=True (pau ingest --skip-bad)",
+                                               "give --skip-bad")) from None
     finally:
         if status is not None:
             status.close()

@@ -249,12 +249,12 @@ def commit_run(out: str, key: str, run: Run, row: pa.Table, cells: pa.Table | No
     temporary folder and rename it to ``store/<key>``: the commit. False when that folder
     is there already (another copy of the same sources committed first; the staged row,
     of the same key, is one of theirs)."""
-    if cells is not None:
-        _write(cells, staged(out, key, "cells"), out)
-    _write(row, staged(out, key, "run"), out)
     final = os.path.join(out, STORE, key)
     if os.path.isdir(final):
         return False
+    if cells is not None:
+        _write(cells, staged(out, key, "cells"), out)
+    _write(row, staged(out, key, "run"), out)
     tmp = temp_path(out, f"store-{key}")
     try:
         run.write(tmp)

@@ -270,8 +270,9 @@ def _accelerators(run: Run, led: Ledger | None) -> int | None:
 def _extent(run: Run, led: Ledger | None) -> tuple[int | None, int | None]:
     """First and last ns of the run: its accountable time (the ledger's state intervals
     or the spans), else its requests, else its events."""
-    for table, lo, hi in ((None if led is None else led.intervals, "start_ns", "end_ns"), (run.spans, "start_ns", "end_ns"),
-                          (run.requests, "arrival_ns", "end_ns"), (run.events, "start_ns", "end_ns")):
+    tables = ((None if led is None else led.intervals, "start_ns", "end_ns"), (run.spans, "start_ns", "end_ns"),
+              (run.requests, "arrival_ns", "end_ns"), (run.events, "start_ns", "end_ns"))
+    for table, lo, hi in tables:
         if table is not None and table.num_rows and lo in table.column_names and hi in table.column_names:
             a, b = pc.min(table[lo]).as_py(), pc.max(table[hi]).as_py()
             if a is not None and b is not None:
