@@ -505,3 +505,14 @@ def test_a_compaction_cut_short_is_undone_or_finished(tmp_path, monkeypatch, aft
         assert a.equals(b)
     assert len(os.listdir(tmp_path / "cut" / "runs")) == 3  # batches of 3, 3 and 1
     assert os.listdir(tmp_path / "cut" / "staging") == []
+
+
+def test_one_ingest_at_a_time(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    src = shared("nsys", "icon_isc25", "gpu.sqlite")
+    pau.core.ingest([src], tmp_path / "fleet", workers=1)
+    with open(tmp_path / "fleet" / ".tmp" / "ingest.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another ingest, writing
+        with pytest.raises(PauError, match="another ingest is writing to this archive"):
+            pau.core.ingest([src], tmp_path / "fleet", workers=1)
+    assert pau.core.ingest([src], tmp_path / "fleet", workers=1).present == 1

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import csv
-import fcntl
 import json
 import os
 import shutil
@@ -35,6 +34,11 @@ from pau.readers.detect import UnknownFormatError, detect_format
 from pau.readers.kineto import trace_files
 from pau.readers.nsys import nsys_files
 from pau.run import RUN_FILE, Run, read_runs, run_figures
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: pau.core imports, ingest says why it cannot run
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["IngestError", "IngestResult", "Source", "hourly_cells", "ingest", "sources_of"]
 
@@ -438,6 +442,9 @@ class _Lock:
     process, a kill included)."""
 
     def __init__(self, out: str):
+        if fcntl is None:  # pragma: no cover
+            raise PauError("ingest: this platform has no fcntl file locks, which keep two ingests from writing to one "
+                           "archive. Fix: run pau ingest on Linux or macOS")
         self.f = open(os.path.join(out, _archive.TMP, "ingest.lock"), "w")
         try:
             fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
