@@ -915,7 +915,7 @@ def _ingest(args: argparse.Namespace) -> int:
           f"{res.present:,} already there, {res.refused:,} refused, {res.passed_over:,} files of no format pau reads "
           "(the refusals table lists both; -v prints it)")
     if _VERBOSITY["level"] >= 1:
-        refusals = core.read_fleet(args.fleet).refusals
+        refusals = core.read_fleet(args.fleet).refusals.sort_by("source")
         for src, fmt, why in zip(*(refusals[c].to_pylist() for c in ("source", "format", "reason"))):
             _note(f"{'refused' if fmt else 'passed over'}: {src} ({fmt or 'no format'}): {_cli_words(why)}", 1)
     return EXIT_OK
