@@ -82,8 +82,11 @@ LEVELS = [
     {"pau.figures.compare"},
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
-    # fleets: figures over many runs' periods (pure functions of arrays and tables)
-    {"pau.fleet", "pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability"},
+    # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
+    {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.archive"},
+    # ingest; the subpackage's front
+    {"pau.fleet.ingester"},
+    {"pau.fleet"},
     # views
     {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console"},
     # the facade

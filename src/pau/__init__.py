@@ -30,16 +30,16 @@ from pau import errors
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers
     from pau.core import (
-        ACTIVITIES, KINDS, STATES, Ledger, Overlap, Quarantined, attribute, classify, classify_dataset, ledger,
-        overlap,
+        ACTIVITIES, KINDS, STATES, Fleet, Ledger, Overlap, Quarantined, attribute, classify, classify_dataset, ledger,
+        overlap, read_fleet,
     )
     from pau.run import Run, RunWarning, read, read_runs
 
 __version__: str = _core.__version__
 
 #: Each public name and the module it comes from.
-_LAZY = {**dict.fromkeys(("ACTIVITIES", "KINDS", "STATES", "Ledger", "Overlap", "Quarantined", "attribute",
-                          "classify", "classify_dataset", "ledger", "overlap"), "pau.core"),
+_LAZY = {**dict.fromkeys(("ACTIVITIES", "KINDS", "STATES", "Fleet", "Ledger", "Overlap", "Quarantined", "attribute",
+                          "classify", "classify_dataset", "ledger", "overlap", "read_fleet"), "pau.core"),
          **dict.fromkeys(("Run", "RunWarning", "read", "read_runs"), "pau.run")}
 
 
@@ -67,9 +67,11 @@ __all__ = [
     "classify",
     "classify_dataset",
     "errors",
+    "Fleet",
     "ledger",
     "overlap",
     "read",
+    "read_fleet",
     "read_runs",
     "Run",
     "RunWarning",

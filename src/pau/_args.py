@@ -134,7 +134,33 @@ def parser() -> argparse.ArgumentParser:
     cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
     cmpp.add_argument("--kernels", type=int, default=TOP_KERNELS, metavar="N",
                       help=f"rows of the kernel diff in text (default {TOP_KERNELS}); json and csv list every row")
+    ingest_parser(sub)
     return parser
+
+
+def ingest_parser(sub: argparse._SubParsersAction) -> None:
+    """``pau ingest SOURCE... -o FLEET`` (docs/fleet.md)."""
+    ing = sub.add_parser("ingest", help="read many runs, any format, into a fleet archive (runs table, hourly "
+                         "cells, refusals; a re-run adds only what is new)", epilog=_EXIT_TABLE)
+    g = ing.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr (errors still)")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="also list the archive's refusals")
+    ing.add_argument("sources", nargs="+", metavar="SOURCE", help="files and folders (searched recursively)")
+    ing.add_argument("-o", "--out", required=True, dest="fleet", metavar="FLEET",
+                     help="the fleet archive's folder (made when absent)")
+    ing.add_argument("--label", action="append", metavar="KEY=VALUE",
+                     help="a label of every run of this ingest (job, cluster, accelerator_type, accelerators, team, "
+                     "project, user are columns; others go to labels); repeatable")
+    ing.add_argument("--labels", metavar="FILE", help="a CSV or JSON labels file, one row per job")
+    ing.add_argument("--skip-bad", action="store_true", dest="skip_bad",
+                     help="a source its reader refuses goes to the refusals table, and the rest is read (default: "
+                     "stop there)")
+    ing.add_argument("--workers", type=int, metavar="N", help="processes reading at once (default: every core)")
+    ing.add_argument("--dask", metavar="ADDRESS", help="read on this Dask scheduler instead (pau[dask])")
+    prog = ing.add_mutually_exclusive_group()
+    prog.add_argument("--progress", dest="progress", action="store_true", default=None,
+                      help="a progress bar on stderr even when it is not a terminal")
+    prog.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,6 +41,7 @@ from pau.readers.slurm import read_sacct
 from pau.readers import mlperf_rules as _mlperf
 from pau.engine._format import duration, in_unit, pct, unit
 from pau.engine.ledger import Ledger
+from pau.fleet.ingester import IngestError
 from pau.views import console as _console
 from pau.engine.types import Quarantined, RunSummary
 from pau.views.chrome_trace import write_chrome_trace
@@ -879,6 +880,51 @@ def _check_output(args: argparse.Namespace) -> None:
                          "Fix: pip install 'pau[report]'")
 
 
+def _ingest(args: argparse.Namespace) -> int:
+    """``pau ingest SOURCE... -o FLEET``: :func:`pau.core.ingest`, a summary line on stderr."""
+    labels: list[Any] = [] if args.labels is None else [args.labels]
+    static = {}
+    for item in args.label or []:
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip():
+            raise UsageError(f"--label {item}: expected KEY=VALUE")
+        static[k.strip()] = v
+    labels.append(static)
+    client = None
+    if args.dask:
+        if importlib.util.find_spec("distributed") is None:
+            raise UsageError("--dask runs on a Dask cluster, and dask.distributed is not installed. Fix: pip install "
+                             "'pau[dask]'")
+        from distributed import Client  # the optional extra
+
+        client = Client(args.dask)
+    status = _status(args.progress)
+
+    def progress(p: Any) -> None:  # sources done of those found so far
+        assert status is not None
+        status.file_done(p.partitions_done, p.partitions_total, f"{p.rows_done:,} runs added")
+
+    try:
+        res = core.ingest(args.sources, args.fleet, labels=labels, workers=args.workers, client=client,
+                          skip_bad=args.skip_bad, progress=False if status is None else progress)
+    except IngestError as exc:  # in the command line's words
+        raise errors.PauError(str(exc).replace("pass skip_bad=True (pau ingest --skip-bad)",
+                                               "give --skip-bad")) from None
+    finally:
+        if status is not None:
+            status.close()
+        if client is not None:
+            client.close()
+    _note(f"{args.fleet}: {res.added:,} runs added ({res.warned:,} with warnings: the runs table's warnings column), "
+          f"{res.present:,} already there, {res.refused:,} refused, {res.passed_over:,} files of no format pau reads "
+          "(the refusals table lists both; -v prints it)")
+    if _VERBOSITY["level"] >= 1:
+        refusals = core.read_fleet(args.fleet).refusals.sort_by("source")
+        for src, fmt, why in zip(*(refusals[c].to_pylist() for c in ("source", "format", "reason"))):
+            _note(f"{'refused' if fmt else 'passed over'}: {src} ({fmt or 'no format'}): {_cli_words(why)}", 1)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``pau`` with these arguments (``sys.argv[1:]`` by default): the exit code."""
     return run(parser().parse_args(argv))
@@ -893,6 +939,8 @@ def run(args: argparse.Namespace) -> int:
         _check_output(args)
         if args.command == "compare":
             return _compare(args)
+        if args.command == "ingest":
+            return _ingest(args)
         return _convert(args) if args.command == "convert" else _report(args)
     except (UsageError, errors.OptionError) as exc:
         print(f"pau: {exc}", file=sys.stderr)

@@ -36,6 +36,7 @@ from pau.figures.economics import (
 )
 from pau.figures.interference import colocated, interference
 from pau.figures.stragglers import stragglers
+from pau.fleet import Fleet, ingest, read_fleet
 from pau.run import Run, RunWarning, read, read_runs
 
 __all__ = [
@@ -75,6 +76,9 @@ __all__ = [
     "read",
     "read_runs",
     "release_kept_memory",
+    "Fleet",
+    "ingest",
+    "read_fleet",
 ]
 
 

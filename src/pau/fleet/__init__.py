@@ -1,1 +1,17 @@
-"""Fleets: many runs over time (DESIGN §7)."""
+"""Fleets: many runs over time (DESIGN §7, ``docs/fleet.md``).
+
+:func:`ingest` (``pau ingest SOURCE... -o FLEET``) reads runs of any format into a
+fleet archive: each run in pau's run layout under its run key, a runs table of their
+facts and headline figures, their hourly cells and the refusals; :func:`read_fleet`
+opens it as a :class:`Fleet`. The figures over many runs' periods are pure functions of
+arrays and tables: :mod:`pau.fleet.changes` (change points), :mod:`pau.fleet.costs` (the
+cost basis) and :mod:`pau.fleet.reliability` (failure rates by job size).
+"""
+
+from __future__ import annotations
+
+from pau.fleet.archive import CELLS_SCHEMA, FIGURES, REFUSALS_SCHEMA, RUNS_SCHEMA, Fleet, read_fleet, run_key
+from pau.fleet.ingester import IngestError, IngestResult, Source, hourly_cells, ingest, sources_of
+
+__all__ = ["CELLS_SCHEMA", "FIGURES", "REFUSALS_SCHEMA", "RUNS_SCHEMA", "Fleet", "IngestError", "IngestResult",
+           "Source", "hourly_cells", "ingest", "read_fleet", "run_key", "sources_of"]

@@ -1,0 +1,498 @@
+"""The fleet archive on disk (DESIGN §7): its layout, its tables' schemas, the run key,
+the batches the tables are made of, and :class:`Fleet`, what :func:`read_fleet` opens
+(``docs/fleet.md``).
+
+    FLEET/
+      pau-fleet.json              the layout's version
+      runs/batch-<id>.parquet     the runs table: batches of rows, one per run
+      cells/batch-<id>.parquet    the runs' hourly cells, the same batches
+      refusals/<key>.parquet      one row per source refused (or passed over)
+      store/<key>/                the run in pau's run layout (``Run.write``)
+      staging/<key>.run.parquet   a run's row and cells until they go into a batch
+      staging/<key>.cells.parquet
+      jobs/                       the scheduler's jobs table, when one was added
+      .tmp/                       files being written (renamed into place when whole)
+
+Every file and folder comes into place by one rename of a whole temporary one. A worker
+stages a run's row and cells, then renames its folder into ``store/``: that rename is
+the commit. :func:`compact` moves the staged rows of committed runs into the tables, a
+batch at a time under a journal, so a kill leaves no table with a partial or doubled
+batch (``docs/fleet.md``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from typing import Any, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pau.engine import io as _io
+from pau.engine.vocab import ACTIVITIES, STATES
+from pau.errors import PauError
+from pau.run import Run, read
+
+__all__ = ["CELLS_SCHEMA", "FIGURES", "FLEET_FILE", "Fleet", "KEY_VERSION", "LAYOUT_VERSION", "REFUSALS_SCHEMA",
+           "RUNS_SCHEMA", "figure_values", "read_fleet", "run_key"]
+
+#: The file naming a folder as a fleet archive, and the layout's version.
+FLEET_FILE = "pau-fleet.json"
+LAYOUT_VERSION = 1
+#: What the run key's digest starts with; a new rule gets a new version.
+KEY_VERSION = b"pau-fleet-key/1"
+#: The archive's tables (one folder of Parquet files each) and the runs' folder.
+TABLES = ("runs", "cells", "refusals")
+STORE, STAGING, JOBS, TMP = "store", "staging", "jobs", ".tmp"
+#: Runs per batch of the runs and cells tables (a batch is written one run at a time).
+BATCH_RUNS = 1000
+
+_ACTIVITY_NAMES = (*ACTIVITIES, "unknown")
+
+
+def _col(name: str) -> str:
+    return name.replace(".", "_")
+
+
+#: The headline figures of a run as columns of the runs table: (column, path in
+#: ``Run.summary()``, type). ``pau.run.run_figures`` computes them (the one function
+#: behind ``run.summary()``); :func:`figure_values` only picks them out.
+FIGURES: tuple[tuple[str, tuple[str, ...], pa.DataType], ...] = (
+    ("ranks", ("ledger", "ranks"), pa.int64()),
+    ("accountable_ns", ("ledger", "accountable_ns"), pa.int64()),
+    *((f"{_col(s)}_ns", ("ledger", "state_ns", s), pa.int64()) for s in STATES),
+    ("productive_strict_ns", ("ledger", "productive_strict_ns"), pa.int64()),
+    ("badput_ns", ("ledger", "badput_ns"), pa.int64()),
+    ("goodput", ("ledger", "goodput"), pa.float64()),
+    ("goodput_strict", ("ledger", "goodput_strict"), pa.float64()),
+    *((f"activity_{a}_ns", ("ledger", "activity_ns", a), pa.int64()) for a in _ACTIVITY_NAMES),
+    ("failures", ("ledger", "failures"), pa.int64()),
+    ("mtbf_s", ("ledger", "mtbf_s"), pa.float64()),
+    ("preserved_steps", ("ledger", "preserved_steps"), pa.int64()),
+    ("preserved_tokens", ("ledger", "preserved_tokens"), pa.int64()),
+    ("preserved_model_cycles", ("ledger", "preserved_model_cycles"), pa.int64()),
+    ("failures_per_1000_accelerator_hours", ("recovery", "failures_per_1000_accelerator_hours"), pa.float64()),
+    ("mean_to_first_step_s", ("recovery", "mean_to_first_step_s"), pa.float64()),
+    ("mean_to_progress_s", ("recovery", "mean_to_progress_s"), pa.float64()),
+    ("not_recovered", ("recovery", "not_recovered"), pa.int64()),
+    ("restart_loop_attempts", ("recovery", "restart_loop_attempts"), pa.int64()),
+    ("requests_offered", ("requests", "offered"), pa.int64()),
+    ("requests_accepted", ("requests", "accepted"), pa.int64()),
+    ("requests_late", ("requests", "late"), pa.int64()),
+    ("requests_failed", ("requests", "failed"), pa.int64()),
+    ("requests_rejected", ("requests", "rejected"), pa.int64()),
+    ("requests_cancelled", ("requests", "cancelled"), pa.int64()),
+    ("slo_attainment", ("requests", "slo_attainment"), pa.float64()),
+    ("request_goodput_per_s", ("requests", "request_goodput_per_s"), pa.float64()),
+    ("accepted_tokens", ("requests", "accepted_tokens"), pa.int64()),
+    ("mlperf_status", ("mlperf", "status"), pa.string()),
+    ("time_to_train_ns", ("mlperf", "time_to_train_ns"), pa.int64()),
+    ("events_outside_accountable_ns", ("events_outside_accountable", "ns"), pa.int64()),
+    ("warnings", ("warnings",), pa.int64()),
+    ("quarantined", ("quarantined",), pa.int64()),
+)
+
+#: Facts of the run besides its figures (``docs/fleet.md``).
+_FACTS = pa.schema([
+    ("run", pa.string()), ("source", pa.string()), ("sources", pa.list_(pa.string())), ("format", pa.string()),
+    ("job", pa.string()), ("cluster", pa.string()), ("accelerator_type", pa.string()),
+    ("accelerators", pa.int64()), ("team", pa.string()), ("project", pa.string()), ("user", pa.string()),
+    ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("labels", pa.map_(pa.string(), pa.string())),
+])
+#: The runs table: one row per run.
+RUNS_SCHEMA = pa.schema([*_FACTS, *(pa.field(c, t) for c, _, t in FIGURES),
+                         pa.field("badput_by_cause_ns", pa.map_(pa.string(), pa.int64()))])
+#: The hourly cells: the run's ledger cut at UTC hour boundaries.
+CELLS_SCHEMA = pa.schema([("run", pa.string()), ("hour_ns", pa.int64()), ("state", pa.string()),
+                          ("activity", pa.string()), ("duration_ns", pa.int64())])
+#: The refusals: sources refused by their reader (``format`` set) or matching no
+#: format (``format`` null).
+REFUSALS_SCHEMA = pa.schema([("key", pa.string()), ("source", pa.string()), ("format", pa.string()),
+                             ("reason", pa.string())])
+
+
+def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`FIGURES` of a run's summary (``Run.summary()``), by column; a figure
+    the run does not have (no ledger, no requests) is None, an activity its ledger does
+    not hold 0."""
+    out: dict[str, Any] = {}
+    for column, path, _ in FIGURES:
+        v: Any = summary
+        for k in path:
+            # activity_ns names the activities that occur: one that does not took 0 ns
+            v = (v.get(k, 0 if path[:2] == ("ledger", "activity_ns") else None) if isinstance(v, Mapping)
+                 else None)
+        out[column] = v
+    led = summary.get("ledger")
+    out["badput_by_cause_ns"] = None if led is None else sorted(led["badput_by_cause_ns"].items())
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the run key
+
+
+def run_key(fmt: str, root: str, files: Sequence[str]) -> str:
+    """The run key: 32 hex digits of BLAKE2b (16 bytes) over :data:`KEY_VERSION`, the
+    format, and for each file of the run, in the order of their relative names: the
+    relative name (below ``root`` when ``root`` is a folder, else the file's own name),
+    its size and its bytes. So the same bytes under the same names give the same key
+    wherever they lie; another name, or one changed byte, another key."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(KEY_VERSION + b"\0" + fmt.encode() + b"\0")
+    base = root if os.path.isdir(root) else os.path.dirname(root)
+    named = sorted((os.path.relpath(f, base).replace(os.sep, "/"), f) for f in files)
+    for name, f in named:
+        size = os.path.getsize(f)
+        raw = name.encode("utf-8", "surrogateescape")
+        h.update(len(raw).to_bytes(8, "little") + raw + size.to_bytes(8, "little"))
+        with open(f, "rb") as fh:
+            got = 0
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+                got += len(chunk)
+        if got != size:
+            raise PauError(f"{f}: {got} bytes read where its size was {size}: the file changed while it was "
+                           "read. Fix: ingest it again once it is written")
+    return h.hexdigest()
+
+
+def passed_over_key(path: str) -> str:
+    """The key of a file that no reader recognises: of its absolute path (its bytes are
+    not read), so a re-run records it once."""
+    return hashlib.blake2b(b"pau-fleet-passed-over/1\0" + os.path.abspath(path).encode("utf-8", "surrogateescape"),
+                           digest_size=16).hexdigest()
+
+
+# ---------------------------------------------------------------------------
+# writing: whole files renamed into place
+
+
+def create(out: str) -> None:
+    """Make ``out`` a fleet archive (or check that it is one)."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise PauError(f"ingest: {out!r} is a file. Fix: give a folder for the fleet archive")
+    if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, FLEET_FILE)):
+        raise PauError(f"ingest: {out!r} is not empty and holds no {FLEET_FILE}: not a fleet archive. Fix: give "
+                       "a new or empty folder, or an archive pau ingest wrote")
+    for d in (*TABLES, STORE, STAGING, TMP):
+        os.makedirs(os.path.join(out, d), exist_ok=True)
+    doc = os.path.join(out, FLEET_FILE)
+    if not os.path.isfile(doc):
+        tmp = temp_path(out, FLEET_FILE)
+        with open(tmp, "w") as f:
+            json.dump({"pau_fleet_layout": LAYOUT_VERSION}, f)
+            f.write("\n")
+        os.replace(tmp, doc)
+    else:
+        _check_version(out)
+
+
+def _check_version(path: str) -> None:
+    with open(os.path.join(path, FLEET_FILE)) as f:
+        try:
+            version = json.load(f).get("pau_fleet_layout")
+        except (ValueError, AttributeError):
+            version = None
+    if not isinstance(version, int) or version > LAYOUT_VERSION:
+        raise PauError(f"{path}/{FLEET_FILE}: fleet layout {version!r} is not one this pau reads (up to "
+                       f"{LAYOUT_VERSION}). Fix: upgrade pau")
+
+
+def temp_path(out: str, name: str) -> str:
+    """A fresh name in ``out/.tmp`` (the process, the thread and a random part)."""
+    return os.path.join(out, TMP, f"{name}.{os.getpid()}.{uuid.uuid4().hex}")
+
+
+def table_file(out: str, table: str, key: str) -> str:
+    return os.path.join(out, table, f"{key}.parquet")
+
+
+def _write(rows: pa.Table, final: str, out: str) -> None:
+    """``rows`` as the Parquet file ``final``: written whole to ``.tmp``, then renamed."""
+    tmp = temp_path(out, os.path.basename(final))
+    try:
+        _io.write_table(rows, tmp)
+        os.replace(tmp, final)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def publish_refusal(out: str, key: str, rows: pa.Table) -> None:
+    """The refusal of source ``key`` (replacing an earlier one)."""
+    _write(rows, table_file(out, "refusals", key), out)
+
+
+def drop_refusal(out: str, key: str) -> None:
+    try:
+        os.unlink(table_file(out, "refusals", key))
+    except FileNotFoundError:
+        pass
+
+
+def staged(out: str, key: str, table: str) -> str:
+    return os.path.join(out, STAGING, f"{key}.{table}.parquet")
+
+
+def in_store(out: str, key: str) -> bool:
+    """Whether run ``key`` is committed (its folder renamed into ``store/``)."""
+    return os.path.isdir(os.path.join(out, STORE, key))
+
+
+def commit_run(out: str, key: str, run: Run, row: pa.Table, cells: pa.Table | None) -> bool:
+    """Stage the run's ``row`` and ``cells``, then write ``run`` in pau's layout to a
+    temporary folder and rename it to ``store/<key>``: the commit. False when that folder
+    is there already (another copy of the same sources committed first; the staged row,
+    of the same key, is one of theirs)."""
+    final = os.path.join(out, STORE, key)
+    if os.path.isdir(final):
+        return False
+    if cells is not None:
+        _write(cells, staged(out, key, "cells"), out)
+    _write(row, staged(out, key, "run"), out)
+    tmp = temp_path(out, f"store-{key}")
+    try:
+        run.write(tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not os.path.isdir(final):
+                raise
+            return False
+        return True
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# batches: staged rows into the tables
+
+
+def _journal(out: str, name: str) -> str:
+    return os.path.join(out, STAGING, f"compact-{name}.json")
+
+
+def _batch(out: str, table: str, name: str) -> str:
+    return os.path.join(out, table, f"batch-{name}.parquet")
+
+
+def _recover(out: str) -> None:
+    """Finish or undo a compaction a kill interrupted: its runs batch in place means it
+    was done (the staged files it lists go); else its cells batch, if any, goes."""
+    folder = os.path.join(out, STAGING)
+    with os.scandir(folder) as entries:
+        journals = [e.path for e in entries if e.name.startswith("compact-") and e.name.endswith(".json")]
+    for path in journals:
+        with open(path) as f:
+            doc = json.load(f)
+        name = doc["batch"]
+        if os.path.exists(_batch(out, "runs", name)):
+            for key in doc["keys"]:
+                for t in ("run", "cells"):
+                    try:
+                        os.unlink(staged(out, key, t))
+                    except FileNotFoundError:
+                        pass
+        elif os.path.exists(_batch(out, "cells", name)):
+            os.unlink(_batch(out, "cells", name))
+        os.unlink(path)
+
+
+def _committed(out: str) -> Iterator[str]:
+    """Keys of the staged rows whose run is committed; staged files of runs that are
+    not (a kill before the commit) are removed. Only while no worker writes."""
+    with os.scandir(os.path.join(out, STAGING)) as entries:
+        for entry in entries:
+            if entry.name.endswith(".cells.parquet"):  # a worker killed between its two staged files
+                if not in_store(out, entry.name[: -len(".cells.parquet")]):
+                    os.unlink(entry.path)
+                continue
+            if not entry.name.endswith(".run.parquet"):
+                continue
+            key = entry.name[: -len(".run.parquet")]
+            if in_store(out, key):
+                yield key
+            else:
+                for t in ("run", "cells"):
+                    try:
+                        os.unlink(staged(out, key, t))
+                    except FileNotFoundError:
+                        pass
+
+
+#: Staged tables gathered into one row group of a batch: at most this many, and at most
+#: this many bytes (a table read from a file holds more memory than its bytes: about
+#: 80 KiB for a one-row table of the runs table's 69 columns).
+ROW_GROUP_FILES, ROW_GROUP_BYTES = 64, 8 * 2**20
+
+
+def _stream(files: list[str], final: str, schema: pa.Schema, out: str) -> bool:
+    """The tables of ``files`` one after another into the Parquet file ``final``
+    (written whole to ``.tmp``, then renamed), a row group per :data:`ROW_GROUP_FILES`
+    files or :data:`ROW_GROUP_BYTES` gathered; False when none of them exists."""
+    tmp = temp_path(out, os.path.basename(final))
+    writer = None
+    held: list[pa.Table] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal writer, size
+        if not held:
+            return
+        if writer is None:
+            writer = pq.ParquetWriter(tmp, schema, write_page_checksum=True)
+        writer.write_table(pa.concat_tables(held).combine_chunks())
+        held.clear()
+        size = 0
+
+    try:
+        for f in files:
+            if not os.path.exists(f):
+                continue
+            t = _io.read_table(f).cast(schema)
+            held.append(t)
+            size += t.nbytes
+            if size >= ROW_GROUP_BYTES or len(held) == ROW_GROUP_FILES:
+                flush()
+        flush()
+        if writer is None:
+            return False
+        writer.close()
+        writer = None
+        os.replace(tmp, final)
+        return True
+    finally:
+        if writer is not None:
+            writer.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _flush(out: str, keys: list[str]) -> None:
+    """One batch: a journal naming it and its keys, the cells batch, the runs batch
+    (its rename completes the batch), then the staged files go, then the journal."""
+    name = uuid.uuid4().hex
+    journal = _journal(out, name)
+    tmp = temp_path(out, os.path.basename(journal))
+    with open(tmp, "w") as f:
+        json.dump({"batch": name, "keys": keys}, f)
+    os.replace(tmp, journal)
+    _stream([staged(out, k, "cells") for k in keys], _batch(out, "cells", name), CELLS_SCHEMA, out)
+    _stream([staged(out, k, "run") for k in keys], _batch(out, "runs", name), RUNS_SCHEMA, out)
+    for k in keys:
+        for t in ("run", "cells"):
+            try:
+                os.unlink(staged(out, k, t))
+            except FileNotFoundError:
+                pass
+    os.unlink(journal)
+
+
+def compact(out: str, *, batch_runs: int | None = None) -> int:
+    """Move the staged rows and cells of committed runs into the tables, ``batch_runs``
+    runs per batch file (default :data:`BATCH_RUNS`); first finish or undo a compaction a kill interrupted. Only while
+    no worker writes to the archive (``ingest`` calls it before and after its work,
+    holding the archive's lock). Returns the runs moved. Memory: one run's files and the
+    keys of one batch."""
+    _recover(out)
+    per_batch = BATCH_RUNS if batch_runs is None else batch_runs
+    moved = 0
+    keys: list[str] = []
+    for key in _committed(out):
+        keys.append(key)
+        if len(keys) == per_batch:
+            _flush(out, keys)
+            moved += len(keys)
+            keys = []
+    if keys:
+        _flush(out, keys)
+        moved += len(keys)
+    return moved
+
+
+# ---------------------------------------------------------------------------
+# reading
+
+
+def _read_folder(path: str, schema: pa.Schema) -> pa.Table:
+    """The union of the Parquet files of a table's folder, sorted by its first column
+    (the run key); its schema when the folder holds none."""
+    import pyarrow.dataset as ds  # loads pandas: only when an archive is read (tests/test_layout.py)
+
+    if not os.path.isdir(path) or not any(n.endswith(".parquet") for n in os.listdir(path)):
+        return schema.empty_table()
+    table = ds.dataset(path, format="parquet", schema=schema).to_table()
+    keys = [(schema.names[0], "ascending")] + [(n, "ascending") for n in ("hour_ns", "state", "activity")
+                                               if n in schema.names]
+    return table.sort_by(keys)
+
+
+class Fleet:
+    """A fleet archive (``pau ingest``), opened by :func:`read_fleet`.
+
+    Attributes are read from disk when asked for (each time: an ingest may add to
+    the archive meanwhile)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    @property
+    def runs(self) -> pa.Table:
+        """The runs table (:data:`RUNS_SCHEMA`), sorted by run key."""
+        return _read_folder(os.path.join(self.path, "runs"), RUNS_SCHEMA)
+
+    @property
+    def cells(self) -> pa.Table:
+        """The hourly cells of every run (:data:`CELLS_SCHEMA`)."""
+        return _read_folder(os.path.join(self.path, "cells"), CELLS_SCHEMA)
+
+    @property
+    def refusals(self) -> pa.Table:
+        """Sources refused by their reader, or matching no format (:data:`REFUSALS_SCHEMA`)."""
+        return _read_folder(os.path.join(self.path, "refusals"), REFUSALS_SCHEMA)
+
+    @property
+    def jobs(self) -> pa.Table | None:
+        """The scheduler's jobs table (``jobs/``, e.g. rows of
+        ``pau.readers.scheduler``'s ``JOBS_SCHEMA``) when the archive holds one, else
+        None. It joins the runs table by ``job`` (and ``cluster``)."""
+        path = os.path.join(self.path, JOBS)
+        if not os.path.isdir(path) or not any(n.endswith(".parquet") for n in os.listdir(path)):
+            return None
+        import pyarrow.dataset as ds  # see _read_folder
+
+        return ds.dataset(path, format="parquet").to_table()
+
+    def keys(self) -> list[str]:
+        """The run keys of the runs table, sorted."""
+        return self.runs["run"].to_pylist()
+
+    def run(self, key: str) -> Run:
+        """The run of key ``key``, read from its folder in pau's run layout."""
+        if not isinstance(key, str) or len(key) != 32 or not in_store(self.path, key):
+            raise PauError(f"{self.path}: no run of key {key!r} in the fleet archive. Fix: take a key from "
+                           "fleet.runs['run']")
+        return read(os.path.join(self.path, STORE, key), format="pau")
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def __repr__(self) -> str:
+        return f"Fleet({self.path!r}, runs={len(self)})"
+
+
+def read_fleet(path: str | os.PathLike[str]) -> Fleet:
+    """Open the fleet archive at ``path`` (written by ``pau ingest`` /
+    :func:`pau.fleet.ingest`)."""
+    p = os.fspath(path)
+    if not os.path.isfile(os.path.join(p, FLEET_FILE)):
+        raise PauError(f"{p!r}: not a fleet archive (no {FLEET_FILE}). Fix: write one with pau ingest SOURCE... "
+                       f"-o {p}")
+    _check_version(p)
+    return Fleet(p)
