@@ -74,7 +74,8 @@ LEVELS = [
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
     # views
-    {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console"},
+    {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console",
+     "pau.views.text"},
     # the facade
     {"pau.core"},
     # the command line and the package's front door

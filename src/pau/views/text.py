@@ -1,0 +1,452 @@
+"""The text and CSV views of a run's figures and of a comparison: what ``pau report``
+and ``pau compare`` print with ``--format text`` and ``--format csv`` (the JSON is the
+figures themselves, :func:`to_json`).
+
+Every function takes figures already computed (``pau.run.run_figures`` and the report's
+additions, :meth:`pau.core.Comparison.summary`) and computes none: the command line
+(``pau.cli``) parses, calls the API and writes what these return. Durations follow
+``pau.engine._format``: one unit per table column (:func:`pau.engine._format.column_unit`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+
+from pau.engine._format import duration, in_unit, pct, unit
+from pau.figures.analysis import Comparison
+from pau.readers import mlperf_rules as _mlperf
+from pau.run import Run
+from pau.engine.types import RunSummary
+from pau.views import console as _console
+
+__all__ = ["flatten", "render_activity", "render_compare", "render_compare_csv", "render_cost", "render_csv",
+           "render_goodput", "render_idle", "render_layers", "render_nvtx", "render_recovery", "render_requests",
+           "render_runs", "render_steps", "render_telemetry", "render_text", "render_top_kernels", "to_json"]
+
+
+# Columns of the report: (heading, activity). Every activity that occurs gets its
+# column (memset and sync as themselves); compute and idle always.
+_COLUMNS = (
+    ("compute", "compute"),
+    ("exposed comm", "communication"),
+    ("memcpy", "memcpy"),
+    ("memset", "memset"),
+    ("sync", "sync"),
+    ("other", "other"),
+    ("idle", "idle"),
+)
+
+
+_ALWAYS = ("compute", "idle")
+
+
+def _hours(ns: int) -> str:
+    """Accelerator time, in the unit that fits it."""
+    return duration(ns)
+
+
+def render_activity(per_rank: list, title: str) -> str:
+    """The per-rank activity table of a ledger (:meth:`Ledger.rank_activity`), as text."""
+    per: dict[int, dict[str, int]] = {r["rank"]: r["activity_ns"] for r in per_rank}
+    uniq = np.asarray(sorted(per), np.int64)
+    columns = [(h, a) for h, a in _COLUMNS if a in _ALWAYS or any(per[r].get(a, 0) for r in per)]
+    # one unit for the whole table (the one the longest span fits), so that columns compare
+    u = unit(max((sum(v.values()) for v in per.values()), default=0))
+    head = ["rank"] + [h for h, _ in columns] + ["span"]
+    rows = []
+    totals = [0] * len(columns)
+    for r in uniq.tolist():
+        span = sum(per[r].values())
+        vals = [per[r].get(a, 0) for _, a in columns]
+        totals = [t + v for t, v in zip(totals, vals)]
+        rows.append([str(r)] + [f"{in_unit(v, u)} {pct(v, span)}" for v in vals] + [in_unit(span, u)])
+    whole = sum(totals)
+    total = ["total"] + [f"{in_unit(v, u)} {pct(v, whole)}" for v in totals] + [in_unit(whole, u)]
+    return _console.render(
+        title, "", _console.table(head, rows, justify="r" * len(head), total=[total]), "",
+        f"accountable: {len(uniq)} rank{'' if len(uniq) == 1 else 's'}, {duration(whole)} of accelerator time; "
+        "exposed communication is communication not hidden under compute")
+
+
+def render_goodput(s: dict) -> str:
+    """The goodput section of a ledger summary: time per state, waste by cause, headline figures."""
+    acc = s["accountable_ns"]
+    items: list[Any] = ["", f"goodput {100 * s['goodput']:.1f} % of {_hours(acc)} accountable accelerator time"
+                        + (f" (strict, productive x compute: {100 * s['goodput_strict']:.1f} %)"
+                           if s["goodput_strict"] is not None else ""), ""]
+    items.append(_console.table(["state", "time", "share"], [[state, _hours(ns), pct(ns, acc)]
+                                                             for state, ns in s["state_ns"].items() if ns]))
+    if s["badput_by_cause_ns"]:
+        items += ["", "rolled-back work by cause:", ""]
+        items.append(_console.table(["cause", "time", "share"], [
+            [cause, _hours(ns), pct(ns, acc)]
+            for cause, ns in sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1])]))
+    items.append("")
+    mtbf = f", MTBF {s['mtbf_s']:,.0f} s" if s["mtbf_s"] else ""
+    per_step = s["accountable_ns_per_preserved_step"]
+    items.append(f"failures {s['failures']}{mtbf}; preserved steps {s['preserved_steps']:,}, "
+                 f"model cycles {s['preserved_model_cycles']}; "
+                 + (f"{per_step / 1e9:,.2f} accelerator-s per preserved step" if per_step else
+                    "no preserved step"))
+    return _console.render(*items)
+
+
+def render_cost(c: dict, price: float) -> str:
+    """Cost (and energy) per useful output at a price per accelerator-hour."""
+    lines = ["", f"cost at ${price:,.2f} per accelerator-hour: total ${c['total_cost']:,.2f}, "
+             f"of which waste ${c['waste_cost']:,.2f}"]
+    for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
+                       ("cost_per_preserved_step", "per preserved step"),
+                       ("cost_per_preserved_model_cycle", "per preserved model cycle"),
+                       ("cost_per_million_preserved_tokens", "per million preserved tokens")):
+        if c.get(key) is not None:
+            lines.append(f"  ${c[key]:,.4f} {label}")
+    if c.get("waste_cost_by_cause"):
+        lines.append("  waste by cause: " + ", ".join(
+            f"{k} ${v:,.2f}" for k, v in sorted(c["waste_cost_by_cause"].items(), key=lambda kv: -kv[1])))
+    for key in sorted(k for k in c if k.startswith("energy") and isinstance(c[k], (int, float))):
+        lines.append(f"  {key.replace('_', ' ')}: {c[key]:,.4g}")
+    return "\n".join(lines)
+
+
+def render_requests(s: dict[str, Any], slo: dict[str, int]) -> str:
+    """The request section: outcomes, SLO attainment (against the SLOs given), request goodput."""
+    att = s["slo_attainment"]
+    slos = (", ".join(f"{k} <= {v / 1e9:g} s" for k, v in slo.items()) if slo
+            else "no SLO given (--slo): every completed request is accepted")
+    rate = s["request_goodput_per_s"]
+    lines = ["", f"requests: {s['offered']:,} offered; accepted {s['accepted']:,}, late {s['late']:,}, "
+             f"failed {s['failed']:,}, rejected {s['rejected']:,}, cancelled {s['cancelled']:,}"
+             + (f", quarantined {s['quarantined']:,}" if s["quarantined"] else ""),
+             "SLO attainment " + ("-" if att is None else f"{100 * att:.1f} %")
+             + "; request goodput " + ("-" if rate is None else f"{rate:,.3f} accepted/s")
+             + f" over {duration(s['window_ns'])}; accepted tokens {s['accepted_tokens']:,}",
+             f"SLOs: {slos}"]
+    return "\n".join(lines)
+
+
+def _name(name: str) -> str:
+    return name if len(name) <= 70 else name[:67] + "..."
+
+
+def render_top_kernels(rows: list) -> str:
+    """The device work that took the most time (``nsys stats``' kernel summary)."""
+    if not rows:
+        return ""
+    head = ["time (%)", "total", "count", "mean", "kind", "name"]
+    cells = [[f"{100 * r['share']:.1f}", duration(r["total_ns"]), f"{r['count']:,}", duration(r["mean_ns"]),
+              r["kind"], _name(r["name"])] for r in rows]
+    return _console.render("", f"top device work ({len(rows)} by total time; time (%) of all device event time)", "",
+                           _console.table(head, cells, justify="rrrrll"))
+
+
+def render_nvtx(rows: list | None) -> str:
+    """NVTX ranges by name (``nsys stats``' NVTX range summary)."""
+    if not rows:
+        return ""
+    head = ["time (%)", "total", "instances", "mean", "min", "max", "range"]
+    cells = [[f"{100 * r['share']:.1f}" if r["share"] is not None else "-", duration(r["total_ns"]), f"{r['count']:,}",
+              duration(r["mean_ns"]), duration(r["min_ns"]), duration(r["max_ns"]), _name(r["name"])] for r in rows]
+    opened = rows[0]["open"]
+    return _console.render("", f"NVTX ranges ({len(rows)} by total time; time (%) of all closed ranges' time"
+                           + (f"; {opened:,} still open, left out" if opened else "") + ")", "",
+                           _console.table(head, cells, justify="rrrrrrl"))
+
+
+def render_steps(steps: dict | None) -> str:
+    """Step time per rank (median, p90, max) and the stragglers, named."""
+    if not steps:
+        return ""
+    cells = [[str(r["rank"]), f"{r['steps']:,}", duration(r["median_ns"]), duration(r["p90_ns"]), duration(r["max_ns"])]
+             for r in steps["per_rank"]]
+    s = steps["stragglers"]
+    named = ", ".join(f"rank {p['rank']} (the others waited {duration(p['charged_ns'])} of accelerator time "
+                      "for it)" for p in s["persistent"])
+    return _console.render("", "steps per rank (finished step executions; nearest-rank percentiles)", "",
+                           _console.table(["rank", "steps", "median", "p90", "max"], cells, justify="rrrrr"), "",
+                           f"stragglers: {named or 'none persistent'}; all waits for the slowest rank of each step: "
+                           f"{duration(s['wait_ns'])} of accelerator time")
+
+
+def render_idle(idle: dict | None) -> str:
+    """Idle split by cause per rank (docs/idle.md); nothing when no idle has a cause
+    (then every idle ns is idle.other, which the activity table shows as idle)."""
+    if not idle or not any(v for k, v in idle["ns"].items() if k != "idle.other"):
+        return ""
+    causes = list(idle["ns"])
+    rows = [[str(r["rank"])] + [r["ns"].get(c, 0) for c in causes] for r in idle["per_rank"]]
+    u = unit(max((sum(x[1:]) for x in rows), default=0))
+    head = ["rank"] + causes + ["idle"]
+    cells = [[x[0]] + [f"{in_unit(v, u)} {pct(v, sum(x[1:])).strip()}" for v in x[1:]] + [in_unit(sum(x[1:]), u)]
+             for x in rows]
+    total = [idle["ns"][c] for c in causes]
+    foot = ["total"] + [f"{in_unit(v, u)} {pct(v, sum(total)).strip()}" for v in total] + [in_unit(sum(total), u)]
+    return _console.render("", "idle by cause (host_wait: the stream drained before the next launch; data_wait: a "
+                           "data loader ran; sync_wait: the host was in a synchronize call)", "",
+                           _console.table(head, cells, justify="r" * len(head), total=[foot]))
+
+
+def render_layers(lay: dict | None) -> str:
+    """The stack from accountable time down (pau.figures.layers): each layer, its factor and
+    what the step to it lost (the four largest causes)."""
+    if not lay or not lay["layers"]:
+        return ""
+    rows = lay["layers"]
+    u = unit(max(r["ns"] for r in rows))
+    priced = any("cost" in r for r in rows)
+    cells = []
+    for r in rows:
+        lost = sorted(r["lost_ns"].items(), key=lambda kv: -kv[1])
+        shown = ", ".join(f"{k} {in_unit(v, u)}" for k, v in lost[:4]) + (f", {len(lost) - 4} more" if len(lost) > 4
+                                                                           else "")
+        cells.append([r["name"], in_unit(r["ns"], u)] + ([f"${r['cost']:,.2f}" if "cost" in r else ""] if priced else [])
+                     + ["" if r["factor"] is None else f"x {r['factor']:.3f}", shown])
+    head = ["layer", "time"] + (["cost"] if priced else []) + ["factor", "lost"]
+    left = "; ".join(f"{k}: {v}" for k, v in lay["left_out"].items())
+    return _console.render("", "layers, top down (factor: the share of the layer above that is left; lost: the "
+                           "largest causes)", "",
+                           _console.table(head, cells, justify="lr" + ("r" if priced else "") + "rl"), "",
+                           f"product {lay['product']:.4f}" + (f" (left out: {left})" if left else ""))
+
+
+def render_recovery(rec: dict | None) -> str:
+    """Failures and recovery (pau.figures.outcome.recovery), in one paragraph."""
+    if not rec or not rec["failures"]:
+        return ""
+    causes = ", ".join(f"{k} {v['failures']}" for k, v in sorted(rec["by_cause"].items(), key=lambda kv: -kv[1]["failures"]))
+    ttr = rec["mean_to_first_step_s"]
+    ttp = rec["mean_to_progress_s"]
+    return ("\nrecovery: " + f"{rec['failures']} failures, {rec['failures_per_1000_accelerator_hours']:,.1f} per 1,000 "
+            f"accelerator-hours ({causes}); mean time to the next attempt's first step "
+            + ("-" if ttr is None else duration(int(ttr * 1e9))) + ", to progress back where it was "
+            + ("-" if ttp is None else duration(int(ttp * 1e9)))
+            + (f" ({rec['not_recovered']} not recovered)" if rec["not_recovered"] else "")
+            + f"; {rec['restart_loop_attempts']} attempts in restart loops (ended without a new durable checkpoint); "
+            + f"waste equals {rec['waste_equivalent_accelerators']:,.2f} accelerators idle the whole time")
+
+
+def render_telemetry(rows: list | None) -> str:
+    """Hardware telemetry per state and activity: each metric's time-weighted mean over
+    the time its samples cover, and energy for power."""
+    if not rows:
+        return ""
+    cells = [[r["state"], r["activity"], r["metric"], duration(r["duration_ns"]),
+              pct(r["covered_ns"], r["duration_ns"]).strip(), "-" if r["mean"] is None else f"{r['mean']:,.4g}",
+              "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"] for r in rows]
+    return _console.render("", "hardware telemetry by state and activity (time-weighted means over the covered time)",
+                           "", _console.table(["state", "activity", "metric", "time", "covered", "mean", "energy"],
+                                              cells, justify="lllrrrr"))
+
+
+def _render_meta(run: Run) -> str:
+    m = run.metadata
+    if m.get("format") != "mllog":
+        return ""
+    ttt = m.get("time_to_train_ns")
+    line = (f"\n{m.get('benchmark')} on {m.get('system')} ({m.get('submitter')}): {_mlperf.status_text(m.get('status'))}, "
+            f"{m.get('accelerators')} accelerators ({m.get('accelerators_source')}), time to train "
+            + ("-" if ttt is None else duration(ttt)))
+    ev = m.get("eval")
+    if not ev:   # a saved run whose metadata holds no eval
+        return line
+    src = f" (target: {ev['target_source']}, round {ev['round']})" if ev.get("target_source") else ""
+    return (line + f"\n{_mlperf.progress_text(m.get('epochs') or 0, m.get('blocks') or 0)}; "
+            + _mlperf.verdict_text(ev) + src)
+
+
+def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, price: float | None) -> str:
+    """The whole text report of one run."""
+    parts = []
+    led = figures["ledger"]
+    if figures.get("per_rank") and run.events is not None:
+        parts.append(render_activity(figures["per_rank"], title))
+    else:
+        parts.append(title)
+    meta = _render_meta(run)
+    if meta:
+        parts.append(meta)
+    idle = render_idle(figures.get("idle_by_cause"))
+    if idle:
+        parts.append(idle)
+    top = render_top_kernels(figures.get("top_kernels") or [])
+    if top:
+        parts.append(top)
+    nvtx = render_nvtx(figures.get("nvtx"))
+    if nvtx:
+        parts.append(nvtx)
+    steps = render_steps(figures.get("steps"))
+    if steps:
+        parts.append(steps)
+    if led is not None and led["goodput"] is not None:
+        parts.append(render_goodput(led))
+        for extra in (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"))):
+            if extra:
+                parts.append(extra)
+    elif led is not None and run.events is not None:
+        parts.append("\nno lifecycle (no step records): goodput needs one; the table is device activity only")
+    outside = figures["events_outside_accountable"]
+    if outside and outside["events"]:
+        parts.append(f"\n{outside['events']:,} events ({duration(outside['ns'])}) lie outside the accountable "
+                     f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
+    tel = render_telemetry(figures.get("telemetry"))
+    if tel:
+        parts.append(tel)
+    if figures["requests"] is not None:
+        parts.append(render_requests(figures["requests"], figures.get("slo_ns", {})))
+    if "cost" in figures and price is not None:
+        parts.append(render_cost(figures["cost"], price))
+    return "\n".join(parts)
+
+
+def _reached(m: dict) -> str:
+    """Whether a run's eval metric reached its MLCommons target (pau.readers.mlperf_rules.judge):
+    ``yes``, ``no``, ``-`` when no target is known or the log has no eval."""
+    ev = m.get("eval") or {}
+    got = ev.get("reached")
+    return "-" if got is None else "yes" if got else "no"
+
+
+def render_runs(rows: list[tuple[Run, RunSummary]], title: str, root: str | None = None) -> str:
+    """Several runs (a folder of MLPerf logs): one line each, figures from each run's
+    summary; ``source`` is each log's path under ``root`` (the folder given)."""
+    head = ["source", "benchmark", "status", "accelerators", "reached", "time to train", "accountable", "goodput"]
+    cells = []
+    for run, fig in rows:
+        m = run.metadata
+        led: dict[str, Any] = dict(fig["ledger"] or {})
+        ttt = m.get("time_to_train_ns")
+        good = led.get("goodput")
+        src = str(m.get("sources", ["?"])[0])
+        if root is not None and os.path.isdir(root):
+            src = os.path.relpath(src, root)
+        cells.append([src, str(m.get("benchmark") or "-"), str(m.get("status") or "-"), str(m.get("accelerators") or "-"),
+                      _reached(m), "-" if ttt is None else duration(ttt),
+                      "-" if not led else duration(led["accountable_ns"]),
+                      "-" if good is None else pct(good, 1).strip()])
+    return _console.render(title, "", _console.table(head, cells, justify="lllrlrrr"), "",
+                           "reached: the eval metric at the last eval point against the round's MLCommons quality "
+                           "target; accountable: accelerator time")
+
+
+def _value(v: Any) -> str:
+    """A figure of the comparison: ints with thousands separators, floats to six
+    significant digits, None as ``-`` (as :meth:`pau.Comparison.render`)."""
+    if v is None:
+        return "-"
+    return f"{v:,.6g}" if isinstance(v, float) else f"{v:,}"
+
+
+def _span(ns: Any) -> str:
+    return "-" if ns is None else duration(ns)
+
+
+def render_compare(cmp: Comparison, kernels: int) -> str:
+    """The text of ``pau compare``: the metrics, the difference by cause and, with
+    events, the ``kernels`` rows of the kernel diff that differ most (the figures of
+    :meth:`pau.Comparison.render`, laid out as tables)."""
+    la, lb = (str(x) for x in cmp.labels)
+    items: list[Any] = [_console.table(["metric", la, lb, "difference"], [
+        [r["metric"], _value(r["a"]), _value(r["b"]), _value(r["difference"])] for r in cmp.table.to_pylist()]), "",
+        f"accelerator-seconds per preserved step, by cause ({la} - {lb}):", ""]
+    has_cost = "cost_difference" in cmp.by_cause.schema.names
+    items.append(_console.table(
+        ["cause", "kind", la, lb, "difference"] + (["cost diff"] if has_cost else []),
+        [[r["cause"], r["kind"], _value(r["a"]), _value(r["b"]), _value(r["difference"])]
+         + ([_value(r["cost_difference"])] if has_cost else []) for r in cmp.by_cause.to_pylist()],
+        justify="llrrr" + ("r" if has_cost else "")))
+    kd = cmp.kernels
+    if kd is not None:
+        s = kd.summary(kernels)
+        per = kd.steps_a is not None and kd.steps_b is not None
+        counts = ", ".join(f"{v} {k}" for k, v in s["status"].items())
+        items += ["", f"device work by name and kind ({la} - {lb}): {s['count']} names ({counts}); "
+                  f"all device events {_span(s['total_ns_a'])} against {_span(s['total_ns_b'])}, "
+                  f"difference {_span(s['difference_ns'])}"]
+        if s["kernels"]:
+            head = ["status", "kind", "count a", "count b", "total a", "total b", "difference"]
+            head += ["per step a", "per step b", "per step diff"] if per else []
+            cells = []
+            for r in s["kernels"]:
+                c = [r["status"], r["kind"], f"{r['count_a']:,}", f"{r['count_b']:,}", _span(r["total_ns_a"]),
+                     _span(r["total_ns_b"]), _span(r["difference_ns"])]
+                if per:
+                    c += [_span(r["per_step_ns_a"]), _span(r["per_step_ns_b"]), _span(r["per_step_difference_ns"])]
+                cells.append(c + [_name(r["name"])])
+            items += ["", _console.table(head + ["name"], cells, justify="ll" + "r" * (len(head) - 2) + "l")]
+            if s["left_out"]:
+                items.append(f"... {s['left_out']} more (--format json or csv lists every row)")
+            items.append("sorted by |total a - total b|, then the larger total; per step: ns per preserved step of "
+                         "each run" if per else "sorted by |total a - total b|, then the larger total; no per-step "
+                         "figures (a run without preserved steps)")
+    return _console.render(*items)
+
+
+def _flat(prefix: str, value: Any, out: list[tuple[str, Any]]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, list):
+        out.append((prefix, json.dumps(value)))
+    else:
+        out.append((prefix, value))
+
+
+def flatten(figures: dict) -> list[tuple[str, Any]]:
+    """``(dotted.metric, value)`` for every leaf of a summary."""
+    out: list[tuple[str, Any]] = []
+    _flat("", figures, out)
+    return out
+
+
+def render_csv(figures: dict) -> str:
+    rows = flatten(figures)
+    t = pa.table({"metric": pa.array([r[0] for r in rows], pa.string()),
+                  "value": pa.array(["" if r[1] is None else (repr(r[1]) if isinstance(r[1], float) else str(r[1]))
+                                     for r in rows], pa.string())})
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(t, sink)
+    return sink.getvalue().to_pybytes().decode()
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, indent=1, allow_nan=False)
+
+
+def _cell(v: Any) -> str:
+    """A CSV cell: ints exact, floats as repr (shortest round trip), None empty."""
+    return "" if v is None else repr(v) if isinstance(v, float) else str(v)
+
+
+def render_compare_csv(cmp: Comparison) -> str:
+    """``pau compare --format csv``: one long table, ``section, name, kind, status,
+    quantity, a, b, difference``; sections ``metrics``, ``by_cause`` and ``kernels``
+    (every row of the kernel diff, one line per quantity: count, total_ns,
+    per_step_ns). See docs/compare.md."""
+    rows: list[tuple[Any, ...]] = []
+    for r in cmp.table.to_pylist():
+        rows.append(("metrics", r["metric"], "", "", "value", r["a"], r["b"], r["difference"]))
+    for r in cmp.by_cause.to_pylist():
+        rows.append(("by_cause", r["cause"], r["kind"], "", "accelerator_seconds_per_preserved_step",
+                     r["a"], r["b"], r["difference"]))
+        if "cost_difference" in r:
+            rows.append(("by_cause", r["cause"], r["kind"], "", "cost_per_preserved_step",
+                         r["cost_a"], r["cost_b"], r["cost_difference"]))
+    if cmp.kernels is not None:
+        for k in cmp.kernels.rows:
+            head = ("kernels", k["name"], k["kind"], k["status"])
+            rows.append(head + ("count", k["count_a"], k["count_b"], k["count_difference"]))
+            rows.append(head + ("total_ns", k["total_ns_a"], k["total_ns_b"], k["difference_ns"]))
+            rows.append(head + ("per_step_ns", k["per_step_ns_a"], k["per_step_ns_b"], k["per_step_difference_ns"]))
+    names = ("section", "name", "kind", "status", "quantity", "a", "b", "difference")
+    t = pa.table({n: pa.array([_cell(r[i]) if i >= 5 else str(r[i]) for r in rows], pa.string())
+                  for i, n in enumerate(names)})
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(t, sink)
+    return sink.getvalue().to_pybytes().decode()
+
