@@ -185,7 +185,7 @@ def two_folders(trace, tmp_path_factory):
 
 def test_cli_text_json_and_csv_agree_with_the_api(two_folders, capsys):
     a, b = two_folders
-    cmp = pc.compare(pau.read(a), pau.read(b), labels=(a, b))
+    cmp = pc.compare(pau.read(a), pau.read(b), labels=("a", "b"))   # the folders' names
 
     assert cli.main(["compare", a, b]) == 0
     assert capsys.readouterr().out == text_view.render_compare(cmp, _args.TOP_KERNELS) + "\n"

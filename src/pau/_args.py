@@ -130,6 +130,8 @@ def parser() -> argparse.ArgumentParser:
     cmpp.add_argument("--input-format-b", choices=fmts, dest="input_format_b")
     output_options(cmpp)
     align_option(cmpp)
+    cmpp.add_argument("--labels", metavar="A,B", help="the names of the two runs in the output (default: the "
+                      "paths' last parts, as short as tells them apart)")
     cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
     cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
     cmpp.add_argument("--kernels", type=int, default=TOP_KERNELS, metavar="N",

@@ -215,7 +215,7 @@ def _with_lifecycle(run: Run, path: str) -> Run:
     the events' ranks."""
     if run.lifecycle is not None:
         raise UsageError(f"--lifecycle {path}: the input has a lifecycle of its own "
-                         f"({run.lifecycle.num_rows} records); drop --lifecycle")
+                         f"({text_view.count(run.lifecycle.num_rows, 'record')}); drop --lifecycle")
     if run.events is None:
         raise UsageError(f"--lifecycle {path}: the input has no device events to cross it with. Fix: "
                          "report the lifecycle alone: a folder holding it as lifecycle.parquet is a run "
@@ -389,13 +389,13 @@ def _report(args: argparse.Namespace) -> int:
         text = text_view.render_text(run, title, figures, table, args.price)
         outside = figures["events_outside_accountable"]
         if outside and outside["events"]:
-            _note(f"warning: events_outside_accountable: {outside['events']:,} events "
+            _note(f"warning: events_outside_accountable: {text_view.count(outside['events'], 'event')} "
                   f"({outside['ns']:,} ns) lie outside the accountable time of ranks "
                   f"{_ranks(outside['ranks'])}; the ledger does not count them")
         if args.ledger:
             assert table is not None  # --ledger without a ledger is refused by _report_figures
             _write_table(table, args.ledger)
-            _note(f"ledger written to {args.ledger} ({table.num_rows} rows)")
+            _note(f"ledger written to {args.ledger} ({text_view.count(table.num_rows, 'row')})")
     if args.format == "json":
         _emit(text_view.to_json(figures), args.output)
     elif args.format in ("csv", "html") and "runs" in figures:
@@ -422,7 +422,7 @@ def _convert(args: argparse.Namespace) -> int:
         _warn(run, sys.stderr)
     if len(runs) == 1:
         out = runs[0].write(args.out, overwrite=args.overwrite)
-        written = [f"{n} ({getattr(runs[0], n).num_rows:,} rows)" for n in runs[0].tables()]
+        written = [f"{n} ({text_view.count(getattr(runs[0], n).num_rows, 'row')})" for n in runs[0].tables()]
         print(f"pau convert: {args.path} ({runs[0].metadata.get('format')}) -> {out}: {', '.join(written)}")
         return EXIT_OK
     # several runs (a folder of MLPerf logs): one run folder each, named after its source
@@ -472,13 +472,14 @@ def _compare(args: argparse.Namespace) -> int:
         raise UsageError("--price-a and --price-b go together")
     pa_ = {"per_accelerator_hour": args.price_a} if args.price_a is not None else None
     pb_ = {"per_accelerator_hour": args.price_b} if args.price_b is not None else None
-    cmp = core.compare(sides[0], sides[1], prices_a=pa_, prices_b=pb_, labels=(args.a, args.b))
+    labels = parse_labels(args.labels, args.a, args.b)
+    cmp = core.compare(sides[0], sides[1], prices_a=pa_, prices_b=pb_, labels=labels)
     if args.format == "json":  # every row of the kernel diff (a file for tools)
         _emit(text_view.to_json(cmp.summary()), args.output)
     elif args.format == "csv":
         _emit(text_view.render_compare_csv(cmp), args.output)
     elif args.format == "html":
-        _emit(html_report.render_compare(cmp, title=f"pau compare: {args.a} against {args.b}",
+        _emit(html_report.render_compare(cmp, title=f"pau compare: {labels[0]} ({args.a}) against {labels[1]} ({args.b})",
                                          kernels=max(args.kernels, 30)), args.output)
     else:
         _emit(text_view.render_compare(cmp, args.kernels), args.output)
@@ -487,6 +488,22 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 
+
+
+def parse_labels(text: str | None, a: str, b: str) -> tuple[str, str]:
+    """``--labels A,B``, or by default the two paths' last parts: as many as tell them
+    apart (``run1/trace`` and ``run2/trace``), the whole paths when nothing else does."""
+    if text is not None:
+        got = [x.strip() for x in text.split(",")]
+        if len(got) != 2 or not all(got) or got[0] == got[1]:
+            raise UsageError(f"--labels {text!r}: give two different names, A,B (e.g. --labels before,after)")
+        return got[0], got[1]
+    pa_, pb_ = (os.path.normpath(x).split(os.sep) for x in (a, b))
+    for k in range(1, max(len(pa_), len(pb_)) + 1):
+        la, lb = "/".join(pa_[-k:]), "/".join(pb_[-k:])
+        if la != lb:
+            return la, lb
+    return a, b
 
 
 def _check_output(args: argparse.Namespace) -> None:

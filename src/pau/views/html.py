@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pau.readers import mlperf_rules as _mlperf
 from pau.views import plots
+from pau.views.text import count
 from pau.engine._format import duration, html_table, in_unit, pct, unit
 from pau.engine.ledger import Ledger
 from pau.figures.analysis import Comparison
@@ -54,8 +55,16 @@ def _plot(make: Callable[[], Any], what: str) -> str:
     return f'<figure class="plot" data-plot="{html.escape(what)}">{plots.svg(fig)}</figure>'
 
 
+#: What the JSON of the figures must not hold raw inside ``<script>`` (Django's
+#: ``json_script`` escapes the same three): a ``<!--``, ``<script`` or ``</script``
+#: in a kernel name would change how the HTML parser reads the rest of the page.
+_JSON_SCRIPT_ESCAPES = {ord("<"): "\\u003C", ord(">"): "\\u003E", ord("&"): "\\u0026"}
+
+
 def _json_script(figures: Mapping[str, Any]) -> str:
-    text = json.dumps(figures, allow_nan=False, sort_keys=False).replace("</", "<\\/")
+    """The figures as JSON inside ``<script type="application/json">``, every ``<``,
+    ``>`` and ``&`` written as a JSON escape (``JSON.parse`` gives the same text back)."""
+    text = json.dumps(figures, allow_nan=False, sort_keys=False).translate(_JSON_SCRIPT_ESCAPES)
     return f'<script type="application/json" id="pau-figures">{text}</script>'
 
 
@@ -210,7 +219,7 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
         The price per accelerator-hour the ``cost`` figures were computed at.
     """
     fmt = figures.get("format") or "run"
-    sources = ", ".join(str(x) for x in run.metadata.get("sources", [])[:3]) or "built in"
+    sources = _sources(run.metadata.get("sources", []))
     body = [_cards(figures, run)]
     s = figures.get("ledger")
     per_rank = figures.get("per_rank")
@@ -300,7 +309,7 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     outside = figures.get("events_outside_accountable")
     notes = [f"{w.code}: {w.message}" for w in run.warnings]
     if outside and outside["events"]:
-        notes.append(f"{outside['events']:,} events ({duration(outside['ns'])}) lie outside the accountable time "
+        notes.append(f"{count(outside['events'], 'event')} ({duration(outside['ns'])}) lie outside the accountable time "
                      f"of ranks {', '.join(map(str, outside['ranks'][:20]))}: not counted in the ledger")
     if notes:
         body += ["<h2>Warnings</h2>", "<ul>" + "".join(f'<li class="warn">{html.escape(n)}</li>' for n in notes)
@@ -308,6 +317,16 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     if s is None and req is None:
         body.append("<p>this run holds no table that gives figures</p>")
     return _page(title, f"{fmt} · {sources}", body, figures)
+
+
+def _sources(paths: Sequence[Any], shown: int = 3) -> str:
+    """The page's source line: the first ``shown`` files and how many more there are."""
+    names = [str(x) for x in paths]
+    if not names:
+        return "built in"
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more:,} more file{'' if more == 1 else 's'} ({len(names):,} in all)"
+                                       if more > 0 else "")
 
 
 # ---------------------------------------------------------------------------

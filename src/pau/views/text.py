@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from pau.engine._format import duration, in_unit, pct, unit
+from pau.engine._format import duration, pct, unit
 from pau.figures.analysis import Comparison
 from pau.readers import mlperf_rules as _mlperf
 from pau.run import Run
 from pau.engine.types import RunSummary
 from pau.views import console as _console
 
-__all__ = ["flatten", "render_activity", "render_compare", "render_compare_csv", "render_cost", "render_csv",
+__all__ = ["Dur", "column_unit", "count", "in_column", "unit_columns", "flatten", "render_activity", "render_compare", "render_compare_csv", "render_cost", "render_csv",
            "render_goodput", "render_idle", "render_layers", "render_nvtx", "render_recovery", "render_requests",
            "render_runs", "render_steps", "render_telemetry", "render_text", "render_top_kernels", "to_json"]
 
@@ -46,6 +46,52 @@ _COLUMNS = (
 _ALWAYS = ("compute", "idle")
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, singular for one: ``1 failure``, ``2 failures``, ``1,024 ranks``."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+class Dur(NamedTuple):
+    """A duration cell of a table, formatted by :func:`unit_columns` in its column's
+    unit; ``after`` follows it (a share)."""
+    ns: int | float | None
+    after: str = ""
+
+
+def in_column(ns: int | float, u: tuple[str, int]) -> str:
+    """``ns`` in the column's unit ``u`` (never another): three decimals, more for a
+    non-zero value that three would show as 0.000 (enough for three significant digits,
+    at most twelve): 0.000327 s, not 0.000 s nor 327.000 µs above 0.005 s."""
+    name, size = u
+    if size == 1:
+        return f"{ns:,} ns" if isinstance(ns, int) else f"{ns:,.0f} ns"
+    x = ns / size
+    d = 3
+    while x and d < 12 and abs(x) < 10.0 ** (2 - d):
+        d += 1
+    return f"{x:,.{d}f} {name}"
+
+
+def column_unit(values: Sequence[int | float | None]) -> tuple[str, int]:
+    """The unit of a column of durations: the one its largest magnitude fits
+    (``pau.engine._format.unit``), so that every row of the column is in it."""
+    return unit(max((abs(v) for v in values if v is not None), default=0))
+
+
+def unit_columns(*blocks: Sequence[Sequence[Any]]) -> list[list[list[Any]]]:
+    """Rows of cells (several blocks: the rows, the totals) with every :class:`Dur`
+    cell written in one unit per column, the unit of :func:`column_unit` over that
+    column in every block; other cells are kept as they are."""
+    units: dict[int, tuple[str, int]] = {}
+    width = max((len(r) for b in blocks for r in b), default=0)
+    for i in range(width):
+        vals = [r[i].ns for b in blocks for r in b if i < len(r) and isinstance(r[i], Dur)]
+        if vals:
+            units[i] = column_unit(vals)
+    return [[[("-" if c.ns is None else in_column(c.ns, units[i])) + c.after if isinstance(c, Dur) else c
+              for i, c in enumerate(r)] for r in b] for b in blocks]
+
+
 def _hours(ns: int) -> str:
     """Accelerator time, in the unit that fits it."""
     return duration(ns)
@@ -56,18 +102,16 @@ def render_activity(per_rank: list, title: str) -> str:
     per: dict[int, dict[str, int]] = {r["rank"]: r["activity_ns"] for r in per_rank}
     uniq = np.asarray(sorted(per), np.int64)
     columns = [(h, a) for h, a in _COLUMNS if a in _ALWAYS or any(per[r].get(a, 0) for r in per)]
-    # one unit for the whole table (the one the longest span fits), so that columns compare
-    u = unit(max((sum(v.values()) for v in per.values()), default=0))
     head = ["rank"] + [h for h, _ in columns] + ["span"]
-    rows = []
+    rows: list[list[Any]] = []
     totals = [0] * len(columns)
     for r in uniq.tolist():
         span = sum(per[r].values())
         vals = [per[r].get(a, 0) for _, a in columns]
         totals = [t + v for t, v in zip(totals, vals)]
-        rows.append([str(r)] + [f"{in_unit(v, u)} {pct(v, span)}" for v in vals] + [in_unit(span, u)])
+        rows.append([str(r)] + [Dur(v, " " + pct(v, span)) for v in vals] + [Dur(span)])
     whole = sum(totals)
-    total = ["total"] + [f"{in_unit(v, u)} {pct(v, whole)}" for v in totals] + [in_unit(whole, u)]
+    rows, [total] = unit_columns(rows, [["total"] + [Dur(v, " " + pct(v, whole)) for v in totals] + [Dur(whole)]])
     return _console.render(
         title, "", _console.table(head, rows, justify="r" * len(head), total=[total]), "",
         f"accountable: {len(uniq)} rank{'' if len(uniq) == 1 else 's'}, {duration(whole)} of accelerator time; "
@@ -80,13 +124,13 @@ def render_goodput(s: dict) -> str:
     items: list[Any] = ["", f"goodput {100 * s['goodput']:.1f} % of {_hours(acc)} accountable accelerator time"
                         + (f" (strict, productive x compute: {100 * s['goodput_strict']:.1f} %)"
                            if s["goodput_strict"] is not None else ""), ""]
-    items.append(_console.table(["state", "time", "share"], [[state, _hours(ns), pct(ns, acc)]
-                                                             for state, ns in s["state_ns"].items() if ns]))
+    [cells] = unit_columns([[state, Dur(ns), pct(ns, acc)] for state, ns in s["state_ns"].items() if ns])
+    items.append(_console.table(["state", "time", "share"], cells))
     if s["badput_by_cause_ns"]:
         items += ["", "rolled-back work by cause:", ""]
-        items.append(_console.table(["cause", "time", "share"], [
-            [cause, _hours(ns), pct(ns, acc)]
-            for cause, ns in sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1])]))
+        [cells] = unit_columns([[cause, Dur(ns), pct(ns, acc)]
+                                for cause, ns in sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1])])
+        items.append(_console.table(["cause", "time", "share"], cells))
     items.append("")
     mtbf = f", MTBF {s['mtbf_s']:,.0f} s" if s["mtbf_s"] else ""
     per_step = s["accountable_ns_per_preserved_step"]
@@ -140,8 +184,8 @@ def render_top_kernels(rows: list) -> str:
     if not rows:
         return ""
     head = ["time (%)", "total", "count", "mean", "kind", "name"]
-    cells = [[f"{100 * r['share']:.1f}", duration(r["total_ns"]), f"{r['count']:,}", duration(r["mean_ns"]),
-              r["kind"], _name(r["name"])] for r in rows]
+    [cells] = unit_columns([[f"{100 * r['share']:.1f}", Dur(r["total_ns"]), f"{r['count']:,}", Dur(r["mean_ns"]),
+                             r["kind"], _name(r["name"])] for r in rows])
     return _console.render("", f"top device work ({len(rows)} by total time; time (%) of all device event time)", "",
                            _console.table(head, cells, justify="rrrrll"))
 
@@ -151,8 +195,9 @@ def render_nvtx(rows: list | None) -> str:
     if not rows:
         return ""
     head = ["time (%)", "total", "instances", "mean", "min", "max", "range"]
-    cells = [[f"{100 * r['share']:.1f}" if r["share"] is not None else "-", duration(r["total_ns"]), f"{r['count']:,}",
-              duration(r["mean_ns"]), duration(r["min_ns"]), duration(r["max_ns"]), _name(r["name"])] for r in rows]
+    [cells] = unit_columns([[f"{100 * r['share']:.1f}" if r["share"] is not None else "-", Dur(r["total_ns"]),
+                             f"{r['count']:,}", Dur(r["mean_ns"]), Dur(r["min_ns"]), Dur(r["max_ns"]), _name(r["name"])]
+                            for r in rows])
     opened = rows[0]["open"]
     return _console.render("", f"NVTX ranges ({len(rows)} by total time; time (%) of all closed ranges' time"
                            + (f"; {opened:,} still open, left out" if opened else "") + ")", "",
@@ -163,8 +208,8 @@ def render_steps(steps: dict | None) -> str:
     """Step time per rank (median, p90, max) and the stragglers, named."""
     if not steps:
         return ""
-    cells = [[str(r["rank"]), f"{r['steps']:,}", duration(r["median_ns"]), duration(r["p90_ns"]), duration(r["max_ns"])]
-             for r in steps["per_rank"]]
+    [cells] = unit_columns([[str(r["rank"]), f"{r['steps']:,}", Dur(r["median_ns"]), Dur(r["p90_ns"]), Dur(r["max_ns"])]
+                            for r in steps["per_rank"]])
     s = steps["stragglers"]
     named = ", ".join(f"rank {p['rank']} (the others waited {duration(p['charged_ns'])} of accelerator time "
                       "for it)" for p in s["persistent"])
@@ -181,12 +226,11 @@ def render_idle(idle: dict | None) -> str:
         return ""
     causes = list(idle["ns"])
     rows = [[str(r["rank"])] + [r["ns"].get(c, 0) for c in causes] for r in idle["per_rank"]]
-    u = unit(max((sum(x[1:]) for x in rows), default=0))
     head = ["rank"] + causes + ["idle"]
-    cells = [[x[0]] + [f"{in_unit(v, u)} {pct(v, sum(x[1:])).strip()}" for v in x[1:]] + [in_unit(sum(x[1:]), u)]
-             for x in rows]
     total = [idle["ns"][c] for c in causes]
-    foot = ["total"] + [f"{in_unit(v, u)} {pct(v, sum(total)).strip()}" for v in total] + [in_unit(sum(total), u)]
+    cells, [foot] = unit_columns(
+        [[x[0]] + [Dur(v, " " + pct(v, sum(x[1:])).strip()) for v in x[1:]] + [Dur(sum(x[1:]))] for x in rows],
+        [["total"] + [Dur(v, " " + pct(v, sum(total)).strip()) for v in total] + [Dur(sum(total))]])
     return _console.render("", "idle by cause (host_wait: the stream drained before the next launch; data_wait: a "
                            "data loader ran; sync_wait: the host was in a synchronize call)", "",
                            _console.table(head, cells, justify="r" * len(head), total=[foot]))
@@ -203,9 +247,9 @@ def render_layers(lay: dict | None) -> str:
     cells = []
     for r in rows:
         lost = sorted(r["lost_ns"].items(), key=lambda kv: -kv[1])
-        shown = ", ".join(f"{k} {in_unit(v, u)}" for k, v in lost[:4]) + (f", {len(lost) - 4} more" if len(lost) > 4
+        shown = ", ".join(f"{k} {in_column(v, u)}" for k, v in lost[:4]) + (f", {len(lost) - 4} more" if len(lost) > 4
                                                                            else "")
-        cells.append([r["name"], in_unit(r["ns"], u)] + ([f"${r['cost']:,.2f}" if "cost" in r else ""] if priced else [])
+        cells.append([r["name"], in_column(r["ns"], u)] + ([f"${r['cost']:,.2f}" if "cost" in r else ""] if priced else [])
                      + ["" if r["factor"] is None else f"x {r['factor']:.3f}", shown])
     head = ["layer", "time"] + (["cost"] if priced else []) + ["factor", "lost"]
     left = "; ".join(f"{k}: {v}" for k, v in lay["left_out"].items())
@@ -222,12 +266,12 @@ def render_recovery(rec: dict | None) -> str:
     causes = ", ".join(f"{k} {v['failures']}" for k, v in sorted(rec["by_cause"].items(), key=lambda kv: -kv[1]["failures"]))
     ttr = rec["mean_to_first_step_s"]
     ttp = rec["mean_to_progress_s"]
-    return ("\nrecovery: " + f"{rec['failures']} failures, {rec['failures_per_1000_accelerator_hours']:,.1f} per 1,000 "
+    return ("\nrecovery: " + f"{count(rec['failures'], 'failure')}, {rec['failures_per_1000_accelerator_hours']:,.1f} per 1,000 "
             f"accelerator-hours ({causes}); mean time to the next attempt's first step "
             + ("-" if ttr is None else duration(int(ttr * 1e9))) + ", to progress back where it was "
             + ("-" if ttp is None else duration(int(ttp * 1e9)))
             + (f" ({rec['not_recovered']} not recovered)" if rec["not_recovered"] else "")
-            + f"; {rec['restart_loop_attempts']} attempts in restart loops (ended without a new durable checkpoint); "
+            + f"; {count(rec['restart_loop_attempts'], 'attempt')} in restart loops (ended without a new durable checkpoint); "
             + f"waste equals {rec['waste_equivalent_accelerators']:,.2f} accelerators idle the whole time")
 
 
@@ -236,9 +280,9 @@ def render_telemetry(rows: list | None) -> str:
     the time its samples cover, and energy for power."""
     if not rows:
         return ""
-    cells = [[r["state"], r["activity"], r["metric"], duration(r["duration_ns"]),
+    [cells] = unit_columns([[r["state"], r["activity"], r["metric"], Dur(r["duration_ns"]),
               pct(r["covered_ns"], r["duration_ns"]).strip(), "-" if r["mean"] is None else f"{r['mean']:,.4g}",
-              "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"] for r in rows]
+              "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"] for r in rows])
     return _console.render("", "hardware telemetry by state and activity (time-weighted means over the covered time)",
                            "", _console.table(["state", "activity", "metric", "time", "covered", "mean", "energy"],
                                               cells, justify="lllrrrr"))
@@ -250,7 +294,7 @@ def _render_meta(run: Run) -> str:
         return ""
     ttt = m.get("time_to_train_ns")
     line = (f"\n{m.get('benchmark')} on {m.get('system')} ({m.get('submitter')}): {_mlperf.status_text(m.get('status'))}, "
-            f"{m.get('accelerators')} accelerators ({m.get('accelerators_source')}), time to train "
+            f"{m.get('accelerators')} accelerator{'' if m.get('accelerators') == 1 else 's'} ({m.get('accelerators_source')}), time to train "
             + ("-" if ttt is None else duration(ttt)))
     ev = m.get("eval")
     if not ev:   # a saved run whose metadata holds no eval
@@ -292,7 +336,7 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
         parts.append("\nno lifecycle (no step records): goodput needs one; the table is device activity only")
     outside = figures["events_outside_accountable"]
     if outside and outside["events"]:
-        parts.append(f"\n{outside['events']:,} events ({duration(outside['ns'])}) lie outside the accountable "
+        parts.append(f"\n{count(outside['events'], 'event')} ({duration(outside['ns'])}) lie outside the accountable "
                      f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
     tel = render_telemetry(figures.get("telemetry"))
     if tel:
@@ -334,12 +378,52 @@ def render_runs(rows: list[tuple[Run, RunSummary]], title: str, root: str | None
                            "target; accountable: accelerator time")
 
 
-def _value(v: Any) -> str:
-    """A figure of the comparison: ints with thousands separators, floats to six
-    significant digits, None as ``-`` (as :meth:`pau.Comparison.render`)."""
+#: How a metric of the comparison is shown: its quantity, and the factor to ns for times.
+_HOURS, _SECONDS = 3_600 * 10**9, 10**9
+
+
+def money(v: float | None) -> str:
+    """An amount: two decimals from a unit up, else as many as show three significant
+    digits ($0.000698, never a $0.00 that hides a cost); ``-`` for None."""
     if v is None:
         return "-"
-    return f"{v:,.6g}" if isinstance(v, float) else f"{v:,}"
+    d = 2
+    while v and d < 12 and abs(v) < 10.0 ** (2 - d):
+        d += 1
+    return f"${v:,.{d}f}" if v >= 0 else f"-${-v:,.{d}f}"
+
+
+#: The comparison's metrics as the report names them.
+_METRIC_NAMES = {
+    "accountable_accelerator_hours": "accountable accelerator time",
+    "productive_accelerator_hours": "productive accelerator time",
+    "badput_accelerator_hours": "badput accelerator time",
+    "accelerator_seconds_per_preserved_step": "accelerator time per preserved step",
+    "productive_accelerator_seconds_per_preserved_step": "productive accelerator time per preserved step",
+}
+
+
+def _metric_cells(metric: str, values: Sequence[Any]) -> list[Any]:
+    """The cells of one metric row (a, b, difference) in the metric's quantity: times as
+    :class:`Dur` (in the column's unit), shares as percentages (the difference in points),
+    counts as integers, money with two decimals (four below a dollar)."""
+    if metric.endswith("_hours") or metric.endswith("_seconds_per_preserved_step"):
+        per = _HOURS if metric.endswith("_hours") else _SECONDS
+        return [Dur(None if v is None else v * per) for v in values]
+    if metric in ("goodput", "goodput_strict") or metric.endswith("_share"):
+        return ["-" if v is None else f"{100 * v:.1f} %" if i < 2 else f"{100 * v:+.1f} pt"
+                for i, v in enumerate(values)]
+    if "cost" in metric:
+        return [money(v) for v in values]
+    return ["-" if v is None else f"{int(v):,}" if float(v).is_integer() else f"{v:,.4g}" for v in values]
+
+
+def _value(v: Any) -> str:
+    """A figure without a unit of time: ints with thousands separators, floats to four
+    significant digits, None as ``-``."""
+    if v is None:
+        return "-"
+    return f"{v:,.4g}" if isinstance(v, float) else f"{v:,}"
 
 
 def _span(ns: Any) -> str:
@@ -347,41 +431,51 @@ def _span(ns: Any) -> str:
 
 
 def render_compare(cmp: Comparison, kernels: int) -> str:
-    """The text of ``pau compare``: the metrics, the difference by cause and, with
-    events, the ``kernels`` rows of the kernel diff that differ most (the figures of
-    :meth:`pau.Comparison.render`, laid out as tables)."""
+    """The text of ``pau compare``, formatted as ``pau report`` is: the metrics (times in
+    one unit per column, shares as percentages), the difference by cause and, with
+    events, the ``kernels`` rows of the kernel diff that differ most. The columns are
+    named by the comparison's labels (``--labels A,B``)."""
     la, lb = (str(x) for x in cmp.labels)
-    items: list[Any] = [_console.table(["metric", la, lb, "difference"], [
-        [r["metric"], _value(r["a"]), _value(r["b"]), _value(r["difference"])] for r in cmp.table.to_pylist()]), "",
-        f"accelerator-seconds per preserved step, by cause ({la} - {lb}):", ""]
+    metric_rows = []
+    for r in cmp.table.to_pylist():
+        cells = _metric_cells(r["metric"], (r["a"], r["b"], r["difference"]))
+        if isinstance(cells[0], Dur):   # a row of times: one unit for its three cells, so that they compare
+            u = column_unit([c.ns for c in cells])
+            cells = ["-" if c.ns is None else in_column(c.ns, u) for c in cells]
+        metric_rows.append([_METRIC_NAMES.get(r["metric"], r["metric"].replace("_", " ")), *cells])
+    items: list[Any] = [_console.table(["metric", la, lb, "difference"], metric_rows), "",
+                        f"accelerator time per preserved step, by cause ({la} - {lb}):", ""]
     has_cost = "cost_difference" in cmp.by_cause.schema.names
-    items.append(_console.table(
-        ["cause", "kind", la, lb, "difference"] + (["cost diff"] if has_cost else []),
-        [[r["cause"], r["kind"], _value(r["a"]), _value(r["b"]), _value(r["difference"])]
-         + ([_value(r["cost_difference"])] if has_cost else []) for r in cmp.by_cause.to_pylist()],
-        justify="llrrr" + ("r" if has_cost else "")))
+    [cause_rows] = unit_columns([[r["cause"], r["kind"]] + [Dur(None if v is None else v * _SECONDS)
+                                                            for v in (r["a"], r["b"], r["difference"])]
+                                 + ([_metric_cells("cost", [r["cost_difference"]])[0]] if has_cost else [])
+                                 for r in cmp.by_cause.to_pylist()])
+    items.append(_console.table(["cause", "kind", la, lb, "difference"] + (["cost diff"] if has_cost else []),
+                                cause_rows, justify="llrrr" + ("r" if has_cost else "")))
     kd = cmp.kernels
     if kd is not None:
         s = kd.summary(kernels)
         per = kd.steps_a is not None and kd.steps_b is not None
         counts = ", ".join(f"{v} {k}" for k, v in s["status"].items())
-        items += ["", f"device work by name and kind ({la} - {lb}): {s['count']} names ({counts}); "
+        items += ["", f"device work by name and kind ({la} - {lb}): {count(s['count'], 'name')} ({counts}); "
                   f"all device events {_span(s['total_ns_a'])} against {_span(s['total_ns_b'])}, "
                   f"difference {_span(s['difference_ns'])}"]
         if s["kernels"]:
             head = ["status", "kind", "count a", "count b", "total a", "total b", "difference"]
             head += ["per step a", "per step b", "per step diff"] if per else []
-            cells = []
+            rows = []
             for r in s["kernels"]:
-                c = [r["status"], r["kind"], f"{r['count_a']:,}", f"{r['count_b']:,}", _span(r["total_ns_a"]),
-                     _span(r["total_ns_b"]), _span(r["difference_ns"])]
+                c = [r["status"], r["kind"], f"{r['count_a']:,}", f"{r['count_b']:,}", Dur(r["total_ns_a"]),
+                     Dur(r["total_ns_b"]), Dur(r["difference_ns"])]
                 if per:
-                    c += [_span(r["per_step_ns_a"]), _span(r["per_step_ns_b"]), _span(r["per_step_difference_ns"])]
-                cells.append(c + [_name(r["name"])])
-            items += ["", _console.table(head + ["name"], cells, justify="ll" + "r" * (len(head) - 2) + "l")]
+                    c += [Dur(r["per_step_ns_a"]), Dur(r["per_step_ns_b"]), Dur(r["per_step_difference_ns"])]
+                rows.append(c + [_name(r["name"])])
+            [cells] = unit_columns(rows)
+            items += ["", f"a = {la}, b = {lb}", "",
+                      _console.table(head + ["name"], cells, justify="ll" + "r" * (len(head) - 2) + "l")]
             if s["left_out"]:
-                items.append(f"... {s['left_out']} more (--format json or csv lists every row)")
-            items.append("sorted by |total a - total b|, then the larger total; per step: ns per preserved step of "
+                items.append(f"... {s['left_out']:,} more (--format json or csv lists every row)")
+            items.append("sorted by |total a - total b|, then the larger total; per step: per preserved step of "
                          "each run" if per else "sorted by |total a - total b|, then the larger total; no per-step "
                          "figures (a run without preserved steps)")
     return _console.render(*items)
