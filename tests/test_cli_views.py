@@ -128,7 +128,7 @@ def test_one_unit_per_column(capsys):
     assert text_view.in_column(327_000, ("s", 10**9)) == "0.000327 s"
     assert text_view.in_column(1, ("h", 3_600 * 10**9)).endswith(" h") and "0.000000" in text_view.in_column(
         1, ("h", 3_600 * 10**9))
-    assert text_view.money(0.000698) == "$0.000698" and text_view.money(2.5) == "$2.50"
+    assert text_view.money(0.000698) == "$0.00070" and text_view.money(0.846) == "$0.85" and text_view.money(2.5) == "$2.50"
 
 
 def _readme_commands() -> list[str]:

@@ -18,6 +18,7 @@ agree. Exit codes (one table, also in ``pau --help``):
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import decimal
 import importlib.util
 import json
@@ -30,15 +31,17 @@ from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from pau.engine import _jit
 from pau import core, errors, synth
 from pau.views import html as html_report
-from pau.figures import layers
+from pau.figures import layers, outcome
 from pau.readers.mllog import mllog_files
 from pau.readers.slurm import read_sacct
+from pau.readers.telemetry import read_telemetry
 from pau.engine.ledger import Ledger
 from pau.views import console as _console
 from pau.views import text as text_view
@@ -155,12 +158,19 @@ def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
         options["align"] = args.align
     if getattr(args, "skip_bad", False):
         options["skip_bad"] = True
+    reader = _telemetry_options(args)
     if getattr(args, "samples", None):
-        options["samples"] = args.samples if len(args.samples) > 1 else args.samples[0]
+        files = args.samples if len(args.samples) > 1 else args.samples[0]
+        # with reader options, the telemetry is read here and handed over (pau.read takes a Telemetry)
+        options["samples"] = files if reader is None else read_telemetry(
+            files, on_invalid=getattr(args, "on_invalid", "raise"), **reader)
         if args.devices:
             options["devices"] = parse_devices(args.devices)
     elif getattr(args, "devices", None):
         raise UsageError("--devices maps the devices of --samples to ranks; give --samples too")
+    elif reader is not None:
+        raise UsageError("--samples-format, --samples-columns, --samples-timezone and --samples-time say how to read "
+                         "--samples; give --samples too")
     on_invalid = getattr(args, "on_invalid", "raise")
     if status is None:
         return read_runs(path, format=fmt, on_invalid=on_invalid, **options)
@@ -177,6 +187,65 @@ def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
         return read_runs(path, format=fmt, on_invalid=on_invalid, **options)
     finally:
         status.close()
+
+
+def _telemetry_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The telemetry reader's options from ``--samples-format``, ``--samples-columns``,
+    ``--samples-timezone`` and ``--samples-time`` (``pau.readers.telemetry.read_telemetry``:
+    ``format``, ``columns``, ``timezone``, ``time_ns``); None when none is given. A
+    format is implied by the options only nvidia-smi (columns, timezone) or
+    dcgm-exporter (time) take."""
+    fmt = getattr(args, "samples_format", None)
+    cols, tz, when = (getattr(args, k, None) for k in ("samples_columns", "samples_timezone", "samples_time"))
+    if fmt is None and cols is None and tz is None and when is None:
+        return None
+    out: dict[str, Any] = {}
+    if cols is not None:
+        out["columns"] = parse_columns(cols)
+    if tz is not None:
+        out["timezone"] = tz
+    if when is not None:
+        out["time_ns"] = parse_time_ns(when)
+    implied = "nvidia_smi" if ("columns" in out or "timezone" in out) else "dcgm_exporter" if "time_ns" in out else None
+    if fmt is None:
+        fmt = implied
+    out["format"] = fmt
+    return out
+
+
+def parse_columns(text: str) -> list[str] | dict[str, str]:
+    """``--samples-columns``: ``HEADER=FIELD,...`` (a dict) or ``FIELD,...`` (a list, for
+    a log written with ``noheader``)."""
+    items = [x.strip() for x in text.split(",")]
+    if not all(items):
+        raise UsageError(f"--samples-columns {text!r}: an empty name; give HEADER=FIELD,... or FIELD,...")
+    if any("=" in x for x in items):
+        if not all("=" in x for x in items):
+            raise UsageError(f"--samples-columns {text!r}: give every column as HEADER=FIELD, or none (FIELD,... "
+                             "in the order of a noheader log)")
+        pairs = [tuple(p.strip() for p in x.split("=", 1)) for x in items]
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            raise UsageError(f"--samples-columns {text!r}: a header given twice")
+        return out
+    return items
+
+
+def parse_time_ns(text: str) -> int:
+    """``--samples-time``: int ns since the epoch, or an ISO-8601 time with its zone
+    (exact to the microsecond, the most ``datetime`` holds)."""
+    t = text.strip()
+    if t.lstrip("-").isdigit():
+        return int(t)
+    try:
+        when = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise UsageError(f"--samples-time {text!r}: give ns since the epoch or an ISO-8601 time with its zone, "
+                         "e.g. 2025-06-13T00:27:52Z")
+    delta = when - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1_000
 
 
 def parse_devices(text: str) -> str | dict[str, int]:
@@ -317,13 +386,21 @@ def parse_slo(items: Sequence[str]) -> dict[str, int]:
 
 
 def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | None]:
-    """The run's summary (plus cost with --price), and its ledger."""
+    """The run's summary plus what the report's options add, each through the API's
+    function (one figure, one path): ``cost`` (:func:`pau.core.cost`), ``overlap``
+    (:func:`pau.core.overlap`), and for a lifecycle ``checkpoint_advice``
+    (:func:`pau.core.checkpoint_advice`), ``straggler_scores``, ``mpg``, ``ettr``,
+    ``program_goodput`` (MFU, HFU) and ``protection`` (``pau.figures.outcome``)."""
     has_ledger = run.events is not None or run.lifecycle is not None
     if args.as_of is not None and run.lifecycle is None:
         raise UsageError("--as-of applies to a lifecycle, and this input has none")
-    if args.price is not None and run.lifecycle is None:
-        raise UsageError("--price needs a lifecycle: cost per useful output is cost per preserved work, "
-                         "and this input has none (give --lifecycle with its events)")
+    if args.price is not None and run.lifecycle is None and run.requests is None:
+        raise UsageError("--price gives cost per useful output: per preserved step of a lifecycle, or per accepted "
+                         "request of a serving benchmark, and this input has neither. Fix: give --lifecycle FILE "
+                         "(its steps) with these events")
+    if args.accelerator_count is not None and (run.requests is None or args.price is None):
+        raise UsageError("--accelerator-count bills a serving benchmark's window (with --price); this input has no "
+                         "serving requests" if run.requests is None else "--accelerator-count goes with --price")
     if args.power is not None and args.price is None:
         raise UsageError("--power adds energy to the cost section: give --price too")
     if args.ledger is not None and not has_ledger:
@@ -332,29 +409,113 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | 
     if slo and run.requests is None:
         raise UsageError("--slo applies to serving requests, and this input has none")
     led = run.ledger(as_of=args.as_of) if has_ledger else None
-    # the run's summary as a plain dict (the report adds its cost section to it)
+    # the run's summary as a plain dict (the report adds its sections to it)
     figures: dict[str, Any] = dict(run_figures(run, as_of=args.as_of, slo=slo or None, ledger=led))
-    if led is not None and args.price is not None:
-        power = pq.read_table(args.power) if args.power else None
-        figures["cost"] = core.cost(led, {"per_accelerator_hour": args.price}, power=power)
+    if run.events is not None:
+        figures["overlap"] = _overlap_figures(core.overlap(run.events, span=run.spans if run.lifecycle is None
+                                                           else None))
+    if args.price is not None:
+        figures["cost"] = _cost(run, led, args, slo)
     stack = (args.schedule, args.flops_per_step, args.peak_flops, args.accelerator)
-    if any(x is not None for x in stack):
-        if led is None or led.intervals is None:
-            raise UsageError("--schedule, --flops-per-step, --peak-flops and --accelerator add layers to the stack "
-                             "of a lifecycle ledger, and this input has no lifecycle")
+    lifecycle_ledger = led is not None and led.intervals is not None
+    if any(x is not None for x in stack) or args.hardware_flops_per_step is not None \
+            or args.protection_bound is not None:
+        if not lifecycle_ledger:
+            raise UsageError("--schedule, --flops-per-step, --hardware-flops-per-step, --peak-flops, --accelerator and "
+                             "--protection-bound apply to the lifecycle of a training run, and this input has none")
         if args.flops_per_step is not None and args.peak_flops is None and args.accelerator is None:
             raise UsageError("--flops-per-step needs the peak it is measured against: --peak-flops F, or "
                              "--accelerator NAME --dtype TYPE (docs/outcome.md)")
-    if led is not None and led.intervals is not None and (any(x is not None for x in stack) or args.price is not None):
+        if args.hardware_flops_per_step is not None and args.flops_per_step is None:
+            raise UsageError("--hardware-flops-per-step goes with --flops-per-step (HFU beside MFU)")
+    if lifecycle_ledger:
+        assert led is not None
         schedule = None
         if args.schedule is not None:
             got = read_sacct(args.schedule)
             schedule = got.result if isinstance(got, Quarantined) else got
-        figures["layers"] = layers.layers(
-            led, samples=run.samples, events=run.events, schedule=schedule, flops=args.flops_per_step,
-            accelerator=args.accelerator, dtype=args.dtype, peak=args.peak_flops,
-            price_per_accelerator_hour=args.price).summary()
+        if any(x is not None for x in stack) or args.price is not None:
+            figures["layers"] = layers.layers(
+                led, samples=run.samples, events=run.events, schedule=schedule, flops=args.flops_per_step,
+                accelerator=args.accelerator, dtype=args.dtype, peak=args.peak_flops,
+                price_per_accelerator_hour=args.price).summary()
+        figures.update(_outcome_figures(run, led, args, schedule))
     return figures, led
+
+
+def _overlap_figures(ov: core.Overlap) -> dict[str, Any]:
+    """``overlap``: per rank and for the job, all communication (exposed or hidden
+    under compute), the part under compute and their ratio (:func:`pau.core.overlap`'s
+    ``ratio`` table; the job's figures are its sums, exact ns)."""
+    rows = [{"rank": r["rank"], "communication_ns": r["communication_ns"], "overlap_ns": r["overlap_ns"],
+             "ratio": r["ratio"]} for r in ov.ratio.to_pylist()]
+    comm = sum(r["communication_ns"] for r in rows)
+    both = sum(r["overlap_ns"] for r in rows)
+    return {"communication_ns": comm, "overlap_ns": both, "exposed_ns": comm - both,
+            "ratio": both / comm if comm else None, "per_rank": rows}
+
+
+def _power(run: Run, args: argparse.Namespace) -> pa.Table | None:
+    """The power samples of the cost section: ``--power``, else the ``power_w`` samples
+    of ``--samples`` (``rank, time_ns, watts``), else None."""
+    if args.power is not None:
+        return pq.read_table(args.power)
+    if run.samples is None:
+        return None
+    s = run.samples
+    pw = s.filter(pc.equal(s["metric"].cast(pa.string()), "power_w"))
+    if not pw.num_rows:
+        return None
+    return pa.table({"rank": pw["rank"], "time_ns": pw["time_ns"], "watts": pw["value"]})
+
+
+def _cost(run: Run, led: Ledger | None, args: argparse.Namespace, slo: dict[str, int]) -> dict[str, Any]:
+    """``--price``: :func:`pau.core.cost` of the lifecycle ledger (per preserved step,
+    energy from ``--power`` or the samples' power), or of the serving requests (per
+    accepted request; billed time ``--accelerator-count`` x the window)."""
+    prices: dict[str, Any] = {"per_accelerator_hour": args.price}
+    if run.lifecycle is not None:
+        assert led is not None
+        return core.cost(led, prices, power=_power(run, args))
+    if args.power is not None:
+        raise UsageError("--power integrates power over a lifecycle ledger's states; a serving benchmark holds "
+                         "no busy intervals to integrate it over")
+    if args.accelerator_count is None:
+        raise UsageError("--price on a serving benchmark bills its accelerators over the benchmark window. Fix: "
+                         "give --accelerator-count N (the accelerators the server ran on)")
+    if args.accelerator_count < 1:
+        raise UsageError(f"--accelerator-count {args.accelerator_count}: give a number >= 1")
+    prices["accelerators"] = args.accelerator_count
+    return core.cost(core.requests(run.requests, slo=slo or None), prices)
+
+
+def _outcome_figures(run: Run, led: Ledger, args: argparse.Namespace, schedule: Any) -> dict[str, Any]:
+    """The outcome figures of a lifecycle ledger, each the summary of its API function:
+    checkpoint advice (Young, Daly), NVRx straggler scores, MPG and its factors, ETTR
+    (with --schedule), MFU and HFU (with --flops-per-step) and progress protection
+    (with --protection-bound)."""
+    out: dict[str, Any] = {"checkpoint_advice": core.checkpoint_advice(led)}
+    steps = run.lifecycle is not None and run.lifecycle.num_rows and _has_steps(run.lifecycle)
+    scores = outcome.straggler_scores(run.lifecycle) if steps else None
+    out["straggler_scores"] = None if scores is None else scores.summary()  # type: ignore[union-attr]
+    flops: Any = None
+    if args.flops_per_step is not None:
+        flops = outcome.model_flops(per_step=args.flops_per_step, hardware_per_step=args.hardware_flops_per_step)
+    peak = dict(accelerator=args.accelerator, dtype=args.dtype, peak=args.peak_flops)
+    out["mpg"] = outcome.mpg(led, schedule, flops=flops, **peak).summary()
+    out["ettr"] = None if schedule is None else outcome.ettr(led, schedule).summary()
+    out["program_goodput"] = None if flops is None else outcome.program_goodput(led, flops, **peak).summary()
+    out["protection"] = (None if args.protection_bound is None else
+                         outcome.protection(led, bound_share=args.protection_bound,
+                                            price_per_accelerator_hour=args.price).summary())
+    return out
+
+
+def _has_steps(lifecycle: pa.Table) -> bool:
+    """Whether a lifecycle holds step records of ranks of their own (the straggler
+    scores' input: a rank -1 step says nothing about one rank's pace)."""
+    st = lifecycle.filter(pc.equal(lifecycle["record"].cast(pa.string()), "step"))
+    return st.num_rows > 0 and st["rank"].null_count == 0 and bool(pc.all(pc.greater_equal(st["rank"], 0)).as_py())
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -403,7 +564,8 @@ def _report(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         _emit(text_view.render_csv(figures), args.output)
     elif args.format == "html":
-        _emit(html_report.render(run, figures, led, title=title, price=args.price), args.output)
+        rl = None if run.requests is None else core.requests(run.requests, slo=parse_slo(args.slo or []) or None)
+        _emit(html_report.render(run, figures, led, title=title, price=args.price, requests=rl), args.output)
     else:
         _emit(text, args.output)
     failed = check_gates(args.gate or [], figures if "runs" not in figures else {})

@@ -17,7 +17,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pau.readers import mlperf_rules as _mlperf
 from pau.views import plots
-from pau.views.text import count
+from pau.figures.economics import RequestLedger
+from pau.views.text import LATENCY_STATS, Dur, count, latency_unit, money, render_outcome, unit_columns
 from pau.engine._format import duration, html_table, in_unit, pct, unit
 from pau.engine.ledger import Ledger
 from pau.figures.analysis import Comparison
@@ -188,21 +189,44 @@ def _requests(req: Mapping[str, Any], slo: Mapping[str, int]) -> str:
 
 
 def _cost(c: Mapping[str, Any], price: float, currency: str) -> str:
-    rows = [["total", f"{c['total_cost']:,.2f} {currency}"], ["of which waste", f"{c['waste_cost']:,.2f} {currency}"]]
+    def amount(v: float) -> str:
+        return money(v).replace("$", "") + f" {currency}"
+
+    rows = [["total", amount(c["total_cost"])]]
+    if c.get("waste_cost") is not None:
+        rows.append(["of which waste", amount(c["waste_cost"])])
     for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
                        ("cost_per_preserved_step", "per preserved step"),
                        ("cost_per_preserved_model_cycle", "per preserved model cycle"),
-                       ("cost_per_million_preserved_tokens", "per million preserved tokens")):
+                       ("cost_per_million_preserved_tokens", "per million preserved tokens"),
+                       ("cost_per_accepted_request", "per accepted request"),
+                       ("cost_per_million_accepted_tokens", "per million accepted tokens"),
+                       ("cost_per_million_accepted_output_tokens", "per million accepted output tokens")):
         if c.get(key) is not None:
-            rows.append([label, f"{c[key]:,.4f} {currency}"])
+            rows.append([label, amount(c[key])])
     for cause, v in sorted((c.get("waste_cost_by_cause") or {}).items(), key=lambda kv: -kv[1]):
-        rows.append([f"waste: {cause}", f"{v:,.2f} {currency}"])
-    return (f"<p>at {price:,.2f} {html.escape(currency)} per accelerator-hour</p>"
-            + html_table(["figure", "cost"], rows, right=(1,)))
+        rows.append([f"waste: {cause}", amount(v)])
+    for key in sorted(k for k in c if k.startswith("energy") and isinstance(c[k], (int, float))):
+        rows.append([key.removesuffix("_j").replace("_", " "), f"{c[key]:,.4g} J"])
+    return (f"<p>at {html.escape(amount(price))} per accelerator-hour</p>"
+            + html_table(["figure", "value"], rows, right=(1,)))
+
+
+def _latency_table(lat: Mapping[str, Any]) -> str:
+    """TTFT, TPOT and E2E: one row each, in the unit of its largest figure (named in the row)."""
+    rows = []
+    for key, r in lat.items():
+        if not r["count"]:
+            rows.append([key, "0"] + ["-"] * len(LATENCY_STATS))
+            continue
+        name, size = latency_unit(r)
+        rows.append([f"{key} ({name})", f"{r['count']:,}"]
+                    + ["-" if r[k] is None else f"{r[k] / size:,.3f}" for k in LATENCY_STATS])
+    return html_table(["metric", "count", *LATENCY_STATS], rows, right=range(1, len(LATENCY_STATS) + 2))
 
 
 def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title: str,
-           price: float | None = None, currency: str = "USD") -> str:
+           price: float | None = None, currency: str = "USD", requests: RequestLedger | None = None) -> str:
     """The HTML report of one run.
 
     Parameters
@@ -217,6 +241,9 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     title : str
     price, currency :
         The price per accelerator-hour the ``cost`` figures were computed at.
+    requests : RequestLedger, optional
+        The serving requests the ``requests`` figures were computed from
+        (:func:`pau.core.requests`); their latencies draw the latency plot.
     """
     fmt = figures.get("format") or "run"
     sources = _sources(run.metadata.get("sources", []))
@@ -229,6 +256,18 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
                  "active (exposed communication is communication not hidden under compute)</p>"]
         body.append(_plot(lambda: plots.activity_bars(figures), "activity"))
         body.append(_activity_table(per_rank))
+        ov = figures.get("overlap")
+        if ov and ov["communication_ns"]:
+            rows, foot = unit_columns(
+                [[r["rank"], Dur(r["communication_ns"]), Dur(r["overlap_ns"]), Dur(r["communication_ns"] - r["overlap_ns"]),
+                  "-" if r["ratio"] is None else f"{100 * r['ratio']:.1f} %"] for r in ov["per_rank"]],
+                [["total", Dur(ov["communication_ns"]), Dur(ov["overlap_ns"]), Dur(ov["exposed_ns"]),
+                  "-" if ov["ratio"] is None else f"{100 * ov['ratio']:.1f} %"]])
+            body += ["<h3>Communication and its overlap with compute</h3>",
+                     '<p class="note">all communication (exposed or hidden under compute), the part under compute, '
+                     "and the overlap ratio |communication ∩ compute| / |communication| (pau.core.overlap)</p>",
+                     html_table(["rank", "communication", "under compute", "exposed", "overlap ratio"], rows + foot,
+                                right=range(0, 5))]
     idle = figures.get("idle_by_cause")
     if idle and any(v for k, v in idle["ns"].items() if k != "idle.other"):
         causes = list(idle["ns"])
@@ -304,8 +343,20 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     req = figures.get("requests")
     if req is not None:
         body += ["<h2>Requests</h2>", _requests(req, figures.get("slo_ns") or {})]
+        lat = req.get("latency")
+        if requests is not None and lat and any(r["count"] for r in lat.values()):
+            body += ["<h2>Latency</h2>",
+                     '<p class="note">the completed requests (accepted, and late against the SLOs): each one a point '
+                     "of the distribution; p50, p90 and p99 marked (linear percentiles, as AIPerf and LLMPerf)</p>",
+                     _plot(lambda: plots.request_latencies(requests.table, lat), "latency"), _latency_table(lat)]
     if "cost" in figures and price is not None:
         body += ["<h2>Cost</h2>", _cost(figures["cost"], price, currency)]
+    outcome = render_outcome(figures).strip()
+    if outcome:
+        body += ["<h2>Outcome</h2>",
+                 '<p class="note">checkpoint advice (pau.core.checkpoint_advice), straggler scores, MFU and HFU, MPG, '
+                 "ETTR and progress protection (pau.figures.outcome); docs/outcome.md</p>",
+                 "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in outcome.splitlines()) + "</ul>"]
     outside = figures.get("events_outside_accountable")
     notes = [f"{w.code}: {w.message}" for w in run.warnings]
     if outside and outside["events"]:

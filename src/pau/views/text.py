@@ -142,20 +142,27 @@ def render_goodput(s: dict) -> str:
 
 
 def render_cost(c: dict, price: float) -> str:
-    """Cost (and energy) per useful output at a price per accelerator-hour."""
-    lines = ["", f"cost at ${price:,.2f} per accelerator-hour: total ${c['total_cost']:,.2f}, "
-             f"of which waste ${c['waste_cost']:,.2f}"]
+    """Cost (and energy) per useful output at a price per accelerator-hour: per preserved
+    step of a lifecycle, or per accepted request of a serving benchmark."""
+    waste = c.get("waste_cost")
+    lines = ["", f"cost at {money(price)} per accelerator-hour: total {money(c['total_cost'])}"
+             + ("" if waste is None else f", of which waste {money(waste)}")
+             + ("" if c.get("billed_ns") is None else f" ({duration(c['billed_ns'])} of accelerator time billed)")]
     for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
                        ("cost_per_preserved_step", "per preserved step"),
                        ("cost_per_preserved_model_cycle", "per preserved model cycle"),
-                       ("cost_per_million_preserved_tokens", "per million preserved tokens")):
+                       ("cost_per_million_preserved_tokens", "per million preserved tokens"),
+                       ("cost_per_accepted_request", "per accepted request"),
+                       ("cost_per_million_accepted_tokens", "per million accepted tokens"),
+                       ("cost_per_million_accepted_output_tokens", "per million accepted output tokens")):
         if c.get(key) is not None:
-            lines.append(f"  ${c[key]:,.4f} {label}")
+            lines.append(f"  {money(c[key])} {label}")
     if c.get("waste_cost_by_cause"):
         lines.append("  waste by cause: " + ", ".join(
-            f"{k} ${v:,.2f}" for k, v in sorted(c["waste_cost_by_cause"].items(), key=lambda kv: -kv[1])))
-    for key in sorted(k for k in c if k.startswith("energy") and isinstance(c[k], (int, float))):
-        lines.append(f"  {key.replace('_', ' ')}: {c[key]:,.4g}")
+            f"{k} {money(v)}" for k, v in sorted(c["waste_cost_by_cause"].items(), key=lambda kv: -kv[1])))
+    energy = [(k, c[k]) for k in sorted(c) if k.startswith("energy") and isinstance(c[k], (int, float))]
+    for key, v in energy:
+        lines.append(f"  {key.removesuffix('_j').replace('_', ' ')}: {v:,.4g} J ({v / 3.6e6:,.4g} kWh)")
     return "\n".join(lines)
 
 
@@ -172,7 +179,37 @@ def render_requests(s: dict[str, Any], slo: dict[str, int]) -> str:
              + "; request goodput " + ("-" if rate is None else f"{rate:,.3f} accepted/s")
              + f" over {duration(s['window_ns'])}; accepted tokens {s['accepted_tokens']:,}",
              f"SLOs: {slos}"]
-    return "\n".join(lines)
+    lat = render_latency(s.get("latency"))
+    return "\n".join(lines) + ("\n" + lat if lat else "")
+
+
+#: The latency table's statistics, in the order AIPerf and LLMPerf print them.
+LATENCY_STATS = ("mean", "min", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "max", "std")
+_LATENCY_NAMES = {"ttft": "time to first token", "tpot": "time per output token", "e2e": "request latency"}
+
+
+def latency_unit(row: dict) -> tuple[str, int]:
+    """The unit of one latency row: the one its largest statistic fits (AIPerf prints
+    each metric in one unit, e.g. ``Time to First Token (ms)``)."""
+    return column_unit([row[k] for k in LATENCY_STATS if row.get(k) is not None])
+
+
+def render_latency(lat: dict | None) -> str:
+    """TTFT, TPOT and E2E of the completed requests (``RequestLedger.latency``): one row
+    each, its unit in the metric's name and bare numbers, as AIPerf prints them."""
+    if not lat or not any(r["count"] for r in lat.values()):
+        return ""
+    cells = []
+    for key, row in lat.items():
+        if not row["count"]:
+            cells.append([f"{_LATENCY_NAMES.get(key, key)} ({key})", "0"] + ["-"] * len(LATENCY_STATS))
+            continue
+        name, size = latency_unit(row)
+        cells.append([f"{_LATENCY_NAMES.get(key, key)} ({key}, {name})", f"{row['count']:,}"]
+                     + ["-" if row[k] is None else f"{row[k] / size:,.3f}" for k in LATENCY_STATS])
+    return _console.render("", "latency of the completed requests (linear percentiles, population std: as AIPerf "
+                           "and LLMPerf compute them)", "",
+                           _console.table(["metric", "count", *LATENCY_STATS], cells))
 
 
 def _name(name: str) -> str:
@@ -236,9 +273,10 @@ def render_idle(idle: dict | None) -> str:
                            _console.table(head, cells, justify="r" * len(head), total=[foot]))
 
 
-def render_layers(lay: dict | None) -> str:
+def render_layers(lay: dict | None, mfu: float | None = None) -> str:
     """The stack from accountable time down (pau.figures.layers): each layer, its factor and
-    what the step to it lost (the four largest causes)."""
+    what the step to it lost (the four largest causes). With ``mfu`` (the report's
+    ``program_goodput.mfu``) the product is named: program goodput, MFU x goodput."""
     if not lay or not lay["layers"]:
         return ""
     rows = lay["layers"]
@@ -256,7 +294,88 @@ def render_layers(lay: dict | None) -> str:
     return _console.render("", "layers, top down (factor: the share of the layer above that is left; lost: the "
                            "largest causes)", "",
                            _console.table(head, cells, justify="lr" + ("r" if priced else "") + "rl"), "",
-                           f"product {lay['product']:.4f}" + (f" (left out: {left})" if left else ""))
+                           f"product {lay['product']:.4f}"
+                           + (f" = program goodput: MFU {100 * mfu:.1f} % (useful FLOPs time / productive time) x "
+                              "goodput" if mfu is not None and "useful_flops" in [r["name"] for r in rows] else "")
+                           + (f" (left out: {left})" if left else ""))
+
+
+def render_overlap(ov: dict | None) -> str:
+    """All communication per rank (exposed or under compute), the part under compute and
+    the overlap ratio |communication ∩ compute| / |communication| (``pau.core.overlap``)."""
+    if not ov or not ov["communication_ns"]:
+        return ""
+    rows = [[str(r["rank"]), Dur(r["communication_ns"]), Dur(r["overlap_ns"]), Dur(r["communication_ns"] - r["overlap_ns"]),
+             "-" if r["ratio"] is None else f"{100 * r['ratio']:.1f} %"] for r in ov["per_rank"]]
+    cells, [foot] = unit_columns(rows, [["total", Dur(ov["communication_ns"]), Dur(ov["overlap_ns"]),
+                                         Dur(ov["exposed_ns"]), "-" if ov["ratio"] is None else
+                                         f"{100 * ov['ratio']:.1f} %"]])
+    return _console.render("", "communication per rank: all of it, the part under compute and the exposed rest "
+                           "(overlap ratio: under compute / all; pau.core.overlap)", "",
+                           _console.table(["rank", "communication", "under compute", "exposed", "overlap ratio"],
+                                          cells, justify="rrrrr", total=[foot]))
+
+
+def _share(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f} %"
+
+
+def _seconds(v: float | None) -> str:
+    return "-" if v is None else duration(round(v * 1e9))
+
+
+def render_outcome(figures: dict) -> str:
+    """Checkpoint advice, straggler scores, MFU/HFU, MPG, ETTR and progress protection
+    (``pau.core.checkpoint_advice``, ``pau.figures.outcome``), a line or two each; a
+    figure that needs an option says which."""
+    lines: list[str] = []
+    ck = figures.get("checkpoint_advice")
+    if ck is not None:
+        m = ck.get("measured") or {}
+        if ck.get("young_s") is None:
+            lines.append("checkpoint advice: - (needs a measured failure and checkpoint: "
+                         f"{count(m.get('failures') or 0, 'failure')}, {count(m.get('saves') or 0, 'save')})")
+        else:
+            lines.append(f"checkpoint advice: every {_seconds(ck['young_s'])} (Young) or {_seconds(ck['daly_s'])} "
+                         f"(Daly) against {_seconds(ck.get('current_interval_s'))} now; expected goodput "
+                         f"{_share(ck.get('expected_goodput_daly'))} at Daly's, {_share(ck.get('expected_goodput_current'))} "
+                         f"now (MTBF {_seconds(m.get('mtbf_s'))}, a checkpoint {_seconds(m.get('checkpoint_cost_s'))}, "
+                         f"a restart {_seconds(m.get('restart_s'))})")
+    sc = figures.get("straggler_scores")
+    if "straggler_scores" in figures:
+        if sc is None:
+            lines.append("straggler scores: - (need step records of each rank)")
+        else:
+            slow = ", ".join(map(str, sc["stragglers"])) or "none"
+            lines.append(f"straggler scores (NVRx, {count(sc['windows'], 'window')}, threshold {sc['threshold']}): "
+                         f"ranks below it: {slow}")
+    pg = figures.get("program_goodput")
+    if "program_goodput" in figures:
+        if pg is None:
+            lines.append("MFU, HFU: - (give --flops-per-step and a peak: --peak-flops, or --accelerator and --dtype)")
+        else:
+            lines.append(f"MFU {_share(pg['mfu'])}, HFU {_share(pg['hfu'])}"
+                         + ("" if pg["hfu"] is not None else " (give --hardware-flops-per-step)")
+                         + f" over productive time; program goodput {_share(pg['program_goodput'])} over accountable "
+                         f"time (peak {pg['peak']['flops']:,.4g} FLOP/s)")
+    mp = figures.get("mpg")
+    if mp is not None:
+        lines.append(f"MPG {_share(mp['mpg'])} = scheduling {_share(mp['scheduling_goodput'])}"
+                     + ("" if mp["scheduling_goodput"] is not None else " (give --schedule)")
+                     + f" x runtime {_share(mp['runtime_goodput'])} x program {_share(mp['program_goodput'])}"
+                     + ("" if mp["program_goodput"] is not None else " (give --flops-per-step)"))
+    if "ettr" in figures:
+        et = figures["ettr"]
+        lines.append("ETTR: - (needs the queue time: give --schedule)" if et is None else
+                     f"ETTR {_share(et['ettr'])}: productive {duration(et['productive_ns'])} over "
+                     f"{duration(et['available_ns'])} available (queued {duration(et['queued_ns'])})")
+    pr = figures.get("protection")
+    if pr is not None:
+        lines.append(f"progress protection (at most {_share(pr['bound_share'])} of the progress lost per "
+                     f"{pr['per']}): {count(pr['breaches'], 'breach', 'breaches')} in "
+                     f"{count(pr['rows'], pr['per'])}, {duration(round(pr['excess_ns']))} lost beyond the bound"
+                     + ("" if pr["excess_cost"] is None else f" ({money(pr['excess_cost'])})"))
+    return "\n".join([""] + lines) if lines else ""
 
 
 def render_recovery(rec: dict | None) -> str:
@@ -324,12 +443,16 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     nvtx = render_nvtx(figures.get("nvtx"))
     if nvtx:
         parts.append(nvtx)
+    ov = render_overlap(figures.get("overlap"))
+    if ov:
+        parts.append(ov)
     steps = render_steps(figures.get("steps"))
     if steps:
         parts.append(steps)
     if led is not None and led["goodput"] is not None:
         parts.append(render_goodput(led))
-        for extra in (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"))):
+        for extra in (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"), (figures.get("program_goodput") or {}).get("mfu")),
+                      render_outcome(figures)):
             if extra:
                 parts.append(extra)
     elif led is not None and run.events is not None:
@@ -383,12 +506,12 @@ _HOURS, _SECONDS = 3_600 * 10**9, 10**9
 
 
 def money(v: float | None) -> str:
-    """An amount: two decimals from a unit up, else as many as show three significant
-    digits ($0.000698, never a $0.00 that hides a cost); ``-`` for None."""
+    """An amount: two decimals from a dime up, else as many as show two significant
+    digits ($0.00070, never a $0.00 that hides a cost); ``-`` for None."""
     if v is None:
         return "-"
     d = 2
-    while v and d < 12 and abs(v) < 10.0 ** (2 - d):
+    while v and d < 12 and abs(v) < 10.0 ** (1 - d):
         d += 1
     return f"${v:,.{d}f}" if v >= 0 else f"-${-v:,.{d}f}"
 
