@@ -334,8 +334,17 @@ def _warn(run: Run, err: TextIO) -> None:
 
 def _cli_words(message: str) -> str:
     """The API's advice in the command line's words."""
-    return message.replace("pass on_invalid='quarantine'", "give --on-invalid quarantine").replace(
-        "on_invalid='quarantine'", "--on-invalid quarantine")
+    for api, cli in (("pass on_invalid='quarantine'", "give --on-invalid quarantine"),
+                     ("on_invalid='quarantine'", "--on-invalid quarantine"),
+                     ("pass time_ns= (the scrape's time, ns since the epoch)",
+                      "give --samples-time (the scrape's time: ns since the epoch, or ISO-8601 with its zone)"),
+                     ("pass timezone=", "give --samples-timezone"), ("timezone= of the reader, ", ""),
+                     ("pass the format (and, for a CSV under other headers, columns=)",
+                      "give --samples-format (and, for a CSV under other headers, --samples-columns)"),
+                     ("map the column that holds it with columns=", "map the column that holds it with --samples-columns"),
+                     ("(columns= maps a header to it)", "(--samples-columns maps a header to it)")):
+        message = message.replace(api, cli)
+    return message
 
 
 def _emit(text: str, out: str) -> None:
@@ -529,7 +538,7 @@ def _report(args: argparse.Namespace) -> int:
         if given:
             raise UsageError(f"{', '.join(given)} set the built-in run and do not apply to {args.path}")
         runs = _read(args.path, args.input_format, args)
-        title = f"pau report: {args.path} ({runs[0].metadata.get('format')})" if runs else ""
+        title = f"pau report: {args.path} ({runs[0].metadata.get('format') or 'pau'})" if runs else ""
         if args.lifecycle:
             if len(runs) != 1:
                 raise UsageError("--lifecycle applies to one run; the path holds several")

@@ -464,6 +464,9 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     tel = render_telemetry(figures.get("telemetry"))
     if tel:
         parts.append(tel)
+    elif run.samples is not None and run.samples.num_rows and led is not None:
+        parts.append(f"\nhardware telemetry: {count(run.samples.num_rows, 'sample')}, none covering an instant of the "
+                     "ledger's time (one instant per device, as a single scrape, covers no time; the warnings say more)")
     if figures["requests"] is not None:
         parts.append(render_requests(figures["requests"], figures.get("slo_ns", {})))
     if "cost" in figures and price is not None:
