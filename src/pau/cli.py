@@ -531,6 +531,11 @@ def _report(args: argparse.Namespace) -> int:
     if args.path is None:
         if args.input_format or args.lifecycle:
             raise UsageError("--input-format and --lifecycle apply to a PATH; the built-in run has its own")
+        given = [f"--{k.replace('_', '-')}" for k in ("samples", "devices", "samples_format", "samples_columns",
+                                                        "samples_timezone", "samples_time") if getattr(args, k)]
+        if given:
+            raise UsageError(f"{', '.join(given)} add telemetry to a PATH's run; the built-in run has none. "
+                             "Fix: give the run's PATH")
         run, title = _builtin(args)
         runs = [run]
     else:

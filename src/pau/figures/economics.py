@@ -46,7 +46,7 @@ _STATUS_OUTCOME = {"ok": 0, "error": 2, "timeout": 2, "rejected": 3, "cancelled"
 _NS_PER_S = 10**9
 _SLO_KEYS = ("ttft", "tpot", "e2e")
 #: The percentiles of :meth:`RequestLedger.latency`: AIPerf's (p1 ... p99), which hold LLMPerf's.
-_LATENCY_PERCENTILES = {"p1": 1, "p5": 5, "p10": 10, "p25": 25, "p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99}
+_LATENCY_PERCENTILES = {"p1": 1, "p5": 5, "p25": 25, "p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99}
 
 
 def _ratio(a, b):
@@ -98,7 +98,7 @@ class RequestLedger:
         ``late``: the ones AIPerf and LLMPerf summarise), as those tools print them:
         ``{"ttft": {...}, "tpot": {...}, "e2e": {...}}``, each with ``count``, ``mean``,
         ``min``, ``max``, ``std`` (population, as AIPerf's; LLMPerf's pandas std divides
-        by count - 1) and ``p1, p5, p10, p25, p50, p75, p90, p95, p99`` (linear
+        by count - 1) and ``p1, p5, p25, p50, p75, p90, p95, p99`` (linear
         interpolation between closest ranks, numpy's and pandas' default, which both
         tools use), all in ns; a metric without a value (no completed request, or no
         request with two output tokens for TPOT) has ``count`` 0 and the rest None.

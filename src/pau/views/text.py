@@ -184,7 +184,7 @@ def render_requests(s: dict[str, Any], slo: dict[str, int]) -> str:
 
 
 #: The latency table's statistics, in the order AIPerf and LLMPerf print them.
-LATENCY_STATS = ("mean", "min", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "max", "std")
+LATENCY_STATS = ("mean", "min", "p1", "p5", "p25", "p50", "p75", "p90", "p95", "p99", "max", "std")
 _LATENCY_NAMES = {"ttft": "time to first token", "tpot": "time per output token", "e2e": "request latency"}
 
 
