@@ -223,8 +223,8 @@ def parse_columns(text: str) -> list[str] | dict[str, str]:
         if not all("=" in x for x in items):
             raise UsageError(f"--samples-columns {text!r}: give every column as HEADER=FIELD, or none (FIELD,... "
                              "in the order of a noheader log)")
-        pairs = [tuple(p.strip() for p in x.split("=", 1)) for x in items]
-        out = dict(pairs)
+        pairs = [(h.strip(), f.strip()) for h, f in (x.split("=", 1) for x in items)]
+        out: dict[str, str] = dict(pairs)
         if len(out) != len(pairs):
             raise UsageError(f"--samples-columns {text!r}: a header given twice")
         return out

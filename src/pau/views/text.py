@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -324,7 +324,7 @@ def _seconds(v: float | None) -> str:
     return "-" if v is None else duration(round(v * 1e9))
 
 
-def render_outcome(figures: dict) -> str:
+def render_outcome(figures: Mapping[str, Any]) -> str:
     """Checkpoint advice, straggler scores, MFU/HFU, MPG, ETTR and progress protection
     (``pau.core.checkpoint_advice``, ``pau.figures.outcome``), a line or two each; a
     figure that needs an option says which."""
