@@ -342,7 +342,8 @@ def _cli_words(message: str) -> str:
                      ("pass the format (and, for a CSV under other headers, columns=)",
                       "give --samples-format (and, for a CSV under other headers, --samples-columns)"),
                      ("map the column that holds it with columns=", "map the column that holds it with --samples-columns"),
-                     ("(columns= maps a header to it)", "(--samples-columns maps a header to it)")):
+                     ("(columns= maps a header to it)", "(--samples-columns maps a header to it)"),
+                     ("read with align='collectives' (pau report --align collectives)", "give --align collectives")):
         message = message.replace(api, cli)
     return message
 

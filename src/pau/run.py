@@ -431,6 +431,36 @@ def _reader_warnings(fmt: str, messages: Sequence[str]) -> list[RunWarning]:
     return [m if isinstance(m, RunWarning) else RunWarning(f"{fmt}.reader", str(m)) for m in messages]
 
 
+#: Ranks whose collectives end this far apart, read without ``align=``, are on clocks
+#: that disagree (docs/align.md). A collective ends on all its ranks within a kernel's
+#: tail of each other (the real 8-host DLRM sample: within 5 µs), whoever arrived late,
+#: so the ends' offset measures the clocks and not straggling; NTP keeps hosts of one
+#: cluster within about a millisecond, PTP within a microsecond. 10 ms is ten times
+#: NTP's error and far below the seconds of unsynchronised hosts, whose offsets the
+#: ledger would count as waits for stragglers.
+CLOCK_SKEW_NS = 10_000_000
+
+
+def _clock_skew(events: pa.Table, path: str) -> RunWarning | None:
+    """``align.clocks_apart`` when some rank's collectives end more than
+    :data:`CLOCK_SKEW_NS` (and more than the anchors' own spread) from the lowest
+    rank's: its clock is off, and ``align`` would put it right."""
+    if pc.count_distinct(events["rank"]).as_py() < 2:
+        return None
+    a = _align.offsets(events)
+    far = [r for r in a.table.to_pylist() if r["offset_ns"] is not None and abs(r["offset_ns"]) > CLOCK_SKEW_NS
+           and abs(r["offset_ns"]) > r["uncertainty_ns"]]
+    if not far:
+        return None
+    worst = max(far, key=lambda r: abs(r["offset_ns"]))
+    shown = ", ".join(f"rank {r['rank']} {r['offset_ns'] / 1e9:+.3f} s" for r in far[:8])
+    return RunWarning("align.clocks_apart", f"{path}: the collectives the ranks share end up to "
+                      f"{abs(worst['offset_ns']) / 1e9:.3f} s apart on their clocks ({shown}{' ...' if len(far) > 8 else ''}, "
+                      f"against rank {a.reference}; a collective ends together on every rank, so their clocks "
+                      f"differ by that much): read as it is, the offsets count as waits for stragglers. Fix: "
+                      "read with align='collectives' (pau report --align collectives)")
+
+
 def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str | None = None) -> Run:
     spans = trace.spans()  # Kineto: the profiled window; Nsight: the capture window
     steps = trace.lifecycle
@@ -454,6 +484,10 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str 
             warnings.append(RunWarning("align.no_anchors", f"{path}: no collective pairs rank(s) "
                                        f"{', '.join(map(str, unaligned))} with rank {alignment.reference}: their "
                                        "clocks are left as they are"))
+    elif events.num_rows and "name" in events.column_names:
+        skew = _clock_skew(events, path)
+        if skew is not None:
+            warnings.append(skew)
     if steps is not None and steps.num_rows and not has_steps:
         warnings.append(RunWarning("trace.no_steps", f"{path}: {steps.num_rows} phase records but no step: "
                                    "the run has no lifecycle (no goodput); the phases are in metadata"))
