@@ -28,7 +28,8 @@ NANOGPT_COLUMNS = "gpu_index=index,temperature_C=temperature.gpu,utilization_gpu
 
 
 def _json(argv: list[str], capsys, code: int = 0) -> dict:
-    assert cli.main(argv + ["--format", "json", "--no-progress"]) == code, capsys.readouterr().err
+    extra = ["--no-progress"] if argv[0] == "report" else []
+    assert cli.main(argv + ["--format", "json", *extra]) == code, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
 
 
@@ -278,3 +279,76 @@ def test_outcome_options_refused_without_a_lifecycle(capsys):
     assert "lifecycle" in capsys.readouterr().err
     assert cli.main(["report", "--steps", "5", "--hardware-flops-per-step", "5", "-q"]) == 2
     assert "--flops-per-step" in capsys.readouterr().err
+
+
+# --- clocks apart ------------------------------------------------------------------
+
+
+def test_ranks_on_clocks_seconds_apart_are_warned_with_the_fix(tmp_path, capsys):
+    """The real 8-host DLRM step with rank 3's clock moved 2.5 s ahead: read as it is,
+    the ledger charges seconds of waits for a straggler; the warning names the rank
+    and --align, and aligned the waits are the trace's own milliseconds."""
+    import gzip
+
+    src = shared("kineto", "param-dlrm-8ranks")
+    for f in sorted(src.glob("*.json.gz")):
+        doc = json.load(gzip.open(f))
+        if f.name.startswith("worker3"):
+            for e in doc["traceEvents"]:
+                if "ts" in e:
+                    e["ts"] += 2_500_000   # µs
+        with gzip.open(tmp_path / f.name, "wt") as g:
+            json.dump(doc, g)
+    assert cli.main(["report", str(tmp_path), "--format", "json"]) == 0
+    got = capsys.readouterr()
+    fig = json.loads(got.out)
+    [line] = [x for x in got.err.splitlines() if "align.clocks_apart" in x]
+    assert "rank 3 +2.500 s" in line and "give --align collectives" in line
+    assert fig["steps"]["stragglers"]["wait_ns"] > 10**10   # seconds of "waits"
+    assert cli.main(["report", str(tmp_path), "--align", "collectives", "--format", "json"]) == 0
+    got = capsys.readouterr()
+    assert "align.clocks_apart" not in got.err
+    assert json.loads(got.out)["steps"]["stragglers"]["wait_ns"] < 10**8
+    # the sample as recorded (clocks within 5 µs) is not warned
+    run = pau.read(src)
+    assert not [w for w in run.warnings if w.code == "align.clocks_apart"]
+
+
+# --- MLPerf: a trained model is the useful output ------------------------------------
+
+RESNET = ("mlperf", "training_v4.0", "ASUSTeK", "results", "ESC8000A-E12-8xH100-PCIE-80GB", "resnet", "result_1.txt")
+TINY = ("mlperf", "training_v4.0", "tinycorp", "results", "tinybox_green", "resnet")
+
+
+def test_mlperf_runs_compare_per_trained_model(capsys):
+    from pau.readers import mlperf_rules
+
+    a, b, failed = str(shared(*RESNET)), str(shared(*TINY, "result_1.txt")), str(shared(*TINY, "result_0.txt"))
+    fig = _json(["compare", a, b, "-q"], capsys)
+    ra, rb = pau.read(a), pau.read(b)
+    # blocks of one, epochs of the other: the per-step denominators are not the same unit
+    assert (ra.metadata["step_unit"], rb.metadata["step_unit"]) == ("block", "epoch")
+    for side, run in (("a", ra), ("b", rb)):
+        got = fig["mlperf"][side]
+        assert _same(got, mlperf_rules.per_trained_model(run.ledger().summary(), run.metadata))
+        assert got["trained_models"] == 1 and got["accountable_ns_per_trained_model"] == \
+            run.ledger().summary()["accountable_ns"]
+        assert got["time_to_train_ns"] == run.metadata["time_to_train_ns"]
+    # a run that did not reach its target trained no model: nothing per model
+    rf = pau.read(failed)
+    got = mlperf_rules.per_trained_model(rf.ledger().summary(), rf.metadata)
+    assert rf.metadata["status"] != "success" and got["trained_models"] == 0
+    assert got["accountable_ns_per_trained_model"] is None and got["state_ns_per_trained_model"] is None
+    assert cli.main(["compare", a, b, "-q", "--labels", "asus,tinybox"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("MLPerf: per trained model") and "accelerator time per trained model" in out
+    assert "an MLPerf step is a block" in out
+
+
+def test_trained_models_needs_success_and_the_target():
+    from pau.readers.mlperf_rules import trained_models
+
+    assert trained_models({"status": "success", "eval": {"reached": True}}) == 1
+    assert trained_models({"status": "success", "eval": {"reached": False}}) == 0
+    assert trained_models({"status": "aborted", "eval": {"reached": True}}) == 0
+    assert trained_models({"status": "success", "eval": {"reached": None}}) is None

@@ -41,6 +41,7 @@ from pau.views import html as html_report
 from pau.figures import layers, outcome
 from pau.readers.mllog import mllog_files
 from pau.readers.slurm import read_sacct
+from pau.readers import mlperf_rules as _mlperf
 from pau.readers.telemetry import read_telemetry
 from pau.engine.ledger import Ledger
 from pau.views import console as _console
@@ -650,16 +651,24 @@ def _compare(args: argparse.Namespace) -> int:
     pa_ = {"per_accelerator_hour": args.price_a} if args.price_a is not None else None
     pb_ = {"per_accelerator_hour": args.price_b} if args.price_b is not None else None
     labels = parse_labels(args.labels, args.a, args.b)
-    cmp = core.compare(sides[0], sides[1], prices_a=pa_, prices_b=pb_, labels=labels)
+    mlperf = None
+    if all(r.metadata.get("format") == "mllog" for r in sides):
+        # MLPerf's useful output is a trained model (blocks hold unequal samples across submissions)
+        leds = [r.ledger() for r in sides]
+        cmp = core.compare(leds[0], leds[1], prices_a=pa_, prices_b=pb_, labels=labels)
+        mlperf = {"a": _mlperf.per_trained_model(leds[0].summary(), sides[0].metadata),
+                  "b": _mlperf.per_trained_model(leds[1].summary(), sides[1].metadata)}
+    else:
+        cmp = core.compare(sides[0], sides[1], prices_a=pa_, prices_b=pb_, labels=labels)
     if args.format == "json":  # every row of the kernel diff (a file for tools)
-        _emit(text_view.to_json(cmp.summary()), args.output)
+        _emit(text_view.to_json({**cmp.summary(), **({"mlperf": mlperf} if mlperf else {})}), args.output)
     elif args.format == "csv":
         _emit(text_view.render_compare_csv(cmp), args.output)
     elif args.format == "html":
         _emit(html_report.render_compare(cmp, title=f"pau compare: {labels[0]} ({args.a}) against {labels[1]} ({args.b})",
                                          kernels=max(args.kernels, 30)), args.output)
     else:
-        _emit(text_view.render_compare(cmp, args.kernels), args.output)
+        _emit(text_view.render_compare(cmp, args.kernels, mlperf=mlperf), args.output)
     return EXIT_OK
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = ["CHECKER_REPO", "EVAL_KEY", "QualityTarget", "ROUNDS", "TARGETS", "TARGETS_V5", "is_number", "judge", "meets",
+           "per_trained_model", "trained_models",
            "progress_text", "round_of_path", "status_text", "targets_for", "verdict_text"]
 
 #: The repository whose compliance checker the targets come from.
@@ -402,3 +403,39 @@ def status_text(status: str | None) -> str:
     if status == "no_run_stop":
         return "no run_stop (the log ends before the run stopped: not a valid result)"
     return f"status {status} (not a valid result)"
+
+
+def trained_models(metadata: Mapping[str, Any]) -> int | None:
+    """MLPerf's useful output: one trained model for a run that stopped with status
+    ``success`` and whose eval reached its quality target at the last eval point
+    (``metadata["eval"]["reached"]``, :func:`judge`), 0 for a run that did not (any
+    other status, or the target missed), None when no target is known (open division,
+    a benchmark the table does not hold): then it cannot be said."""
+    ev = metadata.get("eval") or {}
+    if metadata.get("status") != "success":
+        return 0
+    reached = ev.get("reached")
+    return None if reached is None else int(bool(reached))
+
+
+def per_trained_model(ledger: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """An MLPerf run's accelerator time per trained model (:func:`trained_models`), the
+    denominator MLPerf compares submissions by (time to train one model to the target),
+    where blocks and epochs hold different numbers of samples from one submission to
+    another. ``ledger``: the run's ``Ledger.summary()``. JSON-able: ``trained_models``,
+    ``time_to_train_ns``, ``accountable_ns``, ``accountable_ns_per_trained_model`` and
+    ``state_ns_per_trained_model`` (exact ns; None without a trained model)."""
+    n = trained_models(metadata)
+    acc = int(ledger["accountable_ns"])
+    states = {k: int(v) for k, v in (ledger.get("state_ns") or {}).items() if v}
+
+    def per(v: int) -> int | float | None:
+        if not n:
+            return None
+        return v // n if v % n == 0 else v / n
+
+    return {"trained_models": n, "time_to_train_ns": metadata.get("time_to_train_ns"), "accountable_ns": acc,
+            "accountable_ns_per_trained_model": per(acc),
+            "state_ns_per_trained_model": None if not n else {k: per(v) for k, v in states.items()},
+            "reached": (metadata.get("eval") or {}).get("reached"), "status": metadata.get("status"),
+            "benchmark": metadata.get("benchmark")}

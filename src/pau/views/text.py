@@ -556,7 +556,38 @@ def _span(ns: Any) -> str:
     return "-" if ns is None else duration(ns)
 
 
-def render_compare(cmp: Comparison, kernels: int) -> str:
+def render_mlperf_compare(mlperf: Mapping[str, Any], la: str, lb: str) -> str:
+    """Two MLPerf runs per trained model (``pau.readers.mlperf_rules.per_trained_model``):
+    time to train, accelerator time per trained model, and by lifecycle state."""
+    a, b = mlperf["a"], mlperf["b"]
+
+    def models(x: Mapping[str, Any]) -> str:
+        n = x["trained_models"]
+        return "- (no target known)" if n is None else f"{n} ({'reached' if n else 'target not reached'})"
+
+    def diff(u: Any, v: Any) -> Any:
+        return None if u is None or v is None else u - v
+
+    rows: list[list[Any]] = [["trained models", models(a), models(b), ""]]
+    ttt = [a["time_to_train_ns"], b["time_to_train_ns"], diff(a["time_to_train_ns"], b["time_to_train_ns"])]
+    per = [a["accountable_ns_per_trained_model"], b["accountable_ns_per_trained_model"],
+           diff(a["accountable_ns_per_trained_model"], b["accountable_ns_per_trained_model"])]
+    for name, vals in (("time to train", ttt), ("accelerator time per trained model", per)):
+        u = column_unit(vals)
+        rows.append([name] + ["-" if v is None else in_column(v, u) for v in vals])
+    sa, sb = a["state_ns_per_trained_model"] or {}, b["state_ns_per_trained_model"] or {}
+    states = [k for k in dict.fromkeys([*sa, *sb])]
+    if states:
+        vals = [[sa.get(k), sb.get(k), diff(sa.get(k, 0) if sa else None, sb.get(k, 0) if sb else None)]
+                for k in states]
+        u = column_unit([v for r in vals for v in r])
+        rows += [[f"  {k}"] + ["-" if v is None else in_column(v, u) for v in r] for k, r in zip(states, vals)]
+    return _console.render("MLPerf: per trained model (a run to its quality target: the useful output MLPerf compares; "
+                           "blocks and epochs hold different numbers of samples from one submission to another)", "",
+                           _console.table(["", la, lb, "difference"], rows), "")
+
+
+def render_compare(cmp: Comparison, kernels: int, *, mlperf: Mapping[str, Any] | None = None) -> str:
     """The text of ``pau compare``, formatted as ``pau report`` is: the metrics (times in
     one unit per column, shares as percentages), the difference by cause and, with
     events, the ``kernels`` rows of the kernel diff that differ most. The columns are
@@ -569,8 +600,11 @@ def render_compare(cmp: Comparison, kernels: int) -> str:
             u = column_unit([c.ns for c in cells])
             cells = ["-" if c.ns is None else in_column(c.ns, u) for c in cells]
         metric_rows.append([_METRIC_NAMES.get(r["metric"], r["metric"].replace("_", " ")), *cells])
-    items: list[Any] = [_console.table(["metric", la, lb, "difference"], metric_rows), "",
-                        f"accelerator time per preserved step, by cause ({la} - {lb}):", ""]
+    items: list[Any] = [render_mlperf_compare(mlperf, la, lb), ""] if mlperf else []
+    items += [_console.table(["metric", la, lb, "difference"], metric_rows), "",
+              f"accelerator time per preserved step, by cause ({la} - {lb})"
+              + ("; an MLPerf step is a block, whose samples differ between submissions: compare per trained "
+                 "model, above" if mlperf else "") + ":", ""]
     has_cost = "cost_difference" in cmp.by_cause.schema.names
     [cause_rows] = unit_columns([[r["cause"], r["kind"]] + [Dur(None if v is None else v * _SECONDS)
                                                             for v in (r["a"], r["b"], r["difference"])]
