@@ -260,6 +260,10 @@ def test_outcome_figures_are_the_apis(capsys):
     assert cli.main(argv + ["-q"]) == 0
     out = capsys.readouterr().out
     assert f"MFU {100 * pg['mfu']:.1f} %, HFU {100 * pg['hfu']:.1f} %" in out
+    # the layers' product is named, and MFU beside it (no unlabelled factor)
+    assert f"= MFU over accountable time: MFU {100 * pg['mfu']:.1f} % (useful FLOPs time / productive time)" in out
+    assert f"{100 * pg['program_goodput']:.1f} % over accountable time (MFU x goodput" in out
+    assert f"program (MFU) {100 * pg['mfu']:.1f} %" in out
     assert "ETTR: - (needs the queue time: give --schedule)" in out and "checkpoint advice: every" in out
     assert "progress protection" in out and "MPG" in out
 

@@ -166,3 +166,20 @@ def test_readme_command_lines_run_as_written(cmd, tmp_path):
     left = {p.name for p in tmp_path.iterdir()} - {"tests"}
     assert left == named, (cmd, left)
     assert res.stdout.strip() or all((tmp_path / n).stat().st_size for n in named), cmd
+
+
+def test_run_layout_snippet_of_docs_runs_as_written(tmp_path, monkeypatch):
+    """docs/run.md's block opening a run folder with plain tools runs as written."""
+    pytest.importorskip("duckdb")
+    pytest.importorskip("polars")
+    from pau import synth
+
+    text = (ROOT / "docs" / "run.md").read_text()
+    block = text.split("## The layout on disk", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    job = synth.training_job(ranks=2, steps=10, seed=0, mtbf_s=None, checkpoint_every=5, kernels_per_step=8)
+    pau.Run(events=job.events, lifecycle=job.lifecycle).write(tmp_path / "run")
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec(compile(block, "docs/run.md", "exec"), scope)
+    assert scope["lifecycle"].num_rows == job.lifecycle.num_rows
+    assert scope["events"].num_rows == job.events.num_rows and scope["events"].schema.field("rank").type == pa.int32()

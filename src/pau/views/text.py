@@ -295,8 +295,9 @@ def render_layers(lay: dict | None, mfu: float | None = None) -> str:
                            "largest causes)", "",
                            _console.table(head, cells, justify="lr" + ("r" if priced else "") + "rl"), "",
                            f"product {lay['product']:.4f}"
-                           + (f" = program goodput: MFU {100 * mfu:.1f} % (useful FLOPs time / productive time) x "
-                              "goodput" if mfu is not None and "useful_flops" in [r["name"] for r in rows] else "")
+                           + (f" = MFU over accountable time: MFU {100 * mfu:.1f} % (useful FLOPs time / productive "
+                              "time) x goodput" if mfu is not None and "useful_flops" in [r["name"] for r in rows]
+                              else "")
                            + (f" (left out: {left})" if left else ""))
 
 
@@ -356,13 +357,13 @@ def render_outcome(figures: Mapping[str, Any]) -> str:
         else:
             lines.append(f"MFU {_share(pg['mfu'])}, HFU {_share(pg['hfu'])}"
                          + ("" if pg["hfu"] is not None else " (give --hardware-flops-per-step)")
-                         + f" over productive time; program goodput {_share(pg['program_goodput'])} over accountable "
-                         f"time (peak {pg['peak']['flops']:,.4g} FLOP/s)")
+                         + f" over productive time; {_share(pg['program_goodput'])} over accountable time (MFU x "
+                         f"goodput; peak {pg['peak']['flops']:,.4g} FLOP/s)")
     mp = figures.get("mpg")
     if mp is not None:
         lines.append(f"MPG {_share(mp['mpg'])} = scheduling {_share(mp['scheduling_goodput'])}"
                      + ("" if mp["scheduling_goodput"] is not None else " (give --schedule)")
-                     + f" x runtime {_share(mp['runtime_goodput'])} x program {_share(mp['program_goodput'])}"
+                     + f" x runtime {_share(mp['runtime_goodput'])} x program (MFU) {_share(mp['program_goodput'])}"
                      + ("" if mp["program_goodput"] is not None else " (give --flops-per-step)"))
     if "ettr" in figures:
         et = figures["ettr"]
