@@ -183,3 +183,30 @@ def test_run_layout_snippet_of_docs_runs_as_written(tmp_path, monkeypatch):
     exec(compile(block, "docs/run.md", "exec"), scope)
     assert scope["lifecycle"].num_rows == job.lifecycle.num_rows
     assert scope["events"].num_rows == job.events.num_rows and scope["events"].schema.field("rank").type == pa.int32()
+
+
+def _html_tables(page: str) -> list[list[list[str]]]:
+    """The body rows of every table of a page, as cell texts."""
+    out = []
+    for t in re.findall(r"<tbody>(.*?)</tbody>", page, re.S):
+        out.append([[html.parser.unescape(c) if hasattr(html.parser, "unescape") else c
+                     for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+                    for row in re.findall(r"<tr>(.*?)</tr>", t, re.S)])
+    return out
+
+
+def test_html_tables_keep_one_unit_per_column(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "r.html"
+    assert cli.main(["report", "--ranks", "4", "--steps", "60", "-q", "--format", "html", "-o", str(out)]) == 0
+    page = out.read_text()
+    checked = 0
+    for rows in _html_tables(page):
+        if not rows or len({len(r) for r in rows}) != 1 or rows[0][0] in ("failures", "total"):
+            continue   # figure/value tables list one quantity a row
+        for col in range(len(rows[0])):
+            units = {c.split()[1] for c in (r[col] for r in rows)
+                     if len(c.split()) >= 2 and c.split()[1] in UNITS and c.split()[0][0].isdigit()}
+            assert len(units) <= 1, (col, units, rows[:3])
+            checked += bool(units)
+    assert checked >= 8

@@ -25,7 +25,7 @@ from pau.run import Run
 from pau.engine.types import RunSummary
 from pau.views import console as _console
 
-__all__ = ["Dur", "column_unit", "count", "in_column", "unit_columns", "flatten", "render_activity", "render_compare", "render_compare_csv", "render_cost", "render_csv",
+__all__ = ["Dur", "metric_row", "column_unit", "count", "in_column", "unit_columns", "flatten", "render_activity", "render_compare", "render_compare_csv", "render_cost", "render_csv",
            "render_goodput", "render_idle", "render_layers", "render_nvtx", "render_recovery", "render_requests",
            "render_runs", "render_steps", "render_telemetry", "render_text", "render_top_kernels", "to_json"]
 
@@ -545,6 +545,17 @@ def _metric_cells(metric: str, values: Sequence[Any]) -> list[Any]:
     return ["-" if v is None else f"{int(v):,}" if float(v).is_integer() else f"{v:,.4g}" for v in values]
 
 
+def metric_row(r: Mapping[str, Any]) -> list[str]:
+    """A row of the comparison's metric table (``metric, a, b, difference``) as people
+    read it: the metric's name, and its three values in its quantity (a row of times in
+    one unit, so that they compare)."""
+    cells = _metric_cells(r["metric"], (r["a"], r["b"], r["difference"]))
+    if isinstance(cells[0], Dur):
+        u = column_unit([c.ns for c in cells])
+        cells = ["-" if c.ns is None else in_column(c.ns, u) for c in cells]
+    return [_METRIC_NAMES.get(r["metric"], r["metric"].replace("_", " ")), *cells]
+
+
 def _value(v: Any) -> str:
     """A figure without a unit of time: ints with thousands separators, floats to four
     significant digits, None as ``-``."""
@@ -594,13 +605,7 @@ def render_compare(cmp: Comparison, kernels: int, *, mlperf: Mapping[str, Any] |
     events, the ``kernels`` rows of the kernel diff that differ most. The columns are
     named by the comparison's labels (``--labels A,B``)."""
     la, lb = (str(x) for x in cmp.labels)
-    metric_rows = []
-    for r in cmp.table.to_pylist():
-        cells = _metric_cells(r["metric"], (r["a"], r["b"], r["difference"]))
-        if isinstance(cells[0], Dur):   # a row of times: one unit for its three cells, so that they compare
-            u = column_unit([c.ns for c in cells])
-            cells = ["-" if c.ns is None else in_column(c.ns, u) for c in cells]
-        metric_rows.append([_METRIC_NAMES.get(r["metric"], r["metric"].replace("_", " ")), *cells])
+    metric_rows = [metric_row(r) for r in cmp.table.to_pylist()]
     items: list[Any] = [render_mlperf_compare(mlperf, la, lb), ""] if mlperf else []
     items += [_console.table(["metric", la, lb, "difference"], metric_rows), "",
               f"accelerator time per preserved step, by cause ({la} - {lb})"
