@@ -356,3 +356,37 @@ def test_trained_models_needs_success_and_the_target():
     assert trained_models({"status": "success", "eval": {"reached": False}}) == 0
     assert trained_models({"status": "aborted", "eval": {"reached": True}}) == 0
     assert trained_models({"status": "success", "eval": {"reached": None}}) is None
+
+
+def test_nvidia_smi_native_log_with_its_time_zone(tmp_path, capsys):
+    """nvidia-smi's own CSV (local time stamps without a zone): --samples-timezone says
+    which; the run's clock starts at the log's first stamp read as UTC."""
+    log = str(shared("telemetry", "nvidia_smi", "miris_v100s_native_csv_1s.csv"))
+    t0 = int(dt.datetime(2025, 6, 13, 0, 27, 52, 195000, tzinfo=dt.timezone.utc).timestamp()) * 10**9
+    run_dir = _run_at(tmp_path, 1, t0)
+    assert cli.main(["report", run_dir, "--samples", log, "--devices", "index", "--format", "json"]) == 0
+    got = capsys.readouterr()
+    assert "nvidia_smi.time_zone_assumed" in got.err and "give --samples-timezone" in got.err
+    assert json.loads(got.out)["telemetry"]
+    fig = _json(["report", run_dir, "--samples", log, "--devices", "index", "--samples-timezone", "UTC"], capsys)
+    run = pau.read(run_dir, samples=read_telemetry(log, timezone="UTC"), devices="index")
+    assert _same(fig["telemetry"], run.summary()["telemetry"]) and fig["warnings"] == len(run.warnings)
+    assert not [w for w in run.warnings if w.code == "nvidia_smi.time_zone_assumed"]
+    # the same stamps in Berlin's summer time are two hours earlier: they miss the run, said so
+    assert cli.main(["report", run_dir, "--samples", log, "--devices", "index", "--samples-timezone",
+                     "Europe/Berlin"]) == 0
+    got = capsys.readouterr()
+    assert "telemetry.no_overlap" in got.err and "samples outside the run's time" in got.out
+
+
+def test_amd_smi_watch_log(tmp_path, capsys):
+    log = str(shared("telemetry", "amd_smi", "inferencex_mi355x_amd_smi_metric_watch_head3s.csv"))
+    run_dir = _run_at(tmp_path, 8, 1_786_553_852 * 10**9)
+    fig = _json(["report", run_dir, "--samples", log, "--devices", "index", "--price", "2"], capsys)
+    run = pau.read(run_dir, samples=log, devices="index")
+    assert _same(fig["telemetry"], run.summary()["telemetry"]) and fig["telemetry"]
+    assert fig["tables"]["samples"] == run.samples.num_rows == 168
+    # amd-smi's energy snapshots are no time series: refused with the command that makes one
+    snap = str(shared("telemetry", "amd_smi", "inferencex_mi355x_energy_start.csv"))
+    assert cli.main(["report", run_dir, "--samples", snap, "--devices", "index", "-q"]) == 1
+    assert "amd-smi metric ... -w SECONDS --csv" in capsys.readouterr().err

@@ -467,7 +467,8 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
         parts.append(tel)
     elif run.samples is not None and run.samples.num_rows and led is not None:
         parts.append(f"\nhardware telemetry: {count(run.samples.num_rows, 'sample')}, none covering an instant of the "
-                     "ledger's time (one instant per device, as a single scrape, covers no time; the warnings say more)")
+                     "ledger's time (samples outside the run's time, or one instant per device, as a single scrape holds, which "
+                     "covers no time; the warnings say which)")
     if figures["requests"] is not None:
         parts.append(render_requests(figures["requests"], figures.get("slo_ns", {})))
     if "cost" in figures and price is not None:
