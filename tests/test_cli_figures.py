@@ -390,3 +390,39 @@ def test_amd_smi_watch_log(tmp_path, capsys):
     snap = str(shared("telemetry", "amd_smi", "inferencex_mi355x_energy_start.csv"))
     assert cli.main(["report", run_dir, "--samples", snap, "--devices", "index", "-q"]) == 1
     assert "amd-smi metric ... -w SECONDS --csv" in capsys.readouterr().err
+
+
+def test_ettr_and_mpg_with_a_schedule_are_the_apis(tmp_path, capsys):
+    from pau.readers.slurm import read_sacct
+
+    # the built-in run starts at 1.7e18 ns (2023-11-14T22:13:20Z); queued ten minutes before, on 4 GPUs
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobID|JobName|Partition|State|ExitCode|Submit|Eligible|Start|End|NNodes|AllocTRES\n"
+                     "42|train|gpu|COMPLETED|0:0|2023-11-14T22:03:20|2023-11-14T22:03:20|2023-11-14T22:13:20|"
+                     "2023-11-14T22:24:00|1|cpu=8,gres/gpu=4,node=1\n")
+    fig = _json(["report", "--ranks", "4", "--steps", "60", "--schedule", str(sacct), "-q"], capsys)
+    job = synth.training_job(ranks=4, steps=60, seed=0, mtbf_s=150.0, checkpoint_every=50, kernels_per_step=24,
+                             straggler=(3, 1.25))
+    led = pau.Run(events=job.events, lifecycle=job.lifecycle).ledger()
+    schedule = read_sacct(sacct)
+    schedule = getattr(schedule, "result", schedule)
+    assert _same(fig["ettr"], outcome.ettr(led, schedule).summary())
+    assert _same(fig["mpg"], outcome.mpg(led, schedule).summary())
+    assert fig["ettr"]["queued_ns"] == 4 * 600 * 10**9
+    assert cli.main(["report", "--ranks", "4", "--steps", "60", "--schedule", str(sacct), "-q"]) == 0
+    assert f"ETTR {100 * fig['ettr']['ettr']:.1f} %" in capsys.readouterr().out
+
+
+def test_slo_values_take_units(capsys):
+    assert cli.parse_slo(["ttft=500ms", "tpot=40 ms", "e2e=1.5min"]) == {
+        "ttft": 500_000_000, "tpot": 40_000_000, "e2e": 90_000_000_000}
+    assert cli.parse_slo(["ttft=0.5", "e2e=250us"]) == {"ttft": 500_000_000, "e2e": 250_000}
+    for bad in ("ttft=5 h", "ttft=-1ms", "ttft=fast", "speed=1"):
+        with pytest.raises(cli.UsageError, match="--slo"):
+            cli.parse_slo([bad])
+    path = str(shared(*AIPERF))
+    a = _json(["report", path, "--slo", "ttft=500ms", "-q"], capsys)
+    b = _json(["report", path, "--slo", "ttft=0.5", "-q"], capsys)
+    assert a == b and a["slo_ns"] == {"ttft": 500_000_000}
+    assert cli.main(["report", path, "--slo", "tpot=30ms", "-q"]) == 0
+    assert "SLOs: tpot <= 30.000 ms" in capsys.readouterr().out

@@ -115,9 +115,9 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--protection-bound", type=float, dest="protection_bound", metavar="SHARE",
                      help="the most lost progress allowed per failure, as a share of the progress made before it "
                      "(e.g. 0.05): adds progress protection (breaches, excess; docs/outcome.md)")
-    rep.add_argument("--slo", action="append", metavar="NAME=SECONDS",
-                     help="a serving SLO: ttft, tpot or e2e, in seconds (e.g. ttft=0.5); repeatable. A request "
-                     "is accepted when it completed and meets every SLO given")
+    rep.add_argument("--slo", action="append", metavar="NAME=VALUE",
+                     help="a serving SLO: ttft, tpot or e2e, in seconds or with a unit (e.g. ttft=0.5, tpot=40ms); "
+                     "repeatable. A request is accepted when it completed and meets every SLO given")
     rep.add_argument("--gate", action="append", metavar="METRIC>=X",
                      help="fail (exit 3) unless the figure holds, e.g. ledger.goodput>=0.45; repeatable")
     rep.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid",

@@ -376,23 +376,31 @@ def _write_table(table: pa.Table, path: str) -> None:
 _SLO_NAMES = ("ttft", "tpot", "e2e")
 
 
+#: Units ``--slo`` takes after a number (seconds when none is given), in ns.
+_SLO_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9}
+_SLO_VALUE = re.compile(r"^([0-9.eE+\-]+)\s*(ns|us|µs|ms|s|min)?$")
+
+
 def parse_slo(items: Sequence[str]) -> dict[str, int]:
-    """``["ttft=0.5", "e2e=30"]`` -> ``{"ttft": 500000000, "e2e": 30000000000}`` (ns,
-    exact: the seconds are read as decimals, rounded half away from zero)."""
+    """``["ttft=0.5", "e2e=30s", "tpot=40ms"]`` -> ``{"ttft": 500000000, "e2e":
+    30000000000, "tpot": 40000000}`` (ns, exact: the number is read as a decimal in its
+    unit, seconds by default, rounded half away from zero)."""
     out: dict[str, int] = {}
     for item in items:
         name, eq, value = item.partition("=")
         name = name.strip().lower()
+        m = _SLO_VALUE.match(value.strip())
         try:
-            sec: decimal.Decimal | None = decimal.Decimal(value.strip().rstrip("s"))
+            num: decimal.Decimal | None = decimal.Decimal(m.group(1)) if m else None
         except decimal.InvalidOperation:
-            sec = None
-        if not eq or name not in _SLO_NAMES or sec is None or not sec.is_finite() or sec < 0:
-            raise UsageError(f"--slo {item!r}: expected NAME=SECONDS with NAME one of {', '.join(_SLO_NAMES)} "
-                             "and SECONDS >= 0, e.g. ttft=0.5")
+            num = None
+        if not eq or name not in _SLO_NAMES or m is None or num is None or not num.is_finite() or num < 0:
+            raise UsageError(f"--slo {item!r}: expected NAME=VALUE with NAME one of {', '.join(_SLO_NAMES)} "
+                             f"and VALUE >= 0 in seconds or with a unit ({', '.join(_SLO_UNITS)}), e.g. ttft=0.5 "
+                             "or tpot=40ms")
         if name in out:
             raise UsageError(f"--slo {name} given twice")
-        out[name] = int((sec * 10**9).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+        out[name] = int((num * _SLO_UNITS[m.group(2) or "s"]).to_integral_value(rounding=decimal.ROUND_HALF_UP))
     return out
 
 

@@ -169,7 +169,7 @@ def render_cost(c: dict, price: float) -> str:
 def render_requests(s: dict[str, Any], slo: dict[str, int]) -> str:
     """The request section: outcomes, SLO attainment (against the SLOs given), request goodput."""
     att = s["slo_attainment"]
-    slos = (", ".join(f"{k} <= {v / 1e9:g} s" for k, v in slo.items()) if slo
+    slos = (", ".join(f"{k} <= {duration(v)}" for k, v in slo.items()) if slo
             else "no SLO given (--slo): every completed request is accepted")
     rate = s["request_goodput_per_s"]
     lines = ["", f"requests: {s['offered']:,} offered; accepted {s['accepted']:,}, late {s['late']:,}, "
