@@ -264,7 +264,7 @@ def test_outcome_figures_are_the_apis(capsys):
     assert f"= MFU over accountable time: MFU {100 * pg['mfu']:.1f} % (useful FLOPs time / productive time)" in out
     assert f"{100 * pg['program_goodput']:.1f} % over accountable time (MFU x goodput" in out
     assert f"program (MFU) {100 * pg['mfu']:.1f} %" in out
-    assert "ETTR: - (needs the queue time: give --schedule)" in out and "checkpoint advice: every" in out
+    assert "ETTR (needs the queue time: give --schedule)" in out and "checkpoint advice: every" in out
     assert "progress protection" in out and "MPG" in out
 
 

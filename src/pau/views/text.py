@@ -327,33 +327,34 @@ def _seconds(v: float | None) -> str:
 
 def render_outcome(figures: Mapping[str, Any]) -> str:
     """Checkpoint advice, straggler scores, MFU/HFU, MPG, ETTR and progress protection
-    (``pau.core.checkpoint_advice``, ``pau.figures.outcome``), a line or two each; a
-    figure that needs an option says which."""
+    (``pau.core.checkpoint_advice``, ``pau.figures.outcome``), a line each when computed;
+    those that need more input are named on one line with what they need."""
     lines: list[str] = []
+    missing: list[str] = []
     ck = figures.get("checkpoint_advice")
     if ck is not None:
         m = ck.get("measured") or {}
         if ck.get("young_s") is None:
-            lines.append("checkpoint advice: - (needs a measured failure and checkpoint: "
-                         f"{count(m.get('failures') or 0, 'failure')}, {count(m.get('saves') or 0, 'save')})")
+            missing.append(f"checkpoint advice (needs a failure and a checkpoint measured: "
+                           f"{count(m.get('failures') or 0, 'failure')}, {count(m.get('saves') or 0, 'save')})")
         else:
             lines.append(f"checkpoint advice: every {_seconds(ck['young_s'])} (Young) or {_seconds(ck['daly_s'])} "
                          f"(Daly) against {_seconds(ck.get('current_interval_s'))} now; expected goodput "
                          f"{_share(ck.get('expected_goodput_daly'))} at Daly's, {_share(ck.get('expected_goodput_current'))} "
                          f"now (MTBF {_seconds(m.get('mtbf_s'))}, a checkpoint {_seconds(m.get('checkpoint_cost_s'))}, "
                          f"a restart {_seconds(m.get('restart_s'))})")
-    sc = figures.get("straggler_scores")
     if "straggler_scores" in figures:
+        sc = figures["straggler_scores"]
         if sc is None:
-            lines.append("straggler scores: - (need step records of each rank)")
+            missing.append("straggler scores (need step records of each rank)")
         else:
             slow = ", ".join(map(str, sc["stragglers"])) or "none"
             lines.append(f"straggler scores (NVRx, {count(sc['windows'], 'window')}, threshold {sc['threshold']}): "
                          f"ranks below it: {slow}")
-    pg = figures.get("program_goodput")
     if "program_goodput" in figures:
+        pg = figures["program_goodput"]
         if pg is None:
-            lines.append("MFU, HFU: - (give --flops-per-step and a peak: --peak-flops, or --accelerator and --dtype)")
+            missing.append("MFU and HFU (give --flops-per-step and a peak: --peak-flops, or --accelerator and --dtype)")
         else:
             lines.append(f"MFU {_share(pg['mfu'])}, HFU {_share(pg['hfu'])}"
                          + ("" if pg["hfu"] is not None else " (give --hardware-flops-per-step)")
@@ -361,21 +362,29 @@ def render_outcome(figures: Mapping[str, Any]) -> str:
                          f"goodput; peak {pg['peak']['flops']:,.4g} FLOP/s)")
     mp = figures.get("mpg")
     if mp is not None:
-        lines.append(f"MPG {_share(mp['mpg'])} = scheduling {_share(mp['scheduling_goodput'])}"
-                     + ("" if mp["scheduling_goodput"] is not None else " (give --schedule)")
-                     + f" x runtime {_share(mp['runtime_goodput'])} x program (MFU) {_share(mp['program_goodput'])}"
-                     + ("" if mp["program_goodput"] is not None else " (give --flops-per-step)"))
+        need = [opt for opt, key in (("--schedule", "scheduling_goodput"), ("--flops-per-step", "program_goodput"))
+                if mp[key] is None]
+        if len(need) == 2:
+            missing.append("MPG (give --schedule and --flops-per-step)")
+        else:
+            lines.append(f"MPG {_share(mp['mpg'])} = scheduling {_share(mp['scheduling_goodput'])} x runtime "
+                         f"{_share(mp['runtime_goodput'])} x program (MFU) {_share(mp['program_goodput'])}"
+                         + (f" (give {need[0]} for the rest)" if need else ""))
     if "ettr" in figures:
         et = figures["ettr"]
-        lines.append("ETTR: - (needs the queue time: give --schedule)" if et is None else
-                     f"ETTR {_share(et['ettr'])}: productive {duration(et['productive_ns'])} over "
-                     f"{duration(et['available_ns'])} available (queued {duration(et['queued_ns'])})")
+        if et is None:
+            missing.append("ETTR (needs the queue time: give --schedule)")
+        else:
+            lines.append(f"ETTR {_share(et['ettr'])}: productive {duration(et['productive_ns'])} over "
+                         f"{duration(et['available_ns'])} available (queued {duration(et['queued_ns'])})")
     pr = figures.get("protection")
     if pr is not None:
         lines.append(f"progress protection (at most {_share(pr['bound_share'])} of the progress lost per "
                      f"{pr['per']}): {count(pr['breaches'], 'breach', 'breaches')} in "
                      f"{count(pr['rows'], pr['per'])}, {duration(round(pr['excess_ns']))} lost beyond the bound"
                      + ("" if pr["excess_cost"] is None else f" ({money(pr['excess_cost'])})"))
+    if missing:
+        lines.append("not computed: " + "; ".join(missing))
     return "\n".join([""] + lines) if lines else ""
 
 
