@@ -162,11 +162,15 @@ def test_report_on_mlperf_results_lists_runs(capsys):
         assert row["source"] == os.path.relpath(m["sources"][0], path)
         assert row["status"] == m["status"] and row["accelerators"] == str(m["accelerators"])
         assert row["reached"] == {True: "yes", False: "no", None: "-"}[ev.get("reached")]
-        assert row["time to train"] == ("-" if m.get("time_to_train_ns") is None
-                                        else _format.duration(m["time_to_train_ns"]))
-        assert row["accountable"] == _format.duration(led["accountable_ns"])
+        # one unit per column: the value in the column's unit, to its decimals
+        assert (row["time to train"] == "-") == (m.get("time_to_train_ns") is None)
+        if m.get("time_to_train_ns") is not None:
+            assert _close(row["time to train"], m["time_to_train_ns"])
+        assert _close(row["accountable"], led["accountable_ns"])
         assert row["goodput"] == f"{100 * led['goodput']:.1f}%"
     assert any(r["status"] == "aborted" for r in rows)
+    for col in ("time to train", "accountable"):
+        assert len({r[col].split()[-1] for r in rows if r[col] != "-"}) == 1, col
 
 
 def test_mlperf_folder_table_by_hand(capsys):

@@ -497,7 +497,7 @@ def render_runs(rows: list[tuple[Run, RunSummary]], title: str, root: str | None
     """Several runs (a folder of MLPerf logs): one line each, figures from each run's
     summary; ``source`` is each log's path under ``root`` (the folder given)."""
     head = ["source", "benchmark", "status", "accelerators", "reached", "time to train", "accountable", "goodput"]
-    cells = []
+    cells: list[list[Any]] = []
     for run, fig in rows:
         m = run.metadata
         led: dict[str, Any] = dict(fig["ledger"] or {})
@@ -507,10 +507,10 @@ def render_runs(rows: list[tuple[Run, RunSummary]], title: str, root: str | None
         if root is not None and os.path.isdir(root):
             src = os.path.relpath(src, root)
         cells.append([src, str(m.get("benchmark") or "-"), str(m.get("status") or "-"), str(m.get("accelerators") or "-"),
-                      _reached(m), "-" if ttt is None else duration(ttt),
-                      "-" if not led else duration(led["accountable_ns"]),
+                      _reached(m), Dur(ttt), Dur(led["accountable_ns"] if led else None),
                       "-" if good is None else pct(good, 1).strip()])
-    return _console.render(title, "", _console.table(head, cells, justify="lllrlrrr"), "",
+    [shown] = unit_columns(cells)
+    return _console.render(title, "", _console.table(head, shown, justify="lllrlrrr"), "",
                            "reached: the eval metric at the last eval point against the round's MLCommons quality "
                            "target; accountable: accelerator time")
 
