@@ -324,7 +324,7 @@ RESNET = ("mlperf", "training_v4.0", "ASUSTeK", "results", "ESC8000A-E12-8xH100-
 TINY = ("mlperf", "training_v4.0", "tinycorp", "results", "tinybox_green", "resnet")
 
 
-def test_mlperf_runs_compare_per_trained_model(capsys):
+def test_mlperf_runs_compare_per_trained_model(tmp_path, capsys):
     from pau.readers import mlperf_rules
 
     a, b, failed = str(shared(*RESNET)), str(shared(*TINY, "result_1.txt")), str(shared(*TINY, "result_0.txt"))
@@ -347,6 +347,11 @@ def test_mlperf_runs_compare_per_trained_model(capsys):
     out = capsys.readouterr().out
     assert out.startswith("MLPerf: per trained model") and "accelerator time per trained model" in out
     assert "an MLPerf step is a block" in out
+    pytest.importorskip("matplotlib")
+    page = tmp_path / "cmp.html"
+    assert cli.main(["compare", a, b, "-q", "--format", "html", "-o", str(page)]) == 0
+    text = page.read_text()
+    assert "<h2>MLPerf: per trained model</h2>" in text and "accelerator time per trained model" in text
 
 
 def test_trained_models_needs_success_and_the_target():

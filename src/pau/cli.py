@@ -674,7 +674,7 @@ def _compare(args: argparse.Namespace) -> int:
         _emit(text_view.render_compare_csv(cmp), args.output)
     elif args.format == "html":
         _emit(html_report.render_compare(cmp, title=f"pau compare: {labels[0]} ({args.a}) against {labels[1]} ({args.b})",
-                                         kernels=max(args.kernels, 30)), args.output)
+                                         kernels=max(args.kernels, 30), mlperf=mlperf), args.output)
     else:
         _emit(text_view.render_compare(cmp, args.kernels, mlperf=mlperf), args.output)
     return EXIT_OK

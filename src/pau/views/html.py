@@ -19,7 +19,7 @@ from pau.readers import mlperf_rules as _mlperf
 from pau.views import plots
 from pau.figures.economics import RequestLedger
 from pau.views.text import (LATENCY_STATS, Dur, column_unit, count, in_column, latency_unit, metric_row, money,
-                            render_outcome, unit_columns)
+                            MLPERF_COMPARE_NOTE, mlperf_rows, render_outcome, unit_columns)
 from pau.engine._format import duration, html_table, pct
 from pau.engine.ledger import Ledger
 from pau.figures.analysis import Comparison
@@ -387,17 +387,22 @@ def _sources(paths: Sequence[Any], shown: int = 3) -> str:
 # two runs
 
 
-def render_compare(comparison: Comparison, *, title: str, kernels: int = 30) -> str:
+def render_compare(comparison: Comparison, *, title: str, kernels: int = 30,
+                   mlperf: Mapping[str, Any] | None = None) -> str:
     """The HTML page of ``pau compare``: the metric table, the difference by cause
     (plot and table) and, when both runs have device events, the kernels and copies
     that changed most (plot, and the first ``kernels`` rows of the diff). The page
-    embeds ``comparison.summary()``, what ``pau compare --format json`` prints."""
+    embeds ``comparison.summary()`` (with ``mlperf``, the per-trained-model figures of two
+    MLPerf runs), what ``pau compare --format json`` prints."""
     la, lb = comparison.labels
-    figures = comparison.summary()
+    figures = {**comparison.summary(), **({"mlperf": dict(mlperf)} if mlperf else {})}
     # tables name the runs a and b (the labels can be long paths); the page says which is which
     metric_rows = [metric_row(r) for r in comparison.table.to_pylist()]
     cause_rows = comparison.by_cause.to_pylist()
-    body = ["<h2>Figures</h2>", html_table(["metric", "a", "b", "a - b"], metric_rows, right=(1, 2, 3)),
+    body = [] if not mlperf else [
+        "<h2>MLPerf: per trained model</h2>", f'<p class="note">{html.escape(MLPERF_COMPARE_NOTE)}</p>',
+        html_table(["figure", "a", "b", "a - b"], mlperf_rows(mlperf), right=(1, 2, 3))]
+    body += ["<h2>Figures</h2>", html_table(["metric", "a", "b", "a - b"], metric_rows, right=(1, 2, 3)),
             "<h2>Difference by cause</h2>",
             '<p class="note">accelerator time per preserved step</p>']
     if any(r["difference"] is not None and r["cause"] != "total" and (r["a"] or r["b"]) for r in cause_rows):

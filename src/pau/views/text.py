@@ -578,9 +578,15 @@ def _span(ns: Any) -> str:
     return "-" if ns is None else duration(ns)
 
 
-def render_mlperf_compare(mlperf: Mapping[str, Any], la: str, lb: str) -> str:
-    """Two MLPerf runs per trained model (``pau.readers.mlperf_rules.per_trained_model``):
-    time to train, accelerator time per trained model, and by lifecycle state."""
+#: The heading of the per-trained-model comparison of two MLPerf runs.
+MLPERF_COMPARE_NOTE = ("per trained model (a run to its quality target: the useful output MLPerf compares; blocks and "
+                       "epochs hold different numbers of samples from one submission to another)")
+
+
+def mlperf_rows(mlperf: Mapping[str, Any]) -> list[list[str]]:
+    """Two MLPerf runs per trained model (``pau.readers.mlperf_rules.per_trained_model``),
+    as rows ``[figure, a, b, difference]``: trained models, time to train, accelerator
+    time per trained model and by lifecycle state (one unit per row)."""
     a, b = mlperf["a"], mlperf["b"]
 
     def models(x: Mapping[str, Any]) -> str:
@@ -604,9 +610,13 @@ def render_mlperf_compare(mlperf: Mapping[str, Any], la: str, lb: str) -> str:
                 for k in states]
         u = column_unit([v for r in vals for v in r])
         rows += [[f"  {k}"] + ["-" if v is None else in_column(v, u) for v in r] for k, r in zip(states, vals)]
-    return _console.render("MLPerf: per trained model (a run to its quality target: the useful output MLPerf compares; "
-                           "blocks and epochs hold different numbers of samples from one submission to another)", "",
-                           _console.table(["", la, lb, "difference"], rows), "")
+    return rows
+
+
+def render_mlperf_compare(mlperf: Mapping[str, Any], la: str, lb: str) -> str:
+    """Two MLPerf runs per trained model (:func:`mlperf_rows`), as text."""
+    return _console.render(f"MLPerf: {MLPERF_COMPARE_NOTE}", "",
+                           _console.table(["", la, lb, "difference"], mlperf_rows(mlperf)))
 
 
 def render_compare(cmp: Comparison, kernels: int, *, mlperf: Mapping[str, Any] | None = None) -> str:
