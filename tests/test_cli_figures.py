@@ -352,6 +352,11 @@ def test_mlperf_runs_compare_per_trained_model(tmp_path, capsys):
     assert cli.main(["compare", a, b, "-q", "--format", "html", "-o", str(page)]) == 0
     text = page.read_text()
     assert "<h2>MLPerf: per trained model</h2>" in text and "accelerator time per trained model" in text
+    assert cli.main(["compare", a, b, "-q", "--format", "csv"]) == 0
+    lines = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    [row] = [r for r in lines if r[:2] == ["mlperf", "accountable_ns_per_trained_model"]]
+    assert int(row[5]) == fig["mlperf"]["a"]["accountable_ns_per_trained_model"]
+    assert int(row[7]) == int(row[5]) - int(row[6])
 
 
 def test_trained_models_needs_success_and_the_target():

@@ -671,7 +671,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.format == "json":  # every row of the kernel diff (a file for tools)
         _emit(text_view.to_json({**cmp.summary(), **({"mlperf": mlperf} if mlperf else {})}), args.output)
     elif args.format == "csv":
-        _emit(text_view.render_compare_csv(cmp), args.output)
+        _emit(text_view.render_compare_csv(cmp, mlperf), args.output)
     elif args.format == "html":
         _emit(html_report.render_compare(cmp, title=f"pau compare: {labels[0]} ({args.a}) against {labels[1]} ({args.b})",
                                          kernels=max(args.kernels, 30), mlperf=mlperf), args.output)

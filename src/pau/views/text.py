@@ -703,12 +703,21 @@ def _cell(v: Any) -> str:
     return "" if v is None else repr(v) if isinstance(v, float) else str(v)
 
 
-def render_compare_csv(cmp: Comparison) -> str:
+def render_compare_csv(cmp: Comparison, mlperf: Mapping[str, Any] | None = None) -> str:
     """``pau compare --format csv``: one long table, ``section, name, kind, status,
-    quantity, a, b, difference``; sections ``metrics``, ``by_cause`` and ``kernels``
-    (every row of the kernel diff, one line per quantity: count, total_ns,
-    per_step_ns). See docs/compare.md."""
+    quantity, a, b, difference``; sections ``mlperf`` (two MLPerf runs: per trained
+    model), ``metrics``, ``by_cause`` and ``kernels`` (every row of the kernel diff, one
+    line per quantity: count, total_ns, per_step_ns). See docs/compare.md."""
     rows: list[tuple[Any, ...]] = []
+    if mlperf:
+        a, b = mlperf["a"], mlperf["b"]
+        sa, sb = a["state_ns_per_trained_model"] or {}, b["state_ns_per_trained_model"] or {}
+        items = [(k, "", a[k], b[k]) for k in ("trained_models", "time_to_train_ns", "accountable_ns_per_trained_model")]
+        items += [("state_ns_per_trained_model", k, sa.get(k) if sa else None, sb.get(k) if sb else None)
+                  for k in dict.fromkeys([*sa, *sb])]
+        for name, state, x, y in items:
+            diff = None if x is None or y is None else x - y
+            rows.append(("mlperf", name, state, "", "value", x, y, diff))
     for r in cmp.table.to_pylist():
         rows.append(("metrics", r["metric"], "", "", "value", r["a"], r["b"], r["difference"]))
     for r in cmp.by_cause.to_pylist():
