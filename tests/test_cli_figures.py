@@ -19,7 +19,7 @@ from shared_data import shared
 import pau
 import pau.core as pc
 from pau import cli, synth
-from pau.figures import outcome
+from pau.figures.outcome import ettr, model_flops, mpg, program_goodput, protection, straggler_scores
 from pau.readers.telemetry import read_telemetry
 
 AIPERF = ("serving", "aiperf_gpt-oss-20b_run1")
@@ -250,12 +250,12 @@ def test_outcome_figures_are_the_apis(capsys):
     job = synth.training_job(ranks=4, steps=60, seed=0, mtbf_s=150.0, checkpoint_every=50, kernels_per_step=24,
                              straggler=(3, 1.25))
     led = pau.Run(events=job.events, lifecycle=job.lifecycle).ledger()
-    flops = outcome.model_flops(per_step=10**15, hardware_per_step=12 * 10**14)
+    flops = model_flops(per_step=10**15, hardware_per_step=12 * 10**14)
     assert _same(fig["checkpoint_advice"], pc.checkpoint_advice(led)) and fig["checkpoint_advice"]["daly_s"]
-    assert _same(fig["mpg"], outcome.mpg(led, flops=flops, accelerator="h100-sxm", dtype="bf16").summary())
-    pg = outcome.program_goodput(led, flops, accelerator="h100-sxm", dtype="bf16").summary()
+    assert _same(fig["mpg"], mpg(led, flops=flops, accelerator="h100-sxm", dtype="bf16").summary())
+    pg = program_goodput(led, flops, accelerator="h100-sxm", dtype="bf16").summary()
     assert _same(fig["program_goodput"], pg) and pg["hfu"] is not None and pg["mfu"] is not None
-    assert _same(fig["protection"], outcome.protection(led, bound_share=0.05, price_per_accelerator_hour=2).summary())
+    assert _same(fig["protection"], protection(led, bound_share=0.05, price_per_accelerator_hour=2).summary())
     assert fig["ettr"] is None and fig["straggler_scores"] is None   # no schedule; steps of rank -1 only
     assert cli.main(argv + ["-q"]) == 0
     out = capsys.readouterr().out
@@ -274,7 +274,7 @@ def test_straggler_scores_of_per_rank_steps_are_the_apis(capsys):
     if run.lifecycle is None:
         pytest.skip("the trace has no steps")
     fig = _json(["report", path, "-q"], capsys)
-    assert _same(fig["straggler_scores"], outcome.straggler_scores(run.lifecycle).summary())
+    assert _same(fig["straggler_scores"], straggler_scores(run.lifecycle).summary())
 
 
 def test_outcome_options_refused_without_a_lifecycle(capsys):
@@ -416,8 +416,8 @@ def test_ettr_and_mpg_with_a_schedule_are_the_apis(tmp_path, capsys):
     led = pau.Run(events=job.events, lifecycle=job.lifecycle).ledger()
     schedule = read_sacct(sacct)
     schedule = getattr(schedule, "result", schedule)
-    assert _same(fig["ettr"], outcome.ettr(led, schedule).summary())
-    assert _same(fig["mpg"], outcome.mpg(led, schedule).summary())
+    assert _same(fig["ettr"], ettr(led, schedule).summary())
+    assert _same(fig["mpg"], mpg(led, schedule).summary())
     assert fig["ettr"]["queued_ns"] == 4 * 600 * 10**9
     assert cli.main(["report", "--ranks", "4", "--steps", "60", "--schedule", str(sacct), "-q"]) == 0
     assert f"ETTR {100 * fig['ettr']['ettr']:.1f} %" in capsys.readouterr().out

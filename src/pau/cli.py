@@ -38,7 +38,9 @@ import pyarrow.parquet as pq
 from pau.engine import _jit
 from pau import core, errors, synth
 from pau.views import html as html_report
-from pau.figures import layers, outcome
+from pau.figures import layers
+# the outcome figures (in pau.figures.goodput, .recovery and .stragglers once the figures are split by concept)
+from pau.figures.outcome import ettr, model_flops, mpg, program_goodput, protection, straggler_scores
 from pau.readers.mllog import mllog_files
 from pau.readers.slurm import read_sacct
 from pau.readers import mlperf_rules as _mlperf
@@ -515,18 +517,18 @@ def _outcome_figures(run: Run, led: Ledger, args: argparse.Namespace, schedule: 
     (with --protection-bound)."""
     out: dict[str, Any] = {"checkpoint_advice": core.checkpoint_advice(led)}
     steps = run.lifecycle is not None and run.lifecycle.num_rows and _has_steps(run.lifecycle)
-    scores = outcome.straggler_scores(run.lifecycle) if steps else None
+    scores = straggler_scores(run.lifecycle) if steps else None
     out["straggler_scores"] = None if scores is None else scores.summary()  # type: ignore[union-attr]
     flops: Any = None
     if args.flops_per_step is not None:
-        flops = outcome.model_flops(per_step=args.flops_per_step, hardware_per_step=args.hardware_flops_per_step)
+        flops = model_flops(per_step=args.flops_per_step, hardware_per_step=args.hardware_flops_per_step)
     peak = dict(accelerator=args.accelerator, dtype=args.dtype, peak=args.peak_flops)
-    out["mpg"] = outcome.mpg(led, schedule, flops=flops, **peak).summary()
-    out["ettr"] = None if schedule is None else outcome.ettr(led, schedule).summary()
-    out["program_goodput"] = None if flops is None else outcome.program_goodput(led, flops, **peak).summary()
+    out["mpg"] = mpg(led, schedule, flops=flops, **peak).summary()
+    out["ettr"] = None if schedule is None else ettr(led, schedule).summary()
+    out["program_goodput"] = None if flops is None else program_goodput(led, flops, **peak).summary()
     out["protection"] = (None if args.protection_bound is None else
-                         outcome.protection(led, bound_share=args.protection_bound,
-                                            price_per_accelerator_hour=args.price).summary())
+                         protection(led, bound_share=args.protection_bound,
+                                    price_per_accelerator_hour=args.price).summary())
     return out
 
 
