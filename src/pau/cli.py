@@ -411,7 +411,7 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | 
     function (one figure, one path): ``cost`` (:func:`pau.core.cost`), ``overlap``
     (:func:`pau.core.overlap`), and for a lifecycle ``checkpoint_advice``
     (:func:`pau.core.checkpoint_advice`), ``straggler_scores``, ``mpg``, ``ettr``,
-    ``program_goodput`` (MFU, HFU) and ``protection`` (``pau.figures.outcome``)."""
+    ``program_goodput`` (MFU, HFU) and ``protection`` (docs/outcome.md)."""
     has_ledger = run.events is not None or run.lifecycle is not None
     if args.as_of is not None and run.lifecycle is None:
         raise UsageError("--as-of applies to a lifecycle, and this input has none")

@@ -358,7 +358,7 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     if outcome:
         body += ["<h2>Outcome</h2>",
                  '<p class="note">checkpoint advice (pau.core.checkpoint_advice), straggler scores, MFU and HFU, MPG, '
-                 "ETTR and progress protection (pau.figures.outcome); docs/outcome.md</p>",
+                 "ETTR and progress protection (docs/outcome.md)</p>",
                  "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in outcome.splitlines()) + "</ul>"]
     outside = figures.get("events_outside_accountable")
     notes = [f"{w.code}: {w.message}" for w in run.warnings]

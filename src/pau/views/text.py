@@ -327,7 +327,7 @@ def _seconds(v: float | None) -> str:
 
 def render_outcome(figures: Mapping[str, Any]) -> str:
     """Checkpoint advice, straggler scores, MFU/HFU, MPG, ETTR and progress protection
-    (``pau.core.checkpoint_advice``, ``pau.figures.outcome``), a line each when computed;
+    (``pau.core.checkpoint_advice`` and the outcome figures of docs/outcome.md), a line each when computed;
     those that need more input are named on one line with what they need."""
     lines: list[str] = []
     missing: list[str] = []
