@@ -436,3 +436,16 @@ def test_slo_values_take_units(capsys):
     assert a == b and a["slo_ns"] == {"ttft": 500_000_000}
     assert cli.main(["report", path, "--slo", "tpot=30ms", "-q"]) == 0
     assert "SLOs: tpot <= 30.000 ms" in capsys.readouterr().out
+
+
+def test_convert_takes_the_samples_options(tmp_path, capsys):
+    log = str(shared("telemetry", "nvidia_smi", "nanogpt_pr643_8gpu_power_util_250ms_head640.csv"))
+    run_dir = _run_at(tmp_path, 8, NANOGPT_T0)
+    out = tmp_path / "converted"
+    assert cli.main(["convert", run_dir, str(out), "--samples", log, "--samples-columns", NANOGPT_COLUMNS,
+                     "--devices", "index", "-q"]) == 0
+    assert "samples (" in capsys.readouterr().out
+    back = pau.read(out)
+    want = pau.read(run_dir, samples=read_telemetry(log, format="nvidia_smi", columns=dict(
+        x.split("=") for x in NANOGPT_COLUMNS.split(","))), devices="index")
+    assert back.samples.equals(want.samples)
