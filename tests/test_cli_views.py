@@ -210,3 +210,21 @@ def test_html_tables_keep_one_unit_per_column(tmp_path, capsys):
             assert len(units) <= 1, (col, units, rows[:3])
             checked += bool(units)
     assert checked >= 8
+
+
+def test_outcome_doc_names_the_two_program_goodputs_apart():
+    """docs/outcome.md: MPG's program goodput is MFU; program_goodput(...).program_goodput is
+    MFU over accountable time. The page says so and never calls the second one MPG's factor."""
+    text = (ROOT / "docs" / "outcome.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| MFU over")]
+    assert any("`mpg(...).program_goodput`" in r and "`F_model / (peak × P)`" in r for r in rows)
+    assert any("`program_goodput(...).program_goodput`" in r and "peak × A" in r for r in rows)
+    assert "**Program goodput over accountable time**" not in text
+    # and the figures agree with the names: MPG's program factor is program_goodput(...).mfu
+    from pau import synth
+    from pau.figures.outcome import mpg, program_goodput
+
+    job = synth.training_job(ranks=2, steps=20, seed=0, mtbf_s=None, checkpoint_every=5, kernels_per_step=8)
+    led = pau.Run(events=job.events, lifecycle=job.lifecycle).ledger()
+    pg = program_goodput(led, 10**15, peak=10**15)
+    assert mpg(led, flops=10**15, peak=10**15).program == pg.mfu != pg.program_goodput
