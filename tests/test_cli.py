@@ -140,9 +140,9 @@ def test_report_detects_kineto_and_matches_the_reader(capsys):
     tr = read_kineto(path)
     t = pc.classify(tr.events, span=tr.spans()).to_pylist()
     idle0 = sum(r["duration_ns"] for r in t if r["rank"] == 0 and r["activity"] == "idle")
-    cells = _rows(out)["0"]
-    size = {"ns": 1, "µs": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9}[cells[2]]
-    assert f"{idle0 / size:,.3f}" in cells
+    cells = _rows(out)["0"]   # ... idle, its unit, its share, span, its unit: one unit per column
+    size = {"ns": 1, "µs": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9}[cells[-4]]
+    assert f"{idle0 / size:,.3f}" == cells[-5]
 
 
 RUNS_HEAD = ["source", "benchmark", "status", "accelerators", "reached", "time to train", "accountable", "goodput"]
@@ -162,11 +162,15 @@ def test_report_on_mlperf_results_lists_runs(capsys):
         assert row["source"] == os.path.relpath(m["sources"][0], path)
         assert row["status"] == m["status"] and row["accelerators"] == str(m["accelerators"])
         assert row["reached"] == {True: "yes", False: "no", None: "-"}[ev.get("reached")]
-        assert row["time to train"] == ("-" if m.get("time_to_train_ns") is None
-                                        else _format.duration(m["time_to_train_ns"]))
-        assert row["accountable"] == _format.duration(led["accountable_ns"])
+        # one unit per column: the value in the column's unit, to its decimals
+        assert (row["time to train"] == "-") == (m.get("time_to_train_ns") is None)
+        if m.get("time_to_train_ns") is not None:
+            assert _close(row["time to train"], m["time_to_train_ns"])
+        assert _close(row["accountable"], led["accountable_ns"])
         assert row["goodput"] == f"{100 * led['goodput']:.1f}%"
     assert any(r["status"] == "aborted" for r in rows)
+    for col in ("time to train", "accountable"):
+        assert len({r[col].split()[-1] for r in rows if r[col] != "-"}) == 1, col
 
 
 def test_mlperf_folder_table_by_hand(capsys):
@@ -200,7 +204,34 @@ def test_price_adds_cost_per_useful_output(capsys):
     c = pc.cost(pc.ledger(job.events, job.lifecycle), {"per_accelerator_hour": 3.0})
     # accountable hours x $3, as printed
     assert f"total ${c['total_cost']:,.2f}" in out
-    assert f"${c['cost_per_preserved_step']:,.4f} per preserved step" in out
+    # below a dime, two significant digits ($0.014, not a $0.01 that hides a third of it)
+    [step] = re.findall(r"\$([0-9.,]+) per preserved step", out)
+    assert float(step) == pytest.approx(c["cost_per_preserved_step"], rel=0.05) and len(step.lstrip("0.")) == 2
+
+
+_UNIT_NS = {"ns": 1, "µs": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9}
+
+
+def _read_cell(cell: str) -> float | None:
+    """A printed figure back as a number: durations in ns, shares and points as
+    fractions, money and counts as they are; ``-`` as None."""
+    if cell == "-":
+        return None
+    num, _, u = cell.replace("$", "").replace(",", "").partition(" ")
+    if u in _UNIT_NS:
+        return float(num) * _UNIT_NS[u]
+    return float(num) / 100 if u in ("%", "pt") else float(num)
+
+
+def _close(printed: str, value: float | None, per: float = 1.0) -> bool:
+    """``printed`` shows ``value`` (times ``per``) to its printed precision: 3 decimals
+    of its unit, or three significant digits."""
+    got = _read_cell(printed)
+    if value is None or got is None:
+        return got is None and value is None
+    want = value * per
+    return abs(got - want) <= max(abs(want) * 5e-3, 1e-9 * abs(per) if per != 1 else 1e-9) or \
+        abs(got - want) <= 0.0005 * _UNIT_NS.get(printed.rsplit(" ", 1)[-1], 1)
 
 
 def test_compare_two_runs(tmp_path, capsys):
@@ -213,27 +244,61 @@ def test_compare_two_runs(tmp_path, capsys):
         synth.write_parquet(job.events, d / "events.parquet")
         pq.write_table(job.lifecycle, d / "lifecycle.parquet")
         runs.append((str(d), pau.Run(events=job.events, lifecycle=job.lifecycle)))
-    assert cli.main(["compare", runs[0][0], runs[1][0]]) == 0
+    assert cli.main(["compare", runs[0][0], runs[1][0], "--labels", "before,after"]) == 0
     out = capsys.readouterr().out
-    cmp = pc.compare(runs[0][1], runs[1][1], labels=(runs[0][0], runs[1][0]))
+    cmp = pc.compare(runs[0][1], runs[1][1])
     lines = [_cells(line) for line in out.splitlines()]
-    # the metrics table: heading, then one row per metric with the comparison's figures
-    assert lines[0] == ["metric", runs[0][0], runs[1][0], "difference"]
+    # the metrics table, its columns named by --labels, then one row per metric: times in
+    # one unit per row (hours and seconds shown as durations), goodput as a percentage
+    assert lines[0] == ["metric", "before", "after", "difference"]
+    rows = {c[0]: c[1:] for c in lines if len(c) == 4}
     for r in cmp.table.to_pylist():
-        assert [r["metric"], _fig(r["a"]), _fig(r["b"]), _fig(r["difference"])] in lines
-    # the by-cause table, one row per cause and kind
-    assert "accelerator-seconds per preserved step, by cause" in out
+        m = r["metric"]
+        name = {"accountable_accelerator_hours": "accountable accelerator time",
+                "productive_accelerator_hours": "productive accelerator time",
+                "badput_accelerator_hours": "badput accelerator time",
+                "accelerator_seconds_per_preserved_step": "accelerator time per preserved step",
+                "productive_accelerator_seconds_per_preserved_step":
+                    "productive accelerator time per preserved step"}.get(m, m.replace("_", " "))
+        per = 3600e9 if m.endswith("_hours") else 1e9 if "seconds" in m else 1.0
+        cells = rows[name]
+        if per != 1.0:
+            assert len({c.rsplit(" ", 1)[-1] for c in cells if c != "-"}) == 1, cells  # one unit per row
+        for cell, v in zip(cells, (r["a"], r["b"], r["difference"])):
+            assert _close(cell, v, per), (m, cell, v)
+    assert rows["goodput"][0] == f"{100 * cmp.table.to_pylist()[3]['a']:.1f} %"
+    # the by-cause table, one row per cause and kind, in ns per preserved step
+    assert "accelerator time per preserved step, by cause (before - after)" in out
     for r in cmp.by_cause.to_pylist():
-        assert [r["cause"], r["kind"], _fig(r["a"]), _fig(r["b"]), _fig(r["difference"])] in lines
-    # the kernel diff (tests/test_kernel_diff.py): its first rows, durations in pau.engine._format units
-    assert "device work by name and kind" in out
-    for k in cmp.kernels.rows[:3]:
-        assert [k["status"], k["kind"], f"{k['count_a']:,}", f"{k['count_b']:,}", _format.duration(k["total_ns_a"]),
-                _format.duration(k["total_ns_b"]), _format.duration(k["difference_ns"]),
-                _format.duration(k["per_step_ns_a"]), _format.duration(k["per_step_ns_b"]),
-                _format.duration(k["per_step_difference_ns"]), k["name"]] in lines
+        [cells] = [c for c in lines if c[:2] == [r["cause"], r["kind"]]]
+        for cell, v in zip(cells[2:], (r["a"], r["b"], r["difference"])):
+            assert _close(cell, v, 1e9), (r, cell)
+    # the kernel diff (tests/test_kernel_diff.py): its first rows, one unit per column
+    assert "device work by name and kind" in out and "a = before, b = after" in out
+    table = [c for c in lines if c and c[0] in ("appeared", "disappeared", "changed", "same")]
+    for k, cells in zip(cmp.kernels.rows[:3], table):
+        assert cells[:4] == [k["status"], k["kind"], f"{k['count_a']:,}", f"{k['count_b']:,}"] and cells[-1] == k["name"]
+        for cell, v in zip(cells[4:10], (k["total_ns_a"], k["total_ns_b"], k["difference_ns"], k["per_step_ns_a"],
+                                          k["per_step_ns_b"], k["per_step_difference_ns"])):
+            assert _close(cell, v), (cell, v)
+    for col in range(4, 10):
+        assert len({c[col].rsplit(" ", 1)[-1] for c in table}) == 1, col
     # the figure of one metric by hand: 4 ranks in both runs, no difference
-    assert ["ranks", "4", "4", "0"] in lines
+    assert rows["ranks"] == ["4", "4", "0"]
+
+
+def test_compare_labels_default_to_the_paths_last_parts(tmp_path, capsys):
+    job = synth.training_job(ranks=2, steps=20, seed=1, mtbf_s=150.0, checkpoint_every=10, kernels_per_step=8)
+    for side in ("x", "y"):
+        d = tmp_path / side / "trace"
+        d.mkdir(parents=True)
+        synth.write_parquet(job.events, d / "events.parquet")
+        pq.write_table(job.lifecycle, d / "lifecycle.parquet")
+    assert cli.main(["compare", str(tmp_path / "x" / "trace"), str(tmp_path / "y" / "trace")]) == 0
+    head = _cells(capsys.readouterr().out.splitlines()[0])
+    assert head == ["metric", "x/trace", "y/trace", "difference"] and str(tmp_path) not in " ".join(head)
+    assert cli.main(["compare", str(tmp_path / "x" / "trace"), str(tmp_path / "y" / "trace"), "--labels", "a"]) == 2
+    assert "--labels" in capsys.readouterr().err
 
 
 def test_report_on_an_archive_shows_progress_only_when_asked_or_on_a_terminal(tmp_path, capsys, monkeypatch):

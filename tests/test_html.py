@@ -247,7 +247,7 @@ def test_the_report_renders_in_a_browser(name, args, tmp_path, capsys):
     assert console == [], "the page logs to the console"
     assert result["resources"] == 0, "the page loaded a resource"
     expected = {"kineto": ["activity", "idle", "waterfall", "timeline", "steps", "top_kernels"],
-                "builtin": ["activity", "waterfall", "timeline", "top_kernels"], "serving": [],
+                "builtin": ["activity", "waterfall", "timeline", "top_kernels"], "serving": ["latency"],
                 "compare": ["causes", "kernels"]}[name]
     assert [p["plot"] for p in result["plots"]] == expected
     for p in result["plots"]:

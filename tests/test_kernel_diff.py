@@ -20,6 +20,7 @@ import pau
 import pau.core as pc
 from pau import _args, cli, errors
 from pau.figures import compare
+from pau.views import text as text_view
 
 
 def _events(rows) -> pa.Table:
@@ -184,13 +185,13 @@ def two_folders(trace, tmp_path_factory):
 
 def test_cli_text_json_and_csv_agree_with_the_api(two_folders, capsys):
     a, b = two_folders
-    cmp = pc.compare(pau.read(a), pau.read(b), labels=(a, b))
+    cmp = pc.compare(pau.read(a), pau.read(b), labels=("a", "b"))   # the folders' names
 
     assert cli.main(["compare", a, b]) == 0
-    assert capsys.readouterr().out == cli.render_compare(cmp, _args.TOP_KERNELS) + "\n"
+    assert capsys.readouterr().out == text_view.render_compare(cmp, _args.TOP_KERNELS) + "\n"
     assert cli.main(["compare", a, b, "--kernels", "3"]) == 0
     out = capsys.readouterr().out
-    assert out == cli.render_compare(cmp, 3) + "\n" and f"{len(cmp.kernels.rows) - 3} more" in out
+    assert out == text_view.render_compare(cmp, 3) + "\n" and f"{len(cmp.kernels.rows) - 3} more" in out
 
     assert cli.main(["compare", a, b, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

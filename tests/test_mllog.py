@@ -254,17 +254,54 @@ CHECKER_V40 = {
 }
 
 
+# Rounds 5.0 and 5.1, as training_5.X.0/closed_<benchmark>.yaml write their ATLEAST_ONE_CHECK
+# (mlcommons/logging, read at the commits the table names).
+CHECKER_V50 = {
+    "bert": [(None, ">=", 0.720)], "dlrm_dcnv2": [(None, ">=", 0.80275)], "llama2_70b_lora": [(None, "<=", 0.925)],
+    "llama31_405b": [(None, "<=", 5.6)], "retinanet": [(None, ">=", 0.340)], "rgat": [(None, ">=", 0.72)],
+    "stable_diffusion": [("FID", "<=", 90.0), ("CLIP", ">=", 0.15)],
+}
+CHECKER_V51 = {
+    "dlrm_dcnv2": [(None, ">=", 0.80275)], "flux1": [(None, "<=", 0.586)], "llama2_70b_lora": [(None, "<=", 0.925)],
+    "llama31_405b": [(None, "<=", 5.6)], "llama31_8b": [(None, "<=", 3.3)], "retinanet": [(None, ">=", 0.340)],
+    "rgat": [(None, ">=", 0.72)],
+}
+
+
 def test_the_target_table_is_the_checkers():
     got: dict = {}
     for t in _mlperf.TARGETS:
-        got.setdefault(t.benchmark, []).append((t.part, t.direction, t.target))
-        assert t.round == "4.0" and len(t.commit) == 40 and int(t.commit, 16) >= 0
-        assert t.source.startswith("mlperf_logging/compliance_checker/") and t.source.endswith(".yaml")
-    # every benchmark training_4.0.0/closed_common.yaml accepts, no other
-    assert got == CHECKER_V40
+        got.setdefault(t.round, {}).setdefault(t.benchmark, []).append((t.part, t.direction, t.target))
+        assert len(t.commit) == 40 and int(t.commit, 16) >= 0
+        assert t.source.startswith(f"mlperf_logging/compliance_checker/") and t.source.endswith(".yaml")
+        if t.round != "4.0":
+            assert t.source.startswith(f"mlperf_logging/compliance_checker/training_{t.round}.0/closed_")
+    # every benchmark training_X.Y.0/closed_common.yaml accepts, no other
+    assert got == {"4.0": CHECKER_V40, "5.0": CHECKER_V50, "5.1": CHECKER_V51}
+    assert _mlperf.ROUNDS == ("4.0", "5.0", "5.1")
     assert _mlperf.round_of_path("x/training_results_v4.0/NVIDIA/results/a/gpt3/result_0.txt") == "4.0"
     assert _mlperf.round_of_path("x/training_3.1.0/r.txt") == "3.1" and _mlperf.round_of_path("a/b.txt") is None
+    # the folder MLCommons' v5.1 results repository is cloned as
+    assert _mlperf.round_of_path("x/mlperf_training_v5.1/NVIDIA/results/a/llama31_8b/result_0.txt") == "5.1"
+    assert _mlperf.round_of_path("x/mlperf_training_results_v5.0/r.txt") == "5.0"
 
+
+@pytest.mark.parametrize("bench, good, bad", [("llama31_8b", 3.29, 3.31), ("llama31_405b", 5.59, 5.61),
+                                                  ("flux1", 0.585, 0.587)])
+def test_a_v51_log_is_judged_against_its_round(tmp_path, bench, good, bad):
+    root = tmp_path / "mlperf_training_v5.1" / "Sub" / "results" / "sys" / bench
+    root.mkdir(parents=True)
+    for name, v in (("ok.txt", good), ("miss.txt", bad)):
+        def kv(key, t, value, **md):
+            return ":::MLLOG " + json.dumps({"key": key, "time_ms": t, "value": value, "metadata": md})
+
+        lines = [kv("submission_benchmark", 0, bench), kv("submission_division", 0, "closed"),
+                 _line("run_start", 1000), kv("eval_accuracy", 2000, v, samples_count=1),
+                 _line("run_stop", 3000, status="success")]
+        (root / name).write_text("\n".join(lines) + "\n")
+        r = read_mllog(root / name, system={"number_of_nodes": 1, "accelerators_per_node": 1})
+        assert r.eval["round"] == "5.1" and r.eval["assumed"] == [] and r.eval["reached"] is (v == good)
+        assert r.eval["target_source"].startswith("mlcommons/logging mlperf_logging/compliance_checker/training_5.1.0/")
 
 def test_every_sample_reaches_its_target_exactly_when_it_says_success(runs):
     assert runs
@@ -365,7 +402,7 @@ def test_a_status_that_contradicts_the_target_is_warned(tmp_path):
 def test_no_target_known(tmp_path):
     r = _eval_log(tmp_path, [(0.5, {"epoch_num": 1})], benchmark="my_model")
     assert r.eval["reached"] is None and r.eval["target"] is None and r.eval["last"] == 0.5
-    assert "no quality target known for benchmark 'my_model' in round 4.0" in r.eval["note"]
+    assert "no quality target known for benchmark 'my_model' in round 5.1" in r.eval["note"]
     assert not [w for w in r.warnings if w.code == "mllog.target_mismatch"]
     r = _eval_log(tmp_path, [(0.5, {"epoch_num": 1})], division="open", name="o.txt")
     assert r.eval["reached"] is None and r.eval["note"].startswith("open division")

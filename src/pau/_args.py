@@ -17,6 +17,10 @@ from typing import Sequence
 from pau import _core
 from pau.engine._names import ALIGN_METHODS, INPUT_FORMATS, TOP_KERNELS
 
+#: The telemetry formats ``--samples-format`` takes (``pau.readers.telemetry.FORMATS``, kept here so
+#: that ``pau --help`` imports no reader; tests/test_cli_views.py checks they agree).
+TELEMETRY_FORMATS = ("nvidia_smi", "dcgm_exporter", "prometheus_json", "dcgmi_dmon", "amd_smi", "nsys_gpu_metrics")
+
 __all__ = ["BUILTIN", "EXIT_BAD_INPUT", "EXIT_GATE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main", "parser"]
 
 #: Exit codes, the same for every subcommand.
@@ -49,6 +53,19 @@ def parser() -> argparse.ArgumentParser:
                        "dcgmi dmon, amd-smi CSV); repeatable. Adds each metric's mean per state and activity")
         p.add_argument("--devices", metavar="MAP", help="how the telemetry's devices map to ranks: 'index', or "
                        "DEVICE=RANK,... (default: by UUID, bus id, then GPU index)")
+        p.add_argument("--samples-format", dest="samples_format", choices=TELEMETRY_FORMATS,
+                       help="the telemetry's format (default: detected from the content; a CSV under a script's own "
+                       "headers needs it, or --samples-columns)")
+        p.add_argument("--samples-columns", dest="samples_columns", metavar="MAP",
+                       help="nvidia-smi CSV under other headers: HEADER=FIELD,... naming the nvidia-smi field each "
+                       "column holds (e.g. 'gpu_index=index,power_W=power.draw [W]'); or FIELD,FIELD,... in order "
+                       "for a log written with noheader (docs/telemetry.md)")
+        p.add_argument("--samples-timezone", dest="samples_timezone", metavar="TZ",
+                       help="the zone of nvidia-smi's own time stamps (local time without a zone): UTC, an offset "
+                       "such as +02:00, or a zone name such as Europe/Berlin (default UTC, with a warning)")
+        p.add_argument("--samples-time", dest="samples_time", metavar="T",
+                       help="the time of a saved dcgm-exporter scrape (which holds none): ns since the epoch, or "
+                       "an ISO-8601 time with its zone (2025-06-13T00:27:52Z)")
 
     def skip_option(p: argparse.ArgumentParser) -> None:
         p.add_argument("--skip-bad", action="store_true", dest="skip_bad",
@@ -77,8 +94,13 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--ledger", metavar="FILE", help="also write the ledger table (.parquet, .csv, .json)")
     rep.add_argument("--lifecycle", help="Parquet lifecycle table (DESIGN 2.2) for input that has events only")
     rep.add_argument("--as-of", type=int, dest="as_of", help="the ledger as of this instant (int ns)")
-    rep.add_argument("--price", type=float, help="price per accelerator-hour: adds cost per useful output")
-    rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy (with --price)")
+    rep.add_argument("--price", type=float, help="price per accelerator-hour: adds cost per useful output (a "
+                     "lifecycle: per preserved step; serving requests: per accepted request, with "
+                     "--accelerator-count)")
+    rep.add_argument("--accelerator-count", type=int, dest="accelerator_count", metavar="N",
+                     help="serving: the accelerators the server ran on; billed time = N x the benchmark window")
+    rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy (with --price); "
+                     "without it, the power_w of --samples is used")
     telemetry_options(rep)
     rep.add_argument("--schedule", metavar="FILE", help="sacct --parsable2 output of the job: adds the time it "
                      "queued on top of the layers (docs/layers.md)")
@@ -88,9 +110,14 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--peak-flops", type=float, dest="peak_flops", metavar="F", help="peak FLOP/s per accelerator")
     rep.add_argument("--accelerator", help="accelerator type for the peak table (e.g. h100-sxm; docs/outcome.md)")
     rep.add_argument("--dtype", help="data type for the peak table (e.g. bf16)")
-    rep.add_argument("--slo", action="append", metavar="NAME=SECONDS",
-                     help="a serving SLO: ttft, tpot or e2e, in seconds (e.g. ttft=0.5); repeatable. A request "
-                     "is accepted when it completed and meets every SLO given")
+    rep.add_argument("--hardware-flops-per-step", type=int, dest="hardware_flops_per_step", metavar="N",
+                     help="hardware FLOPs per step (model FLOPs plus recomputation): adds HFU beside MFU")
+    rep.add_argument("--protection-bound", type=float, dest="protection_bound", metavar="SHARE",
+                     help="the most lost progress allowed per failure, as a share of the progress made before it "
+                     "(e.g. 0.05): adds progress protection (breaches, excess; docs/outcome.md)")
+    rep.add_argument("--slo", action="append", metavar="NAME=VALUE",
+                     help="a serving SLO: ttft, tpot or e2e, in seconds or with a unit (e.g. ttft=0.5, tpot=40ms); "
+                     "repeatable. A request is accepted when it completed and meets every SLO given")
     rep.add_argument("--gate", action="append", metavar="METRIC>=X",
                      help="fail (exit 3) unless the figure holds, e.g. ledger.goodput>=0.45; repeatable")
     rep.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid",
@@ -130,6 +157,8 @@ def parser() -> argparse.ArgumentParser:
     cmpp.add_argument("--input-format-b", choices=fmts, dest="input_format_b")
     output_options(cmpp)
     align_option(cmpp)
+    cmpp.add_argument("--labels", metavar="A,B", help="the names of the two runs in the output (default: the "
+                      "paths' last parts, as short as tells them apart)")
     cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
     cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
     cmpp.add_argument("--kernels", type=int, default=TOP_KERNELS, metavar="N",

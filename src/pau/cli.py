@@ -1,4 +1,5 @@
-"""The ``pau`` command line: argument parsing and printing only.
+"""The ``pau`` command line: it parses (``pau._args``), calls the API and writes what
+the views (``pau.views.text``, ``pau.views.html``) render.
 
 Every command reads its input through :func:`pau.read` (format detected from the
 content, ``--input-format`` to override) and takes its figures from
@@ -17,6 +18,7 @@ agree. Exit codes (one table, also in ``pau --help``):
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import decimal
 import importlib.util
 import json
@@ -29,6 +31,7 @@ from typing import Any, Callable, Sequence, TextIO
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
@@ -36,414 +39,75 @@ from pau.engine import _jit
 from pau import core, errors, synth
 from pau.views import html as html_report
 from pau.figures import layers
+# the outcome figures (in pau.figures.goodput, .recovery and .stragglers once the figures are split by concept)
+from pau.figures.goodput import ettr, model_flops, mpg, program_goodput
+from pau.figures.recovery import protection
+from pau.figures.stragglers import straggler_scores
 from pau.readers.mllog import mllog_files
 from pau.readers.slurm import read_sacct
 from pau.readers import mlperf_rules as _mlperf
-from pau.engine._format import duration, in_unit, pct, unit
+from pau.readers.telemetry import read_telemetry
 from pau.engine.ledger import Ledger
 from pau.fleet.ingester import IngestError
 from pau.views import console as _console
-from pau.engine.types import Quarantined, RunSummary
+from pau.views import text as text_view
+from pau.engine.types import Quarantined
 from pau.views.chrome_trace import write_chrome_trace
 from pau._args import BUILTIN as _BUILTIN
 from pau._args import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, parser
 from pau.run import Run, detect, read_runs, run_figures
 
-# Columns of the report: (heading, activity). Every activity that occurs gets its
-# column (memset and sync as themselves); compute and idle always.
-_COLUMNS = (
-    ("compute", "compute"),
-    ("exposed comm", "communication"),
-    ("memcpy", "memcpy"),
-    ("memset", "memset"),
-    ("sync", "sync"),
-    ("other", "other"),
-    ("idle", "idle"),
-)
-_ALWAYS = ("compute", "idle")
 
 class UsageError(Exception):
     """A command line that cannot be carried out as given (exit 2)."""
 
 
-# ---------------------------------------------------------------------------
-# rendering
 
 
-def _hours(ns: int) -> str:
-    """Accelerator time, in the unit that fits it."""
-    return duration(ns)
 
 
-def render_activity(per_rank: list, title: str) -> str:
-    """The per-rank activity table of a ledger (:meth:`Ledger.rank_activity`), as text."""
-    per: dict[int, dict[str, int]] = {r["rank"]: r["activity_ns"] for r in per_rank}
-    uniq = np.asarray(sorted(per), np.int64)
-    columns = [(h, a) for h, a in _COLUMNS if a in _ALWAYS or any(per[r].get(a, 0) for r in per)]
-    # one unit for the whole table (the one the longest span fits), so that columns compare
-    u = unit(max((sum(v.values()) for v in per.values()), default=0))
-    head = ["rank"] + [h for h, _ in columns] + ["span"]
-    rows = []
-    totals = [0] * len(columns)
-    for r in uniq.tolist():
-        span = sum(per[r].values())
-        vals = [per[r].get(a, 0) for _, a in columns]
-        totals = [t + v for t, v in zip(totals, vals)]
-        rows.append([str(r)] + [f"{in_unit(v, u)} {pct(v, span)}" for v in vals] + [in_unit(span, u)])
-    whole = sum(totals)
-    total = ["total"] + [f"{in_unit(v, u)} {pct(v, whole)}" for v in totals] + [in_unit(whole, u)]
-    return _console.render(
-        title, "", _console.table(head, rows, justify="r" * len(head), total=[total]), "",
-        f"accountable: {len(uniq)} rank{'' if len(uniq) == 1 else 's'}, {duration(whole)} of accelerator time; "
-        "exposed communication is communication not hidden under compute")
 
 
-def render_goodput(s: dict) -> str:
-    """The goodput section of a ledger summary: time per state, waste by cause, headline figures."""
-    acc = s["accountable_ns"]
-    items: list[Any] = ["", f"goodput {100 * s['goodput']:.1f} % of {_hours(acc)} accountable accelerator time"
-                        + (f" (strict, productive x compute: {100 * s['goodput_strict']:.1f} %)"
-                           if s["goodput_strict"] is not None else ""), ""]
-    items.append(_console.table(["state", "time", "share"], [[state, _hours(ns), pct(ns, acc)]
-                                                             for state, ns in s["state_ns"].items() if ns]))
-    if s["badput_by_cause_ns"]:
-        items += ["", "rolled-back work by cause:", ""]
-        items.append(_console.table(["cause", "time", "share"], [
-            [cause, _hours(ns), pct(ns, acc)]
-            for cause, ns in sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1])]))
-    items.append("")
-    mtbf = f", MTBF {s['mtbf_s']:,.0f} s" if s["mtbf_s"] else ""
-    per_step = s["accountable_ns_per_preserved_step"]
-    items.append(f"failures {s['failures']}{mtbf}; preserved steps {s['preserved_steps']:,}, "
-                 f"model cycles {s['preserved_model_cycles']}; "
-                 + (f"{per_step / 1e9:,.2f} accelerator-s per preserved step" if per_step else
-                    "no preserved step"))
-    return _console.render(*items)
 
 
-def render_cost(c: dict, price: float) -> str:
-    """Cost (and energy) per useful output at a price per accelerator-hour."""
-    lines = ["", f"cost at ${price:,.2f} per accelerator-hour: total ${c['total_cost']:,.2f}, "
-             f"of which waste ${c['waste_cost']:,.2f}"]
-    for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
-                       ("cost_per_preserved_step", "per preserved step"),
-                       ("cost_per_preserved_model_cycle", "per preserved model cycle"),
-                       ("cost_per_million_preserved_tokens", "per million preserved tokens")):
-        if c.get(key) is not None:
-            lines.append(f"  ${c[key]:,.4f} {label}")
-    if c.get("waste_cost_by_cause"):
-        lines.append("  waste by cause: " + ", ".join(
-            f"{k} ${v:,.2f}" for k, v in sorted(c["waste_cost_by_cause"].items(), key=lambda kv: -kv[1])))
-    for key in sorted(k for k in c if k.startswith("energy") and isinstance(c[k], (int, float))):
-        lines.append(f"  {key.replace('_', ' ')}: {c[key]:,.4g}")
-    return "\n".join(lines)
 
 
-def render_requests(s: dict[str, Any], slo: dict[str, int]) -> str:
-    """The request section: outcomes, SLO attainment (against the SLOs given), request goodput."""
-    att = s["slo_attainment"]
-    slos = (", ".join(f"{k} <= {v / 1e9:g} s" for k, v in slo.items()) if slo
-            else "no SLO given (--slo): every completed request is accepted")
-    rate = s["request_goodput_per_s"]
-    lines = ["", f"requests: {s['offered']:,} offered; accepted {s['accepted']:,}, late {s['late']:,}, "
-             f"failed {s['failed']:,}, rejected {s['rejected']:,}, cancelled {s['cancelled']:,}"
-             + (f", quarantined {s['quarantined']:,}" if s["quarantined"] else ""),
-             "SLO attainment " + ("-" if att is None else f"{100 * att:.1f} %")
-             + "; request goodput " + ("-" if rate is None else f"{rate:,.3f} accepted/s")
-             + f" over {duration(s['window_ns'])}; accepted tokens {s['accepted_tokens']:,}",
-             f"SLOs: {slos}"]
-    return "\n".join(lines)
 
 
-def _name(name: str) -> str:
-    return name if len(name) <= 70 else name[:67] + "..."
 
 
-def render_top_kernels(rows: list) -> str:
-    """The device work that took the most time (``nsys stats``' kernel summary)."""
-    if not rows:
-        return ""
-    head = ["time (%)", "total", "count", "mean", "kind", "name"]
-    cells = [[f"{100 * r['share']:.1f}", duration(r["total_ns"]), f"{r['count']:,}", duration(r["mean_ns"]),
-              r["kind"], _name(r["name"])] for r in rows]
-    return _console.render("", f"top device work ({len(rows)} by total time; time (%) of all device event time)", "",
-                           _console.table(head, cells, justify="rrrrll"))
 
 
-def render_nvtx(rows: list | None) -> str:
-    """NVTX ranges by name (``nsys stats``' NVTX range summary)."""
-    if not rows:
-        return ""
-    head = ["time (%)", "total", "instances", "mean", "min", "max", "range"]
-    cells = [[f"{100 * r['share']:.1f}" if r["share"] is not None else "-", duration(r["total_ns"]), f"{r['count']:,}",
-              duration(r["mean_ns"]), duration(r["min_ns"]), duration(r["max_ns"]), _name(r["name"])] for r in rows]
-    opened = rows[0]["open"]
-    return _console.render("", f"NVTX ranges ({len(rows)} by total time; time (%) of all closed ranges' time"
-                           + (f"; {opened:,} still open, left out" if opened else "") + ")", "",
-                           _console.table(head, cells, justify="rrrrrrl"))
 
 
-def render_steps(steps: dict | None) -> str:
-    """Step time per rank (median, p90, max) and the stragglers, named."""
-    if not steps:
-        return ""
-    cells = [[str(r["rank"]), f"{r['steps']:,}", duration(r["median_ns"]), duration(r["p90_ns"]), duration(r["max_ns"])]
-             for r in steps["per_rank"]]
-    s = steps["stragglers"]
-    named = ", ".join(f"rank {p['rank']} (the others waited {duration(p['charged_ns'])} of accelerator time "
-                      "for it)" for p in s["persistent"])
-    return _console.render("", "steps per rank (finished step executions; nearest-rank percentiles)", "",
-                           _console.table(["rank", "steps", "median", "p90", "max"], cells, justify="rrrrr"), "",
-                           f"stragglers: {named or 'none persistent'}; all waits for the slowest rank of each step: "
-                           f"{duration(s['wait_ns'])} of accelerator time")
 
 
-def render_idle(idle: dict | None) -> str:
-    """Idle split by cause per rank (docs/idle.md); nothing when no idle has a cause
-    (then every idle ns is idle.other, which the activity table shows as idle)."""
-    if not idle or not any(v for k, v in idle["ns"].items() if k != "idle.other"):
-        return ""
-    causes = list(idle["ns"])
-    rows = [[str(r["rank"])] + [r["ns"].get(c, 0) for c in causes] for r in idle["per_rank"]]
-    u = unit(max((sum(x[1:]) for x in rows), default=0))
-    head = ["rank"] + causes + ["idle"]
-    cells = [[x[0]] + [f"{in_unit(v, u)} {pct(v, sum(x[1:])).strip()}" for v in x[1:]] + [in_unit(sum(x[1:]), u)]
-             for x in rows]
-    total = [idle["ns"][c] for c in causes]
-    foot = ["total"] + [f"{in_unit(v, u)} {pct(v, sum(total)).strip()}" for v in total] + [in_unit(sum(total), u)]
-    return _console.render("", "idle by cause (host_wait: the stream drained before the next launch; data_wait: a "
-                           "data loader ran; sync_wait: the host was in a synchronize call)", "",
-                           _console.table(head, cells, justify="r" * len(head), total=[foot]))
 
 
-def render_layers(lay: dict | None) -> str:
-    """The stack from accountable time down (pau.figures.layers): each layer, its factor and
-    what the step to it lost (the four largest causes)."""
-    if not lay or not lay["layers"]:
-        return ""
-    rows = lay["layers"]
-    u = unit(max(r["ns"] for r in rows))
-    priced = any("cost" in r for r in rows)
-    cells = []
-    for r in rows:
-        lost = sorted(r["lost_ns"].items(), key=lambda kv: -kv[1])
-        shown = ", ".join(f"{k} {in_unit(v, u)}" for k, v in lost[:4]) + (f", {len(lost) - 4} more" if len(lost) > 4
-                                                                           else "")
-        cells.append([r["name"], in_unit(r["ns"], u)] + ([f"${r['cost']:,.2f}" if "cost" in r else ""] if priced else [])
-                     + ["" if r["factor"] is None else f"x {r['factor']:.3f}", shown])
-    head = ["layer", "time"] + (["cost"] if priced else []) + ["factor", "lost"]
-    left = "; ".join(f"{k}: {v}" for k, v in lay["left_out"].items())
-    return _console.render("", "layers, top down (factor: the share of the layer above that is left; lost: the "
-                           "largest causes)", "",
-                           _console.table(head, cells, justify="lr" + ("r" if priced else "") + "rl"), "",
-                           ("product n/a (nothing accountable)" if lay["product"] is None else
-                            f"product {lay['product']:.4f}") + (f" (left out: {left})" if left else ""))
 
 
-def render_recovery(rec: dict | None) -> str:
-    """Failures and recovery (pau.figures.recovery.recovery), in one paragraph."""
-    if not rec or not rec["failures"]:
-        return ""
-    causes = ", ".join(f"{k} {v['failures']}" for k, v in sorted(rec["by_cause"].items(), key=lambda kv: -kv[1]["failures"]))
-    ttr = rec["mean_to_first_step_s"]
-    ttp = rec["mean_to_progress_s"]
-    return ("\nrecovery: " + f"{rec['failures']} failures, {rec['failures_per_1000_accelerator_hours']:,.1f} per 1,000 "
-            f"accelerator-hours ({causes}); mean time to the next attempt's first step "
-            + ("-" if ttr is None else duration(int(ttr * 1e9))) + ", to progress back where it was "
-            + ("-" if ttp is None else duration(int(ttp * 1e9)))
-            + (f" ({rec['not_recovered']} not recovered)" if rec["not_recovered"] else "")
-            + f"; {rec['restart_loop_attempts']} attempts in restart loops (ended without a new durable checkpoint); "
-            + f"waste equals {rec['waste_equivalent_accelerators']:,.2f} accelerators idle the whole time")
 
 
-def render_telemetry(rows: list | None) -> str:
-    """Hardware telemetry per state and activity: each metric's time-weighted mean over
-    the time its samples cover, and energy for power."""
-    if not rows:
-        return ""
-    cells = [[r["state"], r["activity"], r["metric"], duration(r["duration_ns"]),
-              pct(r["covered_ns"], r["duration_ns"]).strip(), "-" if r["mean"] is None else f"{r['mean']:,.4g}",
-              "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"] for r in rows]
-    return _console.render("", "hardware telemetry by state and activity (time-weighted means over the covered time)",
-                           "", _console.table(["state", "activity", "metric", "time", "covered", "mean", "energy"],
-                                              cells, justify="lllrrrr"))
 
 
-def _render_meta(run: Run) -> str:
-    m = run.metadata
-    if m.get("format") != "mllog":
-        return ""
-    ttt = m.get("time_to_train_ns")
-    line = (f"\n{m.get('benchmark')} on {m.get('system')} ({m.get('submitter')}): {_mlperf.status_text(m.get('status'))}, "
-            f"{m.get('accelerators')} accelerators ({m.get('accelerators_source')}), time to train "
-            + ("-" if ttt is None else duration(ttt)))
-    ev = m.get("eval")
-    if not ev:   # a saved run whose metadata holds no eval
-        return line
-    src = f" (target: {ev['target_source']}, round {ev['round']})" if ev.get("target_source") else ""
-    return (line + f"\n{_mlperf.progress_text(m.get('epochs') or 0, m.get('blocks') or 0)}; "
-            + _mlperf.verdict_text(ev) + src)
 
 
-def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, price: float | None) -> str:
-    """The whole text report of one run."""
-    parts = []
-    led = figures["ledger"]
-    if figures.get("per_rank") and run.events is not None:
-        parts.append(render_activity(figures["per_rank"], title))
-    else:
-        parts.append(title)
-    meta = _render_meta(run)
-    if meta:
-        parts.append(meta)
-    idle = render_idle(figures.get("idle_by_cause"))
-    if idle:
-        parts.append(idle)
-    top = render_top_kernels(figures.get("top_kernels") or [])
-    if top:
-        parts.append(top)
-    nvtx = render_nvtx(figures.get("nvtx"))
-    if nvtx:
-        parts.append(nvtx)
-    steps = render_steps(figures.get("steps"))
-    if steps:
-        parts.append(steps)
-    if led is not None and led["goodput"] is not None:
-        parts.append(render_goodput(led))
-        for extra in (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"))):
-            if extra:
-                parts.append(extra)
-    elif led is not None and run.lifecycle is not None:  # a lifecycle ledger as of an instant before every record
-        parts.append(f"\nnothing is accountable as of {led['as_of']} ns: it is before the lifecycle's first "
-                     "record, so goodput and the layers' shares are not defined")
-    elif led is not None and run.events is not None:
-        parts.append("\nno lifecycle (no step records): goodput needs one; the table is device activity only")
-    outside = figures["events_outside_accountable"]
-    if outside and outside["events"]:
-        parts.append(f"\n{outside['events']:,} events ({duration(outside['ns'])}) lie outside the accountable "
-                     f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
-    tel = render_telemetry(figures.get("telemetry"))
-    if tel:
-        parts.append(tel)
-    if figures["requests"] is not None:
-        parts.append(render_requests(figures["requests"], figures.get("slo_ns", {})))
-    if "cost" in figures and price is not None:
-        parts.append(render_cost(figures["cost"], price))
-    return "\n".join(parts)
 
 
-def _reached(m: dict) -> str:
-    """Whether a run's eval metric reached its MLCommons target (pau.readers.mlperf_rules.judge):
-    ``yes``, ``no``, ``-`` when no target is known or the log has no eval."""
-    ev = m.get("eval") or {}
-    got = ev.get("reached")
-    return "-" if got is None else "yes" if got else "no"
 
 
-def render_runs(rows: list[tuple[Run, RunSummary]], title: str, root: str | None = None) -> str:
-    """Several runs (a folder of MLPerf logs): one line each, figures from each run's
-    summary; ``source`` is each log's path under ``root`` (the folder given)."""
-    head = ["source", "benchmark", "status", "accelerators", "reached", "time to train", "accountable", "goodput"]
-    cells = []
-    for run, fig in rows:
-        m = run.metadata
-        led: dict[str, Any] = dict(fig["ledger"] or {})
-        ttt = m.get("time_to_train_ns")
-        good = led.get("goodput")
-        src = str(m.get("sources", ["?"])[0])
-        if root is not None and os.path.isdir(root):
-            src = os.path.relpath(src, root)
-        cells.append([src, str(m.get("benchmark") or "-"), str(m.get("status") or "-"), str(m.get("accelerators") or "-"),
-                      _reached(m), "-" if ttt is None else duration(ttt),
-                      "-" if not led else duration(led["accountable_ns"]),
-                      "-" if good is None else pct(good, 1).strip()])
-    return _console.render(title, "", _console.table(head, cells, justify="lllrlrrr"), "",
-                           "reached: the eval metric at the last eval point against the round's MLCommons quality "
-                           "target; accountable: accelerator time")
 
 
-def _value(v: Any) -> str:
-    """A figure of the comparison: ints with thousands separators, floats to six
-    significant digits, None as ``-`` (as :meth:`pau.core.Comparison.render`)."""
-    if v is None:
-        return "-"
-    return f"{v:,.6g}" if isinstance(v, float) else f"{v:,}"
 
 
-def _span(ns: Any) -> str:
-    return "-" if ns is None else duration(ns)
 
 
-def render_compare(cmp: core.Comparison, kernels: int) -> str:
-    """The text of ``pau compare``: the metrics, the difference by cause and, with
-    events, the ``kernels`` rows of the kernel diff that differ most (the figures of
-    :meth:`pau.core.Comparison.render`, laid out as tables)."""
-    la, lb = (str(x) for x in cmp.labels)
-    items: list[Any] = [_console.table(["metric", la, lb, "difference"], [
-        [r["metric"], _value(r["a"]), _value(r["b"]), _value(r["difference"])] for r in cmp.table.to_pylist()]), "",
-        f"accelerator-seconds per preserved step, by cause ({la} - {lb}):", ""]
-    has_cost = "cost_difference" in cmp.by_cause.schema.names
-    items.append(_console.table(
-        ["cause", "kind", la, lb, "difference"] + (["cost diff"] if has_cost else []),
-        [[r["cause"], r["kind"], _value(r["a"]), _value(r["b"]), _value(r["difference"])]
-         + ([_value(r["cost_difference"])] if has_cost else []) for r in cmp.by_cause.to_pylist()],
-        justify="llrrr" + ("r" if has_cost else "")))
-    kd = cmp.kernels
-    if kd is not None:
-        s = kd.summary(kernels)
-        per = kd.steps_a is not None and kd.steps_b is not None
-        counts = ", ".join(f"{v} {k}" for k, v in s["status"].items())
-        items += ["", f"device work by name and kind ({la} - {lb}): {s['count']} names ({counts}); "
-                  f"all device events {_span(s['total_ns_a'])} against {_span(s['total_ns_b'])}, "
-                  f"difference {_span(s['difference_ns'])}"]
-        if s["kernels"]:
-            head = ["status", "kind", "count a", "count b", "total a", "total b", "difference"]
-            head += ["per step a", "per step b", "per step diff"] if per else []
-            cells = []
-            for r in s["kernels"]:
-                c = [r["status"], r["kind"], f"{r['count_a']:,}", f"{r['count_b']:,}", _span(r["total_ns_a"]),
-                     _span(r["total_ns_b"]), _span(r["difference_ns"])]
-                if per:
-                    c += [_span(r["per_step_ns_a"]), _span(r["per_step_ns_b"]), _span(r["per_step_difference_ns"])]
-                cells.append(c + [_name(r["name"])])
-            items += ["", _console.table(head + ["name"], cells, justify="ll" + "r" * (len(head) - 2) + "l")]
-            if s["left_out"]:
-                items.append(f"... {s['left_out']} more (--format json or csv lists every row)")
-            items.append("sorted by |total a - total b|, then the larger total; per step: ns per preserved step of "
-                         "each run" if per else "sorted by |total a - total b|, then the larger total; no per-step "
-                         "figures (a run without preserved steps)")
-    return _console.render(*items)
 
 
-def _flat(prefix: str, value: Any, out: list[tuple[str, Any]]) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
-    elif isinstance(value, list):
-        out.append((prefix, json.dumps(value)))
-    else:
-        out.append((prefix, value))
 
 
-def flatten(figures: dict) -> list[tuple[str, Any]]:
-    """``(dotted.metric, value)`` for every leaf of a summary."""
-    out: list[tuple[str, Any]] = []
-    _flat("", figures, out)
-    return out
 
 
-def render_csv(figures: dict) -> str:
-    rows = flatten(figures)
-    t = pa.table({"metric": pa.array([r[0] for r in rows], pa.string()),
-                  "value": pa.array(["" if r[1] is None else (repr(r[1]) if isinstance(r[1], float) else str(r[1]))
-                                     for r in rows], pa.string())})
-    sink = pa.BufferOutputStream()
-    pcsv.write_csv(t, sink)
-    return sink.getvalue().to_pybytes().decode()
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=1, allow_nan=False)
 
 
 # ---------------------------------------------------------------------------
@@ -456,7 +120,7 @@ _GATE = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(>=|<=|==|>|<)\s*(-?[0-9][0-9_.eE+
 
 def check_gates(gates: Sequence[str], figures: dict) -> list[str]:
     """The gates that fail, each with its figure; a null or missing figure fails."""
-    values = dict(flatten(figures))
+    values = dict(text_view.flatten(figures))
     failed = []
     for g in gates:
         m = _GATE.match(g)
@@ -500,12 +164,19 @@ def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
         options["align"] = args.align
     if getattr(args, "skip_bad", False):
         options["skip_bad"] = True
+    reader = _telemetry_options(args)
     if getattr(args, "samples", None):
-        options["samples"] = args.samples if len(args.samples) > 1 else args.samples[0]
+        files = args.samples if len(args.samples) > 1 else args.samples[0]
+        # with reader options, the telemetry is read here and handed over (pau.read takes a Telemetry)
+        options["samples"] = files if reader is None else read_telemetry(
+            files, on_invalid=getattr(args, "on_invalid", "raise"), **reader)
         if args.devices:
             options["devices"] = parse_devices(args.devices)
     elif getattr(args, "devices", None):
         raise UsageError("--devices maps the devices of --samples to ranks; give --samples too")
+    elif reader is not None:
+        raise UsageError("--samples-format, --samples-columns, --samples-timezone and --samples-time say how to read "
+                         "--samples; give --samples too")
     on_invalid = getattr(args, "on_invalid", "raise")
     if status is None:
         return read_runs(path, format=fmt, on_invalid=on_invalid, **options)
@@ -522,6 +193,65 @@ def _read(path: str, fmt: str | None, args: argparse.Namespace) -> list[Run]:
         return read_runs(path, format=fmt, on_invalid=on_invalid, **options)
     finally:
         status.close()
+
+
+def _telemetry_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The telemetry reader's options from ``--samples-format``, ``--samples-columns``,
+    ``--samples-timezone`` and ``--samples-time`` (``pau.readers.telemetry.read_telemetry``:
+    ``format``, ``columns``, ``timezone``, ``time_ns``); None when none is given. A
+    format is implied by the options only nvidia-smi (columns, timezone) or
+    dcgm-exporter (time) take."""
+    fmt = getattr(args, "samples_format", None)
+    cols, tz, when = (getattr(args, k, None) for k in ("samples_columns", "samples_timezone", "samples_time"))
+    if fmt is None and cols is None and tz is None and when is None:
+        return None
+    out: dict[str, Any] = {}
+    if cols is not None:
+        out["columns"] = parse_columns(cols)
+    if tz is not None:
+        out["timezone"] = tz
+    if when is not None:
+        out["time_ns"] = parse_time_ns(when)
+    implied = "nvidia_smi" if ("columns" in out or "timezone" in out) else "dcgm_exporter" if "time_ns" in out else None
+    if fmt is None:
+        fmt = implied
+    out["format"] = fmt
+    return out
+
+
+def parse_columns(text: str) -> list[str] | dict[str, str]:
+    """``--samples-columns``: ``HEADER=FIELD,...`` (a dict) or ``FIELD,...`` (a list, for
+    a log written with ``noheader``)."""
+    items = [x.strip() for x in text.split(",")]
+    if not all(items):
+        raise UsageError(f"--samples-columns {text!r}: an empty name; give HEADER=FIELD,... or FIELD,...")
+    if any("=" in x for x in items):
+        if not all("=" in x for x in items):
+            raise UsageError(f"--samples-columns {text!r}: give every column as HEADER=FIELD, or none (FIELD,... "
+                             "in the order of a noheader log)")
+        pairs = [(h.strip(), f.strip()) for h, f in (x.split("=", 1) for x in items)]
+        out: dict[str, str] = dict(pairs)
+        if len(out) != len(pairs):
+            raise UsageError(f"--samples-columns {text!r}: a header given twice")
+        return out
+    return items
+
+
+def parse_time_ns(text: str) -> int:
+    """``--samples-time``: int ns since the epoch, or an ISO-8601 time with its zone
+    (exact to the microsecond, the most ``datetime`` holds)."""
+    t = text.strip()
+    if t.lstrip("-").isdigit():
+        return int(t)
+    try:
+        when = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise UsageError(f"--samples-time {text!r}: give ns since the epoch or an ISO-8601 time with its zone, "
+                         "e.g. 2025-06-13T00:27:52Z")
+    delta = when - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1_000
 
 
 def parse_devices(text: str) -> str | dict[str, int]:
@@ -560,7 +290,7 @@ def _with_lifecycle(run: Run, path: str) -> Run:
     the events' ranks."""
     if run.lifecycle is not None:
         raise UsageError(f"--lifecycle {path}: the input has a lifecycle of its own "
-                         f"({run.lifecycle.num_rows} records); drop --lifecycle")
+                         f"({text_view.count(run.lifecycle.num_rows, 'record')}); drop --lifecycle")
     if run.events is None:
         raise UsageError(f"--lifecycle {path}: the input has no device events to cross it with. Fix: "
                          "report the lifecycle alone: a folder holding it as lifecycle.parquet is a run "
@@ -610,8 +340,18 @@ def _warn(run: Run, err: TextIO) -> None:
 
 def _cli_words(message: str) -> str:
     """The API's advice in the command line's words."""
-    return message.replace("pass on_invalid='quarantine'", "give --on-invalid quarantine").replace(
-        "on_invalid='quarantine'", "--on-invalid quarantine")
+    for api, cli in (("pass on_invalid='quarantine'", "give --on-invalid quarantine"),
+                     ("on_invalid='quarantine'", "--on-invalid quarantine"),
+                     ("pass time_ns= (the scrape's time, ns since the epoch)",
+                      "give --samples-time (the scrape's time: ns since the epoch, or ISO-8601 with its zone)"),
+                     ("pass timezone=", "give --samples-timezone"), ("timezone= of the reader, ", ""),
+                     ("pass the format (and, for a CSV under other headers, columns=)",
+                      "give --samples-format (and, for a CSV under other headers, --samples-columns)"),
+                     ("map the column that holds it with columns=", "map the column that holds it with --samples-columns"),
+                     ("(columns= maps a header to it)", "(--samples-columns maps a header to it)"),
+                     ("read with align='collectives' (pau report --align collectives)", "give --align collectives")):
+        message = message.replace(api, cli)
+    return message
 
 
 def _emit(text: str, out: str) -> None:
@@ -641,34 +381,50 @@ def _write_table(table: pa.Table, path: str) -> None:
 _SLO_NAMES = ("ttft", "tpot", "e2e")
 
 
+#: Units ``--slo`` takes after a number (seconds when none is given), in ns.
+_SLO_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9}
+_SLO_VALUE = re.compile(r"^([0-9.eE+\-]+)\s*(ns|us|µs|ms|s|min)?$")
+
+
 def parse_slo(items: Sequence[str]) -> dict[str, int]:
-    """``["ttft=0.5", "e2e=30"]`` -> ``{"ttft": 500000000, "e2e": 30000000000}`` (ns,
-    exact: the seconds are read as decimals, rounded half away from zero)."""
+    """``["ttft=0.5", "e2e=30s", "tpot=40ms"]`` -> ``{"ttft": 500000000, "e2e":
+    30000000000, "tpot": 40000000}`` (ns, exact: the number is read as a decimal in its
+    unit, seconds by default, rounded half away from zero)."""
     out: dict[str, int] = {}
     for item in items:
         name, eq, value = item.partition("=")
         name = name.strip().lower()
+        m = _SLO_VALUE.match(value.strip())
         try:
-            sec: decimal.Decimal | None = decimal.Decimal(value.strip().rstrip("s"))
+            num: decimal.Decimal | None = decimal.Decimal(m.group(1)) if m else None
         except decimal.InvalidOperation:
-            sec = None
-        if not eq or name not in _SLO_NAMES or sec is None or not sec.is_finite() or sec < 0:
-            raise UsageError(f"--slo {item!r}: expected NAME=SECONDS with NAME one of {', '.join(_SLO_NAMES)} "
-                             "and SECONDS >= 0, e.g. ttft=0.5")
+            num = None
+        if not eq or name not in _SLO_NAMES or m is None or num is None or not num.is_finite() or num < 0:
+            raise UsageError(f"--slo {item!r}: expected NAME=VALUE with NAME one of {', '.join(_SLO_NAMES)} "
+                             f"and VALUE >= 0 in seconds or with a unit ({', '.join(_SLO_UNITS)}), e.g. ttft=0.5 "
+                             "or tpot=40ms")
         if name in out:
             raise UsageError(f"--slo {name} given twice")
-        out[name] = int((sec * 10**9).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+        out[name] = int((num * _SLO_UNITS[m.group(2) or "s"]).to_integral_value(rounding=decimal.ROUND_HALF_UP))
     return out
 
 
 def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | None]:
-    """The run's summary (plus cost with --price), and its ledger."""
+    """The run's summary plus what the report's options add, each through the API's
+    function (one figure, one path): ``cost`` (:func:`pau.core.cost`), ``overlap``
+    (:func:`pau.core.overlap`), and for a lifecycle ``checkpoint_advice``
+    (:func:`pau.core.checkpoint_advice`), ``straggler_scores``, ``mpg``, ``ettr``,
+    ``program_goodput`` (MFU, HFU) and ``protection`` (docs/outcome.md)."""
     has_ledger = run.events is not None or run.lifecycle is not None
     if args.as_of is not None and run.lifecycle is None:
         raise UsageError("--as-of applies to a lifecycle, and this input has none")
-    if args.price is not None and run.lifecycle is None:
-        raise UsageError("--price needs a lifecycle: cost per useful output is cost per preserved work, "
-                         "and this input has none (give --lifecycle with its events)")
+    if args.price is not None and run.lifecycle is None and run.requests is None:
+        raise UsageError("--price gives cost per useful output: per preserved step of a lifecycle, or per accepted "
+                         "request of a serving benchmark, and this input has neither. Fix: give --lifecycle FILE "
+                         "(its steps) with these events")
+    if args.accelerator_count is not None and (run.requests is None or args.price is None):
+        raise UsageError("--accelerator-count bills a serving benchmark's window (with --price); this input has no "
+                         "serving requests" if run.requests is None else "--accelerator-count goes with --price")
     if args.power is not None and args.price is None:
         raise UsageError("--power adds energy to the cost section: give --price too")
     if args.ledger is not None and not has_ledger:
@@ -677,35 +433,124 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | 
     if slo and run.requests is None:
         raise UsageError("--slo applies to serving requests, and this input has none")
     led = run.ledger(as_of=args.as_of) if has_ledger else None
-    # the run's summary as a plain dict (the report adds its cost section to it)
+    # the run's summary as a plain dict (the report adds its sections to it)
     figures: dict[str, Any] = dict(run_figures(run, as_of=args.as_of, slo=slo or None, ledger=led))
-    if led is not None and args.price is not None:
-        power = pq.read_table(args.power) if args.power else None
-        figures["cost"] = core.cost(led, {"per_accelerator_hour": args.price}, power=power)
+    if run.events is not None:
+        figures["overlap"] = _overlap_figures(core.overlap(run.events, span=run.spans if run.lifecycle is None
+                                                           else None))
+    if args.price is not None:
+        figures["cost"] = _cost(run, led, args, slo)
     stack = (args.schedule, args.flops_per_step, args.peak_flops, args.accelerator)
-    if any(x is not None for x in stack):
-        if led is None or led.intervals is None:
-            raise UsageError("--schedule, --flops-per-step, --peak-flops and --accelerator add layers to the stack "
-                             "of a lifecycle ledger, and this input has no lifecycle")
+    lifecycle_ledger = led is not None and led.intervals is not None
+    if any(x is not None for x in stack) or args.hardware_flops_per_step is not None \
+            or args.protection_bound is not None:
+        if not lifecycle_ledger:
+            raise UsageError("--schedule, --flops-per-step, --hardware-flops-per-step, --peak-flops, --accelerator and "
+                             "--protection-bound apply to the lifecycle of a training run, and this input has none")
         if args.flops_per_step is not None and args.peak_flops is None and args.accelerator is None:
             raise UsageError("--flops-per-step needs the peak it is measured against: --peak-flops F, or "
                              "--accelerator NAME --dtype TYPE (docs/outcome.md)")
-    if led is not None and led.intervals is not None and (any(x is not None for x in stack) or args.price is not None):
+        if args.hardware_flops_per_step is not None and args.flops_per_step is None:
+            raise UsageError("--hardware-flops-per-step goes with --flops-per-step (HFU beside MFU)")
+    if lifecycle_ledger:
+        assert led is not None
         schedule = None
         if args.schedule is not None:
             got = read_sacct(args.schedule)
             schedule = got.result if isinstance(got, Quarantined) else got
-        figures["layers"] = layers.layers(
-            led, samples=run.samples, events=run.events, schedule=schedule, flops=args.flops_per_step,
-            accelerator=args.accelerator, dtype=args.dtype, peak=args.peak_flops,
-            price_per_accelerator_hour=args.price).summary()
+        if any(x is not None for x in stack) or args.price is not None:
+            figures["layers"] = layers.layers(
+                led, samples=run.samples, events=run.events, schedule=schedule, flops=args.flops_per_step,
+                accelerator=args.accelerator, dtype=args.dtype, peak=args.peak_flops,
+                price_per_accelerator_hour=args.price).summary()
+        figures.update(_outcome_figures(run, led, args, schedule))
     return figures, led
+
+
+def _overlap_figures(ov: core.Overlap) -> dict[str, Any]:
+    """``overlap``: per rank and for the job, all communication (exposed or hidden
+    under compute), the part under compute and their ratio (:func:`pau.core.overlap`'s
+    ``ratio`` table; the job's figures are its sums, exact ns)."""
+    rows = [{"rank": r["rank"], "communication_ns": r["communication_ns"], "overlap_ns": r["overlap_ns"],
+             "ratio": r["ratio"]} for r in ov.ratio.to_pylist()]
+    comm = sum(r["communication_ns"] for r in rows)
+    both = sum(r["overlap_ns"] for r in rows)
+    return {"communication_ns": comm, "overlap_ns": both, "exposed_ns": comm - both,
+            "ratio": both / comm if comm else None, "per_rank": rows}
+
+
+def _power(run: Run, args: argparse.Namespace) -> pa.Table | None:
+    """The power samples of the cost section: ``--power``, else the ``power_w`` samples
+    of ``--samples`` (``rank, time_ns, watts``), else None."""
+    if args.power is not None:
+        return pq.read_table(args.power)
+    if run.samples is None:
+        return None
+    s = run.samples
+    pw = s.filter(pc.equal(s["metric"].cast(pa.string()), "power_w"))
+    if not pw.num_rows:
+        return None
+    return pa.table({"rank": pw["rank"], "time_ns": pw["time_ns"], "watts": pw["value"]})
+
+
+def _cost(run: Run, led: Ledger | None, args: argparse.Namespace, slo: dict[str, int]) -> dict[str, Any]:
+    """``--price``: :func:`pau.core.cost` of the lifecycle ledger (per preserved step,
+    energy from ``--power`` or the samples' power), or of the serving requests (per
+    accepted request; billed time ``--accelerator-count`` x the window)."""
+    prices: dict[str, Any] = {"per_accelerator_hour": args.price}
+    if run.lifecycle is not None:
+        assert led is not None
+        return core.cost(led, prices, power=_power(run, args))
+    if args.power is not None:
+        raise UsageError("--power integrates power over a lifecycle ledger's states; a serving benchmark holds "
+                         "no busy intervals to integrate it over")
+    if args.accelerator_count is None:
+        raise UsageError("--price on a serving benchmark bills its accelerators over the benchmark window. Fix: "
+                         "give --accelerator-count N (the accelerators the server ran on)")
+    if args.accelerator_count < 1:
+        raise UsageError(f"--accelerator-count {args.accelerator_count}: give a number >= 1")
+    prices["accelerators"] = args.accelerator_count
+    return core.cost(core.requests(run.requests, slo=slo or None), prices)
+
+
+def _outcome_figures(run: Run, led: Ledger, args: argparse.Namespace, schedule: Any) -> dict[str, Any]:
+    """The outcome figures of a lifecycle ledger, each the summary of its API function:
+    checkpoint advice (Young, Daly), NVRx straggler scores, MPG and its factors, ETTR
+    (with --schedule), MFU and HFU (with --flops-per-step) and progress protection
+    (with --protection-bound)."""
+    out: dict[str, Any] = {"checkpoint_advice": core.checkpoint_advice(led)}
+    steps = run.lifecycle is not None and run.lifecycle.num_rows and _has_steps(run.lifecycle)
+    scores = straggler_scores(run.lifecycle) if steps else None
+    out["straggler_scores"] = None if scores is None else scores.summary()  # type: ignore[union-attr]
+    flops: Any = None
+    if args.flops_per_step is not None:
+        flops = model_flops(per_step=args.flops_per_step, hardware_per_step=args.hardware_flops_per_step)
+    peak = dict(accelerator=args.accelerator, dtype=args.dtype, peak=args.peak_flops)
+    out["mpg"] = mpg(led, schedule, flops=flops, **peak).summary()
+    out["ettr"] = None if schedule is None else ettr(led, schedule).summary()
+    out["program_goodput"] = None if flops is None else program_goodput(led, flops, **peak).summary()
+    out["protection"] = (None if args.protection_bound is None else
+                         protection(led, bound_share=args.protection_bound,
+                                    price_per_accelerator_hour=args.price).summary())
+    return out
+
+
+def _has_steps(lifecycle: pa.Table) -> bool:
+    """Whether a lifecycle holds step records of ranks of their own (the straggler
+    scores' input: a rank -1 step says nothing about one rank's pace)."""
+    st = lifecycle.filter(pc.equal(lifecycle["record"].cast(pa.string()), "step"))
+    return st.num_rows > 0 and st["rank"].null_count == 0 and bool(pc.all(pc.greater_equal(st["rank"], 0)).as_py())
 
 
 def _report(args: argparse.Namespace) -> int:
     if args.path is None:
         if args.input_format or args.lifecycle:
             raise UsageError("--input-format and --lifecycle apply to a PATH; the built-in run has its own")
+        given = [f"--{k.replace('_', '-')}" for k in ("samples", "devices", "samples_format", "samples_columns",
+                                                        "samples_timezone", "samples_time") if getattr(args, k)]
+        if given:
+            raise UsageError(f"{', '.join(given)} add telemetry to a PATH's run; the built-in run has none. "
+                             "Fix: give the run's PATH")
         run, title = _builtin(args)
         runs = [run]
     else:
@@ -713,7 +558,7 @@ def _report(args: argparse.Namespace) -> int:
         if given:
             raise UsageError(f"{', '.join(given)} set the built-in run and do not apply to {args.path}")
         runs = _read(args.path, args.input_format, args)
-        title = f"pau report: {args.path} ({runs[0].metadata.get('format')})" if runs else ""
+        title = f"pau report: {args.path} ({runs[0].metadata.get('format') or 'pau'})" if runs else ""
         if args.lifecycle:
             if len(runs) != 1:
                 raise UsageError("--lifecycle applies to one run; the path holds several")
@@ -726,29 +571,30 @@ def _report(args: argparse.Namespace) -> int:
                              f"{len(runs)} (report one file)")
         rows = [(r, r.summary()) for r in runs]
         figures: Any = {"runs": [f for _, f in rows]}
-        text = render_runs(rows, title, args.path)
+        text = text_view.render_runs(rows, title, args.path)
     else:
         run = runs[0]
         figures, led = _report_figures(run, args)
         table = None if led is None else led.table
-        text = render_text(run, title, figures, table, args.price)
+        text = text_view.render_text(run, title, figures, table, args.price)
         outside = figures["events_outside_accountable"]
         if outside and outside["events"]:
-            _note(f"warning: events_outside_accountable: {outside['events']:,} events "
+            _note(f"warning: events_outside_accountable: {text_view.count(outside['events'], 'event')} "
                   f"({outside['ns']:,} ns) lie outside the accountable time of ranks "
                   f"{_ranks(outside['ranks'])}; the ledger does not count them")
         if args.ledger:
             assert table is not None  # --ledger without a ledger is refused by _report_figures
             _write_table(table, args.ledger)
-            _note(f"ledger written to {args.ledger} ({table.num_rows} rows)")
+            _note(f"ledger written to {args.ledger} ({text_view.count(table.num_rows, 'row')})")
     if args.format == "json":
-        _emit(_json(figures), args.output)
+        _emit(text_view.to_json(figures), args.output)
     elif args.format in ("csv", "html") and "runs" in figures:
         raise UsageError(f"--format {args.format} shows one run; use --format json for several")
     elif args.format == "csv":
-        _emit(render_csv(figures), args.output)
+        _emit(text_view.render_csv(figures), args.output)
     elif args.format == "html":
-        _emit(html_report.render(run, figures, led, title=title, price=args.price), args.output)
+        rl = None if run.requests is None else core.requests(run.requests, slo=parse_slo(args.slo or []) or None)
+        _emit(html_report.render(run, figures, led, title=title, price=args.price, requests=rl), args.output)
     else:
         _emit(text, args.output)
     failed = check_gates(args.gate or [], figures if "runs" not in figures else {})
@@ -767,7 +613,7 @@ def _convert(args: argparse.Namespace) -> int:
         _warn(run, sys.stderr)
     if len(runs) == 1:
         out = runs[0].write(args.out, overwrite=args.overwrite)
-        written = [f"{n} ({getattr(runs[0], n).num_rows:,} rows)" for n in runs[0].tables()]
+        written = [f"{n} ({text_view.count(getattr(runs[0], n).num_rows, 'row')})" for n in runs[0].tables()]
         print(f"pau convert: {args.path} ({runs[0].metadata.get('format')}) -> {out}: {', '.join(written)}")
         return EXIT_OK
     # several runs (a folder of MLPerf logs): one run folder each, named after its source
@@ -817,50 +663,46 @@ def _compare(args: argparse.Namespace) -> int:
         raise UsageError("--price-a and --price-b go together")
     pa_ = {"per_accelerator_hour": args.price_a} if args.price_a is not None else None
     pb_ = {"per_accelerator_hour": args.price_b} if args.price_b is not None else None
-    cmp = core.compare(sides[0], sides[1], prices_a=pa_, prices_b=pb_, labels=(args.a, args.b))
-    if args.format == "json":  # every row of the kernel diff (a file for tools)
-        _emit(_json(cmp.summary()), args.output)
-    elif args.format == "csv":
-        _emit(render_compare_csv(cmp), args.output)
-    elif args.format == "html":
-        _emit(html_report.render_compare(cmp, title=f"pau compare: {args.a} against {args.b}",
-                                         kernels=max(args.kernels, 30)), args.output)
+    labels = parse_labels(args.labels, args.a, args.b)
+    mlperf = None
+    if all(r.metadata.get("format") == "mllog" for r in sides):
+        # MLPerf's useful output is a trained model (blocks hold unequal samples across submissions)
+        leds = [r.ledger() for r in sides]
+        cmp = core.compare(leds[0], leds[1], prices_a=pa_, prices_b=pb_, labels=labels)
+        mlperf = {"a": _mlperf.per_trained_model(leds[0].summary(), sides[0].metadata),
+                  "b": _mlperf.per_trained_model(leds[1].summary(), sides[1].metadata)}
     else:
-        _emit(render_compare(cmp, args.kernels), args.output)
+        cmp = core.compare(sides[0], sides[1], prices_a=pa_, prices_b=pb_, labels=labels)
+    if args.format == "json":  # every row of the kernel diff (a file for tools)
+        _emit(text_view.to_json({**cmp.summary(), **({"mlperf": mlperf} if mlperf else {})}), args.output)
+    elif args.format == "csv":
+        _emit(text_view.render_compare_csv(cmp, mlperf), args.output)
+    elif args.format == "html":
+        _emit(html_report.render_compare(cmp, title=f"pau compare: {labels[0]} ({args.a}) against {labels[1]} ({args.b})",
+                                         kernels=max(args.kernels, 30), mlperf=mlperf), args.output)
+    else:
+        _emit(text_view.render_compare(cmp, args.kernels, mlperf=mlperf), args.output)
     return EXIT_OK
 
 
-def _cell(v: Any) -> str:
-    """A CSV cell: ints exact, floats as repr (shortest round trip), None empty."""
-    return "" if v is None else repr(v) if isinstance(v, float) else str(v)
 
 
-def render_compare_csv(cmp: core.Comparison) -> str:
-    """``pau compare --format csv``: one long table, ``section, name, kind, status,
-    quantity, a, b, difference``; sections ``metrics``, ``by_cause`` and ``kernels``
-    (every row of the kernel diff, one line per quantity: count, total_ns,
-    per_step_ns). See docs/compare.md."""
-    rows: list[tuple[Any, ...]] = []
-    for r in cmp.table.to_pylist():
-        rows.append(("metrics", r["metric"], "", "", "value", r["a"], r["b"], r["difference"]))
-    for r in cmp.by_cause.to_pylist():
-        rows.append(("by_cause", r["cause"], r["kind"], "", "accelerator_seconds_per_preserved_step",
-                     r["a"], r["b"], r["difference"]))
-        if "cost_difference" in r:
-            rows.append(("by_cause", r["cause"], r["kind"], "", "cost_per_preserved_step",
-                         r["cost_a"], r["cost_b"], r["cost_difference"]))
-    if cmp.kernels is not None:
-        for k in cmp.kernels.rows:
-            head = ("kernels", k["name"], k["kind"], k["status"])
-            rows.append(head + ("count", k["count_a"], k["count_b"], k["count_difference"]))
-            rows.append(head + ("total_ns", k["total_ns_a"], k["total_ns_b"], k["difference_ns"]))
-            rows.append(head + ("per_step_ns", k["per_step_ns_a"], k["per_step_ns_b"], k["per_step_difference_ns"]))
-    names = ("section", "name", "kind", "status", "quantity", "a", "b", "difference")
-    t = pa.table({n: pa.array([_cell(r[i]) if i >= 5 else str(r[i]) for r in rows], pa.string())
-                  for i, n in enumerate(names)})
-    sink = pa.BufferOutputStream()
-    pcsv.write_csv(t, sink)
-    return sink.getvalue().to_pybytes().decode()
+
+
+def parse_labels(text: str | None, a: str, b: str) -> tuple[str, str]:
+    """``--labels A,B``, or by default the two paths' last parts: as many as tell them
+    apart (``run1/trace`` and ``run2/trace``), the whole paths when nothing else does."""
+    if text is not None:
+        got = [x.strip() for x in text.split(",")]
+        if len(got) != 2 or not all(got) or got[0] == got[1]:
+            raise UsageError(f"--labels {text!r}: give two different names, A,B (e.g. --labels before,after)")
+        return got[0], got[1]
+    pa_, pb_ = (os.path.normpath(x).split(os.sep) for x in (a, b))
+    for k in range(1, max(len(pa_), len(pb_)) + 1):
+        la, lb = "/".join(pa_[-k:]), "/".join(pb_[-k:])
+        if la != lb:
+            return la, lb
+    return a, b
 
 
 def _check_output(args: argparse.Namespace) -> None:

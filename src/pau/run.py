@@ -438,6 +438,36 @@ def _reader_warnings(fmt: str, messages: Sequence[str]) -> list[RunWarning]:
     return [m if isinstance(m, RunWarning) else RunWarning(f"{fmt}.reader", str(m)) for m in messages]
 
 
+#: Ranks whose collectives end this far apart, read without ``align=``, are on clocks
+#: that disagree (docs/align.md). A collective ends on all its ranks within a kernel's
+#: tail of each other (the real 8-host DLRM sample: within 5 µs), whoever arrived late,
+#: so the ends' offset measures the clocks and not straggling; NTP keeps hosts of one
+#: cluster within about a millisecond, PTP within a microsecond. 10 ms is ten times
+#: NTP's error and far below the seconds of unsynchronised hosts, whose offsets the
+#: ledger would count as waits for stragglers.
+CLOCK_SKEW_NS = 10_000_000
+
+
+def _clock_skew(events: pa.Table, path: str) -> RunWarning | None:
+    """``align.clocks_apart`` when some rank's collectives end more than
+    :data:`CLOCK_SKEW_NS` (and more than the anchors' own spread) from the lowest
+    rank's: its clock is off, and ``align`` would put it right."""
+    if pc.count_distinct(events["rank"]).as_py() < 2:
+        return None
+    a = _align.offsets(events)
+    far = [r for r in a.table.to_pylist() if r["offset_ns"] is not None and abs(r["offset_ns"]) > CLOCK_SKEW_NS
+           and abs(r["offset_ns"]) > r["uncertainty_ns"]]
+    if not far:
+        return None
+    worst = max(far, key=lambda r: abs(r["offset_ns"]))
+    shown = ", ".join(f"rank {r['rank']} {r['offset_ns'] / 1e9:+.3f} s" for r in far[:8])
+    return RunWarning("align.clocks_apart", f"{path}: the collectives the ranks share end up to "
+                      f"{abs(worst['offset_ns']) / 1e9:.3f} s apart on their clocks ({shown}{' ...' if len(far) > 8 else ''}, "
+                      f"against rank {a.reference}; a collective ends together on every rank, so their clocks "
+                      f"differ by that much): read as it is, the offsets count as waits for stragglers. Fix: "
+                      "read with align='collectives' (pau report --align collectives)")
+
+
 def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str | None = None) -> Run:
     spans = trace.spans()  # Kineto: the profiled window; Nsight: the capture window
     steps = trace.lifecycle
@@ -461,6 +491,10 @@ def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str 
             warnings.append(RunWarning("align.no_anchors", f"{path}: no collective pairs rank(s) "
                                        f"{', '.join(map(str, unaligned))} with rank {alignment.reference}: their "
                                        "clocks are left as they are"))
+    elif events.num_rows and "name" in events.column_names:
+        skew = _clock_skew(events, path)
+        if skew is not None:
+            warnings.append(skew)
     if steps is not None and steps.num_rows and not has_steps:
         warnings.append(RunWarning("trace.no_steps", f"{path}: {steps.num_rows} phase records but no step: "
                                    "the run has no lifecycle (no goodput); the phases are in metadata"))
@@ -746,14 +780,62 @@ def attach_samples(run: Run, samples: Any, *, devices: Any = None, on_invalid: s
     run.metadata["telemetry"] = {"format": tel.format, "sources": tel.sources, "matched_by": att.matched_by,
                                  "devices": att.devices}
     _add_quarantine(run, tel.quarantine if tel.quarantine.num_rows else None)
-    if out.num_rows and run.spans is not None and run.spans.num_rows:
-        lo, hi = pc.min(run.spans["start_ns"]).as_py(), pc.max(run.spans["end_ns"]).as_py()
-        t = out["time_ns"]
-        if pc.max(t).as_py() < lo or pc.min(t).as_py() > hi:
-            run.warnings.append(RunWarning("telemetry.no_overlap", f"the samples ({pc.min(t).as_py()} .. "
-                                           f"{pc.max(t).as_py()} ns) lie wholly outside the run's spans ({lo} .. {hi} "
-                                           "ns): other clocks, or another time zone (timezone= of the reader)?"))
+    _check_sample_ranks(run, out)
     return run
+
+
+def _run_extent(run: Run) -> tuple[set[int], int | None, int | None, str]:
+    """The ranks of a run (its spans', events' and lifecycle's own ranks, rank -1 left
+    out) and its time: the spans, else the lifecycle's records, else the events; and
+    what the time was taken from."""
+    ranks: set[int] = set()
+    for t in (run.spans, run.events, run.lifecycle):
+        if t is not None and "rank" in t.column_names and t.num_rows:
+            ranks.update(int(r) for r in pc.unique(t["rank"].drop_null()).to_pylist() if r >= 0)
+    for t, what in ((run.spans, "spans"), (run.lifecycle, "lifecycle records"), (run.events, "events")):
+        if t is not None and t.num_rows:
+            ends = t["end_ns"] if "end_ns" in t.column_names else t["start_ns"]
+            hi = pc.max(ends).as_py()
+            return ranks, pc.min(t["start_ns"]).as_py(), hi if hi is not None else pc.max(t["start_ns"]).as_py(), what
+    return ranks, None, None, "nothing"
+
+
+def _check_sample_ranks(run: Run, samples: pa.Table) -> None:
+    """Warnings for samples that cannot meet the run's ledger: samples of a rank the run
+    does not have (``telemetry.devices_unmatched``), ranks of the run without samples
+    (``telemetry.ranks_without_samples``, unless the match said so already) and samples
+    wholly outside the run's time (``telemetry.no_overlap``): for every run, a
+    lifecycle-only one included (its records give its ranks and time)."""
+    if not samples.num_rows:
+        return
+    ranks, lo, hi, what = _run_extent(run)
+    have = {int(r) for r in pc.unique(samples["rank"]).to_pylist()}
+    codes = {w.code for w in run.warnings}
+    if ranks:
+        extra = sorted(have - ranks)
+        if extra:
+            n = int(pc.sum(pc.is_in(samples["rank"], pa.array(extra, samples["rank"].type))).as_py() or 0)
+            run.warnings.append(RunWarning(
+                "telemetry.devices_unmatched",
+                f"{n:,} samples are of ranks {', '.join(map(str, extra[:20]))}{' ...' if len(extra) > 20 else ''}, "
+                f"which the run does not have (its ranks: {_rank_list(sorted(ranks))}): no ledger cell takes them. "
+                "Fix: map the devices to the run's ranks (devices={device: rank}, --devices DEVICE=RANK,...)"))
+        missing = sorted(ranks - have)
+        if missing and "telemetry.ranks_without_samples" not in codes:
+            run.warnings.append(RunWarning(
+                "telemetry.ranks_without_samples",
+                f"ranks {_rank_list(missing)} have no telemetry sample: their cells are unknown for every metric"))
+    if lo is not None and hi is not None:
+        t = samples["time_ns"]
+        s_lo, s_hi = pc.min(t).as_py(), pc.max(t).as_py()
+        if s_hi < lo or s_lo > hi:
+            run.warnings.append(RunWarning("telemetry.no_overlap", f"the samples ({s_lo} .. {s_hi} ns) lie wholly "
+                                           f"outside the run's {what} ({lo} .. {hi} ns): other clocks, or another "
+                                           "time zone (timezone= of the reader, --samples-timezone)?"))
+
+
+def _rank_list(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks[:20])) + (f" ... ({len(ranks)} in all)" if len(ranks) > 20 else "")
 
 
 def _add_quarantine(run: Run, q: pa.Table | None) -> None:

@@ -45,6 +45,8 @@ OUTCOMES = ("accepted", "late", "failed", "rejected", "cancelled")
 STATUSES = ("ok", "error", "timeout", "rejected", "cancelled")
 _STATUS_OUTCOME = {"ok": 0, "error": 2, "timeout": 2, "rejected": 3, "cancelled": 4}
 _SLO_KEYS = ("ttft", "tpot", "e2e")
+#: The percentiles of :meth:`RequestLedger.latency`: AIPerf's (p1 ... p99), which hold LLMPerf's.
+_LATENCY_PERCENTILES = {"p1": 1, "p5": 5, "p25": 25, "p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99}
 
 
 # ---------------------------------------------------------------------------
@@ -87,6 +89,35 @@ class RequestLedger:
     quarantined: int = 0
     _counts: dict = field(default_factory=dict, repr=False)
 
+    def latency(self) -> dict:
+        """TTFT, TPOT and E2E latency of the completed requests (outcome ``accepted`` or
+        ``late``: the ones AIPerf and LLMPerf summarise), as those tools print them:
+        ``{"ttft": {...}, "tpot": {...}, "e2e": {...}}``, each with ``count``, ``mean``,
+        ``min``, ``max``, ``std`` (population, as AIPerf's; LLMPerf's pandas std divides
+        by count - 1) and ``p1, p5, p25, p50, p75, p90, p95, p99`` (linear
+        interpolation between closest ranks, numpy's and pandas' default, which both
+        tools use), all in ns; a metric without a value (no completed request, or no
+        request with two output tokens for TPOT) has ``count`` 0 and the rest None.
+        ``min``, ``max`` and ``count`` are exact ints; the rest are floats of exact ns.
+        """
+        t = self.table
+        done = pc.is_in(t["outcome"].cast(pa.string()), pa.array(["accepted", "late"]))
+        out: dict[str, dict[str, Any]] = {}
+        for key, col in (("ttft", "ttft_ns"), ("tpot", "tpot_ns"), ("e2e", "e2e_ns")):
+            vals = t[col].filter(pc.and_(done, pc.is_valid(t[col])))
+            x = vals.to_numpy()
+            row: dict[str, Any] = {"count": int(x.size)}
+            if x.size == 0:
+                row.update({k: None for k in ("mean", "min", "max", "std", *_LATENCY_PERCENTILES)})
+            else:
+                exact = x.dtype.kind == "i"
+                row.update(mean=float(x.mean()), min=int(x.min()) if exact else float(x.min()),
+                           max=int(x.max()) if exact else float(x.max()), std=float(x.std()))
+                for name, q in _LATENCY_PERCENTILES.items():
+                    row[name] = float(np.percentile(x, q))
+            out[key] = row
+        return out
+
     def summary(self) -> dict:
         """Headline figures (counts and ns exact ints; ratios floats or ``None``).
 
@@ -95,7 +126,8 @@ class RequestLedger:
         request_goodput_per_s (accepted per second of window), accepted_input_tokens,
         accepted_output_tokens, accepted_tokens; with busy: busy_ns, productive_ns
         (attributed to accepted requests), late_ns, failed_ns, cancelled_ns, idle_ns,
-        productive_accelerator_hours, inference_goodput (productive_ns / busy_ns).
+        productive_accelerator_hours, inference_goodput (productive_ns / busy_ns);
+        latency (:meth:`latency`: TTFT, TPOT and E2E of the completed requests).
         """
         c = dict(self._counts)
         offered = sum(c[o] for o in OUTCOMES) + self.quarantined
@@ -107,6 +139,7 @@ class RequestLedger:
                "accepted_input_tokens": c["accepted_input_tokens"],
                "accepted_output_tokens": c["accepted_output_tokens"],
                "accepted_tokens": c["accepted_input_tokens"] + c["accepted_output_tokens"]}
+        out["latency"] = self.latency()
         if self.replicas is not None:
             r = self.replicas
             tot = {k: int(pc.sum(r[k]).as_py() or 0) for k in

@@ -30,7 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["CHECKER_REPO", "EVAL_KEY", "QualityTarget", "ROUNDS", "TARGETS", "is_number", "judge", "meets",
+__all__ = ["CHECKER_REPO", "EVAL_KEY", "QualityTarget", "ROUNDS", "TARGETS", "TARGETS_V5", "is_number", "judge", "meets",
+           "per_trained_model", "trained_models",
            "progress_text", "round_of_path", "status_text", "targets_for", "verdict_text"]
 
 #: The repository whose compliance checker the targets come from.
@@ -84,9 +85,21 @@ class QualityTarget:
 
 
 def _t(benchmark: str, part: str | None, direction: str, target: float, bound: tuple[str, float] | None,
-       measure: str, folder: str, file: str, commit: str, note: str = "") -> QualityTarget:
-    return QualityTarget(benchmark, "4.0", part, direction, target, bound, measure, f"{_CC}{folder}/{file}",
+       measure: str, folder: str, file: str, commit: str, note: str = "", *, round: str = "4.0") -> QualityTarget:
+    return QualityTarget(benchmark, round, part, direction, target, bound, measure, f"{_CC}{folder}/{file}",
                          commit, note)
+
+
+def _v5(round: str, benchmark: str, part: str | None, direction: str, target: float,
+        bound: tuple[str, float] | None, measure: str, file: str, commit: str, note: str = "") -> QualityTarget:
+    """A row of round 5.0 or 5.1, read from ``training_<round>.0/<file>`` at ``commit``
+    (the last commit that changed the file, in the repository's history to 2026-07-29)."""
+    return _t(benchmark, part, direction, target, bound, measure, f"training_{round}.0", file, commit, note,
+              round=round)
+
+
+_SD_NOTE = ("FID and CLIP of one eval point together: the checker's aggregated_eval_accuracy requires "
+            "0 <= FID <= 90 and 0.15 <= CLIP <= 1 on one line")
 
 
 #: The quality targets of MLPerf Training v4.0, closed division: every benchmark
@@ -128,6 +141,46 @@ TARGETS: tuple[QualityTarget, ...] = (
        "an earlier stored version of the file (3af209cf) checks 0.91; 0.908 is MLCommons' published target"),
 )
 
+#: Rounds 5.0 and 5.1, closed division: every benchmark ``training_5.0.0/closed_common.yaml``
+#: and ``training_5.1.0/closed_common.yaml`` accept, each row's ``ATLEAST_ONE_CHECK`` on
+#: ``eval_accuracy`` (``aggregated_eval_accuracy`` for Stable Diffusion) as the file holds it
+#: at the commit named. The measures are MLCommons' benchmark table's (Llama 3.1 8B and 405B:
+#: log perplexity; Flux.1: validation loss).
+TARGETS_V5: tuple[QualityTarget, ...] = (
+    _v5("5.0", "bert", None, ">=", 0.720, ("<", 1.0), "Mask-LM accuracy",
+        "closed_bert.yaml", "ad4e9a6c3dfd82ffdf12c18d59c26f72d8cbdf25"),
+    _v5("5.0", "dlrm_dcnv2", None, ">=", 0.80275, ("<=", 1.0), "AUC",
+        "closed_dlrm_dcnv2.yaml", "ad4e9a6c3dfd82ffdf12c18d59c26f72d8cbdf25"),
+    _v5("5.0", "llama2_70b_lora", None, "<=", 0.925, (">", 0.0), "cross-entropy loss",
+        "closed_llama2_70b_lora.yaml", "ad4e9a6c3dfd82ffdf12c18d59c26f72d8cbdf25"),
+    _v5("5.0", "llama31_405b", None, "<=", 5.6, (">", 0.0), "log perplexity",
+        "closed_llama31_405b.yaml", "38a90cd123d228091efabfbbb37004b70f42cfc2"),
+    _v5("5.0", "retinanet", None, ">=", 0.340, ("<", 1.0), "mAP",
+        "closed_retinanet.yaml", "ad4e9a6c3dfd82ffdf12c18d59c26f72d8cbdf25"),
+    _v5("5.0", "rgat", None, ">=", 0.72, ("<", 1.0), "classification accuracy",
+        "closed_rgat.yaml", "e6e040b7f040a44ddce305b233b08ca58c8f7353"),
+    _v5("5.0", "stable_diffusion", "FID", "<=", 90.0, (">=", 0.0), "FID",
+        "closed_stable_diffusion.yaml", "ad4e9a6c3dfd82ffdf12c18d59c26f72d8cbdf25", _SD_NOTE),
+    _v5("5.0", "stable_diffusion", "CLIP", ">=", 0.15, ("<=", 1.0), "CLIP score",
+        "closed_stable_diffusion.yaml", "ad4e9a6c3dfd82ffdf12c18d59c26f72d8cbdf25", _SD_NOTE),
+    _v5("5.1", "dlrm_dcnv2", None, ">=", 0.80275, ("<=", 1.0), "AUC",
+        "closed_dlrm_dcnv2.yaml", "187ee9cfb92996639ea2a435b5fd5623851f74bb"),
+    _v5("5.1", "flux1", None, "<=", 0.586, (">", 0.0), "validation loss",
+        "closed_flux1.yaml", "e5dd1117213b604ea0d1658d48875f8700c1533c"),
+    _v5("5.1", "llama2_70b_lora", None, "<=", 0.925, (">", 0.0), "cross-entropy loss",
+        "closed_llama2_70b_lora.yaml", "187ee9cfb92996639ea2a435b5fd5623851f74bb"),
+    _v5("5.1", "llama31_405b", None, "<=", 5.6, (">", 0.0), "log perplexity",
+        "closed_llama31_405b.yaml", "470daf0fc0e6347a8c46ee8071b7dc92310ff81f"),
+    _v5("5.1", "llama31_8b", None, "<=", 3.3, (">", 0.0), "log perplexity",
+        "closed_llama31_8b.yaml", "90738a37679311377b1ee85eaa5e8486c43b0a4a",
+        "earlier stored versions of the file (a8de7d2e, a placeholder copied from BERT) check >= 0.720"),
+    _v5("5.1", "retinanet", None, ">=", 0.340, ("<", 1.0), "mAP",
+        "closed_retinanet.yaml", "187ee9cfb92996639ea2a435b5fd5623851f74bb"),
+    _v5("5.1", "rgat", None, ">=", 0.72, ("<", 1.0), "classification accuracy",
+        "closed_rgat.yaml", "187ee9cfb92996639ea2a435b5fd5623851f74bb"),
+)
+TARGETS = TARGETS + TARGETS_V5
+
 #: The rounds :data:`TARGETS` covers, oldest first.
 ROUNDS: tuple[str, ...] = tuple(sorted({t.round for t in TARGETS}, key=lambda r: tuple(map(int, r.split(".")))))
 
@@ -148,13 +201,13 @@ def meets(value: Any, t: QualityTarget) -> bool:
     return bool(ok and (t.bound is None or _OPS[t.bound[0]](value, t.bound[1])))
 
 
-_ROUND_DIR = re.compile(r"^training(?:_results)?_v?(\d+\.\d+)(?:\.0)?$")
+_ROUND_DIR = re.compile(r"^(?:mlperf_)?training(?:_results)?_v?(\d+\.\d+)(?:\.0)?$")
 
 
 def round_of_path(path: str | os.PathLike) -> str | None:
     """The MLPerf Training round a result's path names (``training_v4.0``,
-    ``training_results_v4.0``, ``training_4.0.0``: ``"4.0"``), the deepest such folder;
-    None when none does."""
+    ``training_results_v4.0``, ``mlperf_training_v5.1``, ``training_4.0.0``: ``"4.0"``),
+    the deepest such folder; None when none does."""
     for part in reversed(os.path.normpath(os.fspath(path)).split(os.sep)):
         m = _ROUND_DIR.match(part)
         if m:
@@ -224,7 +277,8 @@ def judge(benchmark: str | None, values: Iterable[Mapping[str, Any]], *, round: 
         The eval records in time order, each with ``value`` (a number, or a dict of named
         numbers) and, for one of several metrics, ``metric``.
     round : str or None
-        The MLPerf Training round; None: the latest of :data:`ROUNDS`, written in ``assumed``.
+        The MLPerf Training round; None: the latest of :data:`ROUNDS` with a target for the
+        benchmark (else the latest), written in ``assumed``.
     division : str or None
         ``closed`` or ``open``; None is taken as closed (written in ``assumed``). The
         table holds the closed division's targets: an open-division run gets none.
@@ -246,8 +300,10 @@ def judge(benchmark: str | None, values: Iterable[Mapping[str, Any]], *, round: 
     vals = [dict(v) for v in values]
     assumed = []
     if round is None:
-        round = ROUNDS[-1]
-        assumed.append(f"MLPerf Training round {round} (the path names no round)")
+        known = [r for r in ROUNDS if targets_for(benchmark, r)]
+        round = known[-1] if known else ROUNDS[-1]
+        assumed.append(f"MLPerf Training round {round} (the path names no round; the latest with a target for "
+                       f"{benchmark!r})" if known else f"MLPerf Training round {round} (the path names no round)")
     if division is None:
         assumed.append("closed division (the log has no submission_division)")
     ts = targets_for(benchmark, round) if division in (None, "closed") else ()
@@ -347,3 +403,39 @@ def status_text(status: str | None) -> str:
     if status == "no_run_stop":
         return "no run_stop (the log ends before the run stopped: not a valid result)"
     return f"status {status} (not a valid result)"
+
+
+def trained_models(metadata: Mapping[str, Any]) -> int | None:
+    """MLPerf's useful output: one trained model for a run that stopped with status
+    ``success`` and whose eval reached its quality target at the last eval point
+    (``metadata["eval"]["reached"]``, :func:`judge`), 0 for a run that did not (any
+    other status, or the target missed), None when no target is known (open division,
+    a benchmark the table does not hold): then it cannot be said."""
+    ev = metadata.get("eval") or {}
+    if metadata.get("status") != "success":
+        return 0
+    reached = ev.get("reached")
+    return None if reached is None else int(bool(reached))
+
+
+def per_trained_model(ledger: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """An MLPerf run's accelerator time per trained model (:func:`trained_models`), the
+    denominator MLPerf compares submissions by (time to train one model to the target),
+    where blocks and epochs hold different numbers of samples from one submission to
+    another. ``ledger``: the run's ``Ledger.summary()``. JSON-able: ``trained_models``,
+    ``time_to_train_ns``, ``accountable_ns``, ``accountable_ns_per_trained_model`` and
+    ``state_ns_per_trained_model`` (exact ns; None without a trained model)."""
+    n = trained_models(metadata)
+    acc = int(ledger["accountable_ns"])
+    states = {k: int(v) for k, v in (ledger.get("state_ns") or {}).items() if v}
+
+    def per(v: int) -> int | float | None:
+        if not n:
+            return None
+        return v // n if v % n == 0 else v / n
+
+    return {"trained_models": n, "time_to_train_ns": metadata.get("time_to_train_ns"), "accountable_ns": acc,
+            "accountable_ns_per_trained_model": per(acc),
+            "state_ns_per_trained_model": None if not n else {k: per(v) for k, v in states.items()},
+            "reached": (metadata.get("eval") or {}).get("reached"), "status": metadata.get("status"),
+            "benchmark": metadata.get("benchmark")}

@@ -17,7 +17,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pau.readers import mlperf_rules as _mlperf
 from pau.views import plots
-from pau.engine._format import duration, html_table, in_unit, pct, unit
+from pau.figures.economics import RequestLedger
+from pau.views.text import (LATENCY_STATS, Dur, column_unit, count, in_column, latency_unit, metric_row, money,
+                            MLPERF_COMPARE_NOTE, mlperf_rows, render_outcome, unit_columns)
+from pau.engine._format import duration, html_table, pct
 from pau.engine.ledger import Ledger
 from pau.figures.compare import Comparison
 from pau.run import Run
@@ -54,8 +57,16 @@ def _plot(make: Callable[[], Any], what: str) -> str:
     return f'<figure class="plot" data-plot="{html.escape(what)}">{plots.svg(fig)}</figure>'
 
 
+#: What the JSON of the figures must not hold raw inside ``<script>`` (Django's
+#: ``json_script`` escapes the same three): a ``<!--``, ``<script`` or ``</script``
+#: in a kernel name would change how the HTML parser reads the rest of the page.
+_JSON_SCRIPT_ESCAPES = {ord("<"): "\\u003C", ord(">"): "\\u003E", ord("&"): "\\u0026"}
+
+
 def _json_script(figures: Mapping[str, Any]) -> str:
-    text = json.dumps(figures, allow_nan=False, sort_keys=False).replace("</", "<\\/")
+    """The figures as JSON inside ``<script type="application/json">``, every ``<``,
+    ``>`` and ``&`` written as a JSON escape (``JSON.parse`` gives the same text back)."""
+    text = json.dumps(figures, allow_nan=False, sort_keys=False).translate(_JSON_SCRIPT_ESCAPES)
     return f'<script type="application/json" id="pau-figures">{text}</script>'
 
 
@@ -73,36 +84,37 @@ def _page(title: str, subtitle: str, body: list[str], figures: Mapping[str, Any]
 
 def _activity_table(per_rank: Sequence[Mapping[str, Any]]) -> str:
     acts = [a for a in plots.ACTIVITY_COLORS if any(r["activity_ns"].get(a) for r in per_rank)]
-    u = unit(max((r["span_ns"] for r in per_rank), default=0))
-    rows = []
+    rows: list[list[Any]] = []
     totals = dict.fromkeys(acts, 0)
     for r in per_rank:
-        rows.append([r["rank"]] + [f"{in_unit(r['activity_ns'].get(a, 0), u)} {pct(r['activity_ns'].get(a, 0), r['span_ns']).strip()}"
-                                   for a in acts] + [in_unit(r["span_ns"], u)])
+        rows.append([r["rank"]] + [Dur(r["activity_ns"].get(a, 0), " " + pct(r["activity_ns"].get(a, 0),
+                                                                             r["span_ns"]).strip())
+                                   for a in acts] + [Dur(r["span_ns"])])
         for a in acts:
             totals[a] += r["activity_ns"].get(a, 0)
     whole = sum(totals.values())
-    rows.append(["total"] + [f"{in_unit(totals[a], u)} {pct(totals[a], whole).strip()}" for a in acts]
-                + [in_unit(whole, u)])
-    return html_table(["rank"] + acts + ["span"], rows, right=range(1, len(acts) + 2))
+    rows, foot = unit_columns(rows, [["total"] + [Dur(totals[a], " " + pct(totals[a], whole).strip()) for a in acts]
+                                     + [Dur(whole)]])
+    return html_table(["rank"] + acts + ["span"], rows + foot, right=range(1, len(acts) + 2))
 
 
 def _goodput_tables(s: Mapping[str, Any]) -> str:
     acc = s["accountable_ns"]
-    rows = [[state, duration(ns), pct(ns, acc).strip()] for state, ns in s["state_ns"].items() if ns]
+    [rows] = unit_columns([[state, Dur(ns), pct(ns, acc).strip()] for state, ns in s["state_ns"].items() if ns])
     out = [html_table(["state", "accelerator time", "share"], rows, right=(1, 2))]
     if s["badput_by_cause_ns"]:
         causes = sorted(s["badput_by_cause_ns"].items(), key=lambda kv: -kv[1])
         out.append("<p>rolled-back work by the failure that caused it</p>")
         out.append(html_table(["cause", "accelerator time", "share"],
-                              [[c, duration(ns), pct(ns, acc).strip()] for c, ns in causes], right=(1, 2)))
+                              unit_columns([[c, Dur(ns), pct(ns, acc).strip()] for c, ns in causes])[0],
+                              right=(1, 2)))
     return "\n".join(out)
 
 
 def _top_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return html_table(["time (%)", "total", "count", "mean", "kind", "name"],
-                      [[f"{100 * r['share']:.1f}", duration(r["total_ns"]), f"{r['count']:,}", duration(r["mean_ns"]),
-                        r["kind"], _name(r["name"])] for r in rows], right=(0, 1, 2, 3), names=(5,))
+                      unit_columns([[f"{100 * r['share']:.1f}", Dur(r["total_ns"]), f"{r['count']:,}", Dur(r["mean_ns"]),
+                                     r["kind"], _name(r["name"])] for r in rows])[0], right=(0, 1, 2, 3), names=(5,))
 
 
 def _name(name: str, keep: int = 110) -> Any:
@@ -111,8 +123,8 @@ def _name(name: str, keep: int = 110) -> Any:
 
 
 def _steps_table(steps: Mapping[str, Any]) -> str:
-    rows = [[r["rank"], f"{r['steps']:,}", duration(r["median_ns"]), duration(r["p90_ns"]), duration(r["max_ns"])]
-            for r in steps["per_rank"]]
+    [rows] = unit_columns([[r["rank"], f"{r['steps']:,}", Dur(r["median_ns"]), Dur(r["p90_ns"]), Dur(r["max_ns"])]
+                           for r in steps["per_rank"]])
     return html_table(["rank", "steps", "median", "p90", "max"], rows, right=(0, 1, 2, 3, 4))
 
 
@@ -179,21 +191,44 @@ def _requests(req: Mapping[str, Any], slo: Mapping[str, int]) -> str:
 
 
 def _cost(c: Mapping[str, Any], price: float, currency: str) -> str:
-    rows = [["total", f"{c['total_cost']:,.2f} {currency}"], ["of which waste", f"{c['waste_cost']:,.2f} {currency}"]]
+    def amount(v: float) -> str:
+        return money(v).replace("$", "") + f" {currency}"
+
+    rows = [["total", amount(c["total_cost"])]]
+    if c.get("waste_cost") is not None:
+        rows.append(["of which waste", amount(c["waste_cost"])])
     for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
                        ("cost_per_preserved_step", "per preserved step"),
                        ("cost_per_preserved_model_cycle", "per preserved model cycle"),
-                       ("cost_per_million_preserved_tokens", "per million preserved tokens")):
+                       ("cost_per_million_preserved_tokens", "per million preserved tokens"),
+                       ("cost_per_accepted_request", "per accepted request"),
+                       ("cost_per_million_accepted_tokens", "per million accepted tokens"),
+                       ("cost_per_million_accepted_output_tokens", "per million accepted output tokens")):
         if c.get(key) is not None:
-            rows.append([label, f"{c[key]:,.4f} {currency}"])
+            rows.append([label, amount(c[key])])
     for cause, v in sorted((c.get("waste_cost_by_cause") or {}).items(), key=lambda kv: -kv[1]):
-        rows.append([f"waste: {cause}", f"{v:,.2f} {currency}"])
-    return (f"<p>at {price:,.2f} {html.escape(currency)} per accelerator-hour</p>"
-            + html_table(["figure", "cost"], rows, right=(1,)))
+        rows.append([f"waste: {cause}", amount(v)])
+    for key in sorted(k for k in c if k.startswith("energy") and isinstance(c[k], (int, float))):
+        rows.append([key.removesuffix("_j").replace("_", " "), f"{c[key]:,.4g} J"])
+    return (f"<p>at {html.escape(amount(price))} per accelerator-hour</p>"
+            + html_table(["figure", "value"], rows, right=(1,)))
+
+
+def _latency_table(lat: Mapping[str, Any]) -> str:
+    """TTFT, TPOT and E2E: one row each, in the unit of its largest figure (named in the row)."""
+    rows = []
+    for key, r in lat.items():
+        if not r["count"]:
+            rows.append([key, "0"] + ["-"] * len(LATENCY_STATS))
+            continue
+        name, size = latency_unit(r)
+        rows.append([f"{key} ({name})", f"{r['count']:,}"]
+                    + ["-" if r[k] is None else f"{r[k] / size:,.3f}" for k in LATENCY_STATS])
+    return html_table(["metric", "count", *LATENCY_STATS], rows, right=range(1, len(LATENCY_STATS) + 2))
 
 
 def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title: str,
-           price: float | None = None, currency: str = "USD") -> str:
+           price: float | None = None, currency: str = "USD", requests: RequestLedger | None = None) -> str:
     """The HTML report of one run.
 
     Parameters
@@ -208,9 +243,12 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     title : str
     price, currency :
         The price per accelerator-hour the ``cost`` figures were computed at.
+    requests : RequestLedger, optional
+        The serving requests the ``requests`` figures were computed from
+        (:func:`pau.core.requests`); their latencies draw the latency plot.
     """
     fmt = figures.get("format") or "run"
-    sources = ", ".join(str(x) for x in run.metadata.get("sources", [])[:3]) or "built in"
+    sources = _sources(run.metadata.get("sources", []))
     body = [_cards(figures, run)]
     s = figures.get("ledger")
     per_rank = figures.get("per_rank")
@@ -220,12 +258,25 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
                  "active (exposed communication is communication not hidden under compute)</p>"]
         body.append(_plot(lambda: plots.activity_bars(figures), "activity"))
         body.append(_activity_table(per_rank))
+        ov = figures.get("overlap")
+        if ov and ov["communication_ns"]:
+            rows, foot = unit_columns(
+                [[r["rank"], Dur(r["communication_ns"]), Dur(r["overlap_ns"]), Dur(r["communication_ns"] - r["overlap_ns"]),
+                  "-" if r["ratio"] is None else f"{100 * r['ratio']:.1f} %"] for r in ov["per_rank"]],
+                [["total", Dur(ov["communication_ns"]), Dur(ov["overlap_ns"]), Dur(ov["exposed_ns"]),
+                  "-" if ov["ratio"] is None else f"{100 * ov['ratio']:.1f} %"]])
+            body += ["<h2>Communication and its overlap with compute</h2>",
+                     '<p class="note">all communication (exposed or hidden under compute), the part under compute, '
+                     "and the overlap ratio |communication ∩ compute| / |communication| (pau.core.overlap)</p>",
+                     html_table(["rank", "communication", "under compute", "exposed", "overlap ratio"], rows + foot,
+                                right=range(0, 5))]
     idle = figures.get("idle_by_cause")
     if idle and any(v for k, v in idle["ns"].items() if k != "idle.other"):
         causes = list(idle["ns"])
-        u = unit(max((sum(r["ns"].values()) for r in idle["per_rank"]), default=0))
-        rows = [[r["rank"]] + [f"{in_unit(r['ns'].get(c, 0), u)} {pct(r['ns'].get(c, 0), sum(r['ns'].values())).strip()}"
-                               for c in causes] + [in_unit(sum(r["ns"].values()), u)] for r in idle["per_rank"]]
+        [rows] = unit_columns([[r["rank"]] + [Dur(r["ns"].get(c, 0), " " + pct(r["ns"].get(c, 0),
+                                                                            sum(r["ns"].values())).strip())
+                                              for c in causes] + [Dur(sum(r["ns"].values()))]
+                               for r in idle["per_rank"]])
         body += ["<h2>Idle by cause</h2>",
                  '<p class="note">host_wait: the stream drained before the next kernel\'s launch call began; '
                  "data_wait: a data loader ran; sync_wait: the host was in a synchronize call; "
@@ -236,13 +287,13 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
         body += ["<h2>Goodput</h2>", _plot(lambda: plots.goodput_waterfall(s), "waterfall"), _goodput_tables(s)]
         lay = figures.get("layers")
         if lay and lay["layers"]:
-            u = unit(max(r["ns"] for r in lay["layers"]))
+            u = column_unit([r["ns"] for r in lay["layers"]])
             body += ["<h2>Layers</h2>",
                      '<p class="note">from accountable accelerator time down; each factor is the share of the '
                      "layer above that is left, and the factors multiply to the product</p>",
                      html_table(["layer", "accelerator time", "factor", "lost (largest first)"],
-                                [[r["name"], in_unit(r["ns"], u), "" if r["factor"] is None else f"{r['factor']:.4f}",
-                                  ", ".join(f"{k} {in_unit(v, u)}" for k, v in
+                                [[r["name"], in_column(r["ns"], u), "" if r["factor"] is None else f"{r['factor']:.4f}",
+                                  ", ".join(f"{k} {in_column(v, u)}" for k, v in
                                             sorted(r["lost_ns"].items(), key=lambda kv: -kv[1]))]
                                  for r in lay["layers"]], right=(1, 2), names=(3,)),
                      f'<p class="note">product {lay["product"]:.4f}'
@@ -279,28 +330,40 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
                  '<p class="note">each metric\'s time-weighted mean over the time its samples cover, per state '
                  "and activity; energy for power</p>",
                  html_table(["state", "activity", "metric", "time", "covered", "mean", "energy"],
-                            [[r["state"], r["activity"], r["metric"], duration(r["duration_ns"]),
+                            unit_columns([[r["state"], r["activity"], r["metric"], Dur(r["duration_ns"]),
                               pct(r["covered_ns"], r["duration_ns"]).strip(),
                               "-" if r["mean"] is None else f"{r['mean']:,.4g}",
-                              "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"] for r in tel],
+                              "" if r["energy_j"] is None else f"{r['energy_j']:,.4g} J"] for r in tel])[0],
                             right=(3, 4, 5, 6))]
     nvtx = figures.get("nvtx")
     if nvtx:
         body += ["<h2>NVTX ranges</h2>", '<p class="note">by total time, as nsys stats\' NVTX range summary; share '
                  "of all closed ranges' time</p>",
                  html_table(["time (%)", "total", "instances", "mean", "min", "max", "range"],
-                            [["-" if r["share"] is None else f"{100 * r['share']:.1f}", duration(r["total_ns"]),
-                              f"{r['count']:,}", duration(r["mean_ns"]), duration(r["min_ns"]), duration(r["max_ns"]),
-                              _name(r["name"])] for r in nvtx], right=(0, 1, 2, 3, 4, 5), names=(6,))]
+                            unit_columns([["-" if r["share"] is None else f"{100 * r['share']:.1f}", Dur(r["total_ns"]),
+                                           f"{r['count']:,}", Dur(r["mean_ns"]), Dur(r["min_ns"]), Dur(r["max_ns"]),
+                                           _name(r["name"])] for r in nvtx])[0], right=(0, 1, 2, 3, 4, 5), names=(6,))]
     req = figures.get("requests")
     if req is not None:
         body += ["<h2>Requests</h2>", _requests(req, figures.get("slo_ns") or {})]
+        lat = req.get("latency")
+        if requests is not None and lat and any(r["count"] for r in lat.values()):
+            body += ["<h2>Latency</h2>",
+                     '<p class="note">the completed requests (accepted, and late against the SLOs): each one a point '
+                     "of the distribution; p50, p90 and p99 marked (linear percentiles, as AIPerf and LLMPerf)</p>",
+                     _plot(lambda: plots.request_latencies(requests.table, lat), "latency"), _latency_table(lat)]
     if "cost" in figures and price is not None:
         body += ["<h2>Cost</h2>", _cost(figures["cost"], price, currency)]
+    outcome = render_outcome(figures).strip()
+    if outcome:
+        body += ["<h2>Outcome</h2>",
+                 '<p class="note">checkpoint advice (pau.core.checkpoint_advice), straggler scores, MFU and HFU, MPG, '
+                 "ETTR and progress protection (docs/outcome.md)</p>",
+                 "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in outcome.splitlines()) + "</ul>"]
     outside = figures.get("events_outside_accountable")
     notes = [f"{w.code}: {w.message}" for w in run.warnings]
     if outside and outside["events"]:
-        notes.append(f"{outside['events']:,} events ({duration(outside['ns'])}) lie outside the accountable time "
+        notes.append(f"{count(outside['events'], 'event')} ({duration(outside['ns'])}) lie outside the accountable time "
                      f"of ranks {', '.join(map(str, outside['ranks'][:20]))}: not counted in the ledger")
     if notes:
         body += ["<h2>Warnings</h2>", "<ul>" + "".join(f'<li class="warn">{html.escape(n)}</li>' for n in notes)
@@ -310,29 +373,44 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     return _page(title, f"{fmt} · {sources}", body, figures)
 
 
+def _sources(paths: Sequence[Any], shown: int = 3) -> str:
+    """The page's source line: the first ``shown`` files and how many more there are."""
+    names = [str(x) for x in paths]
+    if not names:
+        return "built in"
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more:,} more file{'' if more == 1 else 's'} ({len(names):,} in all)"
+                                       if more > 0 else "")
+
+
 # ---------------------------------------------------------------------------
 # two runs
 
 
-def render_compare(comparison: Comparison, *, title: str, kernels: int = 30) -> str:
+def render_compare(comparison: Comparison, *, title: str, kernels: int = 30,
+                   mlperf: Mapping[str, Any] | None = None) -> str:
     """The HTML page of ``pau compare``: the metric table, the difference by cause
     (plot and table) and, when both runs have device events, the kernels and copies
     that changed most (plot, and the first ``kernels`` rows of the diff). The page
-    embeds ``comparison.summary()``, what ``pau compare --format json`` prints."""
+    embeds ``comparison.summary()`` (with ``mlperf``, the per-trained-model figures of two
+    MLPerf runs), what ``pau compare --format json`` prints."""
     la, lb = comparison.labels
-    figures = comparison.summary()
+    figures = {**comparison.summary(), **({"mlperf": dict(mlperf)} if mlperf else {})}
     # tables name the runs a and b (the labels can be long paths); the page says which is which
-    metric_rows = [[r["metric"], _num(r["a"]), _num(r["b"]), _num(r["difference"])]
-                   for r in comparison.table.to_pylist()]
+    metric_rows = [metric_row(r) for r in comparison.table.to_pylist()]
     cause_rows = comparison.by_cause.to_pylist()
-    body = ["<h2>Figures</h2>", html_table(["metric", "a", "b", "a - b"], metric_rows, right=(1, 2, 3)),
+    body = [] if not mlperf else [
+        "<h2>MLPerf: per trained model</h2>", f'<p class="note">{html.escape(MLPERF_COMPARE_NOTE)}</p>',
+        html_table(["figure", "a", "b", "a - b"], mlperf_rows(mlperf), right=(1, 2, 3))]
+    body += ["<h2>Figures</h2>", html_table(["metric", "a", "b", "a - b"], metric_rows, right=(1, 2, 3)),
             "<h2>Difference by cause</h2>",
-            '<p class="note">accelerator-seconds per preserved step</p>']
+            '<p class="note">accelerator time per preserved step</p>']
     if any(r["difference"] is not None and r["cause"] != "total" and (r["a"] or r["b"]) for r in cause_rows):
         body.append(_plot(lambda: plots.cause_differences(cause_rows, (la, lb)), "causes"))
     body.append(html_table(["cause", "kind", "a", "b", "a - b"],
-                           [[r["cause"], r["kind"], _num(r["a"]), _num(r["b"]), _num(r["difference"])]
-                            for r in cause_rows], right=(2, 3, 4)))
+                           unit_columns([[r["cause"], r["kind"]] + [Dur(None if v is None else v * 10**9)
+                                                                    for v in (r["a"], r["b"], r["difference"])]
+                                         for r in cause_rows])[0], right=(2, 3, 4)))
     kd = comparison.kernels
     if kd is not None and kd.rows:
         counts = ", ".join(f"{v} {k}" for k, v in kd.status_counts().items())
@@ -344,21 +422,9 @@ def render_compare(comparison: Comparison, *, title: str, kernels: int = 30) -> 
         shown = kd.rows[:kernels]
         body.append(html_table(
             ["name", "kind", "status", "count a", "count b", "total a", "total b", "a - b"],
-            [[_name(r["name"]), r["kind"], r["status"], f"{r['count_a']:,}", f"{r['count_b']:,}", _dur(r["total_ns_a"]),
-              _dur(r["total_ns_b"]), _dur(r["difference_ns"])] for r in shown],
+            unit_columns([[_name(r["name"]), r["kind"], r["status"], f"{r['count_a']:,}", f"{r['count_b']:,}",
+                           Dur(r["total_ns_a"]), Dur(r["total_ns_b"]), Dur(r["difference_ns"])] for r in shown])[0],
             right=(3, 4, 5, 6, 7), names=(0,)))
         if len(kd.rows) > len(shown):
             body.append(f'<p class="note">{len(kd.rows) - len(shown):,} more rows in --format json or csv</p>')
     return _page(title, f"a = {la}; b = {lb}", body, figures)
-
-
-def _num(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.6g}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
-
-
-def _dur(v: Any) -> str:
-    return "-" if v is None else duration(v)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only
 
 __all__ = ["ACTIVITY_COLORS", "STATE_COLORS", "IDLE_COLORS", "MAX_RANKS", "activity_bars", "idle_bars", "state_timeline",
            "goodput_waterfall", "step_distribution", "top_kernels", "cause_differences",
-           "kernel_changes", "svg"]
+           "kernel_changes", "request_latencies", "svg"]
 
 #: One colour per activity (colour-blind-safe Tableau 10 order; idle light grey).
 ACTIVITY_COLORS = {
@@ -355,6 +355,55 @@ def top_kernels(rows: Sequence[Mapping[str, Any]]) -> Figure:
         ax.invert_yaxis()
         ax.set_xlabel(f"total time ({u_name})")
         ax.set_title("top device work by total time", loc="left")
+        fig.tight_layout()
+    return fig
+
+
+#: Colours of request outcomes in the latency plot.
+OUTCOME_COLORS = {"accepted": "#2CA02C", "late": "#F58518"}
+
+
+def request_latencies(table: pa.Table, latency: Mapping[str, Any] | None = None) -> Figure:
+    """The distribution of the completed requests' TTFT and E2E latency (and TPOT), one
+    panel each: every request a point of the empirical CDF, coloured by its outcome
+    (accepted, late against the SLOs), with the p50, p90 and p99 of ``latency``
+    (:meth:`pau.figures.economics.RequestLedger.latency`) marked.
+
+    ``table``: :attr:`RequestLedger.table` (``outcome``, ``ttft_ns``, ``tpot_ns``, ``e2e_ns``)."""
+    outcome = np.asarray(table["outcome"].cast(pa.string()).to_pylist(), dtype=object)
+    done = (outcome == "accepted") | (outcome == "late")
+    panels = []
+    for key, col, what in (("ttft", "ttft_ns", "time to first token"), ("tpot", "tpot_ns", "time per output token"),
+                           ("e2e", "e2e_ns", "request latency")):
+        v = table[col].to_numpy(zero_copy_only=False).astype(np.float64)
+        ok = done & ~np.isnan(v)
+        if ok.any():
+            panels.append((key, what, v[ok], outcome[ok]))
+    if not panels:
+        raise PauError("request_latencies: no completed request to plot")
+    with _style() as figure:
+        fig = figure(figsize=(3.2 * len(panels) + 0.6, 3.0))
+        for i, (key, what, v, out) in enumerate(panels):
+            ax = fig.add_subplot(1, len(panels), i + 1)
+            u_name, u_size = unit(float(v.max()))
+            order = np.argsort(v, kind="stable")
+            x, o = v[order] / u_size, out[order]
+            y = np.arange(1, x.size + 1) / x.size
+            ax.step(x, y, where="post", color="#7F7F7F", linewidth=0.8)
+            for name, colour in OUTCOME_COLORS.items():
+                sel = o == name
+                if sel.any():
+                    ax.scatter(x[sel], y[sel], s=7, color=colour, label=name, zorder=3)
+            stats = (latency or {}).get(key) or {}
+            for q, style in (("p50", "-"), ("p90", "--"), ("p99", ":")):
+                if stats.get(q) is not None:
+                    ax.axvline(stats[q] / u_size, color="black", linestyle=style, linewidth=0.8, label=q)
+            ax.set_xlabel(f"{what} ({u_name})")
+            ax.set_ylim(0, 1.02)
+            if i == 0:
+                ax.set_ylabel("share of completed requests")
+            ax.set_title(f"{key} ({x.size:,} requests)", loc="left")
+        fig.axes[-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=7)
         fig.tight_layout()
     return fig
 
