@@ -19,6 +19,14 @@
 // this file never decides what a malformed file means; it only reads well-formed
 // pages fast. The checksum of a page (CRC-32 of its bytes, as zlib's) is checked
 // when asked, as pyarrow checks it when pau opens a file.
+//
+// Hostile bytes: every size, count, width and offset read from the chunk is checked
+// against the bytes that exist (and against the widths pyarrow reads them as: a
+// DELTA_BINARY_PACKED block size, miniblock count and value count are 32-bit, a run
+// header of the RLE / bit-packed hybrid too) before it is used in arithmetic, a
+// pointer or an allocation; a value pyarrow refuses is refused here (false), so the
+// decoder accepts nothing pyarrow does not read. csrc/fuzz/ holds a fuzz target per
+// entry point (docs/bad-input.md).
 #pragma once
 
 #include <algorithm>
@@ -156,17 +164,26 @@ class Compact {
         if (p_ >= end_) return fail<uint8_t>();
         return *p_++;
     }
+    // An unsigned LEB128 number of at most 64 bits (bits past the 64th: a failure).
     uint64_t varint() {
         uint64_t v = 0;
         for (int shift = 0; shift < 64; shift += 7) {
             const uint8_t b = byte();
+            if (shift == 63 && (b & 0x7e)) return fail<uint64_t>();
             v |= uint64_t{b & 0x7fu} << shift;
             if (!(b & 0x80)) return v;
         }
         return fail<uint64_t>();
     }
-    int64_t zigzag() {
+    // A varint of at most `bits` bits, as pyarrow reads one into a narrower integer
+    // (a value past them: a failure).
+    uint64_t varint_of(int bits) {
         const uint64_t v = varint();
+        if (bits < 64 && (v >> bits)) return fail<uint64_t>();
+        return v;
+    }
+    int64_t zigzag(int bits = 64) {
+        const uint64_t v = varint_of(bits);
         return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
     }
     // The next field of a struct: its type (0 at the struct's end) and id (from the last one).
@@ -387,10 +404,15 @@ constexpr auto summers(std::integer_sequence<int, W...>) {
 template <typename T>
 bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n) {
     using U = std::make_unsigned_t<T>;
+    constexpr int kBits = static_cast<int>(sizeof(T) * 8);
     Compact c(p, end);
-    const uint64_t block = c.varint(), minis = c.varint(), total = c.varint();
-    const U first = static_cast<U>(c.zigzag());
-    if (!c.ok() || block == 0 || block % 128 || minis == 0 || block % minis || (block / minis) % 32 ||
+    // pyarrow reads the block size, the miniblock count and the value count as 32-bit
+    // unsigned numbers and the first value (and each block's minimum delta) as T: a
+    // value past those widths is refused, as pyarrow refuses it. So per_mini < 2^32 and
+    // every product below (at most per_mini * 64) fits in int64.
+    const uint64_t block = c.varint_of(32), minis = c.varint_of(32), total = c.varint_of(32);
+    const U first = static_cast<U>(c.zigzag(kBits));
+    if (!c.ok() || n < 0 || block == 0 || block % 128 || minis == 0 || block % minis || (block / minis) % 32 ||
         total != static_cast<uint64_t>(n))
         return false;
     if (n == 0) return true;
@@ -402,7 +424,7 @@ bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n
     p = c.pos();
     while (i < n) {
         Compact b(p, end);
-        const U min_delta = static_cast<U>(b.zigzag());
+        const U min_delta = static_cast<U>(b.zigzag(kBits));
         p = b.pos();
         if (!b.ok() || static_cast<uint64_t>(end - p) < minis) return false;
         const uint8_t* widths = p;
@@ -467,18 +489,22 @@ constexpr auto toppers(std::integer_sequence<int, W...>) {
 // `n` indices of `w` bits into out, each below `size`; false otherwise.
 template <typename I>
 bool rle_hybrid(const uint8_t* p, const uint8_t* end, int w, I* out, int64_t n, int64_t size) {
-    if (w > 32) return false;
+    if (w < 0 || w > 32 || n < 0) return false;
     uint32_t raw[512];
     const int value_bytes = (w + 7) / 8;
     int64_t i = 0;
     while (i < n) {
         Compact c(p, end);
-        const uint64_t header = c.varint();
+        // pyarrow reads a run's header as a 32-bit unsigned number (a longer one is
+        // refused, never clamped), a bit-packed run of at most 2^31 / 8 groups.
+        const uint64_t header = c.varint_of(32);
         p = c.pos();
         if (!c.ok()) return false;
         if (header & 1) {  // bit-packed: groups of 8 values
             const uint64_t groups = header >> 1;
-            if (groups == 0 || groups > static_cast<uint64_t>(n)) return false;
+            if (groups == 0 || groups > static_cast<uint64_t>(std::numeric_limits<int32_t>::max() / 8) ||
+                groups > static_cast<uint64_t>(n))
+                return false;
             const int64_t count = static_cast<int64_t>(groups) * 8, keep = std::min<int64_t>(count, n - i);
             if ((keep * w + 7) / 8 > end - p) return false;
             if (keep == count && count / 8 * w + 8 <= end - p) {  // the whole run, and slack
@@ -508,7 +534,7 @@ bool rle_hybrid(const uint8_t* p, const uint8_t* end, int w, I* out, int64_t n, 
             for (int b = 0; b < value_bytes; ++b) v |= uint32_t{p[b]} << (8 * b);
             p += value_bytes;
             if (v >= size) return false;
-            const int64_t keep = std::min<int64_t>(static_cast<int64_t>(std::min<uint64_t>(run, n)), n - i);
+            const int64_t keep = std::min<int64_t>(static_cast<int64_t>(run), n - i);  // run < 2^31
             std::fill(out + i, out + i + keep, static_cast<I>(v));
             i += keep;
         }
@@ -554,6 +580,11 @@ class Pages {
         const int64_t levels = h.type == kDataPageV2 ? h.def_bytes + h.rep_bytes : 0;
         if (levels < 0 || levels > h.compressed || levels > h.uncompressed) return false;
         if (h.type == kDataPageV2 && !h.values_compressed) return h.compressed == h.uncompressed;
+        // The declared size against what the stored bytes can hold, before it is
+        // allocated: a snappy element of n bytes gives at most 64 / 3 * n (a 3-byte
+        // copy of 64), so a page claiming more than 22 times its bytes cannot
+        // decompress (pyarrow refuses it too).
+        if (h.uncompressed - levels > 22 * (h.compressed - levels) + 32) return false;
         // Grown only (a resize down and up again would zero the bytes between).
         if (scratch_.size() < static_cast<size_t>(h.uncompressed)) scratch_.resize(static_cast<size_t>(h.uncompressed));
         if (levels) std::memcpy(scratch_.data(), stored, static_cast<size_t>(levels));
@@ -629,7 +660,7 @@ bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t 
         }
         if (h.type != kDataPage && h.type != kDataPageV2) return false;
         const uint8_t *b, *e;
-        if (!data_values(page, b, e, optional, levels) || h.values > n - i) return false;
+        if (h.values < 0 || h.values > n - i || !data_values(page, b, e, optional, levels)) return false;
         T* o = out + i;
         switch (h.encoding) {
             case kPlain:
@@ -695,7 +726,7 @@ bool dictionary_chunk(const uint8_t* chunk, size_t bytes, bool verify, I* out, i
         }
         if (h.type != kDataPage && h.type != kDataPageV2) return false;
         const uint8_t *b, *e;
-        if (!has_dict || !data_values(page, b, e, optional, levels) || h.values > n - i || b >= e ||
+        if (!has_dict || h.values < 0 || h.values > n - i || !data_values(page, b, e, optional, levels) || b >= e ||
             (h.encoding != kRleDictionary && h.encoding != kPlainDictionary))
             return false;
         if (!rle_hybrid<I>(b + 1, e, *b, out + i, h.values, size)) return false;
