@@ -2,7 +2,7 @@
 # Build the fuzz targets of the native parsers (csrc/fuzz/*.cpp) with libFuzzer,
 # AddressSanitizer and UndefinedBehaviorSanitizer, replay each target's corpus
 # (tests/fuzz_corpus/<target>/: seeds and every crash found so far), then fuzz each
-# for FUZZ_SECONDS (default 35) from a fixed seed. Exits non-zero on any finding;
+# for FUZZ_SECONDS (default 30) from a fixed seed. Exits non-zero on any finding;
 # the input that found it is left in $FUZZ_OUT/work/<target>/ (default build/fuzz) (docs/bad-input.md says how
 # to add it to the corpus).
 #
@@ -13,7 +13,7 @@
 # Needs clang++ with libFuzzer (Debian: apt-get install clang libclang-rt-dev).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SECONDS_EACH=${FUZZ_SECONDS:-35}
+SECONDS_EACH=${FUZZ_SECONDS:-30}
 SEED=${FUZZ_SEED:-1}
 OUT=${FUZZ_OUT:-build/fuzz}
 CXX=${FUZZ_CXX:-clang++}

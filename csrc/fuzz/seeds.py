@@ -72,12 +72,15 @@ def parquet(rng: np.random.Generator) -> None:
             chunk = data[start:start + c.total_compressed_size]
             field = table.schema.field(leaf)
             if pa.types.is_dictionary(field.type):
-                how = 2
+                how = 4  # int32 indices, as pyarrow reads a dictionary<string>
             else:
                 how = 1 if field.type == pa.int64() else 0
             how |= CODEC[c.compression] | (16 if field.nullable else 0) | 32
             _put("parquet_chunk", f"{name}-{field.name}", bytes([how]) + md.num_rows.to_bytes(3, "little") + chunk)
+            dict_size = 0
             for k, (header, page) in enumerate(ref.pages(chunk, codec=c.compression)):
+                if header[1] == ref.DICTIONARY_PAGE:
+                    dict_size = header[7][1]
                 if header[1] not in (ref.DATA_PAGE, ref.DATA_PAGE_V2) or k > 2:
                     continue
                 count, encoding, values = ref._values_of(header, page, optional=field.nullable)
@@ -85,7 +88,6 @@ def parquet(rng: np.random.Generator) -> None:
                     _put("parquet_delta", f"{name}-{field.name}-{k}",
                          bytes([int(field.type == pa.int64())]) + count.to_bytes(2, "little") + values)
                 elif encoding in (2, 8) and values:   # indices: the width, then the hybrid
-                    dict_size = 200 if field.name == "many" else 4
                     _put("parquet_rle", f"{name}-{field.name}-{k}",
                          bytes([values[0]]) + count.to_bytes(2, "little") + dict_size.to_bytes(2, "little")
                          + values[1:])
@@ -93,6 +95,20 @@ def parquet(rng: np.random.Generator) -> None:
                     size = int.from_bytes(page[:4], "little")
                     _put("parquet_rle", f"{name}-{field.name}-levels",
                          bytes([1]) + count.to_bytes(2, "little") + (2).to_bytes(2, "little") + page[4:4 + size])
+
+
+def events(rng: np.random.Generator) -> None:
+    """Events files (rank, start_ns, end_ns, kind) as pyarrow writes them by default and
+    uncompressed with page checksums: the whole-file inputs pau.read sweeps."""
+    n = 300
+    start = np.sort(rng.integers(0, 10**12, n)).astype(np.int64)
+    t = pa.table({"rank": pa.array(rng.integers(0, 2, n).astype(np.int32)), "start_ns": start,
+                  "end_ns": start + rng.integers(0, 10**6, n),
+                  "kind": pa.array(rng.choice(["compute", "communication", "memcpy", "sync"], n)).dictionary_encode()})
+    for name, options in (("default", {}), ("checksums", dict(compression="none", write_page_checksum=True))):
+        sink = io.BytesIO()
+        pq.write_table(t, sink, **options)
+        _put("parquet_file", f"events-{name}.bin", sink.getvalue())
 
 
 def snappy(rng: np.random.Generator) -> None:
@@ -139,6 +155,7 @@ def main() -> None:
         old.unlink()
     rng = np.random.default_rng(38)
     parquet(rng)
+    events(rng)
     snappy(rng)
     kineto()
     for d in sorted(CORPUS.iterdir()):

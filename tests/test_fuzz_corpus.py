@@ -1,0 +1,205 @@
+"""The fuzz corpus (``tests/fuzz_corpus``, issue 38) through pau's Python entry points.
+
+``csrc/fuzz/run.sh`` runs each native parser's fuzz target over its corpus under
+AddressSanitizer and UndefinedBehaviorSanitizer (docs/bad-input.md); this file sends
+the same inputs through the calls Python makes, and holds each answer to the suite's
+rule (:func:`fuzz.run_case`): a result, or a :class:`pau.errors.PauError`, never
+another exception. Where the decoder accepts an input, a second reader must agree:
+
+* ``parquet_chunk``, ``parquet_delta``, ``parquet_rle``: ``_core.parquet_ints`` /
+  ``parquet_dictionary`` (a delta or RLE input wrapped in a page, as a chunk holds
+  it); values the decoder gives equal those of the slow twin
+  (``tests/parquet_reference.py``);
+* ``snappy``: ``_core.snappy_decompress``; what it gives equals pyarrow's snappy;
+* ``kineto``: ``pau.read(..., format="kineto")``, the figures' conservation checked;
+* ``parquet_file``: whole files, by the native decoder (equal to pyarrow's reader
+  where it reads a row group) and by ``pau.read`` where they hold events.
+
+Each input's leading bytes are the options its fuzz target reads (``csrc/fuzz/*.cpp``).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import pau
+import pau.core
+from pau import _core, _parquet
+
+import fuzz
+import parquet_reference as ref
+
+CORPUS = pathlib.Path(__file__).resolve().parent / "fuzz_corpus"
+
+
+def _inputs(target: str) -> list[pathlib.Path]:
+    files = sorted((CORPUS / target).iterdir())
+    assert files, f"no corpus for {target}"
+    return files
+
+
+def _ids(files: list[pathlib.Path]) -> list[str]:
+    return [f.name for f in files]
+
+
+def _uleb(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _i32(v: int) -> bytes:
+    return b"\x15" + _uleb(((v << 1) ^ (v >> 63)) & (2**64 - 1))
+
+
+def _page(kind: int, n: int, encoding: int, values: bytes) -> bytes:
+    """A page (Thrift compact header, then ``values``): kind 0 a v1 data page, 2 a
+    dictionary page."""
+    sub = b"\x2c" if kind == 0 else b"\x4c"   # field 5 (data) or 7 (dictionary), a struct
+    levels = _i32(3) + _i32(3) if kind == 0 else b""
+    return (_i32(kind) + _i32(len(values)) + _i32(len(values)) + sub + _i32(n) + _i32(encoding) + levels
+            + b"\x00\x00" + values)
+
+
+def _ints(chunk: bytes, bits: int, n: int, codec: int, optional: bool, verify: bool = True):
+    out = pa.allocate_buffer(n * bits // 8)
+    if not _core.parquet_ints(chunk, bits, n, verify, out, codec, optional):
+        return None
+    return np.frombuffer(out, np.int64 if bits == 64 else np.int32).tolist()
+
+
+def _seed_read(path: pathlib.Path, got) -> None:
+    """A seed is real data the decoder reads (a mutated input or a crash may be refused)."""
+    assert got is not None or not path.name.startswith("seed-"), f"{path.name}: a seed the decoder refuses"
+
+
+def _twin_agrees(name: str, got, chunk: bytes, bits: int, codec: int, optional: bool, verify: bool = True):
+    if got is None:
+        return
+    try:
+        want = ref.int_chunk(chunk, bits, verify, "SNAPPY" if codec else "UNCOMPRESSED", optional)
+    except Exception as exc:  # noqa: BLE001 - the decoder read what its twin cannot
+        raise AssertionError(f"{name}: decoded, but the slow twin refuses it ({type(exc).__name__}: {exc})")
+    assert got == want, f"{name}: the decoder and its slow twin disagree"
+
+
+@pytest.mark.parametrize("path", _inputs("parquet_chunk"), ids=_ids(_inputs("parquet_chunk")))
+def test_parquet_chunk(path):
+    data = path.read_bytes()
+    how = data[0] if data else 0
+    n = int.from_bytes(data[1:4].ljust(3, b"\0"), "little") & ((1 << 20) - 1)
+    chunk = data[4:]
+    codec, optional, verify = (1 if how & 8 else 0), bool(how & 16), bool(how & 32)
+    name = path.name
+    if how & 7 in (0, 1):
+        bits = 32 if how & 7 == 0 else 64
+        got = fuzz.run_case(name, lambda: _ints(chunk, bits, n, codec, optional, verify))
+        _seed_read(path, got)
+        _twin_agrees(name, got, chunk, bits, codec, optional, verify)
+        return
+    index_bits = {2: 8, 3: 16}.get(how & 7, 32)
+    out = pa.allocate_buffer(n * index_bits // 8)
+    got = fuzz.run_case(name, lambda: _core.parquet_dictionary(chunk, index_bits, n, verify, out, codec, optional))
+    _seed_read(path, got)
+    if got is not None:
+        offsets, strings = got
+        indices = np.frombuffer(out, {8: np.int8, 16: np.int16, 32: np.int32}[index_bits])
+        assert offsets[0] == 0 and offsets[-1] == len(strings) and (np.diff(offsets) >= 0).all(), name
+        assert ((indices >= 0) & (indices < len(offsets) - 1)).all(), name
+
+
+@pytest.mark.parametrize("path", _inputs("parquet_delta"), ids=_ids(_inputs("parquet_delta")))
+def test_parquet_delta(path):
+    data = path.read_bytes()
+    bits = 64 if data[:1] and data[0] & 1 else 32
+    n = int.from_bytes(data[1:3].ljust(2, b"\0"), "little")
+    chunk = _page(0, n, 5, data[3:])
+    got = fuzz.run_case(path.name, lambda: _ints(chunk, bits, n, 0, False))
+    _seed_read(path, got)
+    _twin_agrees(path.name, got, chunk, bits, 0, False)
+
+
+@pytest.mark.parametrize("path", _inputs("parquet_rle"), ids=_ids(_inputs("parquet_rle")))
+def test_parquet_rle(path):
+    """The hybrid's bytes as the indices of a data page into a dictionary of that many
+    int64 values (0, 1, 2...): what the decoder gives equals its twin's."""
+    data = path.read_bytes().ljust(5, b"\0")
+    width, n = data[0] & 63, int.from_bytes(data[1:3], "little")
+    size = int.from_bytes(data[3:5], "little")
+    dictionary = np.arange(size, dtype=np.int64).tobytes()
+    chunk = _page(2, size, 0, dictionary) + _page(0, n, 8, bytes([width]) + data[5:])
+    got = fuzz.run_case(path.name, lambda: _ints(chunk, 64, n, 0, False))
+    _seed_read(path, got)
+    _twin_agrees(path.name, got, chunk, 64, 0, False)
+
+
+@pytest.mark.parametrize("path", _inputs("snappy"), ids=_ids(_inputs("snappy")))
+def test_snappy(path):
+    data = path.read_bytes()
+    n, shift = 0, 0
+    for b in data[:5]:
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            break
+    n = min(n, 1 << 24)
+    got = fuzz.run_case(path.name, lambda: _core.snappy_decompress(data, n))
+    _seed_read(path, got)
+    if got is not None:
+        assert got == pa.Codec("snappy").decompress(data, decompressed_size=n).to_pybytes(), path.name
+
+
+@pytest.mark.parametrize("path", _inputs("kineto"), ids=_ids(_inputs("kineto")))
+def test_kineto(tmp_path, path):
+    trace = tmp_path / "trace.json"
+    trace.write_bytes(path.read_bytes()[1:])
+    run = fuzz.run_case(path.name, lambda: pau.read(str(trace), format="kineto"), names=trace.name)
+    if run is None or run.events is None or not run.events.num_rows:
+        return
+    c = fuzz.run_case(path.name, lambda: pau.core.classify(run.events, span=run.spans))
+    if c is not None:
+        got = dict(zip(*c.group_by("rank").aggregate([("duration_ns", "sum")]).to_pydict().values()))
+        want = {r: e - s for r, s, e in zip(*run.spans.to_pydict().values())}
+        assert got == want, path.name
+
+
+@pytest.mark.parametrize("path", _inputs("parquet_file"), ids=_ids(_inputs("parquet_file")))
+def test_parquet_file(tmp_path, path):
+    """A whole file: each row group the native decoder reads equals pyarrow's; an events
+    file reads by ``pau.read`` to conserved figures or to an error naming it."""
+    p = tmp_path / "case.parquet"
+    shutil.copyfile(path, p)
+    name = path.name
+    pf = fuzz.run_case(name, lambda: pau.io.read_schema(p), names=p.name)
+    if pf is None:
+        return
+    meta = pq.ParquetFile(p)
+    file = _parquet.File.of(str(p), meta)
+    for i in range(meta.num_row_groups):
+        for column in file.columns:
+            got = fuzz.run_case(name, lambda: _parquet.read_row_group(file, i, [column], _parquet.Buffer()))
+            _seed_read(path, got)
+            if got is not None:
+                try:
+                    want = meta.read_row_group(i, columns=[column])
+                except (OSError, pa.ArrowException) as exc:
+                    raise AssertionError(f"{name}: read natively, but pyarrow refuses it: {exc}")
+                assert got.equals(want), f"{name}, row group {i}, {column}: native and pyarrow differ"
+    if {"rank", "start_ns", "end_ns", "kind"} <= set(meta.schema_arrow.names):
+        run = fuzz.run_case(name, lambda: pau.read(str(p)), names=p.name)
+        _seed_read(path, run)
+        if run is not None:
+            summary = fuzz.run_case(name, run.summary)
+            _seed_read(path, summary)
+            if summary is not None and summary["ledger"] is not None:
+                led = summary["ledger"]
+                assert sum(led["state_ns"].values()) == led["accountable_ns"], name
