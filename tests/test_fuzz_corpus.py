@@ -96,7 +96,7 @@ def _twin_agrees(name: str, got, chunk: bytes, bits: int, codec: int, optional: 
 def test_parquet_chunk(path):
     data = path.read_bytes()
     how = data[0] if data else 0
-    n = int.from_bytes(data[1:4].ljust(3, b"\0"), "little") & ((1 << 20) - 1)
+    n = int.from_bytes(data[1:4].ljust(3, b"\0"), "little") & 0xFFFF
     chunk = data[4:]
     codec, optional, verify = (1 if how & 8 else 0), bool(how & 16), bool(how & 32)
     name = path.name

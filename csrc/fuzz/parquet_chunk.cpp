@@ -5,7 +5,7 @@
 //
 // Input: byte 0 the call (bits 0-2: 0 int32, 1 int64, 2-4 dictionary with 8/16/32-bit
 // indices; bit 3 SNAPPY; bit 4 optional; bit 5 verify checksums), bytes 1-3 the value
-// count n (little-endian, at most 2^20), then the chunk.
+// count n (little-endian, its low 16 bits), then the chunk.
 #include <cstdint>
 #include <vector>
 
@@ -42,7 +42,7 @@ void dictionary(const uint8_t* p, size_t n, bool verify, int64_t count, pq::Code
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pau::fuzz::Input in{data, size};
     const uint8_t how = in.byte();
-    const int64_t count = static_cast<int64_t>(in.number(3) & ((1u << 20) - 1));
+    const int64_t count = static_cast<int64_t>(in.number(3) & 0xffff);
     const pq::Codec codec = (how & 8) ? pq::kSnappy : pq::kUncompressed;
     const bool optional = how & 16, verify = how & 32;
     switch (how & 7) {
