@@ -206,7 +206,7 @@ def kind_column(arr: pa.Array, table: str) -> KindColumn:
     return KindColumn(idx, dictionary, codes)
 
 
-def outside_dictionary(arr: pa.Array | pa.ChunkedArray, row: int) -> str | None:
+def _outside_dictionary(arr: pa.Array | pa.ChunkedArray, row: int) -> str | None:
     """Why a dictionary column's value at ``row`` has no string (its index is outside
     the dictionary), or None."""
     if not pa.types.is_dictionary(arr.type):
@@ -326,7 +326,7 @@ def raise_first(batch: pa.RecordBatch | pa.Table, reasons: np.ndarray, row0: int
                                       if code in (6, 7) else ")")
     elif code == 8:
         kind = _column(batch, "kind", table)
-        outside = outside_dictionary(kind, i)
+        outside = _outside_dictionary(kind, i)
         if outside is not None:
             raise InvalidRowError(table, col, row0 + i, outside, _INDEX_FIX, int(bad.size))
         detail = f"unknown kind {kind[i].as_py()!r}"
