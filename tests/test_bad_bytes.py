@@ -230,3 +230,53 @@ def test_an_in_memory_dictionary_index_out_of_range_is_an_invalid_row():
     assert out.quarantine.column("reason").to_pylist() == ["unknown kind"]
     busy = {a: d for a, d in zip(*out.result.select(["activity", "duration_ns"]).to_pydict().values())}
     assert busy["compute"] == 10 and busy["memcpy"] == 5
+
+
+# --- what pyarrow's reader requires of a page, which the decoder now requires too ----
+
+
+def test_v2_definition_levels_are_read_not_the_null_count(tmp_path):
+    """A v2 page's header says no value is null while its definition levels say every
+    one is: pyarrow believes the levels; the decoder read values where pyarrow reads
+    nulls. Now it reads the levels and leaves such a page to pyarrow."""
+    path = tmp_path / "v2.parquet"
+    values = pa.array(np.arange(N, dtype=np.int64) * 7)  # nullable: definition levels written
+    pq.write_table(pa.table({"v": values}), path, compression="none", use_dictionary=False,
+                   data_page_version="2.0")
+    md = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    data = bytearray(path.read_bytes())
+    header, at = ref.struct(bytes(data), md.data_page_offset)
+    v2 = header[8]
+    assert header[1] == ref.DATA_PAGE_V2 and v2[2] == 0 and v2[5] == 3   # no nulls; one RLE run of 1s
+    assert data[at + 2] == 1
+    assert _native(path, ["v"]).column("v").to_pylist() == values.to_pylist()
+    data[at + 2] = 0                                                     # every level 0: null
+    path.write_bytes(bytes(data))
+    assert pq.read_table(path).column("v").null_count == N
+    assert _native(path, ["v"]) is None
+
+
+@pytest.mark.parametrize("cut", [8, 16])
+def test_a_delta_page_whose_last_miniblock_stops_short_is_refused(cut):
+    """pyarrow skips the last miniblock's padding after the last value and refuses a page
+    that stops before it; the decoder read it."""
+    n = 40   # the first value, then 39 deltas in the first miniblock of 32, and 7 in the second
+    values = uleb(128) + uleb(4) + uleb(n) + zigzag(5) + zigzag(1) + bytes([8, 8, 0, 0]) + bytes(range(64))
+    page = _page(n, values)
+    out = pa.allocate_buffer(8 * n)
+    assert _core.parquet_ints(page, 64, n, True, out, 0, False) is True
+    assert _core.parquet_ints(_page(n, values[:-cut]), 64, n, True, out, 0, False) is False
+
+
+def test_a_page_header_without_its_required_fields_is_refused():
+    """pyarrow's Thrift reader refuses a DataPageHeader without its level encodings
+    (fields 3 and 4, required by the format); the decoder ignored them."""
+    n = 3
+    values = bytes(8 * n)
+    good = _page(n, values, encoding=0)
+    out = pa.allocate_buffer(8 * n)
+    assert _core.parquet_ints(good, 64, n, True, out, 0, False) is True
+    def i32(v: int) -> bytes:
+        return b"\x15" + zigzag(v)
+    missing = (i32(0) + i32(len(values)) + i32(len(values)) + b"\x2c" + i32(n) + i32(0) + b"\x00\x00") + values
+    assert _core.parquet_ints(missing, 64, n, True, out, 0, False) is False

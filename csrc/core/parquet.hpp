@@ -48,7 +48,7 @@ namespace pau::parquet {
 
 // parquet-format's enums (the values are the format's).
 enum PageType : int { kDataPage = 0, kIndexPage = 1, kDictionaryPage = 2, kDataPageV2 = 3 };
-enum Encoding : int { kPlain = 0, kPlainDictionary = 2, kDeltaBinaryPacked = 5, kRleDictionary = 8 };
+enum Encoding : int { kPlain = 0, kPlainDictionary = 2, kRle = 3, kDeltaBinaryPacked = 5, kRleDictionary = 8 };
 enum Codec : int { kUncompressed = 0, kSnappy = 1 };  // CompressionCodec: the two read here
 
 // ---- CRC-32 (polynomial 0x04C11DB7, bit-reflected: zlib's) ----
@@ -155,6 +155,10 @@ inline uint32_t crc32(const uint8_t* p, size_t n) {
 
 class Compact {
   public:
+    // pyarrow's limits on what its Thrift reader accepts (ReaderProperties'
+    // thrift_string_size_limit and thrift_container_size_limit): past them it refuses.
+    static constexpr uint64_t kStringLimit = 100'000'000, kContainerLimit = 1'000'000;
+
     Compact(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
 
     bool ok() const { return ok_; }
@@ -214,18 +218,25 @@ class Compact {
             case 5:
             case 6: varint(); return;
             case 7: bytes(8); return;
-            case 8: bytes(varint()); return;
+            case 8: {
+                const uint64_t n = varint();
+                if (n > kStringLimit) return fail<void>();
+                bytes(n);
+                return;
+            }
             case 9:
             case 10: {
                 const uint8_t h = byte();
                 uint64_t n = h >> 4;
                 if (n == 15) n = varint();
+                if (n > kContainerLimit) return fail<void>();
                 for (uint64_t i = 0; i < n && ok_; ++i) skip(h & 0x0f, true, depth + 1);
                 return;
             }
             case 11: {
                 const uint64_t n = varint();
                 if (n == 0) return;
+                if (n > kContainerLimit) return fail<void>();
                 const uint8_t kv = byte();
                 for (uint64_t i = 0; i < n && ok_; ++i) {
                     skip(kv >> 4, true, depth + 1);
@@ -267,19 +278,31 @@ struct PageHeader {
     uint32_t crc = 0;
     int64_t values = -1;  // num_values (nulls included)
     int64_t encoding = -1;
+    int64_t def_encoding = -1;        // v1: the definition levels' encoding
     int64_t nulls = 0;                // v2
     int64_t def_bytes = 0, rep_bytes = 0;  // v2: the levels before the values
     bool values_compressed = true;    // v2's is_compressed
 };
 
+// The header's fields the format marks required, as bits (1 << field id) of i32 fields,
+// per struct: PageHeader (type and both sizes), DataPageHeader (num_values, encoding and
+// both level encodings), DictionaryPageHeader (num_values, encoding), DataPageHeaderV2
+// (num_values, num_nulls, num_rows, encoding, both level lengths). pyarrow's Thrift
+// code refuses a header that lacks one (or holds it with another type), so this does too.
+constexpr uint32_t kRequired[9] = {0b1110, 0, 0, 0, 0, 0b11110, 0, 0b110, 0b1111110};
+
 inline bool read_page_header(Compact& c, PageHeader& h) {
     int16_t id = 0;
+    uint32_t seen = 0;  // the top-level fields read, as bits
     for (int type = c.field(id); type && c.ok(); type = c.field(id)) {
         if (id >= 5 && id <= 8 && type == 12) {  // one of the page kinds' headers
             int16_t sub = 0;
+            uint32_t sub_seen = 0;  // its required i32 fields
             for (int t = c.field(sub); t && c.ok(); t = c.field(sub)) {
+                if (sub >= 1 && sub <= 6 && t == 5) sub_seen |= 1u << sub;
                 if (id == 5 && sub == 1) h.values = c.i32(t);         // DataPageHeader
                 else if (id == 5 && sub == 2) h.encoding = c.i32(t);
+                else if (id == 5 && sub == 3) h.def_encoding = c.i32(t);
                 else if (id == 7 && sub == 1) h.values = c.i32(t);    // DictionaryPageHeader
                 else if (id == 7 && sub == 2) h.encoding = c.i32(t);
                 else if (id == 8 && sub == 1) h.values = c.i32(t);    // DataPageHeaderV2
@@ -290,8 +313,10 @@ inline bool read_page_header(Compact& c, PageHeader& h) {
                 else if (id == 8 && sub == 7 && (t == 1 || t == 2)) h.values_compressed = t == 1;
                 else c.skip(t);
             }
+            if ((sub_seen & kRequired[id]) != kRequired[id]) return false;
             continue;
         }
+        if (id >= 1 && id <= 3 && type == 5) seen |= 1u << id;
         switch (id) {
             case 1: h.type = c.i32(type); break;
             case 2: h.uncompressed = c.i32(type); break;
@@ -303,7 +328,8 @@ inline bool read_page_header(Compact& c, PageHeader& h) {
             default: c.skip(type);
         }
     }
-    return c.ok() && h.type >= 0 && h.compressed >= 0 && h.uncompressed >= 0;
+    return c.ok() && (seen & kRequired[0]) == kRequired[0] && h.type >= 0 && h.compressed >= 0 &&
+           h.uncompressed >= 0;
 }
 
 // ---- bit unpacking: values of W bits, least significant bit first ----
@@ -433,7 +459,9 @@ bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n
             const int w = widths[m];
             if (w > static_cast<int>(sizeof(U) * 8)) return false;
             const int64_t keep = std::min<int64_t>(per_mini, n - i);
-            if ((keep * w + 7) / 8 > end - p) return false;
+            // The whole miniblock must be there, the last one's padding too: pyarrow
+            // skips past it after the last value and refuses a page that stops short.
+            if (per_mini * w / 8 > end - p) return false;
             if (keep == per_mini && per_mini * w / 8 + 8 <= end - p) {  // a whole miniblock, and slack
                 static constexpr auto sum = summers<T>(std::make_integer_sequence<int, sizeof(U) * 8 + 1>{});
                 sum[static_cast<size_t>(w)](p, per_mini, prev, min_delta, out + i);
@@ -452,7 +480,7 @@ bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n
                 i += take;
                 done += take;
             }
-            p += std::min<int64_t>(per_mini * w / 8, end - p);  // the last miniblock may stop short
+            p += per_mini * w / 8;
         }
     }
     return true;
@@ -506,6 +534,9 @@ bool rle_hybrid(const uint8_t* p, const uint8_t* end, int w, I* out, int64_t n, 
                 groups > static_cast<uint64_t>(n))
                 return false;
             const int64_t count = static_cast<int64_t>(groups) * 8, keep = std::min<int64_t>(count, n - i);
+            // The run's bytes must be there, as pyarrow requires: all of them, save a
+            // last group of 8 cut short (some writers do not pad it).
+            if (static_cast<int64_t>(groups) * w > end - p && (end - p) * 8 / w <= count - 8) return false;
             if ((keep * w + 7) / 8 > end - p) return false;
             if (keep == count && count / 8 * w + 8 <= end - p) {  // the whole run, and slack
                 static constexpr auto top = toppers<I>(std::make_integer_sequence<int, 33>{});
@@ -606,8 +637,9 @@ class Pages {
 
 // The values of a data page of a column without nulls: [begin, end). An optional
 // column (max definition level 1, `optional`) is read when the page holds no null:
-// a v2 page says so in its header; a v1 page's levels (a 4-byte length, then the RLE /
-// bit-packed hybrid of width 1) are read into `levels` and must all be 1.
+// its definition levels (v1: a 4-byte length, then the RLE / bit-packed hybrid of
+// width 1; v2: the hybrid, its length in the header, and a null count of 0) are read
+// into `levels` and must all be 1.
 inline bool data_values(const Page& page, const uint8_t*& begin, const uint8_t*& end, bool optional,
                         std::vector<uint8_t>& levels) {
     begin = page.data;
@@ -617,11 +649,21 @@ inline bool data_values(const Page& page, const uint8_t*& begin, const uint8_t*&
     if (h.type == kDataPageV2) {
         if (h.nulls != 0 || h.def_bytes < 0 || h.rep_bytes < 0 || h.def_bytes + h.rep_bytes > end - begin)
             return false;
-        begin += h.def_bytes + h.rep_bytes;  // none null: the levels say nothing more
+        if (optional) {
+            // The header's null count is not the levels: pyarrow decodes them (after
+            // the repetition levels, without a length of their own), so the decoder does
+            // too, and reads the page only when every level is 1.
+            const uint8_t* def = begin + h.rep_bytes;
+            levels.resize(static_cast<size_t>(h.values));
+            if (!rle_hybrid<uint8_t>(def, def + h.def_bytes, 1, levels.data(), h.values, 2)) return false;
+            for (uint8_t v : levels)
+                if (v != 1) return false;
+        }
+        begin += h.def_bytes + h.rep_bytes;
         return true;
     }
     if (!optional) return true;  // a required column's v1 page: no levels written
-    if (end - begin < 4) return false;
+    if (h.def_encoding != kRle || end - begin < 4) return false;  // (BIT_PACKED levels: not read here)
     uint32_t len;
     std::memcpy(&len, begin, 4);
     begin += 4;
