@@ -282,6 +282,8 @@ struct PageHeader {
     int64_t nulls = 0;                // v2
     int64_t def_bytes = 0, rep_bytes = 0;  // v2: the levels before the values
     bool values_compressed = true;    // v2's is_compressed
+    bool compressed_set = false;      // v2: is_compressed written (pyarrow's default differs by version)
+    int64_t rows = 0;                 // v2: num_rows
 };
 
 // The header's fields the format marks required, as bits (1 << field id) of i32 fields,
@@ -307,10 +309,14 @@ inline bool read_page_header(Compact& c, PageHeader& h) {
                 else if (id == 7 && sub == 2) h.encoding = c.i32(t);
                 else if (id == 8 && sub == 1) h.values = c.i32(t);    // DataPageHeaderV2
                 else if (id == 8 && sub == 2) h.nulls = c.i32(t);
+                else if (id == 8 && sub == 3) h.rows = c.i32(t);
                 else if (id == 8 && sub == 4) h.encoding = c.i32(t);
                 else if (id == 8 && sub == 5) h.def_bytes = c.i32(t);
                 else if (id == 8 && sub == 6) h.rep_bytes = c.i32(t);
-                else if (id == 8 && sub == 7 && (t == 1 || t == 2)) h.values_compressed = t == 1;
+                else if (id == 8 && sub == 7 && (t == 1 || t == 2)) {
+                    h.values_compressed = t == 1;
+                    h.compressed_set = true;
+                }
                 else c.skip(t);
             }
             if ((sub_seen & kRequired[id]) != kRequired[id]) return false;
@@ -329,7 +335,7 @@ inline bool read_page_header(Compact& c, PageHeader& h) {
         }
     }
     return c.ok() && (seen & kRequired[0]) == kRequired[0] && h.type >= 0 && h.compressed >= 0 &&
-           h.uncompressed >= 0;
+           h.uncompressed >= 0 && h.rows >= 0;
 }
 
 // ---- bit unpacking: values of W bits, least significant bit first ----
@@ -590,6 +596,8 @@ struct Page {
 // unless its header says not).
 class Pages {
   public:
+    static constexpr int64_t kMaxHeaderBytes = 16 << 20;  // pyarrow's kDefaultMaxPageHeaderSize
+
     Pages(const uint8_t* p, size_t n, bool verify, Codec codec = kUncompressed)
         : p_(p), end_(p + n), verify_(verify), codec_(codec) {}
 
@@ -600,6 +608,7 @@ class Pages {
         if (!read_page_header(c, page.h)) return false;
         const PageHeader& h = page.h;
         const uint8_t* stored = c.pos();
+        if (stored - p_ > kMaxHeaderBytes) return false;  // pyarrow's limit on a page header
         if (h.compressed > end_ - stored) return false;
         if (verify_ && h.has_crc && crc32(stored, static_cast<size_t>(h.compressed)) != h.crc) return false;
         p_ = stored + h.compressed;
@@ -610,6 +619,9 @@ class Pages {
         // A v2 data page's levels come first, as they are; then the values.
         const int64_t levels = h.type == kDataPageV2 ? h.def_bytes + h.rep_bytes : 0;
         if (levels < 0 || levels > h.compressed || levels > h.uncompressed) return false;
+        // A v2 page that does not say whether its values are compressed: pyarrow's
+        // versions read it differently, so it is theirs to read.
+        if (h.type == kDataPageV2 && !h.compressed_set) return false;
         if (h.type == kDataPageV2 && !h.values_compressed) return h.compressed == h.uncompressed;
         // The declared size against what the stored bytes can hold, before it is
         // allocated: a snappy element of n bytes gives at most 64 / 3 * n (a 3-byte
