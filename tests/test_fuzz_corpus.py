@@ -180,10 +180,11 @@ def test_parquet_file(tmp_path, path):
     p = tmp_path / "case.parquet"
     shutil.copyfile(path, p)
     name = path.name
-    pf = fuzz.run_case(name, lambda: pau.io.read_schema(p), names=p.name)
-    if pf is None:
+    try:
+        meta = pq.ParquetFile(p)
+    except (OSError, pa.ArrowException):  # a footer pyarrow cannot read: pau names the file
+        assert fuzz.run_case(name, lambda: pau.read(str(p)), names=p.name) is None, name
         return
-    meta = pq.ParquetFile(p)
     file = _parquet.File.of(str(p), meta)
     for i in range(meta.num_row_groups):
         for column in file.columns:
@@ -216,7 +217,7 @@ def _native_agrees_with_pyarrow(name: str, file: _parquet.File, meta: pq.Parquet
     if _indices_inside(want):
         assert _values(got) == _values(want), f"{where}: native and pyarrow differ"
     # else pyarrow merged a damaged dictionary page's equal strings but not the indices
-    # past them: its table is not valid (pau.io refuses it, naming the row:
+    # past them: its table is not valid (pau refuses it, naming the row:
     # _parquet.check_indices); the decoder's is.
     return got
 
