@@ -19,6 +19,14 @@
 // this file never decides what a malformed file means; it only reads well-formed
 // pages fast. The checksum of a page (CRC-32 of its bytes, as zlib's) is checked
 // when asked, as pyarrow checks it when pau opens a file.
+//
+// Hostile bytes: every size, count, width and offset read from the chunk is checked
+// against the bytes that exist (and against the widths pyarrow reads them as: a
+// DELTA_BINARY_PACKED block size, miniblock count and value count are 32-bit, a run
+// header of the RLE / bit-packed hybrid too) before it is used in arithmetic, a
+// pointer or an allocation; a value pyarrow refuses is refused here (false), so the
+// decoder accepts nothing pyarrow does not read. csrc/fuzz/ holds a fuzz target per
+// entry point (docs/bad-input.md).
 #pragma once
 
 #include <algorithm>
@@ -40,7 +48,7 @@ namespace pau::parquet {
 
 // parquet-format's enums (the values are the format's).
 enum PageType : int { kDataPage = 0, kIndexPage = 1, kDictionaryPage = 2, kDataPageV2 = 3 };
-enum Encoding : int { kPlain = 0, kPlainDictionary = 2, kDeltaBinaryPacked = 5, kRleDictionary = 8 };
+enum Encoding : int { kPlain = 0, kPlainDictionary = 2, kRle = 3, kDeltaBinaryPacked = 5, kRleDictionary = 8 };
 enum Codec : int { kUncompressed = 0, kSnappy = 1 };  // CompressionCodec: the two read here
 
 // ---- CRC-32 (polynomial 0x04C11DB7, bit-reflected: zlib's) ----
@@ -147,6 +155,10 @@ inline uint32_t crc32(const uint8_t* p, size_t n) {
 
 class Compact {
   public:
+    // pyarrow's limits on what its Thrift reader accepts (ReaderProperties'
+    // thrift_string_size_limit and thrift_container_size_limit): past them it refuses.
+    static constexpr uint64_t kStringLimit = 100'000'000, kContainerLimit = 1'000'000;
+
     Compact(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
 
     bool ok() const { return ok_; }
@@ -156,17 +168,26 @@ class Compact {
         if (p_ >= end_) return fail<uint8_t>();
         return *p_++;
     }
+    // An unsigned LEB128 number of at most 64 bits (bits past the 64th: a failure).
     uint64_t varint() {
         uint64_t v = 0;
         for (int shift = 0; shift < 64; shift += 7) {
             const uint8_t b = byte();
+            if (shift == 63 && (b & 0x7e)) return fail<uint64_t>();
             v |= uint64_t{b & 0x7fu} << shift;
             if (!(b & 0x80)) return v;
         }
         return fail<uint64_t>();
     }
-    int64_t zigzag() {
+    // A varint of at most `bits` bits, as pyarrow reads one into a narrower integer
+    // (a value past them: a failure).
+    uint64_t varint_of(int bits) {
         const uint64_t v = varint();
+        if (bits < 64 && (v >> bits)) return fail<uint64_t>();
+        return v;
+    }
+    int64_t zigzag(int bits = 64) {
+        const uint64_t v = varint_of(bits);
         return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
     }
     // The next field of a struct: its type (0 at the struct's end) and id (from the last one).
@@ -197,18 +218,25 @@ class Compact {
             case 5:
             case 6: varint(); return;
             case 7: bytes(8); return;
-            case 8: bytes(varint()); return;
+            case 8: {
+                const uint64_t n = varint();
+                if (n > kStringLimit) return fail<void>();
+                bytes(n);
+                return;
+            }
             case 9:
             case 10: {
                 const uint8_t h = byte();
                 uint64_t n = h >> 4;
                 if (n == 15) n = varint();
+                if (n > kContainerLimit) return fail<void>();
                 for (uint64_t i = 0; i < n && ok_; ++i) skip(h & 0x0f, true, depth + 1);
                 return;
             }
             case 11: {
                 const uint64_t n = varint();
                 if (n == 0) return;
+                if (n > kContainerLimit) return fail<void>();
                 const uint8_t kv = byte();
                 for (uint64_t i = 0; i < n && ok_; ++i) {
                     skip(kv >> 4, true, depth + 1);
@@ -250,31 +278,51 @@ struct PageHeader {
     uint32_t crc = 0;
     int64_t values = -1;  // num_values (nulls included)
     int64_t encoding = -1;
+    int64_t def_encoding = -1;        // v1: the definition levels' encoding
     int64_t nulls = 0;                // v2
     int64_t def_bytes = 0, rep_bytes = 0;  // v2: the levels before the values
     bool values_compressed = true;    // v2's is_compressed
+    bool compressed_set = false;      // v2: is_compressed written (pyarrow's default differs by version)
+    int64_t rows = 0;                 // v2: num_rows
 };
+
+// The header's fields the format marks required, as bits (1 << field id) of i32 fields,
+// per struct: PageHeader (type and both sizes), DataPageHeader (num_values, encoding and
+// both level encodings), DictionaryPageHeader (num_values, encoding), DataPageHeaderV2
+// (num_values, num_nulls, num_rows, encoding, both level lengths). pyarrow's Thrift
+// code refuses a header that lacks one (or holds it with another type), so this does too.
+constexpr uint32_t kRequired[9] = {0b1110, 0, 0, 0, 0, 0b11110, 0, 0b110, 0b1111110};
 
 inline bool read_page_header(Compact& c, PageHeader& h) {
     int16_t id = 0;
+    uint32_t seen = 0;  // the top-level fields read, as bits
     for (int type = c.field(id); type && c.ok(); type = c.field(id)) {
         if (id >= 5 && id <= 8 && type == 12) {  // one of the page kinds' headers
             int16_t sub = 0;
+            uint32_t sub_seen = 0;  // its required i32 fields
             for (int t = c.field(sub); t && c.ok(); t = c.field(sub)) {
+                if (sub >= 1 && sub <= 6 && t == 5) sub_seen |= 1u << sub;
                 if (id == 5 && sub == 1) h.values = c.i32(t);         // DataPageHeader
                 else if (id == 5 && sub == 2) h.encoding = c.i32(t);
+                else if (id == 5 && sub == 3) h.def_encoding = c.i32(t);
                 else if (id == 7 && sub == 1) h.values = c.i32(t);    // DictionaryPageHeader
                 else if (id == 7 && sub == 2) h.encoding = c.i32(t);
                 else if (id == 8 && sub == 1) h.values = c.i32(t);    // DataPageHeaderV2
                 else if (id == 8 && sub == 2) h.nulls = c.i32(t);
+                else if (id == 8 && sub == 3) h.rows = c.i32(t);
                 else if (id == 8 && sub == 4) h.encoding = c.i32(t);
                 else if (id == 8 && sub == 5) h.def_bytes = c.i32(t);
                 else if (id == 8 && sub == 6) h.rep_bytes = c.i32(t);
-                else if (id == 8 && sub == 7 && (t == 1 || t == 2)) h.values_compressed = t == 1;
+                else if (id == 8 && sub == 7 && (t == 1 || t == 2)) {
+                    h.values_compressed = t == 1;
+                    h.compressed_set = true;
+                }
                 else c.skip(t);
             }
+            if ((sub_seen & kRequired[id]) != kRequired[id]) return false;
             continue;
         }
+        if (id >= 1 && id <= 3 && type == 5) seen |= 1u << id;
         switch (id) {
             case 1: h.type = c.i32(type); break;
             case 2: h.uncompressed = c.i32(type); break;
@@ -286,7 +334,8 @@ inline bool read_page_header(Compact& c, PageHeader& h) {
             default: c.skip(type);
         }
     }
-    return c.ok() && h.type >= 0 && h.compressed >= 0 && h.uncompressed >= 0;
+    return c.ok() && (seen & kRequired[0]) == kRequired[0] && h.type >= 0 && h.compressed >= 0 &&
+           h.uncompressed >= 0 && h.rows >= 0;
 }
 
 // ---- bit unpacking: values of W bits, least significant bit first ----
@@ -387,10 +436,15 @@ constexpr auto summers(std::integer_sequence<int, W...>) {
 template <typename T>
 bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n) {
     using U = std::make_unsigned_t<T>;
+    constexpr int kBits = static_cast<int>(sizeof(T) * 8);
     Compact c(p, end);
-    const uint64_t block = c.varint(), minis = c.varint(), total = c.varint();
-    const U first = static_cast<U>(c.zigzag());
-    if (!c.ok() || block == 0 || block % 128 || minis == 0 || block % minis || (block / minis) % 32 ||
+    // pyarrow reads the block size, the miniblock count and the value count as 32-bit
+    // unsigned numbers and the first value (and each block's minimum delta) as T: a
+    // value past those widths is refused, as pyarrow refuses it. So per_mini < 2^32 and
+    // every product below (at most per_mini * 64) fits in int64.
+    const uint64_t block = c.varint_of(32), minis = c.varint_of(32), total = c.varint_of(32);
+    const U first = static_cast<U>(c.zigzag(kBits));
+    if (!c.ok() || n < 0 || block == 0 || block % 128 || minis == 0 || block % minis || (block / minis) % 32 ||
         total != static_cast<uint64_t>(n))
         return false;
     if (n == 0) return true;
@@ -402,7 +456,7 @@ bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n
     p = c.pos();
     while (i < n) {
         Compact b(p, end);
-        const U min_delta = static_cast<U>(b.zigzag());
+        const U min_delta = static_cast<U>(b.zigzag(kBits));
         p = b.pos();
         if (!b.ok() || static_cast<uint64_t>(end - p) < minis) return false;
         const uint8_t* widths = p;
@@ -411,7 +465,9 @@ bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n
             const int w = widths[m];
             if (w > static_cast<int>(sizeof(U) * 8)) return false;
             const int64_t keep = std::min<int64_t>(per_mini, n - i);
-            if ((keep * w + 7) / 8 > end - p) return false;
+            // The whole miniblock must be there, the last one's padding too: pyarrow
+            // skips past it after the last value and refuses a page that stops short.
+            if (per_mini * w / 8 > end - p) return false;
             if (keep == per_mini && per_mini * w / 8 + 8 <= end - p) {  // a whole miniblock, and slack
                 static constexpr auto sum = summers<T>(std::make_integer_sequence<int, sizeof(U) * 8 + 1>{});
                 sum[static_cast<size_t>(w)](p, per_mini, prev, min_delta, out + i);
@@ -430,7 +486,7 @@ bool delta_binary_packed(const uint8_t* p, const uint8_t* end, T* out, int64_t n
                 i += take;
                 done += take;
             }
-            p += std::min<int64_t>(per_mini * w / 8, end - p);  // the last miniblock may stop short
+            p += per_mini * w / 8;
         }
     }
     return true;
@@ -467,19 +523,26 @@ constexpr auto toppers(std::integer_sequence<int, W...>) {
 // `n` indices of `w` bits into out, each below `size`; false otherwise.
 template <typename I>
 bool rle_hybrid(const uint8_t* p, const uint8_t* end, int w, I* out, int64_t n, int64_t size) {
-    if (w > 32) return false;
+    if (w < 0 || w > 32 || n < 0) return false;
     uint32_t raw[512];
     const int value_bytes = (w + 7) / 8;
     int64_t i = 0;
     while (i < n) {
         Compact c(p, end);
-        const uint64_t header = c.varint();
+        // pyarrow reads a run's header as a 32-bit unsigned number (a longer one is
+        // refused, never clamped), a bit-packed run of at most 2^31 / 8 groups.
+        const uint64_t header = c.varint_of(32);
         p = c.pos();
         if (!c.ok()) return false;
         if (header & 1) {  // bit-packed: groups of 8 values
             const uint64_t groups = header >> 1;
-            if (groups == 0 || groups > static_cast<uint64_t>(n)) return false;
+            if (groups == 0 || groups > static_cast<uint64_t>(std::numeric_limits<int32_t>::max() / 8) ||
+                groups > static_cast<uint64_t>(n))
+                return false;
             const int64_t count = static_cast<int64_t>(groups) * 8, keep = std::min<int64_t>(count, n - i);
+            // The run's bytes must be there, as pyarrow requires: all of them, save a
+            // last group of 8 cut short (some writers do not pad it).
+            if (static_cast<int64_t>(groups) * w > end - p && (end - p) * 8 / w <= count - 8) return false;
             if ((keep * w + 7) / 8 > end - p) return false;
             if (keep == count && count / 8 * w + 8 <= end - p) {  // the whole run, and slack
                 static constexpr auto top = toppers<I>(std::make_integer_sequence<int, 33>{});
@@ -508,7 +571,7 @@ bool rle_hybrid(const uint8_t* p, const uint8_t* end, int w, I* out, int64_t n, 
             for (int b = 0; b < value_bytes; ++b) v |= uint32_t{p[b]} << (8 * b);
             p += value_bytes;
             if (v >= size) return false;
-            const int64_t keep = std::min<int64_t>(static_cast<int64_t>(std::min<uint64_t>(run, n)), n - i);
+            const int64_t keep = std::min<int64_t>(static_cast<int64_t>(run), n - i);  // run < 2^31
             std::fill(out + i, out + i + keep, static_cast<I>(v));
             i += keep;
         }
@@ -533,6 +596,8 @@ struct Page {
 // unless its header says not).
 class Pages {
   public:
+    static constexpr int64_t kMaxHeaderBytes = 16 << 20;  // pyarrow's kDefaultMaxPageHeaderSize
+
     Pages(const uint8_t* p, size_t n, bool verify, Codec codec = kUncompressed)
         : p_(p), end_(p + n), verify_(verify), codec_(codec) {}
 
@@ -543,6 +608,7 @@ class Pages {
         if (!read_page_header(c, page.h)) return false;
         const PageHeader& h = page.h;
         const uint8_t* stored = c.pos();
+        if (stored - p_ > kMaxHeaderBytes) return false;  // pyarrow's limit on a page header
         if (h.compressed > end_ - stored) return false;
         if (verify_ && h.has_crc && crc32(stored, static_cast<size_t>(h.compressed)) != h.crc) return false;
         p_ = stored + h.compressed;
@@ -553,7 +619,15 @@ class Pages {
         // A v2 data page's levels come first, as they are; then the values.
         const int64_t levels = h.type == kDataPageV2 ? h.def_bytes + h.rep_bytes : 0;
         if (levels < 0 || levels > h.compressed || levels > h.uncompressed) return false;
+        // A v2 page that does not say whether its values are compressed: pyarrow's
+        // versions read it differently, so it is theirs to read.
+        if (h.type == kDataPageV2 && !h.compressed_set) return false;
         if (h.type == kDataPageV2 && !h.values_compressed) return h.compressed == h.uncompressed;
+        // The declared size against what the stored bytes can hold, before it is
+        // allocated: a snappy element of n bytes gives at most 64 / 3 * n (a 3-byte
+        // copy of 64), so a page claiming more than 22 times its bytes cannot
+        // decompress (pyarrow refuses it too).
+        if (h.uncompressed - levels > 22 * (h.compressed - levels) + 32) return false;
         // Grown only (a resize down and up again would zero the bytes between).
         if (scratch_.size() < static_cast<size_t>(h.uncompressed)) scratch_.resize(static_cast<size_t>(h.uncompressed));
         if (levels) std::memcpy(scratch_.data(), stored, static_cast<size_t>(levels));
@@ -575,8 +649,9 @@ class Pages {
 
 // The values of a data page of a column without nulls: [begin, end). An optional
 // column (max definition level 1, `optional`) is read when the page holds no null:
-// a v2 page says so in its header; a v1 page's levels (a 4-byte length, then the RLE /
-// bit-packed hybrid of width 1) are read into `levels` and must all be 1.
+// its definition levels (v1: a 4-byte length, then the RLE / bit-packed hybrid of
+// width 1; v2: the hybrid, its length in the header, and a null count of 0) are read
+// into `levels` and must all be 1.
 inline bool data_values(const Page& page, const uint8_t*& begin, const uint8_t*& end, bool optional,
                         std::vector<uint8_t>& levels) {
     begin = page.data;
@@ -586,11 +661,21 @@ inline bool data_values(const Page& page, const uint8_t*& begin, const uint8_t*&
     if (h.type == kDataPageV2) {
         if (h.nulls != 0 || h.def_bytes < 0 || h.rep_bytes < 0 || h.def_bytes + h.rep_bytes > end - begin)
             return false;
-        begin += h.def_bytes + h.rep_bytes;  // none null: the levels say nothing more
+        if (optional) {
+            // The header's null count is not the levels: pyarrow decodes them (after
+            // the repetition levels, without a length of their own), so the decoder does
+            // too, and reads the page only when every level is 1.
+            const uint8_t* def = begin + h.rep_bytes;
+            levels.resize(static_cast<size_t>(h.values));
+            if (!rle_hybrid<uint8_t>(def, def + h.def_bytes, 1, levels.data(), h.values, 2)) return false;
+            for (uint8_t v : levels)
+                if (v != 1) return false;
+        }
+        begin += h.def_bytes + h.rep_bytes;
         return true;
     }
     if (!optional) return true;  // a required column's v1 page: no levels written
-    if (end - begin < 4) return false;
+    if (h.def_encoding != kRle || end - begin < 4) return false;  // (BIT_PACKED levels: not read here)
     uint32_t len;
     std::memcpy(&len, begin, 4);
     begin += 4;
@@ -629,7 +714,7 @@ bool int_chunk(const uint8_t* chunk, size_t bytes, bool verify, T* out, int64_t 
         }
         if (h.type != kDataPage && h.type != kDataPageV2) return false;
         const uint8_t *b, *e;
-        if (!data_values(page, b, e, optional, levels) || h.values > n - i) return false;
+        if (h.values < 0 || h.values > n - i || !data_values(page, b, e, optional, levels)) return false;
         T* o = out + i;
         switch (h.encoding) {
             case kPlain:
@@ -695,7 +780,7 @@ bool dictionary_chunk(const uint8_t* chunk, size_t bytes, bool verify, I* out, i
         }
         if (h.type != kDataPage && h.type != kDataPageV2) return false;
         const uint8_t *b, *e;
-        if (!has_dict || !data_values(page, b, e, optional, levels) || h.values > n - i || b >= e ||
+        if (!has_dict || h.values < 0 || h.values > n - i || !data_values(page, b, e, optional, levels) || b >= e ||
             (h.encoding != kRleDictionary && h.encoding != kPlainDictionary))
             return false;
         if (!rle_hybrid<I>(b + 1, e, *b, out + i, h.values, size)) return false;

@@ -49,17 +49,20 @@ inline bool decompress(const uint8_t* in, size_t n, uint8_t* out, size_t out_n) 
     while (ip < in_end) {
         const uint8_t tag = *ip++;
         if ((tag & 3) == 0) {  // a literal
-            size_t len = (tag >> 2) + 1;
-            if (len > 60) {
-                const size_t extra = len - 60;  // 1..4 bytes of length - 1
+            // Its length in 64 bits: up to 2^32 (4 bytes of length - 1), checked against
+            // the bytes left on both sides before it is used.
+            uint64_t len64 = (tag >> 2) + 1u;
+            if (len64 > 60) {
+                const size_t extra = static_cast<size_t>(len64 - 60);  // 1..4 bytes of length - 1
                 if (static_cast<size_t>(in_end - ip) < extra) return false;
-                uint32_t v = 0;
-                for (size_t k = 0; k < extra; ++k) v |= static_cast<uint32_t>(ip[k]) << (8 * k);
+                uint64_t v = 0;
+                for (size_t k = 0; k < extra; ++k) v |= static_cast<uint64_t>(ip[k]) << (8 * k);
                 ip += extra;
-                len = static_cast<size_t>(v) + 1;
+                len64 = v + 1;
             }
             const size_t in_left = static_cast<size_t>(in_end - ip), out_left = static_cast<size_t>(out_end - op);
-            if (len > in_left || len > out_left) return false;
+            if (len64 > in_left || len64 > out_left) return false;
+            const size_t len = static_cast<size_t>(len64);
             if (len <= 16 && in_left >= 16 && out_left >= 16) {
                 std::memcpy(op, ip, 16);  // one wide copy; the bytes past len are written again later
             } else {

@@ -192,7 +192,29 @@ def kind_column(arr: pa.Array, table: str) -> KindColumn:
         indices = indices.fill_null(0)  # nulls are caught by validation before use
     if indices.type == pa.uint64():  # the core reads up to 32-bit unsigned indices
         indices = indices.cast(pa.int64())
-    return KindColumn(indices.to_numpy(zero_copy_only=False), dictionary, codes)
+    idx = indices.to_numpy(zero_copy_only=False)
+    n = len(dictionary)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        # An index outside the dictionary (pyarrow reads a Parquet file's without a
+        # check): an unknown kind, through a code of its own past the dictionary's, so
+        # that the row is refused or set aside by its number (raise_first names it).
+        bad = (idx < 0) | (idx >= n)
+        idx = idx.astype(np.int64)
+        idx[bad] = n
+        idx = idx.astype(np.int32)
+        codes = np.append(codes, np.int8(-1))
+    return KindColumn(idx, dictionary, codes)
+
+
+def _outside_dictionary(arr: pa.Array | pa.ChunkedArray, row: int) -> str | None:
+    """Why a dictionary column's value at ``row`` has no string (its index is outside
+    the dictionary), or None."""
+    if not pa.types.is_dictionary(arr.type):
+        return None
+    v = arr[row]
+    if v.is_valid and not 0 <= v.index.as_py() < len(v.dictionary):
+        return f"dictionary index {v.index.as_py()} is outside the column's dictionary of {len(v.dictionary)} strings"
+    return None
 
 
 # Reasons, in the order they are checked; the first that applies names the row.
@@ -225,6 +247,11 @@ _REASON_FIX = {
     10: "store times as int64 nanoseconds, closer to the epoch",
     11: "store times as int64 nanoseconds, closer to the epoch",
 }
+
+
+#: The fix for an index outside its dictionary: only a corrupt file or buffer holds one.
+_INDEX_FIX = ("the column's dictionary indices are corrupt (pyarrow reads a Parquet file's without checking "
+              "them): write the data again from its source")
 
 
 def _unconvertible(arr: pa.Array, bits: int) -> np.ndarray | None:
@@ -298,7 +325,11 @@ def raise_first(batch: pa.RecordBatch | pa.Table, reasons: np.ndarray, row0: int
         detail += f" ({col} = {v}" + (f", start_ns = {_column(batch, 'start_ns', table)[i].as_py()})"
                                       if code in (6, 7) else ")")
     elif code == 8:
-        detail = f"unknown kind {_column(batch, 'kind', table)[i].as_py()!r}"
+        kind = _column(batch, "kind", table)
+        outside = _outside_dictionary(kind, i)
+        if outside is not None:
+            raise InvalidRowError(table, col, row0 + i, outside, _INDEX_FIX, int(bad.size))
+        detail = f"unknown kind {kind[i].as_py()!r}"
     elif code in (9, 10, 11):
         detail += f" ({_column(batch, col, table)[i].as_py()})"
     raise InvalidRowError(table, col, row0 + i, detail, _REASON_FIX[code], int(bad.size))

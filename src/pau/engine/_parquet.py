@@ -25,9 +25,11 @@ import threading
 from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pau import _core
+from pau.errors import InvalidRowError
 
 #: Read row groups natively where the decoder can (tests switch it off to compare).
 ENABLED = True
@@ -208,7 +210,8 @@ def read_row_group(file: File, i: int, names: list[str], buf: Buffer, arena: Are
         st = os.fstat(fd)
         if (st.st_size, st.st_mtime_ns, st.st_ino) != file.stat:
             return None
-        arrays = [_column(fd, rg.column(columns[n].leaf), columns[n], rows, buf, arena) for n in names]
+        arrays = [_column(fd, st.st_size, rg.column(columns[n].leaf), columns[n], rows, buf, arena)
+                  for n in names]
     finally:
         os.close(fd)
     if any(a is None for a in arrays):
@@ -217,7 +220,7 @@ def read_row_group(file: File, i: int, names: list[str], buf: Buffer, arena: Are
                                                          metadata=file.schema_metadata))
 
 
-def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: Buffer,
+def _column(fd: int, file_size: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: Buffer,
             arena: Arena | None) -> pa.Array | None:
     codec = _CODECS.get(chunk.compression)
     if codec is None or chunk.num_values != rows or (c.optional and chunk.statistics is not None
@@ -226,7 +229,10 @@ def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: B
         return None  # (nulls: pyarrow's way, told by the statistics before the chunk is read)
     start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
     size = chunk.total_compressed_size
-    if start is None or start < 0 or size <= 0:
+    # The footer's sizes against the bytes that exist before a buffer is fitted to them
+    # (a few bytes of footer could ask for terabytes): a chunk past the file's end is
+    # pyarrow's to refuse.
+    if start is None or size is None or start < 0 or size <= 0 or start + size > file_size:
         return None
     try:
         view = _read_into(fd, buf.fit(size), start, size)
@@ -247,3 +253,25 @@ def _column(fd: int, chunk: pq.ColumnChunkMetaData, c: Column, rows: int, buf: B
     if not _core.parquet_ints(view, c.bits, rows, True, out, codec, c.optional):
         return None
     return pa.Array.from_buffers(c.field.type, rows, [None, held])
+
+
+def check_indices(table: pa.Table, where: str) -> None:
+    """Raise :class:`~pau.errors.InvalidRowError` (``where``: the file and row group) at
+    the first value of a dictionary column whose index is outside its dictionary:
+    pyarrow reads a Parquet file's indices without checking them (the native decoder
+    checks every one), and such an index would fail far from the file that held it."""
+    for name, col in zip(table.column_names, table.columns):
+        if not pa.types.is_dictionary(col.type):
+            continue
+        row0 = 0
+        for chunk in col.chunks:
+            idx, n = chunk.indices, len(chunk.dictionary)
+            if len(idx) > idx.null_count:
+                lo, hi = pc.min_max(idx).values()
+                if lo.as_py() < 0 or hi.as_py() >= n:
+                    at = np.asarray(idx.fill_null(0).to_numpy(zero_copy_only=False))
+                    row = int(np.flatnonzero((at < 0) | (at >= n))[0])
+                    raise InvalidRowError(
+                        where, name, row0 + row, f"dictionary index {at[row]} is outside the column's dictionary "
+                        f"of {n} strings", "the file is corrupt: write it again from its source")
+            row0 += len(chunk)

@@ -249,7 +249,10 @@ def _read_row_group(file: _parquet.File, i: int, columns: list[str], arena: _par
     layout; into ``arena``'s buffers when given), else by pyarrow; the same table
     either way."""
     t = _parquet.read_row_group(file, i, columns, _buffer(), arena)
-    return t if t is not None else _reader(file.path).read_row_group(i, columns=columns)
+    if t is None:
+        t = _reader(file.path).read_row_group(i, columns=columns)
+        _parquet.check_indices(t, f"{file.path}, row group {i}")  # pyarrow does not check them
+    return t
 
 
 def _constant_int32(value: int, n: int) -> pa.Array:
