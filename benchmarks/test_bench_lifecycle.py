@@ -204,7 +204,7 @@ def synthetic_jobs(n_jobs: int) -> pa.Table:
         t = synth.lifecycle_records(ranks * attempts * 12, ranks=ranks, attempts=attempts, seed=SEED + i,
                                     checkpoint_every=4, start_ns=synth.DEFAULT_START_NS + i * 60 * 10**9)
         parts.append(t.append_column("job", pa.array([f"job-{i:05d}"] * t.num_rows, pa.string())))
-    return pa.concat_tables(parts)
+    return pa.concat_tables(parts).combine_chunks()  # one chunk, as a reader gives it
 
 
 @pytest.fixture(scope="module", params=["philly", "synthetic"])

@@ -281,7 +281,9 @@ def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "ra
     ----------
     lifecycle : table-like
         Columns ``record, start_ns`` and any of ``attempt, rank, end_ns, step,
-        block_end_ns, durable_ns, ok, kind, tokens`` (missing columns are null).
+        block_end_ns, durable_ns, ok, kind, tokens`` (missing columns are null), and
+        ``job`` (string; null = one unnamed job) for a table of many jobs: each job is
+        its own lineage, its ranks its own accelerators (docs/lifecycle.md).
     as_of : int, optional
         The instant (ns) the ledger is computed as of: later records and time are
         ignored, open attempts are running. Default: the latest instant in the table.
@@ -298,7 +300,9 @@ def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "ra
     pyarrow.Table
         ``rank, start_ns, end_ns, state, attempt, step, cause``: disjoint intervals,
         sorted by rank and time, covering each rank's accountable time exactly.
-        ``cause`` is the failure a ``rolled_back`` interval is charged to.
+        ``cause`` is the failure a ``rolled_back`` interval is charged to. With a
+        ``job`` column, ``job`` comes first (sorted by job, rank and time), and each
+        job's rows are what that job's rows alone give.
     """
     check_on_invalid(on_invalid)
     att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid, threads=threads)
@@ -328,7 +332,9 @@ def ledger(
     lifecycle : table-like, optional
         The lifecycle table (see :func:`attribute`). The state intervals become the
         windows of the native sweep, so each state gets the exact activity time
-        inside it; events outside every accountable interval are not counted.
+        inside it; events outside every accountable interval are not counted. With a
+        ``job`` column (many jobs), in-memory events with a ``job`` column join by
+        (job, rank), and every table of the ledger has ``job`` before ``rank``.
     as_of : int, optional
         See :func:`attribute`.
     windows : table-like or int, optional
