@@ -333,10 +333,10 @@ void bind_lifecycle(py::module_& m) {
         },
         py::arg("r_row"), py::arg("r_att"), py::arg("r_step"), py::arg("r_start"), py::arg("c_att"), py::arg("c_step"),
         py::arg("c_dur"), py::arg("has_durable"), py::arg("has_steps"), py::arg("done_step"), py::arg("completed"),
-        py::arg("null"), py::arg("job_att") = py::array_t<int64_t>(0),
+        py::arg("null"), py::arg("job_att"),
         "The lineage rule (DESIGN 2.2): (base, head, on, on_lineage, bad); bad holds the rows of ok restores "
-        "that no checkpoint qualifies for (then the rest is not written). job_att (offsets of each job's "
-        "attempts, as lifecycle_setup's 'jobs' gives them): each job is its own lineage (lineage_jobs).");
+        "that no checkpoint qualifies for (then the rest is not written). job_att (empty: one job; or the "
+        "offsets of each job's attempts, as lifecycle_setup's 'jobs' gives them): each job is its own lineage (lineage_jobs).");
     m.def(
         "lifecycle_setup",
         [](const carray<int8_t>& rec, const carray<int64_t>& attempt, const carray<int64_t>& rank,
@@ -467,15 +467,14 @@ void bind_lifecycle(py::module_& m) {
         py::arg("block_end"), py::arg("durable"), py::arg("ok"), py::arg("kcode"), py::arg("n_fail_kinds"),
         py::arg("as_of"), py::arg("known_ranks"), py::arg("step_ids"), py::arg("sa_count"), py::arg("sa_max_step"),
         py::arg("sa_max_end"), py::arg("s_att"), py::arg("s_end"), py::arg("s_step"), py::arg("phase_state"),
-        py::arg("st_codes"), py::arg("row_job") = py::array_t<int64_t>(0), py::arg("rank_job") = py::array_t<int64_t>(0),
-        py::arg("att_job") = py::array_t<int64_t>(0),
+        py::arg("st_codes"), py::arg("row_job"), py::arg("rank_job"), py::arg("att_job"),
         "The set-up of lifecycle attribution but the lineage (csrc/core/life_setup.hpp), as a dict: 'status' "
         "(0, or a relational error code) and 'errors' (row, rank, member start, member end); without an error "
         "also 'attempts', 'failures', 'checkpoints', 'has_durable', 'members', 'ranks', 'm_row', 'jobs', "
         "'acc_min', 'background', 'overlay', 'overlay_ckpt', 'restores', 'has_steps' and 'done_step' (see "
         "life_setup.hpp's Setup). The steps enter through their attempt ids (step_ids, sorted, with per id the "
         "rows, the highest step and the latest end among rows that ended) and their columns s_att, s_end, s_step. "
-        "Many jobs (row_job: the job of each row; rank_job, att_job: of each rank and attempt id, the caller's "
-        "dense ids of (job, rank) and (job, attempt) pairs): each job is set up alone, side by side "
+        "Many jobs (row_job: the job of each row, empty for one job; rank_job, att_job: of each rank and attempt "
+        "id, the caller's dense ids of (job, rank) and (job, attempt) pairs): each job is set up alone, side by side "
         "(setup_jobs); 'error_codes' then gives the code of each error row, of every job.");
 }

@@ -199,7 +199,7 @@ def lineage(
     done_step: npt.NDArray[np.int64],
     completed: npt.NDArray[np.bool_],
     null: int,
-    job_att: npt.NDArray[np.int64] = ...,  # many jobs: each job's dense attempts (lifecycle_setup's "jobs")
+    job_att: npt.NDArray[np.int64],  # empty: one job; many: each job's dense attempts (lifecycle_setup's "jobs")
 ) -> tuple[
     npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.int64]
 ]: ...
@@ -227,9 +227,9 @@ def lifecycle_setup(
     phase_state: npt.NDArray[np.int8],
     st_codes: npt.NDArray[np.int8],
     # many jobs (empty: one): the job of each row, and of each internal rank and attempt id
-    row_job: npt.NDArray[np.int64] = ...,
-    rank_job: npt.NDArray[np.int64] = ...,
-    att_job: npt.NDArray[np.int64] = ...,
+    row_job: npt.NDArray[np.int64],
+    rank_job: npt.NDArray[np.int64],
+    att_job: npt.NDArray[np.int64],
 ) -> dict[str, Any]: ...
 
 # per batch: rank, start, end, kind indices, kind map (dictionary position -> kind code)

@@ -934,19 +934,19 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, job
     step_ranks = _present(np.asarray(st.rank, np.int64)) if sc.rank_over else np.flatnonzero(sc.rank_seen)
     known = step_ranks.tolist() + (sorted({int(r) for r in ranks}) if ranks is not None else [])
     sa_ids, sa_count, sa_max_step, sa_max_end = _step_attempts(st, sc)
-    by_job = () if jobs is None or not len(x) else (jobs.row_job[x.row], jobs.rank_job, jobs.att_job)
+    by_job = (_NO_JOBS,) * 3 if jobs is None or not len(x) else (jobs.row_job[x.row], jobs.rank_job, jobs.att_job)
     P = _core.lifecycle_setup(x.rec, x.attempt, x.rank, x.start, x.end, x.step, x.block_end, x.durable, x.ok, kcode,
                               len(fail_names), as_of, known, sa_ids.tolist(), sa_count, sa_max_step, sa_max_end,
                               st.attempt, st.end, st.step, _PHASE_STATE, _ST_CODES, *by_job)
     status = int(P["status"])
     if status:
-        codes = P["error_codes"] if by_job else np.full(max(P["errors"][0].size, 1), status)
+        codes = P["error_codes"] if by_job[0].size else np.full(max(P["errors"][0].size, 1), status)
         for code in sorted(set(codes.tolist())):
             if code == E_STEP_NO_ATTEMPT:  # a step's attempt is unknown; the first such step
                 j = int(np.flatnonzero(~np.isin(np.asarray(st.attempt, np.int64), x.attempt[x.rec == _ATT]))[0])
                 err = (np.array([j], np.int64),) + (np.empty(0, np.int64),) * 3
             else:
-                err = tuple(e[codes == code] for e in P["errors"]) if by_job else P["errors"]
+                err = tuple(e[codes == code] for e in P["errors"]) if by_job[0].size else P["errors"]
             strict.extend(_relational_errors(code, err, x, st, jobs))
         return None
     ids, a_start, a_end, running, cause_code, completed = P["attempts"]
@@ -957,7 +957,7 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, job
     job_att, job_acc_min = P["jobs"]
     base, head, on, on_lineage, bad = _core.lineage(r_row, r_att, r_step, r_start, c_att, c_step, c_dur,
                                                     P["has_durable"], P["has_steps"], P["done_step"], completed, NULL,
-                                                    job_att if by_job else np.empty(0, np.int64))
+                                                    job_att if by_job[0].size else _NO_JOBS)
     if bad.size:
         strict.extend(_relational_errors(E_RESTORE, (bad,) + (np.empty(0, np.int64),) * 3, x, st, jobs))
         return None
@@ -1068,6 +1068,7 @@ def _tabled_steps(st: _Steps, jobs: _Jobs) -> _Steps:
     return _Steps(st.row, att, st.rank, st.start, st.end, st.step, st.tokens)
 
 
+_NO_JOBS = np.empty(0, np.int64)
 _ATT_CODE = {k: i for i, k in enumerate(ATTEMPT_KINDS)}
 _PHASE_CODE = {k: i for i, k in enumerate(PHASE_KINDS)}
 _NO_RANKS = np.empty(0, np.int64)
