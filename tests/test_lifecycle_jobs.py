@@ -134,6 +134,8 @@ def test_many_jobs_equal_each_job_alone(case, seed, explicit, job_type):
     for (name, _), w in zip(parts, want):
         assert rows_of_job(got, name) == w.to_pylist(), name
     assert got.num_rows == sum(w.num_rows for w in want)
+    # the pass over ranges of ranks on two threads gives the same table
+    assert pc.attribute(t, as_of=as_of if explicit else None, threads=2).to_pylist() == got.to_pylist()
     # in (job, rank, start) order, jobs by name, the unnamed job last
     keys = [(j is None, j or "", r, s) for j, r, s in zip(got["job"].to_pylist(), got["rank"].to_pylist(),
                                                           got["start_ns"].to_pylist())]
@@ -201,3 +203,16 @@ def test_errors_name_the_job_and_its_own_ids():
     ev = events_table([(0, 10 * S, 50 * S, "compute", 0)])
     with pytest.raises(SchemaError, match="many jobs"):
         pc.ledger(ev, pa.concat_tables([with_job(example_b(), "x"), with_job(a, "y")]))
+
+
+def test_step_errors_name_the_job_and_its_own_ids():
+    """An error the pass finds (steps overlapping on a rank) names the job, its attempt and rank."""
+    b = example_b()
+    bad = pa.Table.from_pylist([dict(r, start_ns=r["start_ns"] - 5 * S) if r["record"] == "step" and r["step"] == 2
+                                and r["attempt"] == 1 else r for r in b.to_pylist()], schema=b.schema)
+    t = pa.concat_tables([with_job(example_a(), "fine"), with_job(bad, "broken")])
+    with pytest.raises(InvalidLifecycleError, match=r"job 'broken': step 2 overlaps step 1 .* on rank 0"):
+        pc.attribute(t)
+    q = pc.attribute(t, on_invalid="quarantine")
+    assert q.quarantine["job"].to_pylist() == ["broken"]
+    assert rows_of_job(q.result, "fine") == pc.attribute(example_a()).to_pylist()
