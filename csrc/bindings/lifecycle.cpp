@@ -336,7 +336,8 @@ void bind_lifecycle(py::module_& m) {
         py::arg("null"), py::arg("job_att"),
         "The lineage rule (DESIGN 2.2): (base, head, on, on_lineage, bad); bad holds the rows of ok restores "
         "that no checkpoint qualifies for (then the rest is not written). job_att (empty: one job; or the "
-        "offsets of each job's attempts, as lifecycle_setup's 'jobs' gives them): each job is its own lineage (lineage_jobs).");
+        "offsets of each job's attempts, as lifecycle_setup's 'jobs' gives them): each job is its own lineage "
+        "(lineage_jobs).");
     m.def(
         "lifecycle_setup",
         [](const carray<int8_t>& rec, const carray<int64_t>& attempt, const carray<int64_t>& rank,

@@ -109,11 +109,12 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, m_row
     """Check, cut and label step executions, in (rank, start) order.
 
     Per row i (visited through ``order``): its member interval ``[ms, me]`` of
-    (attempt, rank), at ``m_row[attempt] + rank`` of ``mstart``/``mend``, must contain its start; a missing or late end is cut at ``me``
-    (the step was in flight); steps of one rank must not overlap and step numbers
-    must increase within an attempt. The state is productive (lineage step, done),
-    pending (last attempt still running) or rolled back (charged to the cause of
-    its attempt); ``states`` gives their codes.
+    (attempt, rank), at ``m_row[attempt] + rank`` of ``mstart``/``mend``, must contain
+    its start; a missing or late end is cut at ``me`` (the step was in flight); steps
+    of one rank must not overlap and step numbers must increase within an attempt.
+    The state is productive (lineage step, done), pending (last attempt still
+    running) or rolled back (charged to the cause of its attempt); ``states`` gives
+    their codes.
 
     Returns sorted columns (rank, start, end, state, attempt, step, cause), the token
     sum of productive rows, and an error ``(code, row, other row)``: 0 none, 1 not a
