@@ -216,3 +216,15 @@ def test_step_errors_name_the_job_and_its_own_ids():
     q = pc.attribute(t, on_invalid="quarantine")
     assert q.quarantine["job"].to_pylist() == ["broken"]
     assert rows_of_job(q.result, "fine") == pc.attribute(example_a()).to_pylist()
+
+
+def test_events_set_aside_keep_their_job_and_rank():
+    t = pa.concat_tables([with_job(example_a(), "A"), with_job(example_b(), "B")])
+    ev = pa.concat_tables([
+        with_job(events_table([(0, 10 * S, 50 * S, "compute", 0), (0, 60 * S, 55 * S, "compute", 0)]), "A"),
+        with_job(events_table([(0, 20 * S, 30 * S, "memcpy", 0)]), "B")])
+    led = pc.ledger(ev, t, on_invalid="quarantine")
+    assert [(r["job"], r["rank"], r["row"]) for r in led.quarantine.to_pylist()] == [("A", 0, 1)]
+    assert led.summary()["activity_ns"]["compute"] == 40 * S and led.summary()["activity_ns"]["memcpy"] == 10 * S
+    assert rows_of_job(led.table, "B") == pc.ledger(ev.filter(pa.compute.equal(ev["job"], "B")).drop_columns(["job"]),
+                                                    example_b(), as_of=210 * S).table.to_pylist()
