@@ -550,6 +550,9 @@ class Attribution:
     # has the table's ranks and a job column), the job of each lineage checkpoint and attempt
     jobs: "_Jobs | None" = None
     acc_ranks: np.ndarray | None = None  # the ranks of ``accountable`` as the pieces have them
+    # as_of minus the earliest accountable instant of any rank (one job: wall_ns; many
+    # jobs: wall_ns sums the jobs', this is the longest any rank's accountable time can be)
+    span_ns: int = 0
     lineage_ckpt_jobs: np.ndarray | None = None
     attempt_jobs: np.ndarray | None = None
 
@@ -1291,7 +1294,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
                        failures_all, P.wall, preserved_steps, int(tokens), accountable, pieces=pieces, jobs=jobs,
                        lineage_ckpt_jobs=P.lineage_ckpt_jobs,
-                       attempt_jobs=None if jobs is None else jobs.att_job[P.A.ids], acc_ranks=np.asarray(ur))
+                       attempt_jobs=None if jobs is None else jobs.att_job[P.A.ids], acc_ranks=np.asarray(ur),
+                       span_ns=int(as_of) - int(P.acc_min) if P.acc_min is not None else 0)
 
 
 def _lowest_member(members: _Members, ids: np.ndarray, rank_lut: np.ndarray, r_lo: int) -> np.ndarray:
