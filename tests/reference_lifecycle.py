@@ -441,7 +441,7 @@ def scan_steps(start, end, rank, attempt, step, tokens, null, cut, att_lo, att_n
 
 
 def attribute_pass(b, order, rank, att, start, end, step, tokens, x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut,
-                   mstart, mend, n_ranks, base, head, on, pend, att_cause, states, count_pres, o, att_ids,
+                   mstart, mend, m_row, base, head, on, pend, att_cause, states, count_pres, o, att_ids,
                    null, all_ranks=(), first_member=()) -> dict:
     """What ``_kernels.attribute_pass`` computes, the slow way: first every step in
     (rank, start) order checked, cut and labelled, then each rank's background cut
@@ -452,7 +452,8 @@ def attribute_pass(b, order, rank, att, start, end, step, tokens, x_rank, x_copy
     rank -1 is visited once per member rank) and counts its tokens unless
     ``x_copy[j]``. With ``all_ranks`` the visits are every row on every rank of
     ``all_ranks`` (dense order) whose membership in the row's attempt is known, the
-    tokens counting on ``first_member[attempt]``. Errors: (code, row, other row,
+    tokens counting on ``first_member[attempt]``. The membership of (attempt a, dense
+    rank r) is at ``m_row[a] + r`` of ``mstart``/``mend``. Errors: (code, row, other row,
     rank of the visit)."""
     idx = list(order) if len(order) else list(range(len(rank)))
     if len(all_ranks):
@@ -460,7 +461,7 @@ def attribute_pass(b, order, rank, att, start, end, step, tokens, x_rank, x_copy
         for d, rv in enumerate(all_ranks):
             for i in range(len(rank)):
                 a = att_lut[att[i] - att_lo]
-                if mstart[a * n_ranks + d] != null:
+                if mstart[m_row[a] + d] != null:
                     idx.append(i)
                     x_rank.append(rv)
                     x_copy.append(d != first_member[a])
@@ -472,7 +473,7 @@ def attribute_pass(b, order, rank, att, start, end, step, tokens, x_rank, x_copy
         rv = x_rank[j] if len(x_rank) else rank[i]
         r = rank_lut[rv - rank_lo]
         a = att_lut[att[i] - att_lo]
-        ms, me = mstart[a * n_ranks + r], mend[a * n_ranks + r]
+        ms, me = mstart[m_row[a] + r], mend[m_row[a] + r]
         s = start[i]
         if ms == null:
             return {"error": (1, i, -1, rv)}

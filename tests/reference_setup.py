@@ -456,11 +456,12 @@ def setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list):
     b_rank_in, o_rank_in = (_dense_lut(B[0], rank_values).astype(np.int32),
                             _dense_lut(O[0], rank_values).astype(np.int32)) if dense else (B[0], O[0])
     lineage_ckpts = np.sort(C.step[(C.durable != NULL) & on_lineage(L, C.attempt, C.step)])
+    acc_min = int(acc_start.min()) if acc_start.size else None
     return _Setup(A, C, L, members, rank_values, dense, r_lo, rank_lut, rank_src, att_lo, att_lut, att_src,
-                  m_start, m_end,
+                  m_start, m_end, np.arange(nA, dtype=np.int64) * nR,
                   (b_rank_in, B[1], B[2], b_state[B[3]].astype(np.int8), b_att[B[3]], b_step[B[3]]),
                   (o_rank_in, O[1], O[2], o_state[O[3]].astype(np.int8), o_att[O[3]].astype(np.int32),
                    o_step[O[3]]),
-                  int(acc_start.min()) if acc_start.size else None, lineage_ckpts)
+                  acc_min, lineage_ckpts, np.array([0, nA], np.int64), 0 if acc_min is None else as_of - acc_min)
 
 

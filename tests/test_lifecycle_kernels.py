@@ -501,11 +501,11 @@ def check_pass(t, as_of):
             pass
     for a, res in calls:
         (b_rank, b_start, b_end, b_state, b_att, b_step, order, rank, att, start, end, step, tokens,
-         x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base, head, on, pend, att_cause, states,
-         _pres_lo, pres, o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, all_ranks, first_member,
+         x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, m_row, base, head, on, pend, att_cause, states,
+         _pres_off, pres, o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, all_ranks, first_member,
          *out) = a
         want = ref.attribute_pass((b_rank, b_start, b_end, b_state, b_att, b_step), order, rank, att, start, end,
-                                  step, tokens, x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks, base,
+                                  step, tokens, x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, m_row, base,
                                   head, on, pend, att_cause, states, pres.size > 0,
                                   (o_rank, o_start, o_end, o_state, o_att, o_step), att_ids, null,
                                   all_ranks, first_member)
@@ -584,7 +584,7 @@ def setups_compared(t, as_of=None, ranks=None, monkeypatch=None):
             return None
         made.append(1)
         for f in ("rank_values", "dense", "r_lo", "rank_lut", "att_lo", "att_lut", "rank_src", "m_start", "m_end",
-                  "b_cols", "o_cols", "acc_min", "lineage_ckpts"):
+                  "m_row", "b_cols", "o_cols", "acc_min", "lineage_ckpts", "job_att", "wall"):
             _same(getattr(got, f), getattr(want, f), f)
         for part, fields in (("A", ("ids", "start", "end", "running", "cause", "failures", "completed")),
                              ("C", ("attempt", "step", "durable", "ok")),

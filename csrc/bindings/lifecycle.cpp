@@ -276,8 +276,23 @@ void bind_lifecycle(py::module_& m) {
            const carray<int64_t>& c_dur, const py::array_t<bool, py::array::c_style | py::array::forcecast>& has_durable,
            const py::array_t<bool, py::array::c_style | py::array::forcecast>& has_steps,
            const carray<int64_t>& done_step,
-           const py::array_t<bool, py::array::c_style | py::array::forcecast>& completed, int64_t null) {
+           const py::array_t<bool, py::array::c_style | py::array::forcecast>& completed, int64_t null,
+           const carray<int64_t>& job_att) {
             const py::ssize_t nr = r_row.size(), nc = c_att.size(), na = completed.size();
+            const py::ssize_t n_jobs = job_att.size() ? job_att.size() - 1 : 0;
+            for (py::ssize_t j = 0; j < n_jobs; ++j)
+                if (job_att.data()[j] < 0 || job_att.data()[j] > job_att.data()[j + 1] || job_att.data()[j + 1] > na)
+                    throw std::invalid_argument("lineage: job_att must be non-decreasing offsets into the attempts");
+            if (n_jobs && (job_att.data()[0] != 0 || job_att.data()[n_jobs] != na))
+                throw std::invalid_argument("lineage: job_att must cover every attempt");
+            for (py::ssize_t j = 1; n_jobs && j < nr; ++j)  // restores of a job come together, jobs in order
+                if (r_att.data()[j] < r_att.data()[j - 1] &&
+                    std::upper_bound(job_att.data(), job_att.data() + n_jobs + 1, r_att.data()[j]) !=
+                        std::upper_bound(job_att.data(), job_att.data() + n_jobs + 1, r_att.data()[j - 1]))
+                    throw std::invalid_argument("lineage: restores must come job by job");
+            for (py::ssize_t g = 1; n_jobs && g < nc; ++g)
+                if (c_att.data()[g] < c_att.data()[g - 1])
+                    throw std::invalid_argument("lineage: checkpoints must come by attempt");
             check_len(r_att, nr, "r_att", "r_row");
             check_len(r_step, nr, "r_step", "r_row");
             check_len(r_start, nr, "r_start", "r_row");
@@ -300,10 +315,17 @@ void bind_lifecycle(py::module_& m) {
             int64_t n_bad;
             {
                 py::gil_scoped_release release;
-                n_bad = life::lineage(r_row.data(), r_att.data(), r_step.data(), r_start.data(), nr, c_att.data(),
-                                      c_step.data(), c_dur.data(), nc, has_durable.data(), has_steps.data(),
-                                      done_step.data(), completed.data(), na, null, base.data(), head.data(),
-                                      on.mutable_data(), on_lineage.mutable_data(), bad.data());
+                if (n_jobs)
+                    n_bad = life::lineage_jobs(job_att.data(), n_jobs, r_row.data(), r_att.data(), r_step.data(),
+                                               r_start.data(), nr, c_att.data(), c_step.data(), c_dur.data(), nc,
+                                               has_durable.data(), has_steps.data(), done_step.data(), completed.data(),
+                                               null, base.data(), head.data(), on.mutable_data(),
+                                               on_lineage.mutable_data(), bad.data());
+                else
+                    n_bad = life::lineage(r_row.data(), r_att.data(), r_step.data(), r_start.data(), nr, c_att.data(),
+                                          c_step.data(), c_dur.data(), nc, has_durable.data(), has_steps.data(),
+                                          done_step.data(), completed.data(), na, null, base.data(), head.data(),
+                                          on.mutable_data(), on_lineage.mutable_data(), bad.data());
             }
             bad.resize(static_cast<size_t>(n_bad));
             return py::make_tuple(to_numpy(std::move(base)), to_numpy(std::move(head)), on, on_lineage,
@@ -311,9 +333,11 @@ void bind_lifecycle(py::module_& m) {
         },
         py::arg("r_row"), py::arg("r_att"), py::arg("r_step"), py::arg("r_start"), py::arg("c_att"), py::arg("c_step"),
         py::arg("c_dur"), py::arg("has_durable"), py::arg("has_steps"), py::arg("done_step"), py::arg("completed"),
-        py::arg("null"),
+        py::arg("null"), py::arg("job_att"),
         "The lineage rule (DESIGN 2.2): (base, head, on, on_lineage, bad); bad holds the rows of ok restores "
-        "that no checkpoint qualifies for (then the rest is not written).");
+        "that no checkpoint qualifies for (then the rest is not written). job_att (empty: one job; or the "
+        "offsets of each job's attempts, as lifecycle_setup's 'jobs' gives them): each job is its own lineage "
+        "(lineage_jobs).");
     m.def(
         "lifecycle_setup",
         [](const carray<int8_t>& rec, const carray<int64_t>& attempt, const carray<int64_t>& rank,
@@ -323,7 +347,8 @@ void bind_lifecycle(py::module_& m) {
            int64_t n_fail_kinds, int64_t as_of, std::vector<int64_t> known_ranks, std::vector<int64_t> step_ids,
            const carray<int64_t>& sa_count, const carray<int64_t>& sa_max_step, const carray<int64_t>& sa_max_end,
            const py::array& s_att, const carray<int64_t>& s_end, const carray<int64_t>& s_step,
-           const carray<int8_t>& phase_state, const carray<int8_t>& st_codes) {
+           const carray<int8_t>& phase_state, const carray<int8_t>& st_codes, const carray<int64_t>& row_job,
+           const carray<int64_t>& rank_job, const carray<int64_t>& att_job) {
             const py::ssize_t n = rec.size();
             for (const py::array* a :
                  {static_cast<const py::array*>(&attempt), static_cast<const py::array*>(&rank),
@@ -348,6 +373,37 @@ void bind_lifecycle(py::module_& m) {
                 if (r < life::kAcc || r > life::kFail)
                     throw std::invalid_argument("lifecycle_setup: record codes must be checked first (row_checks)");
             }
+            // many jobs: every row, known rank and step attempt id names a job of n_jobs
+            const bool jobs = row_job.size() > 0;
+            if (jobs && row_job.size() != n)
+                throw std::invalid_argument("lifecycle_setup: row_job must have one job per row, or none");
+            int64_t n_jobs = 0;
+            if (jobs) {
+                for (py::ssize_t i = 0; i < rank_job.size(); ++i)
+                    if (rank_job.data()[i] < 0) throw std::invalid_argument("lifecycle_setup: rank_job below 0");
+                for (py::ssize_t i = 0; i < att_job.size(); ++i)
+                    if (att_job.data()[i] < 0) throw std::invalid_argument("lifecycle_setup: att_job below 0");
+                for (py::ssize_t i = 0; i < n; ++i) {
+                    const int64_t j = row_job.data()[i];
+                    if (j < 0) throw std::invalid_argument("lifecycle_setup: row_job below 0");
+                    n_jobs = std::max(n_jobs, j + 1);
+                }
+                for (py::ssize_t i = 0; i < rank_job.size(); ++i) n_jobs = std::max(n_jobs, rank_job.data()[i] + 1);
+                for (py::ssize_t i = 0; i < att_job.size(); ++i) n_jobs = std::max(n_jobs, att_job.data()[i] + 1);
+                for (int64_t r : known_ranks)
+                    if (r < 0 || r >= rank_job.size())
+                        throw std::invalid_argument("lifecycle_setup: a known rank has no job in rank_job");
+                for (int64_t id : step_ids)
+                    if (id < 0 || id >= att_job.size())
+                        throw std::invalid_argument("lifecycle_setup: a step attempt id has no job in att_job");
+                for (py::ssize_t i = 0; i < n; ++i) {
+                    const int64_t r = rank.data()[i];
+                    if (r >= rank_job.size() || (r >= 0 && rank_job.data()[r] != row_job.data()[i]))
+                        throw std::invalid_argument("lifecycle_setup: a row's rank is not of the row's job");
+                }
+                if (rank_job.size() >= life::kRankLutMax)
+                    throw std::invalid_argument("lifecycle_setup: more (job, rank) pairs than the rank table holds");
+            }
             life::SetupIn in;
             in.rec = rec.data();
             in.attempt = attempt.data();
@@ -367,8 +423,13 @@ void bind_lifecycle(py::module_& m) {
             in.phase_state = phase_state.data();
             in.st_codes = st_codes.data();
             const std::vector<int64_t> ids = in.step_ids;
+            life::JobErrors job_errors;
             life::Setup s = with_ints(s_att, "s_att", [&](auto a, py::array& c) {
                 py::gil_scoped_release release;
+                if (jobs)
+                    return life::setup_jobs(in, row_job.data(), rank_job.data(), att_job.data(), n_jobs,
+                                            sa_count.data(), sa_max_step.data(), sa_max_end.data(), a, s_end.data(),
+                                            s_step.data(), c.size(), job_errors);
                 life::Setup out = life::setup(in);
                 if (!out.status)
                     life::done_steps(out, ids, sa_count.data(), sa_max_step.data(), sa_max_end.data(), a,
@@ -379,7 +440,10 @@ void bind_lifecycle(py::module_& m) {
             d["status"] = s.status;
             d["errors"] = py::make_tuple(vec(std::move(s.e_row)), vec(std::move(s.e_rank)), vec(std::move(s.e_ms)),
                                          vec(std::move(s.e_me)));
+            d["error_codes"] = vec(std::move(job_errors.code));
             if (s.status) return d;
+            d["m_row"] = vec(std::move(s.m_row));
+            d["jobs"] = py::make_tuple(vec(std::move(s.job_att)), vec(std::move(s.job_acc_min)));
             d["attempts"] = py::make_tuple(vec(std::move(s.a_ids)), vec(std::move(s.a_start)), vec(std::move(s.a_end)),
                                            to_bools(std::move(s.a_running)), vec(std::move(s.a_cause)),
                                            to_bools(std::move(s.a_completed)));
@@ -404,11 +468,14 @@ void bind_lifecycle(py::module_& m) {
         py::arg("block_end"), py::arg("durable"), py::arg("ok"), py::arg("kcode"), py::arg("n_fail_kinds"),
         py::arg("as_of"), py::arg("known_ranks"), py::arg("step_ids"), py::arg("sa_count"), py::arg("sa_max_step"),
         py::arg("sa_max_end"), py::arg("s_att"), py::arg("s_end"), py::arg("s_step"), py::arg("phase_state"),
-        py::arg("st_codes"),
+        py::arg("st_codes"), py::arg("row_job"), py::arg("rank_job"), py::arg("att_job"),
         "The set-up of lifecycle attribution but the lineage (csrc/core/life_setup.hpp), as a dict: 'status' "
         "(0, or a relational error code) and 'errors' (row, rank, member start, member end); without an error "
-        "also 'attempts', 'failures', 'checkpoints', 'has_durable', 'members', 'ranks', 'acc_min', "
-        "'background', 'overlay', 'overlay_ckpt', 'restores', 'has_steps' and 'done_step' (see life_setup.hpp's "
-        "Setup). The steps enter through their attempt ids (step_ids, sorted, with per id the rows, the highest "
-        "step and the latest end among rows that ended) and their columns s_att, s_end, s_step.");
+        "also 'attempts', 'failures', 'checkpoints', 'has_durable', 'members', 'ranks', 'm_row', 'jobs', "
+        "'acc_min', 'background', 'overlay', 'overlay_ckpt', 'restores', 'has_steps' and 'done_step' (see "
+        "life_setup.hpp's Setup). The steps enter through their attempt ids (step_ids, sorted, with per id the "
+        "rows, the highest step and the latest end among rows that ended) and their columns s_att, s_end, s_step. "
+        "Many jobs (row_job: the job of each row, empty for one job; rank_job, att_job: of each rank and attempt "
+        "id, the caller's dense ids of (job, rank) and (job, attempt) pairs): each job is set up alone, side by side "
+        "(setup_jobs); 'error_codes' then gives the code of each error row, of every job.");
 }

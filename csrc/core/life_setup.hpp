@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -105,6 +106,12 @@ struct Setup {
     // completed by its end (kNull: none), from done_steps
     std::vector<uint8_t> has_steps;
     std::vector<int64_t> done_step;
+    // membership of (dense attempt d, dense rank r) at m_start[m_row[d] + r]: one
+    // block of attempts x ranks per job (one job: m_row[d] = d * ranks)
+    std::vector<int64_t> m_row;
+    // jobs (setup_jobs): job j's dense attempts are job_att[j] .. job_att[j + 1], its
+    // earliest accountable start job_acc_min[j] (kBig: none); one job: {0, attempts}
+    std::vector<int64_t> job_att, job_acc_min;
 };
 
 namespace detail {
@@ -370,6 +377,8 @@ inline Setup setup(const SetupIn& in) {
         acc_end[j] = std::max(acc_end[j], acc_start[j]);
         out.acc_min = std::min(out.acc_min, acc_start[j]);
     }
+    out.job_att = {0, nA};
+    out.job_acc_min = {out.acc_min};
     std::vector<int64_t>& rank_values = out.rank_values;
     rank_values = known;
     rank_values.insert(rank_values.end(), acc_rank.begin(), acc_rank.end());
@@ -396,6 +405,8 @@ inline Setup setup(const SetupIn& in) {
         const int64_t j = v - r_lo;
         return (0 <= j && j < static_cast<int64_t>(rank_lut.size())) ? rank_lut[j] : -1;
     };
+    out.m_row.resize(nA);
+    for (int64_t d = 0; d < nA; ++d) out.m_row[d] = d * nR;
     out.m_start.assign(nA * nR, kNull);
     out.m_end.assign(nA * nR, kNull);
     std::vector<int64_t>& m_start = out.m_start;
@@ -742,6 +753,192 @@ inline int64_t lineage(const int64_t* r_row, const int64_t* r_att, const int64_t
     for (int64_t g = 0; g < nc; ++g) {
         const int64_t a = c_att[g], k = c_step[g];
         on_lineage[g] = c_dur[g] != null && on[a] && head[a] != null && k <= head[a] && (base[a] == null || k > base[a]);
+    }
+    return n_bad;
+}
+
+
+// Many jobs in one table (a `job` column): each job is its own lineage. Attempt and
+// rank ids are the caller's dense ids of (job, attempt) and (job, rank) pairs, job-major
+// (att_job, rank_job: the job of each id; row_job: of each record). The records are
+// grouped by job once (a stable counting sort), each job is set up alone by `setup`
+// and `done_steps` (its rows, its known ranks, its steps' attempt ids with their figures
+// count, max_step, max_end, aligned with in.step_ids), and the results are put side by
+// side: attempts, checkpoints, memberships, ranks and layers in job order, so a job's
+// dense attempts, checkpoints and ranks are contiguous; membership is one block per job
+// (m_row); rows are positions in the caller's records. When jobs contradict themselves,
+// status is the first such job's and the error rows of every such job are listed, each
+// with its code in e_code.
+struct JobErrors {
+    std::vector<int64_t> code;  // per error row (kStepNoAttempt: one entry with row -1)
+};
+
+template <typename A>
+Setup setup_jobs(const SetupIn& in, const int64_t* row_job, const int64_t* rank_job, const int64_t* att_job,
+                 int64_t n_jobs, const int64_t* count, const int64_t* max_step, const int64_t* max_end,
+                 const A* s_att, const int64_t* s_end, const int64_t* s_step, int64_t ns, JobErrors& errs) {
+    const int64_t n = in.n;
+    std::vector<int64_t> off(static_cast<size_t>(n_jobs) + 1, 0), ord(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ++off[row_job[i] + 1];
+    for (int64_t j = 0; j < n_jobs; ++j) off[j + 1] += off[j];
+    {
+        std::vector<int64_t> at(off.begin(), off.end() - 1);
+        for (int64_t i = 0; i < n; ++i) ord[at[row_job[i]]++] = i;
+    }
+    auto gather = [&](const auto* src) {
+        using T = std::remove_cv_t<std::remove_pointer_t<decltype(src)>>;
+        std::vector<T> g(static_cast<size_t>(n));
+        for (int64_t k = 0; k < n; ++k) g[k] = src[ord[k]];
+        return g;
+    };
+    const std::vector<int8_t> rec = gather(in.rec);
+    const std::vector<int64_t> attempt = gather(in.attempt), rank = gather(in.rank), start = gather(in.start),
+                               end = gather(in.end), step = gather(in.step), block_end = gather(in.block_end),
+                               durable = gather(in.durable), kcode = gather(in.kcode);
+    const std::vector<uint8_t> ok = gather(in.ok);
+    std::vector<std::vector<int64_t>> known(static_cast<size_t>(n_jobs)), ids(static_cast<size_t>(n_jobs)),
+        pos(static_cast<size_t>(n_jobs));
+    for (int64_t r : in.known_ranks) known[rank_job[r]].push_back(r);
+    for (size_t k = 0; k < in.step_ids.size(); ++k) {
+        const int64_t j = att_job[in.step_ids[k]];
+        ids[j].push_back(in.step_ids[k]);
+        pos[j].push_back(static_cast<int64_t>(k));
+    }
+    Setup out;
+    out.job_att.push_back(0);
+    int64_t n_err_jobs = 0;
+    std::vector<int64_t> j_count, j_max_step, j_max_end;
+    for (int64_t j = 0; j < n_jobs; ++j) {
+        const int64_t lo = off[j];
+        SetupIn sub = in;
+        sub.rec = rec.data() + lo;
+        sub.attempt = attempt.data() + lo;
+        sub.rank = rank.data() + lo;
+        sub.start = start.data() + lo;
+        sub.end = end.data() + lo;
+        sub.step = step.data() + lo;
+        sub.block_end = block_end.data() + lo;
+        sub.durable = durable.data() + lo;
+        sub.ok = ok.data() + lo;
+        sub.kcode = kcode.data() + lo;
+        sub.n = off[j + 1] - lo;
+        sub.known_ranks = std::move(known[j]);
+        sub.step_ids = ids[j];
+        Setup s = setup(sub);
+        if (s.status) {
+            if (n_err_jobs++ == 0) out.status = s.status;
+            if (s.e_row.empty()) {  // kStepNoAttempt: the caller finds the step
+                out.e_row.push_back(-1);
+                out.e_rank.push_back(kNull);
+                out.e_ms.push_back(kNull);
+                out.e_me.push_back(kNull);
+                errs.code.push_back(s.status);
+            }
+            for (size_t k = 0; k < s.e_row.size(); ++k) {
+                out.e_row.push_back(ord[lo + s.e_row[k]]);
+                out.e_rank.push_back(k < s.e_rank.size() ? s.e_rank[k] : kNull);
+                out.e_ms.push_back(k < s.e_ms.size() ? s.e_ms[k] : kNull);
+                out.e_me.push_back(k < s.e_me.size() ? s.e_me[k] : kNull);
+                errs.code.push_back(s.status);
+            }
+            continue;
+        }
+        if (n_err_jobs) continue;  // the answer is the errors: nothing more to put together
+        j_count.clear();
+        j_max_step.clear();
+        j_max_end.clear();
+        for (int64_t k : pos[j]) {
+            j_count.push_back(count[k]);
+            j_max_step.push_back(max_step[k]);
+            j_max_end.push_back(max_end[k]);
+        }
+        done_steps(s, ids[j], j_count.data(), j_max_step.data(), j_max_end.data(), s_att, s_end, s_step, ns,
+                   in.as_of);
+        // side by side with the jobs before
+        const int64_t a0 = static_cast<int64_t>(out.a_ids.size()), c0 = static_cast<int64_t>(out.c_att.size());
+        const int64_t r0 = static_cast<int64_t>(out.rank_values.size()), m0 = static_cast<int64_t>(out.m_start.size());
+        const int64_t nA = static_cast<int64_t>(s.a_ids.size());
+        const int64_t nR = std::max<int64_t>(static_cast<int64_t>(s.rank_values.size()), 1);
+        auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+        auto shifted = [](auto& to, const auto& from, int64_t by) {
+            for (auto v : from) to.push_back(v >= 0 ? v + by : v);
+        };
+        append(out.a_ids, s.a_ids);
+        append(out.a_start, s.a_start);
+        append(out.a_end, s.a_end);
+        append(out.a_cause, s.a_cause);
+        append(out.a_running, s.a_running);
+        append(out.a_completed, s.a_completed);
+        append(out.f_att, s.f_att);
+        append(out.f_time, s.f_time);
+        append(out.f_kind, s.f_kind);
+        shifted(out.c_att, s.c_att, a0);
+        append(out.c_step, s.c_step);
+        append(out.c_dur, s.c_dur);
+        append(out.c_ok, s.c_ok);
+        append(out.has_durable, s.has_durable);
+        if (out.m_off.empty()) out.m_off.push_back(0);
+        const int64_t mr0 = static_cast<int64_t>(out.m_ranks.size());
+        append(out.m_ids, s.m_ids);
+        for (size_t k = 1; k < s.m_off.size(); ++k) out.m_off.push_back(s.m_off[k] + mr0);
+        append(out.m_ranks, s.m_ranks);
+        append(out.rank_values, s.rank_values);
+        append(out.m_start, s.m_start);
+        append(out.m_end, s.m_end);
+        for (int64_t d = 0; d < nA; ++d) out.m_row.push_back(m0 + d * nR - r0);
+        out.acc_min = std::min(out.acc_min, s.acc_min);
+        out.job_acc_min.push_back(s.acc_min);
+        for (Layer* L : {&out.background, &out.overlay}) {
+            const Layer& F = L == &out.background ? s.background : s.overlay;
+            append(L->rank, F.rank);
+            append(L->start, F.start);
+            append(L->end, F.end);
+            append(L->state, F.state);
+            shifted(L->att, F.att, a0);
+            append(L->step, F.step);
+        }
+        shifted(out.o_ckpt, s.o_ckpt, c0);
+        for (int64_t r : s.r_row) out.r_row.push_back(ord[lo + r]);
+        shifted(out.r_att, s.r_att, a0);
+        append(out.r_step, s.r_step);
+        append(out.r_start, s.r_start);
+        append(out.has_steps, s.has_steps);
+        append(out.done_step, s.done_step);
+        out.job_att.push_back(a0 + nA);
+    }
+    if (out.status) return out;
+    if (out.m_off.empty()) out.m_off.push_back(0);
+    // the ranks are the caller's dense ids: a lookup table over them
+    const int64_t nRv = static_cast<int64_t>(out.rank_values.size());
+    out.r_lo = nRv ? out.rank_values[0] : 0;
+    const int64_t span = nRv ? out.rank_values.back() - out.r_lo + 1 : 0;
+    out.rank_lut.assign(span, -1);
+    for (int64_t k = 0; k < nRv; ++k) out.rank_lut[out.rank_values[k] - out.r_lo] = k;
+    return out;
+}
+
+// The lineage rule per job (job_att: each job's dense attempts, as setup_jobs gives
+// them; its restores and checkpoints are contiguous, in job order): each job alone by
+// `lineage`; the rows of bad restores of every job in bad. Returns their number.
+inline int64_t lineage_jobs(const int64_t* job_att, int64_t n_jobs, const int64_t* r_row, const int64_t* r_att,
+                            const int64_t* r_step, const int64_t* r_start, int64_t nr, const int64_t* c_att,
+                            const int64_t* c_step, const int64_t* c_dur, int64_t nc, const bool* has_durable,
+                            const bool* has_steps, const int64_t* done_step, const bool* a_completed, int64_t null,
+                            int64_t* base, int64_t* head, bool* on, bool* on_lineage, int64_t* bad) {
+    int64_t n_bad = 0, r = 0, c = 0;
+    std::vector<int64_t> ra, ca;
+    for (int64_t j = 0; j < n_jobs; ++j) {
+        const int64_t a0 = job_att[j], a1 = job_att[j + 1];
+        const int64_t r_lo = r, c_lo = c;
+        while (r < nr && r_att[r] < a1) ++r;
+        while (c < nc && c_att[c] < a1) ++c;
+        ra.assign(r_att + r_lo, r_att + r);
+        for (int64_t& v : ra) v -= a0;
+        ca.assign(c_att + c_lo, c_att + c);
+        for (int64_t& v : ca) v -= a0;
+        n_bad += lineage(r_row + r_lo, ra.data(), r_step + r_lo, r_start + r_lo, r - r_lo, ca.data(), c_step + c_lo,
+                         c_dur + c_lo, c - c_lo, has_durable + a0, has_steps + a0, done_step + a0, a_completed + a0,
+                         a1 - a0, null, base + a0, head + a0, on + a0, on_lineage + c_lo, bad + n_bad);
     }
     return n_bad;
 }

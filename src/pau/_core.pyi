@@ -199,6 +199,7 @@ def lineage(
     done_step: npt.NDArray[np.int64],
     completed: npt.NDArray[np.bool_],
     null: int,
+    job_att: npt.NDArray[np.int64],  # empty: one job; many: each job's dense attempts (lifecycle_setup's "jobs")
 ) -> tuple[
     npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.int64]
 ]: ...
@@ -225,6 +226,10 @@ def lifecycle_setup(
     s_step: npt.NDArray[np.int64],
     phase_state: npt.NDArray[np.int8],
     st_codes: npt.NDArray[np.int8],
+    # many jobs (empty: one): the job of each row, and of each internal rank and attempt id
+    row_job: npt.NDArray[np.int64],
+    rank_job: npt.NDArray[np.int64],
+    att_job: npt.NDArray[np.int64],
 ) -> dict[str, Any]: ...
 
 # per batch: rank, start, end, kind indices, kind map (dictionary position -> kind code)

@@ -104,16 +104,17 @@ def _cut_step(s, e, me, null):
 
 
 @kernel
-def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ranks,
+def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, m_row,
                base, head, on, pend, null, rank_values, att_cause, states):
     """Check, cut and label step executions, in (rank, start) order.
 
     Per row i (visited through ``order``): its member interval ``[ms, me]`` of
-    (attempt, rank) must contain its start; a missing or late end is cut at ``me``
-    (the step was in flight); steps of one rank must not overlap and step numbers
-    must increase within an attempt. The state is productive (lineage step, done),
-    pending (last attempt still running) or rolled back (charged to the cause of
-    its attempt); ``states`` gives their codes.
+    (attempt, rank), at ``m_row[attempt] + rank`` of ``mstart``/``mend``, must contain
+    its start; a missing or late end is cut at ``me`` (the step was in flight); steps
+    of one rank must not overlap and step numbers must increase within an attempt.
+    The state is productive (lineage step, done), pending (last attempt still
+    running) or rolled back (charged to the cause of its attempt); ``states`` gives
+    their codes.
 
     Returns sorted columns (rank, start, end, state, attempt, step, cause), the token
     sum of productive rows, and an error ``(code, row, other row)``: 0 none, 1 not a
@@ -139,7 +140,7 @@ def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, n_ran
         i = order[j] if order.size else j
         r = rdense[i]
         a = att[i]
-        k = a * n_ranks + r
+        k = m_row[a] + r
         ms = mstart[k]
         me = mend[k]
         s = start[i]
@@ -245,8 +246,8 @@ def expand_ordered(rank, attempt, start, m_ids, m_off, m_ranks, rank_lo, rank_lu
 @kernel
 def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                    order, rank, att, start, end, step, tokens, x_rank, x_copy,
-                   rank_lo, rank_lut, att_lo, att_lut, mstart, mend, n_ranks,
-                   base, head, on, pend, att_cause, states, pres_lo, pres,
+                   rank_lo, rank_lut, att_lo, att_lut, mstart, mend, m_row,
+                   base, head, on, pend, att_cause, states, pres_off, pres,
                    o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, all_ranks, first_member,
                    r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause, acc_rank, acc_ns):
     """Steps checked and labelled (:func:`steps_pass`) and layered in one pass, writing the output columns.
@@ -260,7 +261,8 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     order: rank by rank, every row is visited on that rank when it is a member of
     the row's attempt (others are skipped), without an ``order``, and the tokens
     count on the attempt's ``first_member`` (dense rank). Their dense rank and attempt come from the lookup
-    tables ``rank_lut[rank - rank_lo]`` and ``att_lut[att - att_lo]``, and each is
+    tables ``rank_lut[rank - rank_lo]`` and ``att_lut[att - att_lo]``, its membership
+    interval is at ``m_row[attempt] + rank`` of ``mstart``/``mend``, and each is
     checked, cut and labelled (the rules of :func:`steps_pass`) when the layering
     reaches it, so no step array is written and read back. Background ``b`` and
     overlay ``o`` are disjoint labelled pieces sorted by (rank, start) (from :func:`paint`):
@@ -269,7 +271,8 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     arrays (capacity ``2 * (nb + ns + no) + 1``) and the Arrow validity bitmaps
     ``v_*`` (zeroed; bit set = valid), the ranks with accountable time and their ns
     to ``acc_rank`` and ``acc_ns`` (capacity ``nb``, ``acc_ns`` zeroed). ``pres``
-    (zeroed, or empty to skip) marks the productive step numbers, from ``pres_lo``.
+    (zeroed, or empty to skip) marks the productive step numbers: step ``k`` of dense
+    attempt ``a`` at ``k - pres_off[a]`` (one offset per job keeps jobs apart).
 
     Returns ``(m, nr, acc_rank, acc_ns, tokens, preserved, code, row, other, rank)``:
     output rows, the ranks with accountable time and their ns, the token sum and the
@@ -348,6 +351,7 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
     q_on = False
     q_pend = False
     q_cause = np.int16(-1)
+    q_po = np.int64(0)
     while True:
         # Move the cursor past steps before (r, t); with r = done, past all.
         while c_rank < r or (c_rank == r and c_rank != done and c_end <= t):
@@ -372,9 +376,10 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 q_ra = ra
                 rd = rank_lut[rv - rank_lo]
                 a = att_lut[ra - att_lo]
-                k = a * n_ranks + rd
+                k = m_row[a] + rd
                 ms = mstart[k]
                 me = mend[k]
+                q_po = pres_off[a] if pres.size else np.int64(0)
                 q_b = base[a]
                 q_h = head[a]
                 q_on = on[a] and q_h != null
@@ -425,7 +430,7 @@ def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
                 if not ((x_copy.size and x_copy[j & _POS]) or (by_rank and rd != first_member[a])):
                     tok += tokens[i]
                 if pres.size:
-                    q = sn - pres_lo
+                    q = sn - q_po
                     if pres[q] == 0:
                         pres[q] = 1
                         npres += 1

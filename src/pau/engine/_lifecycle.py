@@ -357,6 +357,158 @@ class _Members:
 
 
 # ---------------------------------------------------------------------------
+# many jobs in one table
+
+
+_PAIR_SHIFT = 32
+_PAIR_BIAS = 1 << 31  # ids are within int32: id + bias is below 2**32
+
+
+@dataclass
+class _Jobs:
+    """A table of many jobs (its ``job`` column): each job is its own lineage. The rest of
+    attribution sees (job, attempt) and (job, rank) pairs as dense internal ids, job-major
+    (so one job's attempts and ranks are contiguous, and the ids of one job keep the order
+    of the table's), and the output maps them back."""
+
+    names: list              # job name per code, sorted; None (last) = the unnamed job (null)
+    row_job: np.ndarray      # job code per row of the caller's table
+    rank_keys: np.ndarray    # the (job, rank) pairs, sorted: internal rank id = position
+    att_keys: np.ndarray     # the (job, attempt) pairs, sorted: internal attempt id = position
+
+    @property
+    def rank_job(self) -> np.ndarray:
+        return self.rank_keys >> _PAIR_SHIFT
+
+    @property
+    def rank_orig(self) -> np.ndarray:
+        return (self.rank_keys & 0xFFFFFFFF) - _PAIR_BIAS
+
+    @property
+    def att_job(self) -> np.ndarray:
+        return self.att_keys >> _PAIR_SHIFT
+
+    @property
+    def att_orig(self) -> np.ndarray:
+        return (self.att_keys & 0xFFFFFFFF) - _PAIR_BIAS
+
+    def ids(self, keys: np.ndarray, job: np.ndarray, values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """The internal ids of the pairs (job, value) where ``keep``; the value elsewhere."""
+        out = np.asarray(values, np.int64).copy()
+        pair = (job[keep].astype(np.int64) << _PAIR_SHIFT) | (out[keep] + _PAIR_BIAS)
+        out[keep] = np.searchsorted(keys, pair)
+        return out
+
+    def column(self, codes: np.ndarray) -> pa.Array:
+        """The ``job`` column of the output: the names of job codes (null: the unnamed job)."""
+        codes = np.asarray(codes, np.int32)
+        named = [n for n in self.names if n is not None]
+        mask = codes >= len(named) if len(named) < len(self.names) else None
+        return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32(), mask=mask), pa.array(named, pa.string()))
+
+    def name(self, code: int) -> str:
+        n = self.names[int(code)]
+        return "the unnamed job (job null)" if n is None else f"job {n!r}"
+
+    def with_job(self, table: pa.Table) -> pa.Table:
+        """A table whose ``rank`` holds internal rank ids, with the table's ``job`` and
+        ``rank`` instead (``job`` before ``rank``)."""
+        i = table.schema.get_field_index("rank")
+        r = np.asarray(table.column("rank").combine_chunks() if table.num_rows else np.empty(0, np.int64), np.int64)
+        table = table.set_column(i, "rank", pa.array(self.rank_orig[r].astype(np.int32), pa.int32()))
+        return table.add_column(i, "job", self.column(self.rank_job[r]))
+
+
+    def events(self, events) -> pa.Table:
+        """In-memory events with ``rank`` as the internal id of their (job, rank) (a pair
+        no lifecycle row names gets an id of its own past them, so it is accountable
+        nowhere) and no ``job`` column. Without a ``job`` column the events are the one
+        job's when the lifecycle has one job; else a SchemaError."""
+        table = as_table(events, "events")
+        if table.schema.get_field_index("job") < 0:
+            if len(self.names) != 1:
+                raise SchemaError("events", "job", "is missing, but the lifecycle holds many jobs",
+                                  "give each event the job of its rank (a job column as in the lifecycle)")
+            codes = np.zeros(table.num_rows, np.int64)
+        else:
+            typ = table.schema.field("job").type
+            values = typ.value_type if pa.types.is_dictionary(typ) else typ
+            if not (pa.types.is_string(values) or pa.types.is_large_string(values)):
+                raise SchemaError("events", "job", f"has type {typ}, not string", "name jobs as the lifecycle does")
+            code_of = {n: k for k, n in enumerate(self.names)}
+            enc = pa.compute.dictionary_encode(table.column("job").cast(pa.string()).combine_chunks())
+            lut = np.array([code_of.get(n, len(self.names)) for n in enc.dictionary.to_pylist()] + [
+                code_of.get(None, len(self.names))], np.int64)
+            codes = lut[enc.indices.fill_null(len(lut) - 1).to_numpy(zero_copy_only=False).astype(np.int64)]
+            table = table.drop_columns(["job"])
+        i = table.schema.get_field_index("rank")
+        if i < 0:
+            return table  # the sweep names the missing column
+        col = table.column(i)
+        if not pa.types.is_integer(col.type):
+            return table  # the sweep names the type
+        raw = col.combine_chunks()
+        rank = raw.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        if rank.size and rank.max() > np.iinfo(np.int32).max:
+            return table  # the sweep names the rank
+        keep = (rank >= 0) & (rank <= np.iinfo(np.int32).max)
+        pair = _pairs(codes[keep], rank[keep])
+        pos = np.minimum(np.searchsorted(self.rank_keys, pair), max(self.rank_keys.size - 1, 0))
+        hit = self.rank_keys[pos] == pair if self.rank_keys.size else np.zeros(pair.size, bool)
+        ids = np.where(hit, pos, 0)
+        if not hit.all():  # pairs of no lifecycle row: ids of their own
+            other, inv = np.unique(pair[~hit], return_inverse=True)
+            ids[~hit] = self.rank_keys.size + inv
+        out = rank.copy()
+        out[keep] = ids
+        mask = np.asarray(raw.is_null()) if raw.null_count else None
+        return table.set_column(i, "rank", pa.array(out.astype(np.int32), pa.int32(), mask=mask))
+
+
+def _job_column(table: pa.Table) -> tuple:
+    """The ``job`` column as codes into sorted names (null, the unnamed job, last):
+    ``(code per row, names)``; a column of another type is a SchemaError."""
+    col = table.column("job")
+    typ = col.type
+    values = typ.value_type if pa.types.is_dictionary(typ) else typ
+    if not (pa.types.is_string(values) or pa.types.is_large_string(values)):
+        raise SchemaError("lifecycle", "job", f"has type {typ}, not string",
+                          "name each job with a string (null: one unnamed job), or leave the column out")
+    arr = col.cast(pa.string()).combine_chunks() if col.num_chunks != 1 or typ != pa.string() else col.chunk(0)
+    enc = pa.compute.dictionary_encode(arr)
+    found = enc.dictionary.to_pylist()
+    order = sorted(range(len(found)), key=found.__getitem__)
+    remap = np.empty(len(found) + 1, np.int64)
+    remap[order] = np.arange(len(found))
+    remap[len(found)] = len(found)
+    idx = enc.indices.fill_null(len(found)).to_numpy(zero_copy_only=False).astype(np.int64)
+    names = [found[k] for k in order] + ([None] if enc.indices.null_count else [])
+    return remap[idx], names
+
+
+def _pairs(job: np.ndarray, values: np.ndarray) -> np.ndarray:
+    return (job.astype(np.int64) << _PAIR_SHIFT) | (np.asarray(values, np.int64) + _PAIR_BIAS)
+
+
+def _by_job(x: _Rows, st: _Steps, row_job: np.ndarray, names: list) -> tuple:
+    """The rows with their attempts and ranks as internal ids of (job, id) pairs (rank
+    -1 and missing attempts stay), and the :class:`_Jobs` that maps them back."""
+    xj = row_job[x.row]
+    sj = row_job[np.asarray(st.row, np.int64)] if len(st) else np.empty(0, np.int64)
+    s_rank, s_att = np.asarray(st.rank, np.int64), np.asarray(st.attempt, np.int64)
+    xr, sr = x.rank >= 0, s_rank >= 0
+    xa, sa = x.attempt != NULL, s_att != NULL
+    rank_keys = np.unique(np.concatenate([_pairs(xj[xr], x.rank[xr]), _pairs(sj[sr], s_rank[sr])]))
+    att_keys = np.unique(np.concatenate([_pairs(xj[xa], x.attempt[xa]), _pairs(sj[sa], s_att[sa])]))
+    jobs = _Jobs(names, row_job, rank_keys, att_keys)
+    x = _Rows(x.row, x.rec, jobs.ids(att_keys, xj, x.attempt, xa), jobs.ids(rank_keys, xj, x.rank, xr), x.start,
+              x.end, x.step, x.block_end, x.durable, x.ok, x.kind, x.tokens)
+    st = _Steps(st.row, jobs.ids(att_keys, sj, s_att, sa), jobs.ids(rank_keys, sj, s_rank, sr), st.start, st.end,
+                st.step, st.tokens)
+    return x, st, jobs
+
+
+# ---------------------------------------------------------------------------
 # attribution
 
 
@@ -394,6 +546,15 @@ class Attribution:
     accountable: pa.Table      # rank, accountable_ns
     quarantine: pa.Table | None = None
     pieces: list | None = None  # the intervals' (rank, start, end, state) as numpy arrays, per batch
+    # many jobs (a job column): the ids' map (pieces keep its internal rank ids; every table
+    # has the table's ranks and a job column), the job of each lineage checkpoint and attempt
+    jobs: "_Jobs | None" = None
+    acc_ranks: np.ndarray | None = None  # the ranks of ``accountable`` as the pieces have them
+    # as_of minus the earliest accountable instant of any rank (one job: wall_ns; many
+    # jobs: wall_ns sums the jobs', this is the longest any rank's accountable time can be)
+    span_ns: int = 0
+    lineage_ckpt_jobs: np.ndarray | None = None
+    attempt_jobs: np.ndarray | None = None
 
     @property
     def intervals(self) -> pa.Table:
@@ -422,6 +583,11 @@ class Attribution:
     def step_state(self) -> np.ndarray:
         """Index in STATES."""
         return self.steps.get()[3]
+
+    @property
+    def step_job(self) -> np.ndarray | None:
+        """Many jobs: the job code of each step execution (index in ``jobs.names``)."""
+        return None if self.jobs is None else self.steps.get()[4]
 
 
 @dataclass
@@ -556,6 +722,12 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     if table.schema.get_field_index("start_ns") < 0:
         _column(table, "start_ns", "lifecycle")  # raises: the column is missing
     table = _native_layout(table)
+    job_col = None
+    if table.schema.get_field_index("job") >= 0:
+        if ranks is not None:
+            raise PauError("lifecycle: ranks name the ranks of one job; a table of many jobs (a job column) "
+                           "takes none")
+        job_col = _job_column(table)
     native = _native_rows(table)
     if native is None:  # pragma: no cover - _native_layout leaves nothing the reader declines
         raise RuntimeError("pau: the native lifecycle reader declined a table in its own layout; "
@@ -601,6 +773,10 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         if sc.bad:
             st = st.take(np.flatnonzero(~s_bad))
         sc = _scan(st, x, cut)
+    jobs = None
+    if job_col is not None:  # each job its own lineage: attempts and ranks as (job, id) pairs
+        x, st, jobs = _by_job(x, st, *job_col)
+        sc = _scan(st, x, cut)
     as_of = _as_of(x, sc, as_of)
     if (x.start > as_of).any():
         x = x.take(np.flatnonzero(x.start <= as_of))
@@ -615,7 +791,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
             x = replace(x, ok=x.ok & ~never)
     while True:
         strict: list = []
-        res = _attribute(x, st, sc, as_of, ranks, strict, threads)
+        res = _attribute(x, st, sc, as_of, ranks, strict, threads, jobs)
         if not strict:
             break
         if on_invalid != "quarantine":
@@ -627,7 +803,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         x = x.take(np.flatnonzero(~np.isin(x.row, drop)))
         st = st.take(np.flatnonzero(~np.isin(st.row, drop)))
         sc = _scan(st, x, cut)
-    if res.wall_ns > NULL_MAX:  # accountable time lies in [its earliest start, as_of]: below, no rank overflows
+    if res.span_ns > NULL_MAX:  # accountable time lies in [its earliest start, as_of]: below, no rank overflows
         _check_spans(res)
     res.quarantine = _quarantine_table(table, quarantine) if on_invalid == "quarantine" else None
     return res
@@ -642,14 +818,22 @@ def _check_spans(res: Attribution) -> None:
     rank = np.concatenate([p[0] for p in res.pieces]).astype(np.int64)
     start = np.concatenate([p[1] for p in res.pieces])
     end = np.concatenate([p[2] for p in res.pieces])
-    for r in np.unique(rank).tolist():
-        sel = rank == r
-        lo, hi = int(start[sel].min()), int(end[sel].max())
-        if hi - lo > NULL_MAX:
+    ranks, inv = np.unique(rank, return_inverse=True)
+    lo = np.full(ranks.size, NULL_MAX, np.int64)
+    hi = np.full(ranks.size, -NULL_MAX - 1, np.int64)
+    np.minimum.at(lo, inv, start)
+    np.maximum.at(hi, inv, end)
+    # hi - lo in Python ints (it may not fit int64): only the ranks that could overflow are looked at
+    for i in np.flatnonzero((hi > 0) & (lo < 0)).tolist():
+        if int(hi[i]) - int(lo[i]) > NULL_MAX:
+            r = int(ranks[i])
+            jobs = res.jobs
+            where = "" if jobs is None else f" of {jobs.name(jobs.rank_job[r])}"
+            r = r if jobs is None else int(jobs.rank_orig[r])
             raise SpanOverflowError(
-                "lifecycle", r, lo, hi, measure="from its first accountable instant to its last",
-                fix=f"correct the times of the records of rank {r} (a time far from the others is often a unit "
-                "or sign error), or pass as_of to end the ledger earlier")
+                "lifecycle", r, int(lo[i]), int(hi[i]), measure="from its first accountable instant to its last",
+                fix=f"correct the times of the records of rank {r}{where} (a time far from the others is often a "
+                "unit or sign error), or pass as_of to end the ledger earlier")
 
 
 _STEP_ERRORS = {
@@ -734,12 +918,16 @@ class _Setup:
     att_lo: int                # the steps' dense attempts: att_lut[att_src - att_lo]
     att_lut: np.ndarray
     att_src: np.ndarray
-    m_start: np.ndarray        # membership interval per (dense attempt, dense rank)
+    m_start: np.ndarray        # membership interval of (dense attempt a, dense rank r) at m_row[a] + r
     m_end: np.ndarray
+    m_row: np.ndarray
     b_cols: tuple              # painted background: rank, start, end, state, attempt, step
     o_cols: tuple              # painted overlay, the same columns
     acc_min: int | None        # the earliest accountable start
     lineage_ckpts: np.ndarray  # steps of durable checkpoints on the lineage, sorted
+    job_att: np.ndarray        # job j's dense attempts: job_att[j] .. job_att[j + 1]
+    wall: int                  # as_of minus the earliest accountable start, summed over jobs
+    lineage_ckpt_jobs: np.ndarray | None = None  # many jobs: the job of each of lineage_ckpts
 
 
 _PHASE_STATE = np.array([S.get(k, -1) for k in PHASE_KINDS], np.int8)
@@ -773,7 +961,8 @@ def _step_attempts(st: _Steps, sc: _Scan):
     return ids, count, max_step, max_end
 
 
-def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list) -> _Setup | None:
+def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, jobs: _Jobs | None = None
+           ) -> _Setup | None:
     """What the pass needs besides the step rows: the native set-up
     (``_core.lifecycle_setup``: attempts, membership, checkpoints, the painted layers)
     and the lineage rule (`_core.lineage`); None after appending to `strict`
@@ -791,26 +980,32 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list) -> 
     step_ranks = _present(np.asarray(st.rank, np.int64)) if sc.rank_over else np.flatnonzero(sc.rank_seen)
     known = step_ranks.tolist() + (sorted({int(r) for r in ranks}) if ranks is not None else [])
     sa_ids, sa_count, sa_max_step, sa_max_end = _step_attempts(st, sc)
+    by_job = (_NO_JOBS,) * 3 if jobs is None or not len(x) else (jobs.row_job[x.row], jobs.rank_job, jobs.att_job)
     P = _core.lifecycle_setup(x.rec, x.attempt, x.rank, x.start, x.end, x.step, x.block_end, x.durable, x.ok, kcode,
                               len(fail_names), as_of, known, sa_ids.tolist(), sa_count, sa_max_step, sa_max_end,
-                              st.attempt, st.end, st.step, _PHASE_STATE, _ST_CODES)
+                              st.attempt, st.end, st.step, _PHASE_STATE, _ST_CODES, *by_job)
     status = int(P["status"])
-    if status == E_STEP_NO_ATTEMPT:  # the set-up says a step's attempt is unknown; the first such step
-        j = int(np.flatnonzero(~np.isin(np.asarray(st.attempt, np.int64), x.attempt[x.rec == _ATT]))[0])
-        strict.extend(_relational_errors(status, (np.array([j], np.int64),) + (np.empty(0, np.int64),) * 3, x, st))
-        return None
     if status:
-        strict.extend(_relational_errors(status, P["errors"], x, st))
+        codes = P["error_codes"] if by_job[0].size else np.full(max(P["errors"][0].size, 1), status)
+        for code in sorted(set(codes.tolist())):
+            if code == E_STEP_NO_ATTEMPT:  # a step's attempt is unknown; the first such step
+                j = int(np.flatnonzero(~np.isin(np.asarray(st.attempt, np.int64), x.attempt[x.rec == _ATT]))[0])
+                err = (np.array([j], np.int64),) + (np.empty(0, np.int64),) * 3
+            else:
+                err = tuple(e[codes == code] for e in P["errors"]) if by_job[0].size else P["errors"]
+            strict.extend(_relational_errors(code, err, x, st, jobs))
         return None
     ids, a_start, a_end, running, cause_code, completed = P["attempts"]
     c_att, c_step, c_dur, c_ok = P["checkpoints"]
     nA = ids.size
     # the lineage rule, from the ok restores in start order and the checkpoints
     r_row, r_att, r_step, r_start = P["restores"]
+    job_att, job_acc_min = P["jobs"]
     base, head, on, on_lineage, bad = _core.lineage(r_row, r_att, r_step, r_start, c_att, c_step, c_dur,
-                                                    P["has_durable"], P["has_steps"], P["done_step"], completed, NULL)
+                                                    P["has_durable"], P["has_steps"], P["done_step"], completed, NULL,
+                                                    job_att if by_job[0].size else _NO_JOBS)
     if bad.size:
-        strict.extend(_relational_errors(E_RESTORE, (bad,) + (np.empty(0, np.int64),) * 3, x, st))
+        strict.extend(_relational_errors(E_RESTORE, (bad,) + (np.empty(0, np.int64),) * 3, x, st, jobs))
         return None
     names_ = fail_names + list(_CAUSE_TAIL)
     cause = np.array([names_[c] if c >= 0 else None for c in cause_code.tolist()], dtype=object)
@@ -824,7 +1019,13 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list) -> 
     g = P["overlay_ckpt"]
     if g.size and on_lineage.any():
         ov_state[(g >= 0) & on_lineage[np.maximum(g, 0)]] = S["checkpoint"]
-    lineage_ckpts = np.sort(c_step[on_lineage])
+    ckpt_jobs = None
+    if jobs is None:
+        lineage_ckpts = np.sort(c_step[on_lineage])
+    else:  # by job, then step
+        c_job = jobs.att_job[ids[c_att[on_lineage]]] if nA else np.empty(0, np.int64)
+        order = np.lexsort((c_step[on_lineage], c_job))
+        lineage_ckpts, ckpt_jobs = c_step[on_lineage][order], c_job[order]
     rank_values, r_lo, rank_lut, m_start, m_end, dense = P["ranks"]
     # The steps' dense attempts (in A's start order) and ranks, by lookup tables the
     # pass indexes directly, or (ids or ranks spread wide) positions found here.
@@ -834,14 +1035,21 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list) -> 
         att_lo, att_lut, att_src = 0, np.arange(nA, dtype=np.int64), A.dense(np.asarray(st.attempt, np.int64))
     rank_src = _dense_lut(st.rank, rank_values) if dense else st.rank
     acc_min = int(P["acc_min"])
+    # the wall time of the failures' MTBF: from each job's first accountable instant to as_of
+    wall = sum(as_of - int(t) for t in job_acc_min.tolist() if t != NULL_MAX)
     return _Setup(A, C, L, _Members(*P["members"]), rank_values, bool(dense), int(r_lo), rank_lut, rank_src, att_lo,
-                  att_lut, att_src, m_start, m_end, P["background"], (ov_rank, ov_start, ov_end, ov_state, ov_att, ov_step),
-                  None if acc_min == NULL_MAX else acc_min, lineage_ckpts)
+                  att_lut, att_src, m_start, m_end, P["m_row"], P["background"],
+                  (ov_rank, ov_start, ov_end, ov_state, ov_att, ov_step), None if acc_min == NULL_MAX else acc_min,
+                  lineage_ckpts, job_att, wall, ckpt_jobs)
 
 
-def _relational_errors(code: int, err: tuple, x: _Rows, st: _Steps) -> list:
+def _relational_errors(code: int, err: tuple, x: _Rows, st: _Steps, jobs: _Jobs | None = None) -> list:
     """The relational problems the set-up reported (``code``: its status; ``err``: its
-    rows, ranks, member starts and ends), as ``(row, column, reason, fix)``."""
+    rows, ranks, member starts and ends), as ``(row, column, reason, fix)``; with many
+    jobs the ids are the table's and the reason names the job."""
+    if jobs is not None:  # internal ids back to the table's, the job named first
+        out = _relational_errors(code, _tabled(code, err, jobs), _tabled_rows(x, jobs), _tabled_steps(st, jobs))
+        return [(row, col, f"{jobs.name(jobs.row_job[row])}: {why}", fix) for row, col, why, fix in out]
     e_row, e_rank, e_ms, e_me = (a.tolist() for a in err)
     if code == E_STEP_NO_ATTEMPT:
         j = e_row[0]
@@ -882,20 +1090,47 @@ def _relational_errors(code: int, err: tuple, x: _Rows, st: _Steps) -> list:
     return out
 
 
+def _tabled(code: int, err: tuple, jobs: _Jobs) -> tuple:
+    """A set-up error's ranks (and, for overlapping attempts, the earlier attempt) as the table's."""
+    e_row, e_rank, e_ms, e_me = (np.asarray(a, np.int64) for a in err)
+    known = e_rank != NULL if code != E_STEP_NO_ATTEMPT else np.zeros(e_rank.size, bool)
+    e_rank = np.where(known, jobs.rank_orig[np.where(known, e_rank, 0)], e_rank) if e_rank.size else e_rank
+    if code == E_ATTEMPT_OVERLAP and e_ms.size:
+        e_ms = jobs.att_orig[e_ms]
+    return e_row, e_rank, e_ms, e_me
+
+
+def _tabled_rows(x: _Rows, jobs: _Jobs) -> _Rows:
+    att = x.attempt.copy()
+    att[att != NULL] = jobs.att_orig[att[att != NULL]]
+    rank = x.rank.copy()
+    rank[rank >= 0] = jobs.rank_orig[rank[rank >= 0]]
+    return _Rows(x.row, x.rec, att, rank, x.start, x.end, x.step, x.block_end, x.durable, x.ok, x.kind, x.tokens)
+
+
+def _tabled_steps(st: _Steps, jobs: _Jobs) -> _Steps:
+    att = np.asarray(st.attempt, np.int64).copy()
+    att[att != NULL] = jobs.att_orig[att[att != NULL]]
+    return _Steps(st.row, att, st.rank, st.start, st.end, st.step, st.tokens)
+
+
+_NO_JOBS = np.empty(0, np.int64)
 _ATT_CODE = {k: i for i, k in enumerate(ATTEMPT_KINDS)}
 _PHASE_CODE = {k: i for i, k in enumerate(PHASE_KINDS)}
 _NO_RANKS = np.empty(0, np.int64)
 _NO_COPY = np.empty(0, bool)
 
 
-def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, threads=1):
+def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, threads=1,
+               jobs: _Jobs | None = None):
     """One pass of attribution; returns None after appending to `strict` when a
-    relational problem (a row that contradicts others) is found."""
-    P = _setup(x, st, sc, as_of, ranks, strict)
+    relational problem (a row that contradicts others) is found. With ``jobs``, attempts
+    and ranks are internal ids (see :class:`_Jobs`), mapped back in the output."""
+    P = _setup(x, st, sc, as_of, ranks, strict) if jobs is None else _setup(x, st, sc, as_of, ranks, strict, jobs)
     if P is None:
         return None
     A, C, L, members, rank_values, dense = P.A, P.C, P.L, P.members, P.rank_values, P.dense
-    r_lo, rank_lut, rank_src, m_start, m_end = P.r_lo, P.rank_lut, P.rank_src, P.m_start, P.m_end
+    r_lo, rank_lut, rank_src, m_start, m_end, m_row = P.r_lo, P.rank_lut, P.rank_src, P.m_start, P.m_end, P.m_row
     att_lo, att_lut, att_src = P.att_lo, P.att_lut, P.att_src
     nA, nR = A.ids.size, max(rank_values.size, 1)
 
@@ -903,8 +1138,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         return att_lut[np.asarray(att_src, np.int64) - att_lo] if len(st) else np.empty(0, np.int64)
 
     pend = np.zeros(nA, bool)
-    if nA:
-        pend[L.last] = A.running[L.last]
+    lasts = P.job_att[1:][np.diff(P.job_att) > 0] - 1  # each job's last attempt
+    pend[lasts] = A.running[lasts]
     # Visits of the step rows in (rank, start) order; a row of rank -1 is visited
     # once per member rank of its attempt (x_rank: the rank of each visit). When
     # every row has rank -1 and they come in start order, the pass makes the visits
@@ -928,7 +1163,9 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
     # One thread by rank, or the visit list split over threads: on BY_RANK_MAX_CORES
     # cores or fewer the first is faster at any size, unless threads are asked for.
     parts = thread_count(threads, nR * len(st), PARALLEL_MIN_VISITS)
-    by_rank = (len(st) > 0 and sc.neg_rank == len(st) and sc.ordered and not dense
+    # (not with many jobs: by rank, the pass looks every row up on every rank, and the
+    # membership of an attempt on another job's rank is in no job's block)
+    by_rank = (len(st) > 0 and sc.neg_rank == len(st) and sc.ordered and not dense and jobs is None
                and (parts == 1 or (threads is None and parts <= BY_RANK_MAX_CORES)))
     all_ranks, first_member = _NO_RANKS, _NO_RANKS
     if by_rank:
@@ -945,13 +1182,25 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
 
     # Distinct productive step numbers, counted by the kernel in a byte map over the
     # range lineage steps can take (base, head] (a numpy pass when that is huge).
+    # Jobs apart: job j's steps from its lowest lineage step lo_j at offset off_j, so
+    # step k of attempt a is at k - pres_off[a], pres_off[a] = lo_j - off_j.
     heads = np.flatnonzero(L.on & (L.head != NULL))
-    pres_lo, pres = 0, np.zeros(0, np.uint8)
+    pres_off, pres = np.zeros(nA, np.int64), np.zeros(0, np.uint8)
     if heads.size and len(st):
         lows = np.where(L.base[heads] == NULL, sc.step_min, L.base[heads] + 1)
-        pres_lo, hi = int(lows.min()), int(L.head[heads].max())
-        if 0 <= hi - pres_lo < 1 << 26:
-            pres = np.zeros(hi - pres_lo + 1, np.uint8)
+        a_job = np.repeat(np.arange(P.job_att.size - 1), np.diff(P.job_att))
+        h_job = a_job[heads]
+        lo_j = np.full(P.job_att.size - 1, NULL_MAX, np.int64)
+        hi_j = np.full(P.job_att.size - 1, NULL, np.int64)
+        np.minimum.at(lo_j, h_job, lows)
+        np.maximum.at(hi_j, h_job, L.head[heads])
+        has = lo_j <= hi_j
+        if (hi_j[has] - lo_j[has] < 1 << 26).all():
+            size = np.where(has, hi_j - lo_j + 1, 0)
+            if int(size.sum()) < 1 << 26:
+                off_j = np.cumsum(size) - size
+                pres_off = np.where(has, lo_j - off_j, 0)[a_job]
+                pres = np.zeros(int(size.sum()), np.uint8)
         count_pres = pres.size > 0
     else:
         count_pres = True  # nothing can be productive
@@ -970,7 +1219,7 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
 
     ranges = _rank_ranges(1 if by_rank else thread_count(threads, ns, PARALLEL_MIN_VISITS), ns, b_cols[0], o_cols[0],
                           visit_rank)
-    att_ids32 = A.ids.astype(np.int32)
+    att_ids32 = (A.ids if jobs is None else jobs.att_orig[A.ids]).astype(np.int32)
 
     def run(part):
         (b_lo, b_hi), (o_lo, o_hi), (v_lo, v_hi) = part
@@ -985,8 +1234,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             visits, rows, shift = (order, x_rank, x_copy), tuple(c[v_lo:v_hi] for c in step_cols), v_lo
         res = _kernels.attribute_pass(
             *(c[b_lo:b_hi] for c in b_cols), visits[0], *rows, visits[1], visits[2],
-            r_lo, rank_lut, att_lo, att_lut, m_start, m_end, nR,
-            L.base, L.head, L.on, pend, att_cause, s_states, pres_lo, marks,
+            r_lo, rank_lut, att_lo, att_lut, m_start, m_end, m_row,
+            L.base, L.head, L.on, pend, att_cause, s_states, pres_off, marks,
             *(c[o_lo:o_hi] for c in o_cols), att_ids32, NULL, all_ranks, first_member, *out, *valid,
             np.empty(b_hi - b_lo, np.int32), np.zeros(b_hi - b_lo, np.int64))
         return res, out, valid, marks, shift
@@ -1002,10 +1251,14 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             bad_rank = rank_values[bad_rank]
         r_i = int(_dense_lut(np.array([bad_rank], np.int64), rank_values)[0])
         col, why, fix = _STEP_ERRORS[int(code)]
-        strict.append((st.row[i], col, why.format(
-            r=int(bad_rank), a=int(A.ids[a_i]), s=st.start[i], ms=m_start[a_i * nR + r_i],
-            me=m_end[a_i * nR + r_i], k=st.step[i], k2=st.step[i2] if i2 >= 0 else None,
-            row2=st.row[i2] if i2 >= 0 else None), fix))
+        why = why.format(
+            r=int(bad_rank if jobs is None else jobs.rank_orig[bad_rank]),
+            a=int(A.ids[a_i] if jobs is None else jobs.att_orig[A.ids[a_i]]), s=st.start[i],
+            ms=m_start[m_row[a_i] + r_i], me=m_end[m_row[a_i] + r_i], k=st.step[i],
+            k2=st.step[i2] if i2 >= 0 else None, row2=st.row[i2] if i2 >= 0 else None)
+        if jobs is not None:
+            why = f"{jobs.name(jobs.att_job[A.ids[a_i]])}: {why}"
+        strict.append((st.row[i], col, why, fix))
         return None
     pieces = []
     for (m, *_), out, _, _, _ in results:
@@ -1027,7 +1280,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
                 _bits(step, valid[1], _INT64),
                 pa.DictionaryArray.from_arrays(_bits(cause, valid[2], _INT16), causes, safe=False),
             ], names=_INTERVAL_COLUMNS))
-        return pa.Table.from_batches(batches)
+        out = pa.Table.from_batches(batches)
+        return out if jobs is None else jobs.with_job(out)
 
     ur = np.concatenate([r[0][2] for r in results])
     acc_ns = np.concatenate([r[0][3] for r in results])
@@ -1051,17 +1305,22 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
             visits = walk
             s_rd = _core.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut) if len(st) else sa
             cols = (sa, st.start, st.end, st.step, st.tokens)
-        res = _kernels.steps_pass(visits, s_rd, *cols, m_start, m_end, nR, L.base, L.head, L.on, pend, NULL,
+        res = _kernels.steps_pass(visits, s_rd, *cols, m_start, m_end, m_row, L.base, L.head, L.on, pend, NULL,
                                   rank_values.astype(np.int32), att_cause, s_states)
+        if jobs is not None:  # and the job of each
+            return res[5], res[1], res[2], res[3], jobs.rank_job[res[0]]
         return res[5], res[1], res[2], res[3]
 
     steps = _StepLabels(labels)
     if count_pres:
         preserved_steps = int(n_pres)
     else:
-        s_step, _, _, s_state = steps.get()
+        s_step, _, _, s_state, *s_job = steps.get()
         prod = s_state == S["productive"]
-        preserved_steps = int(_present(s_step[prod] - s_step[prod].min()).size) if prod.any() else 0
+        if s_job:  # distinct per job
+            preserved_steps = int(np.unique(np.stack([s_job[0][prod], s_step[prod]]), axis=1).shape[1])
+        else:
+            preserved_steps = int(_present(s_step[prod] - s_step[prod].min()).size) if prod.any() else 0
 
     fail_ids = {f[0] for f in A.failures}
     failures_all = list(A.failures) + [
@@ -1069,9 +1328,17 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         if not A.running[a] and A.cause[a] in ("failed", "preempted") and int(A.ids[a]) not in fail_ids]
     accountable = pa.Table.from_arrays([pa.array(np.asarray(ur, np.int32)), pa.array(np.asarray(acc_ns, np.int64))],
                                        names=["rank", "accountable_ns"])
-    wall = int(as_of) - int(P.acc_min) if P.acc_min is not None else 0  # Python ints: may exceed int64
+    if jobs is not None:  # the table's ids, the job beside each rank
+        orig = jobs.att_orig
+        failures_all = [(int(orig[a]), t, k) for a, t, k in failures_all]
+        A = _Attempts(orig[A.ids], A.start, A.end, A.running, A.cause,
+                      [(int(orig[a]), t, k) for a, t, k in A.failures], A.completed)
+        accountable = jobs.with_job(accountable)
     return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
-                       failures_all, wall, preserved_steps, int(tokens), accountable, pieces=pieces)
+                       failures_all, P.wall, preserved_steps, int(tokens), accountable, pieces=pieces, jobs=jobs,
+                       lineage_ckpt_jobs=P.lineage_ckpt_jobs,
+                       attempt_jobs=None if jobs is None else jobs.att_job[P.A.ids], acc_ranks=np.asarray(ur),
+                       span_ns=int(as_of) - int(P.acc_min) if P.acc_min is not None else 0)
 
 
 def _lowest_member(members: _Members, ids: np.ndarray, rank_lut: np.ndarray, r_lo: int) -> np.ndarray:

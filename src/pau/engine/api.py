@@ -297,7 +297,9 @@ def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "ra
     ----------
     lifecycle : table-like
         Columns ``record, start_ns`` and any of ``attempt, rank, end_ns, step,
-        block_end_ns, durable_ns, ok, kind, tokens`` (missing columns are null).
+        block_end_ns, durable_ns, ok, kind, tokens`` (missing columns are null), and
+        ``job`` (string; null = one unnamed job) for a table of many jobs: each job is
+        its own lineage, its ranks its own accelerators (docs/lifecycle.md).
     as_of : int, optional
         The instant (ns) the ledger is computed as of: later records and time are
         ignored, open attempts are running. Default: the latest instant in the table.
@@ -314,7 +316,9 @@ def attribute(lifecycle: Any, *, as_of: int | None = None, on_invalid: str = "ra
     pyarrow.Table
         ``rank, start_ns, end_ns, state, attempt, step, cause``: disjoint intervals,
         sorted by rank and time, covering each rank's accountable time exactly.
-        ``cause`` is the failure a ``rolled_back`` interval is charged to.
+        ``cause`` is the failure a ``rolled_back`` interval is charged to. With a
+        ``job`` column, ``job`` comes first (sorted by job, rank and time), and each
+        job's rows are what that job's rows alone give.
     """
     check_on_invalid(on_invalid)
     att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid, threads=threads)
@@ -344,7 +348,9 @@ def ledger(
     lifecycle : table-like, optional
         The lifecycle table (see :func:`attribute`). The state intervals become the
         windows of the native sweep, so each state gets the exact activity time
-        inside it; events outside every accountable interval are not counted.
+        inside it; events outside every accountable interval are not counted. With a
+        ``job`` column (many jobs), in-memory events with a ``job`` column join by
+        (job, rank), and every table of the ledger has ``job`` before ``rank``.
     as_of : int, optional
         See :func:`attribute`.
     windows : table-like or int, optional
@@ -398,11 +404,18 @@ def ledger(
     # with windows guessed from the lifecycle (pau.engine._crossing); when the guess does
     # not resolve the states, the exact way below runs instead.
     started = None
-    if events is not None and on_invalid == "raise" and in_memory(events):
+    lifecycle = as_table(lifecycle, "lifecycle")
+    jobs = lifecycle.schema.get_field_index("job") >= 0  # many jobs: the events join by (job, rank)
+    if jobs and events is not None and not in_memory(events):
+        raise PauError("ledger: a lifecycle of many jobs (a job column) takes in-memory events (a table "
+                       "with a job column); read the events first, or give one job's lifecycle")
+    if events is not None and on_invalid == "raise" and in_memory(events) and not jobs:
         started = _crossing.start(events, lifecycle, as_of, priority if priority is not None else rules)
     # While the helpers sweep, the attribution's pass keeps to this thread: more
     # threads would take cores from the sweep and cost the visit order on top.
     att = attribute_rows(lifecycle, as_of=as_of, on_invalid=on_invalid, threads=None if started is None else 1)
+    if jobs:  # the ranks of the ledger are the attribution's (job, rank) ids until the end
+        return _ledger_of_jobs(events, att, act_of_mask, on_invalid, progress)
     if events is None:
         iv = att.intervals
         i_start, i_end = np.asarray(iv["start_ns"]), np.asarray(iv["end_ns"])
@@ -410,13 +423,46 @@ def ledger(
         table = tidy(np.asarray(iv["rank"]), i_state, np.full(i_start.size, UNKNOWN_ACTIVITY), i_end - i_start)
         return Ledger(table, att.accountable, attribution=att, lifecycle_quarantine=att.quarantine,
                       has_events=False)
+    return _ledger_of(events, att, started, act_of_mask, on_invalid, progress)
+
+
+def _ledger_of_jobs(events, att, act_of_mask, on_invalid, progress) -> Ledger:
+    """The ledger of a lifecycle of many jobs: the events' ranks as the attribution's
+    (job, rank) ids, the ledger as of one job, then a ``job`` column beside ``rank``."""
+    jobs = att.jobs
+    if events is None:
+        cols = _state_pieces(att)
+        table = tidy(cols[0], cols[3], np.full(cols[0].size, UNKNOWN_ACTIVITY), cols[2] - cols[1])
+        return Ledger(jobs.with_job(table), att.accountable, attribution=att, lifecycle_quarantine=att.quarantine,
+                      has_events=False)
+    events = as_table(events, "events")
+    led = _ledger_of(jobs.events(events), att, None, act_of_mask, on_invalid, progress)
+    led.table = jobs.with_job(led.table).replace_schema_metadata(led.table.schema.metadata)
+    if led.quarantine is not None and led.quarantine.num_rows:  # the events' own ranks and jobs
+        q, rows = led.quarantine, led.quarantine["row"]
+        q = q.set_column(q.schema.get_field_index("rank"), "rank", events["rank"].take(rows))
+        if events.schema.get_field_index("job") >= 0:
+            q = q.add_column(q.schema.get_field_index("rank"), "job", events["job"].take(rows))
+        led.quarantine = q
+    return led
+
+
+def _state_pieces(att) -> tuple:
+    """The state intervals' (rank, start, end, state) as the pass wrote them (ranks as
+    the attribution has them), in one piece."""
+    pieces = att.pieces
+    assert pieces is not None  # attribute_rows always sets them
+    return pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
+
+
+def _ledger_of(events, att, started, act_of_mask, on_invalid, progress) -> Ledger:
+    """The ledger of events and an attribution: the early sweep's cells (``started``)
+    when they resolve the states, else the exact way."""
     # The state intervals in batches of whole ranks (the pass's own arrays, joined
     # when there are several); their ranks are the accountable ones.
     n_act = len(ACTIVITIES) + 1
-    ranks = np.asarray(att.accountable["rank"])
-    pieces = att.pieces
-    assert pieces is not None  # attribute_rows always sets them
-    cols = pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
+    ranks = np.asarray(att.accountable["rank"]) if att.acc_ranks is None else att.acc_ranks
+    cols = _state_pieces(att)
     if started is not None:
         cells = _crossing.finish(started, cols, ranks, act_of_mask, IDLE, len(STATES), n_act)
         if cells is not None:

@@ -40,7 +40,8 @@ class Ledger:
         Lifecycle rows set aside with ``on_invalid="quarantine"``.
 
     Without a lifecycle ``state`` is ``unattributed``; without events ``activity`` is
-    ``unknown``.
+    ``unknown``. A lifecycle of many jobs (a ``job`` column) puts ``job`` before ``rank``
+    in every table: a rank is an accelerator of its job.
     """
 
     def __init__(self, table: pa.Table, accountable: pa.Table, *, attribution=None,
@@ -94,7 +95,18 @@ class Ledger:
 
     def rank_activity(self) -> list[RankActivity]:
         """Per rank, in rank order: its accountable span and ns per activity (every
-        activity that occurs on it), exact. The per-rank table of ``pau report``."""
+        activity that occurs on it), exact. The per-rank table of ``pau report``. With
+        many jobs, per (job, rank) in that order, each entry with its ``job``."""
+        if "job" in self.table.column_names:
+            per_job: dict[tuple, dict[str, int]] = {}
+            for (job, rank, activity), v in exact_sums(self.table, ["job", "rank", "activity"],
+                                                       "duration_ns").items():
+                if v:
+                    acts = per_job.setdefault((job, int(rank)), {})
+                    acts[activity] = acts.get(activity, 0) + v
+            keys = sorted(per_job, key=lambda k: (k[0] is None, k[0] or "", k[1]))
+            return [{"job": j, "rank": r, "span_ns": sum(per_job[(j, r)].values()), "activity_ns": per_job[(j, r)]}
+                    for j, r in keys]
         per: dict[int, dict[str, int]] = {}
         for (rank, activity), v in exact_sums(self.table, ["rank", "activity"], "duration_ns").items():
             if v:
@@ -122,25 +134,42 @@ class Ledger:
         the lineage, with the steps they hold and the productive time of those steps.
 
         Cycle ``k`` holds the lineage steps in ``(checkpoint[k-1], checkpoint[k]]``
-        (the first from the start of the lineage).
+        (the first from the start of the lineage). With many jobs, each job's cycles
+        under a first column ``job``, jobs in the order of the ledger's.
         """
+        if self._att is not None and self._att.jobs is not None:
+            return self._job_cycles()
         empty = pa.table({"cycle": pa.array([], pa.int64()), "from_step": pa.array([], pa.int64()),
                           "to_step": pa.array([], pa.int64()), "steps": pa.array([], pa.int64()),
                           "productive_ns": pa.array([], pa.int64())})
         if self._att is None or self._att.lineage_ckpt_steps.size == 0:
             return empty
         att = self._att
-        marks = np.unique(att.lineage_ckpt_steps)
         prod = att.step_state == STATES.index("productive")
-        steps = att.step_num[prod]
-        dur = att.step_end[prod] - att.step_start[prod]
-        lo = np.concatenate([[np.iinfo(np.int64).min], marks[:-1]])
-        rows = []
-        for k, (a, b) in enumerate(zip(lo, marks)):
-            sel = (steps > a) & (steps <= b)
-            rows.append((k, None if k == 0 else int(a), int(b), int(np.unique(steps[sel]).size),
-                         int(dur[sel].sum())))
+        rows = _cycle_rows(att.lineage_ckpt_steps, att.step_num[prod], att.step_end[prod] - att.step_start[prod])
         return pa.table({
+            "cycle": pa.array([r[0] for r in rows], pa.int64()),
+            "from_step": pa.array([r[1] for r in rows], pa.int64()),
+            "to_step": pa.array([r[2] for r in rows], pa.int64()),
+            "steps": pa.array([r[3] for r in rows], pa.int64()),
+            "productive_ns": pa.array([r[4] for r in rows], pa.int64()),
+        })
+
+    def _job_cycles(self) -> pa.Table:
+        """:meth:`cycles` per job: each job's lineage alone, side by side."""
+        att = self._att
+        jobs = att.jobs
+        prod = att.step_state == STATES.index("productive")
+        s_job, steps = att.step_job[prod], att.step_num[prod]
+        dur = att.step_end[prod] - att.step_start[prod]
+        codes, rows = [], []
+        for j in np.unique(att.lineage_ckpt_jobs).tolist():
+            mine = s_job == j
+            got = _cycle_rows(att.lineage_ckpt_steps[att.lineage_ckpt_jobs == j], steps[mine], dur[mine])
+            codes += [j] * len(got)
+            rows += got
+        return pa.table({
+            "job": jobs.column(np.array(codes, np.int64)),
             "cycle": pa.array([r[0] for r in rows], pa.int64()),
             "from_step": pa.array([r[1] for r in rows], pa.int64()),
             "to_step": pa.array([r[2] for r in rows], pa.int64()),
@@ -164,6 +193,13 @@ class Ledger:
         badput_accelerator_hours, accelerator_seconds_per_preserved_step,
         productive_accelerator_seconds_per_preserved_step, activity_ns.
 
+        A lifecycle of many jobs (a ``job`` column) gives the jobs' figures side by side:
+        every ns and count is the sum of the jobs' own (``ranks``, ``failures``,
+        ``preserved_steps`` and ``preserved_model_cycles`` count per job), and every
+        ratio a ratio of those sums. ``mtbf_s`` is not additive: it is the sum of the
+        jobs' wall times (each from its first accountable instant to ``as_of``) over
+        the sum of their failures.
+
         This is the one place these figures are computed: ``pau report`` (every
         format), ``pau compare``, :func:`pau.core.compare` and ``Run.summary()``
         take them from here.
@@ -177,7 +213,7 @@ class Ledger:
         badput = acc - prod - states["pending"] if lifecycle else None
         nfail = len(att.failures_all) if att is not None else None
         steps = att.preserved_steps if att is not None else None
-        cycles = int(np.unique(att.lineage_ckpt_steps).size) if att is not None else None
+        cycles = _cycle_count(att) if att is not None else None
         return {
             "ranks": self.accountable.num_rows,
             "as_of": None if att is None else att.as_of,
@@ -241,6 +277,26 @@ class Ledger:
         if acts:
             parts.append(html_table(["activity", "accelerator time", "share"], acts, right=(1, 2)))
         return "\n".join(parts)
+
+
+def _cycle_rows(ckpt_steps: np.ndarray, steps: np.ndarray, dur: np.ndarray) -> list:
+    """Rows ``(cycle, from_step, to_step, steps, productive_ns)`` of one lineage's cycles."""
+    marks = np.unique(ckpt_steps)
+    lo = np.concatenate([[np.iinfo(np.int64).min], marks[:-1]])
+    rows = []
+    for k, (a, b) in enumerate(zip(lo, marks)):
+        sel = (steps > a) & (steps <= b)
+        rows.append((k, None if k == 0 else int(a), int(b), int(np.unique(steps[sel]).size), int(dur[sel].sum())))
+    return rows
+
+
+def _cycle_count(att) -> int:
+    """Preserved model cycles: the distinct durable checkpoints on the lineage, per job."""
+    if att.lineage_ckpt_jobs is None:
+        return int(np.unique(att.lineage_ckpt_steps).size)
+    if att.lineage_ckpt_steps.size == 0:
+        return 0
+    return int(np.unique(np.stack([att.lineage_ckpt_jobs, att.lineage_ckpt_steps]), axis=1).shape[1])
 
 
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1

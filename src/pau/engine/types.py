@@ -174,9 +174,14 @@ class OutsideAccountable(TypedDict):
     ranks: List[int]
 
 
-class RankActivity(TypedDict):
+class _JobOfRank(TypedDict, total=False):
+    job: Optional[str]  # only with a lifecycle of many jobs (None: the unnamed job)
+
+
+class RankActivity(_JobOfRank):
     """One rank of :meth:`pau.core.Ledger.rank_activity`: its accountable span and the
-    ns of each activity that occurs on it (exact)."""
+    ns of each activity that occurs on it (exact); ``job`` only with a lifecycle of many
+    jobs (its job: None for the unnamed one)."""
 
     rank: int
     span_ns: int

@@ -44,6 +44,16 @@ LIFECYCLE_SCHEMA = pa.schema([
         ("kind", pa.string()), ("tokens", pa.int64()))
 ])
 
+#: The optional ``job`` column of a lifecycle of many jobs (DESIGN §7): nullable (null: one
+#: unnamed job); each job is its own lineage, and its ranks are accelerators of its own.
+#: Inputs may give it as any string or dictionary<string> type.
+LIFECYCLE_JOB_FIELD = pa.field("job", pa.string(), nullable=True)
+
+#: A lifecycle of many jobs: :data:`LIFECYCLE_SCHEMA` with ``job`` last. (The one-job
+#: schema stays without it: a table without a ``job`` column is one job, and its results
+#: have no ``job`` column.)
+LIFECYCLE_JOBS_SCHEMA = LIFECYCLE_SCHEMA.append(LIFECYCLE_JOB_FIELD)
+
 #: The accountable span per rank (DESIGN §6): ``rank, start_ns, end_ns``.
 SPANS_SCHEMA = pa.schema([("rank", pa.int32()), ("start_ns", pa.int64()), ("end_ns", pa.int64())])
 
