@@ -934,10 +934,10 @@ def _ingest(args: argparse.Namespace) -> int:
             status.close()
         if client is not None:
             client.close()
-    jobs = (f"{res.jobs:,} jobs added from {res.job_sources:,} sources of scheduler records, "
-            if res.job_sources else "")
+    jobs = (f"{res.jobs:,} jobs added from {res.job_sources:,} sources of scheduler records ({res.jobs_warned:,} "
+            "with warnings: the jobs files' metadata), " if res.job_sources else "")
     _note(f"{args.fleet}: {jobs}{res.added:,} runs added ({res.warned:,} with warnings: the runs table's warnings "
-          "column and the jobs files' metadata), "
+          "column), "
           f"{res.present:,} already there, {res.refused:,} refused, {res.passed_over:,} files of no format pau reads "
           "(the refusals table lists both; -v prints it)")
     if _VERBOSITY["level"] >= 1:

@@ -83,9 +83,10 @@ class IngestResult:
     reader refused them, with ``skip_bad``) and ``passed_over`` (files no reader
     recognises, in folders); each is in the archive's tables. ``warned``: runs added
     whose reading warned (the runs table's ``warnings`` column counts them; the run's
-    ``warnings`` are kept in its folder), and sources of jobs whose reader warned (the
-    jobs file's metadata keeps them). ``job_sources``: sources of scheduler records
-    added to the jobs table, ``jobs`` their rows."""
+    ``warnings`` are kept in its folder). ``job_sources``: sources of scheduler records
+    added to the jobs table, ``jobs`` their rows, ``jobs_warned`` those sources whose
+    reader warned (``jobs/<key>.parquet``'s metadata ``pau.warnings`` keeps the
+    warnings)."""
 
     path: str
     added: int = 0
@@ -95,6 +96,7 @@ class IngestResult:
     warned: int = 0
     job_sources: int = 0
     jobs: int = 0
+    jobs_warned: int = 0
 
     @property
     def seen(self) -> int:
@@ -458,7 +460,7 @@ def ingest_records(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
     its runs committed are present by key). ``("records", key, counts)``, or ``bad`` /
     ``refused`` as :func:`ingest_source`."""
     key = _archive.passed_over_key(src.root)
-    counts = {"added": 0, "present": 0, "warned": 0, "job_sources": 0, "jobs": 0}
+    counts = {"added": 0, "present": 0, "warned": 0, "job_sources": 0, "jobs": 0, "jobs_warned": 0}
     try:
         key = _archive.run_key(src.format, src.root, src.files)
         has_jobs = src.format in _records.JOB_FORMATS
@@ -488,7 +490,7 @@ def ingest_records(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
         _archive.publish_jobs(s.out, key, _records.jobs_file_table(got.jobs, got.warnings))
         counts["job_sources"] += 1
         counts["jobs"] += got.jobs.num_rows
-        counts["warned"] += bool(got.warnings)
+        counts["jobs_warned"] += bool(got.warnings)
     _archive.drop_refusal(s.out, key)
     return "records", key, counts
 
