@@ -14,6 +14,7 @@ from collections import defaultdict
 from datetime import datetime, timezone
 
 import pyarrow as pa
+import pyarrow.parquet  # noqa: F401  (pa.parquet)
 import pyarrow.compute as pc
 import pytest
 
@@ -262,3 +263,14 @@ def test_records_format_names_the_reader():
     assert records.records_format(PHILLY) == "philly"
     assert records.records_format(os.path.join(DATA, "fleet", "slurm_json", "sacct_json_sample.json")) == "sacct"
     assert records.records_format(os.path.join(DATA, "fleet", "README.md")) is None
+
+
+def test_a_readers_warnings_are_kept_with_its_jobs(tmp_path):
+    src = tmp_path / "dump.txt"
+    src.write_text(DUMP_A)
+    res = pau.fleet.ingest([src], tmp_path / "fleet", workers=1)  # no tz: read as UTC, with a warning
+    assert (res.job_sources, res.jobs_warned) == (1, 1)
+    (name,) = os.listdir(tmp_path / "fleet" / "jobs")
+    meta = pa.parquet.read_schema(tmp_path / "fleet" / "jobs" / name).metadata
+    codes = [c for c, _ in json.loads(meta[b"pau.jobs.warnings"])]
+    assert codes == ["sacct.timezone_assumed"]

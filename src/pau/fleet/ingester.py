@@ -1,5 +1,5 @@
-"""``pau ingest``: many runs, in any format pau reads, into one fleet archive
-(DESIGN §7, ``docs/fleet.md``).
+"""``pau ingest``: many runs, in any format pau reads, and the scheduler's records into
+one fleet archive (DESIGN §7, ``docs/fleet.md``).
 
 The calling process only walks the sources (lazily, a folder at a time) and hands
 each run's sources to a worker (this process, a process pool, or a Dask cluster),
@@ -85,7 +85,7 @@ class IngestResult:
     whose reading warned (the runs table's ``warnings`` column counts them; the run's
     ``warnings`` are kept in its folder). ``job_sources``: sources of scheduler records
     added to the jobs table, ``jobs`` their rows, ``jobs_warned`` those sources whose
-    reader warned (``jobs/<key>.parquet``'s metadata ``pau.warnings`` keeps the
+    reader warned (``jobs/<key>.parquet``'s metadata ``pau.jobs.warnings`` keeps the
     warnings)."""
 
     path: str
@@ -459,15 +459,16 @@ def ingest_records(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
     the source's commit (a kill before it: the next ingest reads the source again, and
     its runs committed are present by key). ``("records", key, counts)``, or ``bad`` /
     ``refused`` as :func:`ingest_source`."""
+    fmt = str(src.format)
     key = _archive.passed_over_key(src.root)
     counts = {"added": 0, "present": 0, "warned": 0, "job_sources": 0, "jobs": 0, "jobs_warned": 0}
     try:
-        key = _archive.run_key(src.format, src.root, src.files)
-        has_jobs = src.format in _records.JOB_FORMATS
+        key = _archive.run_key(fmt, src.root, src.files)
+        has_jobs = fmt in _records.JOB_FORMATS
         if (_records.jobs_present(s.out, key) if has_jobs else _archive.in_store(s.out, key)):
             _archive.drop_refusal(s.out, key)
             return "present", key, None
-        got = _records.read_records(src.format, src.root, src.files, cluster=s.cluster, tz=s.tz,
+        got = _records.read_records(fmt, src.root, src.files, cluster=s.cluster, tz=s.tz,
                                     origin_ns=s.origin_ns)
         runs = []
         for suffix, run in got.runs:
@@ -575,7 +576,10 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
         Files and folders in any format :func:`pau.read` knows; folders are searched
         recursively, and the files of one run are grouped as :func:`pau.read_runs`
         groups them (a folder with traces is one run; each MLPerf log, serving results
-        file or CSV its own run; a folder of Parquet files one table).
+        file or CSV its own run; a folder of Parquet files one table). Also the fleet
+        records of :mod:`pau.fleet.records`: scheduler records (sacct, pod lists, the
+        Alibaba pod list) go to the jobs table; Megatron-LM logs and each job's NVRx
+        cycle files are runs; Philly's job log is both, a run per job.
     out : path
         The archive's folder (made when absent). A run already in it (by run key) is
         skipped, so a re-run adds only what is new.

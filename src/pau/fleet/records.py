@@ -22,7 +22,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +37,7 @@ from pau.readers.kubernetes import read_alibaba_pods, read_pods
 from pau.readers.megatron import read_megatron
 from pau.readers.nvrx import read_nvrx
 from pau.readers.scheduler import JOBS_SCHEMA, read_philly
+from pau.readers.scheduler import Records as _Read
 from pau.readers.slurm import read_sacct_jobs
 from pau.run import Run
 
@@ -90,7 +91,9 @@ def run_key_of(key: str, suffix: Optional[str]) -> str:
                            digest_size=16).hexdigest()
 
 
-def _lifecycle_run(lifecycle: pa.Table, meta: dict[str, Any], warnings: list) -> Run:
+def _lifecycle_run(lifecycle: Optional[pa.Table], meta: dict[str, Any], warnings: list) -> Run:
+    if lifecycle is None:  # pragma: no cover - the lifecycle readers always give one
+        raise PauError(f"{meta['sources'][0]}: its reader gave no lifecycle")
     if "job" in lifecycle.column_names:
         lifecycle = lifecycle.drop(["job"])
     return Run(lifecycle=lifecycle.cast(LIFECYCLE_SCHEMA), metadata=meta, warnings=list(warnings))
@@ -146,36 +149,37 @@ def read_records(fmt: str, root: str, files: Sequence[str], *, cluster: Optional
     records do not, ``tz`` the zone of local times (sacct, Philly, Megatron-LM),
     ``origin_ns`` the start of the Alibaba pod list's relative times."""
     if fmt == "sacct":
-        r = read_sacct_jobs(root, tz=tz, cluster=cluster)
+        r = cast(_Read, read_sacct_jobs(root, tz=tz, cluster=cluster))
         return Records(r.jobs, [], list(r.warnings))
     if fmt == "pods":
-        r = read_pods(root, cluster=cluster)
+        r = cast(_Read, read_pods(root, cluster=cluster))
         return Records(r.jobs, [], list(r.warnings))
     if fmt == "alibaba_pods":
         kw: dict[str, Any] = {} if cluster is None else {"cluster": cluster}
-        r = read_alibaba_pods(root, origin_ns=origin_ns, **kw)
+        r = cast(_Read, read_alibaba_pods(root, origin_ns=origin_ns, **kw))
         return Records(r.jobs, [], list(r.warnings))
     if fmt == "philly":
-        r = read_philly(root, tz=tz, **({} if cluster is None else {"cluster": cluster}))
+        r = cast(_Read, read_philly(root, tz=tz, **({} if cluster is None else {"cluster": cluster})))
         return Records(r.jobs, philly_runs(r.jobs, r.lifecycle, root, r.warnings), list(r.warnings))
     if fmt == "megatron":
-        r = read_megatron(root, tz=tz)
+        r = cast(_Read, read_megatron(root, tz=tz))
         meta = {"format": "megatron", "sources": [root]}
         return Records(None, [(None, _lifecycle_run(r.lifecycle, meta, r.warnings))])
     if fmt == "nvrx":
-        r = read_nvrx(list(files))
-        jobs = r.lifecycle["job"].unique().to_pylist() if "job" in r.lifecycle.column_names else []
+        r = cast(_Read, read_nvrx(list(files)))
+        lc = r.lifecycle
+        jobs = lc["job"].unique().to_pylist() if lc is not None and "job" in lc.column_names else []
         meta = {"format": "nvrx", "sources": list(files)}
         if len(jobs) == 1 and jobs[0] is not None:
             meta["job"] = jobs[0]
-        return Records(None, [(None, _lifecycle_run(r.lifecycle, meta, r.warnings))])
+        return Records(None, [(None, _lifecycle_run(lc, meta, r.warnings))])
     raise PauError(f"{root}: record format {fmt!r} is not one pau ingests")  # pragma: no cover - the walk names them
 
 
 def jobs_file_table(jobs: pa.Table, warnings: Sequence[RunWarning]) -> pa.Table:
     """The jobs rows as written to ``jobs/<key>.parquet``: :data:`JOBS_SCHEMA`, the
-    reader's warnings in the metadata (``pau.warnings``: JSON of ``[code, message]``)."""
-    meta = {b"pau.warnings": json.dumps([[w.code, str(w)] for w in warnings]).encode()}
+    reader's warnings in the metadata (``pau.jobs.warnings``: JSON of ``[code, message]``)."""
+    meta = {b"pau.jobs.warnings": json.dumps([[w.code, str(w)] for w in warnings]).encode()}
     return jobs.select(JOBS_SCHEMA.names).cast(JOBS_SCHEMA).replace_schema_metadata(meta)
 
 
