@@ -14,6 +14,16 @@ no per-run state (the walk is lazy, a bounded number of tasks are in flight, the
 are the only thing kept, and the compaction into the tables' batches holds at most 64
 staged rows and one batch's keys), so the peak for 10N runs is asserted within 16 MiB of
 the peak for N runs.
+
+Group ``fleet ingest: synthetic fleet``: ``pau.synth.fleet`` of J jobs and 10J (J =
+``PAU_BENCH_FLEET_JOBS``, default 500 × ``PAU_BENCH_SCALE``; docs/fleet.md "Scale" gives
+J = 10,000), written as a sacct file and a run per profiled job, ingested on one process
+and on two; ``jobs_summary()`` is asserted, and with two workers the parent's peak RSS
+from J to 10J jobs within 100 MB.
+
+Group ``fleet ingest: Kineto traces tiled``: copies of a real 8-rank Kineto trace, each
+with its times and ids moved (``PAU_BENCH_KINETO_COPIES``, default 8 × the scale), in MB/s
+of uncompressed JSON end to end and per CPU-second (the parent's and the workers' time).
 """
 
 from __future__ import annotations
