@@ -274,3 +274,32 @@ def test_a_readers_warnings_are_kept_with_its_jobs(tmp_path):
     meta = pa.parquet.read_schema(tmp_path / "fleet" / "jobs" / name).metadata
     codes = [c for c, _ in json.loads(meta[b"pau.jobs.warnings"])]
     assert codes == ["sacct.timezone_assumed"]
+
+
+def test_origin_places_the_alibaba_pod_list(tmp_path):
+    c = tmp_path / "pods.csv"
+    c.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+                 "scheduled_time\np0,1,1,2,500,V100,LS,Succeeded,0,100,40\n")
+    res = pau.fleet.ingest([c], tmp_path / "fleet", workers=1, origin_ns=T0, cluster="ali")
+    assert (res.jobs, res.jobs_warned) == (1, 0)  # placed: no relative-times warning
+    row = pau.read_fleet(tmp_path / "fleet").jobs.to_pylist()[0]
+    # 2 GPUs x 500 milli = 1 GPU, from 40 s to 100 s after the origin
+    assert (row["cluster"], row["start_ns"], row["end_ns"]) == ("ali", T0 + 40 * S, T0 + 100 * S)
+    assert row["allocated_accelerator_ns"] == 60 * S
+    with pytest.raises(OptionError, match="origin_ns"):
+        pau.fleet.ingest([c], tmp_path / "other", origin_ns=1.5)
+
+
+def test_bad_scheduler_records_stop_or_are_refused(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "bad.txt").write_text(HEADER + "105|c1|gpu\n")  # 3 fields where the header has 14
+    _lifecycle_run(src / "r1", job="1", cluster="c1")
+    with pytest.raises(pau.fleet.IngestError, match=r"bad.txt \(sacct\)"):
+        pau.fleet.ingest([src], tmp_path / "stop", workers=1, tz="UTC")
+    res = pau.fleet.ingest([src], tmp_path / "fleet", workers=1, tz="UTC", skip_bad=True)
+    assert (res.refused, res.added, res.job_sources) == (1, 1, 0)
+    fleet = pau.read_fleet(tmp_path / "fleet")
+    refusal = fleet.refusals.to_pylist()[0]
+    assert refusal["format"] == "sacct" and "14" in refusal["reason"]
+    assert fleet.jobs is None and fleet.jobs_summary()["runs_without_job"] == 1
