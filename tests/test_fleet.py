@@ -352,6 +352,10 @@ def test_no_jobs_table_without_scheduler_records(tmp_path):
     fleet = pau.read_fleet(out)
     assert fleet.jobs is None  # tests/test_fleet_jobs.py: the archive with scheduler records
     assert fleet.jobs_summary()["runs_without_job"] == 1
+    (out / "jobs" / "part-0.parquet").parent.mkdir(exist_ok=True)
+    pq.write_table(pa.table({"job": ["1"], "accelerators": [8]}), out / "jobs" / "part-0.parquet")
+    with pytest.raises(PauError, match=r"part-0.parquet: a jobs file without the column\(s\) cluster, scheduler"):
+        pau.read_fleet(out).jobs
 
 
 # ---------------------------------------------------------------------------

@@ -493,7 +493,13 @@ class Fleet:
             return None
         parts = []
         for n in files:
-            t = _io.read_table(os.path.join(path, n)).select(JOBS_SCHEMA.names).cast(JOBS_SCHEMA)
+            t = _io.read_table(os.path.join(path, n))
+            missing = [c for c in JOBS_SCHEMA.names if c not in t.column_names]
+            if missing:
+                raise PauError(f"{os.path.join(path, n)}: a jobs file without the column(s) {', '.join(missing)} of "
+                               "pau.readers.JOBS_SCHEMA. Fix: remove it and ingest its scheduler records with pau "
+                               "ingest, which writes jobs/ itself")
+            t = t.select(JOBS_SCHEMA.names).cast(JOBS_SCHEMA)
             parts.append(t.append_column("_source", pa.array([n[: -len(".parquet")]] * t.num_rows, pa.string())))
         t = pa.concat_tables(parts)
         order = []
