@@ -17,7 +17,7 @@ agree. Exit codes (one table, also in ``pau --help``):
 from __future__ import annotations
 
 import argparse
-import datetime
+import datetime as _dt
 import decimal
 import importlib.util
 import json
@@ -888,13 +888,13 @@ def _origin_ns(text: str | None) -> int | None:
     if text.lstrip("-").isdigit():
         return int(text)
     try:
-        t = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         t = None
     if t is None or t.tzinfo is None:
         raise UsageError(f"--origin {text}: expected ns since the epoch or an ISO 8601 time with its zone "
                          "(2023-01-01T00:00:00Z)")
-    d = t - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    d = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
     return (d.days * 86_400 + d.seconds) * 10**9 + d.microseconds * 1_000
 
 
