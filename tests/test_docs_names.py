@@ -24,6 +24,7 @@ METADATA_KEYS = {
     "pau.layout_version",  # file metadata of pau's archive layout (docs/archive.md)
     "pau.rank_not_null",  # file metadata: the rank column's nullability (docs/archive.md)
     "pau.jobs.rounded_rows", "pau.jobs.source", "pau.jobs.tz",  # the jobs table's metadata (docs/fleet.md)
+    "pau.jobs.warnings",  # a jobs file's reader warnings in the fleet archive (docs/fleet.md)
 }
 
 #: ``pau`` followed by dotted identifiers, not inside a longer word or path.

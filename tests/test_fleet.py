@@ -346,13 +346,16 @@ def test_read_fleet_refuses_other_folders_and_unknown_keys(tmp_path, fleet):
     assert fleet.jobs is None
 
 
-def test_the_jobs_table_when_the_archive_has_one(tmp_path):
+def test_no_jobs_table_without_scheduler_records(tmp_path):
     out = tmp_path / "fleet"
     pau.core.ingest([shared("nsys", "icon_isc25", "gpu.sqlite")], out, workers=1)
-    (out / "jobs").mkdir()
-    jobs = pa.table({"job": ["1", "2"], "cluster": ["lab", "lab"], "accelerators": [8, 4]})
-    pq.write_table(jobs, out / "jobs" / "part-0.parquet")
-    assert pau.read_fleet(out).jobs.equals(jobs)
+    fleet = pau.read_fleet(out)
+    assert fleet.jobs is None  # tests/test_fleet_jobs.py: the archive with scheduler records
+    assert fleet.jobs_summary()["runs_without_job"] == 1
+    (out / "jobs" / "part-0.parquet").parent.mkdir(exist_ok=True)
+    pq.write_table(pa.table({"job": ["1"], "accelerators": [8]}), out / "jobs" / "part-0.parquet")
+    with pytest.raises(PauError, match=r"part-0.parquet: a jobs file without the column\(s\) cluster, scheduler"):
+        pau.read_fleet(out).jobs
 
 
 # ---------------------------------------------------------------------------

@@ -184,6 +184,12 @@ def ingest_parser(sub: argparse._SubParsersAction) -> None:
     ing.add_argument("--skip-bad", action="store_true", dest="skip_bad",
                      help="a source its reader refuses goes to the refusals table, and the rest is read (default: "
                      "stop there)")
+    ing.add_argument("--cluster", metavar="NAME", help="the cluster of sources whose records name none (scheduler "
+                     "records, runs)")
+    ing.add_argument("--tz", metavar="ZONE", help="the IANA zone of local times without one (sacct text, Philly's "
+                     "job log, Megatron-LM logs; default UTC, with a warning)")
+    ing.add_argument("--origin", metavar="TIME", help="where the Alibaba pod list's relative times begin: ns since "
+                     "the epoch, or an ISO 8601 UTC time (2023-01-01T00:00:00Z)")
     ing.add_argument("--workers", type=int, metavar="N", help="processes reading at once (default: every core)")
     ing.add_argument("--dask", metavar="ADDRESS", help="read on this Dask scheduler instead (pau[dask])")
     prog = ing.add_mutually_exclusive_group()

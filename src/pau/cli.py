@@ -722,6 +722,23 @@ def _check_output(args: argparse.Namespace) -> None:
                          "Fix: pip install 'pau[report]'")
 
 
+def _origin_ns(text: str | None) -> int | None:
+    """``--origin``: ns since the epoch, or an ISO 8601 time with a zone (Z or +hh:mm)."""
+    if text is None:
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        t = None
+    if t is None or t.tzinfo is None:
+        raise UsageError(f"--origin {text}: expected ns since the epoch or an ISO 8601 time with its zone "
+                         "(2023-01-01T00:00:00Z)")
+    d = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    return (d.days * 86_400 + d.seconds) * 10**9 + d.microseconds * 1_000
+
+
 def _ingest(args: argparse.Namespace) -> int:
     """``pau ingest SOURCE... -o FLEET``: :func:`pau.core.ingest`, a summary line on stderr."""
     labels: list[Any] = [] if args.labels is None else [args.labels]
@@ -748,7 +765,8 @@ def _ingest(args: argparse.Namespace) -> int:
 
     try:
         res = core.ingest(args.sources, args.fleet, labels=labels, workers=args.workers, client=client,
-                          skip_bad=args.skip_bad, progress=False if status is None else progress)
+                          skip_bad=args.skip_bad, progress=False if status is None else progress,
+                          cluster=args.cluster, tz=args.tz, origin_ns=_origin_ns(args.origin))
     except IngestError as exc:  # in the command line's words
         raise errors.PauError(str(exc).replace("pass skip_bad=True (pau ingest --skip-bad)",
                                                "give --skip-bad")) from None
@@ -757,7 +775,10 @@ def _ingest(args: argparse.Namespace) -> int:
             status.close()
         if client is not None:
             client.close()
-    _note(f"{args.fleet}: {res.added:,} runs added ({res.warned:,} with warnings: the runs table's warnings column), "
+    jobs = (f"{res.jobs:,} jobs added from {res.job_sources:,} sources of scheduler records ({res.jobs_warned:,} "
+            "with warnings: the jobs files' metadata), " if res.job_sources else "")
+    _note(f"{args.fleet}: {jobs}{res.added:,} runs added ({res.warned:,} with warnings: the runs table's warnings "
+          "column), "
           f"{res.present:,} already there, {res.refused:,} refused, {res.passed_over:,} files of no format pau reads "
           "(the refusals table lists both; -v prints it)")
     if _VERBOSITY["level"] >= 1:

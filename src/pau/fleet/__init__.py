@@ -10,8 +10,9 @@ cost basis) and :mod:`pau.fleet.reliability` (failure rates by job size).
 
 from __future__ import annotations
 
-from pau.fleet.archive import CELLS_SCHEMA, FIGURES, REFUSALS_SCHEMA, RUNS_SCHEMA, Fleet, read_fleet, run_key
+from pau.fleet.archive import (CELLS_SCHEMA, FIGURES, FLEET_JOBS_SCHEMA, REFUSALS_SCHEMA, RUNS_SCHEMA, Fleet, read_fleet,
+                               run_key)
 from pau.fleet.ingester import IngestError, IngestResult, Source, hourly_cells, ingest, sources_of
 
-__all__ = ["CELLS_SCHEMA", "FIGURES", "REFUSALS_SCHEMA", "RUNS_SCHEMA", "Fleet", "IngestError", "IngestResult",
-           "Source", "hourly_cells", "ingest", "read_fleet", "run_key", "sources_of"]
+__all__ = ["CELLS_SCHEMA", "FIGURES", "FLEET_JOBS_SCHEMA", "REFUSALS_SCHEMA", "RUNS_SCHEMA", "Fleet", "IngestError",
+           "IngestResult", "Source", "hourly_cells", "ingest", "read_fleet", "run_key", "sources_of"]

@@ -10,7 +10,7 @@ the batches the tables are made of, and :class:`Fleet`, what :func:`read_fleet` 
       store/<key>/                the run in pau's run layout (``Run.write``)
       staging/<key>.run.parquet   a run's row and cells until they go into a batch
       staging/<key>.cells.parquet
-      jobs/                       the scheduler's jobs table, when one was added
+      jobs/<key>.parquet          the scheduler's jobs: one file per source of records
       .tmp/                       files being written (renamed into place when whole)
 
 Every file and folder comes into place by one rename of a whole temporary one. A worker
@@ -30,15 +30,17 @@ import uuid
 from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pau.engine import io as _io
 from pau.engine.vocab import ACTIVITIES, STATES
 from pau.errors import PauError
+from pau.readers.scheduler import JOBS_SCHEMA
 from pau.run import Run, read
 
-__all__ = ["CELLS_SCHEMA", "FIGURES", "FLEET_FILE", "Fleet", "KEY_VERSION", "LAYOUT_VERSION", "REFUSALS_SCHEMA",
-           "RUNS_SCHEMA", "figure_values", "read_fleet", "run_key"]
+__all__ = ["CELLS_SCHEMA", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "Fleet", "KEY_VERSION", "LAYOUT_VERSION",
+           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "figure_values", "read_fleet", "run_key"]
 
 #: The file naming a folder as a fleet archive, and the layout's version.
 FLEET_FILE = "pau-fleet.json"
@@ -113,6 +115,9 @@ CELLS_SCHEMA = pa.schema([("run", pa.string()), ("hour_ns", pa.int64()), ("state
 #: format (``format`` null).
 REFUSALS_SCHEMA = pa.schema([("key", pa.string()), ("source", pa.string()), ("format", pa.string()),
                              ("reason", pa.string())])
+#: ``fleet.jobs``: the scheduler's jobs table (``pau.readers.JOBS_SCHEMA``), then ``run``,
+#: the key of the job's run (joined by ``cluster`` and ``job``; null when it has none).
+FLEET_JOBS_SCHEMA = JOBS_SCHEMA.append(pa.field("run", pa.string()))
 
 
 def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -179,7 +184,7 @@ def create(out: str) -> None:
     if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, FLEET_FILE)):
         raise PauError(f"ingest: {out!r} is not empty and holds no {FLEET_FILE}: not a fleet archive. Fix: give "
                        "a new or empty folder, or an archive pau ingest wrote")
-    for d in (*TABLES, STORE, STAGING, TMP):
+    for d in (*TABLES, STORE, STAGING, JOBS, TMP):
         os.makedirs(os.path.join(out, d), exist_ok=True)
     doc = os.path.join(out, FLEET_FILE)
     if not os.path.isfile(doc):
@@ -226,6 +231,13 @@ def _write(rows: pa.Table, final: str, out: str) -> None:
 def publish_refusal(out: str, key: str, rows: pa.Table) -> None:
     """The refusal of source ``key`` (replacing an earlier one)."""
     _write(rows, table_file(out, "refusals", key), out)
+
+
+def publish_jobs(out: str, key: str, rows: pa.Table) -> None:
+    """The jobs rows of the source of key ``key``: ``jobs/<key>.parquet``, written whole
+    and renamed into place (the source's commit)."""
+    os.makedirs(os.path.join(out, JOBS), exist_ok=True)
+    _write(rows, table_file(out, JOBS, key), out)
 
 
 def drop_refusal(out: str, key: str) -> None:
@@ -459,15 +471,97 @@ class Fleet:
 
     @property
     def jobs(self) -> pa.Table | None:
-        """The scheduler's jobs table (``jobs/``, e.g. rows of
-        ``pau.readers.scheduler``'s ``JOBS_SCHEMA``) when the archive holds one, else
-        None. It joins the runs table by ``job`` (and ``cluster``)."""
-        path = os.path.join(self.path, JOBS)
-        if not os.path.isdir(path) or not any(n.endswith(".parquet") for n in os.listdir(path)):
-            return None
-        import pyarrow.dataset as ds  # see _read_folder
+        """The scheduler's jobs (:data:`FLEET_JOBS_SCHEMA`: ``pau.readers.JOBS_SCHEMA``'s
+        columns, then ``run``), one row per ``(cluster, job)``, sorted by them; None when
+        the archive holds no scheduler records.
 
-        return ds.dataset(path, format="parquet").to_table()
+        ``run`` is the key of the run whose ``cluster`` and ``job`` are the job's (null
+        equal to null), null when the job has no run; of several runs of one job, the
+        smallest key (``jobs_summary()`` counts such jobs; the runs table has them all).
+        A job in several sources (overlapping ``sacct`` dumps) is one row: the record that
+        says the most, by its end (a job with an end over one still running), then its
+        start, then its submit time, later first, then the source's key (the largest):
+        so the result does not depend on the order of ingests. ``jobs_summary()`` counts
+        the records superseded."""
+        got = self._jobs()
+        return None if got is None else got[0]
+
+    def _jobs(self) -> tuple[pa.Table, int] | None:
+        path = os.path.join(self.path, JOBS)
+        files = sorted(n for n in os.listdir(path) if n.endswith(".parquet")) if os.path.isdir(path) else []
+        if not files:
+            return None
+        parts = []
+        for n in files:
+            t = _io.read_table(os.path.join(path, n))
+            missing = [c for c in JOBS_SCHEMA.names if c not in t.column_names]
+            if missing:
+                raise PauError(f"{os.path.join(path, n)}: a jobs file without the column(s) {', '.join(missing)} of "
+                               "pau.readers.JOBS_SCHEMA. Fix: remove it and ingest its scheduler records with pau "
+                               "ingest, which writes jobs/ itself")
+            t = t.select(JOBS_SCHEMA.names).cast(JOBS_SCHEMA)
+            parts.append(t.append_column("_source", pa.array([n[: -len(".parquet")]] * t.num_rows, pa.string())))
+        t = pa.concat_tables(parts)
+        order = []
+        for c in ("end_ns", "start_ns", "submit_ns"):
+            t = t.append_column(f"_has_{c}", pc.is_valid(t[c]))
+            order += [(f"_has_{c}", "descending"), (c, "descending")]
+        t = t.take(pc.sort_indices(t, order + [("_source", "descending")]))
+        seen: set = set()
+        keep = []
+        for i, k in enumerate(zip(t["cluster"].to_pylist(), t["job"].to_pylist())):
+            if k not in seen:
+                seen.add(k)
+                keep.append(i)
+        superseded = t.num_rows - len(keep)
+        t = t.take(pa.array(keep, pa.int64())).select(JOBS_SCHEMA.names)
+        t = t.sort_by([("cluster", "ascending"), ("job", "ascending")])
+        runs = self.runs.select(["run", "cluster", "job"])
+        by_job: dict = {}
+        for key, cluster, job in zip(*(runs[c].to_pylist() for c in ("run", "cluster", "job"))):
+            if job is not None:
+                by_job.setdefault((cluster, job), []).append(key)
+        keys = [min(by_job[k]) if k in by_job else None
+                for k in zip(t["cluster"].to_pylist(), t["job"].to_pylist())]
+        return t.append_column(FLEET_JOBS_SCHEMA.field("run"), pa.array(keys, pa.string())), superseded
+
+    def jobs_summary(self) -> dict[str, Any]:
+        """Counts of the join of jobs and runs (DESIGN §7: both are counted):
+
+        ``jobs`` (rows of :attr:`jobs`), ``jobs_with_run``, ``jobs_without_run``,
+        ``jobs_with_several_runs``; ``runs``, ``runs_with_job`` (their ``cluster`` and
+        ``job`` name a row of :attr:`jobs`), ``runs_without_job`` (no ``job``, or a job
+        the jobs table does not hold: each stands on its own); ``job_records_superseded``
+        (records of a job already given by another source); and
+        ``unattributed_accelerator_ns``, the allocation of the jobs without a run (each is
+        accountable and ``unattributed`` for its whole allocation; a Python int, exact),
+        with ``jobs_without_run_allocation_unknown`` of them not counted in it (no end or no
+        accelerators: null, never 0)."""
+        runs = self.runs.select(["run", "cluster", "job"])
+        got = self._jobs()
+        table, superseded = got if got is not None else (FLEET_JOBS_SCHEMA.empty_table(), 0)
+        known = set(zip(table["cluster"].to_pylist(), table["job"].to_pylist()))
+        runs_with_job = sum(1 for c, j in zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())
+                            if j is not None and (c, j) in known)
+        per_job: dict = {}
+        for c, j in zip(runs["cluster"].to_pylist(), runs["job"].to_pylist()):
+            if j is not None:
+                per_job[(c, j)] = per_job.get((c, j), 0) + 1
+        with_run = [r is not None for r in table["run"].to_pylist()]
+        alloc = table["allocated_accelerator_ns"].to_pylist()
+        lonely = [a for a, w in zip(alloc, with_run) if not w]
+        return {
+            "jobs": table.num_rows,
+            "jobs_with_run": sum(with_run),
+            "jobs_without_run": len(with_run) - sum(with_run),
+            "jobs_with_several_runs": sum(1 for k in known if per_job.get(k, 0) > 1),
+            "runs": runs.num_rows,
+            "runs_with_job": runs_with_job,
+            "runs_without_job": runs.num_rows - runs_with_job,
+            "job_records_superseded": superseded,
+            "unattributed_accelerator_ns": sum(a for a in lonely if a is not None),
+            "jobs_without_run_allocation_unknown": sum(1 for a in lonely if a is None),
+        }
 
     def keys(self) -> list[str]:
         """The run keys of the runs table, sorted."""

@@ -1,5 +1,5 @@
-"""``pau ingest``: many runs, in any format pau reads, into one fleet archive
-(DESIGN §7, ``docs/fleet.md``).
+"""``pau ingest``: many runs, in any format pau reads, and the scheduler's records into
+one fleet archive (DESIGN §7, ``docs/fleet.md``).
 
 The calling process only walks the sources (lazily, a folder at a time) and hands
 each run's sources to a worker (this process, a process pool, or a Dask cluster),
@@ -30,8 +30,10 @@ from pau.engine._threads import cores
 from pau.engine.ledger import NS_PER_HOUR, Ledger
 from pau.errors import NoInputError, OptionError, PauError
 from pau.fleet import archive as _archive
+from pau.fleet import records as _records
 from pau.readers.detect import UnknownFormatError, detect_format
 from pau.readers.kineto import trace_files
+from pau.readers.scheduler import zone as _zone
 from pau.readers.nsys import nsys_files
 from pau.run import RUN_FILE, Run, read_runs, run_figures
 
@@ -76,11 +78,15 @@ class Source:
 
 @dataclass
 class IngestResult:
-    """What an ingest did: runs ``added``, already ``present`` (skipped by key),
-    ``refused`` (a reader refused them, with ``skip_bad``) and ``passed_over`` (files no
-    reader recognises, in folders); each is in the archive's tables. ``warned``: runs
-    added whose reading warned (the runs table's ``warnings`` column counts them; the
-    run's ``warnings`` are kept in its folder)."""
+    """What an ingest did: runs ``added``, already ``present`` (skipped by key: runs,
+    and sources of scheduler records whose jobs are in the archive), ``refused`` (a
+    reader refused them, with ``skip_bad``) and ``passed_over`` (files no reader
+    recognises, in folders); each is in the archive's tables. ``warned``: runs added
+    whose reading warned (the runs table's ``warnings`` column counts them; the run's
+    ``warnings`` are kept in its folder). ``job_sources``: sources of scheduler records
+    added to the jobs table, ``jobs`` their rows, ``jobs_warned`` those sources whose
+    reader warned (``jobs/<key>.parquet``'s metadata ``pau.jobs.warnings`` keeps the
+    warnings)."""
 
     path: str
     added: int = 0
@@ -88,10 +94,13 @@ class IngestResult:
     refused: int = 0
     passed_over: int = 0
     warned: int = 0
+    job_sources: int = 0
+    jobs: int = 0
+    jobs_warned: int = 0
 
     @property
     def seen(self) -> int:
-        return self.added + self.present + self.refused + self.passed_over
+        return self.added + self.present + self.refused + self.passed_over + self.job_sources
 
 
 # ---------------------------------------------------------------------------
@@ -111,10 +120,13 @@ def _all_files(folder: str) -> list[str]:
 
 
 def _detect(path: str) -> tuple[str | None, str | None]:
+    """The format of a file: a run's (``pau.read``'s formats), a fleet record's
+    (:data:`pau.fleet.records.RECORD_FORMATS`), or None with the detector's reason."""
     try:
         return detect_format(path), None
     except UnknownFormatError as exc:
-        return None, exc.problem
+        rec = _records.records_format(path)
+        return (rec, None) if rec is not None else (None, exc.problem)
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror or exc})"
 
@@ -142,9 +154,14 @@ def _walk(folder: str) -> Iterator[Source]:
     traces = [fmt for fmt in _TRACE_FORMATS if any(k == fmt for _, k, _ in found)]
     for trace in traces:  # the folder's traces are one run, with its subfolders' (pau.read_runs)
         yield Source(folder, trace, tuple(_TRACE_FORMATS[trace](folder)))
+    cycles: dict[str, list[str]] = {}  # NVRx cycle files: each job's are one run
     for f, fmt, reason in found:
-        if fmt not in _TRACE_FORMATS:
+        if fmt == "nvrx":
+            cycles.setdefault(_records.nvrx_job(f) or f, []).append(f)
+        elif fmt not in _TRACE_FORMATS:
             yield Source(f, fmt, (f,), reason)
+    for job_files in cycles.values():
+        yield Source(folder if len(cycles) == 1 else job_files[0], "nvrx", tuple(job_files))
     if not traces:
         for d in dirs:
             yield from _walk(d)
@@ -373,6 +390,9 @@ class _Settings:
     labels: dict[str, str]
     labels_path: str | None
     skip_bad: bool
+    cluster: str | None = None
+    tz: str | None = None
+    origin_ns: int | None = None
 
 
 def _refuse(s: _Settings, key: str, src: Source, reason: str) -> None:
@@ -393,6 +413,8 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         if not os.path.exists(_archive.table_file(s.out, "refusals", key)):  # once
             _refuse(s, key, src, src.reason or "matches no format pau reads")
         return "passed_over", key, src.reason
+    if src.format in _records.RECORD_FORMATS:
+        return ingest_records(src, s)
     key = _archive.passed_over_key(src.root)  # until the bytes are read
     try:
         key = _archive.run_key(src.format, src.root, src.files)
@@ -403,23 +425,84 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         if len(runs) != 1:
             raise PauError(f"{len(runs)} runs where one was expected")
         run = runs[0]
-        led = run.ledger() if (run.events is not None or run.lifecycle is not None) else None
-        summary = run_figures(run, ledger=led)
-        cells = None if led is None else hourly_cells(run, led)
-        row = run_row(key, src, run, led, summary, s.labels, s.labels_path)
+        staged = _stage(key, src, run, s)
     except (PauError, OSError) as exc:
         reason = str(exc) or type(exc).__name__
         if not s.skip_bad:
             return "bad", key, reason
         _refuse(s, key, src, reason)
         return "refused", key, reason
-    if cells is not None:
-        cells = cells.add_column(0, "run", pa.array([key] * cells.num_rows, pa.string())).cast(_archive.CELLS_SCHEMA)
-    added = _archive.commit_run(s.out, key, run, row, cells)
+    added = _archive.commit_run(s.out, key, run, *staged)
     _archive.drop_refusal(s.out, key)  # refused before, read now (a newer pau): no longer a refusal
     if not added:
         return "present", key, None
     return ("added_warned" if run.warnings else "added"), key, None
+
+
+def _stage(key: str, src: Source, run: Run, s: _Settings) -> tuple[pa.Table, pa.Table | None]:
+    """A run's row and its cells (with the run key). ``s.cluster`` names the cluster of
+    a run whose records name none."""
+    if s.cluster is not None and run.metadata.get("cluster") in (None, ""):
+        run.metadata["cluster"] = s.cluster
+    led = run.ledger() if (run.events is not None or run.lifecycle is not None) else None
+    summary = run_figures(run, ledger=led)
+    cells = None if led is None else hourly_cells(run, led)
+    row = run_row(key, src, run, led, summary, s.labels, s.labels_path)
+    if cells is not None:
+        cells = cells.add_column(0, "run", pa.array([key] * cells.num_rows, pa.string())).cast(_archive.CELLS_SCHEMA)
+    return row, cells
+
+
+def ingest_records(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
+    """Ingest a source of fleet records (:mod:`pau.fleet.records`): its runs, each
+    committed as any run, then its jobs rows as ``jobs/<key>.parquet``, whose rename is
+    the source's commit (a kill before it: the next ingest reads the source again, and
+    its runs committed are present by key). ``("records", key, counts)``, or ``bad`` /
+    ``refused`` as :func:`ingest_source`."""
+    fmt = str(src.format)
+    key = _archive.passed_over_key(src.root)
+    counts = {"added": 0, "present": 0, "warned": 0, "job_sources": 0, "jobs": 0, "jobs_warned": 0}
+    try:
+        key = _archive.run_key(fmt, src.root, src.files)
+        has_jobs = fmt in _records.JOB_FORMATS
+        if (_records.jobs_present(s.out, key) if has_jobs else _archive.in_store(s.out, key)):
+            _archive.drop_refusal(s.out, key)
+            return "present", key, None
+        got = _records.read_records(fmt, src.root, src.files, cluster=s.cluster, tz=s.tz,
+                                    origin_ns=s.origin_ns)
+        runs = []
+        for suffix, run in got.runs:
+            rkey = _records.run_key_of(key, suffix)
+            if _archive.in_store(s.out, rkey):
+                counts["present"] += 1
+                continue
+            runs.append((rkey, run, _stage(rkey, src, run, s)))
+            if len(runs) == 64:  # a Philly log of many jobs: committed as it is read, 64 at a time
+                _commit_runs(s, runs, counts)
+                runs = []
+    except (PauError, OSError) as exc:
+        reason = str(exc) or type(exc).__name__
+        if not s.skip_bad:
+            return "bad", key, reason
+        _refuse(s, key, src, reason)
+        return "refused", key, reason
+    _commit_runs(s, runs, counts)
+    if has_jobs and got.jobs is not None:
+        _archive.publish_jobs(s.out, key, _records.jobs_file_table(got.jobs, got.warnings))
+        counts["job_sources"] += 1
+        counts["jobs"] += got.jobs.num_rows
+        counts["jobs_warned"] += bool(got.warnings)
+    _archive.drop_refusal(s.out, key)
+    return "records", key, counts
+
+
+def _commit_runs(s: _Settings, runs: list, counts: dict[str, int]) -> None:
+    for rkey, run, staged in runs:
+        if _archive.commit_run(s.out, rkey, run, *staged):
+            counts["added"] += 1
+            counts["warned"] += bool(run.warnings)
+        else:
+            counts["present"] += 1
 
 
 def _run_chunk(chunk: list[Source], s: _Settings) -> list[tuple[Source, tuple[str, str | None, str | None]]]:
@@ -483,7 +566,8 @@ def _chunks(sources: Iterator[Source], size: int) -> Iterator[list[Source]]:
 
 def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
            labels: Any = None, workers: int | None = None, client: Any = None, skip_bad: bool = False,
-           progress: Any = None, chunk: int = 1) -> IngestResult:
+           progress: Any = None, chunk: int = 1, cluster: str | None = None, tz: str | None = None,
+           origin_ns: int | None = None) -> IngestResult:
     """Read every run under ``sources`` into the fleet archive ``out`` (``docs/fleet.md``).
 
     Parameters
@@ -492,7 +576,10 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
         Files and folders in any format :func:`pau.read` knows; folders are searched
         recursively, and the files of one run are grouped as :func:`pau.read_runs`
         groups them (a folder with traces is one run; each MLPerf log, serving results
-        file or CSV its own run; a folder of Parquet files one table).
+        file or CSV its own run; a folder of Parquet files one table). Also the fleet
+        records of :mod:`pau.fleet.records`: scheduler records (sacct, pod lists, the
+        Alibaba pod list) go to the jobs table; Megatron-LM logs and each job's NVRx
+        cycle files are runs; Philly's job log is both, a run per job.
     out : path
         The archive's folder (made when absent). A run already in it (by run key) is
         skipped, so a re-run adds only what is new.
@@ -517,6 +604,16 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
         and found so far), rows the runs added.
     chunk : int
         Sources per task sent to a worker.
+    cluster : str, optional
+        The cluster of the sources whose records name none (``pau ingest --cluster``):
+        scheduler records (``sacct`` output without a ``Cluster`` field, pod lists, the
+        readers' ``cluster=``) and runs (a run's ``cluster`` label still wins).
+    tz : str, optional
+        The IANA zone of local times without a zone: ``sacct`` text, Philly's job log,
+        Megatron-LM logs (the readers' ``tz=``; not given: UTC, with their warning).
+    origin_ns : int, optional
+        Where the Alibaba pod list's times (seconds from the trace's start) begin
+        (``read_alibaba_pods``' ``origin_ns=``; not given: 0, with its warning).
 
     Returns
     -------
@@ -528,6 +625,13 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
         raise OptionError(f"chunk: expected at least 1, got {chunk}")
     if workers is not None and workers < 1:
         raise OptionError(f"workers: expected at least 1, got {workers}")
+    if tz is not None:
+        _zone(tz, "ingest", "", [])  # a zone that is none: refused before any work
+    if cluster is not None and (not isinstance(cluster, str) or not cluster):
+        raise OptionError(f"cluster: expected a name, got {cluster!r}")
+    if origin_ns is not None and (isinstance(origin_ns, bool) or not isinstance(origin_ns, int)
+                                  or not -2**63 < origin_ns < 2**63):
+        raise OptionError(f"origin_ns: expected int64 ns since the epoch, got {origin_ns!r}")
     static, labels_path = _split_labels(labels)
     walk = sources_of(sources)
     first = next(walk, None)  # the sources exist before the archive is made
@@ -536,7 +640,7 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
     try:
         _clean_tmp(outp)
         _archive.compact(outp)  # what a killed ingest committed, into the tables
-        s = _Settings(os.path.abspath(outp), static, labels_path, skip_bad)
+        s = _Settings(os.path.abspath(outp), static, labels_path, skip_bad, cluster, tz, origin_ns)
         result = IngestResult(outp)
         track = tracker(progress, 0, None)
 
@@ -548,10 +652,15 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
                 track.partitions_total += 1
                 yield src
 
-        def done(src: Source, got: tuple[str, str | None, str | None]) -> None:
+        def done(src: Source, got: tuple[str, str | None, Any]) -> None:
             outcome, _, reason = got
             if outcome == "bad":
                 raise IngestError(src.root, src.format, reason or "refused")
+            if outcome == "records":
+                for name, n in reason.items():
+                    setattr(result, name, getattr(result, name) + n)
+                track.partition_done(0, result.added)
+                return
             if outcome == "added_warned":
                 outcome = "added"
                 result.warned += 1
