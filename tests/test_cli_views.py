@@ -157,7 +157,7 @@ def test_readme_command_lines_run_as_written(cmd, tmp_path):
     repository), exits 0, and leaves no file but the ones it names (an unquoted
     ``--gate ledger.goodput>=0.4`` would leave one named ``=0.4``)."""
     (tmp_path / "tests").symlink_to(ROOT / "tests")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ)  # the pau this interpreter imports (installed, or an editable install)
     pau_fn = f'pau() {{ {shlex.quote(sys.executable)} -c "import sys; from pau._args import main; sys.exit(main())" "$@"; }}'
     res = subprocess.run(["bash", "-c", f"{pau_fn}\nset -e\n{cmd}"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=300)
