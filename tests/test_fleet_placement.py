@@ -269,3 +269,12 @@ def test_at_scale(model):
         P.at_scale(res, 64, scaling_efficiency=1.5)
     with pytest.raises(PauError, match="accelerators"):
         P.at_scale(res, 0)
+    with pytest.raises(PauError, match="failure_rate"):
+        P.at_scale(res, 64, failure_rate=-1e-5, checkpoint_cost_s=30)
+    with pytest.raises(PauError, match="checkpoint_interval_s"):
+        P.at_scale(res, 64, failure_rate=1e-5, checkpoint_interval_s=0)
+    # a failure_rates table: the rate of the class holding the count
+    jobs = pa.table({"failures": [3, 1], "accelerators": [512, 8], "accelerator_hours": [10_000.0, 5_000.0]})
+    rates = R.failure_rates(jobs)
+    t = P.at_scale(res, 512, failure_rate=rates, checkpoint_cost_s=30).table.to_pylist()
+    assert {r["failure_rate_per_accelerator_hour"] for r in t} == {3 / 10_000}

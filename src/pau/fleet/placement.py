@@ -19,6 +19,7 @@ checkpoint interval, under assumptions it writes into its result (:data:`WHAT_IF
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
@@ -346,7 +347,8 @@ def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str 
         f"quality target ({rows[0]['_target']}); runs that did not are paid for and train none",
         "accelerator-hours per trained model: every accountable accelerator-hour of the configuration's runs "
         "(initialization, evaluations and the runs that missed the target included) over its trained models",
-        f"time to train: {'MLPerf rule, ' + RULES_SOURCE if scoring == 'mlperf' else scoring + ' of the runs that reached the target'}",
+        "time to train: " + (f"MLPerf's rule, {RULES_SOURCE}" if scoring == "mlperf"
+                             else f"{scoring} of the runs that reached the target"),
         "goodput: productive over accountable ns, summed over the configuration's runs (Run.summary()'s ledger)",
     )
     table = pa.Table.from_pylist(out, schema=TABLE_SCHEMA)
@@ -395,6 +397,17 @@ def at_scale(result: Placement, accelerators: Union[int, Mapping[str, int], None
     if isinstance(scaling_efficiency, bool) or not (0 < float(scaling_efficiency) <= 1):
         raise PauError(f"scaling_efficiency = {scaling_efficiency!r}. Fix: a number in (0, 1]")
     e = float(scaling_efficiency)
+    if failure_rate is not None and not isinstance(failure_rate, pa.Table) and (
+            isinstance(failure_rate, bool) or not isinstance(failure_rate, (int, float))
+            or not math.isfinite(failure_rate) or failure_rate < 0):
+        raise PauError(f"failure_rate = {failure_rate!r}. Fix: failures per accelerator-hour, a finite number >= 0, "
+                       "or pau.fleet.reliability.failure_rates' table")
+    for name, v in (("checkpoint_cost_s", checkpoint_cost_s), ("restart_s", restart_s),
+                    ("checkpoint_interval_s", checkpoint_interval_s)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                              or v < 0 or (name == "checkpoint_interval_s" and v == 0)):
+            bound = "> 0" if name == "checkpoint_interval_s" else ">= 0"
+            raise PauError(f"{name} = {v!r}. Fix: seconds, a finite number {bound}")
     rows = []
     for r in result.table.to_pylist():
         n = int(r["accelerators"])
@@ -415,6 +428,8 @@ def at_scale(result: Placement, accelerators: Union[int, Mapping[str, int], None
         train_s = None if ttt is None else ttt / 1e9 * n / m / e
         g: Optional[float] = 1.0
         mttf_h: Optional[float] = None
+        fr: Optional[float] = (None if failure_rate is None or isinstance(failure_rate, pa.Table)
+                               else float(failure_rate))
         interval: Optional[float] = None
         if failure_rate is not None and not (isinstance(failure_rate, (int, float)) and failure_rate == 0):
             if train_s is None:
@@ -427,7 +442,7 @@ def at_scale(result: Placement, accelerators: Union[int, Mapping[str, int], None
                 cur_int = train_s if whole else checkpoint_interval_s
                 adv = _rel.at_size(failure_rate, m, checkpoint_cost_s=0.0 if whole else checkpoint_cost_s,
                                    restart_s=restart_s, current_interval_s=cur_int)
-                mttf_h = adv.mttf_h
+                mttf_h, fr = adv.mttf_h, adv.rate_per_accelerator_hour
                 if adv.checkpoint is not None:
                     if cur_int is None:
                         g, interval = adv.expected_goodput, adv.daly_s
@@ -445,8 +460,7 @@ def at_scale(result: Placement, accelerators: Union[int, Mapping[str, int], None
         rows.append({
             "benchmark": r["benchmark"], "submitter": r["submitter"], "system": r["system"],
             "accelerator_type": r["accelerator_type"], "accelerators_measured": n, "accelerators": m,
-            "scaling_efficiency": e, "failure_rate_per_accelerator_hour": (
-                None if failure_rate is None or isinstance(failure_rate, pa.Table) else float(failure_rate)),
+            "scaling_efficiency": e, "failure_rate_per_accelerator_hour": fr,
             "mttf_h": mttf_h, "checkpoint_interval_s": interval, "expected_goodput": g,
             "time_to_train_ns": None if train_s is None or g is None else int(round(train_s / g * 1e9)),
             "accelerator_hours_per_trained_model": hours,
