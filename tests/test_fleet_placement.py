@@ -278,3 +278,22 @@ def test_at_scale(model):
     rates = R.failure_rates(jobs)
     t = P.at_scale(res, 512, failure_rate=rates, checkpoint_cost_s=30).table.to_pylist()
     assert {r["failure_rate_per_accelerator_hour"] for r in t} == {3 / 10_000}
+
+
+def test_the_hand_checked_pair(model):
+    """docs/fleet.md, "One pair checked by hand": the numbers written out there."""
+    root = LOCAL / "mlperf" / "training_v4.0"
+    res = pau.fleet.placement(logs(root, "llama2_70b_lora"), model, accelerator_types=TYPES)
+    h100, gaudi = res.table.to_pylist()
+    assert (h100["accelerator_type"], gaudi["accelerator_type"]) == ("H100-SXM", "Gaudi2")
+    assert (h100["time_to_train_ns"], gaudi["time_to_train_ns"]) == (2_042_092_000_000, 5_115_477_000_000)
+    assert h100["accelerator_hours_per_trained_model"] == pytest.approx(8 * 2112.054 / 3600, rel=1e-12)
+    assert gaudi["accelerator_hours_per_trained_model"] == pytest.approx(8 * 6364.130 / 3600, rel=1e-12)
+    assert round(h100["cost_per_trained_model"], 4) == 11.7336
+    assert round(gaudi["cost_per_trained_model"], 4) == 18.3853
+    assert round(gaudi["cost_ratio_to_cheapest"], 3) == 1.567
+    two = {r["accelerator_type"]: r for r in pau.fleet.at_scale(res, 16).table.to_pylist()}
+    assert round(two["Gaudi2"]["accelerator_hours_per_trained_model"], 6) == 16.917293
+    assert round(two["H100-SXM"]["accelerator_hours_per_trained_model"], 6) == 4.848924
+    assert round(two["Gaudi2"]["cost_per_trained_model"], 2) == 21.99
+    assert round(two["H100-SXM"]["cost_per_trained_model"], 2) == 12.12

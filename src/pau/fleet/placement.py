@@ -342,9 +342,10 @@ def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str 
         x["rank"] = i
         c = x["cost_per_trained_model"]
         x["cost_ratio_to_cheapest"] = None if c is None or not best else c / best
+    target_text = ", ".join(f"{name + ' ' if name else ''}{op} {t:g}" for name, op, t in rows[0]["_target"])
     assumptions = (
         f"a trained model is a run that stopped with status success and whose last eval reached {benchmark}'s "
-        f"quality target ({rows[0]['_target']}); runs that did not are paid for and train none",
+        f"quality target ({target_text}); runs that did not are paid for and train none",
         "accelerator-hours per trained model: every accountable accelerator-hour of the configuration's runs "
         "(initialization, evaluations and the runs that missed the target included) over its trained models",
         "time to train: " + (f"MLPerf's rule, {RULES_SOURCE}" if scoring == "mlperf"
