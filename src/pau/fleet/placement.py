@@ -233,7 +233,7 @@ TABLE_SCHEMA = pa.schema([
     ("rate_per_accelerator_hour", pa.float64()), ("currency", pa.string()), ("cost_basis", pa.string()),
     ("cost_per_trained_model", pa.float64()), ("cost_ratio_to_cheapest", pa.float64()),
     ("cost_productive", pa.float64()), ("cost_rolled_back", pa.float64()), ("cost_recovery", pa.float64()),
-    ("cost_idle", pa.float64()), ("cost_overhead", pa.float64()),
+    ("cost_idle", pa.float64()), ("cost_overhead", pa.float64()), ("sources", pa.list_(pa.string())),
 ])
 
 
@@ -333,6 +333,7 @@ def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str 
             "cost_basis": rate.basis, "cost_per_trained_model": fig.value,
             "cost_productive": per(split.productive), "cost_rolled_back": per(split.rolled_back),
             "cost_recovery": per(split.recovery), "cost_idle": per(split.idle), "cost_overhead": per(split.overhead),
+            "sources": [r["source"] for r in rs],
         })
     out.sort(key=lambda x: (x["cost_per_trained_model"] is None, x["cost_per_trained_model"] or 0.0,
                             str(x["submitter"]), str(x["system"])))
