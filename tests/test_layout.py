@@ -84,6 +84,8 @@ LEVELS = [
     {"pau.run", "pau.synth"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
     {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.archive"},
+    # placement across hardware generations: cost per trained model from runs, costs and reliability
+    {"pau.fleet.placement"},
     # scheduler records and lifecycle logs into the archive
     {"pau.fleet.records"},
     # ingest; the subpackage's front
