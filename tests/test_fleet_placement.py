@@ -1,4 +1,4 @@
-"""Placement across hardware generations: pau.fleet.placement on the MLPerf Training v4.0 logs.
+"""Placement across hardware generations: pau.fleet.place on the MLPerf Training v4.0 logs.
 
 The ranking is checked against a second computation made here from the raw ``:::MLLOG``
 lines (init_start, run_start, run_stop and its status, the last eval against the target
@@ -7,7 +7,6 @@ of the MLPerf rules' table) and the system descriptions' accelerator counts.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import pathlib
@@ -21,12 +20,12 @@ import pau
 import pau.fleet
 from pau.errors import PauError
 from pau.fleet import costs as K
+from pau.fleet import place
 from pau.fleet import reliability as R
 from depth import examples
 from shared_data import LOCAL, shared
 
-#: the module (pau.fleet.placement is the function, exported by pau.fleet)
-P = importlib.import_module("pau.fleet.placement")
+P = place
 
 #: Made-up but plausible contract rates per accelerator-hour (USD), one per accelerator
 #: type in the v4.0 samples: under a contract the rate is the price, so the cost per

@@ -85,7 +85,7 @@ LEVELS = [
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
     {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.archive"},
     # placement across hardware generations: cost per trained model from runs, costs and reliability
-    {"pau.fleet.placement"},
+    {"pau.fleet.place"},
     # scheduler records and lifecycle logs into the archive
     {"pau.fleet.records"},
     # ingest; the subpackage's front

@@ -6,7 +6,7 @@ facts and headline figures, their hourly cells and the refusals; :func:`read_fle
 opens it as a :class:`Fleet`. The figures over many runs' periods are pure functions of
 arrays and tables: :mod:`pau.fleet.changes` (change points), :mod:`pau.fleet.costs` (the
 cost basis), :mod:`pau.fleet.reliability` (failure rates by job size) and
-:mod:`pau.fleet.placement` (one workload on several systems, ranked by cost per trained model).
+:mod:`pau.fleet.place` (one workload on several systems, ranked by cost per trained model).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pau.fleet.archive import (CELLS_SCHEMA, FIGURES, FLEET_JOBS_SCHEMA, REFUSALS_SCHEMA, RUNS_SCHEMA, Fleet, read_fleet,
                                run_key)
 from pau.fleet.ingester import IngestError, IngestResult, Source, hourly_cells, ingest, sources_of
-from pau.fleet.placement import Placement, WhatIf, at_scale, placement
+from pau.fleet.place import Placement, WhatIf, at_scale, placement
 
 __all__ = ["CELLS_SCHEMA", "FIGURES", "FLEET_JOBS_SCHEMA", "REFUSALS_SCHEMA", "RUNS_SCHEMA", "Fleet", "IngestError",
            "IngestResult", "Placement", "Source", "WhatIf", "at_scale", "hourly_cells", "ingest", "placement",
