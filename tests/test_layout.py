@@ -83,7 +83,7 @@ LEVELS = [
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
-    {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.archive"},
+    {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.rollup", "pau.fleet.archive"},
     # ingest; the subpackage's front
     {"pau.fleet.ingester"},
     {"pau.fleet"},

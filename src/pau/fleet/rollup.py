@@ -1,0 +1,870 @@
+"""Fleet rollups: accelerator time per group and period (DESIGN §7, ``docs/fleet.md``
+"Rollups").
+
+:func:`rollup` sums a fleet's hourly cells (and its scheduler's jobs, when the archive
+holds them) per group of the runs table's columns or labels and per period (hours, days,
+ISO weeks, months, UTC). Time is summed in int64 ns and turned into hours only in the
+``*_h`` columns; ratios are ratios of the sums (never means of the runs' ratios). Every
+hour is counted in the period it happened in: cells are hours, and a period is a whole
+number of hours, so each cell lies in exactly one period; a job's allocation is cut at
+the period boundaries in ns (its pieces sum exactly to ``allocated_accelerator_ns``). So
+the periods of a group sum exactly to its total.
+
+Counts a run carries as a whole (failures, recoveries, preserved steps and tokens,
+accepted requests) are counted in the period holding the run's last ns
+(``end_ns - 1``): the runs table holds them per run, not per hour.
+
+:func:`changes` and :func:`capacity` take a rollup's table to
+:func:`pau.fleet.changes.group_changes` and :func:`pau.fleet.changes.capacity`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pau.engine.vocab import STATES
+from pau.errors import PauError, SchemaError
+from pau.fleet import changes as _changes
+from pau.fleet import costs as _costs
+
+__all__ = [
+    "ROLLUP_SCHEMA_BASE",
+    "Period",
+    "Rollup",
+    "capacity",
+    "changes",
+    "parse_every",
+    "parse_time",
+    "parse_where",
+    "period_starts",
+    "rollup",
+]
+
+NS_PER_S = 10**9
+NS_PER_HOUR = 3_600 * NS_PER_S
+NS_PER_DAY = 24 * NS_PER_HOUR
+#: Monday 1969-12-29 00:00 UTC: ISO weeks start here and every 7 days from it.
+MONDAY0 = -3 * NS_PER_DAY
+#: Beyond this a sum is refused rather than risk int64 (2**62 ns: 146 accelerator-years).
+_SUM_LIMIT = float(2**62)
+#: Cells per batch read from the archive.
+BATCH_ROWS = 1 << 20
+
+_STATE_COLS = tuple(f"{s.replace('.', '_')}_ns" for s in STATES)
+_FACTS = ("job", "cluster", "accelerator_type", "accelerators", "team", "project", "user")
+
+#: The columns every rollup table has after its group columns (``docs/fleet.md``, "Rollups").
+ROLLUP_SCHEMA_BASE = pa.schema([
+    ("period", pa.string()), ("period_start_ns", pa.int64()), ("period_end_ns", pa.int64()),
+    ("allocated_ns", pa.int64()), ("accountable_ns", pa.int64()), ("productive_ns", pa.int64()),
+    ("rolled_back_ns", pa.int64()), ("badput_ns", pa.int64()),
+    *((c, pa.int64()) for c in _STATE_COLS if c not in ("productive_ns", "rolled_back_ns")),
+    ("allocated_h", pa.float64()), ("accountable_h", pa.float64()), ("productive_h", pa.float64()),
+    ("rolled_back_h", pa.float64()), ("badput_h", pa.float64()),
+    ("goodput", pa.float64()), ("goodput_allocated", pa.float64()),
+    ("runs_ended", pa.int64()), ("failures", pa.int64()), ("failures_per_1000_accelerator_hours", pa.float64()),
+    ("mtbf_accelerator_h", pa.float64()), ("recoveries", pa.int64()), ("not_recovered", pa.int64()),
+    ("time_to_recover_mean_s", pa.float64()), ("time_to_recover_p50_s", pa.float64()),
+    ("time_to_recover_p90_s", pa.float64()), ("time_to_recover_max_s", pa.float64()),
+    ("jobs_started", pa.int64()), ("queue_ns", pa.int64()), ("queue_mean_s", pa.float64()),
+    ("preserved_steps", pa.int64()), ("preserved_tokens", pa.int64()), ("requests_accepted", pa.int64()),
+    ("accepted_tokens", pa.int64()),
+])
+#: Added when a cost model is given.
+COST_FIELDS = pa.schema([
+    ("cost", pa.float64()), ("cost_productive", pa.float64()), ("cost_rolled_back", pa.float64()),
+    ("cost_recovery", pa.float64()), ("cost_idle", pa.float64()), ("cost_overhead", pa.float64()),
+    ("cost_unaccounted", pa.float64()), ("cost_per_productive_h", pa.float64()),
+    ("cost_per_preserved_step", pa.float64()), ("cost_per_million_tokens", pa.float64()),
+    ("cost_per_accepted_request", pa.float64()),
+])
+
+_COUNTS = ("failures", "not_recovered", "preserved_steps", "preserved_tokens", "requests_accepted",
+           "accepted_tokens")
+
+
+# ---------------------------------------------------------------------------
+# periods
+
+
+@dataclass(frozen=True)
+class Period:
+    """A period length: ``n`` hours, days or weeks (``unit`` ``"h"``, ``"d"``, ``"w"``),
+    or ``n`` calendar months (``"mo"``). ``text`` as given."""
+
+    n: int
+    unit: str
+    text: str
+
+    @property
+    def width_ns(self) -> int | None:
+        return None if self.unit == "mo" else self.n * {"h": NS_PER_HOUR, "d": NS_PER_DAY, "w": 7 * NS_PER_DAY}[self.unit]
+
+
+_UNITS = {"h": "h", "hour": "h", "hours": "h", "hourly": "h", "d": "d", "day": "d", "days": "d", "daily": "d",
+          "w": "w", "week": "w", "weeks": "w", "weekly": "w", "mo": "mo", "month": "mo", "months": "mo",
+          "monthly": "mo"}
+
+
+def parse_every(every: str | Period) -> Period:
+    """``"1h"``, ``"6h"``, ``"1d"``, ``"1w"``, ``"1mo"``, ``"hour"``, ``"day"``, ``"week"``, ``"month"``."""
+    if isinstance(every, Period):
+        return every
+    m = re.fullmatch(r"\s*(\d*)\s*([a-z]+)\s*", str(every).lower())
+    if m is None or m.group(2) not in _UNITS or (m.group(1) and int(m.group(1)) < 1):
+        raise PauError(f"every = {every!r}: not a period. Fix: 1h, 6h, 1d, 1w, 1mo (or hour, day, week, month)")
+    return Period(int(m.group(1) or 1), _UNITS[m.group(2)], str(every))
+
+
+def _months(t: np.ndarray) -> np.ndarray:
+    """Months since 1970-01 of each ns time."""
+    return t.astype("datetime64[ns]").astype("datetime64[M]").astype(np.int64)
+
+
+def _month_start(m: np.ndarray) -> np.ndarray:
+    return m.astype("datetime64[M]").astype("datetime64[ns]").astype(np.int64)
+
+
+def period_starts(t: Any, every: str | Period) -> np.ndarray:
+    """The start (ns, UTC) of the period holding each time ``t`` (ns): hours and days
+    from the epoch, weeks from Monday 00:00 UTC (ISO weeks), months from the 1st."""
+    p = parse_every(every)
+    t = np.asarray(t, dtype=np.int64)
+    if p.unit == "mo":
+        m = _months(t)
+        return _month_start((m // p.n) * p.n)
+    w = p.width_ns
+    assert w is not None
+    origin = MONDAY0 if p.unit == "w" else 0
+    return (t - origin) // w * w + origin
+
+
+def period_ends(starts: np.ndarray, every: str | Period) -> np.ndarray:
+    """The end (exclusive) of the periods starting at ``starts``."""
+    p = parse_every(every)
+    s = np.asarray(starts, dtype=np.int64)
+    if p.unit == "mo":
+        return _month_start(_months(s) + p.n)
+    assert p.width_ns is not None
+    return s + p.width_ns
+
+
+def period_names(starts: np.ndarray, every: str | Period) -> list[str]:
+    """``2026-W05`` (ISO week), ``2026-02`` (month), ``2026-02-01`` (day),
+    ``2026-02-01T13`` (hour): the name of each period, by its start."""
+    p = parse_every(every)
+    out = []
+    for s in np.asarray(starts, dtype=np.int64).tolist():
+        d = _dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=s // 1000)
+        if p.unit == "w":
+            y, w, _ = d.isocalendar()
+            out.append(f"{y}-W{w:02d}")
+        elif p.unit == "mo":
+            out.append(f"{d.year:04d}-{d.month:02d}")
+        elif p.unit == "d":
+            out.append(d.strftime("%Y-%m-%d"))
+        else:
+            out.append(d.strftime("%Y-%m-%dT%H"))
+    return out
+
+
+def parse_time(value: Any, what: str) -> int | None:
+    """A time for ``since``/``until``: ns since the epoch (int), a ``datetime`` (naive is
+    UTC), or an ISO 8601 date or time (``2026-02-02``, ``2026-02-02T06:00``); it must be
+    a whole hour (cells are hours)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        ns = int(value)
+    else:
+        if isinstance(value, str):
+            try:
+                value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                raise PauError(f"{what} = {value!r}: not a time. Fix: an ISO date or time (2026-02-02, "
+                               "2026-02-02T06:00), or ns since the epoch") from None
+        if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+            value = _dt.datetime(value.year, value.month, value.day)
+        if not isinstance(value, _dt.datetime):
+            raise PauError(f"{what} = {value!r}: not a time. Fix: ns since the epoch, a datetime or an ISO string")
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        ns = (delta.days * 86_400 + delta.seconds) * NS_PER_S + delta.microseconds * 1000
+    if ns % NS_PER_HOUR:
+        raise PauError(f"{what} = {value!r}: not on a whole hour (UTC). Fix: the hourly cells cannot be cut inside "
+                       "an hour; give a time on the hour")
+    return ns
+
+
+# ---------------------------------------------------------------------------
+# where
+
+
+def parse_where(where: Any) -> list[tuple[str, bool, frozenset[str]]]:
+    """``"cluster=eos,team=llm|vision,format!=mllog"`` or ``{"cluster": "eos", "team":
+    ["llm", "vision"]}`` -> ``[(key, equal, values)]``; every term must hold (``|``: any
+    of the values; ``!=``: none of them). Keys as ``by``'s: a column or ``labels.K``."""
+    if where is None:
+        return []
+    terms: list[tuple[str, bool, frozenset[str]]] = []
+    if isinstance(where, Mapping):
+        for k, v in where.items():
+            vals = [v] if isinstance(v, str) or not isinstance(v, Iterable) else list(v)
+            terms.append((str(k), True, frozenset(str(x) for x in vals)))
+        return terms
+    for part in str(where).split(","):
+        m = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(!=|=)\s*(.*?)\s*", part)
+        if m is None:
+            raise PauError(f"where = {where!r}: {part!r} is not KEY=VALUE. Fix: e.g. cluster=eos,team=llm|vision "
+                           "(',' and; '|' or; != not)")
+        terms.append((m.group(1), m.group(2) == "=", frozenset(v.strip() for v in m.group(3).split("|"))))
+    return terms
+
+
+# ---------------------------------------------------------------------------
+# group values of runs and jobs
+
+
+def _key_column(table: pa.Table, key: str, name: str, *, strict: bool) -> pa.ChunkedArray:
+    """The values of group key ``key`` in ``table`` as strings: a column, or
+    ``labels.K`` (the column ``K`` when the table has one, else the labels map's ``K``).
+    A key the table lacks: an error (``strict``, the runs table) or nulls (jobs)."""
+    n = table.num_rows
+    col = key
+    if key.startswith("labels."):
+        sub = key[len("labels."):]
+        if sub in table.column_names:
+            col = sub
+        elif "labels" in table.column_names:
+            return pc.map_lookup(table["labels"], sub, "first").cast(pa.string())
+        elif not strict:
+            return pa.chunked_array([pa.nulls(n, pa.string())])
+    if col not in table.column_names:
+        if strict:
+            raise SchemaError(name, key, "is not a column of the runs table nor a label",
+                              "group by a column (cluster, accelerator_type, team, ...) or labels.NAME")
+        return pa.chunked_array([pa.nulls(n, pa.string())])
+    c = table[col]
+    if pa.types.is_dictionary(c.type):
+        c = c.cast(pa.string())
+    if pa.types.is_floating(c.type):  # a job's fractional accelerators: as the number reads
+        return pa.chunked_array([pa.array([None if v is None else f"{v:g}" for v in c.to_pylist()], pa.string())])
+    if not (pa.types.is_string(c.type) or pa.types.is_large_string(c.type)):
+        try:
+            c = c.cast(pa.string())
+        except pa.ArrowInvalid:
+            raise SchemaError(name, key, f"is of type {c.type}, which cannot be a group", "group by a column of "
+                              "strings or numbers") from None
+    return c
+
+
+def _mask(table: pa.Table, terms: list[tuple[str, bool, frozenset[str]]], name: str, *, strict: bool) -> np.ndarray:
+    keep = np.ones(table.num_rows, bool)
+    for key, equal, values in terms:
+        v = _key_column(table, key, name, strict=strict)
+        hit = np.asarray(pc.is_in(v, value_set=pa.array(sorted(values), pa.string())).fill_null(False))
+        keep &= hit if equal else ~hit
+    return keep
+
+
+# ---------------------------------------------------------------------------
+# exact sums
+
+
+def _sum_by(codes: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """``values`` (int64 >= 0) summed by ``codes`` (0 <= code < size), exactly: the low
+    26 bits and the rest through ``np.bincount`` (float64, exact while a bin's sum stays
+    below 2**53, checked), else ``np.add.at``."""
+    if len(values) == 0:
+        return np.zeros(size, np.int64)
+    hi = values >> 26
+    lo = values & ((1 << 26) - 1)
+    if int(hi.max(initial=0)) * len(values) < 2**53 and len(values) < 2**27:
+        out = np.bincount(codes, weights=hi, minlength=size).astype(np.int64) << 26
+        out += np.bincount(codes, weights=lo, minlength=size).astype(np.int64)
+        return out
+    if float(values.astype(np.float64).sum()) >= _SUM_LIMIT:
+        raise PauError(f"a sum of {float(values.sum(dtype=np.float64)):.3g} ns in one rollup cell is beyond int64. "
+                       "Fix: group finer or take shorter periods")
+    out = np.zeros(size, np.int64)
+    np.add.at(out, codes, values)
+    return out
+
+
+class _Acc:
+    """Partial sums keyed by (fine group, period start, column): a dict of int64 arrays
+    per period start, combined exactly."""
+
+    def __init__(self, groups: int, columns: int):
+        self.G, self.C = groups, columns
+        self.by_period: dict[int, np.ndarray] = {}
+
+    def add(self, group: np.ndarray, start: np.ndarray, column: np.ndarray, values: np.ndarray) -> None:
+        if len(values) == 0:
+            return
+        ps, pi = np.unique(start, return_inverse=True)
+        size = len(ps) * self.G * self.C
+        code = (pi.reshape(-1) * self.G + group) * self.C + column
+        if size > 4 * len(values) + (1 << 16):
+            u, inv = np.unique(code, return_inverse=True)
+            s = _sum_by(inv.reshape(-1), values, len(u))
+            full = np.zeros(size, np.int64) if size <= (1 << 26) else None
+            if full is None:
+                for c, v in zip(u.tolist(), s.tolist()):
+                    p, rest = divmod(c, self.G * self.C)
+                    self._put(int(ps[p]), rest, v)
+                return
+            full[u] = s
+            sums = full
+        else:
+            sums = _sum_by(code, values, size)
+        table = sums.reshape(len(ps), self.G * self.C)
+        for i, p in enumerate(ps.tolist()):
+            cur = self.by_period.get(p)
+            if cur is None:
+                self.by_period[p] = table[i].copy()
+            else:
+                self._check(cur, table[i])
+                cur += table[i]
+
+    def _put(self, p: int, idx: int, v: int) -> None:
+        cur = self.by_period.setdefault(p, np.zeros(self.G * self.C, np.int64))
+        if float(cur[idx]) + float(v) >= _SUM_LIMIT:
+            raise PauError("a rollup sum is beyond int64. Fix: group finer or take shorter periods")
+        cur[idx] += v
+
+    @staticmethod
+    def _check(a: np.ndarray, b: np.ndarray) -> None:
+        if (a.astype(np.float64) + b.astype(np.float64) >= _SUM_LIMIT).any():
+            raise PauError("a rollup sum is beyond int64 (2**62 ns, 146 accelerator-years, in one group and "
+                           "period). Fix: group finer or take shorter periods")
+
+
+# ---------------------------------------------------------------------------
+# the result
+
+
+@dataclass
+class Rollup:
+    """What :func:`rollup` returns.
+
+    Attributes
+    ----------
+    table : pyarrow.Table
+        One row per group and period with time in it, ordered by group then period: the
+        ``by`` columns (strings), then :data:`ROLLUP_SCHEMA_BASE` (and
+        :data:`COST_FIELDS` with a cost model). ``docs/fleet.md`` ("Rollups") says what
+        each column is.
+    by : list of str
+    every : Period
+    since, until : int or None
+        The cut (ns), when given.
+    allocated_from : str
+        ``"jobs"`` (the archive's jobs table) or ``"runs"`` (no jobs table: allocated
+        is the runs' accountable time).
+    currency : str or None
+    cost_basis : dict
+        ``"accelerator_type / cluster"`` -> the :class:`pau.fleet.costs.CostRate` basis used.
+    warnings : list of str
+        What was left out and why (a job whose allocation is unknown, a run with no
+        extent).
+    """
+
+    table: pa.Table
+    by: list[str]
+    every: Period
+    since: int | None
+    until: int | None
+    allocated_from: str
+    currency: str | None = None
+    cost_basis: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def totals(self) -> pa.Table:
+        """Per group, the int64 ns and count columns summed over its periods (exactly:
+        Python integers), the ratios recomputed from those sums."""
+        t = self.table
+        ns_cols = [c for c in t.column_names if c.endswith("_ns") and c not in ("period_start_ns", "period_end_ns")]
+        keys: dict[tuple, dict[str, int]] = {}
+        groups = list(zip(*(t[k].to_pylist() for k in self.by))) if self.by else [()] * t.num_rows
+        cols = {c: t[c].to_pylist() for c in ns_cols + [c for c in _COUNTS + ("runs_ended", "jobs_started",
+                                                                            "recoveries") if c in t.column_names]}
+        for i, g in enumerate(groups):
+            acc = keys.setdefault(g, {c: 0 for c in cols})
+            for c, v in cols.items():
+                acc[c] += v[i] or 0
+        out: dict[str, list] = {k: [g[j] for g in keys] for j, k in enumerate(self.by)}
+        for c in cols:
+            out[c] = [keys[g][c] for g in keys]
+        out["goodput"] = [a["productive_ns"] / a["accountable_ns"] if a["accountable_ns"] else None
+                          for a in keys.values()]
+        return pa.table(out)
+
+
+# ---------------------------------------------------------------------------
+# the rollup
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """The smallest value whose cumulative weight reaches ``q`` of the total (the
+    inverted CDF of the weighted values)."""
+    o = np.argsort(values, kind="stable")
+    cw = np.cumsum(weights[o])
+    return float(values[o][int(np.searchsorted(cw, q * cw[-1], side="left"))])
+
+
+def _cell_batches(cells: Any) -> Iterator[pa.RecordBatch]:
+    if isinstance(cells, pa.Table):
+        yield from cells.to_batches(max_chunksize=BATCH_ROWS)
+    elif isinstance(cells, pa.RecordBatch):
+        yield cells
+    elif isinstance(cells, str):
+        import pyarrow.dataset as ds  # loads pandas: only when an archive is read (tests/test_layout.py)
+
+        d = ds.dataset(cells, format="parquet")
+        yield from d.to_batches(columns=["run", "hour_ns", "state", "duration_ns"], batch_size=BATCH_ROWS)
+    else:
+        yield from cells
+
+
+def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, 0).cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _check_columns(table: pa.Table, name: str, needed: Sequence[str], fix: str) -> None:
+    for c in needed:
+        if c not in table.column_names:
+            raise SchemaError(name, c, "is missing", fix)
+
+
+@dataclass
+class _Groups:
+    """The fine groups: the ``by`` values, and with a cost model the (accelerator type,
+    cluster) of the rate. ``run`` and ``job``: the fine group of each row (a job with a
+    run is in its run's); ``values[i]``: key i's value per fine group."""
+
+    count: int
+    run: np.ndarray
+    job: np.ndarray
+    values: list[list[Any]]
+
+
+def _groups(runs: pa.Table, jobs: pa.Table | None, job_run: np.ndarray, keys: list[str]) -> _Groups:
+    n_runs = runs.num_rows
+    n_all = n_runs + (0 if jobs is None else jobs.num_rows)
+    if not keys or n_all == 0:
+        return _Groups(1, np.zeros(n_runs, np.int64), np.zeros(n_all - n_runs, np.int64), [])
+    cols = []
+    for k in keys:
+        parts = [*_key_column(runs, k, "runs", strict=True).chunks]
+        if jobs is not None:
+            parts += _key_column(jobs, k, "jobs", strict=False).chunks
+        cols.append(pa.concat_arrays(parts) if parts else pa.array([], pa.string()))
+    codes = np.stack([np.asarray(pc.dictionary_encode(a).indices.fill_null(-1)) for a in cols], axis=1)
+    uniq, inverse = np.unique(codes, axis=0, return_inverse=True)
+    fine = inverse.reshape(-1).astype(np.int64)
+    first = np.zeros(len(uniq), np.int64)
+    first[fine[::-1]] = np.arange(n_all)[::-1]
+    values = [a.take(pa.array(first)).to_pylist() for a in cols]
+    run_fine = fine[:n_runs]
+    own = fine[n_runs:]
+    job_fine = np.where(job_run >= 0, run_fine[np.maximum(job_run, 0)] if n_runs else 0, own)
+    return _Groups(len(uniq), run_fine, job_fine, values)
+
+
+def _add_cells(acc: _Acc, cells: Any, runs: pa.Table, g: _Groups, run_keep: np.ndarray, runs_with_job: np.ndarray,
+               p: Period, lo: int | None, hi: int | None) -> None:
+    """The cells, a batch at a time, into ``acc`` (columns: the states, then allocated)."""
+    run_keys = runs["run"]
+    state_names = pa.array(list(STATES), pa.string())
+    alloc_col = len(STATES)
+    for b in _cell_batches(cells):
+        if b.num_rows == 0:
+            continue
+        names = b.schema.names
+        for c in ("run", "hour_ns", "state", "duration_ns"):
+            if c not in names:
+                raise SchemaError("cells", c, "is missing", "give the fleet's hourly cells (pau.fleet.CELLS_SCHEMA)")
+        rcol, scol = b.column(names.index("run")), b.column(names.index("state"))
+        rcol = rcol.cast(pa.string()) if pa.types.is_dictionary(rcol.type) else rcol
+        scol = scol.cast(pa.string()) if pa.types.is_dictionary(scol.type) else scol
+        ri = pc.index_in(rcol, value_set=run_keys)
+        si = pc.index_in(scol, value_set=state_names)
+        for what, arr, src in (("run", ri, rcol), ("state", si, scol)):
+            if arr.null_count:
+                bad = src[int(np.flatnonzero(np.asarray(arr.is_null()))[0])].as_py()
+                fix = ("no run of the runs table. Fix: read the archive with pau.read_fleet" if what == "run"
+                       else f"not a lifecycle state. Fix: one of {', '.join(STATES)}")
+                raise PauError(f"cells: column '{what}': {bad!r} ({arr.null_count} rows): {fix}")
+        hcol, dcol = b.column(names.index("hour_ns")), b.column(names.index("duration_ns"))
+        if hcol.null_count or dcol.null_count:
+            raise PauError("cells: a null hour_ns or duration_ns. Fix: every cell has an hour and a duration")
+        hour = np.asarray(hcol.to_numpy(zero_copy_only=False), dtype=np.int64)
+        d = np.asarray(dcol.to_numpy(zero_copy_only=False), dtype=np.int64)
+        if (d < 0).any():
+            raise PauError(f"cells: column 'duration_ns': negative ({int(d[d < 0][0])}). Fix: durations are >= 0")
+        if (hour % NS_PER_HOUR).any():
+            raise PauError("cells: column 'hour_ns': not on an hour. Fix: cells start on the hour (pau.fleet.ingest)")
+        r = np.asarray(ri.to_numpy(zero_copy_only=False), dtype=np.int64)
+        s = np.asarray(si.to_numpy(zero_copy_only=False), dtype=np.int64)
+        keep = run_keep[r]
+        if lo is not None:
+            keep &= hour >= lo
+        if hi is not None:
+            keep &= hour < hi
+        if not keep.all():
+            r, s, d, hour = r[keep], s[keep], d[keep], hour[keep]
+        fine = g.run[r]
+        start = period_starts(hour, p)
+        acc.add(fine, start, s, d)
+        alone = ~runs_with_job[r]
+        if alone.any():  # a run with no job stands on its own: its accountable time is allocated
+            acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col), d[alone])
+
+
+def _add_jobs(acc: _Acc, queue: _Acc, jobs: pa.Table, g: _Groups, job_run: np.ndarray, job_keep: np.ndarray,
+              p: Period, lo: int | None, hi: int | None, warnings: list[str]) -> None:
+    """Each job's allocation cut at the period boundaries (and ``since``/``until``); its
+    queue time and count in the period it started."""
+    alloc_col, unattributed = len(STATES), STATES.index("unattributed")
+    a_ns, st, en = jobs["allocated_accelerator_ns"], jobs["start_ns"], jobs["end_ns"]
+    started = np.asarray(st.is_valid())
+    unknown = started & ~np.asarray(en.is_valid()) | started & ~np.asarray(a_ns.is_valid())
+    unknown &= job_keep
+    if unknown.any():
+        ids = jobs["job"].filter(pa.array(unknown)).to_pylist()
+        warnings.append(f"{int(unknown.sum())} jobs whose allocation is not known (still running, or accelerators "
+                        f"unknown) are not in allocated: {', '.join(map(str, ids[:5]))}{' ...' if len(ids) > 5 else ''}")
+    alloc, s0, e0 = _ints(a_ns), _ints(st), _ints(en)
+    lo_c = np.iinfo(np.int64).min if lo is None else lo
+    hi_c = np.iinfo(np.int64).max if hi is None else hi
+    js, je = np.maximum(s0, lo_c), np.minimum(e0, hi_c)
+    ok = job_keep & ~unknown & started & (alloc > 0) & (e0 > s0) & (je > js)
+    idx = np.flatnonzero(ok)
+    ps = period_starts(js[idx], p)
+    whole = (je[idx] <= period_ends(ps, p)) & (js[idx] == s0[idx]) & (je[idx] == e0[idx])
+    w_idx = idx[whole]
+    acc.add(g.job[w_idx], ps[whole], np.full(len(w_idx), alloc_col), alloc[w_idx])
+    wa = job_run[w_idx] < 0  # a job with no run: accountable and unattributed for its whole allocation
+    acc.add(g.job[w_idx][wa], ps[whole][wa], np.full(int(wa.sum()), unattributed), alloc[w_idx][wa])
+    # a job across periods: its allocation up to t is alloc * (t - start) // (end - start) in
+    # Python integers, so the pieces sum exactly to alloc (accelerators x ns for whole counts)
+    rows: list[tuple[int, int, int, int]] = []
+    for i in idx[~whole].tolist():
+        a, a0, a1 = int(alloc[i]), int(s0[i]), int(e0[i])
+        t, end = int(js[i]), int(je[i])
+        while t < end:
+            b0 = int(period_starts(np.array([t]), p)[0])
+            b1 = min(int(period_ends(np.array([b0]), p)[0]), end)
+            piece = a * (b1 - a0) // (a1 - a0) - a * (t - a0) // (a1 - a0)
+            rows.append((int(g.job[i]), b0, alloc_col, piece))
+            if job_run[i] < 0:
+                rows.append((int(g.job[i]), b0, unattributed, piece))
+            t = b1
+    if rows:
+        cut = np.array(rows, dtype=np.int64)
+        acc.add(cut[:, 0], cut[:, 1], cut[:, 2], cut[:, 3])
+    q_ok = np.asarray(jobs["queue_ns"].is_valid()) & job_keep & started & (s0 >= lo_c) & (s0 < hi_c)
+    q_idx = np.flatnonzero(q_ok)
+    q_ps = period_starts(s0[q_idx], p)
+    queue.add(g.job[q_idx], q_ps, np.zeros(len(q_idx), np.int64), _ints(jobs["queue_ns"])[q_idx])
+    queue.add(g.job[q_idx], q_ps, np.ones(len(q_idx), np.int64), np.ones(len(q_idx), np.int64))
+
+
+def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str | Sequence[str] = (),
+           every: str | Period = "1w", since: Any = None, until: Any = None, where: Any = None,
+           cost_model: Any = None) -> Rollup:
+    """Accelerator time and the figures over it per group and period.
+
+    Parameters
+    ----------
+    runs : pyarrow.Table
+        The runs table (``pau.fleet.RUNS_SCHEMA``).
+    cells : pyarrow.Table, iterable of record batches, or a folder of Parquet files
+        The hourly cells (``pau.fleet.CELLS_SCHEMA``); streamed a batch at a time.
+    jobs : pyarrow.Table or None
+        The scheduler's jobs (``pau.readers.JOBS_SCHEMA`` plus ``run``: the run key of
+        the job, null when it has none). None: allocated = the runs' accountable time.
+    by : str or list of str
+        Group keys: runs-table columns or labels (``labels.team``); none: one group.
+    every : str
+        ``1h``, ``1d``, ``1w`` (ISO weeks, Monday 00:00 UTC), ``1mo``; any multiple.
+    since, until : time, optional
+        Only time in ``[since, until)`` (whole hours; ns, datetime or ISO string).
+    where : str or dict, optional
+        Runs (and jobs without a run) kept: :func:`parse_where`.
+    cost_model : CostModel, path or dict, optional
+        Adds the cost columns (:mod:`pau.fleet.costs`; a rate per accelerator type and
+        cluster of each run or job).
+    """
+    keys = [by] if isinstance(by, str) else list(by)
+    if len(set(keys)) != len(keys):
+        raise PauError(f"by = {keys}: a key twice. Fix: name each group key once")
+    p = parse_every(every)
+    lo, hi = parse_time(since, "since"), parse_time(until, "until")
+    if lo is not None and hi is not None and hi <= lo:
+        raise PauError(f"since = {since!r}, until = {until!r}: an empty range. Fix: until after since")
+    terms = parse_where(where)
+    model = None if cost_model is None else (cost_model if isinstance(cost_model, _costs.CostModel)
+                                             else _costs.cost_model(cost_model))
+    warnings: list[str] = []
+    _check_columns(runs, "runs", ("run", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"),
+                   "give the fleet's runs table (pau.fleet.RUNS_SCHEMA)")
+    run_keep = _mask(runs, terms, "runs", strict=True)
+    job_run = np.zeros(0, np.int64)
+    job_keep = np.zeros(0, bool)
+    if jobs is not None:
+        _check_columns(jobs, "jobs", ("job", "start_ns", "end_ns", "allocated_accelerator_ns", "queue_ns", "run"),
+                       "give the fleet's jobs table (pau.readers.JOBS_SCHEMA and run, the joined run key)")
+        job_run = np.asarray(pc.index_in(jobs["run"], value_set=runs["run"]).fill_null(-1)
+                             .to_numpy(zero_copy_only=False), dtype=np.int64) if jobs.num_rows else job_run
+        missing = (job_run < 0) & np.asarray(jobs["run"].is_valid())
+        if missing.any():
+            i = int(np.flatnonzero(missing)[0])
+            raise PauError(f"jobs: column 'run', row {i}: {jobs['run'][i].as_py()!r} is no run of the runs table "
+                           f"({int(missing.sum())} rows). Fix: the run key of a run in the archive, or null")
+        # a job with a run is kept with its run; one without by its own columns
+        job_keep = np.where(job_run < 0, _mask(jobs, terms, "jobs", strict=False),
+                            run_keep[np.maximum(job_run, 0)] if runs.num_rows else False)
+    cost_keys = ["accelerator_type", "cluster"] if model is not None else []
+    g = _groups(runs, jobs, job_run, keys + cost_keys)
+    runs_with_job = np.zeros(runs.num_rows, bool)
+    runs_with_job[job_run[job_run >= 0]] = True
+
+    n_states = len(STATES)
+    acc = _Acc(g.count, n_states + 1)  # the states, then allocated
+    _add_cells(acc, cells, runs, g, run_keep, runs_with_job, p, lo, hi)
+    queue = _Acc(g.count, 2)  # queue ns, jobs started
+    if jobs is not None:
+        _add_jobs(acc, queue, jobs, g, job_run, job_keep, p, lo, hi, warnings)
+
+    # counts a run carries as a whole: in the period of its last ns
+    cnt = _Acc(g.count, len(_COUNTS) + 1)
+    has_end = np.asarray(runs["end_ns"].is_valid())
+    if (run_keep & ~has_end).any():
+        warnings.append(f"{int((run_keep & ~has_end).sum())} runs with no extent (no end_ns) are in no period")
+    last = np.maximum(_ints(runs["end_ns"]) - 1, _ints(runs["start_ns"]))
+    rk = run_keep & has_end
+    if lo is not None:
+        rk &= last >= lo
+    if hi is not None:
+        rk &= last < hi
+    r_idx = np.flatnonzero(rk)
+    r_ps = period_starts(last[r_idx], p)
+    for j, c in enumerate(_COUNTS):
+        cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), j), _ints(runs[c])[r_idx])
+    cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), len(_COUNTS)), np.ones(len(r_idx), np.int64))
+    # time to recover: each run's mean over its recovered failures, weighted by their number
+    ttr_run = runs["mean_to_progress_s"].to_numpy(zero_copy_only=False).astype(np.float64)
+    n_rec = _ints(runs["failures"]) - _ints(runs["not_recovered"])
+    t_idx = np.flatnonzero(rk & ~np.isnan(ttr_run) & (n_rec > 0))
+    t_ps = period_starts(last[t_idx], p)
+
+    user = len(keys)
+    gkey = [tuple(v[f] for v in g.values[:user]) for f in range(g.count)]
+    rows: dict[tuple[tuple[Any, ...], int], _Row] = {}
+    pricing = _Pricing(model)
+    for ps_ in sorted(set(acc.by_period) | set(cnt.by_period) | set(queue.by_period)):
+        a = acc.by_period.get(ps_, np.zeros(g.count * (n_states + 1), np.int64)).reshape(g.count, n_states + 1)
+        n = cnt.by_period.get(ps_, np.zeros(g.count * (len(_COUNTS) + 1), np.int64)).reshape(g.count, -1)
+        q = queue.by_period.get(ps_, np.zeros(g.count * 2, np.int64)).reshape(g.count, 2)
+        for f in np.flatnonzero((a != 0).any(axis=1) | (n[:, -1] != 0) | (q[:, 1] != 0)).tolist():
+            row = rows.setdefault((gkey[f], ps_), _Row())
+            row.add(a[f], n[f], q[f])
+            if model is not None:
+                row.add_cost(pricing.cost(g.values[user][f], g.values[user + 1][f], a[f]))
+    for i, ps_ in zip(t_idx.tolist(), t_ps.tolist()):
+        rows[(gkey[int(g.run[i])], ps_)].recoveries.append((float(ttr_run[i]), int(n_rec[i])))
+    table = _table(rows, keys, p, lo, hi, model is not None, jobs is not None)
+    if jobs is None:
+        warnings.insert(0, "the archive holds no jobs table: allocated is the runs' accountable time (jobs with no "
+                           "run are not counted)")
+    return Rollup(table, keys, p, lo, hi, "runs" if jobs is None else "jobs", pricing.currency, pricing.basis,
+                  warnings)
+
+
+class _Row:
+    """One group and period being summed: time (states, allocated), counts, queue, cost
+    parts, and the runs' recoveries (mean, number)."""
+
+    def __init__(self) -> None:
+        self.time = [0] * (len(STATES) + 1)
+        self.counts = [0] * (len(_COUNTS) + 1)
+        self.queue = [0, 0]
+        self.cost: np.ndarray | None = None
+        self.recoveries: list[tuple[float, int]] = []
+
+    def add(self, t: np.ndarray, c: np.ndarray, q: np.ndarray) -> None:
+        self.time = [x + int(y) for x, y in zip(self.time, t)]
+        self.counts = [x + int(y) for x, y in zip(self.counts, c)]
+        self.queue = [x + int(y) for x, y in zip(self.queue, q)]
+
+    def add_cost(self, parts: np.ndarray) -> None:
+        self.cost = parts if self.cost is None else self.cost + parts
+
+
+class _Pricing:
+    """The cost model's rate per (accelerator type, cluster), looked up once each."""
+
+    def __init__(self, model: _costs.CostModel | None):
+        self.model = model
+        self.rates: dict[tuple[Any, Any], _costs.CostRate] = {}
+        self.basis: dict[str, str] = {}
+        self.currency: str | None = None
+
+    def cost(self, accelerator_type: Any, cluster: Any, time: np.ndarray) -> np.ndarray:
+        """cost, productive, rolled_back, recovery, idle, overhead, unaccounted."""
+        assert self.model is not None
+        k = (accelerator_type, cluster)
+        if k not in self.rates:
+            try:
+                rate = self.model.rate(accelerator_type=accelerator_type, cluster=cluster)
+            except PauError as exc:
+                raise PauError(f"cost model: accelerator_type {accelerator_type!r}, cluster {cluster!r} (of runs or "
+                               f"jobs in the fleet): {exc}") from None
+            if self.currency is not None and rate.currency != self.currency:
+                raise PauError(f"cost model: rates in {self.currency} and {rate.currency}. Fix: one currency")
+            self.currency = rate.currency
+            self.rates[k] = rate
+            self.basis[f"{accelerator_type} / {cluster}"] = (f"{rate.per_accelerator_hour:g} {rate.currency}/"
+                                                             f"accelerator-hour ({rate.basis})")
+        rate = self.rates[k]
+        split = _costs.split_by_state(rate, {s: int(time[i]) for i, s in enumerate(STATES) if time[i]})
+        allocated = rate.per_accelerator_hour * int(time[len(STATES)]) / NS_PER_HOUR
+        return np.array([allocated, split.productive, split.rolled_back, split.recovery, split.idle, split.overhead,
+                         allocated - split.total])
+
+
+def _table(rows: dict[tuple[tuple[Any, ...], int], _Row], keys: list[str], p: Period, lo: int | None,
+           hi: int | None, costs: bool, has_jobs: bool) -> pa.Table:
+    order = sorted(rows, key=lambda k: (tuple((x is None, "" if x is None else x) for x in k[0]), k[1]))
+    out: dict[str, list[Any]] = {k: [] for k in keys}
+    cols: dict[str, list[Any]] = {f.name: [] for f in ROLLUP_SCHEMA_BASE}
+    if costs:
+        cols.update({f.name: [] for f in COST_FIELDS})
+    starts = np.array([k[1] for k in order], np.int64)
+    ends = period_ends(starts, p) if len(starts) else starts
+    names = period_names(starts, p)
+    n_states = len(STATES)
+    for j, k in enumerate(order):
+        row = rows[k]
+        for i, key in enumerate(keys):
+            out[key].append(k[0][i])
+        if any(x >= 2**63 for x in row.time) or sum(row.time[:n_states]) >= 2**63:
+            raise PauError(f"{dict(zip(keys, k[0]))}, period {names[j]}: a sum beyond int64 ns. Fix: group finer or "
+                           "take shorter periods")
+        by_state = dict(zip(_STATE_COLS, row.time[:n_states]))
+        accountable, allocated = sum(row.time[:n_states]), row.time[n_states]
+        productive = by_state["productive_ns"]
+        c = dict(zip((*_COUNTS, "runs_ended"), row.counts))
+        queue_ns, started = row.queue
+        cols["period"].append(names[j])
+        cols["period_start_ns"].append(int(starts[j]) if lo is None else max(int(starts[j]), lo))
+        cols["period_end_ns"].append(int(ends[j]) if hi is None else min(int(ends[j]), hi))
+        cols["allocated_ns"].append(allocated)
+        cols["accountable_ns"].append(accountable)
+        for col, v in by_state.items():
+            cols[col].append(v)
+        cols["badput_ns"].append(accountable - productive)
+        for h in ("allocated", "accountable", "productive", "rolled_back", "badput"):
+            cols[f"{h}_h"].append(cols[f"{h}_ns"][-1] / NS_PER_HOUR)
+        cols["goodput"].append(productive / accountable if accountable else None)
+        cols["goodput_allocated"].append(productive / allocated if allocated else None)
+        for col in ("runs_ended", "failures", "not_recovered", "preserved_steps", "preserved_tokens",
+                    "requests_accepted", "accepted_tokens"):
+            cols[col].append(c[col])
+        cols["failures_per_1000_accelerator_hours"].append(
+            c["failures"] / (accountable / NS_PER_HOUR) * 1000 if accountable else None)
+        cols["mtbf_accelerator_h"].append(accountable / NS_PER_HOUR / c["failures"] if c["failures"] else None)
+        if row.recoveries:
+            means = np.array([x for x, _ in row.recoveries])
+            w = np.array([n for _, n in row.recoveries], dtype=np.float64)
+            cols["recoveries"].append(int(w.sum()))
+            cols["time_to_recover_mean_s"].append(float((means * w).sum() / w.sum()))
+            cols["time_to_recover_p50_s"].append(_weighted_quantile(means, w, 0.5))
+            cols["time_to_recover_p90_s"].append(_weighted_quantile(means, w, 0.9))
+            cols["time_to_recover_max_s"].append(float(means.max()))
+        else:
+            cols["recoveries"].append(0)
+            for q in ("mean", "p50", "p90", "max"):
+                cols[f"time_to_recover_{q}_s"].append(None)
+        cols["jobs_started"].append(started)
+        cols["queue_ns"].append(queue_ns if has_jobs else None)
+        cols["queue_mean_s"].append(queue_ns / started / NS_PER_S if started else None)
+        if costs:
+            assert row.cost is not None
+            for i, col in enumerate(("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle",
+                                     "cost_overhead", "cost_unaccounted")):
+                cols[col].append(float(row.cost[i]))
+            total = float(row.cost[0])
+            tokens = c["preserved_tokens"] + c["accepted_tokens"]
+            cols["cost_per_productive_h"].append(total / (productive / NS_PER_HOUR) if productive else None)
+            cols["cost_per_preserved_step"].append(total / c["preserved_steps"] if c["preserved_steps"] else None)
+            cols["cost_per_million_tokens"].append(total / tokens * 1e6 if tokens else None)
+            cols["cost_per_accepted_request"].append(total / c["requests_accepted"] if c["requests_accepted"]
+                                                     else None)
+    schema = pa.schema([*(pa.field(k, pa.string()) for k in keys), *ROLLUP_SCHEMA_BASE,
+                        *(COST_FIELDS if costs else [])])
+    return pa.table({**out, **cols}, schema=schema)
+
+
+# ---------------------------------------------------------------------------
+# trends
+
+
+def changes(r: Rollup, metric: str, *, method: str = "pelt", **options: Any) -> pa.Table:
+    """Change points of ``metric`` (a column of the rollup) per group over its periods:
+    :func:`pau.fleet.changes.group_changes` on the rollup's table, weighted by allocated
+    accelerator-hours when ``metric`` is a ratio (``goodput*``), so ``accelerator_hours``
+    is what the change won or lost. Periods where the metric is null are left out."""
+    t = r.table
+    if metric not in t.column_names:
+        raise PauError(f"metric {metric!r}: not a column of the rollup. Fix: one of "
+                       f"{', '.join(c for c in t.column_names if c not in r.by)}")
+    t = t.filter(pc.is_valid(t[metric]))
+    weight = "allocated_h" if metric.startswith("goodput") or metric.endswith("_ratio") else None
+    return _changes.group_changes(t, metric, by=r.by, period="period_start_ns", weight=weight, method=method,
+                                  **options)
+
+
+def capacity(r: Rollup, period_a: Any, period_b: Any) -> pa.Table:
+    """Efficiency as capacity per group: productive accelerator-hours gained from period
+    ``a`` to period ``b`` (each named as in the ``period`` column, or by a time in it)
+    over the hours of ``b``, in accelerators' worth (:func:`pau.fleet.changes.capacity`).
+    A group without time in a period has 0 productive hours there."""
+    t = r.table
+
+    def pick(which: Any, what: str) -> int:
+        if isinstance(which, str) and which in set(t["period"].to_pylist()):
+            return int(t.filter(pc.equal(t["period"], which))["period_start_ns"][0].as_py())
+        ns = parse_time(which, what) if not isinstance(which, str) or not re.search(r"W\d", which) else None
+        if ns is None:
+            raise PauError(f"{what} = {which!r}: no such period in the rollup. Fix: a value of its period column")
+        return int(period_starts(np.array([ns]), r.every)[0])
+
+    a, b = pick(period_a, "period_a"), pick(period_b, "period_b")
+    hours = float(period_ends(np.array([b]), r.every)[0] - b) / NS_PER_HOUR
+    groups = list(zip(*(t[k].to_pylist() for k in r.by))) if r.by else [()] * t.num_rows
+    prod = dict.fromkeys(groups, None)
+    pa_, pb = {g: 0 for g in prod}, {g: 0 for g in prod}
+    for g, s, v in zip(groups, t["period_start_ns"].to_pylist(), t["productive_ns"].to_pylist()):
+        ps_ = int(period_starts(np.array([s]), r.every)[0])
+        if ps_ == a:
+            pa_[g] += v
+        if ps_ == b:
+            pb[g] += v
+    out: dict[str, list] = {k: [g[i] for g in prod] for i, k in enumerate(r.by)}
+    out["productive_h_a"] = [pa_[g] / NS_PER_HOUR for g in prod]
+    out["productive_h_b"] = [pb[g] / NS_PER_HOUR for g in prod]
+    out["accelerators"] = [_changes.capacity(x, y, hours) for x, y in zip(out["productive_h_a"], out["productive_h_b"])]
+    return pa.table(out)
+
