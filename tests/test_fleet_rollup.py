@@ -64,9 +64,8 @@ def _jobs_table(runs: pa.Table, *, extra: bool = True) -> pa.Table:
     return pa.table(cols, schema=JOBS_WITH_RUN)
 
 
-@pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    root = tmp_path_factory.mktemp("rollup")
+def build_fleet(root):
+    """Seven runs of two clusters, ingested, and a jobs table written beside them."""
     (root / "a").mkdir()
     (root / "b").mkdir()
     _write_runs(root / "a", 4, 0, 29)
@@ -80,6 +79,11 @@ def fleet(tmp_path_factory):
     (out / "jobs").mkdir(exist_ok=True)
     pq.write_table(_jobs_table(f.runs), out / "jobs" / "jobs.parquet")
     return f
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    return build_fleet(tmp_path_factory.mktemp("rollup"))
 
 
 @pytest.fixture(scope="module")

@@ -88,7 +88,8 @@ LEVELS = [
     {"pau.fleet.ingester"},
     {"pau.fleet"},
     # views
-    {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console"},
+    {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console",
+     "pau.views.openmetrics", "pau.views.fleet_html"},
     # the facade
     {"pau.core"},
     # the command line and the package's front door

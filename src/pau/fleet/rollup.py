@@ -410,6 +410,37 @@ class Rollup:
         return pa.table(out)
 
 
+    def overall(self, period_start_ns: int | None = None) -> dict[str, Any]:
+        """The figures of every group together (of one period, by its start, when given):
+        the int64 ns columns and counts summed (Python integers), hours, and the ratios of
+        those sums. What ``pau fleet``'s JSON calls ``total`` and ``last_period``, and
+        what its ``--gate`` checks."""
+        t = self.table
+        if period_start_ns is not None:
+            t = t.filter(pc.equal(t["period_start_ns"], period_start_ns))
+        ns_cols = ["allocated_ns", "accountable_ns", "productive_ns", "rolled_back_ns", "badput_ns",
+                   *(c for c in _STATE_COLS if c not in ("productive_ns", "rolled_back_ns"))]
+        out: dict[str, Any] = {c: sum(v or 0 for v in t[c].to_pylist()) for c in ns_cols}
+        for c in ("failures", "recoveries", "jobs_started", "runs_ended", "preserved_steps"):
+            out[c] = sum(t[c].to_pylist())
+        out["queue_ns"] = sum(v or 0 for v in t["queue_ns"].to_pylist()) if self.allocated_from == "jobs" else None
+        for h in ("allocated", "accountable", "productive", "rolled_back", "badput"):
+            out[f"{h}_h"] = out[f"{h}_ns"] / NS_PER_HOUR
+        acc, alloc, prod = out["accountable_ns"], out["allocated_ns"], out["productive_ns"]
+        out["goodput"] = prod / acc if acc else None
+        out["goodput_allocated"] = prod / alloc if alloc else None
+        out["failures_per_1000_accelerator_hours"] = out["failures"] / (acc / NS_PER_HOUR) * 1000 if acc else None
+        out["mtbf_accelerator_h"] = acc / NS_PER_HOUR / out["failures"] if out["failures"] else None
+        out["queue_mean_s"] = (out["queue_ns"] / out["jobs_started"] / NS_PER_S
+                               if out["jobs_started"] and out["queue_ns"] is not None else None)
+        if "cost" in t.column_names:
+            for c in ("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle", "cost_overhead",
+                      "cost_unaccounted"):
+                out[c] = float(sum(t[c].to_pylist()))
+            out["cost_per_productive_h"] = out["cost"] / out["productive_h"] if prod else None
+        return out
+
+
 # ---------------------------------------------------------------------------
 # the rollup
 
