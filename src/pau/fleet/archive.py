@@ -475,8 +475,8 @@ class Fleet:
         """Accelerator time and its figures per group and period: :func:`pau.fleet.rollup.rollup`
         over the runs table, the hourly cells (streamed from their files) and the jobs table
         (``docs/fleet.md``, "Rollups")."""
-        return _rollup.rollup(self.runs, self._cells_source(), self.jobs, by=by, every=every, since=since,
-                              until=until, where=where, cost_model=cost_model)
+        return _rollup.rollup(self._runs_for(by, where, cost_model is not None), self._cells_source(), self.jobs,
+                              by=by, every=every, since=since, until=until, where=where, cost_model=cost_model)
 
     def changes(self, metric: str, by: str | Sequence[str] = (), every: str = "1w", *, method: str = "pelt",
                 **options: Any) -> pa.Table:
@@ -486,6 +486,14 @@ class Fleet:
     def capacity(self, period_a: Any, period_b: Any, by: str | Sequence[str] = (), every: str = "1w") -> pa.Table:
         """Efficiency as capacity between two periods per group (:func:`pau.fleet.rollup.capacity`)."""
         return _rollup.capacity(self.rollup(by=by, every=every), period_a, period_b)
+
+    def _runs_for(self, by: str | Sequence[str], where: Any, cost: bool) -> pa.Table:
+        """The runs table's columns a rollup reads (all of them when the folder is empty)."""
+        path = os.path.join(self.path, "runs")
+        if not os.path.isdir(path) or not any(n.endswith(".parquet") for n in os.listdir(path)):
+            return RUNS_SCHEMA.empty_table()
+        keys = [by] if isinstance(by, str) else list(by)
+        return _rollup.read_runs(path, keys + [k for k, _, _ in _rollup.parse_where(where)], cost)
 
     def _cells_source(self) -> Any:
         """The cells' folder when it holds files (read a batch at a time), else an empty table."""

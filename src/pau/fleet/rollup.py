@@ -461,10 +461,36 @@ def _cell_batches(cells: Any) -> Iterator[pa.RecordBatch]:
     elif isinstance(cells, str):
         import pyarrow.dataset as ds  # loads pandas: only when an archive is read (tests/test_layout.py)
 
-        d = ds.dataset(cells, format="parquet")
+        # run and state as dictionaries: a batch's few distinct keys are looked up once
+        fmt = ds.ParquetFileFormat(read_options={"dictionary_columns": ["run", "state"]})
+        d = ds.dataset(cells, format=fmt)
         yield from d.to_batches(columns=["run", "hour_ns", "state", "duration_ns"], batch_size=BATCH_ROWS)
     else:
         yield from cells
+
+
+def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
+    """The columns of the runs table (a folder of Parquet files) a rollup needs: the
+    run, its extent, its counts, the group keys (``labels`` for ``labels.K``), and with
+    ``cost`` its accelerator type and cluster."""
+    import pyarrow.dataset as ds  # see _cell_batches
+
+    d = ds.dataset(path, format="parquet")
+    names = d.schema.names
+    want = ["run", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"]
+    for k in [*by, *(("accelerator_type", "cluster") if cost else ())]:
+        sub = k[len("labels."):] if k.startswith("labels.") else None
+        want.append(sub if sub in names else "labels" if sub is not None else k)
+    return d.to_table(columns=[c for c in dict.fromkeys(want) if c in names])
+
+
+def _lookup(col: pa.Array, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The index of each of ``col``'s values in ``values`` (null: absent); a dictionary
+    column's distinct values are looked up once."""
+    if pa.types.is_dictionary(col.type):
+        found = pc.index_in(col.dictionary, value_set=values)
+        return found.take(col.indices)
+    return pc.index_in(col, value_set=values)
 
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -526,10 +552,8 @@ def _add_cells(acc: _Acc, cells: Any, runs: pa.Table, g: _Groups, run_keep: np.n
             if c not in names:
                 raise SchemaError("cells", c, "is missing", "give the fleet's hourly cells (pau.fleet.CELLS_SCHEMA)")
         rcol, scol = b.column(names.index("run")), b.column(names.index("state"))
-        rcol = rcol.cast(pa.string()) if pa.types.is_dictionary(rcol.type) else rcol
-        scol = scol.cast(pa.string()) if pa.types.is_dictionary(scol.type) else scol
-        ri = pc.index_in(rcol, value_set=run_keys)
-        si = pc.index_in(scol, value_set=state_names)
+        ri = _lookup(rcol, run_keys)
+        si = _lookup(scol, state_names)
         for what, arr, src in (("run", ri, rcol), ("state", si, scol)):
             if arr.null_count:
                 bad = src[int(np.flatnonzero(np.asarray(arr.is_null()))[0])].as_py()
