@@ -479,8 +479,10 @@ def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
     names = d.schema.names
     want = ["run", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"]
     for k in [*by, *(("accelerator_type", "cluster") if cost else ())]:
-        sub = k[len("labels."):] if k.startswith("labels.") else None
-        want.append(sub if sub in names else "labels" if sub is not None else k)
+        if not k.startswith("labels."):
+            want.append(k)
+        else:
+            want.append(k[len("labels."):] if k[len("labels."):] in names else "labels")
     return d.to_table(columns=[c for c in dict.fromkeys(want) if c in names])
 
 
