@@ -304,14 +304,36 @@ class _Acc:
     """Partial sums keyed by (fine group, period start, column): a dict of int64 arrays
     per period start, combined exactly."""
 
-    def __init__(self, groups: int, columns: int):
-        self.G, self.C = groups, columns
+    def __init__(self, groups: int, columns: int, period: Period):
+        self.G, self.C, self.period = groups, columns, period
         self.by_period: dict[int, np.ndarray] = {}
+
+    def _index(self, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The period starts present (a superset, in order) and each value's index there:
+        arithmetic on the periods (no sort) when their range is small, else np.unique."""
+        p = self.period
+        if p.unit == "mo":
+            m = _months(start)
+            m0 = int(m.min())
+            pi = (m - m0) // p.n
+            n = int(pi.max()) + 1
+            if n * self.G * self.C <= (1 << 24):
+                return _month_start(m0 + np.arange(n, dtype=np.int64) * p.n), pi
+        else:
+            w = p.width_ns
+            assert w is not None
+            lo = int(start.min())
+            pi = (start - lo) // w
+            n = int(pi.max()) + 1
+            if n * self.G * self.C <= (1 << 24):
+                return lo + np.arange(n, dtype=np.int64) * w, pi
+        ps, inv = np.unique(start, return_inverse=True)
+        return ps, inv.reshape(-1)
 
     def add(self, group: np.ndarray, start: np.ndarray, column: np.ndarray, values: np.ndarray) -> None:
         if len(values) == 0:
             return
-        ps, pi = np.unique(start, return_inverse=True)
+        ps, pi = self._index(start)
         size = len(ps) * self.G * self.C
         code = (pi.reshape(-1) * self.G + group) * self.C + column
         if size > 4 * len(values) + (1 << 16):
@@ -328,7 +350,8 @@ class _Acc:
         else:
             sums = _sum_by(code, values, size)
         table = sums.reshape(len(ps), self.G * self.C)
-        for i, p in enumerate(ps.tolist()):
+        for i in np.flatnonzero(table.any(axis=1)).tolist():
+            p = int(ps[i])
             cur = self.by_period.get(p)
             if cur is None:
                 self.by_period[p] = table[i].copy()
@@ -464,7 +487,8 @@ def _cell_batches(cells: Any) -> Iterator[pa.RecordBatch]:
         # run and state as dictionaries: a batch's few distinct keys are looked up once
         fmt = ds.ParquetFileFormat(read_options={"dictionary_columns": ["run", "state"]})
         d = ds.dataset(cells, format=fmt)
-        yield from d.to_batches(columns=["run", "hour_ns", "state", "duration_ns"], batch_size=BATCH_ROWS)
+        yield from d.to_batches(columns=["run", "hour_ns", "state", "duration_ns"], batch_size=BATCH_ROWS,
+                                batch_readahead=2, fragment_readahead=1)  # memory: a few batches
     else:
         yield from cells
 
@@ -698,14 +722,14 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     runs_with_job[job_run[job_run >= 0]] = True
 
     n_states = len(STATES)
-    acc = _Acc(g.count, n_states + 1)  # the states, then allocated
+    acc = _Acc(g.count, n_states + 1, p)  # the states, then allocated
     _add_cells(acc, cells, runs, g, run_keep, runs_with_job, p, lo, hi)
-    queue = _Acc(g.count, 2)  # queue ns, jobs started
+    queue = _Acc(g.count, 2, p)  # queue ns, jobs started
     if jobs is not None:
         _add_jobs(acc, queue, jobs, g, job_run, job_keep, p, lo, hi, warnings)
 
     # counts a run carries as a whole: in the period of its last ns
-    cnt = _Acc(g.count, len(_COUNTS) + 1)
+    cnt = _Acc(g.count, len(_COUNTS) + 1, p)
     has_end = np.asarray(runs["end_ns"].is_valid())
     if (run_keep & ~has_end).any():
         warnings.append(f"{int((run_keep & ~has_end).sum())} runs with no extent (no end_ns) are in no period")
@@ -726,22 +750,37 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     t_idx = np.flatnonzero(rk & ~np.isnan(ttr_run) & (n_rec > 0))
     t_ps = period_starts(last[t_idx], p)
 
+    periods = np.array(sorted(set(acc.by_period) | set(cnt.by_period) | set(queue.by_period)), np.int64)
+    time_ = _stack(acc, periods)
+    counts = _stack(cnt, periods)
+    queued = _stack(queue, periods)
+    # user groups: the by values of the fine groups (with a cost model, several fine groups each)
     user = len(keys)
     gkey = [tuple(v[f] for v in g.values[:user]) for f in range(g.count)]
-    rows: dict[tuple[tuple[Any, ...], int], _Row] = {}
+    order = sorted(set(gkey), key=lambda k: tuple((x is None, "" if x is None else x) for x in k))
+    ug = np.array([order.index(k) for k in gkey] if user else [0] * g.count, np.int64)
+    cost = None
     pricing = _Pricing(model)
-    for ps_ in sorted(set(acc.by_period) | set(cnt.by_period) | set(queue.by_period)):
-        a = acc.by_period.get(ps_, np.zeros(g.count * (n_states + 1), np.int64)).reshape(g.count, n_states + 1)
-        n = cnt.by_period.get(ps_, np.zeros(g.count * (len(_COUNTS) + 1), np.int64)).reshape(g.count, -1)
-        q = queue.by_period.get(ps_, np.zeros(g.count * 2, np.int64)).reshape(g.count, 2)
-        for f in np.flatnonzero((a != 0).any(axis=1) | (n[:, -1] != 0) | (q[:, 1] != 0)).tolist():
-            row = rows.setdefault((gkey[f], ps_), _Row())
-            row.add(a[f], n[f], q[f])
-            if model is not None:
-                row.add_cost(pricing.cost(g.values[user][f], g.values[user + 1][f], a[f]))
+    if model is not None:  # cost of each fine group and period, then summed like the time
+        cost = np.zeros((len(periods), g.count, 7))
+        for i, f in zip(*np.nonzero(time_.any(axis=2))):
+            cost[i, f] = pricing.cost(g.values[user][f], g.values[user + 1][f], time_[i, f])
+    if user != g.count or (ug != np.arange(g.count)).any():
+        time_, counts, queued = (_merge(x, ug, len(order)) for x in (time_, counts, queued))
+        if cost is not None:
+            merged = np.zeros((len(periods), len(order), 7))
+            for f in range(g.count):
+                merged[:, ug[f]] += cost[:, f]
+            cost = merged
+    live = time_.any(axis=2) | (counts[..., -1] != 0) | (queued[..., 1] != 0)
+    u_idx, p_idx = np.nonzero(live.T)  # group-major: each group's periods in order
+    recoveries: dict[tuple[int, int], list[tuple[float, int]]] = {}
+    pos = {int(v): i for i, v in enumerate(periods.tolist())}
     for i, ps_ in zip(t_idx.tolist(), t_ps.tolist()):
-        rows[(gkey[int(g.run[i])], ps_)].recoveries.append((float(ttr_run[i]), int(n_rec[i])))
-    table = _table(rows, keys, p, lo, hi, model is not None, jobs is not None)
+        recoveries.setdefault((int(ug[int(g.run[i])]), pos[int(ps_)]), []).append((float(ttr_run[i]), int(n_rec[i])))
+    table = _table(keys, [order[u] for u in u_idx.tolist()], periods[p_idx], time_[p_idx, u_idx],
+                   counts[p_idx, u_idx], queued[p_idx, u_idx], None if cost is None else cost[p_idx, u_idx],
+                   [recoveries.get((int(u), int(q))) for u, q in zip(u_idx, p_idx)], p, lo, hi, jobs is not None)
     if jobs is None:
         warnings.insert(0, "the archive holds no jobs table: allocated is the runs' accountable time (jobs with no "
                            "run are not counted)")
@@ -749,24 +788,23 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
                   warnings)
 
 
-class _Row:
-    """One group and period being summed: time (states, allocated), counts, queue, cost
-    parts, and the runs' recoveries (mean, number)."""
+def _stack(acc: _Acc, periods: np.ndarray) -> np.ndarray:
+    """``acc``'s sums as an array (period, fine group, column); zeros where it has none."""
+    out = np.zeros((len(periods), acc.G, acc.C), np.int64)
+    for i, p in enumerate(periods.tolist()):
+        got = acc.by_period.get(p)
+        if got is not None:
+            out[i] = got.reshape(acc.G, acc.C)
+    return out
 
-    def __init__(self) -> None:
-        self.time = [0] * (len(STATES) + 1)
-        self.counts = [0] * (len(_COUNTS) + 1)
-        self.queue = [0, 0]
-        self.cost: np.ndarray | None = None
-        self.recoveries: list[tuple[float, int]] = []
 
-    def add(self, t: np.ndarray, c: np.ndarray, q: np.ndarray) -> None:
-        self.time = [x + int(y) for x, y in zip(self.time, t)]
-        self.counts = [x + int(y) for x, y in zip(self.counts, c)]
-        self.queue = [x + int(y) for x, y in zip(self.queue, q)]
-
-    def add_cost(self, parts: np.ndarray) -> None:
-        self.cost = parts if self.cost is None else self.cost + parts
+def _merge(x: np.ndarray, ug: np.ndarray, n: int) -> np.ndarray:
+    """Fine groups summed into their user groups (exact int64; refused beyond 2**62)."""
+    out = np.zeros((x.shape[0], n, x.shape[2]), np.int64)
+    for f in range(x.shape[1]):
+        _Acc._check(out[:, ug[f]], x[:, f])
+        out[:, ug[f]] += x[:, f]
+    return out
 
 
 class _Pricing:
@@ -801,77 +839,81 @@ class _Pricing:
                          allocated - split.total])
 
 
-def _table(rows: dict[tuple[tuple[Any, ...], int], _Row], keys: list[str], p: Period, lo: int | None,
-           hi: int | None, costs: bool, has_jobs: bool) -> pa.Table:
-    order = sorted(rows, key=lambda k: (tuple((x is None, "" if x is None else x) for x in k[0]), k[1]))
-    out: dict[str, list[Any]] = {k: [] for k in keys}
-    cols: dict[str, list[Any]] = {f.name: [] for f in ROLLUP_SCHEMA_BASE}
-    if costs:
-        cols.update({f.name: [] for f in COST_FIELDS})
-    starts = np.array([k[1] for k in order], np.int64)
-    ends = period_ends(starts, p) if len(starts) else starts
-    names = period_names(starts, p)
+def _ratio(num: np.ndarray, den: np.ndarray) -> pa.Array:
+    """num / den, null where den is 0."""
+    zero = den == 0
+    return pa.array(np.divide(num, np.where(zero, 1, den)).astype(np.float64), mask=zero)
+
+
+def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t: np.ndarray, c: np.ndarray,
+           q: np.ndarray, cost: np.ndarray | None, recoveries: list[list[tuple[float, int]] | None], p: Period,
+           lo: int | None, hi: int | None, has_jobs: bool) -> pa.Table:
+    """The rollup's table from the summed arrays, one row per (group, period): ``t`` the
+    states then allocated, ``c`` the counts then runs ended, ``q`` queue ns and jobs
+    started, ``cost`` the seven cost parts."""
     n_states = len(STATES)
-    for j, k in enumerate(order):
-        row = rows[k]
-        for i, key in enumerate(keys):
-            out[key].append(k[0][i])
-        if any(x >= 2**63 for x in row.time) or sum(row.time[:n_states]) >= 2**63:
-            raise PauError(f"{dict(zip(keys, k[0]))}, period {names[j]}: a sum beyond int64 ns. Fix: group finer or "
-                           "take shorter periods")
-        by_state = dict(zip(_STATE_COLS, row.time[:n_states]))
-        accountable, allocated = sum(row.time[:n_states]), row.time[n_states]
-        productive = by_state["productive_ns"]
-        c = dict(zip((*_COUNTS, "runs_ended"), row.counts))
-        queue_ns, started = row.queue
-        cols["period"].append(names[j])
-        cols["period_start_ns"].append(int(starts[j]) if lo is None else max(int(starts[j]), lo))
-        cols["period_end_ns"].append(int(ends[j]) if hi is None else min(int(ends[j]), hi))
-        cols["allocated_ns"].append(allocated)
-        cols["accountable_ns"].append(accountable)
-        for col, v in by_state.items():
-            cols[col].append(v)
-        cols["badput_ns"].append(accountable - productive)
-        for h in ("allocated", "accountable", "productive", "rolled_back", "badput"):
-            cols[f"{h}_h"].append(cols[f"{h}_ns"][-1] / NS_PER_HOUR)
-        cols["goodput"].append(productive / accountable if accountable else None)
-        cols["goodput_allocated"].append(productive / allocated if allocated else None)
-        for col in ("runs_ended", "failures", "not_recovered", "preserved_steps", "preserved_tokens",
-                    "requests_accepted", "accepted_tokens"):
-            cols[col].append(c[col])
-        cols["failures_per_1000_accelerator_hours"].append(
-            c["failures"] / (accountable / NS_PER_HOUR) * 1000 if accountable else None)
-        cols["mtbf_accelerator_h"].append(accountable / NS_PER_HOUR / c["failures"] if c["failures"] else None)
-        if row.recoveries:
-            means = np.array([x for x, _ in row.recoveries])
-            w = np.array([n for _, n in row.recoveries], dtype=np.float64)
-            cols["recoveries"].append(int(w.sum()))
-            cols["time_to_recover_mean_s"].append(float((means * w).sum() / w.sum()))
-            cols["time_to_recover_p50_s"].append(_weighted_quantile(means, w, 0.5))
-            cols["time_to_recover_p90_s"].append(_weighted_quantile(means, w, 0.9))
-            cols["time_to_recover_max_s"].append(float(means.max()))
-        else:
-            cols["recoveries"].append(0)
-            for q in ("mean", "p50", "p90", "max"):
-                cols[f"time_to_recover_{q}_s"].append(None)
-        cols["jobs_started"].append(started)
-        cols["queue_ns"].append(queue_ns if has_jobs else None)
-        cols["queue_mean_s"].append(queue_ns / started / NS_PER_S if started else None)
-        if costs:
-            assert row.cost is not None
-            for i, col in enumerate(("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle",
-                                     "cost_overhead", "cost_unaccounted")):
-                cols[col].append(float(row.cost[i]))
-            total = float(row.cost[0])
-            tokens = c["preserved_tokens"] + c["accepted_tokens"]
-            cols["cost_per_productive_h"].append(total / (productive / NS_PER_HOUR) if productive else None)
-            cols["cost_per_preserved_step"].append(total / c["preserved_steps"] if c["preserved_steps"] else None)
-            cols["cost_per_million_tokens"].append(total / tokens * 1e6 if tokens else None)
-            cols["cost_per_accepted_request"].append(total / c["requests_accepted"] if c["requests_accepted"]
-                                                     else None)
+    accountable = t[:, :n_states].sum(axis=1) if len(t) else np.zeros(0, np.int64)
+    if len(t) and (t[:, :n_states].astype(np.float64).sum(axis=1) >= _SUM_LIMIT).any():
+        raise PauError("a rollup's accountable time is beyond int64 ns in one group and period. Fix: group finer "
+                       "or take shorter periods")
+    allocated = t[:, n_states]
+    cols: dict[str, Any] = {k: pa.array([g[i] for g in groups], pa.string()) for i, k in enumerate(keys)}
+    ends = period_ends(starts, p) if len(starts) else starts
+    cols["period"] = pa.array(period_names(starts, p), pa.string())
+    cols["period_start_ns"] = starts if lo is None else np.maximum(starts, lo)
+    cols["period_end_ns"] = ends if hi is None else np.minimum(ends, hi)
+    cols["allocated_ns"] = allocated
+    cols["accountable_ns"] = accountable
+    for i, col in enumerate(_STATE_COLS):
+        cols[col] = t[:, i]
+    productive = cols["productive_ns"]
+    cols["badput_ns"] = accountable - productive
+    for h in ("allocated", "accountable", "productive", "rolled_back", "badput"):
+        cols[f"{h}_h"] = cols[f"{h}_ns"] / NS_PER_HOUR
+    cols["goodput"] = _ratio(productive, accountable)
+    cols["goodput_allocated"] = _ratio(productive, allocated)
+    count = dict(zip((*_COUNTS, "runs_ended"), c.T)) if len(c) else {k: np.zeros(0, np.int64)
+                                                                     for k in (*_COUNTS, "runs_ended")}
+    for col in ("runs_ended", "failures", "not_recovered", "preserved_steps", "preserved_tokens",
+                "requests_accepted", "accepted_tokens"):
+        cols[col] = count[col]
+    cols["failures_per_1000_accelerator_hours"] = _ratio(count["failures"] * 1000.0, accountable / NS_PER_HOUR)
+    cols["mtbf_accelerator_h"] = _ratio(accountable / NS_PER_HOUR, count["failures"])
+    rec: dict[str, list[Any]] = {q_: [] for q_ in ("recoveries", "mean", "p50", "p90", "max")}
+    for r in recoveries:
+        if not r:
+            rec["recoveries"].append(0)
+            for q_ in ("mean", "p50", "p90", "max"):
+                rec[q_].append(None)
+            continue
+        means = np.array([x for x, _ in r])
+        w = np.array([n for _, n in r], dtype=np.float64)
+        rec["recoveries"].append(int(w.sum()))
+        rec["mean"].append(float((means * w).sum() / w.sum()))
+        rec["p50"].append(_weighted_quantile(means, w, 0.5))
+        rec["p90"].append(_weighted_quantile(means, w, 0.9))
+        rec["max"].append(float(means.max()))
+    cols["recoveries"] = pa.array(rec["recoveries"], pa.int64())
+    for q_ in ("mean", "p50", "p90", "max"):
+        cols[f"time_to_recover_{q_}_s"] = pa.array(rec[q_], pa.float64())
+    started = q[:, 1] if len(q) else np.zeros(0, np.int64)
+    queue_ns = q[:, 0] if len(q) else np.zeros(0, np.int64)
+    cols["jobs_started"] = started
+    cols["queue_ns"] = queue_ns if has_jobs else pa.nulls(len(starts), pa.int64())
+    cols["queue_mean_s"] = _ratio(queue_ns / NS_PER_S, started)
+    if cost is not None:
+        for i, col in enumerate(("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle",
+                                 "cost_overhead", "cost_unaccounted")):
+            cols[col] = cost[:, i]
+        total = cost[:, 0]
+        tokens = count["preserved_tokens"] + count["accepted_tokens"]
+        cols["cost_per_productive_h"] = _ratio(total, productive / NS_PER_HOUR)
+        cols["cost_per_preserved_step"] = _ratio(total, count["preserved_steps"])
+        cols["cost_per_million_tokens"] = _ratio(total * 1e6, tokens)
+        cols["cost_per_accepted_request"] = _ratio(total, count["requests_accepted"])
     schema = pa.schema([*(pa.field(k, pa.string()) for k in keys), *ROLLUP_SCHEMA_BASE,
-                        *(COST_FIELDS if costs else [])])
-    return pa.table({**out, **cols}, schema=schema)
+                        *(COST_FIELDS if cost is not None else [])])
+    return pa.table({k: cols[k] for k in schema.names}, schema=schema)
 
 
 # ---------------------------------------------------------------------------
