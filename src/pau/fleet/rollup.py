@@ -21,6 +21,7 @@ accepted requests) are counted in the period holding the run's last ns
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from pau.engine.vocab import STATES
 from pau.errors import PauError, SchemaError
@@ -482,13 +484,12 @@ def _cell_batches(cells: Any) -> Iterator[pa.RecordBatch]:
     elif isinstance(cells, pa.RecordBatch):
         yield cells
     elif isinstance(cells, str):
-        import pyarrow.dataset as ds  # loads pandas: only when an archive is read (tests/test_layout.py)
-
-        # run and state as dictionaries: a batch's few distinct keys are looked up once
-        fmt = ds.ParquetFileFormat(read_options={"dictionary_columns": ["run", "state"]})
-        d = ds.dataset(cells, format=fmt)
-        yield from d.to_batches(columns=["run", "hour_ns", "state", "duration_ns"], batch_size=BATCH_ROWS,
-                                batch_readahead=2, fragment_readahead=1)  # memory: a few batches
+        # file by file, batch by batch, nothing read ahead (a scanner's readahead grows while
+        # the sums are slower than the reads); run and state as dictionaries: a batch's few
+        # distinct keys are looked up once
+        for name in sorted(n for n in os.listdir(cells) if n.endswith(".parquet")):
+            f = pq.ParquetFile(os.path.join(cells, name), read_dictionary=["run", "state"])
+            yield from f.iter_batches(batch_size=BATCH_ROWS, columns=["run", "hour_ns", "state", "duration_ns"])
     else:
         yield from cells
 
@@ -497,26 +498,31 @@ def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
     """The columns of the runs table (a folder of Parquet files) a rollup needs: the
     run, its extent, its counts, the group keys (``labels`` for ``labels.K``), and with
     ``cost`` its accelerator type and cluster."""
-    import pyarrow.dataset as ds  # see _cell_batches
-
-    d = ds.dataset(path, format="parquet")
-    names = d.schema.names
+    files = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".parquet"))
+    if not files:
+        raise PauError(f"{path}: no Parquet file of the runs table. Fix: ingest runs first (pau ingest)")
+    names = pq.read_schema(files[0]).names
     want = ["run", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"]
     for k in [*by, *(("accelerator_type", "cluster") if cost else ())]:
         if not k.startswith("labels."):
             want.append(k)
         else:
             want.append(k[len("labels."):] if k[len("labels."):] in names else "labels")
-    return d.to_table(columns=[c for c in dict.fromkeys(want) if c in names])
+    columns = [c for c in dict.fromkeys(want) if c in names]
+    return pa.concat_tables([pq.ParquetFile(f).read(columns=columns) for f in files])
 
 
-def _lookup(col: pa.Array, values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """The index of each of ``col``'s values in ``values`` (null: absent); a dictionary
-    column's distinct values are looked up once."""
+def _lookup(col: pa.Array, values: pa.Array | pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
+    """The index of each of ``col``'s values in ``values`` (-1: absent). A dictionary
+    column's distinct values are looked up once, in ``position`` (value -> index, built
+    once for every batch: ``pc.index_in`` would hash all of ``values`` on each call)."""
     if pa.types.is_dictionary(col.type):
-        found = pc.index_in(col.dictionary, value_set=values)
-        return found.take(col.indices)
-    return pc.index_in(col, value_set=values)
+        if col.null_count:
+            return np.asarray(pc.index_in(col.cast(pa.string()), value_set=values).fill_null(-1), dtype=np.int64)
+        found = np.array([position.get(v, -1) for v in col.dictionary.to_pylist()], dtype=np.int64)
+        return found[np.asarray(col.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
+    return np.asarray(pc.index_in(col, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False),
+                      dtype=np.int64)
 
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -568,7 +574,9 @@ def _add_cells(acc: _Acc, cells: Any, runs: pa.Table, g: _Groups, run_keep: np.n
                p: Period, lo: int | None, hi: int | None) -> None:
     """The cells, a batch at a time, into ``acc`` (columns: the states, then allocated)."""
     run_keys = runs["run"]
+    run_position = {k: i for i, k in enumerate(run_keys.to_pylist())}
     state_names = pa.array(list(STATES), pa.string())
+    state_position = {k: i for i, k in enumerate(STATES)}
     alloc_col = len(STATES)
     for b in _cell_batches(cells):
         if b.num_rows == 0:
@@ -578,14 +586,14 @@ def _add_cells(acc: _Acc, cells: Any, runs: pa.Table, g: _Groups, run_keep: np.n
             if c not in names:
                 raise SchemaError("cells", c, "is missing", "give the fleet's hourly cells (pau.fleet.CELLS_SCHEMA)")
         rcol, scol = b.column(names.index("run")), b.column(names.index("state"))
-        ri = _lookup(rcol, run_keys)
-        si = _lookup(scol, state_names)
-        for what, arr, src in (("run", ri, rcol), ("state", si, scol)):
-            if arr.null_count:
-                bad = src[int(np.flatnonzero(np.asarray(arr.is_null()))[0])].as_py()
+        r = _lookup(rcol, run_keys, run_position)
+        s = _lookup(scol, state_names, state_position)
+        for what, arr, src in (("run", r, rcol), ("state", s, scol)):
+            if (arr < 0).any():
+                bad = src[int(np.flatnonzero(arr < 0)[0])].as_py()
                 fix = ("no run of the runs table. Fix: read the archive with pau.read_fleet" if what == "run"
                        else f"not a lifecycle state. Fix: one of {', '.join(STATES)}")
-                raise PauError(f"cells: column '{what}': {bad!r} ({arr.null_count} rows): {fix}")
+                raise PauError(f"cells: column '{what}': {bad!r} ({int((arr < 0).sum())} rows): {fix}")
         hcol, dcol = b.column(names.index("hour_ns")), b.column(names.index("duration_ns"))
         if hcol.null_count or dcol.null_count:
             raise PauError("cells: a null hour_ns or duration_ns. Fix: every cell has an hour and a duration")
@@ -595,8 +603,6 @@ def _add_cells(acc: _Acc, cells: Any, runs: pa.Table, g: _Groups, run_keep: np.n
             raise PauError(f"cells: column 'duration_ns': negative ({int(d[d < 0][0])}). Fix: durations are >= 0")
         if (hour % NS_PER_HOUR).any():
             raise PauError("cells: column 'hour_ns': not on an hour. Fix: cells start on the hour (pau.fleet.ingest)")
-        r = np.asarray(ri.to_numpy(zero_copy_only=False), dtype=np.int64)
-        s = np.asarray(si.to_numpy(zero_copy_only=False), dtype=np.int64)
         keep = run_keep[r]
         if lo is not None:
             keep &= hour >= lo
