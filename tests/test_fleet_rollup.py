@@ -334,3 +334,47 @@ def test_changes_and_capacity_go_through_the_fleet_figures(fleet):
         pb_ = t[(t.cluster == cluster) & (t.period == names[1])].productive_ns.sum() / H
         assert (a, b) == (pytest.approx(pa_), pytest.approx(pb_))
         assert acc == pytest.approx((pb_ - pa_) / 24)
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs=st.lists(st.tuples(st.integers(0, 10**17), st.integers(1, 10**16), st.integers(1, 4096)),
+                     min_size=1, max_size=8),
+       every=EVERY, cut=st.tuples(st.integers(0, 30_000), st.integers(1, 30_000)), whole=st.booleans())
+def test_jobs_are_cut_exactly_at_period_boundaries(jobs, every, cut, whole):
+    """Jobs with no run, fractional (thousandths) or whole accelerators: the pieces of
+    every period sum exactly to the allocation inside [since, until) (prorated at the
+    two ends); with whole accelerators each period's piece is accelerators x its ns, by a
+    plain loop over the boundaries."""
+    from pau.fleet import CELLS_SCHEMA, RUNS_SCHEMA
+    from pau.fleet.rollup import period_ends, period_starts, rollup
+
+    rows = []
+    for i, (start, length, milli) in enumerate(jobs):
+        s, e = T0 + start, T0 + start + length
+        acc = max(1, milli // 1000) * 1000 if whole else milli  # thousandths of an accelerator
+        rows.append({"job": f"j{i}", "cluster": "c", "scheduler": "slurm", "start_ns": s, "end_ns": e,
+                     "accelerators": acc / 1000, "queue_ns": 0, "allocated_accelerator_ns": acc * (e - s) // 1000,
+                     "run": None})
+    table = pa.table({f.name: [r.get(f.name) for r in rows] for f in JOBS_WITH_RUN}, schema=JOBS_WITH_RUN)
+    since, until = T0 + cut[0] * H, T0 + (cut[0] + cut[1]) * H
+    r = rollup(RUNS_SCHEMA.empty_table(), CELLS_SCHEMA.empty_table(), table, every=every, since=since, until=until)
+    got = sum(r.table["allocated_ns"].to_pylist())
+    assert r.table["allocated_ns"].to_pylist() == r.table["unattributed_ns"].to_pylist()
+    want = 0
+    for row in rows:
+        s, e, a = row["start_ns"], row["end_ns"], row["allocated_accelerator_ns"]
+        lo, hi = max(s, since), min(e, until)
+        if hi > lo:
+            want += a * (hi - s) // (e - s) - a * (lo - s) // (e - s)
+    assert got == want
+    if whole:
+        per: dict = {}
+        for row in rows:
+            t, end = max(row["start_ns"], since), min(row["end_ns"], until)
+            while t < end:
+                b0 = int(period_starts(np.array([t]), every)[0])
+                b1 = min(int(period_ends(np.array([b0]), every)[0]), end)
+                per[b0] = per.get(b0, 0) + int(row["accelerators"]) * (b1 - t)
+                t = b1
+        starts = period_starts(np.array(r.table["period_start_ns"].to_pylist(), np.int64), every).tolist()
+        assert dict(zip(starts, r.table["allocated_ns"].to_pylist())) == {k: v for k, v in per.items() if v}
