@@ -378,3 +378,34 @@ def test_jobs_are_cut_exactly_at_period_boundaries(jobs, every, cut, whole):
                 t = b1
         starts = period_starts(np.array(r.table["period_start_ns"].to_pylist(), np.int64), every).tolist()
         assert dict(zip(starts, r.table["allocated_ns"].to_pylist())) == {k: v for k, v in per.items() if v}
+
+
+def test_a_sum_beyond_int64_is_refused_and_one_just_below_is_exact():
+    """Two jobs of 4,000 accelerators over a week each hold 2.42e18 ns: one group and week
+    sums 4.84e18 (past 2**62, within int64, exact); four pass 2**63 - 1 and are refused;
+    two such weeks fit each, their month does not."""
+    from pau.fleet import CELLS_SCHEMA, RUNS_SCHEMA
+    from pau.fleet.rollup import INT64_MAX, rollup
+
+    nov1 = 1_698_796_800 * 10**9  # 2023-11-01 00:00 UTC, a Wednesday
+    week = 7 * 24 * H
+
+    def jobs(starts: list[int], acc: int = 4_000) -> pa.Table:
+        rows = [{"job": f"j{i}", "cluster": "c", "scheduler": "slurm", "start_ns": s, "end_ns": s + week,
+                 "accelerators": float(acc), "queue_ns": 0, "allocated_accelerator_ns": acc * week, "run": None}
+                for i, s in enumerate(starts)]
+        return pa.table({f.name: [r.get(f.name) for r in rows] for f in JOBS_WITH_RUN}, schema=JOBS_WITH_RUN)
+
+    def roll(t: pa.Table, every: str):
+        return rollup(RUNS_SCHEMA.empty_table(), CELLS_SCHEMA.empty_table(), t, every=every)
+
+    monday = nov1 + 5 * 24 * H  # 2023-11-06
+    r = roll(jobs([monday, monday]), "1w")
+    assert r.table["allocated_ns"].to_pylist() == [2 * 4_000 * week] == r.table["accountable_ns"].to_pylist()
+    assert 2 * 4_000 * week > 2**62 and 4 * 4_000 * week > INT64_MAX
+    with pytest.raises(PauError, match="beyond int64"):
+        roll(jobs([monday] * 4), "1w")
+    two_weeks = jobs([nov1, nov1, nov1 + week, nov1 + week])
+    assert roll(two_weeks, "1d").table.num_rows == 14
+    with pytest.raises(PauError, match="beyond int64"):
+        roll(two_weeks, "1mo")

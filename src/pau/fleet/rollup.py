@@ -55,8 +55,30 @@ NS_PER_HOUR = 3_600 * NS_PER_S
 NS_PER_DAY = 24 * NS_PER_HOUR
 #: Monday 1969-12-29 00:00 UTC: ISO weeks start here and every 7 days from it.
 MONDAY0 = -3 * NS_PER_DAY
-#: Beyond this a sum is refused rather than risk int64 (2**62 ns: 146 accelerator-years).
-_SUM_LIMIT = float(2**62)
+#: The largest int64: a sum beyond it is refused (292 accelerator-years in one group and
+#: period). Sums are checked exactly (Python integers) where their float64 estimate
+#: reaches _NEAR.
+INT64_MAX = 2**63 - 1
+_NEAR = float(2**62)
+_TOO_BIG = ("is beyond int64 ns (292 accelerator-years in one group and period). Fix: group finer or take "
+            "shorter periods")
+
+
+def _refuse_overflow(a: np.ndarray, b: np.ndarray | None = None) -> None:
+    """Refuse when ``a + b`` (or the sum of ``a`` along its last axis, ``b`` None) would
+    pass int64; exact for the entries whose float64 estimate is near."""
+    if b is None:
+        est = a.astype(np.float64).sum(axis=-1)
+        for i in np.flatnonzero(est.reshape(-1) >= _NEAR).tolist():
+            row = a.reshape(-1, a.shape[-1])[i]
+            if sum(int(v) for v in row) > INT64_MAX:
+                raise PauError(f"a rollup sum of {sum(int(v) for v in row):,} ns {_TOO_BIG}")
+        return
+    est = a.astype(np.float64) + b.astype(np.float64)
+    for i in np.flatnonzero(est.reshape(-1) >= _NEAR).tolist():
+        total = int(a.reshape(-1)[i]) + int(b.reshape(-1)[i])
+        if total > INT64_MAX:
+            raise PauError(f"a rollup sum of {total:,} ns {_TOO_BIG}")
 #: Cells per batch read from the archive.
 BATCH_ROWS = 1 << 20
 
@@ -291,15 +313,23 @@ def _sum_by(codes: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     hi = values >> 26
     lo = values & ((1 << 26) - 1)
     if int(hi.max(initial=0)) * len(values) < 2**53 and len(values) < 2**27:
-        out = np.bincount(codes, weights=hi, minlength=size).astype(np.int64) << 26
-        out += np.bincount(codes, weights=lo, minlength=size).astype(np.int64)
+        high = np.bincount(codes, weights=hi, minlength=size).astype(np.int64)
+        low = np.bincount(codes, weights=lo, minlength=size).astype(np.int64)
+        # high * 2**26 + low < (high + low // 2**26 + 1) * 2**26: only bins near the top can overflow
+        for i in np.flatnonzero(high + (low >> 26) >= (INT64_MAX >> 26)).tolist():
+            if (int(high[i]) << 26) + int(low[i]) > INT64_MAX:
+                raise PauError(f"a rollup sum of {(int(high[i]) << 26) + int(low[i]):,} ns {_TOO_BIG}")
+        return (high << 26) + low
+    if float(values.astype(np.float64).sum()) < _NEAR:
+        out = np.zeros(size, np.int64)
+        np.add.at(out, codes, values)
         return out
-    if float(values.astype(np.float64).sum()) >= _SUM_LIMIT:
-        raise PauError(f"a sum of {float(values.sum(dtype=np.float64)):.3g} ns in one rollup cell is beyond int64. "
-                       "Fix: group finer or take shorter periods")
-    out = np.zeros(size, np.int64)
-    np.add.at(out, codes, values)
-    return out
+    exact = [0] * size  # near int64: Python integers
+    for c, v in zip(codes.tolist(), values.tolist()):
+        exact[c] += v
+    if max(exact) > INT64_MAX:
+        raise PauError(f"a rollup sum of {max(exact):,} ns {_TOO_BIG}")
+    return np.array(exact, np.int64)
 
 
 class _Acc:
@@ -363,15 +393,13 @@ class _Acc:
 
     def _put(self, p: int, idx: int, v: int) -> None:
         cur = self.by_period.setdefault(p, np.zeros(self.G * self.C, np.int64))
-        if float(cur[idx]) + float(v) >= _SUM_LIMIT:
-            raise PauError("a rollup sum is beyond int64. Fix: group finer or take shorter periods")
+        if int(cur[idx]) + int(v) > INT64_MAX:
+            raise PauError(f"a rollup sum of {int(cur[idx]) + int(v):,} ns {_TOO_BIG}")
         cur[idx] += v
 
     @staticmethod
     def _check(a: np.ndarray, b: np.ndarray) -> None:
-        if (a.astype(np.float64) + b.astype(np.float64) >= _SUM_LIMIT).any():
-            raise PauError("a rollup sum is beyond int64 (2**62 ns, 146 accelerator-years, in one group and "
-                           "period). Fix: group finer or take shorter periods")
+        _refuse_overflow(a, b)
 
 
 # ---------------------------------------------------------------------------
@@ -858,10 +886,9 @@ def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t
     states then allocated, ``c`` the counts then runs ended, ``q`` queue ns and jobs
     started, ``cost`` the seven cost parts."""
     n_states = len(STATES)
+    if len(t):
+        _refuse_overflow(t[:, :n_states])
     accountable = t[:, :n_states].sum(axis=1) if len(t) else np.zeros(0, np.int64)
-    if len(t) and (t[:, :n_states].astype(np.float64).sum(axis=1) >= _SUM_LIMIT).any():
-        raise PauError("a rollup's accountable time is beyond int64 ns in one group and period. Fix: group finer "
-                       "or take shorter periods")
     allocated = t[:, n_states]
     cols: dict[str, Any] = {k: pa.array([g[i] for g in groups], pa.string()) for i, k in enumerate(keys)}
     ends = period_ends(starts, p) if len(starts) else starts
