@@ -283,6 +283,12 @@ def test_where_and_labels(fleet):
     assert a.table["allocated_ns"].equals(b.table["allocated_ns"])
     c = fleet.rollup(by=["team"], every="1w", where="team!=llm")
     assert set(c.table["team"].to_pylist()) == {"vision"}
+    # a job with no run is kept by its own columns: west's idle job is in cluster=west
+    west = fleet.rollup(by=["cluster"], every="1w", where="cluster=west")
+    every = fleet.rollup(by=["cluster"], every="1w")
+    mask = pa.compute.equal(every.table["cluster"], "west")
+    assert west.table["allocated_ns"].equals(every.table.filter(mask)["allocated_ns"])
+    assert sum(west.table["unattributed_ns"].to_pylist()) >= 4 * H  # idle-2: 4 accelerator-hours
 
 
 def test_cost_model(fleet):

@@ -146,6 +146,20 @@ def test_pau_fleet_text_json_csv(fleet, costs, capsys):
     assert got["period"].to_pylist() == r.table["period"].to_pylist()
 
 
+def test_pau_fleet_since_until_where(fleet, capsys):
+    args = ["fleet", fleet.path, "--by", "team", "--every", "day", "--since", "2023-11-15", "--until",
+            "2023-11-17T06:00", "--where", "cluster=east", "--format", "json", "-q"]
+    assert cli.main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    r = fleet.rollup(by="team", every="1d", since="2023-11-15", until="2023-11-17T06:00", where="cluster=east")
+    assert doc["rows"] == json.loads(json.dumps(r.table.to_pylist()))
+    assert {x["team"] for x in doc["rows"]} == {"llm"}
+    assert doc["since_ns"] == 1_700_006_400 * 10**9 and doc["until_ns"] == (1_700_006_400 + 54 * 3600) * 10**9
+    assert doc["rows"][-1]["period_end_ns"] == doc["until_ns"]
+    assert cli.main(["fleet", fleet.path, "--since", "2023-11-15T00:30", "-q"]) == 1
+    assert "whole hour" in capsys.readouterr().err
+
+
 def test_pau_fleet_gate(fleet, capsys):
     g = fleet.rollup(every="1w").overall()["goodput"]
     base = ["fleet", fleet.path, "--every", "week", "-q"]
