@@ -333,12 +333,17 @@ def _sum_by(codes: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
 
 
 class _Acc:
-    """Partial sums keyed by (fine group, period start, column): a dict of int64 arrays
-    per period start, combined exactly."""
+    """Sums keyed by (period start, fine group, column), kept sparse: the non-zero sums of
+    each batch, combined exactly (``_sum_by``) whenever they pass :data:`COMPACT` entries
+    and at the end. Memory: the (period, group, column) cells with time in them, not the
+    cells read nor every group in every period."""
+
+    COMPACT = 1 << 22
 
     def __init__(self, groups: int, columns: int, period: Period):
         self.G, self.C, self.period = groups, columns, period
-        self.by_period: dict[int, np.ndarray] = {}
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (period start, g * C + c, sum)
+        self.pending = 0
 
     def _index(self, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The period starts present (a superset, in order) and each value's index there:
@@ -366,40 +371,44 @@ class _Acc:
         if len(values) == 0:
             return
         ps, pi = self._index(start)
-        size = len(ps) * self.G * self.C
-        code = (pi.reshape(-1) * self.G + group) * self.C + column
-        if size > 4 * len(values) + (1 << 16):
-            u, inv = np.unique(code, return_inverse=True)
-            s = _sum_by(inv.reshape(-1), values, len(u))
-            full = np.zeros(size, np.int64) if size <= (1 << 26) else None
-            if full is None:
-                for c, v in zip(u.tolist(), s.tolist()):
-                    p, rest = divmod(c, self.G * self.C)
-                    self._put(int(ps[p]), rest, v)
-                return
-            full[u] = s
-            sums = full
-        else:
+        gc = self.G * self.C
+        size = len(ps) * gc
+        code = pi.reshape(-1) * gc + group * self.C + column
+        if size <= 4 * len(values) + (1 << 16):
             sums = _sum_by(code, values, size)
-        table = sums.reshape(len(ps), self.G * self.C)
-        for i in np.flatnonzero(table.any(axis=1)).tolist():
-            p = int(ps[i])
-            cur = self.by_period.get(p)
-            if cur is None:
-                self.by_period[p] = table[i].copy()
-            else:
-                self._check(cur, table[i])
-                cur += table[i]
+            keys = np.flatnonzero(sums)
+            vals = sums[keys]
+        else:
+            u, inv = np.unique(code, return_inverse=True)
+            vals = _sum_by(inv.reshape(-1), values, len(u))
+            nz = vals != 0
+            keys, vals = u[nz], vals[nz]
+        self.parts.append((ps[keys // gc], keys % gc, vals))
+        self.pending += len(vals)
+        if self.pending > self.COMPACT:
+            self._compact()
 
-    def _put(self, p: int, idx: int, v: int) -> None:
-        cur = self.by_period.setdefault(p, np.zeros(self.G * self.C, np.int64))
-        if int(cur[idx]) + int(v) > INT64_MAX:
-            raise PauError(f"a rollup sum of {int(cur[idx]) + int(v):,} ns {_TOO_BIG}")
-        cur[idx] += v
+    def _compact(self) -> None:
+        if len(self.parts) <= 1:
+            return
+        st = np.concatenate([x[0] for x in self.parts])
+        gc = np.concatenate([x[1] for x in self.parts])
+        v = np.concatenate([x[2] for x in self.parts])
+        order = np.lexsort((gc, st))
+        st, gc, v = st[order], gc[order], v[order]
+        new = np.r_[True, (st[1:] != st[:-1]) | (gc[1:] != gc[:-1])] if len(st) else np.zeros(0, bool)
+        inv = np.cumsum(new) - 1
+        self.parts = [(st[new], gc[new], _sum_by(inv, v, int(new.sum())))]
+        self.pending = len(self.parts[0][2])
 
-    @staticmethod
-    def _check(a: np.ndarray, b: np.ndarray) -> None:
-        _refuse_overflow(a, b)
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(period start, fine group, column, sum), each key once, sums non-zero."""
+        self._compact()
+        if not self.parts:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        st, gc, v = self.parts[0]
+        return st, gc // self.C, gc % self.C, v
 
 
 # ---------------------------------------------------------------------------
@@ -784,37 +793,44 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     t_idx = np.flatnonzero(rk & ~np.isnan(ttr_run) & (n_rec > 0))
     t_ps = period_starts(last[t_idx], p)
 
-    periods = np.array(sorted(set(acc.by_period) | set(cnt.by_period) | set(queue.by_period)), np.int64)
-    time_ = _stack(acc, periods)
-    counts = _stack(cnt, periods)
-    queued = _stack(queue, periods)
     # user groups: the by values of the fine groups (with a cost model, several fine groups each)
     user = len(keys)
     gkey = [tuple(v[f] for v in g.values[:user]) for f in range(g.count)]
     order = sorted(set(gkey), key=lambda k: tuple((x is None, "" if x is None else x) for x in k))
-    ug = np.array([order.index(k) for k in gkey] if user else [0] * g.count, np.int64)
-    cost = None
+    rank = {k: i for i, k in enumerate(order)}
+    ug = np.array([rank[k] for k in gkey] if user else [0] * g.count, np.int64)
+    parts = {"time": acc.result(), "counts": cnt.result(), "queue": queue.result()}
+    # the rows: every (group, period) with time, a run ended or a job started
+    live = [ug[parts["time"][1]], ug[parts["counts"][1][parts["counts"][2] == len(_COUNTS)]],
+            ug[parts["queue"][1][parts["queue"][2] == 1]]]
+    live_st = [parts["time"][0], parts["counts"][0][parts["counts"][2] == len(_COUNTS)],
+               parts["queue"][0][parts["queue"][2] == 1]]
+    row_keys = np.unique(np.concatenate([_pair(a_, b_) for a_, b_ in zip(live, live_st)]))
+    n_rows = len(row_keys)
+    row_group, row_start = _unpair(row_keys)
+    dense = {}
+    for name, (st, f, col_, v) in parts.items():
+        inside = np.isin(_pair(ug[f], st), row_keys)  # counts and queue of a row with none: not a row
+        dense[name] = _rows(row_keys, st[inside], ug[f][inside], col_[inside], v[inside], n_rows,
+                            {"time": n_states + 1, "counts": len(_COUNTS) + 1, "queue": 2}[name])
     pricing = _Pricing(model)
-    if model is not None:  # cost of each fine group and period, then summed like the time
-        cost = np.zeros((len(periods), g.count, 7))
-        for i, f in zip(*np.nonzero(time_.any(axis=2))):
-            cost[i, f] = pricing.cost(g.values[user][f], g.values[user + 1][f], time_[i, f])
-    if user != g.count or (ug != np.arange(g.count)).any():
-        time_, counts, queued = (_merge(x, ug, len(order)) for x in (time_, counts, queued))
-        if cost is not None:
-            merged = np.zeros((len(periods), len(order), 7))
-            for f in range(g.count):
-                merged[:, ug[f]] += cost[:, f]
-            cost = merged
-    live = time_.any(axis=2) | (counts[..., -1] != 0) | (queued[..., 1] != 0)
-    u_idx, p_idx = np.nonzero(live.T)  # group-major: each group's periods in order
-    recoveries: dict[tuple[int, int], list[tuple[float, int]]] = {}
-    pos = {int(v): i for i, v in enumerate(periods.tolist())}
-    for i, ps_ in zip(t_idx.tolist(), t_ps.tolist()):
-        recoveries.setdefault((int(ug[int(g.run[i])]), pos[int(ps_)]), []).append((float(ttr_run[i]), int(n_rec[i])))
-    table = _table(keys, [order[u] for u in u_idx.tolist()], periods[p_idx], time_[p_idx, u_idx],
-                   counts[p_idx, u_idx], queued[p_idx, u_idx], None if cost is None else cost[p_idx, u_idx],
-                   [recoveries.get((int(u), int(q))) for u, q in zip(u_idx, p_idx)], p, lo, hi, jobs is not None)
+    cost = None
+    if model is not None:  # the cost of each fine group and period, then summed per row
+        st, f, col_, v = parts["time"]
+        fine_keys = np.unique(_pair(f, st))
+        fine = _rows(fine_keys, st, f, col_, v, len(fine_keys), n_states + 1)
+        fine_g, fine_st = _unpair(fine_keys)
+        cost = np.zeros((n_rows, 7))
+        at = np.searchsorted(row_keys, _pair(ug[fine_g], fine_st))
+        for i in range(len(fine_keys)):
+            fg = int(fine_g[i])
+            cost[at[i]] += pricing.cost(g.values[user][fg], g.values[user + 1][fg], fine[i])
+    recoveries: dict[int, list[tuple[float, int]]] = {}
+    rec_rows = np.searchsorted(row_keys, _pair(ug[g.run[t_idx]], t_ps)) if len(t_idx) else np.zeros(0, np.int64)
+    for i, r_ in zip(t_idx.tolist(), rec_rows.tolist()):
+        recoveries.setdefault(r_, []).append((float(ttr_run[i]), int(n_rec[i])))
+    table = _table(keys, [order[u] for u in row_group.tolist()], row_start, dense["time"], dense["counts"],
+                   dense["queue"], cost, [recoveries.get(i) for i in range(n_rows)], p, lo, hi, jobs is not None)
     if jobs is None:
         warnings.insert(0, "the archive holds no jobs table: allocated is the runs' accountable time (jobs with no "
                            "run are not counted)")
@@ -822,23 +838,27 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
                   warnings)
 
 
-def _stack(acc: _Acc, periods: np.ndarray) -> np.ndarray:
-    """``acc``'s sums as an array (period, fine group, column); zeros where it has none."""
-    out = np.zeros((len(periods), acc.G, acc.C), np.int64)
-    for i, p in enumerate(periods.tolist()):
-        got = acc.by_period.get(p)
-        if got is not None:
-            out[i] = got.reshape(acc.G, acc.C)
-    return out
+def _rows(keys: np.ndarray, st: np.ndarray, g: np.ndarray, c: np.ndarray, v: np.ndarray, n_rows: int,
+          columns: int) -> np.ndarray:
+    """Sparse sums (period start ``st``, group ``g``, column ``c``) summed into a dense
+    (row, column) array, the row of each (``g``, ``st``) found in ``keys`` (sorted pairs
+    as one int64 code: :func:`_pair`); exact, refused past int64."""
+    row = np.searchsorted(keys, _pair(g, st))
+    return _sum_by(row * columns + c, v, n_rows * columns).reshape(n_rows, columns)
 
 
-def _merge(x: np.ndarray, ug: np.ndarray, n: int) -> np.ndarray:
-    """Fine groups summed into their user groups (exact int64; refused beyond 2**62)."""
-    out = np.zeros((x.shape[0], n, x.shape[2]), np.int64)
-    for f in range(x.shape[1]):
-        _Acc._check(out[:, ug[f]], x[:, f])
-        out[:, ug[f]] += x[:, f]
-    return out
+def _pair(g: np.ndarray, st: np.ndarray) -> np.ndarray:
+    """(group, period start) as one sortable int64 key: groups first, then periods in
+    order. Every period starts on an hour, and int64 ns hold under 2**22 hours either
+    side of the epoch: the low :data:`_HOUR_BITS` bits are the hour plus 2**22."""
+    return g.astype(np.int64) * (1 << _HOUR_BITS) + (st // NS_PER_HOUR + (1 << 22))
+
+
+def _unpair(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return key >> _HOUR_BITS, ((key & ((1 << _HOUR_BITS) - 1)) - (1 << 22)) * NS_PER_HOUR
+
+
+_HOUR_BITS = 23
 
 
 class _Pricing:
