@@ -415,3 +415,19 @@ def test_a_sum_beyond_int64_is_refused_and_one_just_below_is_exact():
     assert roll(two_weeks, "1d").table.num_rows == 14
     with pytest.raises(PauError, match="beyond int64"):
         roll(two_weeks, "1mo")
+
+
+@pytest.mark.parametrize("every", ["1h", "1w", "1mo"])
+def test_sparse_sums_equal_dense_ones(fleet, every, monkeypatch):
+    """Many groups over many periods keep their sums sparse (compacted as they come):
+    the same table as the dense sums of a small rollup."""
+    from pau.fleet.rollup import _Acc
+
+    cost = {"accelerator": {"H100": {"contract_rate_per_accelerator_hour": 2.0},
+                            "A100": {"contract_rate_per_accelerator_hour": 1.0}}}
+    dense = fleet.rollup(by=["cluster", "team"], every=every, cost_model=cost, since=T0, until=T0 + 900 * H)
+    monkeypatch.setattr(_Acc, "DENSE", 0)
+    monkeypatch.setattr(_Acc, "COMPACT", 16)
+    sparse = fleet.rollup(by=["cluster", "team"], every=every, cost_model=cost, since=T0, until=T0 + 900 * H)
+    assert sparse.table.equals(dense.table)
+    assert dense.table.num_rows > 1

@@ -338,12 +338,16 @@ class _Acc:
     and at the end. Memory: the (period, group, column) cells with time in them, not the
     cells read nor every group in every period."""
 
-    COMPACT = 1 << 22
+    COMPACT = 1 << 20
+    #: Below this many (period, group, column) cells in all, the sums are dense arrays per
+    #: period instead (faster; 64 MiB at most).
+    DENSE = 1 << 23
 
-    def __init__(self, groups: int, columns: int, period: Period):
+    def __init__(self, groups: int, columns: int, period: Period, periods: int):
         self.G, self.C, self.period = groups, columns, period
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (period start, g * C + c, sum)
-        self.pending = 0
+        self.pending = self.compacted = 0
+        self.dense: dict[int, np.ndarray] | None = {} if periods * groups * columns <= self.DENSE else None
 
     def _index(self, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The period starts present (a superset, in order) and each value's index there:
@@ -376,6 +380,16 @@ class _Acc:
         code = pi.reshape(-1) * gc + group * self.C + column
         if size <= 4 * len(values) + (1 << 16):
             sums = _sum_by(code, values, size)
+            if self.dense is not None:
+                table = sums.reshape(len(ps), gc)
+                for i in np.flatnonzero(table.any(axis=1)).tolist():
+                    cur = self.dense.get(int(ps[i]))
+                    if cur is None:
+                        self.dense[int(ps[i])] = table[i].copy()
+                    else:
+                        _refuse_overflow(cur, table[i])
+                        cur += table[i]
+                return
             keys = np.flatnonzero(sums)
             vals = sums[keys]
         else:
@@ -385,7 +399,7 @@ class _Acc:
             keys, vals = u[nz], vals[nz]
         self.parts.append((ps[keys // gc], keys % gc, vals))
         self.pending += len(vals)
-        if self.pending > self.COMPACT:
+        if self.pending > max(self.COMPACT, 2 * self.compacted):
             self._compact()
 
     def _compact(self) -> None:
@@ -399,10 +413,15 @@ class _Acc:
         new = np.r_[True, (st[1:] != st[:-1]) | (gc[1:] != gc[:-1])] if len(st) else np.zeros(0, bool)
         inv = np.cumsum(new) - 1
         self.parts = [(st[new], gc[new], _sum_by(inv, v, int(new.sum())))]
-        self.pending = len(self.parts[0][2])
+        self.pending = self.compacted = len(self.parts[0][2])
 
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(period start, fine group, column, sum), each key once, sums non-zero."""
+        if self.dense:  # the dense periods as sparse entries, with those added sparse
+            for p_, arr in self.dense.items():
+                nz = np.flatnonzero(arr)
+                self.parts.append((np.full(len(nz), p_, np.int64), nz, arr[nz]))
+            self.dense = {}
         self._compact()
         if not self.parts:
             z = np.zeros(0, np.int64)
@@ -564,6 +583,18 @@ def _lookup(col: pa.Array, values: pa.Array | pa.ChunkedArray, position: dict[st
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(col, 0).cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _periods_spanned(runs: pa.Table, jobs: pa.Table | None, p: Period, lo: int | None, hi: int | None) -> int:
+    """About how many periods the runs and jobs span (to choose dense or sparse sums)."""
+    starts = [pc.min(t["start_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
+    ends = [pc.max(t["end_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
+    starts, ends = [x for x in starts if x is not None], [x for x in ends if x is not None]
+    if not starts or not ends:
+        return 1
+    a, b = max(min(starts), lo if lo is not None else min(starts)), min(max(ends), hi if hi is not None else max(ends))
+    width = p.width_ns or 28 * p.n * NS_PER_DAY
+    return max(0, b - a) // width + 2
 
 
 def _check_columns(table: pa.Table, name: str, needed: Sequence[str], fix: str) -> None:
@@ -765,14 +796,15 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     runs_with_job[job_run[job_run >= 0]] = True
 
     n_states = len(STATES)
-    acc = _Acc(g.count, n_states + 1, p)  # the states, then allocated
+    n_periods = _periods_spanned(runs, jobs, p, lo, hi)
+    acc = _Acc(g.count, n_states + 1, p, n_periods)  # the states, then allocated
     _add_cells(acc, cells, runs, g, run_keep, runs_with_job, p, lo, hi)
-    queue = _Acc(g.count, 2, p)  # queue ns, jobs started
+    queue = _Acc(g.count, 2, p, n_periods)  # queue ns, jobs started
     if jobs is not None:
         _add_jobs(acc, queue, jobs, g, job_run, job_keep, p, lo, hi, warnings)
 
     # counts a run carries as a whole: in the period of its last ns
-    cnt = _Acc(g.count, len(_COUNTS) + 1, p)
+    cnt = _Acc(g.count, len(_COUNTS) + 1, p, n_periods)
     has_end = np.asarray(runs["end_ns"].is_valid())
     if (run_keep & ~has_end).any():
         warnings.append(f"{int((run_keep & ~has_end).sum())} runs with no extent (no end_ns) are in no period")
