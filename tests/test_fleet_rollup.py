@@ -431,3 +431,24 @@ def test_sparse_sums_equal_dense_ones(fleet, every, monkeypatch):
     sparse = fleet.rollup(by=["cluster", "team"], every=every, cost_model=cost, since=T0, until=T0 + 900 * H)
     assert sparse.table.equals(dense.table)
     assert dense.table.num_rows > 1
+
+
+def test_every_run_of_a_job_is_allocated_by_it():
+    """Two runs of one job (same cluster and job): the jobs row names one (``run``); the
+    other's time is the job's allocation too, not a run standing on its own."""
+    from pau.fleet import CELLS_SCHEMA, RUNS_SCHEMA
+    from pau.fleet.rollup import rollup
+
+    n = 3
+    cols = {f.name: pa.nulls(n, f.type) for f in RUNS_SCHEMA}
+    cols.update(run=pa.array(["r1", "r2", "r3"]), job=pa.array(["J", "J", "K"]), cluster=pa.array(["c", "c", "c"]),
+                start_ns=pa.array([T0, T0 + H, T0]), end_ns=pa.array([T0 + H, T0 + 2 * H, T0 + H]))
+    runs = pa.table(cols, schema=RUNS_SCHEMA)
+    cells = pa.table({"run": ["r1", "r2", "r3"], "hour_ns": [T0, T0 + H, T0], "state": ["productive"] * 3,
+                      "activity": ["unknown"] * 3, "duration_ns": [H, H, 2 * H]}, schema=CELLS_SCHEMA)
+    job = {"job": "J", "cluster": "c", "scheduler": "slurm", "start_ns": T0, "end_ns": T0 + 2 * H,
+           "accelerators": 4.0, "queue_ns": 0, "allocated_accelerator_ns": 8 * H, "run": "r1"}
+    jobs = pa.table({f.name: [job.get(f.name)] for f in JOBS_WITH_RUN}, schema=JOBS_WITH_RUN)
+    r = rollup(runs, cells, jobs, every="1d")
+    assert r.table["allocated_ns"].to_pylist() == [8 * H + 2 * H]  # job J's allocation, and run r3 alone (K)
+    assert r.table["accountable_ns"].to_pylist() == [4 * H]

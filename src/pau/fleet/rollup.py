@@ -573,7 +573,7 @@ def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
     if not files:
         raise PauError(f"{path}: no Parquet file of the runs table. Fix: ingest runs first (pau ingest)")
     names = pq.read_schema(files[0]).names
-    want = ["run", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"]
+    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"]
     for k in [*by, *(("accelerator_type", "cluster") if cost else ())]:
         if not k.startswith("labels."):
             want.append(k)
@@ -793,8 +793,10 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     job_run = np.zeros(0, np.int64)
     job_keep = np.zeros(0, bool)
     if jobs is not None:
-        _check_columns(jobs, "jobs", ("job", "start_ns", "end_ns", "allocated_accelerator_ns", "queue_ns", "run"),
+        _check_columns(jobs, "jobs", ("job", "cluster", "start_ns", "end_ns", "allocated_accelerator_ns", "queue_ns",
+                                      "run"),
                        "give the fleet's jobs table (pau.readers.JOBS_SCHEMA and run, the joined run key)")
+        _check_columns(runs, "runs", ("job", "cluster"), "give the fleet's runs table (pau.fleet.RUNS_SCHEMA)")
         job_run = np.asarray(pc.index_in(jobs["run"], value_set=runs["run"]).fill_null(-1)
                              .to_numpy(zero_copy_only=False), dtype=np.int64) if jobs.num_rows else job_run
         missing = (job_run < 0) & np.asarray(jobs["run"].is_valid())
@@ -807,8 +809,15 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
                             run_keep[np.maximum(job_run, 0)] if runs.num_rows else False)
     cost_keys = ["accelerator_type", "cluster"] if model is not None else []
     g = _groups(runs, jobs, job_run, keys + cost_keys)
+    # a run is one of a job's when its cluster and job name a row of the jobs table (null
+    # cluster equal to null), whichever run the row's ``run`` names: its time is allocated
+    # by the job; a run with no such job stands on its own (its accountable is allocated)
     runs_with_job = np.zeros(runs.num_rows, bool)
-    runs_with_job[job_run[job_run >= 0]] = True
+    if jobs is not None:
+        named = set(zip(jobs["cluster"].to_pylist(), jobs["job"].to_pylist()))
+        runs_with_job = np.array([j is not None and (c, j) in named for c, j in
+                                  zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())], bool)
+        runs_with_job[job_run[job_run >= 0]] = True
 
     n_states = len(STATES)
     n_periods = _periods_spanned(runs, jobs, p, lo, hi)
