@@ -89,7 +89,7 @@ LEVELS = [
     {"pau.fleet"},
     # views
     {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console",
-     "pau.views.openmetrics", "pau.views.fleet_html"},
+     "pau.views.openmetrics", "pau.views.fleet_html", "pau.views.fleet_text"},
     # the facade
     {"pau.core"},
     # the command line and the package's front door
