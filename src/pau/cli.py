@@ -936,7 +936,7 @@ def _fleet(args: argparse.Namespace) -> int:
         _note(f"warning: {w}")
     figures = fleet_text.figures(r)
     if args.format == "json":
-        text = _json(figures)
+        text = json.dumps(figures, indent=1, allow_nan=False)
     elif args.format == "csv":
         sink = pa.BufferOutputStream()
         pcsv.write_csv(r.table, sink)
