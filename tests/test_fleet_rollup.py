@@ -99,7 +99,15 @@ def bare(tmp_path_factory):
 # the independent computation
 
 
-def _period(t: pd.Series, every: str) -> pd.Series:
+def _period(t: pd.Series, every: str, tz: str | None = None) -> pd.Series:
+    if tz is not None:  # local midnights, by pandas' own calendar, back in UTC
+        local = pd.to_datetime(t, unit="ns", utc=True).dt.tz_convert(tz).dt.normalize()
+        if every == "1w":
+            local = local - pd.to_timedelta(local.dt.day_of_week, unit="D")
+        elif every == "1mo":
+            local = local - pd.to_timedelta(local.dt.day - 1, unit="D")
+        local = pd.DatetimeIndex(local).tz_localize(None).tz_localize(tz)  # midnight again after a DST change
+        return pd.Series(local.tz_convert("UTC").tz_localize(None).astype("datetime64[ns]").astype("int64"))
     ts = pd.to_datetime(t, unit="ns")
     if every == "1w":
         return ts.dt.to_period("W-SUN").dt.start_time.astype("datetime64[ns]").astype("int64")
@@ -108,16 +116,21 @@ def _period(t: pd.Series, every: str) -> pd.Series:
     return ts.dt.floor({"1d": "D", "1h": "h"}[every]).astype("datetime64[ns]").astype("int64")
 
 
-def _boundaries(s: int, e: int, every: str) -> list[int]:
+def _boundaries(s: int, e: int, every: str, tz: str | None = None) -> list[int]:
     freq = {"1w": "W-MON", "1mo": "MS", "1d": "D", "1h": "h"}[every]
     first = pd.to_datetime(s, unit="ns")
     # ranges count from the time of day given: start from the hour (days, weeks, months: midnight)
-    first = first.floor("h") if every == "1h" else first.normalize()
-    inside = pd.date_range(first, pd.to_datetime(e, unit="ns"), freq=freq)
+    if tz is not None:
+        first = first.tz_localize("UTC").tz_convert(tz).normalize()
+        inside = pd.date_range(first, pd.to_datetime(e, unit="ns").tz_localize("UTC").tz_convert(tz), freq=freq)
+        inside = inside.tz_convert("UTC").tz_localize(None)
+    else:
+        first = first.floor("h") if every == "1h" else first.normalize()
+        inside = pd.date_range(first, pd.to_datetime(e, unit="ns"), freq=freq)
     return sorted({s, e, *(int(x.value) for x in inside if s < x.value < e)})
 
 
-def _expected(f, by: list[str], every: str, since=None, until=None) -> pd.DataFrame:
+def _expected(f, by: list[str], every: str, since=None, until=None, tz=None) -> pd.DataFrame:
     """allocated, accountable and each state per group and period, with pandas."""
     runs = f.runs.select(["run", "job", "cluster", "team", "accelerator_type", "end_ns", "start_ns", "failures",
                           "labels"]).to_pandas()
@@ -129,7 +142,7 @@ def _expected(f, by: list[str], every: str, since=None, until=None) -> pd.DataFr
     jobs = f.jobs.to_pylist() if f.jobs is not None else []  # Python ints: ns beyond float64's 2**53
     with_job = {j["run"] for j in jobs if j["run"] is not None}
     c = cells.merge(runs[["run", *by]], on="run")
-    c["period"] = _period(c.hour_ns, every)
+    c["period"] = _period(c.hour_ns, every, tz).to_numpy()
     parts = []
     for state in STATES:
         x = c[c.state == state].groupby(by + ["period"], dropna=False).duration_ns.sum().rename(STATE_COL[state])
@@ -146,9 +159,9 @@ def _expected(f, by: list[str], every: str, since=None, until=None) -> pd.DataFr
             keys = runs.set_index("run").loc[j["run"], by].tolist()
         else:
             keys = [j[k] if k in ("cluster", "team", "accelerator_type") else None for k in by]
-        b = _boundaries(s, e, every)
+        b = _boundaries(s, e, every, tz)
         for x, y in zip(b[:-1], b[1:]):
-            pieces.append([*keys, int(_period(pd.Series([x]), every)[0]), int(j["accelerators"]) * (y - x),
+            pieces.append([*keys, int(_period(pd.Series([x]), every, tz)[0]), int(j["accelerators"]) * (y - x),
                            j["run"] is None])
     jp = pd.DataFrame(pieces, columns=by + ["period", "alloc", "alone"])
     alloc_jobs = jp.groupby(by + ["period"], dropna=False).alloc.sum().rename("alloc_jobs")
@@ -452,3 +465,40 @@ def test_every_run_of_a_job_is_allocated_by_it():
     r = rollup(runs, cells, jobs, every="1d")
     assert r.table["allocated_ns"].to_pylist() == [8 * H + 2 * H]  # job J's allocation, and run r3 alone (K)
     assert r.table["accountable_ns"].to_pylist() == [4 * H]
+
+
+
+@pytest.mark.parametrize("every", ["1d", "1w", "1mo"])
+@pytest.mark.parametrize("tz", ["America/New_York", "Asia/Tokyo"])
+def test_local_periods_equal_pandas(fleet, every, tz):
+    r = fleet.rollup(by=["cluster"], every=every, tz=tz)
+    exp = _expected(fleet, ["cluster"], every, tz=tz)
+    cols = ["allocated_ns", "accountable_ns", *STATE_COL.values()]
+    got = r.table.to_pandas().set_index(["cluster", "period_start_ns"])[cols].sort_index()
+    exp = exp[cols].sort_index()
+    exp = exp[(exp != 0).any(axis=1)]
+    got = got[(got != 0).any(axis=1)]
+    pd.testing.assert_frame_equal(got.astype("int64"), exp.astype("int64"), check_names=False)
+    # named by the local date
+    first = r.table.to_pylist()[0]
+    local = pd.Timestamp(first["period_start_ns"], unit="ns", tz="UTC").tz_convert(tz)
+    assert local.hour == 0 and first["period"].startswith(str(local.year))
+
+
+def test_a_local_day_of_a_daylight_saving_change_lasts_25_hours():
+    from pau.fleet import CELLS_SCHEMA, RUNS_SCHEMA
+    from pau.fleet.rollup import rollup
+
+    s = 1_699_056_000 * 10**9  # 2023-11-04 00:00 UTC; New York leaves daylight saving time on the 5th
+    job = {"job": "j", "cluster": "c", "scheduler": "slurm", "start_ns": s, "end_ns": s + 72 * H,
+           "accelerators": 1.0, "queue_ns": 0, "allocated_accelerator_ns": 72 * H, "run": None}
+    jobs = pa.table({f.name: [job.get(f.name)] for f in JOBS_WITH_RUN}, schema=JOBS_WITH_RUN)
+    r = rollup(RUNS_SCHEMA.empty_table(), CELLS_SCHEMA.empty_table(), jobs, every="1d", tz="America/New_York")
+    got = dict(zip(r.table["period"].to_pylist(), r.table["allocated_ns"].to_pylist()))
+    assert got == {"2023-11-03": 4 * H, "2023-11-04": 24 * H, "2023-11-05": 25 * H, "2023-11-06": 19 * H}
+    with pytest.raises(PauError, match="not on a UTC hour"):
+        rollup(RUNS_SCHEMA.empty_table(), CELLS_SCHEMA.empty_table(), jobs, every="1d", tz="Asia/Kolkata")
+    with pytest.raises(PauError, match="hours are UTC hours"):
+        rollup(RUNS_SCHEMA.empty_table(), CELLS_SCHEMA.empty_table(), jobs, every="1h", tz="Europe/Paris")
+    with pytest.raises(PauError, match="no such time zone"):
+        rollup(RUNS_SCHEMA.empty_table(), CELLS_SCHEMA.empty_table(), jobs, every="1d", tz="Mars/Olympus")

@@ -158,6 +158,12 @@ def test_pau_fleet_since_until_where(fleet, capsys):
     assert doc["rows"][-1]["period_end_ns"] == doc["until_ns"]
     assert cli.main(["fleet", fleet.path, "--since", "2023-11-15T00:30", "-q"]) == 1
     assert "whole hour" in capsys.readouterr().err
+    assert cli.main(["fleet", fleet.path, "--by", "cluster", "--every", "week", "--tz", "Asia/Tokyo", "--format",
+                     "json", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"] == json.loads(json.dumps(fleet.rollup(by="cluster", every="1w", tz="Asia/Tokyo").table
+                                                .to_pylist()))
+    assert all((x["period_start_ns"] // 10**9 + 9 * 3600) % (7 * 86400) == 4 * 86400 for x in doc["rows"])
 
 
 def test_pau_fleet_gate(fleet, capsys):

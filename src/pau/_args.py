@@ -177,6 +177,8 @@ def fleet_parser(sub: argparse._SubParsersAction) -> None:
                      "labels.team); default: the whole fleet")
     flt.add_argument("--every", default="week", metavar="PERIOD",
                      help="hour, day, week (ISO, from Monday 00:00 UTC), month, or a multiple: 6h, 2w (default week)")
+    flt.add_argument("--tz", metavar="ZONE", help="local days, weeks and months in this IANA zone (Europe/Paris); "
+                     "default UTC")
     flt.add_argument("--since", metavar="TIME", help="only time from here (an ISO date or time on the hour, UTC)")
     flt.add_argument("--until", metavar="TIME", help="only time before here (as --since)")
     flt.add_argument("--where", metavar="FILTER", help="the runs (and jobs without a run) kept: KEY=VALUE terms, "

@@ -931,7 +931,7 @@ def _fleet(args: argparse.Namespace) -> int:
     fleet = core.read_fleet(args.fleet)
     by = [k.strip() for k in args.by.split(",") if k.strip()]
     r = fleet.rollup(by=by, every=args.every, since=args.since, until=args.until, where=args.where,
-                     cost_model=args.cost_model)
+                     cost_model=args.cost_model, tz=args.tz)
     for w in r.warnings:
         _note(f"warning: {w}")
     figures = fleet_text.figures(r)

@@ -471,12 +471,13 @@ class Fleet:
         return ds.dataset(path, format="parquet").to_table()
 
     def rollup(self, by: str | Sequence[str] = (), every: str = "1w", since: Any = None, until: Any = None,
-               where: Any = None, *, cost_model: Any = None) -> _rollup.Rollup:
+               where: Any = None, *, cost_model: Any = None, tz: str | None = None) -> _rollup.Rollup:
         """Accelerator time and its figures per group and period: :func:`pau.fleet.rollup.rollup`
         over the runs table, the hourly cells (streamed from their files) and the jobs table
         (``docs/fleet.md``, "Rollups")."""
         return _rollup.rollup(self._runs_for(by, where, cost_model is not None), self._cells_source(), self.jobs,
-                              by=by, every=every, since=since, until=until, where=where, cost_model=cost_model)
+                              by=by, every=every, since=since, until=until, where=where, cost_model=cost_model,
+                              tz=tz)
 
     def changes(self, metric: str, by: str | Sequence[str] = (), every: str = "1w", *, method: str = "pelt",
                 **options: Any) -> pa.Table:

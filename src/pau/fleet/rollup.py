@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import zoneinfo
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -123,11 +124,15 @@ _COUNTS = ("failures", "not_recovered", "preserved_steps", "preserved_tokens", "
 @dataclass(frozen=True)
 class Period:
     """A period length: ``n`` hours, days or weeks (``unit`` ``"h"``, ``"d"``, ``"w"``),
-    or ``n`` calendar months (``"mo"``). ``text`` as given."""
+    or ``n`` calendar months (``"mo"``). ``text`` as given. With ``tz`` (an IANA zone),
+    days, weeks and months are local ones: ``edges`` holds their boundaries (ns, UTC,
+    sorted) over the times a rollup covers (:func:`local_edges`)."""
 
     n: int
     unit: str
     text: str
+    tz: str | None = None
+    edges: Any = field(default=None, compare=False, repr=False)
 
     @property
     def width_ns(self) -> int | None:
@@ -163,6 +168,8 @@ def period_starts(t: Any, every: str | Period) -> np.ndarray:
     from the epoch, weeks from Monday 00:00 UTC (ISO weeks), months from the 1st."""
     p = parse_every(every)
     t = np.asarray(t, dtype=np.int64)
+    if p.edges is not None:
+        return p.edges[_edge_index(p, t)]
     if p.unit == "mo":
         m = _months(t)
         return _month_start((m // p.n) * p.n)
@@ -176,6 +183,8 @@ def period_ends(starts: np.ndarray, every: str | Period) -> np.ndarray:
     """The end (exclusive) of the periods starting at ``starts``."""
     p = parse_every(every)
     s = np.asarray(starts, dtype=np.int64)
+    if p.edges is not None:
+        return p.edges[_edge_index(p, s) + 1]
     if p.unit == "mo":
         return _month_start(_months(s) + p.n)
     assert p.width_ns is not None
@@ -187,8 +196,11 @@ def period_names(starts: np.ndarray, every: str | Period) -> list[str]:
     ``2026-02-01T13`` (hour): the name of each period, by its start."""
     p = parse_every(every)
     out = []
+    zone = _zone(p.tz) if p.tz else None
     for s in np.asarray(starts, dtype=np.int64).tolist():
         d = _dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=s // 1000)
+        if zone is not None:
+            d = d.replace(tzinfo=_dt.timezone.utc).astimezone(zone)
         if p.unit == "w":
             y, w, _ = d.isocalendar()
             out.append(f"{y}-W{w:02d}")
@@ -199,6 +211,71 @@ def period_names(starts: np.ndarray, every: str | Period) -> list[str]:
         else:
             out.append(d.strftime("%Y-%m-%dT%H"))
     return out
+
+
+def _zone(tz: str) -> Any:
+    try:
+        return zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise PauError(f"tz = {tz!r}: no such time zone. Fix: an IANA name (Europe/Paris, America/New_York) or "
+                       "None for UTC") from None
+
+
+def _edge_index(p: Period, t: np.ndarray) -> np.ndarray:
+    i = np.searchsorted(p.edges, t, side="right") - 1
+    if len(i) and (i.min() < 0 or i.max() >= len(p.edges) - 1):
+        bad = int(t[(i < 0) | (i >= len(p.edges) - 1)][0])
+        raise PauError(f"a time ({bad} ns) outside the local periods computed for the rollup "
+                       f"({int(p.edges[0])} to {int(p.edges[-1])} ns). Fix: give since and until around the data")
+    return i
+
+
+#: At most this many local periods in one rollup.
+MAX_LOCAL_PERIODS = 1_000_000
+
+
+def local_edges(p: Period, tz: str, first_ns: int, last_ns: int) -> Period:
+    """``p`` with the boundaries of its local days, weeks (from Monday) or months in zone
+    ``tz`` from the period holding ``first_ns`` to past ``last_ns``: each local midnight
+    as ns UTC (a day of a daylight-saving change lasts 23 or 25 hours). Every boundary
+    must fall on a UTC hour (the hourly cells cannot be cut inside one): a zone whose
+    offset is not whole hours is refused. ``n`` days count from 1970-01-01, weeks from
+    Monday 1969-12-29, months from January 1970, local."""
+    if p.unit == "h":
+        raise PauError(f"tz = {tz!r} with every = {p.text!r}: hours are UTC hours. Fix: a local period is a day, "
+                       "week or month")
+    zone = _zone(tz)
+    d0 = (_dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+          + _dt.timedelta(microseconds=first_ns // 1000)).astimezone(zone).date()
+    if p.unit == "d":
+        d0 = _dt.date(1970, 1, 1) + _dt.timedelta(days=(d0 - _dt.date(1970, 1, 1)).days // p.n * p.n)
+    elif p.unit == "w":
+        monday = _dt.date(1969, 12, 29)
+        d0 = monday + _dt.timedelta(days=(d0 - monday).days // (7 * p.n) * 7 * p.n)
+    else:
+        m = (d0.year * 12 + d0.month - 1 - 1970 * 12) // p.n * p.n + 1970 * 12
+        d0 = _dt.date(m // 12, m % 12 + 1, 1)
+    edges: list[int] = []
+    d = d0
+    while True:
+        local = _dt.datetime(d.year, d.month, d.day, tzinfo=zone)
+        delta = local - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        ns = (delta.days * 86_400 + delta.seconds) * NS_PER_S
+        if ns % NS_PER_HOUR:
+            raise PauError(f"tz = {tz!r}: local midnight of {d} is not on a UTC hour (the zone's offset is not whole "
+                           "hours): the hourly cells cannot be cut there. Fix: UTC periods (no tz), or a zone "
+                           "with whole-hour offsets")
+        edges.append(ns)
+        if ns > last_ns:
+            break
+        if len(edges) > MAX_LOCAL_PERIODS:
+            raise PauError(f"tz = {tz!r}: over {MAX_LOCAL_PERIODS:,} local periods. Fix: give since and until")
+        if p.unit == "mo":
+            m = d.year * 12 + d.month - 1 + p.n
+            d = _dt.date(m // 12, m % 12 + 1, 1)
+        else:
+            d = d + _dt.timedelta(days=p.n * (7 if p.unit == "w" else 1))
+    return Period(p.n, p.unit, p.text, tz, np.array(edges, np.int64))
 
 
 def parse_time(value: Any, what: str) -> int | None:
@@ -354,7 +431,13 @@ class _Acc:
         """The period starts present (a superset, in order) and each value's index there:
         arithmetic on the periods (no sort) when their range is small, else np.unique."""
         p = self.period
-        if p.unit == "mo":
+        if p.edges is not None:
+            i = _edge_index(p, start)
+            i0 = int(i.min())
+            n = int(i.max()) - i0 + 1
+            if n * self.G * self.C <= (1 << 24):
+                return p.edges[i0:i0 + n], i - i0
+        elif p.unit == "mo":
             m = _months(start)
             m0 = int(m.min())
             pi = (m - m0) // p.n
@@ -600,8 +683,21 @@ def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(col, 0).cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
+def _extent(runs: pa.Table, jobs: pa.Table | None, lo: int | None, hi: int | None) -> tuple[int, int] | None:
+    """The first start and the last end of the runs and jobs, within [lo, hi)."""
+    starts = [pc.min(t["start_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
+    ends = [pc.max(t["end_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
+    starts, ends = [x for x in starts if x is not None], [x for x in ends if x is not None]
+    if not starts or not ends:
+        return None
+    a, b = min(starts), max(ends)
+    return (a if lo is None else max(a, lo)), (b if hi is None else min(b, hi))
+
+
 def _periods_spanned(runs: pa.Table, jobs: pa.Table | None, p: Period, lo: int | None, hi: int | None) -> int:
     """About how many periods the runs and jobs span (to choose dense or sparse sums)."""
+    if p.edges is not None:
+        return len(p.edges)
     starts = [pc.min(t["start_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
     ends = [pc.max(t["end_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
     starts, ends = [x for x in starts if x is not None], [x for x in ends if x is not None]
@@ -752,7 +848,7 @@ def _add_jobs(acc: _Acc, queue: _Acc, jobs: pa.Table, g: _Groups, job_run: np.nd
 
 def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str | Sequence[str] = (),
            every: str | Period = "1w", since: Any = None, until: Any = None, where: Any = None,
-           cost_model: Any = None) -> Rollup:
+           cost_model: Any = None, tz: str | None = None) -> Rollup:
     """Accelerator time and the figures over it per group and period.
 
     Parameters
@@ -775,6 +871,8 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     cost_model : CostModel, path or dict, optional
         Adds the cost columns (:mod:`pau.fleet.costs`; a rate per accelerator type and
         cluster of each run or job).
+    tz : str, optional
+        An IANA time zone: local days, weeks and months (:func:`local_edges`).
     """
     keys = [by] if isinstance(by, str) else list(by)
     if len(set(keys)) != len(keys):
@@ -819,6 +917,10 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
                                   zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())], bool)
         runs_with_job[job_run[job_run >= 0]] = True
 
+    if tz is not None:
+        span = _extent(runs, jobs, lo, hi)
+        if span is not None:
+            p = local_edges(p, tz, span[0] - NS_PER_HOUR, span[1] + NS_PER_HOUR)
     n_states = len(STATES)
     n_periods = _periods_spanned(runs, jobs, p, lo, hi)
     acc = _Acc(g.count, n_states + 1, p, n_periods)  # the states, then allocated
