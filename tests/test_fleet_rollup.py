@@ -252,11 +252,13 @@ EVERY = st.sampled_from(["1h", "3h", "1d", "2d", "1w", "1mo", "2mo"])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(every=EVERY, cut=st.tuples(st.integers(-48, 600), st.integers(1, 800)), use_cut=st.booleans())
-def test_periods_sum_exactly_to_the_total(fleet, every, cut, use_cut):
+@given(every=EVERY, cut=st.tuples(st.integers(-48, 600), st.integers(1, 800)), use_cut=st.booleans(),
+       tz=st.sampled_from([None, "America/New_York", "Europe/Paris", "Pacific/Auckland"]))
+def test_periods_sum_exactly_to_the_total(fleet, every, cut, use_cut, tz):
     since = T0 + cut[0] * H if use_cut else None
     until = since + cut[1] * H if use_cut else None
-    r = fleet.rollup(by=["cluster", "team"], every=every, since=since, until=until)
+    tz = None if every.endswith("h") else tz  # local periods are days, weeks and months
+    r = fleet.rollup(by=["cluster", "team"], every=every, since=since, until=until, tz=tz)
     totals = {g: v for g, v in zip(zip(r.totals()["cluster"].to_pylist(), r.totals()["team"].to_pylist()),
                                    r.totals().to_pylist())}
     # the total without periods, straight from the tables
