@@ -83,7 +83,8 @@ LEVELS = [
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
-    {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.archive"},
+    {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.rollup",
+     "pau.fleet.archive"},
     # placement across hardware generations: cost per trained model from runs, costs and reliability
     {"pau.fleet.place"},
     # scheduler records and lifecycle logs into the archive
@@ -93,7 +94,7 @@ LEVELS = [
     {"pau.fleet"},
     # views
     {"pau.views", "pau.views.chrome_trace", "pau.views.plots", "pau.views.html", "pau.views.console",
-     "pau.views.text"},
+     "pau.views.text", "pau.views.openmetrics", "pau.views.fleet_html", "pau.views.fleet_text"},
     # the facade
     {"pau.core"},
     # the command line and the package's front door

@@ -164,6 +164,7 @@ def parser() -> argparse.ArgumentParser:
     cmpp.add_argument("--kernels", type=int, default=TOP_KERNELS, metavar="N",
                       help=f"rows of the kernel diff in text (default {TOP_KERNELS}); json and csv list every row")
     ingest_parser(sub)
+    fleet_parser(sub)
     return parser
 
 
@@ -196,6 +197,38 @@ def ingest_parser(sub: argparse._SubParsersAction) -> None:
     prog.add_argument("--progress", dest="progress", action="store_true", default=None,
                       help="a progress bar on stderr even when it is not a terminal")
     prog.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+
+def fleet_parser(sub: argparse._SubParsersAction) -> None:
+    """``pau fleet FLEET --by ... --every ...`` (docs/fleet.md, "pau fleet")."""
+    flt = sub.add_parser("fleet", help="a fleet archive's accelerator time per group and period: allocated, "
+                         "productive, badput by cause, goodput, failures, cost", epilog=_EXIT_TABLE)
+    g = flt.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr (errors still)")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="also say what was read")
+    flt.add_argument("fleet", metavar="FLEET", help="a fleet archive (pau ingest ... -o FLEET)")
+    flt.add_argument("--by", default="", metavar="KEYS",
+                     help="group keys, comma-separated: runs-table columns or labels (cluster,accelerator_type,"
+                     "labels.team); default: the whole fleet")
+    flt.add_argument("--every", default="week", metavar="PERIOD",
+                     help="hour, day, week (ISO, from Monday 00:00 UTC), month, or a multiple: 6h, 2w (default week)")
+    flt.add_argument("--tz", metavar="ZONE", help="local days, weeks and months in this IANA zone (Europe/Paris); "
+                     "default UTC")
+    flt.add_argument("--since", metavar="TIME", help="only time from here (an ISO date or time on the hour, UTC)")
+    flt.add_argument("--until", metavar="TIME", help="only time before here (as --since)")
+    flt.add_argument("--where", metavar="FILTER", help="the runs (and jobs without a run) kept: KEY=VALUE terms, "
+                     "',' and, '|' or, != not (cluster=eos,team=llm|vision)")
+    flt.add_argument("--cost-model", dest="cost_model", metavar="TOML",
+                     help="a TOML cost model: adds cost and cost per useful output (docs/fleet.md, 'Cost basis')")
+    flt.add_argument("--format", choices=("text", "json", "csv", "html", "openmetrics"), default="text",
+                     help="text (default), json (every figure), csv (the rollup table), html (one self-contained "
+                     "page with plots; needs pau[report]), openmetrics (timestamped samples for promtool)")
+    flt.add_argument("-o", "--output", default="-", help="where it goes (default -: stdout)")
+    flt.add_argument("--gate", action="append", metavar="METRIC>=X",
+                     help="exit 3 unless a figure of the whole selection holds (total.goodput>=0.8, "
+                     "last_period.goodput>=0.8; see --format json); repeatable")
+    flt.add_argument("--id-labels", dest="id_labels", action="store_true",
+                     help="openmetrics: allow job and run ids as labels (one series per job: high cardinality)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -53,6 +53,7 @@ from pau.views import console as _console
 from pau.views import text as text_view
 from pau.engine.types import Quarantined
 from pau.views.chrome_trace import write_chrome_trace
+from pau.views import fleet_html, fleet_text, openmetrics
 from pau._args import BUILTIN as _BUILTIN
 from pau._args import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, parser
 from pau.run import Run, detect, read_runs, run_figures
@@ -788,6 +789,34 @@ def _ingest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _fleet(args: argparse.Namespace) -> int:
+    """``pau fleet FLEET``: :meth:`pau.fleet.Fleet.rollup` in text, json, csv, html or openmetrics."""
+    fleet = core.read_fleet(args.fleet)
+    by = [k.strip() for k in args.by.split(",") if k.strip()]
+    r = fleet.rollup(by=by, every=args.every, since=args.since, until=args.until, where=args.where,
+                     cost_model=args.cost_model, tz=args.tz)
+    for w in r.warnings:
+        _note(f"warning: {w}")
+    figures = fleet_text.figures(r)
+    if args.format == "json":
+        text = json.dumps(figures, indent=1, allow_nan=False)
+    elif args.format == "csv":
+        sink = pa.BufferOutputStream()
+        pcsv.write_csv(r.table, sink)
+        text = sink.getvalue().to_pybytes().decode()
+    elif args.format == "openmetrics":
+        text = openmetrics.render(r, id_labels=args.id_labels)
+    elif args.format == "html":
+        text = fleet_html.render(r, title=f"pau fleet: {os.path.basename(os.path.abspath(args.fleet))}")
+    else:
+        text = fleet_text.render(r)
+    _emit(text, args.output)
+    failed = check_gates(args.gate or [], {k: figures[k] for k in ("total", "last_period") if figures[k]})
+    for f in failed:
+        print(f"pau: gate failed: {f}", file=sys.stderr)
+    return EXIT_GATE if failed else EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``pau`` with these arguments (``sys.argv[1:]`` by default): the exit code."""
     return run(parser().parse_args(argv))
@@ -804,6 +833,8 @@ def run(args: argparse.Namespace) -> int:
             return _compare(args)
         if args.command == "ingest":
             return _ingest(args)
+        if args.command == "fleet":
+            return _fleet(args)
         return _convert(args) if args.command == "convert" else _report(args)
     except (UsageError, errors.OptionError) as exc:
         print(f"pau: {exc}", file=sys.stderr)

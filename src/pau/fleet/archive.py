@@ -37,6 +37,7 @@ from pau.engine import io as _io
 from pau.engine.vocab import ACTIVITIES, STATES
 from pau.errors import PauError
 from pau.readers.scheduler import JOBS_SCHEMA
+from pau.fleet import rollup as _rollup
 from pau.run import Run, read
 
 __all__ = ["CELLS_SCHEMA", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "Fleet", "KEY_VERSION", "LAYOUT_VERSION",
@@ -562,6 +563,38 @@ class Fleet:
             "unattributed_accelerator_ns": sum(a for a in lonely if a is not None),
             "jobs_without_run_allocation_unknown": sum(1 for a in lonely if a is None),
         }
+
+    def rollup(self, by: str | Sequence[str] = (), every: str = "1w", since: Any = None, until: Any = None,
+               where: Any = None, *, cost_model: Any = None, tz: str | None = None) -> _rollup.Rollup:
+        """Accelerator time and its figures per group and period: :func:`pau.fleet.rollup.rollup`
+        over the runs table, the hourly cells (streamed from their files) and the jobs table
+        (``docs/fleet.md``, "Rollups")."""
+        return _rollup.rollup(self._runs_for(by, where, cost_model is not None), self._cells_source(), self.jobs,
+                              by=by, every=every, since=since, until=until, where=where, cost_model=cost_model,
+                              tz=tz)
+
+    def changes(self, metric: str, by: str | Sequence[str] = (), every: str = "1w", *, method: str = "pelt",
+                **options: Any) -> pa.Table:
+        """Change points of a rollup column per group (:func:`pau.fleet.rollup.changes`)."""
+        return _rollup.changes(self.rollup(by=by, every=every), metric, method=method, **options)
+
+    def capacity(self, period_a: Any, period_b: Any, by: str | Sequence[str] = (), every: str = "1w") -> pa.Table:
+        """Efficiency as capacity between two periods per group (:func:`pau.fleet.rollup.capacity`)."""
+        return _rollup.capacity(self.rollup(by=by, every=every), period_a, period_b)
+
+    def _runs_for(self, by: str | Sequence[str], where: Any, cost: bool) -> pa.Table:
+        """The runs table's columns a rollup reads (all of them when the folder is empty)."""
+        path = os.path.join(self.path, "runs")
+        if not os.path.isdir(path) or not any(n.endswith(".parquet") for n in os.listdir(path)):
+            return RUNS_SCHEMA.empty_table()
+        keys = [by] if isinstance(by, str) else list(by)
+        return _rollup.read_runs(path, keys + [k for k, _, _ in _rollup.parse_where(where)], cost)
+
+    def _cells_source(self) -> Any:
+        """The cells' folder when it holds files (read a batch at a time), else an empty table."""
+        path = os.path.join(self.path, "cells")
+        has = os.path.isdir(path) and any(n.endswith(".parquet") for n in os.listdir(path))
+        return path if has else CELLS_SCHEMA.empty_table()
 
     def keys(self) -> list[str]:
         """The run keys of the runs table, sorted."""

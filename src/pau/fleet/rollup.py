@@ -1,0 +1,1180 @@
+"""Fleet rollups: accelerator time per group and period (DESIGN §7, ``docs/fleet.md``
+"Rollups").
+
+:func:`rollup` sums a fleet's hourly cells (and its scheduler's jobs, when the archive
+holds them) per group of the runs table's columns or labels and per period (hours, days,
+ISO weeks, months, UTC). Time is summed in int64 ns and turned into hours only in the
+``*_h`` columns; ratios are ratios of the sums (never means of the runs' ratios). Every
+hour is counted in the period it happened in: cells are hours, and a period is a whole
+number of hours, so each cell lies in exactly one period; a job's allocation is cut at
+the period boundaries in ns (its pieces sum exactly to ``allocated_accelerator_ns``). So
+the periods of a group sum exactly to its total.
+
+Counts a run carries as a whole (failures, recoveries, preserved steps and tokens,
+accepted requests) are counted in the period holding the run's last ns
+(``end_ns - 1``): the runs table holds them per run, not per hour.
+
+:func:`changes` and :func:`capacity` take a rollup's table to
+:func:`pau.fleet.changes.group_changes` and :func:`pau.fleet.changes.capacity`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import zoneinfo
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pau.engine.vocab import STATES
+from pau.errors import PauError, SchemaError
+from pau.fleet import changes as _changes
+from pau.fleet import costs as _costs
+
+__all__ = [
+    "ROLLUP_SCHEMA_BASE",
+    "Period",
+    "Rollup",
+    "capacity",
+    "changes",
+    "parse_every",
+    "parse_time",
+    "parse_where",
+    "period_starts",
+    "rollup",
+]
+
+NS_PER_S = 10**9
+NS_PER_HOUR = 3_600 * NS_PER_S
+NS_PER_DAY = 24 * NS_PER_HOUR
+#: Monday 1969-12-29 00:00 UTC: ISO weeks start here and every 7 days from it.
+MONDAY0 = -3 * NS_PER_DAY
+#: The largest int64: a sum beyond it is refused (292 accelerator-years in one group and
+#: period). Sums are checked exactly (Python integers) where their float64 estimate
+#: reaches _NEAR.
+INT64_MAX = 2**63 - 1
+_NEAR = float(2**62)
+_TOO_BIG = ("is beyond int64 ns (292 accelerator-years in one group and period). Fix: group finer or take "
+            "shorter periods")
+
+
+def _refuse_overflow(a: np.ndarray, b: np.ndarray | None = None) -> None:
+    """Refuse when ``a + b`` (or the sum of ``a`` along its last axis, ``b`` None) would
+    pass int64; exact for the entries whose float64 estimate is near."""
+    if b is None:
+        est = a.astype(np.float64).sum(axis=-1)
+        for i in np.flatnonzero(est.reshape(-1) >= _NEAR).tolist():
+            row = a.reshape(-1, a.shape[-1])[i]
+            if sum(int(v) for v in row) > INT64_MAX:
+                raise PauError(f"a rollup sum of {sum(int(v) for v in row):,} ns {_TOO_BIG}")
+        return
+    est = a.astype(np.float64) + b.astype(np.float64)
+    for i in np.flatnonzero(est.reshape(-1) >= _NEAR).tolist():
+        total = int(a.reshape(-1)[i]) + int(b.reshape(-1)[i])
+        if total > INT64_MAX:
+            raise PauError(f"a rollup sum of {total:,} ns {_TOO_BIG}")
+#: Cells per batch read from the archive.
+BATCH_ROWS = 1 << 20
+
+_STATE_COLS = tuple(f"{s.replace('.', '_')}_ns" for s in STATES)
+_FACTS = ("job", "cluster", "accelerator_type", "accelerators", "team", "project", "user")
+
+#: The columns every rollup table has after its group columns (``docs/fleet.md``, "Rollups").
+ROLLUP_SCHEMA_BASE = pa.schema([
+    ("period", pa.string()), ("period_start_ns", pa.int64()), ("period_end_ns", pa.int64()),
+    ("allocated_ns", pa.int64()), ("accountable_ns", pa.int64()), ("productive_ns", pa.int64()),
+    ("rolled_back_ns", pa.int64()), ("badput_ns", pa.int64()),
+    *((c, pa.int64()) for c in _STATE_COLS if c not in ("productive_ns", "rolled_back_ns")),
+    ("allocated_h", pa.float64()), ("accountable_h", pa.float64()), ("productive_h", pa.float64()),
+    ("rolled_back_h", pa.float64()), ("badput_h", pa.float64()),
+    ("goodput", pa.float64()), ("goodput_allocated", pa.float64()),
+    ("runs_ended", pa.int64()), ("failures", pa.int64()), ("failures_per_1000_accelerator_hours", pa.float64()),
+    ("mtbf_accelerator_h", pa.float64()), ("recoveries", pa.int64()), ("not_recovered", pa.int64()),
+    ("time_to_recover_mean_s", pa.float64()), ("time_to_recover_p50_s", pa.float64()),
+    ("time_to_recover_p90_s", pa.float64()), ("time_to_recover_max_s", pa.float64()),
+    ("jobs_started", pa.int64()), ("queue_ns", pa.int64()), ("queue_mean_s", pa.float64()),
+    ("preserved_steps", pa.int64()), ("preserved_tokens", pa.int64()), ("requests_accepted", pa.int64()),
+    ("accepted_tokens", pa.int64()),
+])
+#: Added when a cost model is given.
+COST_FIELDS = pa.schema([
+    ("cost", pa.float64()), ("cost_productive", pa.float64()), ("cost_rolled_back", pa.float64()),
+    ("cost_recovery", pa.float64()), ("cost_idle", pa.float64()), ("cost_overhead", pa.float64()),
+    ("cost_unaccounted", pa.float64()), ("cost_per_productive_h", pa.float64()),
+    ("cost_per_preserved_step", pa.float64()), ("cost_per_million_tokens", pa.float64()),
+    ("cost_per_accepted_request", pa.float64()),
+])
+
+_COUNTS = ("failures", "not_recovered", "preserved_steps", "preserved_tokens", "requests_accepted",
+           "accepted_tokens")
+
+
+# ---------------------------------------------------------------------------
+# periods
+
+
+@dataclass(frozen=True)
+class Period:
+    """A period length: ``n`` hours, days or weeks (``unit`` ``"h"``, ``"d"``, ``"w"``),
+    or ``n`` calendar months (``"mo"``). ``text`` as given. With ``tz`` (an IANA zone),
+    days, weeks and months are local ones: ``edges`` holds their boundaries (ns, UTC,
+    sorted) over the times a rollup covers (:func:`local_edges`)."""
+
+    n: int
+    unit: str
+    text: str
+    tz: str | None = None
+    edges: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def width_ns(self) -> int | None:
+        return None if self.unit == "mo" else self.n * {"h": NS_PER_HOUR, "d": NS_PER_DAY, "w": 7 * NS_PER_DAY}[self.unit]
+
+
+_UNITS = {"h": "h", "hour": "h", "hours": "h", "hourly": "h", "d": "d", "day": "d", "days": "d", "daily": "d",
+          "w": "w", "week": "w", "weeks": "w", "weekly": "w", "mo": "mo", "month": "mo", "months": "mo",
+          "monthly": "mo"}
+
+
+def parse_every(every: str | Period) -> Period:
+    """``"1h"``, ``"6h"``, ``"1d"``, ``"1w"``, ``"1mo"``, ``"hour"``, ``"day"``, ``"week"``, ``"month"``."""
+    if isinstance(every, Period):
+        return every
+    m = re.fullmatch(r"\s*(\d*)\s*([a-z]+)\s*", str(every).lower())
+    if m is None or m.group(2) not in _UNITS or (m.group(1) and int(m.group(1)) < 1):
+        raise PauError(f"every = {every!r}: not a period. Fix: 1h, 6h, 1d, 1w, 1mo (or hour, day, week, month)")
+    return Period(int(m.group(1) or 1), _UNITS[m.group(2)], str(every))
+
+
+def _months(t: np.ndarray) -> np.ndarray:
+    """Months since 1970-01 of each ns time."""
+    return t.astype("datetime64[ns]").astype("datetime64[M]").astype(np.int64)
+
+
+def _month_start(m: np.ndarray) -> np.ndarray:
+    return m.astype("datetime64[M]").astype("datetime64[ns]").astype(np.int64)
+
+
+def period_starts(t: Any, every: str | Period) -> np.ndarray:
+    """The start (ns, UTC) of the period holding each time ``t`` (ns): hours and days
+    from the epoch, weeks from Monday 00:00 UTC (ISO weeks), months from the 1st."""
+    p = parse_every(every)
+    t = np.asarray(t, dtype=np.int64)
+    if p.edges is not None:
+        return p.edges[_edge_index(p, t)]
+    if p.unit == "mo":
+        m = _months(t)
+        return _month_start((m // p.n) * p.n)
+    w = p.width_ns
+    assert w is not None
+    origin = MONDAY0 if p.unit == "w" else 0
+    return (t - origin) // w * w + origin
+
+
+def period_ends(starts: np.ndarray, every: str | Period) -> np.ndarray:
+    """The end (exclusive) of the periods starting at ``starts``."""
+    p = parse_every(every)
+    s = np.asarray(starts, dtype=np.int64)
+    if p.edges is not None:
+        return p.edges[_edge_index(p, s) + 1]
+    if p.unit == "mo":
+        return _month_start(_months(s) + p.n)
+    assert p.width_ns is not None
+    return s + p.width_ns
+
+
+def period_names(starts: np.ndarray, every: str | Period) -> list[str]:
+    """``2026-W05`` (ISO week), ``2026-02`` (month), ``2026-02-01`` (day),
+    ``2026-02-01T13`` (hour): the name of each period, by its start."""
+    p = parse_every(every)
+    out = []
+    zone = _zone(p.tz) if p.tz else None
+    for s in np.asarray(starts, dtype=np.int64).tolist():
+        d = _dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=s // 1000)
+        if zone is not None:
+            d = d.replace(tzinfo=_dt.timezone.utc).astimezone(zone)
+        if p.unit == "w":
+            y, w, _ = d.isocalendar()
+            out.append(f"{y}-W{w:02d}")
+        elif p.unit == "mo":
+            out.append(f"{d.year:04d}-{d.month:02d}")
+        elif p.unit == "d":
+            out.append(d.strftime("%Y-%m-%d"))
+        else:
+            out.append(d.strftime("%Y-%m-%dT%H"))
+    return out
+
+
+def _zone(tz: str) -> Any:
+    try:
+        return zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise PauError(f"tz = {tz!r}: no such time zone. Fix: an IANA name (Europe/Paris, America/New_York) or "
+                       "None for UTC") from None
+
+
+def _edge_index(p: Period, t: np.ndarray) -> np.ndarray:
+    i = np.searchsorted(p.edges, t, side="right") - 1
+    if len(i) and (i.min() < 0 or i.max() >= len(p.edges) - 1):
+        bad = int(t[(i < 0) | (i >= len(p.edges) - 1)][0])
+        raise PauError(f"a time ({bad} ns) outside the local periods computed for the rollup "
+                       f"({int(p.edges[0])} to {int(p.edges[-1])} ns). Fix: give since and until around the data")
+    return i
+
+
+#: At most this many local periods in one rollup.
+MAX_LOCAL_PERIODS = 1_000_000
+
+
+def local_edges(p: Period, tz: str, first_ns: int, last_ns: int) -> Period:
+    """``p`` with the boundaries of its local days, weeks (from Monday) or months in zone
+    ``tz`` from the period holding ``first_ns`` to past ``last_ns``: each local midnight
+    as ns UTC (a day of a daylight-saving change lasts 23 or 25 hours). Every boundary
+    must fall on a UTC hour (the hourly cells cannot be cut inside one): a zone whose
+    offset is not whole hours is refused. ``n`` days count from 1970-01-01, weeks from
+    Monday 1969-12-29, months from January 1970, local."""
+    if p.unit == "h":
+        raise PauError(f"tz = {tz!r} with every = {p.text!r}: hours are UTC hours. Fix: a local period is a day, "
+                       "week or month")
+    zone = _zone(tz)
+    d0 = (_dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+          + _dt.timedelta(microseconds=first_ns // 1000)).astimezone(zone).date()
+    if p.unit == "d":
+        d0 = _dt.date(1970, 1, 1) + _dt.timedelta(days=(d0 - _dt.date(1970, 1, 1)).days // p.n * p.n)
+    elif p.unit == "w":
+        monday = _dt.date(1969, 12, 29)
+        d0 = monday + _dt.timedelta(days=(d0 - monday).days // (7 * p.n) * 7 * p.n)
+    else:
+        m = (d0.year * 12 + d0.month - 1 - 1970 * 12) // p.n * p.n + 1970 * 12
+        d0 = _dt.date(m // 12, m % 12 + 1, 1)
+    edges: list[int] = []
+    d = d0
+    while True:
+        local = _dt.datetime(d.year, d.month, d.day, tzinfo=zone)
+        delta = local - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        ns = (delta.days * 86_400 + delta.seconds) * NS_PER_S
+        if ns % NS_PER_HOUR:
+            raise PauError(f"tz = {tz!r}: local midnight of {d} is not on a UTC hour (the zone's offset is not whole "
+                           "hours): the hourly cells cannot be cut there. Fix: UTC periods (no tz), or a zone "
+                           "with whole-hour offsets")
+        edges.append(ns)
+        if ns > last_ns:
+            break
+        if len(edges) > MAX_LOCAL_PERIODS:
+            raise PauError(f"tz = {tz!r}: over {MAX_LOCAL_PERIODS:,} local periods. Fix: give since and until")
+        if p.unit == "mo":
+            m = d.year * 12 + d.month - 1 + p.n
+            d = _dt.date(m // 12, m % 12 + 1, 1)
+        else:
+            d = d + _dt.timedelta(days=p.n * (7 if p.unit == "w" else 1))
+    return Period(p.n, p.unit, p.text, tz, np.array(edges, np.int64))
+
+
+def parse_time(value: Any, what: str) -> int | None:
+    """A time for ``since``/``until``: ns since the epoch (int), a ``datetime`` (naive is
+    UTC), or an ISO 8601 date or time (``2026-02-02``, ``2026-02-02T06:00``); it must be
+    a whole hour (cells are hours)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        ns = int(value)
+    else:
+        if isinstance(value, str):
+            try:
+                value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                raise PauError(f"{what} = {value!r}: not a time. Fix: an ISO date or time (2026-02-02, "
+                               "2026-02-02T06:00), or ns since the epoch") from None
+        if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+            value = _dt.datetime(value.year, value.month, value.day)
+        if not isinstance(value, _dt.datetime):
+            raise PauError(f"{what} = {value!r}: not a time. Fix: ns since the epoch, a datetime or an ISO string")
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        ns = (delta.days * 86_400 + delta.seconds) * NS_PER_S + delta.microseconds * 1000
+    if ns % NS_PER_HOUR:
+        raise PauError(f"{what} = {value!r}: not on a whole hour (UTC). Fix: the hourly cells cannot be cut inside "
+                       "an hour; give a time on the hour")
+    return ns
+
+
+# ---------------------------------------------------------------------------
+# where
+
+
+def parse_where(where: Any) -> list[tuple[str, bool, frozenset[str]]]:
+    """``"cluster=eos,team=llm|vision,format!=mllog"`` or ``{"cluster": "eos", "team":
+    ["llm", "vision"]}`` -> ``[(key, equal, values)]``; every term must hold (``|``: any
+    of the values; ``!=``: none of them). Keys as ``by``'s: a column or ``labels.K``."""
+    if where is None:
+        return []
+    terms: list[tuple[str, bool, frozenset[str]]] = []
+    if isinstance(where, Mapping):
+        for k, v in where.items():
+            vals = [v] if isinstance(v, str) or not isinstance(v, Iterable) else list(v)
+            terms.append((str(k), True, frozenset(str(x) for x in vals)))
+        return terms
+    for part in str(where).split(","):
+        m = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(!=|=)\s*(.*?)\s*", part)
+        if m is None:
+            raise PauError(f"where = {where!r}: {part!r} is not KEY=VALUE. Fix: e.g. cluster=eos,team=llm|vision "
+                           "(',' and; '|' or; != not)")
+        terms.append((m.group(1), m.group(2) == "=", frozenset(v.strip() for v in m.group(3).split("|"))))
+    return terms
+
+
+# ---------------------------------------------------------------------------
+# group values of runs and jobs
+
+
+def _key_column(table: pa.Table, key: str, name: str, *, strict: bool) -> pa.ChunkedArray:
+    """The values of group key ``key`` in ``table`` as strings: a column, or
+    ``labels.K`` (the column ``K`` when the table has one, else the labels map's ``K``).
+    A key the table lacks: an error (``strict``, the runs table) or nulls (jobs)."""
+    n = table.num_rows
+    col = key
+    if key.startswith("labels."):
+        sub = key[len("labels."):]
+        if sub in table.column_names:
+            col = sub
+        elif "labels" in table.column_names:
+            return pc.map_lookup(table["labels"], sub, "first").cast(pa.string())
+        elif not strict:
+            return pa.chunked_array([pa.nulls(n, pa.string())])
+    if col not in table.column_names:
+        if strict:
+            raise SchemaError(name, key, "is not a column of the runs table nor a label",
+                              "group by a column (cluster, accelerator_type, team, ...) or labels.NAME")
+        return pa.chunked_array([pa.nulls(n, pa.string())])
+    c = table[col]
+    if pa.types.is_dictionary(c.type):
+        c = c.cast(pa.string())
+    if pa.types.is_floating(c.type):  # a job's fractional accelerators: as the number reads
+        return pa.chunked_array([pa.array([None if v is None else f"{v:g}" for v in c.to_pylist()], pa.string())])
+    if not (pa.types.is_string(c.type) or pa.types.is_large_string(c.type)):
+        try:
+            c = c.cast(pa.string())
+        except pa.ArrowInvalid:
+            raise SchemaError(name, key, f"is of type {c.type}, which cannot be a group", "group by a column of "
+                              "strings or numbers") from None
+    return c
+
+
+def _mask(table: pa.Table, terms: list[tuple[str, bool, frozenset[str]]], name: str, *, strict: bool) -> np.ndarray:
+    keep = np.ones(table.num_rows, bool)
+    for key, equal, values in terms:
+        v = _key_column(table, key, name, strict=strict)
+        hit = np.asarray(pc.is_in(v, value_set=pa.array(sorted(values), pa.string())).fill_null(False))
+        keep &= hit if equal else ~hit
+    return keep
+
+
+# ---------------------------------------------------------------------------
+# exact sums
+
+
+def _sum_by(codes: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """``values`` (int64 >= 0) summed by ``codes`` (0 <= code < size), exactly: the low
+    26 bits and the rest through ``np.bincount`` (float64, exact while a bin's sum stays
+    below 2**53, checked), else ``np.add.at``."""
+    if len(values) == 0:
+        return np.zeros(size, np.int64)
+    hi = values >> 26
+    lo = values & ((1 << 26) - 1)
+    if int(hi.max(initial=0)) * len(values) < 2**53 and len(values) < 2**27:
+        high = np.bincount(codes, weights=hi, minlength=size).astype(np.int64)
+        low = np.bincount(codes, weights=lo, minlength=size).astype(np.int64)
+        # high * 2**26 + low < (high + low // 2**26 + 1) * 2**26: only bins near the top can overflow
+        for i in np.flatnonzero(high + (low >> 26) >= (INT64_MAX >> 26)).tolist():
+            if (int(high[i]) << 26) + int(low[i]) > INT64_MAX:
+                raise PauError(f"a rollup sum of {(int(high[i]) << 26) + int(low[i]):,} ns {_TOO_BIG}")
+        return (high << 26) + low
+    if float(values.astype(np.float64).sum()) < _NEAR:
+        out = np.zeros(size, np.int64)
+        np.add.at(out, codes, values)
+        return out
+    exact = [0] * size  # near int64: Python integers
+    for c, v in zip(codes.tolist(), values.tolist()):
+        exact[c] += v
+    if max(exact) > INT64_MAX:
+        raise PauError(f"a rollup sum of {max(exact):,} ns {_TOO_BIG}")
+    return np.array(exact, np.int64)
+
+
+class _Acc:
+    """Sums keyed by (period start, fine group, column), kept sparse: the non-zero sums of
+    each batch, combined exactly (``_sum_by``) whenever they pass :data:`COMPACT` entries
+    and at the end. Memory: the (period, group, column) cells with time in them, not the
+    cells read nor every group in every period."""
+
+    COMPACT = 1 << 20
+    #: Below this many (period, group, column) cells in all, the sums are dense arrays per
+    #: period instead (faster; 64 MiB at most).
+    DENSE = 1 << 23
+
+    def __init__(self, groups: int, columns: int, period: Period, periods: int):
+        self.G, self.C, self.period = groups, columns, period
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (period start, g * C + c, sum)
+        self.pending = self.compacted = 0
+        self.dense: dict[int, np.ndarray] | None = {} if periods * groups * columns <= self.DENSE else None
+
+    def _index(self, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The period starts present (a superset, in order) and each value's index there:
+        arithmetic on the periods (no sort) when their range is small, else np.unique."""
+        p = self.period
+        if p.edges is not None:
+            i = _edge_index(p, start)
+            i0 = int(i.min())
+            n = int(i.max()) - i0 + 1
+            if n * self.G * self.C <= (1 << 24):
+                return p.edges[i0:i0 + n], i - i0
+        elif p.unit == "mo":
+            m = _months(start)
+            m0 = int(m.min())
+            pi = (m - m0) // p.n
+            n = int(pi.max()) + 1
+            if n * self.G * self.C <= (1 << 24):
+                return _month_start(m0 + np.arange(n, dtype=np.int64) * p.n), pi
+        else:
+            w = p.width_ns
+            assert w is not None
+            lo = int(start.min())
+            pi = (start - lo) // w
+            n = int(pi.max()) + 1
+            if n * self.G * self.C <= (1 << 24):
+                return lo + np.arange(n, dtype=np.int64) * w, pi
+        ps, inv = np.unique(start, return_inverse=True)
+        return ps, inv.reshape(-1)
+
+    def add(self, group: np.ndarray, start: np.ndarray, column: np.ndarray, values: np.ndarray) -> None:
+        if len(values) == 0:
+            return
+        ps, pi = self._index(start)
+        gc = self.G * self.C
+        size = len(ps) * gc
+        code = pi.reshape(-1) * gc + group * self.C + column
+        if size <= 4 * len(values) + (1 << 16):
+            sums = _sum_by(code, values, size)
+            if self.dense is not None:
+                table = sums.reshape(len(ps), gc)
+                for i in np.flatnonzero(table.any(axis=1)).tolist():
+                    cur = self.dense.get(int(ps[i]))
+                    if cur is None:
+                        self.dense[int(ps[i])] = table[i].copy()
+                    else:
+                        _refuse_overflow(cur, table[i])
+                        cur += table[i]
+                return
+            keys = np.flatnonzero(sums)
+            vals = sums[keys]
+        else:
+            u, inv = np.unique(code, return_inverse=True)
+            vals = _sum_by(inv.reshape(-1), values, len(u))
+            nz = vals != 0
+            keys, vals = u[nz], vals[nz]
+        self.parts.append((ps[keys // gc], keys % gc, vals))
+        self.pending += len(vals)
+        if self.pending > max(self.COMPACT, 2 * self.compacted):
+            self._compact()
+
+    def _compact(self) -> None:
+        if len(self.parts) <= 1:
+            return
+        st = np.concatenate([x[0] for x in self.parts])
+        gc = np.concatenate([x[1] for x in self.parts])
+        v = np.concatenate([x[2] for x in self.parts])
+        order = np.lexsort((gc, st))
+        st, gc, v = st[order], gc[order], v[order]
+        new = np.r_[True, (st[1:] != st[:-1]) | (gc[1:] != gc[:-1])] if len(st) else np.zeros(0, bool)
+        inv = np.cumsum(new) - 1
+        self.parts = [(st[new], gc[new], _sum_by(inv, v, int(new.sum())))]
+        self.pending = self.compacted = len(self.parts[0][2])
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(period start, fine group, column, sum), each key once, sums non-zero."""
+        if self.dense:  # the dense periods as sparse entries, with those added sparse
+            for p_, arr in self.dense.items():
+                nz = np.flatnonzero(arr)
+                self.parts.append((np.full(len(nz), p_, np.int64), nz, arr[nz]))
+            self.dense = {}
+        self._compact()
+        if not self.parts:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        st, gc, v = self.parts[0]
+        return st, gc // self.C, gc % self.C, v
+
+
+# ---------------------------------------------------------------------------
+# the result
+
+
+@dataclass
+class Rollup:
+    """What :func:`rollup` returns.
+
+    Attributes
+    ----------
+    table : pyarrow.Table
+        One row per group and period with time in it, ordered by group then period: the
+        ``by`` columns (strings), then :data:`ROLLUP_SCHEMA_BASE` (and
+        :data:`COST_FIELDS` with a cost model). ``docs/fleet.md`` ("Rollups") says what
+        each column is.
+    by : list of str
+    every : Period
+    since, until : int or None
+        The cut (ns), when given.
+    allocated_from : str
+        ``"jobs"`` (the archive's jobs table) or ``"runs"`` (no jobs table: allocated
+        is the runs' accountable time).
+    currency : str or None
+    cost_basis : dict
+        ``"accelerator_type / cluster"`` -> the :class:`pau.fleet.costs.CostRate` basis used.
+    warnings : list of str
+        What was left out and why (a job whose allocation is unknown, a run with no
+        extent).
+    """
+
+    table: pa.Table
+    by: list[str]
+    every: Period
+    since: int | None
+    until: int | None
+    allocated_from: str
+    currency: str | None = None
+    cost_basis: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def totals(self) -> pa.Table:
+        """Per group, the int64 ns and count columns summed over its periods (exactly:
+        Python integers), the ratios recomputed from those sums."""
+        t = self.table
+        ns_cols = [c for c in t.column_names if c.endswith("_ns") and c not in ("period_start_ns", "period_end_ns")]
+        keys: dict[tuple, dict[str, int]] = {}
+        groups = list(zip(*(t[k].to_pylist() for k in self.by))) if self.by else [()] * t.num_rows
+        cols = {c: t[c].to_pylist() for c in ns_cols + [c for c in _COUNTS + ("runs_ended", "jobs_started",
+                                                                            "recoveries") if c in t.column_names]}
+        for i, g in enumerate(groups):
+            acc = keys.setdefault(g, {c: 0 for c in cols})
+            for c, v in cols.items():
+                acc[c] += v[i] or 0
+        out: dict[str, list] = {k: [g[j] for g in keys] for j, k in enumerate(self.by)}
+        for c in cols:
+            out[c] = [keys[g][c] for g in keys]
+        out["goodput"] = [a["productive_ns"] / a["accountable_ns"] if a["accountable_ns"] else None
+                          for a in keys.values()]
+        return pa.table(out)
+
+
+    def overall(self, period_start_ns: int | None = None) -> dict[str, Any]:
+        """The figures of every group together (of one period, by its start, when given):
+        the int64 ns columns and counts summed (Python integers), hours, and the ratios of
+        those sums. What ``pau fleet``'s JSON calls ``total`` and ``last_period``, and
+        what its ``--gate`` checks."""
+        t = self.table
+        if period_start_ns is not None:
+            t = t.filter(pc.equal(t["period_start_ns"], period_start_ns))
+        ns_cols = ["allocated_ns", "accountable_ns", "productive_ns", "rolled_back_ns", "badput_ns",
+                   *(c for c in _STATE_COLS if c not in ("productive_ns", "rolled_back_ns"))]
+        out: dict[str, Any] = {c: sum(v or 0 for v in t[c].to_pylist()) for c in ns_cols}
+        for c in ("failures", "recoveries", "jobs_started", "runs_ended", "preserved_steps"):
+            out[c] = sum(t[c].to_pylist())
+        out["queue_ns"] = sum(v or 0 for v in t["queue_ns"].to_pylist()) if self.allocated_from == "jobs" else None
+        for h in ("allocated", "accountable", "productive", "rolled_back", "badput"):
+            out[f"{h}_h"] = out[f"{h}_ns"] / NS_PER_HOUR
+        acc, alloc, prod = out["accountable_ns"], out["allocated_ns"], out["productive_ns"]
+        out["goodput"] = prod / acc if acc else None
+        out["goodput_allocated"] = prod / alloc if alloc else None
+        out["failures_per_1000_accelerator_hours"] = out["failures"] / (acc / NS_PER_HOUR) * 1000 if acc else None
+        out["mtbf_accelerator_h"] = acc / NS_PER_HOUR / out["failures"] if out["failures"] else None
+        out["queue_mean_s"] = (out["queue_ns"] / out["jobs_started"] / NS_PER_S
+                               if out["jobs_started"] and out["queue_ns"] is not None else None)
+        if "cost" in t.column_names:
+            for c in ("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle", "cost_overhead",
+                      "cost_unaccounted"):
+                out[c] = float(sum(t[c].to_pylist()))
+            out["cost_per_productive_h"] = out["cost"] / out["productive_h"] if prod else None
+        return out
+
+
+# ---------------------------------------------------------------------------
+# the rollup
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """The smallest value whose cumulative weight reaches ``q`` of the total (the
+    inverted CDF of the weighted values)."""
+    o = np.argsort(values, kind="stable")
+    cw = np.cumsum(weights[o])
+    return float(values[o][int(np.searchsorted(cw, q * cw[-1], side="left"))])
+
+
+def _cell_batches(cells: Any) -> Iterator[pa.RecordBatch]:
+    if isinstance(cells, pa.Table):
+        yield from cells.to_batches(max_chunksize=BATCH_ROWS)
+    elif isinstance(cells, pa.RecordBatch):
+        yield cells
+    elif isinstance(cells, str):
+        # row group by row group, the next one read on a helper thread while this one is
+        # summed (Parquet decoding releases the GIL), nothing more ahead; run and state as
+        # dictionaries: a batch's few distinct keys are looked up once
+        parts = []
+        for name in sorted(n for n in os.listdir(cells) if n.endswith(".parquet")):
+            path = os.path.join(cells, name)
+            parts += [(path, i) for i in range(pq.read_metadata(path).num_row_groups)]
+        columns = ["run", "hour_ns", "state", "duration_ns"]
+        with ThreadPoolExecutor(max_workers=1) as ex:
+            ahead = ex.submit(_read_group, *parts[0], columns) if parts else None
+            for k in range(len(parts)):
+                assert ahead is not None
+                table = ahead.result()
+                ahead = ex.submit(_read_group, *parts[k + 1], columns) if k + 1 < len(parts) else None
+                yield from table.to_batches(max_chunksize=BATCH_ROWS)
+    else:
+        yield from cells
+
+
+def _read_group(path: str, i: int, columns: list[str]) -> pa.Table:
+    with pq.ParquetFile(path, read_dictionary=["run", "state"]) as f:
+        return f.read_row_group(i, columns=columns)
+
+
+def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
+    """The columns of the runs table (a folder of Parquet files) a rollup needs: the
+    run, its extent, its counts, the group keys (``labels`` for ``labels.K``), and with
+    ``cost`` its accelerator type and cluster."""
+    files = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".parquet"))
+    if not files:
+        raise PauError(f"{path}: no Parquet file of the runs table. Fix: ingest runs first (pau ingest)")
+    names = pq.read_schema(files[0]).names
+    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"]
+    for k in [*by, *(("accelerator_type", "cluster") if cost else ())]:
+        if not k.startswith("labels."):
+            want.append(k)
+        else:
+            want.append(k[len("labels."):] if k[len("labels."):] in names else "labels")
+    columns = [c for c in dict.fromkeys(want) if c in names]
+    return pa.concat_tables([pq.ParquetFile(f).read(columns=columns) for f in files])
+
+
+def _lookup(col: pa.Array, values: pa.Array | pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
+    """The index of each of ``col``'s values in ``values`` (-1: absent). A dictionary
+    column's distinct values are looked up once, in ``position`` (value -> index, built
+    once for every batch: ``pc.index_in`` would hash all of ``values`` on each call)."""
+    if pa.types.is_dictionary(col.type):
+        if col.null_count:
+            return np.asarray(pc.index_in(col.cast(pa.string()), value_set=values).fill_null(-1), dtype=np.int64)
+        found = np.array([position.get(v, -1) for v in col.dictionary.to_pylist()], dtype=np.int64)
+        return found[np.asarray(col.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
+    return np.asarray(pc.index_in(col, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False),
+                      dtype=np.int64)
+
+
+def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, 0).cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _extent(runs: pa.Table, jobs: pa.Table | None, lo: int | None, hi: int | None) -> tuple[int, int] | None:
+    """The first start and the last end of the runs and jobs, within [lo, hi)."""
+    starts = [pc.min(t["start_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
+    ends = [pc.max(t["end_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
+    starts, ends = [x for x in starts if x is not None], [x for x in ends if x is not None]
+    if not starts or not ends:
+        return None
+    a, b = min(starts), max(ends)
+    return (a if lo is None else max(a, lo)), (b if hi is None else min(b, hi))
+
+
+def _periods_spanned(runs: pa.Table, jobs: pa.Table | None, p: Period, lo: int | None, hi: int | None) -> int:
+    """About how many periods the runs and jobs span (to choose dense or sparse sums)."""
+    if p.edges is not None:
+        return len(p.edges)
+    starts = [pc.min(t["start_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
+    ends = [pc.max(t["end_ns"]).as_py() for t in (runs, jobs) if t is not None and t.num_rows]
+    starts, ends = [x for x in starts if x is not None], [x for x in ends if x is not None]
+    if not starts or not ends:
+        return 1
+    a, b = max(min(starts), lo if lo is not None else min(starts)), min(max(ends), hi if hi is not None else max(ends))
+    width = p.width_ns or 28 * p.n * NS_PER_DAY
+    return max(0, b - a) // width + 2
+
+
+def _check_columns(table: pa.Table, name: str, needed: Sequence[str], fix: str) -> None:
+    for c in needed:
+        if c not in table.column_names:
+            raise SchemaError(name, c, "is missing", fix)
+
+
+@dataclass
+class _Groups:
+    """The fine groups: the ``by`` values, and with a cost model the (accelerator type,
+    cluster) of the rate. ``run`` and ``job``: the fine group of each row (a job with a
+    run is in its run's); ``values[i]``: key i's value per fine group."""
+
+    count: int
+    run: np.ndarray
+    job: np.ndarray
+    values: list[list[Any]]
+
+
+def _groups(runs: pa.Table, jobs: pa.Table | None, job_run: np.ndarray, keys: list[str]) -> _Groups:
+    n_runs = runs.num_rows
+    n_all = n_runs + (0 if jobs is None else jobs.num_rows)
+    if not keys or n_all == 0:
+        return _Groups(1, np.zeros(n_runs, np.int64), np.zeros(n_all - n_runs, np.int64), [])
+    cols = []
+    for k in keys:
+        parts = [*_key_column(runs, k, "runs", strict=True).chunks]
+        if jobs is not None:
+            parts += _key_column(jobs, k, "jobs", strict=False).chunks
+        cols.append(pa.concat_arrays(parts) if parts else pa.array([], pa.string()))
+    codes = np.stack([np.asarray(pc.dictionary_encode(a).indices.fill_null(-1)) for a in cols], axis=1)
+    uniq, inverse = np.unique(codes, axis=0, return_inverse=True)
+    fine = inverse.reshape(-1).astype(np.int64)
+    first = np.zeros(len(uniq), np.int64)
+    first[fine[::-1]] = np.arange(n_all)[::-1]
+    values = [a.take(pa.array(first)).to_pylist() for a in cols]
+    run_fine = fine[:n_runs]
+    own = fine[n_runs:]
+    job_fine = np.where(job_run >= 0, run_fine[np.maximum(job_run, 0)] if n_runs else 0, own)
+    return _Groups(len(uniq), run_fine, job_fine, values)
+
+
+def _add_cells(acc: _Acc, cells: Any, runs: pa.Table, g: _Groups, run_keep: np.ndarray, runs_with_job: np.ndarray,
+               p: Period, lo: int | None, hi: int | None) -> None:
+    """The cells, a batch at a time, into ``acc`` (columns: the states, then allocated)."""
+    run_keys = runs["run"]
+    run_position = {k: i for i, k in enumerate(run_keys.to_pylist())}
+    state_names = pa.array(list(STATES), pa.string())
+    state_position = {k: i for i, k in enumerate(STATES)}
+    alloc_col = len(STATES)
+    for b in _cell_batches(cells):
+        if b.num_rows == 0:
+            continue
+        names = b.schema.names
+        for c in ("run", "hour_ns", "state", "duration_ns"):
+            if c not in names:
+                raise SchemaError("cells", c, "is missing", "give the fleet's hourly cells (pau.fleet.CELLS_SCHEMA)")
+        rcol, scol = b.column(names.index("run")), b.column(names.index("state"))
+        r = _lookup(rcol, run_keys, run_position)
+        s = _lookup(scol, state_names, state_position)
+        for what, arr, src in (("run", r, rcol), ("state", s, scol)):
+            if (arr < 0).any():
+                bad = src[int(np.flatnonzero(arr < 0)[0])].as_py()
+                fix = ("no run of the runs table. Fix: read the archive with pau.read_fleet" if what == "run"
+                       else f"not a lifecycle state. Fix: one of {', '.join(STATES)}")
+                raise PauError(f"cells: column '{what}': {bad!r} ({int((arr < 0).sum())} rows): {fix}")
+        hcol, dcol = b.column(names.index("hour_ns")), b.column(names.index("duration_ns"))
+        if hcol.null_count or dcol.null_count:
+            raise PauError("cells: a null hour_ns or duration_ns. Fix: every cell has an hour and a duration")
+        hour = np.asarray(hcol.to_numpy(zero_copy_only=False), dtype=np.int64)
+        d = np.asarray(dcol.to_numpy(zero_copy_only=False), dtype=np.int64)
+        if (d < 0).any():
+            raise PauError(f"cells: column 'duration_ns': negative ({int(d[d < 0][0])}). Fix: durations are >= 0")
+        if (hour % NS_PER_HOUR).any():
+            raise PauError("cells: column 'hour_ns': not on an hour. Fix: cells start on the hour (pau.fleet.ingest)")
+        keep = run_keep[r]
+        if lo is not None:
+            keep &= hour >= lo
+        if hi is not None:
+            keep &= hour < hi
+        if not keep.all():
+            r, s, d, hour = r[keep], s[keep], d[keep], hour[keep]
+        fine = g.run[r]
+        start = period_starts(hour, p)
+        acc.add(fine, start, s, d)
+        alone = ~runs_with_job[r]
+        if alone.any():  # a run with no job stands on its own: its accountable time is allocated
+            acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col), d[alone])
+
+
+def _add_jobs(acc: _Acc, queue: _Acc, jobs: pa.Table, g: _Groups, job_run: np.ndarray, job_keep: np.ndarray,
+              p: Period, lo: int | None, hi: int | None, warnings: list[str]) -> None:
+    """Each job's allocation cut at the period boundaries (and ``since``/``until``); its
+    queue time and count in the period it started."""
+    alloc_col, unattributed = len(STATES), STATES.index("unattributed")
+    a_ns, st, en = jobs["allocated_accelerator_ns"], jobs["start_ns"], jobs["end_ns"]
+    started = np.asarray(st.is_valid())
+    unknown = started & ~np.asarray(en.is_valid()) | started & ~np.asarray(a_ns.is_valid())
+    unknown &= job_keep
+    if unknown.any():
+        ids = jobs["job"].filter(pa.array(unknown)).to_pylist()
+        warnings.append(f"{int(unknown.sum())} jobs whose allocation is not known (still running, or accelerators "
+                        f"unknown) are not in allocated: {', '.join(map(str, ids[:5]))}{' ...' if len(ids) > 5 else ''}")
+    alloc, s0, e0 = _ints(a_ns), _ints(st), _ints(en)
+    lo_c = np.iinfo(np.int64).min if lo is None else lo
+    hi_c = np.iinfo(np.int64).max if hi is None else hi
+    js, je = np.maximum(s0, lo_c), np.minimum(e0, hi_c)
+    ok = job_keep & ~unknown & started & (alloc > 0) & (e0 > s0) & (je > js)
+    idx = np.flatnonzero(ok)
+    ps = period_starts(js[idx], p)
+    whole = (je[idx] <= period_ends(ps, p)) & (js[idx] == s0[idx]) & (je[idx] == e0[idx])
+    w_idx = idx[whole]
+    acc.add(g.job[w_idx], ps[whole], np.full(len(w_idx), alloc_col), alloc[w_idx])
+    wa = job_run[w_idx] < 0  # a job with no run: accountable and unattributed for its whole allocation
+    acc.add(g.job[w_idx][wa], ps[whole][wa], np.full(int(wa.sum()), unattributed), alloc[w_idx][wa])
+    # a job across periods: its allocation up to t is alloc * (t - start) // (end - start) in
+    # Python integers, so the pieces sum exactly to alloc (accelerators x ns for whole counts)
+    rows: list[tuple[int, int, int, int]] = []
+    for i in idx[~whole].tolist():
+        a, a0, a1 = int(alloc[i]), int(s0[i]), int(e0[i])
+        t, end = int(js[i]), int(je[i])
+        while t < end:
+            b0 = int(period_starts(np.array([t]), p)[0])
+            b1 = min(int(period_ends(np.array([b0]), p)[0]), end)
+            piece = a * (b1 - a0) // (a1 - a0) - a * (t - a0) // (a1 - a0)
+            rows.append((int(g.job[i]), b0, alloc_col, piece))
+            if job_run[i] < 0:
+                rows.append((int(g.job[i]), b0, unattributed, piece))
+            t = b1
+    if rows:
+        cut = np.array(rows, dtype=np.int64)
+        acc.add(cut[:, 0], cut[:, 1], cut[:, 2], cut[:, 3])
+    q_ok = np.asarray(jobs["queue_ns"].is_valid()) & job_keep & started & (s0 >= lo_c) & (s0 < hi_c)
+    q_idx = np.flatnonzero(q_ok)
+    q_ps = period_starts(s0[q_idx], p)
+    queue.add(g.job[q_idx], q_ps, np.zeros(len(q_idx), np.int64), _ints(jobs["queue_ns"])[q_idx])
+    queue.add(g.job[q_idx], q_ps, np.ones(len(q_idx), np.int64), np.ones(len(q_idx), np.int64))
+
+
+def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str | Sequence[str] = (),
+           every: str | Period = "1w", since: Any = None, until: Any = None, where: Any = None,
+           cost_model: Any = None, tz: str | None = None) -> Rollup:
+    """Accelerator time and the figures over it per group and period.
+
+    Parameters
+    ----------
+    runs : pyarrow.Table
+        The runs table (``pau.fleet.RUNS_SCHEMA``).
+    cells : pyarrow.Table, iterable of record batches, or a folder of Parquet files
+        The hourly cells (``pau.fleet.CELLS_SCHEMA``); streamed a batch at a time.
+    jobs : pyarrow.Table or None
+        The scheduler's jobs (``pau.readers.JOBS_SCHEMA`` plus ``run``: the run key of
+        the job, null when it has none). None: allocated = the runs' accountable time.
+    by : str or list of str
+        Group keys: runs-table columns or labels (``labels.team``); none: one group.
+    every : str
+        ``1h``, ``1d``, ``1w`` (ISO weeks, Monday 00:00 UTC), ``1mo``; any multiple.
+    since, until : time, optional
+        Only time in ``[since, until)`` (whole hours; ns, datetime or ISO string).
+    where : str or dict, optional
+        Runs (and jobs without a run) kept: :func:`parse_where`.
+    cost_model : CostModel, path or dict, optional
+        Adds the cost columns (:mod:`pau.fleet.costs`; a rate per accelerator type and
+        cluster of each run or job).
+    tz : str, optional
+        An IANA time zone: local days, weeks and months (:func:`local_edges`).
+    """
+    keys = [by] if isinstance(by, str) else list(by)
+    if len(set(keys)) != len(keys):
+        raise PauError(f"by = {keys}: a key twice. Fix: name each group key once")
+    p = parse_every(every)
+    lo, hi = parse_time(since, "since"), parse_time(until, "until")
+    if lo is not None and hi is not None and hi <= lo:
+        raise PauError(f"since = {since!r}, until = {until!r}: an empty range. Fix: until after since")
+    terms = parse_where(where)
+    model = None if cost_model is None else (cost_model if isinstance(cost_model, _costs.CostModel)
+                                             else _costs.cost_model(cost_model))
+    warnings: list[str] = []
+    _check_columns(runs, "runs", ("run", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"),
+                   "give the fleet's runs table (pau.fleet.RUNS_SCHEMA)")
+    run_keep = _mask(runs, terms, "runs", strict=True)
+    job_run = np.zeros(0, np.int64)
+    job_keep = np.zeros(0, bool)
+    if jobs is not None:
+        _check_columns(jobs, "jobs", ("job", "cluster", "start_ns", "end_ns", "allocated_accelerator_ns", "queue_ns",
+                                      "run"),
+                       "give the fleet's jobs table (pau.readers.JOBS_SCHEMA and run, the joined run key)")
+        _check_columns(runs, "runs", ("job", "cluster"), "give the fleet's runs table (pau.fleet.RUNS_SCHEMA)")
+        job_run = np.asarray(pc.index_in(jobs["run"], value_set=runs["run"]).fill_null(-1)
+                             .to_numpy(zero_copy_only=False), dtype=np.int64) if jobs.num_rows else job_run
+        missing = (job_run < 0) & np.asarray(jobs["run"].is_valid())
+        if missing.any():
+            i = int(np.flatnonzero(missing)[0])
+            raise PauError(f"jobs: column 'run', row {i}: {jobs['run'][i].as_py()!r} is no run of the runs table "
+                           f"({int(missing.sum())} rows). Fix: the run key of a run in the archive, or null")
+        # a job with a run is kept with its run; one without by its own columns
+        job_keep = np.where(job_run < 0, _mask(jobs, terms, "jobs", strict=False),
+                            run_keep[np.maximum(job_run, 0)] if runs.num_rows else False)
+    cost_keys = ["accelerator_type", "cluster"] if model is not None else []
+    g = _groups(runs, jobs, job_run, keys + cost_keys)
+    # a run is one of a job's when its cluster and job name a row of the jobs table (null
+    # cluster equal to null), whichever run the row's ``run`` names: its time is allocated
+    # by the job; a run with no such job stands on its own (its accountable is allocated)
+    runs_with_job = np.zeros(runs.num_rows, bool)
+    if jobs is not None:
+        named = set(zip(jobs["cluster"].to_pylist(), jobs["job"].to_pylist()))
+        runs_with_job = np.array([j is not None and (c, j) in named for c, j in
+                                  zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())], bool)
+        runs_with_job[job_run[job_run >= 0]] = True
+
+    if tz is not None:
+        span = _extent(runs, jobs, lo, hi)
+        if span is not None:
+            p = local_edges(p, tz, span[0] - NS_PER_HOUR, span[1] + NS_PER_HOUR)
+    n_states = len(STATES)
+    n_periods = _periods_spanned(runs, jobs, p, lo, hi)
+    acc = _Acc(g.count, n_states + 1, p, n_periods)  # the states, then allocated
+    _add_cells(acc, cells, runs, g, run_keep, runs_with_job, p, lo, hi)
+    queue = _Acc(g.count, 2, p, n_periods)  # queue ns, jobs started
+    if jobs is not None:
+        _add_jobs(acc, queue, jobs, g, job_run, job_keep, p, lo, hi, warnings)
+
+    # counts a run carries as a whole: in the period of its last ns
+    cnt = _Acc(g.count, len(_COUNTS) + 1, p, n_periods)
+    has_end = np.asarray(runs["end_ns"].is_valid())
+    if (run_keep & ~has_end).any():
+        warnings.append(f"{int((run_keep & ~has_end).sum())} runs with no extent (no end_ns) are in no period")
+    last = np.maximum(_ints(runs["end_ns"]) - 1, _ints(runs["start_ns"]))
+    rk = run_keep & has_end
+    if lo is not None:
+        rk &= last >= lo
+    if hi is not None:
+        rk &= last < hi
+    r_idx = np.flatnonzero(rk)
+    r_ps = period_starts(last[r_idx], p)
+    for j, c in enumerate(_COUNTS):
+        cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), j), _ints(runs[c])[r_idx])
+    cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), len(_COUNTS)), np.ones(len(r_idx), np.int64))
+    # time to recover: each run's mean over its recovered failures, weighted by their number
+    ttr_run = runs["mean_to_progress_s"].to_numpy(zero_copy_only=False).astype(np.float64)
+    n_rec = _ints(runs["failures"]) - _ints(runs["not_recovered"])
+    t_idx = np.flatnonzero(rk & ~np.isnan(ttr_run) & (n_rec > 0))
+    t_ps = period_starts(last[t_idx], p)
+
+    # user groups: the by values of the fine groups (with a cost model, several fine groups each)
+    user = len(keys)
+    gkey = [tuple(v[f] for v in g.values[:user]) for f in range(g.count)]
+    order = sorted(set(gkey), key=lambda k: tuple((x is None, "" if x is None else x) for x in k))
+    rank = {k: i for i, k in enumerate(order)}
+    ug = np.array([rank[k] for k in gkey] if user else [0] * g.count, np.int64)
+    parts = {"time": acc.result(), "counts": cnt.result(), "queue": queue.result()}
+    # the rows: every (group, period) with time, a run ended or a job started
+    live = [ug[parts["time"][1]], ug[parts["counts"][1][parts["counts"][2] == len(_COUNTS)]],
+            ug[parts["queue"][1][parts["queue"][2] == 1]]]
+    live_st = [parts["time"][0], parts["counts"][0][parts["counts"][2] == len(_COUNTS)],
+               parts["queue"][0][parts["queue"][2] == 1]]
+    row_keys = np.unique(np.concatenate([_pair(a_, b_) for a_, b_ in zip(live, live_st)]))
+    n_rows = len(row_keys)
+    row_group, row_start = _unpair(row_keys)
+    dense = {}
+    for name, (st, f, col_, v) in parts.items():
+        inside = np.isin(_pair(ug[f], st), row_keys)  # counts and queue of a row with none: not a row
+        dense[name] = _rows(row_keys, st[inside], ug[f][inside], col_[inside], v[inside], n_rows,
+                            {"time": n_states + 1, "counts": len(_COUNTS) + 1, "queue": 2}[name])
+    pricing = _Pricing(model)
+    cost = None
+    if model is not None:  # the cost of each fine group and period, then summed per row
+        st, f, col_, v = parts["time"]
+        fine_keys = np.unique(_pair(f, st))
+        fine = _rows(fine_keys, st, f, col_, v, len(fine_keys), n_states + 1)
+        fine_g, fine_st = _unpair(fine_keys)
+        cost = np.zeros((n_rows, 7))
+        at = np.searchsorted(row_keys, _pair(ug[fine_g], fine_st))
+        for i in range(len(fine_keys)):
+            fg = int(fine_g[i])
+            cost[at[i]] += pricing.cost(g.values[user][fg], g.values[user + 1][fg], fine[i])
+    recoveries: dict[int, list[tuple[float, int]]] = {}
+    rec_rows = np.searchsorted(row_keys, _pair(ug[g.run[t_idx]], t_ps)) if len(t_idx) else np.zeros(0, np.int64)
+    for i, r_ in zip(t_idx.tolist(), rec_rows.tolist()):
+        recoveries.setdefault(r_, []).append((float(ttr_run[i]), int(n_rec[i])))
+    table = _table(keys, [order[u] for u in row_group.tolist()], row_start, dense["time"], dense["counts"],
+                   dense["queue"], cost, [recoveries.get(i) for i in range(n_rows)], p, lo, hi, jobs is not None)
+    if jobs is None:
+        warnings.insert(0, "the archive holds no jobs table: allocated is the runs' accountable time (jobs with no "
+                           "run are not counted)")
+    return Rollup(table, keys, p, lo, hi, "runs" if jobs is None else "jobs", pricing.currency, pricing.basis,
+                  warnings)
+
+
+def _rows(keys: np.ndarray, st: np.ndarray, g: np.ndarray, c: np.ndarray, v: np.ndarray, n_rows: int,
+          columns: int) -> np.ndarray:
+    """Sparse sums (period start ``st``, group ``g``, column ``c``) summed into a dense
+    (row, column) array, the row of each (``g``, ``st``) found in ``keys`` (sorted pairs
+    as one int64 code: :func:`_pair`); exact, refused past int64."""
+    row = np.searchsorted(keys, _pair(g, st))
+    return _sum_by(row * columns + c, v, n_rows * columns).reshape(n_rows, columns)
+
+
+def _pair(g: np.ndarray, st: np.ndarray) -> np.ndarray:
+    """(group, period start) as one sortable int64 key: groups first, then periods in
+    order. Every period starts on an hour, and int64 ns hold under 2**22 hours either
+    side of the epoch: the low :data:`_HOUR_BITS` bits are the hour plus 2**22."""
+    return g.astype(np.int64) * (1 << _HOUR_BITS) + (st // NS_PER_HOUR + (1 << 22))
+
+
+def _unpair(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return key >> _HOUR_BITS, ((key & ((1 << _HOUR_BITS) - 1)) - (1 << 22)) * NS_PER_HOUR
+
+
+_HOUR_BITS = 23
+
+
+class _Pricing:
+    """The cost model's rate per (accelerator type, cluster), looked up once each."""
+
+    def __init__(self, model: _costs.CostModel | None):
+        self.model = model
+        self.rates: dict[tuple[Any, Any], _costs.CostRate] = {}
+        self.basis: dict[str, str] = {}
+        self.currency: str | None = None
+
+    def cost(self, accelerator_type: Any, cluster: Any, time: np.ndarray) -> np.ndarray:
+        """cost, productive, rolled_back, recovery, idle, overhead, unaccounted."""
+        assert self.model is not None
+        k = (accelerator_type, cluster)
+        if k not in self.rates:
+            try:
+                rate = self.model.rate(accelerator_type=accelerator_type, cluster=cluster)
+            except PauError as exc:
+                raise PauError(f"cost model: accelerator_type {accelerator_type!r}, cluster {cluster!r} (of runs or "
+                               f"jobs in the fleet): {exc}") from None
+            if self.currency is not None and rate.currency != self.currency:
+                raise PauError(f"cost model: rates in {self.currency} and {rate.currency}. Fix: one currency")
+            self.currency = rate.currency
+            self.rates[k] = rate
+            self.basis[f"{accelerator_type} / {cluster}"] = (f"{rate.per_accelerator_hour:g} {rate.currency}/"
+                                                             f"accelerator-hour ({rate.basis})")
+        rate = self.rates[k]
+        split = _costs.split_by_state(rate, {s: int(time[i]) for i, s in enumerate(STATES) if time[i]})
+        allocated = rate.per_accelerator_hour * int(time[len(STATES)]) / NS_PER_HOUR
+        return np.array([allocated, split.productive, split.rolled_back, split.recovery, split.idle, split.overhead,
+                         allocated - split.total])
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> pa.Array:
+    """num / den, null where den is 0."""
+    zero = den == 0
+    return pa.array(np.divide(num, np.where(zero, 1, den)).astype(np.float64), mask=zero)
+
+
+def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t: np.ndarray, c: np.ndarray,
+           q: np.ndarray, cost: np.ndarray | None, recoveries: list[list[tuple[float, int]] | None], p: Period,
+           lo: int | None, hi: int | None, has_jobs: bool) -> pa.Table:
+    """The rollup's table from the summed arrays, one row per (group, period): ``t`` the
+    states then allocated, ``c`` the counts then runs ended, ``q`` queue ns and jobs
+    started, ``cost`` the seven cost parts."""
+    n_states = len(STATES)
+    if len(t):
+        _refuse_overflow(t[:, :n_states])
+    accountable = t[:, :n_states].sum(axis=1) if len(t) else np.zeros(0, np.int64)
+    allocated = t[:, n_states]
+    cols: dict[str, Any] = {k: pa.array([g[i] for g in groups], pa.string()) for i, k in enumerate(keys)}
+    ends = period_ends(starts, p) if len(starts) else starts
+    cols["period"] = pa.array(period_names(starts, p), pa.string())
+    cols["period_start_ns"] = starts if lo is None else np.maximum(starts, lo)
+    cols["period_end_ns"] = ends if hi is None else np.minimum(ends, hi)
+    cols["allocated_ns"] = allocated
+    cols["accountable_ns"] = accountable
+    for i, col in enumerate(_STATE_COLS):
+        cols[col] = t[:, i]
+    productive = cols["productive_ns"]
+    cols["badput_ns"] = accountable - productive
+    for h in ("allocated", "accountable", "productive", "rolled_back", "badput"):
+        cols[f"{h}_h"] = cols[f"{h}_ns"] / NS_PER_HOUR
+    cols["goodput"] = _ratio(productive, accountable)
+    cols["goodput_allocated"] = _ratio(productive, allocated)
+    count = dict(zip((*_COUNTS, "runs_ended"), c.T)) if len(c) else {k: np.zeros(0, np.int64)
+                                                                     for k in (*_COUNTS, "runs_ended")}
+    for col in ("runs_ended", "failures", "not_recovered", "preserved_steps", "preserved_tokens",
+                "requests_accepted", "accepted_tokens"):
+        cols[col] = count[col]
+    cols["failures_per_1000_accelerator_hours"] = _ratio(count["failures"] * 1000.0, accountable / NS_PER_HOUR)
+    cols["mtbf_accelerator_h"] = _ratio(accountable / NS_PER_HOUR, count["failures"])
+    rec: dict[str, list[Any]] = {q_: [] for q_ in ("recoveries", "mean", "p50", "p90", "max")}
+    for r in recoveries:
+        if not r:
+            rec["recoveries"].append(0)
+            for q_ in ("mean", "p50", "p90", "max"):
+                rec[q_].append(None)
+            continue
+        means = np.array([x for x, _ in r])
+        w = np.array([n for _, n in r], dtype=np.float64)
+        rec["recoveries"].append(int(w.sum()))
+        rec["mean"].append(float((means * w).sum() / w.sum()))
+        rec["p50"].append(_weighted_quantile(means, w, 0.5))
+        rec["p90"].append(_weighted_quantile(means, w, 0.9))
+        rec["max"].append(float(means.max()))
+    cols["recoveries"] = pa.array(rec["recoveries"], pa.int64())
+    for q_ in ("mean", "p50", "p90", "max"):
+        cols[f"time_to_recover_{q_}_s"] = pa.array(rec[q_], pa.float64())
+    started = q[:, 1] if len(q) else np.zeros(0, np.int64)
+    queue_ns = q[:, 0] if len(q) else np.zeros(0, np.int64)
+    cols["jobs_started"] = started
+    cols["queue_ns"] = queue_ns if has_jobs else pa.nulls(len(starts), pa.int64())
+    cols["queue_mean_s"] = _ratio(queue_ns / NS_PER_S, started)
+    if cost is not None:
+        for i, col in enumerate(("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle",
+                                 "cost_overhead", "cost_unaccounted")):
+            cols[col] = cost[:, i]
+        total = cost[:, 0]
+        tokens = count["preserved_tokens"] + count["accepted_tokens"]
+        cols["cost_per_productive_h"] = _ratio(total, productive / NS_PER_HOUR)
+        cols["cost_per_preserved_step"] = _ratio(total, count["preserved_steps"])
+        cols["cost_per_million_tokens"] = _ratio(total * 1e6, tokens)
+        cols["cost_per_accepted_request"] = _ratio(total, count["requests_accepted"])
+    schema = pa.schema([*(pa.field(k, pa.string()) for k in keys), *ROLLUP_SCHEMA_BASE,
+                        *(COST_FIELDS if cost is not None else [])])
+    return pa.table({k: cols[k] for k in schema.names}, schema=schema)
+
+
+# ---------------------------------------------------------------------------
+# trends
+
+
+def changes(r: Rollup, metric: str, *, method: str = "pelt", **options: Any) -> pa.Table:
+    """Change points of ``metric`` (a column of the rollup) per group over its periods:
+    :func:`pau.fleet.changes.group_changes` on the rollup's table, weighted by allocated
+    accelerator-hours when ``metric`` is a ratio (``goodput*``), so ``accelerator_hours``
+    is what the change won or lost. Periods where the metric is null are left out."""
+    t = r.table
+    if metric not in t.column_names:
+        raise PauError(f"metric {metric!r}: not a column of the rollup. Fix: one of "
+                       f"{', '.join(c for c in t.column_names if c not in r.by)}")
+    t = t.filter(pc.is_valid(t[metric]))
+    weight = "allocated_h" if metric.startswith("goodput") or metric.endswith("_ratio") else None
+    return _changes.group_changes(t, metric, by=r.by, period="period_start_ns", weight=weight, method=method,
+                                  **options)
+
+
+def capacity(r: Rollup, period_a: Any, period_b: Any) -> pa.Table:
+    """Efficiency as capacity per group: productive accelerator-hours gained from period
+    ``a`` to period ``b`` (each named as in the ``period`` column, or by a time in it)
+    over the hours of ``b``, in accelerators' worth (:func:`pau.fleet.changes.capacity`).
+    A group without time in a period has 0 productive hours there."""
+    t = r.table
+
+    def pick(which: Any, what: str) -> int:
+        if isinstance(which, str) and which in set(t["period"].to_pylist()):
+            return int(t.filter(pc.equal(t["period"], which))["period_start_ns"][0].as_py())
+        ns = parse_time(which, what) if not isinstance(which, str) or not re.search(r"W\d", which) else None
+        if ns is None:
+            raise PauError(f"{what} = {which!r}: no such period in the rollup. Fix: a value of its period column")
+        return int(period_starts(np.array([ns]), r.every)[0])
+
+    a, b = pick(period_a, "period_a"), pick(period_b, "period_b")
+    hours = float(period_ends(np.array([b]), r.every)[0] - b) / NS_PER_HOUR
+    groups = list(zip(*(t[k].to_pylist() for k in r.by))) if r.by else [()] * t.num_rows
+    prod = dict.fromkeys(groups, None)
+    pa_, pb = {g: 0 for g in prod}, {g: 0 for g in prod}
+    for g, s, v in zip(groups, t["period_start_ns"].to_pylist(), t["productive_ns"].to_pylist()):
+        ps_ = int(period_starts(np.array([s]), r.every)[0])
+        if ps_ == a:
+            pa_[g] += v
+        if ps_ == b:
+            pb[g] += v
+    out: dict[str, list] = {k: [g[i] for g in prod] for i, k in enumerate(r.by)}
+    out["productive_h_a"] = [pa_[g] / NS_PER_HOUR for g in prod]
+    out["productive_h_b"] = [pb[g] / NS_PER_HOUR for g in prod]
+    out["accelerators"] = [_changes.capacity(x, y, hours) for x, y in zip(out["productive_h_a"], out["productive_h_b"])]
+    return pa.table(out)
+

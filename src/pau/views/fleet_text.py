@@ -1,0 +1,73 @@
+"""``pau fleet``'s text and JSON (``docs/fleet.md``, "pau fleet"): a fleet rollup as
+tables of plain text (:mod:`pau.views.console`), and the figures its ``--format json``
+prints and its ``--gate`` checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pau.engine._format import duration, pct
+from pau.engine.vocab import STATES
+from pau.fleet.rollup import Rollup
+from pau.views import console as _console
+
+__all__ = ["figures", "render"]
+
+
+def figures(r: Rollup) -> dict[str, Any]:
+    """What ``pau fleet --format json`` prints and ``--gate`` checks: the selection's
+    ``total`` and ``last_period`` (every group together), then one row per group and period."""
+    starts = r.table["period_start_ns"].to_pylist()
+    last = max(starts) if starts else None
+    return {"by": r.by, "every": r.every.text, "since_ns": r.since, "until_ns": r.until,
+            "allocated_from": r.allocated_from, "warnings": r.warnings,
+            "total": r.overall(),
+            "last_period": None if last is None else {"period_start_ns": last, **r.overall(last)},
+            "currency": r.currency, "cost_basis": r.cost_basis, "rows": r.table.to_pylist()}
+
+
+def _h(ns: int | None) -> str:
+    return "-" if ns is None else f"{ns / 3.6e12:,.1f}"
+
+
+def _ratio(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _secs(v: float | None) -> str:
+    return "-" if v is None else duration(v * 1e9)
+
+
+def render(r: Rollup) -> str:
+    """``pau fleet``'s text: a table per group and period, then the selection's badput by
+    cause and its cost basis."""
+    t = r.table.to_pylist()
+    costs = "cost" in r.table.column_names
+    head = [*r.by, "period", "allocated h", "accountable h", "productive h", "rolled back h", "goodput",
+            "failures", "recover (mean)", "queue (mean)", *(["cost"] if costs else [])]
+    rows = []
+    for x in t:
+        rows.append([*("-" if x[k] is None else str(x[k]) for k in r.by), x["period"], _h(x["allocated_ns"]),
+                     _h(x["accountable_ns"]), _h(x["productive_ns"]), _h(x["rolled_back_ns"]), _ratio(x["goodput"]),
+                     str(x["failures"]), _secs(x["time_to_recover_mean_s"]), _secs(x["queue_mean_s"]),
+                     *([f"{x['cost']:,.2f}"] if costs else [])])
+    o = r.overall()
+    total = [["total", *[""] * len(r.by), _h(o["allocated_ns"]), _h(o["accountable_ns"]), _h(o["productive_ns"]),
+              _h(o["rolled_back_ns"]), _ratio(o["goodput"]), str(o["failures"]), "", _secs(o["queue_mean_s"]),
+              *([f"{o['cost']:,.2f}"] if costs else [])]]
+    just = "l" * (len(r.by) + 1) + "r" * (len(head) - len(r.by) - 1)
+    by = ", ".join(r.by) or "the whole fleet"
+    items: list[Any] = [f"pau fleet: accelerator-hours by {by}, every {r.every.text} (UTC; allocated from "
+                        f"{'the jobs table' if r.allocated_from == 'jobs' else 'the runs (no jobs table)'})", "",
+                        _console.table(head, rows, justify=just, total=total), ""]
+    acc = o["accountable_ns"]
+    causes = [(s, o[s.replace(".", "_") + "_ns"]) for s in STATES if s != "productive"]
+    items += ["badput by cause (accountable accelerator-hours)",
+              _console.table(["state", "hours", "of accountable"],
+                             [[s, _h(v), pct(v, acc)] for s, v in sorted(causes, key=lambda c: -c[1]) if v])]
+    if costs:
+        items += ["", f"cost in {r.currency}: productive {o['cost_productive']:,.2f}, rolled back "
+                      f"{o['cost_rolled_back']:,.2f}, recovery {o['cost_recovery']:,.2f}, idle {o['cost_idle']:,.2f}, "
+                      f"overhead {o['cost_overhead']:,.2f}, allocated but not accounted {o['cost_unaccounted']:,.2f}"]
+        items += [f"  {k}: {v}" for k, v in r.cost_basis.items()]
+    return _console.render(*items)
