@@ -37,6 +37,7 @@ from pau.engine import io as _io
 from pau.engine.vocab import ACTIVITIES, STATES
 from pau.errors import PauError
 from pau.readers.scheduler import JOBS_SCHEMA
+from pau.fleet import reliability as _reliability
 from pau.fleet import rollup as _rollup
 from pau.run import Run, read
 
@@ -577,6 +578,20 @@ class Fleet:
                 **options: Any) -> pa.Table:
         """Change points of a rollup column per group (:func:`pau.fleet.rollup.changes`)."""
         return _rollup.changes(self.rollup(by=by, every=every), metric, method=method, **options)
+
+    def reliability(self, *, edges: Sequence[float] | None = None, confidence: float = 0.95) -> pa.Table:
+        """Failure rate per accelerator-hour by job-size class, fitted from the fleet's own
+        runs (:func:`pau.fleet.reliability.failure_rates` over the runs table: each run's
+        ``accelerators``, its accountable accelerator-hours and its ledger's failures; runs
+        without a ledger or an accelerator count are left out). Feed a class's rate to
+        :func:`pau.fleet.reliability.at_size` for the MTTF and checkpoint interval at a size."""
+        runs = self.runs.select(["accelerators", "accountable_ns", "failures"])
+        runs = runs.filter(pc.and_(pc.is_valid(runs["accountable_ns"]),
+                                   pc.and_(pc.is_valid(runs["accelerators"]), pc.is_valid(runs["failures"]))))
+        hours = pc.divide(pc.cast(runs["accountable_ns"], pa.float64()), 3.6e12)
+        table = pa.table({"accelerators": runs["accelerators"], "accelerator_hours": hours,
+                          "failures": runs["failures"]})
+        return _reliability.failure_rates(table, edges=edges, confidence=confidence)
 
     def capacity(self, period_a: Any, period_b: Any, by: str | Sequence[str] = (), every: str = "1w") -> pa.Table:
         """Efficiency as capacity between two periods per group (:func:`pau.fleet.rollup.capacity`)."""
