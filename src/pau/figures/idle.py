@@ -45,6 +45,7 @@ from pau.engine._input import (
 from pau.engine.ledger import Ledger, exact_sums
 from pau.engine.vocab import KINDS, SPANS_SCHEMA
 from pau.errors import InvalidRowError, OptionError, SchemaError
+from pau.figures._common import _one_job
 from pau.readers.kineto import HOST_CAUSES, HOST_SCHEMA
 
 __all__ = ["CAUSES", "HOST_CAUSES", "HOST_SCHEMA", "IdleByCause", "host_of_lifecycle", "host_wait_intervals",
@@ -172,6 +173,7 @@ def host_of_lifecycle(lifecycle: Any) -> pa.Table:
     pyarrow.Table
         :data:`HOST_SCHEMA`.
     """
+    _one_job(lifecycle, "host of lifecycle")
     lc = as_table(lifecycle, "lifecycle")
     if lc.num_rows == 0 or "record" not in lc.column_names or "kind" not in lc.column_names:
         return HOST_SCHEMA.empty_table()
@@ -437,6 +439,8 @@ def idle_by_cause(events: Any, host: Any = None, *, lifecycle: Any = None, span:
         row); :class:`pau.errors.OptionError` for a ledger without a lifecycle or
         without events, or a ledger given with span or windows.
     """
+    _one_job(lifecycle, "idle by cause")
+    _one_job(ledger, "idle by cause")
     derived, spans, windows, accountable = _timeline(events, host, lifecycle, span, windows, ledger)
     out = classify(derived, span=spans, windows=windows, priority=KINDS, threads=threads)
     return _shape(out, accountable is not None)
@@ -556,6 +560,8 @@ def idle_cause_intervals(events: Any, host: Any = None, *, lifecycle: Any = None
     pau.errors.PauError
         As :func:`idle_by_cause`.
     """
+    _one_job(lifecycle, "idle cause intervals")
+    _one_job(ledger, "idle cause intervals")
     tl = _timeline(events, host, lifecycle, span, windows, ledger)
     region = tl.accountable if tl.accountable is not None else tl.spans
     d = tl.derived
