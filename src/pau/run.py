@@ -25,7 +25,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -308,7 +308,7 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     req = _request_ledger(run.requests, slo=slo).summary() if run.requests is not None else None
     left_out: list[str] = []
 
-    def one_job(key: str, figure):
+    def one_job(key: str, figure: Callable[[], Any]) -> Any:
         """``figure()``, or None when it is a figure of one job and the run holds many
         (:class:`pau.errors.ManyJobsError`): ``key`` is named in the warning."""
         try:
@@ -389,8 +389,8 @@ def outside_accountable(events: pa.Table | None, led: Ledger | None) -> OutsideA
     accountable time, so this is what it left out. None without both tables."""
     if events is None or led is None or led.intervals is None:
         return None
-    _one_job(led, "events outside accountable time")  # matched by rank: two jobs' rank 0 would be one
     iv = led.intervals
+    _one_job(iv, "events outside accountable time")  # matched by rank: two jobs' rank 0 would be one
     rank = np.asarray(events["rank"], np.int64)
     start = np.asarray(events["start_ns"], np.int64)
     end = np.asarray(events["end_ns"], np.int64)

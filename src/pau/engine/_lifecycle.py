@@ -1335,7 +1335,8 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         A = _Attempts(orig[A.ids], A.start, A.end, A.running, A.cause,
                       [(int(orig[a]), t, k) for a, t, k in A.failures], A.completed)
         accountable = jobs.with_job(accountable)
-    wall = P.wall if jobs is None else _jobs_wall(P.job_acc_min, as_of, pieces, jobs, A.running, P.A.ids)
+    wall = P.wall if jobs is None or P.job_acc_min is None else _jobs_wall(P.job_acc_min, as_of, pieces, jobs,
+                                                                            A.running, P.A.ids)
     return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
                        failures_all, wall, preserved_steps, int(tokens), accountable, pieces=pieces, jobs=jobs,
                        lineage_ckpt_jobs=P.lineage_ckpt_jobs,
