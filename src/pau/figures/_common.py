@@ -72,8 +72,9 @@ def _positive(value: Any, what: str) -> Fraction:
 
 
 def _job_count(source: Any, table: str = "lifecycle") -> int:
-    """How many jobs a lifecycle (any table-like) or a ledger holds: the distinct values
-    of its ``job`` column (null: one unnamed job), 1 without one."""
+    """How many jobs a lifecycle or a ledger holds: the distinct values of its ``job``
+    column (null: one unnamed job), 1 without one. A stream is read here: callers pass
+    the table they read once."""
     if isinstance(source, Ledger):
         att = source._att
         if att is not None and att.jobs is not None:

@@ -173,8 +173,8 @@ def host_of_lifecycle(lifecycle: Any) -> pa.Table:
     pyarrow.Table
         :data:`HOST_SCHEMA`.
     """
-    _one_job(lifecycle, "host of lifecycle")
     lc = as_table(lifecycle, "lifecycle")
+    _one_job(lc, "host of lifecycle")
     if lc.num_rows == 0 or "record" not in lc.column_names or "kind" not in lc.column_names:
         return HOST_SCHEMA.empty_table()
     rec = _column(lc, "record", "lifecycle").cast(pa.string())
@@ -439,6 +439,7 @@ def idle_by_cause(events: Any, host: Any = None, *, lifecycle: Any = None, span:
         row); :class:`pau.errors.OptionError` for a ledger without a lifecycle or
         without events, or a ledger given with span or windows.
     """
+    lifecycle = None if lifecycle is None else as_table(lifecycle, "lifecycle")  # read once (a stream)
     _one_job(lifecycle, "idle by cause")
     _one_job(ledger, "idle by cause")
     derived, spans, windows, accountable = _timeline(events, host, lifecycle, span, windows, ledger)
@@ -560,6 +561,7 @@ def idle_cause_intervals(events: Any, host: Any = None, *, lifecycle: Any = None
     pau.errors.PauError
         As :func:`idle_by_cause`.
     """
+    lifecycle = None if lifecycle is None else as_table(lifecycle, "lifecycle")  # read once (a stream)
     _one_job(lifecycle, "idle cause intervals")
     _one_job(ledger, "idle cause intervals")
     tl = _timeline(events, host, lifecycle, span, windows, ledger)

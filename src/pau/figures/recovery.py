@@ -189,6 +189,7 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
     if isinstance(lifecycle, Ledger):
         raise OptionError("recovery: the first argument is a Ledger; the step and restore records it needs are in the "
                           "lifecycle table. Fix: recovery(lifecycle, ledger=that_ledger)")
+    lifecycle = as_table(lifecycle, "lifecycle")  # read once: a stream is read by the ledger and below
     _one_job(lifecycle, "recovery")
     _one_job(ledger, "recovery")
     led = _ledger_for(lifecycle, ledger, as_of, "recovery")
