@@ -540,7 +540,7 @@ class Attribution:
     steps: _StepLabels         # step executions in (rank, start) order (see the properties)
     lineage_ckpt_steps: np.ndarray
     failures_all: list         # failure records, plus attempts that failed without one
-    wall_ns: int               # as_of minus the earliest accountable start
+    wall_ns: int               # as_of minus the earliest accountable start (many jobs: _jobs_wall's sum)
     preserved_steps: int
     preserved_tokens: int
     accountable: pa.Table      # rank, accountable_ns
