@@ -195,6 +195,16 @@ def test_megatron_log_is_a_run_labelled_with_its_job(tmp_path):
     assert fleet.run(row["run"]).summary()["ledger"]["state_ns"]["rolled_back"] == row["rolled_back_ns"]
 
 
+def test_the_megatron_folder_ingests_without_skipping_its_readme(tmp_path):
+    """The sample's folder holds the log and a README quoting Megatron's format strings:
+    the README is no log, so the folder ingests without --skip-bad, one run."""
+    src = os.path.join(DATA, "fleet", "megatron_log")
+    assert records.records_format(os.path.join(src, "README.md")) is None
+    res = pau.fleet.ingest([src], tmp_path / "fleet", workers=1, tz="UTC")
+    assert res.added == 1
+    assert [r["format"] for r in pau.read_fleet(tmp_path / "fleet").runs.to_pylist()] == ["megatron"]
+
+
 # ---------------------------------------------------------------------------
 # Philly: a jobs row and a run per job
 

@@ -20,7 +20,7 @@ import pytest
 import pau.core as core
 from pau.engine.types import Quarantined
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
-from pau.readers.detect import UnknownFormatError, detect_format
+from pau.readers.detect import UnknownFormatError, _fleet_hint, detect_format
 from pau.readers.kubernetes import read_alibaba_pods, read_pods
 from pau.readers.megatron import read_megatron
 from pau.readers.nvrx import read_nvrx
@@ -388,6 +388,30 @@ def test_detect_names_the_fleet_reader(parts, reader):
     path = shared(*parts)
     with pytest.raises(UnknownFormatError, match=rf"fleet records, not a run.*Fix: read it with pau\.readers\.{reader}\(path\)"):
         detect_format(path)
+
+
+def test_a_text_about_a_megatron_log_is_not_one(tmp_path):
+    """Megatron-LM's phrases in prose (the README beside the sample log quotes its format
+    strings) do not make a log: its lines must start as a real log's do, twice."""
+    readme = os.path.join(FLEET, "megatron_log", "README.md")
+    assert "elapsed time per iteration (ms)" in _read(readme)  # the phrase the old rule looked for
+    assert _fleet_hint(_read(readme)) is None
+    log = _read(MEGA)
+    assert _fleet_hint(log) == ("a Megatron-LM training log", "read_megatron")
+    lines = log.splitlines(keepends=True)
+    iters = [ln for ln in lines if " iteration " in ln and "elapsed time per iteration" in ln]
+    stamps = [ln for ln in lines if "] datetime: " in ln]
+    assert len(iters) >= 2 and len(stamps) >= 2
+    assert _fleet_hint("".join(iters[:2])) is not None  # two iteration lines
+    assert _fleet_hint("".join(stamps[:2])) is not None  # a log that ended before its first iteration line
+    assert _fleet_hint(iters[0]) is None and _fleet_hint(stamps[0]) is None  # one line is no log
+    # the lines quoted inside prose (not at a line start) are not a log either
+    assert _fleet_hint("".join("see: " + ln for ln in iters[:3] + stamps[:3])) is None
+    p = tmp_path / "notes.txt"
+    p.write_text("A Megatron-LM log prints `elapsed time per iteration (ms): 55.0` and "
+                 "`[after dataloaders are built] datetime: 2026-03-02 10:00:33.000000`.\n")
+    with pytest.raises(UnknownFormatError, match="matches no known format"):
+        detect_format(p)
 
 
 def test_megatron_restore_without_timestamps_keeps_the_lineage(tmp_path):

@@ -11,6 +11,7 @@ import random
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pac
 import pytest
 from depth import examples
 from hypothesis import given, settings
@@ -93,9 +94,21 @@ def alone(fn, parts, as_of):
         return None
 
 
+def ended_wall(one) -> int:
+    """One job's wall time in a many-job MTBF: its own wall time (first accountable
+    instant to as_of), cut at its last accountable instant when no attempt runs."""
+    att = one._att
+    if att.attempts.running.any():
+        return att.wall_ns
+    first = att.as_of - att.wall_ns
+    last = max(att.intervals["end_ns"].to_pylist(), default=first)  # no accountable time: no span
+    return min(att.as_of, max(last, first)) - first
+
+
 def check_summary(many, ones: list):
     """The many-job summary: the jobs' figures summed, ratios of the sums; MTBF the
-    jobs' wall times summed over their failures summed."""
+    jobs' wall times (an ended job's to its last accountable instant) summed over their
+    failures summed."""
     got, each = many.summary(), [one.summary() for one in ones]
     for k in ADDITIVE:
         vals = [s[k] for s in each]
@@ -108,7 +121,7 @@ def check_summary(many, ones: list):
         assert {kk: v for kk, v in got[k].items() if v} == {kk: v for kk, v in want.items() if v}, k
     acc, prod = got["accountable_ns"], got["productive_ns"]
     assert got["goodput"] == (prod / acc if acc else None)
-    walls = sum(one._att.wall_ns for one in ones)
+    walls = sum(ended_wall(one) for one in ones)
     assert got["mtbf_s"] == (walls / got["failures"] / 1e9 if got["failures"] else None)
     if got["preserved_steps"]:
         assert got["accelerator_seconds_per_preserved_step"] == acc / got["preserved_steps"] / 1e9
@@ -168,7 +181,8 @@ def test_design_examples_as_two_jobs_on_one_rank():
     assert s["accountable_ns"] == (210 + 160) * S
     assert s["goodput"] == 160 / 370
     assert s["preserved_steps"] == 10 + 6 and s["preserved_model_cycles"] == 2 + 2
-    assert s["failures"] == 2 and s["mtbf_s"] == (210 + 210) / 2
+    # B ended at 160 s, before as_of (A's end, 210 s): its wall time stops at its end
+    assert s["failures"] == 2 and s["mtbf_s"] == (210 + 160) / 2
     iv = pc.attribute(t)
     assert iv.column_names == ["job", "rank", "start_ns", "end_ns", "state", "attempt", "step", "cause"]
     assert set(iv["job"].to_pylist()) == {"A", "B"}
@@ -228,3 +242,37 @@ def test_events_set_aside_keep_their_job_and_rank():
     assert led.summary()["activity_ns"]["compute"] == 40 * S and led.summary()["activity_ns"]["memcpy"] == 10 * S
     assert rows_of_job(led.table, "B") == pc.ledger(ev.filter(pa.compute.equal(ev["job"], "B")).drop_columns(["job"]),
                                                     example_b(), as_of=210 * S).table.to_pylist()
+
+
+def shifted(t: pa.Table, by_ns: int) -> pa.Table:
+    """The table with every time moved by ``by_ns``."""
+    for c in ("start_ns", "end_ns", "block_end_ns", "durable_ns"):
+        i = t.schema.get_field_index(c)
+        t = t.set_column(i, c, pac.add(t[c], pa.scalar(by_ns, t[c].type)))
+    return t
+
+
+def test_mtbf_wall_of_an_ended_job_stops_at_its_end():
+    """Example A (0..210 s, one failure, completed) as job A, and again 1,000 s later as
+    job B: as_of is B's end (1,210 s), but A ended at 210 s, so A adds 210 s, not 1,210 s;
+    a job still running at as_of adds its time up to it."""
+    a = example_a()
+    t = pa.concat_tables([with_job(a, "A"), with_job(shifted(a, 1000 * S), "B")])
+    s = pc.ledger(lifecycle=t).summary()
+    assert s["failures"] == 2 and s["mtbf_s"] == (210 + 210) / 2
+    later = pc.ledger(lifecycle=t, as_of=2000 * S).summary()
+    assert later["mtbf_s"] == (210 + 210) / 2
+    # B's last attempt without an end: B runs to as_of, A still stops at 210 s
+    b = shifted(a, 1000 * S)
+    last = pac.equal(b["record"], "attempt").to_numpy(zero_copy_only=False).nonzero()[0][-1]
+    end = b["end_ns"].to_pylist()
+    end[last] = None
+    b = b.set_column(b.schema.get_field_index("end_ns"), "end_ns", pa.array(end, pa.int64()))
+    b = b.set_column(b.schema.get_field_index("kind"), "kind",
+                     pa.array(["running" if i == last else k for i, k in enumerate(b["kind"].to_pylist())],
+                              b["kind"].type))
+    t = pa.concat_tables([with_job(a, "A"), with_job(b, "B")])
+    s = pc.ledger(lifecycle=t, as_of=2000 * S).summary()
+    assert s["mtbf_s"] == (210 + (2000 - 1000)) / 2
+    # one job alone keeps its rule: from its first accountable instant to as_of
+    assert pc.ledger(lifecycle=a, as_of=2000 * S).summary()["mtbf_s"] == 2000

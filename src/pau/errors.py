@@ -18,6 +18,7 @@ __all__ = [
     "MemoryBudgetError",
     "Interrupted",
     "OptionError",
+    "ManyJobsError",
     "NoInputError",
 ]
 
@@ -98,6 +99,22 @@ class Interrupted(KeyboardInterrupt):
 class OptionError(PauError):
     """An option that does not apply to the input it was given with (refused, never
     ignored)."""
+
+
+class ManyJobsError(OptionError):
+    """A figure of one job asked of a lifecycle or ledger of many jobs (a ``job`` column
+    naming more than one). Raised instead of a number that would mix the jobs (two jobs'
+    rank 0 seen as one rank, their attempt 1 as one attempt); ``figure`` names it, ``jobs``
+    counts the jobs. Its own class so callers that show many figures (``Run.summary``)
+    can leave this one out with a warning and let every other error through."""
+
+    def __init__(self, figure: str, jobs: int):
+        self.figure, self.jobs = figure, jobs
+        super().__init__(
+            f"{figure} is a figure of one job, and this lifecycle holds {jobs} jobs (its 'job' column): computed "
+            "over all of them it would mix them (their rank 0 seen as one rank, their attempt 1 as one attempt). "
+            "Fix: compute it per job: filter the lifecycle by job, or use pau.read_fleet / pau ingest, which "
+            "keeps one run per job")
 
 
 class NoInputError(PauError, FileNotFoundError):

@@ -25,7 +25,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -49,10 +49,11 @@ from pau.engine.types import (
 )
 from pau.engine.ledger import Ledger
 from pau.engine.vocab import LIFECYCLE_SCHEMA
+from pau.figures._common import _one_job
 from pau.figures.compare import range_summary, top_kernels
 from pau.figures.stragglers import step_figures
 from pau.figures.economics import requests as _request_ledger
-from pau.errors import OptionError, PauError, SchemaError
+from pau.errors import ManyJobsError, OptionError, PauError, SchemaError
 from pau.readers.detect import detect_format
 from pau.readers.kineto import KinetoTrace, read_kineto, trace_files
 from pau.readers.mllog import MLLogRun, read_mllog
@@ -289,6 +290,13 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
 
     ``ledger``: the run's ledger when the caller has it already (``run.ledger(as_of=...)``),
     so that it is not computed twice.
+
+    A lifecycle of many jobs (a ``job`` column naming more than one): ``ledger`` and
+    ``per_rank`` are the jobs' own, side by side and summed (:meth:`Ledger.summary`),
+    ``top_kernels`` pools every job's events, and the figures of one job (``steps``,
+    ``idle_by_cause``, ``layers``, ``recovery``, ``telemetry``,
+    ``events_outside_accountable``) are None, never mixed: a warning in ``run.warnings``
+    (code ``figures.many_jobs``) names them and the fix (``docs/lifecycle.md``).
     """
     if as_of is not None and run.lifecycle is None:
         raise OptionError("as_of: the figures as of an instant are those of a lifecycle (progress not yet "
@@ -298,29 +306,51 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     led = ledger if ledger is not None else (
         run.ledger(as_of=as_of) if (run.events is not None or run.lifecycle is not None) else None)
     req = _request_ledger(run.requests, slo=slo).summary() if run.requests is not None else None
-    return {
+    left_out: list[str] = []
+
+    def one_job(key: str, figure: Callable[[], Any]) -> Any:
+        """``figure()``, or None when it is a figure of one job and the run holds many
+        (:class:`pau.errors.ManyJobsError`): ``key`` is named in the warning."""
+        try:
+            return figure()
+        except ManyJobsError:
+            left_out.append(key)
+            return None
+
+    out: RunSummary = {
         "format": run.metadata.get("format"),
         "tables": {n: getattr(run, n).num_rows for n in run.tables()},
         "ledger": None if led is None else led.summary(),
         "per_rank": None if led is None else led.rank_activity(),
         "top_kernels": None if run.events is None else top_kernels(run.events),
         "nvtx": run.metadata.get("nvtx_summary"),
-        "steps": None if run.lifecycle is None else step_figures(run.lifecycle),
-        "idle_by_cause": _idle_figures(run, led),
+        "steps": None if run.lifecycle is None else one_job("steps", lambda: step_figures(run.lifecycle)),
+        "idle_by_cause": one_job("idle_by_cause", lambda: _idle_figures(run, led)),
         "layers": (None if led is None or led.intervals is None else
-                   _layers.layers(led, samples=run.samples, events=run.events).summary()),
+                   one_job("layers", lambda: _layers.layers(led, samples=run.samples, events=run.events).summary())),
         "recovery": (None if led is None or led.intervals is None or run.lifecycle is None else
-                     _recovery.recovery(run.lifecycle, ledger=led).summary()),
+                     one_job("recovery", lambda: _recovery.recovery(run.lifecycle, ledger=led).summary())),
         "telemetry": (None if run.samples is None or led is None else
-                      _telemetry.summary(led, run.samples, events=run.events,
-                                         span=run.spans if run.lifecycle is None else None)),
+                      one_job("telemetry", lambda: _telemetry.summary(
+                          led, run.samples, events=run.events, span=run.spans if run.lifecycle is None else None))),
         "requests": req,
         "slo_ns": dict(slo or {}),
-        "events_outside_accountable": outside_accountable(run.events, led),
+        "events_outside_accountable": one_job("events_outside_accountable",
+                                              lambda: outside_accountable(run.events, led)),
         "warnings": len(run.warnings),
         "quarantined": 0 if run.quarantine is None else run.quarantine.num_rows,
         "mlperf": _mlperf_figures(run),
     }
+    if left_out:
+        w = RunWarning("figures.many_jobs", (
+            f"the lifecycle holds many jobs (its 'job' column): {', '.join(left_out)} left out (None), being figures "
+            "of one job that would mix the jobs' ranks and attempts; the ledger's figures are the jobs' own, summed. "
+            "Fix: compute them per job: filter the lifecycle by job, or use pau.read_fleet / pau ingest, which keeps "
+            "one run per job"))
+        if not any(x.code == w.code and x == w for x in run.warnings):  # once, however often asked
+            run.warnings.append(w)
+        out["warnings"] = len(run.warnings)
+    return out
 
 
 #: The MLPerf facts of a run's metadata that the figures carry (``run_figures``' ``mlperf``).
@@ -360,6 +390,7 @@ def outside_accountable(events: pa.Table | None, led: Ledger | None) -> OutsideA
     if events is None or led is None or led.intervals is None:
         return None
     iv = led.intervals
+    _one_job(iv, "events outside accountable time")  # matched by rank: two jobs' rank 0 would be one
     rank = np.asarray(events["rank"], np.int64)
     start = np.asarray(events["start_ns"], np.int64)
     end = np.asarray(events["end_ns"], np.int64)

@@ -540,7 +540,7 @@ class Attribution:
     steps: _StepLabels         # step executions in (rank, start) order (see the properties)
     lineage_ckpt_steps: np.ndarray
     failures_all: list         # failure records, plus attempts that failed without one
-    wall_ns: int               # as_of minus the earliest accountable start
+    wall_ns: int               # as_of minus the earliest accountable start (many jobs: _jobs_wall's sum)
     preserved_steps: int
     preserved_tokens: int
     accountable: pa.Table      # rank, accountable_ns
@@ -928,6 +928,7 @@ class _Setup:
     job_att: np.ndarray        # job j's dense attempts: job_att[j] .. job_att[j + 1]
     wall: int                  # as_of minus the earliest accountable start, summed over jobs
     lineage_ckpt_jobs: np.ndarray | None = None  # many jobs: the job of each of lineage_ckpts
+    job_acc_min: np.ndarray | None = None  # many jobs: each job's earliest accountable start (NULL_MAX: none)
 
 
 _PHASE_STATE = np.array([S.get(k, -1) for k in PHASE_KINDS], np.int8)
@@ -1040,7 +1041,7 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, job
     return _Setup(A, C, L, _Members(*P["members"]), rank_values, bool(dense), int(r_lo), rank_lut, rank_src, att_lo,
                   att_lut, att_src, m_start, m_end, P["m_row"], P["background"],
                   (ov_rank, ov_start, ov_end, ov_state, ov_att, ov_step), None if acc_min == NULL_MAX else acc_min,
-                  lineage_ckpts, job_att, wall, ckpt_jobs)
+                  lineage_ckpts, job_att, wall, ckpt_jobs, job_acc_min if jobs is not None else None)
 
 
 def _relational_errors(code: int, err: tuple, x: _Rows, st: _Steps, jobs: _Jobs | None = None) -> list:
@@ -1334,11 +1335,36 @@ def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list,
         A = _Attempts(orig[A.ids], A.start, A.end, A.running, A.cause,
                       [(int(orig[a]), t, k) for a, t, k in A.failures], A.completed)
         accountable = jobs.with_job(accountable)
+    wall = P.wall if jobs is None or P.job_acc_min is None else _jobs_wall(P.job_acc_min, as_of, pieces, jobs,
+                                                                            A.running, P.A.ids)
     return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
-                       failures_all, P.wall, preserved_steps, int(tokens), accountable, pieces=pieces, jobs=jobs,
+                       failures_all, wall, preserved_steps, int(tokens), accountable, pieces=pieces, jobs=jobs,
                        lineage_ckpt_jobs=P.lineage_ckpt_jobs,
                        attempt_jobs=None if jobs is None else jobs.att_job[P.A.ids], acc_ranks=np.asarray(ur),
                        span_ns=int(as_of) - int(P.acc_min) if P.acc_min is not None else 0)
+
+
+def _jobs_wall(acc_min: np.ndarray, as_of: int, pieces: list, jobs: _Jobs, running: np.ndarray,
+               att_ids: np.ndarray) -> int:
+    """The MTBF's wall time of many jobs: per job, from its first accountable instant to
+    ``as_of``, or to its last accountable instant when it has ended (no running attempt):
+    a job that ended long before ``as_of`` adds its own span, not the time up to it."""
+    n = acc_min.size
+    last = np.full(n, -NULL_MAX - 1, np.int64)
+    for pr, _, pe, _ in pieces:
+        if pe.size:
+            np.maximum.at(last, jobs.rank_job[np.asarray(pr, np.int64)], pe)
+    live = np.zeros(n, bool)
+    if att_ids.size:
+        live[jobs.att_job[att_ids[np.asarray(running, bool)]]] = True
+    wall = 0
+    for j in range(n):
+        first = int(acc_min[j])
+        if first == NULL_MAX:
+            continue
+        end = as_of if live[j] else min(as_of, max(int(last[j]), first))
+        wall += end - first
+    return wall
 
 
 def _lowest_member(members: _Members, ids: np.ndarray, rank_lut: np.ndarray, r_lo: int) -> np.ndarray:

@@ -197,8 +197,8 @@ class Ledger:
         every ns and count is the sum of the jobs' own (``ranks``, ``failures``,
         ``preserved_steps`` and ``preserved_model_cycles`` count per job), and every
         ratio a ratio of those sums. ``mtbf_s`` is not additive: it is the sum of the
-        jobs' wall times (each from its first accountable instant to ``as_of``) over
-        the sum of their failures.
+        jobs' wall times (each from its first accountable instant to ``as_of``, or to
+        its last accountable instant once it has ended) over the sum of their failures.
 
         This is the one place these figures are computed: ``pau report`` (every
         format), ``pau compare``, :func:`pau.core.compare` and ``Run.summary()``

@@ -7,8 +7,12 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from pau.errors import PauError
+from pau.engine._input import as_table
+from pau.engine.ledger import Ledger
+from pau.errors import ManyJobsError, PauError
 
 #: ns per second: accelerator-seconds are derived from exact ns at the edge.
 _NS_PER_S = 10**9
@@ -65,3 +69,32 @@ def _positive(value: Any, what: str) -> Fraction:
     if v <= 0:
         raise PauError(f"{what} = {value!r} is not positive. Fix: give {what} as a positive number")
     return v
+
+
+def _job_count(source: Any, table: str = "lifecycle") -> int:
+    """How many jobs a lifecycle or a ledger holds: the distinct values of its ``job``
+    column (null: one unnamed job), 1 without one. A stream is read here: callers pass
+    the table they read once."""
+    if isinstance(source, Ledger):
+        att = source._att
+        if att is not None and att.jobs is not None:
+            return len(att.jobs.names)
+        t = source.table
+    elif source is None:
+        return 1
+    else:
+        t = source if isinstance(source, pa.Table) else as_table(source, table)
+    if "job" not in t.schema.names or t.num_rows == 0:
+        return 1
+    col = t.column("job")
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return int(pc.count_distinct(col, mode="all").as_py())
+
+
+def _one_job(source: Any, figure: str, table: str = "lifecycle") -> None:
+    """Refuse (:class:`pau.errors.ManyJobsError`, naming ``figure`` and the fix) a
+    lifecycle or ledger of many jobs: the figures of one job would mix them."""
+    n = _job_count(source, table)
+    if n > 1:
+        raise ManyJobsError(figure, n)

@@ -29,7 +29,7 @@ from pau.engine.ledger import NS_PER_HOUR, Ledger
 from pau.engine.types import LedgerSummary, Quarantined, check_on_invalid
 from pau.engine.vocab import names as vocab_names
 from pau.errors import InvalidRowError, PauError, SchemaError
-from pau.figures._common import _NS_PER_S, _ratio
+from pau.figures._common import _NS_PER_S, _one_job, _ratio
 from pau.figures.hardware import integrate
 
 __all__ = [
@@ -704,6 +704,7 @@ def cost(ledger_or_requests: Any, prices: dict, *, power: Any = None) -> dict:
         allocated* cost (all billed time, waste included) over the useful units;
         ``None`` when there are none.
     """
+    _one_job(ledger_or_requests if isinstance(ledger_or_requests, Ledger) else None, "cost")
     if not isinstance(prices, dict):
         raise PauError("prices: expected a dict such as {'per_accelerator_hour': 2.0}")
     _check_prices(prices)
@@ -942,6 +943,7 @@ def checkpoint_advice(ledger: Ledger, *, mtbf_s: float | None = None, checkpoint
     the intervals are ``None`` when no failure (or no checkpoint) was measured and
     none was given.
     """
+    _one_job(ledger, "checkpoint advice")
     if not isinstance(ledger, Ledger):
         raise TypeError(f"checkpoint_advice: expected a pau Ledger, got {type(ledger).__name__}")
     s = ledger.summary()

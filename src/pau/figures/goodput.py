@@ -24,7 +24,7 @@ from pau.engine._input import as_table, int_values, time_values
 from pau.engine.ledger import Ledger
 from pau.engine.types import RunWarning
 from pau.errors import InvalidRowError, OptionError, PauError, SchemaError
-from pau.figures._common import _NS_PER_S, _count, _f, _frac, _positive
+from pau.figures._common import _NS_PER_S, _count, _f, _frac, _one_job, _positive
 
 __all__ = [
     "PEAK_FLOPS", "PeakFlops", "peak_flops", "ModelFlops", "model_flops", "RECOMPUTE", "ProgramGoodput",
@@ -346,6 +346,7 @@ def program_goodput(ledger: Ledger, flops: ModelFlops | int, *, accelerator: str
     and ``t_productive`` the ledger's productive accelerator-seconds. Program goodput
     over accountable time is ``F_model / (P x t_accountable) = MFU x goodput``.
     """
+    _one_job(ledger, "program goodput")
     pk = _peak(peak, accelerator, dtype, peaks, "program_goodput")
     if isinstance(flops, ModelFlops):
         mf = flops
@@ -535,6 +536,7 @@ def mpg(ledger: Ledger, schedule: Any = None, *, flops: ModelFlops | int | None 
     -------
     MPG
     """
+    _one_job(ledger, "MPG")
     s = ledger.summary()
     if s["goodput"] is None and s["preserved_steps"] is None:
         raise PauError("mpg: the ledger has no lifecycle. Fix: build it with a lifecycle table")
@@ -605,6 +607,7 @@ def ettr(ledger: Ledger, schedule: Any = None, *, queued_ns: int | None = None, 
     (accelerator-ns, so a job whose allocation changes size is weighted by its
     accelerators). ``pending`` work is not counted productive (reported beside it).
     """
+    _one_job(ledger, "ETTR")
     s = ledger.summary()
     if s["goodput"] is None and s["preserved_steps"] is None:
         raise PauError("ettr: the ledger has no lifecycle. Fix: build it with a lifecycle table")

@@ -49,6 +49,7 @@ from pau.engine._sweep import plan_of
 from pau.engine.types import Quarantined, RunWarning, check_on_invalid
 from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
 from pau.errors import OptionError, PauError
+from pau.figures._common import _one_job
 from pau.readers.telemetry import (
     METRICS, QUARANTINE_SCHEMA, SAMPLES_SCHEMA, Telemetry, check_samples, normal_bus_id, normal_uuid,
 )
@@ -295,6 +296,7 @@ def cell_intervals(ledger: Ledger, events: Any = None, *, span: Any = None, wind
         The intervals' ns per cell differ from the ledger's (other events, span,
         windows or priority than the ledger's), naming the first differing cell.
     """
+    _one_job(ledger, "cell intervals (telemetry per ledger cell)")
     if not isinstance(ledger, Ledger):
         raise TypeError(f"cell_intervals: expected a pau Ledger, got {type(ledger).__name__}")
     if ledger.has_events and events is None:
@@ -395,6 +397,7 @@ def cell_metrics(ledger: Ledger, samples: Any, *, events: Any = None, span: Any 
         increase; else null). With ``on_invalid="quarantine"``: ``(table,
         quarantine)``.
     """
+    _one_job(ledger, "cell metrics (telemetry per ledger cell)")
     check_on_invalid(on_invalid)
     if max_gap_ns is not None and (isinstance(max_gap_ns, bool) or not isinstance(max_gap_ns, (int, np.integer))
                                    or max_gap_ns < 0):

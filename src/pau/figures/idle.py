@@ -45,6 +45,7 @@ from pau.engine._input import (
 from pau.engine.ledger import Ledger, exact_sums
 from pau.engine.vocab import KINDS, SPANS_SCHEMA
 from pau.errors import InvalidRowError, OptionError, SchemaError
+from pau.figures._common import _one_job
 from pau.readers.kineto import HOST_CAUSES, HOST_SCHEMA
 
 __all__ = ["CAUSES", "HOST_CAUSES", "HOST_SCHEMA", "IdleByCause", "host_of_lifecycle", "host_wait_intervals",
@@ -173,6 +174,7 @@ def host_of_lifecycle(lifecycle: Any) -> pa.Table:
         :data:`HOST_SCHEMA`.
     """
     lc = as_table(lifecycle, "lifecycle")
+    _one_job(lc, "host of lifecycle")
     if lc.num_rows == 0 or "record" not in lc.column_names or "kind" not in lc.column_names:
         return HOST_SCHEMA.empty_table()
     rec = _column(lc, "record", "lifecycle").cast(pa.string())
@@ -437,6 +439,9 @@ def idle_by_cause(events: Any, host: Any = None, *, lifecycle: Any = None, span:
         row); :class:`pau.errors.OptionError` for a ledger without a lifecycle or
         without events, or a ledger given with span or windows.
     """
+    lifecycle = None if lifecycle is None else as_table(lifecycle, "lifecycle")  # read once (a stream)
+    _one_job(lifecycle, "idle by cause")
+    _one_job(ledger, "idle by cause")
     derived, spans, windows, accountable = _timeline(events, host, lifecycle, span, windows, ledger)
     out = classify(derived, span=spans, windows=windows, priority=KINDS, threads=threads)
     return _shape(out, accountable is not None)
@@ -556,6 +561,9 @@ def idle_cause_intervals(events: Any, host: Any = None, *, lifecycle: Any = None
     pau.errors.PauError
         As :func:`idle_by_cause`.
     """
+    lifecycle = None if lifecycle is None else as_table(lifecycle, "lifecycle")  # read once (a stream)
+    _one_job(lifecycle, "idle cause intervals")
+    _one_job(ledger, "idle cause intervals")
     tl = _timeline(events, host, lifecycle, span, windows, ledger)
     region = tl.accountable if tl.accountable is not None else tl.spans
     d = tl.derived

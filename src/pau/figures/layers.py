@@ -37,6 +37,7 @@ from typing import Any, Optional
 
 from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
 from pau.errors import PauError
+from pau.figures._common import _one_job
 from pau.figures.goodput import ModelFlops, program_goodput, schedule_times
 from pau.figures.hardware import cell_metrics
 
@@ -120,6 +121,7 @@ def layers(ledger: Ledger, *, samples: Any = None, events: Any = None, span: Any
         Every layer and loss also in money: ``ns x price / 3.6e12`` (the price read as
         its exact decimal).
     """
+    _one_job(ledger, "layers")
     s = ledger.summary()
     if ledger.intervals is None:  # not goodput: it is None too when nothing is accountable (yet)
         raise PauError("layers: the ledger has no lifecycle, so no productive layer. Fix: give the run's "

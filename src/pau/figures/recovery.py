@@ -24,7 +24,7 @@ from pau.engine._lifecycle import NULL, Attribution
 from pau.engine.api import ledger as _ledger_of
 from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
 from pau.errors import OptionError, PauError
-from pau.figures._common import _NS_PER_S, _count, _f, _frac, _positive
+from pau.figures._common import _NS_PER_S, _count, _f, _frac, _one_job, _positive
 
 __all__ = ["Recovery", "recovery", "Protection", "protection"]
 
@@ -189,6 +189,9 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
     if isinstance(lifecycle, Ledger):
         raise OptionError("recovery: the first argument is a Ledger; the step and restore records it needs are in the "
                           "lifecycle table. Fix: recovery(lifecycle, ledger=that_ledger)")
+    lifecycle = as_table(lifecycle, "lifecycle")  # read once: a stream is read by the ledger and below
+    _one_job(lifecycle, "recovery")
+    _one_job(ledger, "recovery")
     led = _ledger_for(lifecycle, ledger, as_of, "recovery")
     att = _att(led, "recovery")
     s = led.summary()
@@ -471,6 +474,7 @@ def protection(ledger: Ledger, *, bound_ns: int | None = None, bound_share: Numb
     price = None if price_per_accelerator_hour is None else (
         Fraction(0) if price_per_accelerator_hour == 0 else _positive(price_per_accelerator_hour,
                                                                        "price_per_accelerator_hour"))
+    _one_job(ledger, "protection")
     att = _att(ledger, "protection")
     iv = _intervals(ledger, "protection")
     st = iv["state"].cast(pa.string()) if pa.types.is_dictionary(iv["state"].type) else iv["state"]

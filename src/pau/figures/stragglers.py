@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pau.engine._input import _column, as_table, int_values, time_values
 from pau.engine.types import Quarantined, check_on_invalid
 from pau.errors import InvalidRowError, OptionError, PauError
-from pau.figures._common import _NS_PER_S, _count, _fmt, _ratio
+from pau.figures._common import _NS_PER_S, _count, _fmt, _one_job, _ratio
 
 __all__ = [
     "Stragglers", "stragglers", "StragglerScores", "straggler_scores", "StepRows", "checked_steps", "step_rows",
@@ -147,6 +147,7 @@ def checked_steps(table_like: Any, *, by: str = "step", need_start: bool = False
     check_on_invalid(on_invalid)
     t, source_rows = _step_records(table_like, "steps")
     name = "steps" if source_rows is None else "lifecycle"
+    _one_job(t, "the step rows' figures (stragglers, straggler scores)", name)
     n = t.num_rows
     names = t.schema.names
     rank, rank_null = int_values(t, "rank", name)
@@ -381,6 +382,7 @@ def step_times(lifecycle: Any) -> dict[int, np.ndarray] | None:
     order. None when the lifecycle has no step rows of a rank of their own (rank -1
     rows say nothing about one rank's pace)."""
     t = as_table(lifecycle, "lifecycle")
+    _one_job(t, "step times")
     steps = t.filter(pc.and_(pc.equal(t["record"], "step"), pc.is_valid(t["end_ns"])))
     if steps.num_rows == 0 or not pc.all(pc.greater_equal(steps["rank"], 0)).as_py():
         return None
@@ -399,6 +401,7 @@ def step_figures(lifecycle: Any) -> dict | None:
     the lifecycle has no step rows of a rank of their own (rank -1 rows say nothing
     about one rank's pace)."""
     t = as_table(lifecycle, "lifecycle")
+    _one_job(t, "step figures")
     times = step_times(t)
     if times is None:
         return None

@@ -113,8 +113,25 @@ def _is_event_csv(text: str) -> bool:
     return "," in first and set(CSV_EVENT_COLUMNS) <= names
 
 
-#: Fleet records: (start of the text, keys that must all appear, what, the reader), tried
-#: in this order (plain searches: no pattern that could backtrack over the head).
+#: Lines a Megatron-LM log has at their start (``megatron/training/training.py``): its
+#: iteration log (`` [2026-03-02 10:00:37.249000] iteration       10/     100 |``) and
+#: ``print_datetime`` (``[after dataloaders are built] datetime: 2026-03-02 10:00:33.000000``).
+_MEGATRON_ITERATION = re.compile(r"^ *\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]\n]*\] iteration +\d+/ *\d+ \|", re.M)
+_MEGATRON_DATETIME = re.compile(r"^\[[^\]\n]*\] datetime: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", re.M)
+
+
+def _is_megatron_log(text: str) -> bool:
+    """A Megatron-LM training log: at least two lines that start as its iteration lines
+    do, or (a log that ended before its first logged iteration) two that start as its
+    ``print_datetime`` lines. Its phrases quoted in prose (a README describing such a
+    log) are not at line starts with real numbers and times, so they do not count."""
+    return any(sum(1 for _ in zip(range(2), p.finditer(text))) == 2
+               for p in (_MEGATRON_ITERATION, _MEGATRON_DATETIME))
+
+
+#: Fleet records: (start of the text, keys that must all appear (a pattern, or a test of
+#: the text), what, the reader), tried in this order (plain searches: no pattern that could
+#: backtrack over the head).
 _FLEET = (
     (re.compile(r'\s*\{\s*"job_id"\s*:'), (r'"cycle_start_time"\s*:', r'"active_ranks"\s*:'), "an NVRx cycle_info file",
      "read_nvrx"),
@@ -123,15 +140,15 @@ _FLEET = (
     (re.compile(r"\s*\[\s*\{"), (r'"attempts"\s*:', r'"submitted_time"\s*:'), "a Philly job log", "read_philly"),
     (re.compile(r"\ufeff?JobID\|", re.I), (), "sacct --parsable2 output", "read_sacct_jobs"),
     (re.compile(r"\ufeff?name,cpu_milli,memory_mib,num_gpu,gpu_milli,"), (), "an Alibaba GPU pod list", "read_alibaba_pods"),
-    (None, (r"elapsed time per iteration \(ms\): |\] datetime: \d{4}-\d\d-\d\d ",), "a Megatron-LM training log",
-     "read_megatron"),
+    (None, (_is_megatron_log,), "a Megatron-LM training log", "read_megatron"),
 )
 
 
 def _fleet_hint(text: str) -> tuple[str, str] | None:
     """(what, reader) when ``text`` (a file's head) is fleet records, else None."""
     for start, keys, what, fn in _FLEET:
-        if (start is None or start.match(text)) and all(re.search(k, text) for k in keys):
+        if (start is None or start.match(text)) and all(k(text) if callable(k) else re.search(k, text)
+                                                          for k in keys):
             return what, fn
     return None
 

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 
 from pau.engine.ledger import Ledger
 from pau.figures.stragglers import stragglers
+from pau.figures._common import _one_job
 from pau.errors import PauError
 from pau.figures.idle import CAUSES, idle_cause_intervals
 from pau.engine.types import Quarantined
@@ -251,6 +252,8 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
     idle, and per rank and cause it is :func:`pau.figures.idle.idle_by_cause`'s. Lifecycle records of every rank (``rank = -1``) are shown on each
     rank of the trace, with ``args.rank = -1``.
     """
+    _one_job(run.lifecycle, "the Chrome trace")  # one process per rank: two jobs' rank 0 would be one
+    _one_job(ledger, "the Chrome trace")
     led = run.ledger() if ledger is None else ledger
     if not isinstance(led, Ledger):
         raise PauError(f"chrome_trace: ledger is a {type(led).__name__}, not a pau Ledger. Fix: pass "
