@@ -143,3 +143,22 @@ def test_run_summary_of_many_jobs_keeps_the_ledger_and_leaves_out_the_rest(jobs)
     s1 = one.summary()
     assert s1["recovery"] is not None and s1["steps"] is not None and s1["layers"] is not None
     assert not [w for w in one.warnings if w.code == "figures.many_jobs"]
+
+
+def test_pau_report_of_many_jobs_leaves_the_outcome_figures_out_and_says_so(jobs, tmp_path, capsys):
+    """The command line: the ledger's figures are the jobs' own, summed; the figures of one
+    job are None in the JSON, and a warning on stderr names them and the fix."""
+    import json
+
+    from pau import cli
+
+    _, _, lc, _, _ = jobs
+    path = tmp_path / "run"
+    pau.Run(lifecycle=lc).write(path)
+    assert cli.main(["report", str(path), "--format", "json", "-o", "-", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    got = json.loads(out)
+    assert got["ledger"] == pc.ledger(lifecycle=lc).summary()
+    for key in ("checkpoint_advice", "straggler_scores", "mpg", "ettr", "program_goodput", "protection"):
+        assert got[key] is None, key
+    assert "figures.many_jobs" in err and "pau ingest" in err

@@ -518,7 +518,18 @@ def _outcome_figures(run: Run, led: Ledger, args: argparse.Namespace, schedule: 
     """The outcome figures of a lifecycle ledger, each the summary of its API function:
     checkpoint advice (Young, Daly), NVRx straggler scores, MPG and its factors, ETTR
     (with --schedule), MFU and HFU (with --flops-per-step) and progress protection
-    (with --protection-bound)."""
+    (with --protection-bound). Of a lifecycle of many jobs, each is left out (None) with a
+    warning: they are figures of one job (:class:`pau.errors.ManyJobsError`)."""
+    try:
+        return _one_job_outcome_figures(run, led, args, schedule)
+    except errors.ManyJobsError as exc:
+        _note(f"warning: figures.many_jobs: checkpoint advice, straggler scores, MPG, ETTR, MFU/HFU and "
+              f"progress protection left out (figures of one job): {_cli_words(str(exc))}")
+        return dict.fromkeys(("checkpoint_advice", "straggler_scores", "mpg", "ettr", "program_goodput",
+                              "protection"))
+
+
+def _one_job_outcome_figures(run: Run, led: Ledger, args: argparse.Namespace, schedule: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"checkpoint_advice": core.checkpoint_advice(led)}
     steps = run.lifecycle is not None and run.lifecycle.num_rows and _has_steps(run.lifecycle)
     scores = straggler_scores(run.lifecycle) if steps else None
