@@ -38,6 +38,10 @@
 // lack a field or hold an impossible value are set aside with a reason, so the
 // caller can raise or quarantine them.
 //
+// The JSON tokens (strings, numbers, skipped values, objects and arrays, and their
+// errors) are scanned by json_lex.hpp's Lexer; this header holds the trace's
+// structure: the states of the top level, the fields of an event, the columns.
+//
 // This header knows nothing of Python; the bindings live in csrc/bindings/.
 #pragma once
 
@@ -255,60 +259,17 @@ class Parser {
         }
     }
 
+    // One unit at pos_: the state's next byte, or a member or an event.
     Step step() {
         skip_ws_at_pos();
         if (pos_ >= win_len_) return Step::more;
         const char c = win_[pos_];
         switch (state_) {
-            case State::start:
-                if (static_cast<unsigned char>(c) == 0xEF && base_offset_ + static_cast<int64_t>(pos_) == 0) {
-                    // A UTF-8 byte order mark.
-                    if (win_len_ - pos_ < 3) return Step::more;
-                    if (static_cast<unsigned char>(win_[pos_ + 1]) == 0xBB &&
-                        static_cast<unsigned char>(win_[pos_ + 2]) == 0xBF) {
-                        pos_ += 3;
-                        return Step::ok;
-                    }
-                }
-                if (c == '{') {
-                    meta_.format = 1;
-                    state_ = State::obj_key;
-                    first_ = true;
-                    ++pos_;
-                    return Step::ok;
-                }
-                if (c == '[') {
-                    meta_.format = 2;
-                    state_ = State::arr_item;
-                    in_top_array_ = true;
-                    first_ = true;
-                    ++pos_;
-                    return Step::ok;
-                }
-                fail(pos_, std::string("not a Kineto trace: a trace is a JSON object with \"traceEvents\" or a JSON "
-                                       "array of events, but the file starts with ") + json::describe(c));
-                return Step::error;
+            case State::start: return document_start(c);
             case State::obj_key:
-                if (c == '}' && first_) {
-                    state_ = State::done;
-                    ++pos_;
-                    return Step::ok;
-                }
+                if (c == '}' && first_) return to(State::done);
                 return top_member();
-            case State::obj_after:
-                if (c == ',') {
-                    state_ = State::obj_key;
-                    first_ = false;
-                    ++pos_;
-                    return Step::ok;
-                }
-                if (c == '}') {
-                    state_ = State::done;
-                    ++pos_;
-                    return Step::ok;
-                }
-                fail(pos_, std::string("malformed JSON: expected ',' or '}' after a top-level member, found ") + json::describe(c));
-                return Step::error;
+            case State::obj_after: return after_member(c);
             case State::arr_item:
                 if (c == ']') {
                     if (!first_) {
@@ -320,24 +281,71 @@ class Parser {
                     return Step::ok;
                 }
                 return event();
-            case State::arr_after:
-                if (c == ',') {
-                    state_ = State::arr_item;
-                    first_ = false;
-                    ++pos_;
-                    return Step::ok;
-                }
-                if (c == ']') {
-                    end_array();
-                    ++pos_;
-                    return Step::ok;
-                }
-                fail(pos_, std::string("malformed JSON: expected ',' or ']' after an event, found ") + json::describe(c));
-                return Step::error;
+            case State::arr_after: return after_event(c);
             case State::done:
                 fail(pos_, std::string("malformed JSON: data after the end of the document: ") + json::describe(c));
                 return Step::error;
         }
+        return Step::error;
+    }
+
+    // Consume the byte at pos_ and go to state s.
+    Step to(State s) {
+        state_ = s;
+        ++pos_;
+        return Step::ok;
+    }
+
+    // The document's first byte: '{' (a trace object) or '[' (a bare array of
+    // events), after a UTF-8 byte order mark if there is one.
+    Step document_start(char c) {
+        if (static_cast<unsigned char>(c) == 0xEF && base_offset_ + static_cast<int64_t>(pos_) == 0) {
+            if (win_len_ - pos_ < 3) return Step::more;
+            if (static_cast<unsigned char>(win_[pos_ + 1]) == 0xBB && static_cast<unsigned char>(win_[pos_ + 2]) == 0xBF) {
+                pos_ += 3;
+                return Step::ok;
+            }
+        }
+        if (c == '{') {
+            meta_.format = 1;
+            first_ = true;
+            return to(State::obj_key);
+        }
+        if (c == '[') {
+            meta_.format = 2;
+            in_top_array_ = true;
+            first_ = true;
+            return to(State::arr_item);
+        }
+        fail(pos_, std::string("not a Kineto trace: a trace is a JSON object with \"traceEvents\" or a JSON "
+                               "array of events, but the file starts with ") + json::describe(c));
+        return Step::error;
+    }
+
+    // After a top-level member: ',' and the next key, or '}' and the end.
+    Step after_member(char c) {
+        if (c == ',') {
+            first_ = false;
+            return to(State::obj_key);
+        }
+        if (c == '}') return to(State::done);
+        fail(pos_, std::string("malformed JSON: expected ',' or '}' after a top-level member, found ") +
+                       json::describe(c));
+        return Step::error;
+    }
+
+    // After an event: ',' and the next event, or ']' and the end of the array.
+    Step after_event(char c) {
+        if (c == ',') {
+            first_ = false;
+            return to(State::arr_item);
+        }
+        if (c == ']') {
+            end_array();
+            ++pos_;
+            return Step::ok;
+        }
+        fail(pos_, std::string("malformed JSON: expected ',' or ']' after an event, found ") + json::describe(c));
         return Step::error;
     }
 
@@ -387,50 +395,11 @@ class Parser {
         if (key == "distributedInfo") {
             if (v.empty() || v[0] != '{') return Step::ok;  // not an object: no rank
             meta_.has_distributed_info = true;
-            return lex_.object(c, [&](std::string_view k, Cur& vc) -> Step {
-                if (k == "rank" || k == "world_size") {
-                    std::string_view num;
-                    Step s = lex_.number_or_skip(vc, &num);
-                    if (s != Step::ok) return s;
-                    int64_t x;
-                    if (!num.empty() && json::integer(num, &x)) {
-                        if (k == "rank") {
-                            meta_.has_rank = true;
-                            meta_.rank = x;
-                        } else {
-                            meta_.has_world_size = true;
-                            meta_.world_size = x;
-                        }
-                    }
-                    return Step::ok;
-                }
-                if (k == "backend") return lex_.string_or_skip(vc, &meta_.backend);
-                return lex_.value(vc);
-            });
+            return distributed_info(c);
         }
         if (key == "deviceProperties") {
             if (v.empty() || v[0] != '[') return Step::ok;
-            return lex_.array(c, [&](Cur& ec) -> Step {
-                json::skip_ws(ec);
-                if (ec.p < ec.end && *ec.p != '{') return lex_.value(ec);
-                int64_t id = -1;
-                std::string name;
-                Step s = lex_.object(ec, [&](std::string_view k, Cur& vc) -> Step {
-                    if (k == "id") {
-                        std::string_view num;
-                        Step s2 = lex_.number_or_skip(vc, &num);
-                        if (s2 == Step::ok && !num.empty()) json::integer(num, &id);
-                        return s2;
-                    }
-                    if (k == "name") return lex_.string_or_skip(vc, &name);
-                    return lex_.value(vc);
-                });
-                if (s == Step::ok) {
-                    meta_.device_ids.push_back(id);
-                    meta_.device_names.push_back(std::move(name));
-                }
-                return s;
-            });
+            return device_properties(c);
         }
         if (key == "baseTimeNanoseconds") {
             int64_t x;
@@ -442,6 +411,55 @@ class Parser {
         }
         if (key == "displayTimeUnit") return lex_.string_or_skip(c, &meta_.display_time_unit);
         return Step::ok;
+    }
+
+    // distributedInfo: the rank, the world size and the backend.
+    Step distributed_info(Cur& c) {
+        return lex_.object(c, [&](std::string_view k, Cur& vc) -> Step {
+            if (k == "rank" || k == "world_size") {
+                std::string_view num;
+                Step s = lex_.number_or_skip(vc, &num);
+                if (s != Step::ok) return s;
+                int64_t x;
+                if (!num.empty() && json::integer(num, &x)) {
+                    if (k == "rank") {
+                        meta_.has_rank = true;
+                        meta_.rank = x;
+                    } else {
+                        meta_.has_world_size = true;
+                        meta_.world_size = x;
+                    }
+                }
+                return Step::ok;
+            }
+            if (k == "backend") return lex_.string_or_skip(vc, &meta_.backend);
+            return lex_.value(vc);
+        });
+    }
+
+    // deviceProperties: the id and name of each device object.
+    Step device_properties(Cur& c) {
+        return lex_.array(c, [&](Cur& ec) -> Step {
+            json::skip_ws(ec);
+            if (ec.p < ec.end && *ec.p != '{') return lex_.value(ec);
+            int64_t id = -1;
+            std::string name;
+            Step s = lex_.object(ec, [&](std::string_view k, Cur& vc) -> Step {
+                if (k == "id") {
+                    std::string_view num;
+                    Step s2 = lex_.number_or_skip(vc, &num);
+                    if (s2 == Step::ok && !num.empty()) json::integer(num, &id);
+                    return s2;
+                }
+                if (k == "name") return lex_.string_or_skip(vc, &name);
+                return lex_.value(vc);
+            });
+            if (s == Step::ok) {
+                meta_.device_ids.push_back(id);
+                meta_.device_names.push_back(std::move(name));
+            }
+            return s;
+        });
     }
 
     // ---------------------------------------------------------------- events
