@@ -19,6 +19,7 @@
 // This header knows nothing of Python.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -167,6 +168,14 @@ inline bool integer(std::string_view s, int64_t* out) {
     if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
     *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
     return true;
+}
+
+// s == lit for a string literal: a length test, then a compare of a size known at
+// compile time, which the compiler does inline (a key test per member of every event;
+// std::string_view's == is left a call in a large translation unit).
+template <size_t N>
+inline __attribute__((always_inline)) bool equals(std::string_view s, const char (&lit)[N]) {
+    return s.size() == N - 1 && std::memcmp(s.data(), lit, N - 1) == 0;
 }
 
 // A byte for an error message: itself when printable, else its hex code.

@@ -301,7 +301,8 @@ class Parser {
     Step document_start(char c) {
         if (static_cast<unsigned char>(c) == 0xEF && base_offset_ + static_cast<int64_t>(pos_) == 0) {
             if (win_len_ - pos_ < 3) return Step::more;
-            if (static_cast<unsigned char>(win_[pos_ + 1]) == 0xBB && static_cast<unsigned char>(win_[pos_ + 2]) == 0xBF) {
+            if (static_cast<unsigned char>(win_[pos_ + 1]) == 0xBB &&
+                static_cast<unsigned char>(win_[pos_ + 2]) == 0xBF) {
                 pos_ += 3;
                 return Step::ok;
             }
@@ -363,7 +364,7 @@ class Parser {
         if (s != Step::ok) return s;
         s = lex_.expect(c, ':', "':' after a key");
         if (s != Step::ok) return s;
-        if (key == "traceEvents") {
+        if (json::equals(key, "traceEvents")) {
             json::skip_ws(c);
             if (c.p >= c.end) return Step::more;
             if (*c.p != '[') {
@@ -392,16 +393,16 @@ class Parser {
     // The top-level values pau reads; `v` is one complete JSON value.
     Step top_value(std::string_view key, std::string_view v) {
         Cur c{v.data(), v.data() + v.size()};
-        if (key == "distributedInfo") {
+        if (json::equals(key, "distributedInfo")) {
             if (v.empty() || v[0] != '{') return Step::ok;  // not an object: no rank
             meta_.has_distributed_info = true;
             return distributed_info(c);
         }
-        if (key == "deviceProperties") {
+        if (json::equals(key, "deviceProperties")) {
             if (v.empty() || v[0] != '[') return Step::ok;
             return device_properties(c);
         }
-        if (key == "baseTimeNanoseconds") {
+        if (json::equals(key, "baseTimeNanoseconds")) {
             int64_t x;
             if (!v.empty() && json::integer(v, &x)) {
                 meta_.has_base_time = true;
@@ -409,20 +410,20 @@ class Parser {
             }
             return Step::ok;
         }
-        if (key == "displayTimeUnit") return lex_.string_or_skip(c, &meta_.display_time_unit);
+        if (json::equals(key, "displayTimeUnit")) return lex_.string_or_skip(c, &meta_.display_time_unit);
         return Step::ok;
     }
 
     // distributedInfo: the rank, the world size and the backend.
     Step distributed_info(Cur& c) {
         return lex_.object(c, [&](std::string_view k, Cur& vc) -> Step {
-            if (k == "rank" || k == "world_size") {
+            if (json::equals(k, "rank") || json::equals(k, "world_size")) {
                 std::string_view num;
                 Step s = lex_.number_or_skip(vc, &num);
                 if (s != Step::ok) return s;
                 int64_t x;
                 if (!num.empty() && json::integer(num, &x)) {
-                    if (k == "rank") {
+                    if (json::equals(k, "rank")) {
                         meta_.has_rank = true;
                         meta_.rank = x;
                     } else {
@@ -432,7 +433,7 @@ class Parser {
                 }
                 return Step::ok;
             }
-            if (k == "backend") return lex_.string_or_skip(vc, &meta_.backend);
+            if (json::equals(k, "backend")) return lex_.string_or_skip(vc, &meta_.backend);
             return lex_.value(vc);
         });
     }
@@ -445,13 +446,13 @@ class Parser {
             int64_t id = -1;
             std::string name;
             Step s = lex_.object(ec, [&](std::string_view k, Cur& vc) -> Step {
-                if (k == "id") {
+                if (json::equals(k, "id")) {
                     std::string_view num;
                     Step s2 = lex_.number_or_skip(vc, &num);
                     if (s2 == Step::ok && !num.empty()) json::integer(num, &id);
                     return s2;
                 }
-                if (k == "name") return lex_.string_or_skip(vc, &name);
+                if (json::equals(k, "name")) return lex_.string_or_skip(vc, &name);
                 return lex_.value(vc);
             });
             if (s == Step::ok) {
@@ -503,13 +504,13 @@ class Parser {
         if (c.p >= c.end) return Step::more;
         switch (k.size()) {
             case 2:
-                if (k == "ph") return lex_.string_view_or_skip(c, &e.ph);
-                if (k == "ts") return time_field(c, &e.ts, &e.has_ts, &e.ts_is_number, true);
+                if (json::equals(k, "ph")) return lex_.string_view_or_skip(c, &e.ph);
+                if (json::equals(k, "ts")) return time_field(c, &e.ts, &e.has_ts, &e.ts_is_number, true);
                 break;
             case 3:
-                if (k == "cat") return lex_.string_view_or_skip(c, &e.cat);
-                if (k == "dur") return time_field(c, &e.dur, &e.has_dur, &e.dur_is_number, false);
-                if (k == "pid") {
+                if (json::equals(k, "cat")) return lex_.string_view_or_skip(c, &e.cat);
+                if (json::equals(k, "dur")) return time_field(c, &e.dur, &e.has_dur, &e.dur_is_number, false);
+                if (json::equals(k, "pid")) {
                     std::string_view num;
                     if (*c.p == '"') return lex_.value(c);
                     Step s = lex_.number_or_skip(c, &num);
@@ -518,8 +519,8 @@ class Parser {
                 }
                 break;
             case 4:
-                if (k == "name") return lex_.string_view_or_skip(c, &e.name);
-                if (k == "args") {
+                if (json::equals(k, "name")) return lex_.string_view_or_skip(c, &e.name);
+                if (json::equals(k, "args")) {
                     if (*c.p != '{') return lex_.value(c);
                     return lex_.object(c, [&](std::string_view ak, Cur& vc) -> Step { return arg_member(ak, vc, e); });
                 }
@@ -535,22 +536,22 @@ class Parser {
         if (c.p >= c.end) return Step::more;
         bool* has = nullptr;
         int64_t* out = nullptr;
-        if (k == "device") {
+        if (json::equals(k, "device")) {
             has = &e.has_device;
             out = &e.device;
-        } else if (k == "stream") {
+        } else if (json::equals(k, "stream")) {
             has = &e.has_stream;
             out = &e.stream;
-        } else if (k == "correlation") {
+        } else if (json::equals(k, "correlation")) {
             has = &e.has_corr;
             out = &e.corr;
-        } else if (k == "bytes") {
+        } else if (json::equals(k, "bytes")) {
             has = &e.has_bytes;
             out = &e.bytes;
-        } else if (k == "name") {
+        } else if (json::equals(k, "name")) {
             e.has_arg_name = true;
             return lex_.string_or_skip(c, &e.arg_name);
-        } else if (k == "labels") {
+        } else if (json::equals(k, "labels")) {
             e.has_arg_labels = true;
             return lex_.string_or_skip(c, &e.arg_labels);
         } else {
@@ -610,15 +611,16 @@ class Parser {
 
     void commit(const Event& e, int64_t offset) {
         if (!e.has_ts) meta_.ts_missing = true;
-        if (e.ph == "M") {
-            if (e.pid_int && (e.name == "process_labels" || e.name == "process_name")) {
+        if (json::equals(e.ph, "M")) {
+            const bool labels = json::equals(e.name, "process_labels"), name = json::equals(e.name, "process_name");
+            if (e.pid_int && (labels || name)) {
                 meta_.label_pids.push_back(e.pid);
-                meta_.labels.push_back(e.name == "process_labels" && e.has_arg_labels ? e.arg_labels : std::string());
-                meta_.process_names.push_back(e.name == "process_name" && e.has_arg_name ? e.arg_name : std::string());
+                meta_.labels.push_back(labels && e.has_arg_labels ? e.arg_labels : std::string());
+                meta_.process_names.push_back(name && e.has_arg_name ? e.arg_name : std::string());
             }
             return;
         }
-        if (e.ph != "X") return;
+        if (!json::equals(e.ph, "X")) return;
         ++meta_.complete_events;
         const int32_t cat = strings_.intern(e.cat);
         if (static_cast<size_t>(cat) >= meta_.cat_counts.size()) meta_.cat_counts.resize(strings_.size(), 0);
@@ -626,8 +628,9 @@ class Parser {
         const bool device = static_cast<size_t>(cat) < device_cat_flag_.size() && device_cat_flag_[static_cast<size_t>(cat)];
         // DataLoader spans (enumerate(DataLoader)#...__next__, torch/utils/data/dataloader.py
         // frames) are kept for the idle split: the host was waiting for data.
-        const bool keep = device || e.has_corr || e.has_stream || contains(e.name, "ProfilerStep") || e.cat == "Trace" ||
-                          contains(e.name, "DataLoader") || contains(e.name, "dataloader");
+        const bool keep = device || e.has_corr || e.has_stream || contains(e.name, "ProfilerStep") ||
+                          json::equals(e.cat, "Trace") || contains(e.name, "DataLoader") ||
+                          contains(e.name, "dataloader");
         if (!keep) return;
         const int32_t name = strings_.intern(e.name);
         Invalid bad{};
