@@ -49,7 +49,6 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
-#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
