@@ -280,7 +280,7 @@ def test_timestamp_columns_with_missing_first_token():
 
 def _big_log(seed: int, n: int = 1_100_000, replicas: int = 100):
     """A serving log and busy rows large enough (over 8 MB per output column) that the
-    native core maps the outputs of their own (csrc/core/attrib.hpp: KeptMappings)."""
+    native core maps the outputs of their own (csrc/core/arena.hpp: KeptMappings)."""
     rng = np.random.default_rng(seed)
     rep = rng.integers(0, replicas, n).astype(np.int32)
     arrival = np.sort(rng.integers(0, 10**12, n))

@@ -1,4 +1,5 @@
-// Bindings for the busy-time attribution of pau.figures.economics (csrc/core/attrib.hpp).
+// Bindings for the request economics of pau.figures.economics: the busy-time attribution
+// (csrc/core/attrib.hpp), the request rows (requests.hpp) and the kept mappings (arena.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -6,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "../core/arena.hpp"
 #include "../core/attrib.hpp"
+#include "../core/requests.hpp"
 #include "common.hpp"
 
 namespace py = pybind11;
@@ -150,7 +153,7 @@ py::object first_seen_codes(const carray<T>& a, const py::object& a_null, const 
 void bind_econ(py::module_& m) {
 #if defined(__linux__) && defined(MAP_POPULATE)
     m.def("kept_memory_bytes", [] { return pau::core::KeptMappings::get().bytes(); },
-          "Bytes of freed large outputs the native core keeps mapped for the next ones (csrc/core/attrib.hpp).");
+          "Bytes of freed large outputs the native core keeps mapped for the next ones (csrc/core/arena.hpp).");
     m.def("release_kept_memory", [] { pau::core::KeptMappings::get().release(); },
           "Unmap the freed large outputs the native core keeps, giving the memory back to the system.");
 #else
@@ -178,7 +181,7 @@ void bind_econ(py::module_& m) {
           py::arg("status_null"), py::arg("replica_null"), py::arg("need_replica"), py::arg("slo_ttft"),
           py::arg("slo_tpot"), py::arg("slo_e2e"),
           "One pass over request rows: invalid reason per row, latencies, outcome, counts and window "
-          "bounds (see csrc/core/attrib.hpp request_rows). Masks are bool arrays or None.");
+          "bounds (see csrc/core/requests.hpp request_rows). Masks are bool arrays or None.");
     m.def("first_seen_codes", &first_seen_codes<int32_t>, py::arg("a"), py::arg("a_null"), py::arg("b"),
           py::arg("b_null"), py::arg("max_range"));
     m.def("first_seen_codes", &first_seen_codes<int64_t>, py::arg("a"), py::arg("a_null"), py::arg("b"),

@@ -50,170 +50,16 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <mutex>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#if defined(__linux__)
-#include <pthread.h>
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
+#include "arena.hpp"
+#include "int128.hpp"
 
 namespace pau::core {
-
-using u128 = unsigned __int128;
-
-#if defined(__linux__) && defined(MAP_POPULATE)
-// Large mappings kept after their buffer is freed, for the next buffer of about their
-// size. A process that calls requests() again (a batch job over many logs, a
-// benchmark) then writes into pages it already holds instead of having hundreds of MB
-// of fresh ones faulted in and zeroed by the kernel each call (measured: 7-10 % of
-// requests() with busy, and on a virtual machine that hands freed memory back to its
-// host, calls alternating between two speeds). At most limit() bytes stay mapped, the
-// oldest unmapped first; the memory is the process's until it exits or release()
-// (pau._core.release_kept_memory), as an allocator's arena would be.
-class KeptMappings {
-   public:
-    // At most 1 GiB, and at most an eighth of the machine's memory.
-    static size_t limit() {
-        static const size_t bytes = [] {
-            const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-            const size_t eighth = pages > 0 && page > 0 ? static_cast<size_t>(pages) / 8 * static_cast<size_t>(page)
-                                                        : size_t{0};
-            return std::min(size_t{1} << 30, eighth);
-        }();
-        return bytes;
-    }
-
-    // The one set of the process; never destroyed (buffers may be freed at exit). A
-    // fork waits for the lock, so the child's copy is never left locked.
-    static KeptMappings& get() {
-        static KeptMappings* kept = [] {
-            pthread_atfork([] { get().m_.lock(); }, [] { get().m_.unlock(); }, [] { get().m_.unlock(); });
-            return new KeptMappings;
-        }();
-        return *kept;
-    }
-
-    // A kept mapping of at least `bytes` and at most a quarter more (its size in
-    // `size`), or nullptr.
-    void* take(size_t bytes, size_t& size) {
-        std::lock_guard<std::mutex> lock(m_);
-        size_t best = kept_.size();
-        for (size_t i = 0; i < kept_.size(); ++i) {
-            const size_t s = kept_[i].second;
-            if (s >= bytes && s - bytes <= bytes / 4 && (best == kept_.size() || s < kept_[best].second)) best = i;
-        }
-        if (best == kept_.size()) return nullptr;
-        void* p = kept_[best].first;
-        size = kept_[best].second;
-        kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(best));
-        bytes_ -= size;
-        return p;
-    }
-
-    // Keep a mapping of `size` bytes, unmapping the oldest kept ones while the kept
-    // bytes would exceed limit() (and this one if it alone does).
-    void put(void* p, size_t size) noexcept {
-        std::vector<std::pair<void*, size_t>> drop;
-        {
-            std::lock_guard<std::mutex> lock(m_);
-            if (size > limit()) {
-                drop.emplace_back(p, size);
-            } else {
-                while (bytes_ + size > limit()) {
-                    drop.push_back(kept_.front());
-                    bytes_ -= kept_.front().second;
-                    kept_.erase(kept_.begin());
-                }
-                kept_.emplace_back(p, size);
-                bytes_ += size;
-            }
-        }
-        for (const auto& d : drop) munmap(d.first, d.second);
-    }
-
-    // The bytes kept now.
-    size_t bytes() {
-        std::lock_guard<std::mutex> lock(m_);
-        return bytes_;
-    }
-
-    // Unmap every kept mapping (the memory goes back to the system).
-    void release() noexcept {
-        std::vector<std::pair<void*, size_t>> drop;
-        {
-            std::lock_guard<std::mutex> lock(m_);
-            drop.swap(kept_);
-            bytes_ = 0;
-        }
-        for (const auto& d : drop) munmap(d.first, d.second);
-    }
-
-   private:
-    std::mutex m_;
-    std::vector<std::pair<void*, size_t>> kept_;  // oldest first
-    size_t bytes_ = 0;
-};
-#endif
-
-// A vector whose elements start uninitialized: the large per-row outputs are written
-// once each, and zero-filling them first costs a pass over memory (measured: ~10 % here).
-template <typename T>
-struct uninit_alloc : std::allocator<T> {
-    template <typename U>
-    struct rebind {
-        using other = uninit_alloc<U>;
-    };
-    uninit_alloc() = default;
-    template <typename U>
-    uninit_alloc(const uninit_alloc<U>&) noexcept {}
-#if defined(__linux__) && defined(MAP_POPULATE)
-    // Large buffers (kPopulateBytes and up) are mappings of their own, a kept one
-    // (KeptMappings) or a new one with all its pages at once: touching fresh pages
-    // one by one costs a page fault each, and 10M requests write ~600 MB of new
-    // outputs. A header page before the elements holds the mapping's size.
-    static constexpr size_t kPopulateBytes = size_t{8} << 20;
-    static constexpr size_t kHeader = 4096;
-    static bool mapped(size_t n) {
-        return n >= kPopulateBytes / sizeof(T) && n <= (std::numeric_limits<size_t>::max() - 2 * kHeader) / sizeof(T);
-    }
-    T* allocate(size_t n) {
-        if (!mapped(n)) return std::allocator<T>::allocate(n);
-        const size_t bytes = (n * sizeof(T) + 2 * kHeader - 1) / kHeader * kHeader;
-        size_t size = bytes;
-        void* p = KeptMappings::get().take(bytes, size);
-        if (p == nullptr) {
-            p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-            if (p == MAP_FAILED) throw std::bad_alloc();
-        }
-        std::memcpy(p, &size, sizeof size);
-        return reinterpret_cast<T*>(static_cast<char*>(p) + kHeader);
-    }
-    void deallocate(T* p, size_t n) noexcept {
-        if (!mapped(n)) return std::allocator<T>::deallocate(p, n);
-        char* base = reinterpret_cast<char*>(p) - kHeader;
-        size_t size;
-        std::memcpy(&size, base, sizeof size);
-        KeptMappings::get().put(base, size);
-    }
-#endif
-    template <typename U>
-    void construct(U* p) noexcept {
-        ::new (static_cast<void*>(p)) U;
-    }
-    template <typename U, typename... A>
-    void construct(U* p, A&&... a) {
-        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
-    }
-};
-template <typename T>
-using buffer = std::vector<T, uninit_alloc<T>>;
 
 constexpr int64_t kAttribMaxWeight = std::numeric_limits<int64_t>::max();
 constexpr int64_t kAttribMaxRows = (int64_t{1} << 31) - 1;
@@ -242,27 +88,6 @@ constexpr int64_t kNone = -1;  // "no first token" in the first_token column
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-// floor((hi * 2^64 + lo) / d) and the remainder, for hi < d (the quotient fits).
-inline uint64_t div128(uint64_t hi, uint64_t lo, uint64_t d, uint64_t& rem) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    uint64_t q, r;
-    __asm__("divq %[d]" : "=a"(q), "=d"(r) : [d] "r"(d), "a"(lo), "d"(hi) : "cc");
-    rem = r;
-    return q;
-#else
-    const u128 x = (static_cast<u128>(hi) << 64) | lo;
-    rem = static_cast<uint64_t>(x % d);
-    return static_cast<uint64_t>(x / d);
-#endif
-}
-
-// w * f for w < 2^63 when the exact product is known to be < 2^128 (here < 2^127):
-// the high word of f times w then fits in 64 bits.
-inline u128 mul_64_128(uint64_t w, u128 f) {
-    const uint64_t lo = static_cast<uint64_t>(f), hi = static_cast<uint64_t>(f >> 64);
-    return static_cast<u128>(w) * lo + (static_cast<u128>(w * hi) << 64);
-}
-
 // a * b for a, b >= 0, saturated at 2^63: any weight above the limit is an overflow
 // once it is in flight on a busy piece, whatever its exact value.
 inline uint64_t sat_weight(int64_t a, int64_t b) {
@@ -275,25 +100,6 @@ inline uint64_t sat_weight(int64_t a, int64_t b) {
 inline uint32_t frac_key(uint64_t frac) {
     return static_cast<uint32_t>((frac >> (64 - kAttribKeyBits)) + ((frac << kAttribKeyBits) != 0));
 }
-
-// An unsigned 128-bit value kept as two scalar words: a u128 member is copied with
-// 16-byte vector moves, and loading one right after the two scalar stores of an add
-// stalls on store forwarding (a quarter of the sweep's time, measured).
-struct U128 {
-    uint64_t lo = 0, hi = 0;
-    u128 get() const { return (static_cast<u128>(hi) << 64) | lo; }
-    // A copy through two general registers (a plain struct copy is vectorized).
-    void copy_from(const U128& o) {
-        uint64_t l = o.lo, h = o.hi;
-        __asm__("" : "+r"(l), "+r"(h));
-        lo = l;
-        hi = h;
-    }
-    void set(u128 v) {
-        lo = static_cast<uint64_t>(v);
-        hi = static_cast<uint64_t>(v >> 64);
-    }
-};
 
 struct Slot {       // a phase in flight
     U128 f_start;   // F (or F0 for a zero weight) when it started
@@ -766,9 +572,10 @@ class Sweeper {
 // rep[i] < 0: request i ran nowhere (rejected, or never ended) and gets nothing.
 // first_token[i] == -1 (or ft_null[i]): no first token (prefill until end). Rows whose
 // outcome is skip_outcome (>= 0) run nowhere either. rows_checked: the caller has
-// validated times and tokens (request_rows did), so only codes are checked here. Replica codes are in
-// [0, n_rep). outcome (optional, codes in [0, n_out)): the per replica and outcome
-// sums of attributed ns. Throws std::invalid_argument on inconsistent input (row named).
+// validated times and tokens (request_rows in requests.hpp did), so only codes are
+// checked here. Replica codes are in [0, n_rep). outcome (optional, codes in
+// [0, n_out)): the per replica and outcome sums of attributed ns. Throws
+// std::invalid_argument on inconsistent input (row named).
 inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, const int64_t* first_token,
                                    const int64_t* end, const int64_t* tin, const int64_t* tout, int64_t wp,
                                    int64_t wd, int64_t n, const int32_t* b_rep, const int64_t* b_start,
@@ -899,146 +706,6 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
                reps, busy, cand, ft_null, skip_codes, skip_outcome, out);
     sw.run(in_order ? nullptr : order.data(), outcome, n_out);
     return out;
-}
-
-// One pass over the request rows of pau.figures.economics.requests: the first reason a row is
-// invalid (0 = valid; codes as economics._REASONS), and for every row the latencies
-// (0 where a time is missing), the
-// outcome (accepted 0, late 1, failed 2, rejected 3, cancelled 4) and, over valid rows,
-// the counts per outcome, accepted tokens and the window bounds. Null masks may be
-// null pointers (no nulls); values under a null are never read as numbers.
-// status: 0 ok, 2 error/timeout, 3 rejected, 4 cancelled, -1 unknown or null.
-struct RequestRows {
-    buffer<int8_t> reason, outcome;  // every element written
-    buffer<int64_t> ttft, e2e;
-    buffer<double> tpot;
-    int64_t bad = 0;
-    int64_t counts[5] = {0, 0, 0, 0, 0};
-    int64_t accepted_in = 0, accepted_out = 0;
-    int64_t arrival_min = 0, arrival_max = 0, end_max = 0;
-    bool any_end = false;
-};
-
-struct RequestSlo {
-    bool ttft = false, tpot = false, e2e = false;
-    int64_t ttft_ns = 0, e2e_ns = 0;  // met when <= (integer bounds)
-    double tpot_ns = 0;
-};
-
-inline RequestRows request_rows(int64_t n, const int64_t* arr, const uint8_t* arr_null, const int64_t* end,
-                                const uint8_t* end_null, const int64_t* ft, const uint8_t* ft_null,
-                                const int64_t* tin, const uint8_t* tin_null, const int64_t* tout,
-                                const uint8_t* tout_null, const int8_t* status, const uint8_t* status_null,
-                                const uint8_t* rep_null, bool need_replica, const RequestSlo& slo) {
-    RequestRows o;
-    const size_t un = static_cast<size_t>(n);
-    o.reason.resize(un);
-    o.outcome.resize(un);
-    o.ttft.resize(un);
-    o.e2e.resize(un);
-    o.tpot.resize(un);
-    int64_t amin = std::numeric_limits<int64_t>::max(), amax = std::numeric_limits<int64_t>::min();
-    int64_t emax = std::numeric_limits<int64_t>::min();
-    for (int64_t i = 0; i < n; ++i) {
-        const bool a_ok = !(arr_null && arr_null[i]), e_ok = !(end_null && end_null[i]);
-        const bool f_ok = !(ft_null && ft_null[i]);
-        const bool ti_ok = !(tin_null && tin_null[i]), to_ok = !(tout_null && tout_null[i]);
-        const int64_t a = a_ok ? arr[i] : 0, e = e_ok ? end[i] : 0, f = f_ok ? ft[i] : 0;
-        const int64_t ti = ti_ok ? tin[i] : 0, to = to_ok ? tout[i] : 0;
-        const int8_t st = status[i];
-        const bool rejected = st == 3, ok = st == 0;
-        int8_t why = 0;
-        if (!a_ok) why = 1;
-        else if (a < 0) why = 2;
-        else if (status_null && status_null[i]) why = 3;
-        else if (st < 0) why = 4;
-        else if (!e_ok && !rejected) why = 5;
-        else if (e_ok && e < a) why = 6;
-        else if (!f_ok && ok) why = 7;
-        else if (f_ok && e_ok && (f < a || f > e)) why = 8;
-        else if (ti < 0 || to < 0 || (ok && (!ti_ok || !to_ok))) why = 9;
-        else if (need_replica && rep_null && rep_null[i] && !rejected) why = 10;
-        const size_t k = static_cast<size_t>(i);
-        o.reason[k] = why;
-        if (why) {
-            ++o.bad;
-            o.ttft[k] = o.e2e[k] = 0;
-            o.tpot[k] = 0;
-            o.outcome[k] = 0;
-            continue;
-        }
-        // valid: 0 <= a, and a <= f <= e where present, so no difference overflows
-        const int64_t ttft = f_ok ? f - a : 0, e2e = e_ok ? e - a : 0;
-        const double tpot = (f_ok && e_ok && to > 1) ? static_cast<double>(e2e - ttft) / static_cast<double>(to - 1) : 0.0;
-        o.ttft[k] = ttft;
-        o.e2e[k] = e2e;
-        o.tpot[k] = tpot;
-        int8_t out = st;
-        if (ok && ((slo.ttft && f_ok && ttft > slo.ttft_ns) || (slo.e2e && e_ok && e2e > slo.e2e_ns) ||
-                   (slo.tpot && f_ok && e_ok && !(tpot <= slo.tpot_ns))))
-            out = 1;
-        o.outcome[k] = out;
-        ++o.counts[out];
-        if (out == 0) {
-            o.accepted_in += ti;
-            o.accepted_out += to;
-        }
-        amin = std::min(amin, a);
-        amax = std::max(amax, a);
-        if (e_ok) {
-            emax = std::max(emax, e);
-            o.any_end = true;
-        }
-    }
-    if (o.bad < n) {
-        o.arrival_min = amin;
-        o.arrival_max = amax;
-    }
-    o.end_max = o.any_end ? emax : 0;
-    return o;
-}
-
-// Codes of integer values in order of first appearance over a then b (as Arrow's
-// dictionary_encode of their concatenation), -1 for nulls, through a direct table
-// over [min, max]. Returns false, untouched, when that range exceeds max_range.
-template <typename T>
-inline bool first_seen_codes(const T* a, const uint8_t* a_null, int64_t na, const T* b, const uint8_t* b_null,
-                             int64_t nb, int64_t max_range, int32_t* ca, int32_t* cb, std::vector<int64_t>& uniq) {
-    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-    auto bounds = [&lo, &hi](const T* v, const uint8_t* nul, int64_t n) {
-        T l = std::numeric_limits<T>::max(), h = std::numeric_limits<T>::min();  // locals: vectorizable
-        bool any = false;
-        if (nul) {
-            for (int64_t i = 0; i < n; ++i)
-                if (!nul[i]) l = std::min(l, v[i]), h = std::max(h, v[i]), any = true;
-        } else {
-            for (int64_t i = 0; i < n; ++i) l = std::min(l, v[i]), h = std::max(h, v[i]);
-            any = n > 0;
-        }
-        if (any) lo = std::min<int64_t>(lo, l), hi = std::max<int64_t>(hi, h);
-    };
-    bounds(a, a_null, na);
-    bounds(b, b_null, nb);
-    if (lo > hi) lo = hi = 0;  // all null
-    if (static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) > static_cast<uint64_t>(max_range)) return false;
-    std::vector<int32_t> slot(static_cast<size_t>(hi - lo) + 1, -1);
-    auto code = [&](const T* v, const uint8_t* nul, int64_t n, int32_t* out) {
-        for (int64_t i = 0; i < n; ++i) {
-            if (nul && nul[i]) {
-                out[i] = -1;
-                continue;
-            }
-            int32_t& c = slot[static_cast<size_t>(static_cast<int64_t>(v[i]) - lo)];
-            if (c < 0) {
-                c = static_cast<int32_t>(uniq.size());
-                uniq.push_back(v[i]);
-            }
-            out[i] = c;
-        }
-    };
-    code(a, a_null, na, ca);
-    code(b, b_null, nb, cb);
-    return true;
 }
 
 }  // namespace pau::core

@@ -309,20 +309,6 @@ class ExclusiveSweep {
         return s != nullptr ? *s : create(r);
     }
 
-    // The row checks of Sweep::feed_impl, in the same order: false and `res` set
-    // on a bad row.
-    static bool row_ok(int32_t r, int64_t st, int64_t en, int64_t k, int64_t i, FeedResult& res) {
-        const int64_t len = static_cast<int64_t>(static_cast<uint64_t>(en) - static_cast<uint64_t>(st));
-        if (__builtin_expect(((static_cast<int64_t>(r) | len | k) < 0) | (en < st), 0)) {
-            if (r < 0) res = {Code::negative_rank, i};
-            else if (en < st) res = {Code::end_before_start, i};
-            else if (len < 0) res = {Code::too_long, i};
-            else res = {Code::unknown_kind, i};
-            return false;
-        }
-        return true;
-    }
-
     template <typename IdxT>
     static int64_t level_at(const IdxT* kind_idx, int64_t i, const int8_t* lv, int64_t map_size) {
         if constexpr (sizeof(IdxT) == 1) {  // byte indices: lv has 256 entries, no bound check

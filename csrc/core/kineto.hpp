@@ -38,6 +38,10 @@
 // lack a field or hold an impossible value are set aside with a reason, so the
 // caller can raise or quarantine them.
 //
+// The JSON tokens (strings, numbers, skipped values, objects and arrays, and their
+// errors) are scanned by json_lex.hpp's Lexer; this header holds the trace's
+// structure: the states of the top level, the fields of an event, the columns.
+//
 // This header knows nothing of Python; the bindings live in csrc/bindings/.
 #pragma once
 
@@ -45,12 +49,13 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
-#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "json_lex.hpp"
 
 namespace pau::kineto {
 
@@ -146,121 +151,6 @@ struct Meta {
     bool sub_ns = false;                  // some kept ts/dur had non-zero digits below the nanosecond
 };
 
-namespace detail {
-
-inline bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-// The first '"' or '\\' in [p, end), or end. Strings dominate a trace (keys,
-// kernel names), so this reads 8 bytes per step: a byte equal to the pattern
-// becomes zero after the xor, and (y - 0x01..) & ~y & 0x80.. flags zero bytes
-// (exactly at the lowest one, which is the one used).
-inline const char* find_quote_or_backslash(const char* p, const char* end) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && (defined(__GNUC__) || defined(__clang__))
-    constexpr uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    constexpr uint64_t quotes = ones * '"', slashes = ones * '\\';
-    while (end - p >= 8) {
-        uint64_t w;
-        std::memcpy(&w, p, 8);
-        const uint64_t a = w ^ quotes, b = w ^ slashes;
-        const uint64_t m = ((a - ones) & ~a & highs) | ((b - ones) & ~b & highs);
-        if (m) return p + (__builtin_ctzll(m) >> 3);
-        p += 8;
-    }
-#endif
-    while (p < end && *p != '"' && *p != '\\') ++p;
-    return p;
-}
-
-// Decimal JSON number text -> value * 10^scale as int64, rounded half away from
-// zero. Exact: up to 19 significant digits are accumulated as an integer and the
-// decimal point is applied by integer multiplication or division (never through
-// a double). Returns false when the text is not a number or the result does not
-// fit in int64. `inexact` is set when non-zero digits below the result's unit
-// were rounded away.
-inline bool decimal_to_int(std::string_view s, int scale, int64_t* out, bool* inexact) {
-    size_t i = 0;
-    const size_t n = s.size();
-    bool neg = false;
-    if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
-    uint64_t mant = 0;     // the first (up to) 19 significant digits
-    int kept = 0;
-    int64_t exp10 = 0;     // value = (mant + rest) * 10^exp10, 0 <= rest < 1
-    int first = -1;        // the first digit dropped beyond the 19 kept (-1: none)
-    bool rest = false;     // a non-zero digit was dropped after that one
-    bool any = false;
-    auto take = [&](int d, bool fraction) {
-        any = true;
-        if (kept == 0 && d == 0) {  // leading zero: not significant
-            if (fraction) --exp10;
-            return;
-        }
-        if (kept < 19) {
-            mant = mant * 10 + static_cast<uint64_t>(d);
-            ++kept;
-            if (fraction) --exp10;
-        } else {
-            if (first < 0) first = d;
-            else rest |= d != 0;
-            if (!fraction) ++exp10;
-        }
-    };
-    while (i < n && s[i] >= '0' && s[i] <= '9') take(s[i++] - '0', false);
-    if (i < n && s[i] == '.') {
-        ++i;
-        while (i < n && s[i] >= '0' && s[i] <= '9') take(s[i++] - '0', true);
-    }
-    if (!any) return false;
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        ++i;
-        bool eneg = false;
-        if (i < n && (s[i] == '-' || s[i] == '+')) eneg = s[i++] == '-';
-        int64_t e = 0;
-        bool edigits = false;
-        for (; i < n && s[i] >= '0' && s[i] <= '9'; ++i) {
-            edigits = true;
-            if (e < 100000) e = e * 10 + (s[i] - '0');
-        }
-        if (!edigits) return false;
-        exp10 += eneg ? -e : e;
-    }
-    if (i != n) return false;
-    *inexact = false;
-    const int64_t e = exp10 + scale;
-    uint64_t v;
-    if (mant == 0) {
-        v = 0;
-    } else if (e > 0 && first >= 0) {
-        return false;  // 19 digits and more before the unit: beyond int64
-    } else if (e >= 0) {
-        // An integer in the result's unit, save dropped digits just below it
-        // (e == 0): they round it.
-        v = mant;
-        for (int64_t k = 0; k < e; ++k) {
-            if (v > std::numeric_limits<uint64_t>::max() / 10) return false;
-            v *= 10;
-        }
-        if (first >= 5) ++v;
-        *inexact = first > 0 || rest;
-    } else if (-e > 19) {
-        v = 0;  // mant < 10^19 <= 10^-e / 10: below half a unit
-        *inexact = true;
-    } else {
-        uint64_t p = 1;
-        for (int64_t k = 0; k < -e; ++k) p *= 10;
-        v = mant / p;
-        const uint64_t r = mant % p;
-        // The dropped digits are below one unit of mant, so (r + them) >= p/2
-        // exactly when r >= p/2 (p/2 is an integer: p is a power of ten >= 10).
-        if (r >= p / 2) ++v;
-        *inexact = r != 0 || first > 0 || rest;
-    }
-    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
-    *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
-    return true;
-}
-
-}  // namespace detail
-
 class Parser {
   public:
     // `device_categories`: the trace categories ("kernel", "gpu_memcpy"...) whose
@@ -354,77 +244,31 @@ class Parser {
 
   private:
     enum class State { start, obj_key, obj_after, arr_item, arr_after, done };
-    enum class Step { ok, more, error };
 
-    // A cursor over the buffered bytes; `more` means the buffer ended first.
-    struct Cur {
-        const char* p;
-        const char* end;
-    };
+    using Step = json::Step;
+    using Cur = json::Cur;
 
     // ---------------------------------------------------------------- driver
 
     void run() {
         while (!failed_) {
             Step s = step();
+            if (s == Step::error && !failed_) fail_at(lex_.error_at(), lex_.error());  // the lexer's
             if (s != Step::ok) break;
         }
     }
 
+    // One unit at pos_: the state's next byte, or a member or an event.
     Step step() {
         skip_ws_at_pos();
         if (pos_ >= win_len_) return Step::more;
         const char c = win_[pos_];
         switch (state_) {
-            case State::start:
-                if (static_cast<unsigned char>(c) == 0xEF && base_offset_ + static_cast<int64_t>(pos_) == 0) {
-                    // A UTF-8 byte order mark.
-                    if (win_len_ - pos_ < 3) return Step::more;
-                    if (static_cast<unsigned char>(win_[pos_ + 1]) == 0xBB &&
-                        static_cast<unsigned char>(win_[pos_ + 2]) == 0xBF) {
-                        pos_ += 3;
-                        return Step::ok;
-                    }
-                }
-                if (c == '{') {
-                    meta_.format = 1;
-                    state_ = State::obj_key;
-                    first_ = true;
-                    ++pos_;
-                    return Step::ok;
-                }
-                if (c == '[') {
-                    meta_.format = 2;
-                    state_ = State::arr_item;
-                    in_top_array_ = true;
-                    first_ = true;
-                    ++pos_;
-                    return Step::ok;
-                }
-                fail(pos_, std::string("not a Kineto trace: a trace is a JSON object with \"traceEvents\" or a JSON "
-                                       "array of events, but the file starts with ") + describe(c));
-                return Step::error;
+            case State::start: return document_start(c);
             case State::obj_key:
-                if (c == '}' && first_) {
-                    state_ = State::done;
-                    ++pos_;
-                    return Step::ok;
-                }
+                if (c == '}' && first_) return to(State::done);
                 return top_member();
-            case State::obj_after:
-                if (c == ',') {
-                    state_ = State::obj_key;
-                    first_ = false;
-                    ++pos_;
-                    return Step::ok;
-                }
-                if (c == '}') {
-                    state_ = State::done;
-                    ++pos_;
-                    return Step::ok;
-                }
-                fail(pos_, std::string("malformed JSON: expected ',' or '}' after a top-level member, found ") + describe(c));
-                return Step::error;
+            case State::obj_after: return after_member(c);
             case State::arr_item:
                 if (c == ']') {
                     if (!first_) {
@@ -436,24 +280,72 @@ class Parser {
                     return Step::ok;
                 }
                 return event();
-            case State::arr_after:
-                if (c == ',') {
-                    state_ = State::arr_item;
-                    first_ = false;
-                    ++pos_;
-                    return Step::ok;
-                }
-                if (c == ']') {
-                    end_array();
-                    ++pos_;
-                    return Step::ok;
-                }
-                fail(pos_, std::string("malformed JSON: expected ',' or ']' after an event, found ") + describe(c));
-                return Step::error;
+            case State::arr_after: return after_event(c);
             case State::done:
-                fail(pos_, std::string("malformed JSON: data after the end of the document: ") + describe(c));
+                fail(pos_, std::string("malformed JSON: data after the end of the document: ") + json::describe(c));
                 return Step::error;
         }
+        return Step::error;
+    }
+
+    // Consume the byte at pos_ and go to state s.
+    Step to(State s) {
+        state_ = s;
+        ++pos_;
+        return Step::ok;
+    }
+
+    // The document's first byte: '{' (a trace object) or '[' (a bare array of
+    // events), after a UTF-8 byte order mark if there is one.
+    Step document_start(char c) {
+        if (static_cast<unsigned char>(c) == 0xEF && base_offset_ + static_cast<int64_t>(pos_) == 0) {
+            if (win_len_ - pos_ < 3) return Step::more;
+            if (static_cast<unsigned char>(win_[pos_ + 1]) == 0xBB &&
+                static_cast<unsigned char>(win_[pos_ + 2]) == 0xBF) {
+                pos_ += 3;
+                return Step::ok;
+            }
+        }
+        if (c == '{') {
+            meta_.format = 1;
+            first_ = true;
+            return to(State::obj_key);
+        }
+        if (c == '[') {
+            meta_.format = 2;
+            in_top_array_ = true;
+            first_ = true;
+            return to(State::arr_item);
+        }
+        fail(pos_, std::string("not a Kineto trace: a trace is a JSON object with \"traceEvents\" or a JSON "
+                               "array of events, but the file starts with ") + json::describe(c));
+        return Step::error;
+    }
+
+    // After a top-level member: ',' and the next key, or '}' and the end.
+    Step after_member(char c) {
+        if (c == ',') {
+            first_ = false;
+            return to(State::obj_key);
+        }
+        if (c == '}') return to(State::done);
+        fail(pos_, std::string("malformed JSON: expected ',' or '}' after a top-level member, found ") +
+                       json::describe(c));
+        return Step::error;
+    }
+
+    // After an event: ',' and the next event, or ']' and the end of the array.
+    Step after_event(char c) {
+        if (c == ',') {
+            first_ = false;
+            return to(State::arr_item);
+        }
+        if (c == ']') {
+            end_array();
+            ++pos_;
+            return Step::ok;
+        }
+        fail(pos_, std::string("malformed JSON: expected ',' or ']' after an event, found ") + json::describe(c));
         return Step::error;
     }
 
@@ -467,15 +359,15 @@ class Parser {
     Step top_member() {
         Cur c{win_ + pos_, win_ + win_len_};
         std::string_view key;
-        Step s = string(c, &key);
+        Step s = lex_.string(c, &key);
         if (s != Step::ok) return s;
-        s = expect(c, ':', "':' after a key");
+        s = lex_.expect(c, ':', "':' after a key");
         if (s != Step::ok) return s;
-        if (key == "traceEvents") {
-            skip_ws(c);
+        if (json::equals(key, "traceEvents")) {
+            json::skip_ws(c);
             if (c.p >= c.end) return Step::more;
             if (*c.p != '[') {
-                fail_at(c.p, std::string("not a Kineto trace: \"traceEvents\" is not an array (found ") + describe(*c.p) + ")");
+                fail_at(c.p, std::string("not a Kineto trace: \"traceEvents\" is not an array (found ") + json::describe(*c.p) + ")");
                 return Step::error;
             }
             ++c.p;
@@ -485,9 +377,9 @@ class Parser {
             first_ = true;
             return Step::ok;
         }
-        skip_ws(c);
+        json::skip_ws(c);
         const char* vstart = c.p;
-        s = value(c);
+        s = lex_.value(c);
         if (s != Step::ok) return s;
         std::string_view v(vstart, static_cast<size_t>(c.p - vstart));
         s = top_value(key, v);
@@ -500,64 +392,74 @@ class Parser {
     // The top-level values pau reads; `v` is one complete JSON value.
     Step top_value(std::string_view key, std::string_view v) {
         Cur c{v.data(), v.data() + v.size()};
-        if (key == "distributedInfo") {
+        if (json::equals(key, "distributedInfo")) {
             if (v.empty() || v[0] != '{') return Step::ok;  // not an object: no rank
             meta_.has_distributed_info = true;
-            return object(c, [&](std::string_view k, Cur& vc) -> Step {
-                if (k == "rank" || k == "world_size") {
-                    std::string_view num;
-                    Step s = number_or_skip(vc, &num);
-                    if (s != Step::ok) return s;
-                    int64_t x;
-                    if (!num.empty() && integer(num, &x)) {
-                        if (k == "rank") {
-                            meta_.has_rank = true;
-                            meta_.rank = x;
-                        } else {
-                            meta_.has_world_size = true;
-                            meta_.world_size = x;
-                        }
-                    }
-                    return Step::ok;
-                }
-                if (k == "backend") return string_or_skip(vc, &meta_.backend);
-                return value(vc);
-            });
+            return distributed_info(c);
         }
-        if (key == "deviceProperties") {
+        if (json::equals(key, "deviceProperties")) {
             if (v.empty() || v[0] != '[') return Step::ok;
-            return array(c, [&](Cur& ec) -> Step {
-                skip_ws(ec);
-                if (ec.p < ec.end && *ec.p != '{') return value(ec);
-                int64_t id = -1;
-                std::string name;
-                Step s = object(ec, [&](std::string_view k, Cur& vc) -> Step {
-                    if (k == "id") {
-                        std::string_view num;
-                        Step s2 = number_or_skip(vc, &num);
-                        if (s2 == Step::ok && !num.empty()) integer(num, &id);
-                        return s2;
-                    }
-                    if (k == "name") return string_or_skip(vc, &name);
-                    return value(vc);
-                });
-                if (s == Step::ok) {
-                    meta_.device_ids.push_back(id);
-                    meta_.device_names.push_back(std::move(name));
-                }
-                return s;
-            });
+            return device_properties(c);
         }
-        if (key == "baseTimeNanoseconds") {
+        if (json::equals(key, "baseTimeNanoseconds")) {
             int64_t x;
-            if (!v.empty() && integer(v, &x)) {
+            if (!v.empty() && json::integer(v, &x)) {
                 meta_.has_base_time = true;
                 meta_.base_time_ns = x;
             }
             return Step::ok;
         }
-        if (key == "displayTimeUnit") return string_or_skip(c, &meta_.display_time_unit);
+        if (json::equals(key, "displayTimeUnit")) return lex_.string_or_skip(c, &meta_.display_time_unit);
         return Step::ok;
+    }
+
+    // distributedInfo: the rank, the world size and the backend.
+    Step distributed_info(Cur& c) {
+        return lex_.object(c, [&](std::string_view k, Cur& vc) -> Step {
+            if (json::equals(k, "rank") || json::equals(k, "world_size")) {
+                std::string_view num;
+                Step s = lex_.number_or_skip(vc, &num);
+                if (s != Step::ok) return s;
+                int64_t x;
+                if (!num.empty() && json::integer(num, &x)) {
+                    if (json::equals(k, "rank")) {
+                        meta_.has_rank = true;
+                        meta_.rank = x;
+                    } else {
+                        meta_.has_world_size = true;
+                        meta_.world_size = x;
+                    }
+                }
+                return Step::ok;
+            }
+            if (json::equals(k, "backend")) return lex_.string_or_skip(vc, &meta_.backend);
+            return lex_.value(vc);
+        });
+    }
+
+    // deviceProperties: the id and name of each device object.
+    Step device_properties(Cur& c) {
+        return lex_.array(c, [&](Cur& ec) -> Step {
+            json::skip_ws(ec);
+            if (ec.p < ec.end && *ec.p != '{') return lex_.value(ec);
+            int64_t id = -1;
+            std::string name;
+            Step s = lex_.object(ec, [&](std::string_view k, Cur& vc) -> Step {
+                if (json::equals(k, "id")) {
+                    std::string_view num;
+                    Step s2 = lex_.number_or_skip(vc, &num);
+                    if (s2 == Step::ok && !num.empty()) json::integer(num, &id);
+                    return s2;
+                }
+                if (json::equals(k, "name")) return lex_.string_or_skip(vc, &name);
+                return lex_.value(vc);
+            });
+            if (s == Step::ok) {
+                meta_.device_ids.push_back(id);
+                meta_.device_names.push_back(std::move(name));
+            }
+            return s;
+        });
     }
 
     // ---------------------------------------------------------------- events
@@ -578,7 +480,7 @@ class Parser {
         Cur c{start, win_ + win_len_};
         if (*c.p != '{') {
             // Not an event object: skip it, but it must still be valid JSON.
-            Step s = value(c);
+            Step s = lex_.value(c);
             if (s != Step::ok) return s;
             ++meta_.elements;
             pos_ = static_cast<size_t>(c.p - win_);
@@ -586,8 +488,8 @@ class Parser {
             return Step::ok;
         }
         Event e;
-        scratch_used_ = 0;
-        Step s = object(c, [&](std::string_view k, Cur& vc) -> Step { return event_member(k, vc, e); });
+        lex_.reset_scratch();
+        Step s = lex_.object(c, [&](std::string_view k, Cur& vc) -> Step { return event_member(k, vc, e); });
         if (s != Step::ok) return s;
         ++meta_.elements;
         commit(e, base_offset_ + static_cast<int64_t>(start - win_));
@@ -597,88 +499,88 @@ class Parser {
     }
 
     Step event_member(std::string_view k, Cur& c, Event& e) {
-        skip_ws(c);
+        json::skip_ws(c);
         if (c.p >= c.end) return Step::more;
         switch (k.size()) {
             case 2:
-                if (k == "ph") return string_view_or_skip(c, &e.ph);
-                if (k == "ts") return time_field(c, &e.ts, &e.has_ts, &e.ts_is_number, true);
+                if (json::equals(k, "ph")) return lex_.string_view_or_skip(c, &e.ph);
+                if (json::equals(k, "ts")) return time_field(c, &e.ts, &e.has_ts, &e.ts_is_number, true);
                 break;
             case 3:
-                if (k == "cat") return string_view_or_skip(c, &e.cat);
-                if (k == "dur") return time_field(c, &e.dur, &e.has_dur, &e.dur_is_number, false);
-                if (k == "pid") {
+                if (json::equals(k, "cat")) return lex_.string_view_or_skip(c, &e.cat);
+                if (json::equals(k, "dur")) return time_field(c, &e.dur, &e.has_dur, &e.dur_is_number, false);
+                if (json::equals(k, "pid")) {
                     std::string_view num;
-                    if (*c.p == '"') return value(c);
-                    Step s = number_or_skip(c, &num);
-                    if (s == Step::ok && !num.empty()) e.pid_int = integer(num, &e.pid);
+                    if (*c.p == '"') return lex_.value(c);
+                    Step s = lex_.number_or_skip(c, &num);
+                    if (s == Step::ok && !num.empty()) e.pid_int = json::integer(num, &e.pid);
                     return s;
                 }
                 break;
             case 4:
-                if (k == "name") return string_view_or_skip(c, &e.name);
-                if (k == "args") {
-                    if (*c.p != '{') return value(c);
-                    return object(c, [&](std::string_view ak, Cur& vc) -> Step { return arg_member(ak, vc, e); });
+                if (json::equals(k, "name")) return lex_.string_view_or_skip(c, &e.name);
+                if (json::equals(k, "args")) {
+                    if (*c.p != '{') return lex_.value(c);
+                    return lex_.object(c, [&](std::string_view ak, Cur& vc) -> Step { return arg_member(ak, vc, e); });
                 }
                 break;
             default:
                 break;
         }
-        return value(c);
+        return lex_.value(c);
     }
 
     Step arg_member(std::string_view k, Cur& c, Event& e) {
-        skip_ws(c);
+        json::skip_ws(c);
         if (c.p >= c.end) return Step::more;
         bool* has = nullptr;
         int64_t* out = nullptr;
-        if (k == "device") {
+        if (json::equals(k, "device")) {
             has = &e.has_device;
             out = &e.device;
-        } else if (k == "stream") {
+        } else if (json::equals(k, "stream")) {
             has = &e.has_stream;
             out = &e.stream;
-        } else if (k == "correlation") {
+        } else if (json::equals(k, "correlation")) {
             has = &e.has_corr;
             out = &e.corr;
-        } else if (k == "bytes") {
+        } else if (json::equals(k, "bytes")) {
             has = &e.has_bytes;
             out = &e.bytes;
-        } else if (k == "name") {
+        } else if (json::equals(k, "name")) {
             e.has_arg_name = true;
-            return string_or_skip(c, &e.arg_name);
-        } else if (k == "labels") {
+            return lex_.string_or_skip(c, &e.arg_name);
+        } else if (json::equals(k, "labels")) {
             e.has_arg_labels = true;
-            return string_or_skip(c, &e.arg_labels);
+            return lex_.string_or_skip(c, &e.arg_labels);
         } else {
-            return value(c);
+            return lex_.value(c);
         }
         if (*c.p == '"') {  // a number written as a string ("stream": "7"): read it if it is one
             std::string s;
-            Step st = string_or_skip(c, &s);
+            Step st = lex_.string_or_skip(c, &s);
             if (st != Step::ok) return st;
             size_t a = 0, b = s.size();
-            while (a < b && detail::is_ws(s[a])) ++a;
-            while (b > a && detail::is_ws(s[b - 1])) --b;
+            while (a < b && json::is_ws(s[a])) ++a;
+            while (b > a && json::is_ws(s[b - 1])) --b;
             int64_t x;
-            if (a < b && integer(std::string_view(s).substr(a, b - a), &x)) {
+            if (a < b && json::integer(std::string_view(s).substr(a, b - a), &x)) {
                 *has = true;
                 *out = x;
             }
             return Step::ok;
         }
         std::string_view num;
-        Step s = number_or_skip(c, &num);
+        Step s = lex_.number_or_skip(c, &num);
         if (s != Step::ok || num.empty()) return s;
         int64_t x;
-        if (integer(num, &x)) {
+        if (json::integer(num, &x)) {
             *has = true;
             *out = x;
         } else {
             // A float such as 7.0: its integer part, like Python's int().
             bool inexact;
-            if (detail::decimal_to_int(num, 0, &x, &inexact)) {
+            if (json::decimal_to_int(num, 0, &x, &inexact)) {
                 *has = true;
                 *out = x;
             }
@@ -691,9 +593,9 @@ class Parser {
         if (*c.p == '"' || *c.p == '{' || *c.p == '[' || *c.p == 't' || *c.p == 'f' || *c.p == 'n') {
             *is_number = false;
             if (is_ts) meta_.ts_fraction_syntax = true;  // not an integer column for pandas-based tools
-            return value(c);
+            return lex_.value(c);
         }
-        Step s = number(c, out);
+        Step s = lex_.number(c, out);
         if (s == Step::ok && is_ts) {
             for (char ch : *out)
                 if (ch == '.' || ch == 'e' || ch == 'E') {
@@ -708,15 +610,16 @@ class Parser {
 
     void commit(const Event& e, int64_t offset) {
         if (!e.has_ts) meta_.ts_missing = true;
-        if (e.ph == "M") {
-            if (e.pid_int && (e.name == "process_labels" || e.name == "process_name")) {
+        if (json::equals(e.ph, "M")) {
+            const bool labels = json::equals(e.name, "process_labels"), name = json::equals(e.name, "process_name");
+            if (e.pid_int && (labels || name)) {
                 meta_.label_pids.push_back(e.pid);
-                meta_.labels.push_back(e.name == "process_labels" && e.has_arg_labels ? e.arg_labels : std::string());
-                meta_.process_names.push_back(e.name == "process_name" && e.has_arg_name ? e.arg_name : std::string());
+                meta_.labels.push_back(labels && e.has_arg_labels ? e.arg_labels : std::string());
+                meta_.process_names.push_back(name && e.has_arg_name ? e.arg_name : std::string());
             }
             return;
         }
-        if (e.ph != "X") return;
+        if (!json::equals(e.ph, "X")) return;
         ++meta_.complete_events;
         const int32_t cat = strings_.intern(e.cat);
         if (static_cast<size_t>(cat) >= meta_.cat_counts.size()) meta_.cat_counts.resize(strings_.size(), 0);
@@ -724,17 +627,18 @@ class Parser {
         const bool device = static_cast<size_t>(cat) < device_cat_flag_.size() && device_cat_flag_[static_cast<size_t>(cat)];
         // DataLoader spans (enumerate(DataLoader)#...__next__, torch/utils/data/dataloader.py
         // frames) are kept for the idle split: the host was waiting for data.
-        const bool keep = device || e.has_corr || e.has_stream || contains(e.name, "ProfilerStep") || e.cat == "Trace" ||
-                          contains(e.name, "DataLoader") || contains(e.name, "dataloader");
+        const bool keep = device || e.has_corr || e.has_stream || contains(e.name, "ProfilerStep") ||
+                          json::equals(e.cat, "Trace") || contains(e.name, "DataLoader") ||
+                          contains(e.name, "dataloader");
         if (!keep) return;
         const int32_t name = strings_.intern(e.name);
         Invalid bad{};
         int64_t ts = 0, dur = 0;
         bool ts_inexact = false, dur_inexact = false;
         if (!e.has_ts) bad = Invalid::missing_ts;
-        else if (!e.ts_is_number || !detail::decimal_to_int(e.ts, 3, &ts, &ts_inexact)) bad = Invalid::bad_ts;
+        else if (!e.ts_is_number || !json::decimal_to_int(e.ts, 3, &ts, &ts_inexact)) bad = Invalid::bad_ts;
         else if (!e.has_dur) bad = Invalid::missing_dur;
-        else if (!e.dur_is_number || !detail::decimal_to_int(e.dur, 3, &dur, &dur_inexact)) bad = Invalid::bad_dur;
+        else if (!e.dur_is_number || !json::decimal_to_int(e.dur, 3, &dur, &dur_inexact)) bad = Invalid::bad_dur;
         else if (dur < 0) bad = Invalid::negative_dur;
         if (bad != Invalid{}) {
             aside_.offset.push_back(offset);
@@ -759,345 +663,10 @@ class Parser {
         rows_.offset.push_back(offset);
     }
 
-    // ---------------------------------------------------------------- JSON tokens
-    // Each returns ok (value consumed), more (the buffer ended first: the caller
-    // retries the whole unit later) or error (failed_ is set).
-
-    // Most calls find no whitespace at all ("a":1), or one space (", "): test
-    // that first, on a local copy of the cursor.
-    static void skip_ws(Cur& c) {
-        const char* p = c.p;
-        const char* const end = c.end;
-        if (p < end && static_cast<unsigned char>(*p) > ' ') return;
-        while (p < end && detail::is_ws(*p)) ++p;
-        c.p = p;
-    }
-
-    Step expect(Cur& c, char ch, const char* what) {
-        if (c.p < c.end && *c.p == ch) {
-            ++c.p;
-            return Step::ok;
-        }
-        skip_ws(c);
-        if (c.p >= c.end) return Step::more;
-        if (*c.p != ch) {
-            fail_at(c.p, std::string("malformed JSON: expected ") + what + ", found " + describe(*c.p));
-            return Step::error;
-        }
-        ++c.p;
-        return Step::ok;
-    }
-
-    // A string; `out` views the raw bytes when there is no escape, else the
-    // unescaped text in scratch storage that lives until the next event.
-    Step string(Cur& c, std::string_view* out) {
-        skip_ws(c);
-        if (c.p >= c.end) return Step::more;
-        if (*c.p != '"') {
-            fail_at(c.p, std::string("malformed JSON: expected a string, found ") + describe(*c.p));
-            return Step::error;
-        }
-        const char* s = c.p + 1;
-        const char* q = s;
-        bool escaped = false;
-        for (;;) {
-            q = detail::find_quote_or_backslash(q, c.end);
-            if (q >= c.end) return Step::more;
-            if (*q == '"') break;
-            escaped = true;
-            q += 2;  // the backslash and the character it escapes
-            if (q > c.end) return Step::more;
-        }
-        c.p = q + 1;
-        if (!escaped) {
-            *out = std::string_view(s, static_cast<size_t>(q - s));
-            return Step::ok;
-        }
-        return unescape(s, q, out);
-    }
-
-    Step unescape(const char* s, const char* e, std::string_view* out) {
-        if (scratch_.size() <= scratch_used_) scratch_.resize(scratch_used_ + 1);
-        std::string& o = scratch_[scratch_used_++];
-        o.clear();
-        for (const char* p = s; p < e; ++p) {
-            if (*p != '\\') {
-                o.push_back(*p);
-                continue;
-            }
-            ++p;
-            switch (*p) {
-                case '"': o.push_back('"'); break;
-                case '\\': o.push_back('\\'); break;
-                case '/': o.push_back('/'); break;
-                case 'b': o.push_back('\b'); break;
-                case 'f': o.push_back('\f'); break;
-                case 'n': o.push_back('\n'); break;
-                case 'r': o.push_back('\r'); break;
-                case 't': o.push_back('\t'); break;
-                case 'u': {
-                    if (e - p < 5) {
-                        fail_at(p, "malformed JSON: incomplete \\u escape");
-                        return Step::error;
-                    }
-                    uint32_t cp = 0;
-                    if (!hex4(p + 1, &cp)) {
-                        fail_at(p, "malformed JSON: bad \\u escape");
-                        return Step::error;
-                    }
-                    p += 4;
-                    if (cp >= 0xD800 && cp < 0xDC00 && e - p >= 7 && p[1] == '\\' && p[2] == 'u') {
-                        uint32_t lo = 0;
-                        if (hex4(p + 3, &lo) && lo >= 0xDC00 && lo < 0xE000) {
-                            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                            p += 6;
-                        }
-                    }
-                    utf8(cp, o);
-                    break;
-                }
-                default:
-                    fail_at(p, std::string("malformed JSON: bad escape \\") + describe(*p));
-                    return Step::error;
-            }
-        }
-        *out = std::string_view(o);
-        return Step::ok;
-    }
-
-    static bool hex4(const char* p, uint32_t* out) {
-        uint32_t v = 0;
-        for (int i = 0; i < 4; ++i) {
-            const char ch = p[i];
-            v <<= 4;
-            if (ch >= '0' && ch <= '9') v |= static_cast<uint32_t>(ch - '0');
-            else if (ch >= 'a' && ch <= 'f') v |= static_cast<uint32_t>(ch - 'a' + 10);
-            else if (ch >= 'A' && ch <= 'F') v |= static_cast<uint32_t>(ch - 'A' + 10);
-            else return false;
-        }
-        *out = v;
-        return true;
-    }
-
-    static void utf8(uint32_t cp, std::string& o) {
-        if (cp < 0x80) {
-            o.push_back(static_cast<char>(cp));
-        } else if (cp < 0x800) {
-            o.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-            o.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-        } else if (cp < 0x10000) {
-            o.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-            o.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-            o.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-        } else {
-            o.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-            o.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-            o.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-            o.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-        }
-    }
-
-    Step string_view_or_skip(Cur& c, std::string_view* out) {
-        skip_ws(c);
-        if (c.p >= c.end) return Step::more;
-        if (*c.p != '"') return value(c);
-        return string(c, out);
-    }
-
-    Step string_or_skip(Cur& c, std::string* out) {
-        std::string_view v;
-        skip_ws(c);
-        if (c.p >= c.end) return Step::more;
-        if (*c.p != '"') return value(c);
-        Step s = string(c, &v);
-        if (s == Step::ok) out->assign(v.data(), v.size());
-        return s;
-    }
-
-    // A JSON number (grammar checked); `out` views its text.
-    Step number(Cur& c, std::string_view* out) {
-        const char* s = c.p;
-        const char* p = c.p;
-        const char* const end = c.end;
-        auto digit = [end](const char* q) { return q < end && static_cast<unsigned char>(*q - '0') <= 9; };
-        if (p < c.end && *p == '-') ++p;
-        if (p >= c.end) return Step::more;
-        if (!digit(p)) {
-            fail_at(p, std::string("malformed JSON: expected a number, found ") + describe(*p));
-            return Step::error;
-        }
-        if (*p == '0') ++p;
-        else
-            while (digit(p)) ++p;
-        if (p < c.end && *p == '.') {
-            ++p;
-            if (p >= c.end) return Step::more;
-            if (!digit(p)) {
-                fail_at(p, "malformed JSON: expected digits after '.'");
-                return Step::error;
-            }
-            while (digit(p)) ++p;
-        }
-        if (p < c.end && (*p == 'e' || *p == 'E')) {
-            ++p;
-            if (p < c.end && (*p == '+' || *p == '-')) ++p;
-            if (p >= c.end) return Step::more;
-            if (!digit(p)) {
-                fail_at(p, "malformed JSON: expected digits in an exponent");
-                return Step::error;
-            }
-            while (digit(p)) ++p;
-        }
-        // A number at the very end of the buffer may continue in the next chunk.
-        if (p >= c.end) return Step::more;
-        *out = std::string_view(s, static_cast<size_t>(p - s));
-        c.p = p;
-        return Step::ok;
-    }
-
-    Step number_or_skip(Cur& c, std::string_view* out) {
-        skip_ws(c);
-        if (c.p >= c.end) return Step::more;
-        if (*c.p == '-' || (*c.p >= '0' && *c.p <= '9')) return number(c, out);
-        *out = std::string_view();
-        return value(c);
-    }
-
-    static bool integer(std::string_view s, int64_t* out) {
-        size_t i = 0;
-        bool neg = false;
-        if (i < s.size() && s[i] == '-') {
-            neg = true;
-            ++i;
-        }
-        if (i >= s.size()) return false;
-        uint64_t v = 0;
-        for (; i < s.size(); ++i) {
-            if (s[i] < '0' || s[i] > '9') return false;
-            if (v > (std::numeric_limits<uint64_t>::max() - 9) / 10) return false;
-            v = v * 10 + static_cast<uint64_t>(s[i] - '0');
-        }
-        if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
-        *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
-        return true;
-    }
-
-    Step literal(Cur& c, const char* word) {
-        const size_t n = std::strlen(word);
-        for (size_t i = 0; i < n; ++i) {
-            if (c.p + i >= c.end) return Step::more;
-            if (c.p[i] != word[i]) {
-                fail_at(c.p, std::string("malformed JSON: unexpected ") + describe(*c.p));
-                return Step::error;
-            }
-        }
-        c.p += n;
-        return Step::ok;
-    }
-
-    // Skip one value of any kind, checking its grammar.
-    Step value(Cur& c) {
-        skip_ws(c);
-        if (c.p >= c.end) return Step::more;
-        switch (*c.p) {
-            case '{':
-                return object(c, [&](std::string_view, Cur& vc) { return value(vc); });
-            case '[':
-                return array(c, [&](Cur& ec) { return value(ec); });
-            case '"': {
-                // Skip without unescaping: find the closing quote only.
-                const char* q = c.p + 1;
-                for (;;) {
-                    q = detail::find_quote_or_backslash(q, c.end);
-                    if (q >= c.end) return Step::more;
-                    if (*q == '"') break;
-                    q += 2;
-                    if (q > c.end) return Step::more;
-                }
-                c.p = q + 1;
-                return Step::ok;
-            }
-            case 't': return literal(c, "true");
-            case 'f': return literal(c, "false");
-            case 'n': return literal(c, "null");
-            default: {
-                std::string_view num;
-                return number(c, &num);
-            }
-        }
-    }
-
-    // An object; `member(key, cursor)` consumes each value.
-    template <typename F>
-    Step object(Cur& c, F&& member) {
-        return container(c, '{', '}', "an object", [&](Cur& cc) {
-            std::string_view key;
-            Step s = string(cc, &key);
-            if (s != Step::ok) return s;
-            s = expect(cc, ':', "':' after a key");
-            if (s != Step::ok) return s;
-            return member(key, cc);
-        });
-    }
-
-    // An array; `element(cursor)` consumes each element.
-    template <typename F>
-    Step array(Cur& c, F&& element) {
-        return container(c, '[', ']', "an array", element);
-    }
-
-    // The frame both share: the brackets, the commas, the depth limit; `item`
-    // consumes one member or element.
-    template <typename F>
-    Step container(Cur& c, char open, char close, const char* what, F&& item) {
-        skip_ws(c);
-        if (c.p >= c.end) return Step::more;
-        if (*c.p != open) {
-            fail_at(c.p, std::string("malformed JSON: expected '") + open + "', found " + describe(*c.p));
-            return Step::error;
-        }
-        if (++depth_ > kMaxDepth) return too_deep(c);
-        ++c.p;
-        skip_ws(c);
-        if (c.p >= c.end) return leave(Step::more);
-        if (*c.p == close) {
-            ++c.p;
-            return leave(Step::ok);
-        }
-        for (;;) {
-            Step s = item(c);
-            if (s != Step::ok) return leave(s);
-            skip_ws(c);
-            if (c.p >= c.end) return leave(Step::more);
-            if (*c.p == ',') {
-                ++c.p;
-                continue;
-            }
-            if (*c.p == close) {
-                ++c.p;
-                return leave(Step::ok);
-            }
-            fail_at(c.p, std::string("malformed JSON: expected ',' or '") + close + "' in " + what + ", found " +
-                             describe(*c.p));
-            return leave(Step::error);
-        }
-    }
-
-    Step leave(Step s) {
-        --depth_;
-        return s;
-    }
-
-    Step too_deep(Cur& c) {
-        --depth_;
-        fail_at(c.p, "JSON nested more than 256 levels deep");
-        return Step::error;
-    }
-
     // ---------------------------------------------------------------- buffer and errors
 
     void skip_ws_at_pos() {
-        while (pos_ < win_len_ && detail::is_ws(win_[pos_])) ++pos_;
+        while (pos_ < win_len_ && json::is_ws(win_[pos_])) ++pos_;
     }
 
     // The bytes being parsed: the caller's chunk (in place) or tail_.
@@ -1157,13 +726,6 @@ class Parser {
         return n;
     }
 
-    static std::string describe(char c) {
-        if (c >= 0x20 && c < 0x7f) return std::string("'") + c + "'";
-        static const char* hex = "0123456789abcdef";
-        const unsigned char u = static_cast<unsigned char>(c);
-        return std::string("byte 0x") + hex[u >> 4] + hex[u & 15];
-    }
-
     std::string where() const {
         switch (state_) {
             case State::start: return "before the document";
@@ -1187,8 +749,6 @@ class Parser {
 
     void fail_at(const char* p, const std::string& msg) { fail(static_cast<size_t>(p - win_), msg); }
 
-    static constexpr int kMaxDepth = 256;
-
     std::string tail_;           // an unfinished unit carried over to the next chunk
     const char* win_ = nullptr;  // the bytes being parsed: the caller's chunk or tail_
     size_t win_len_ = 0;
@@ -1200,7 +760,6 @@ class Parser {
     State state_ = State::start;
     bool first_ = true;
     bool in_top_array_ = false;
-    int depth_ = 0;
     bool failed_ = false;
     std::string error_;
     int64_t error_offset_ = -1;
@@ -1209,8 +768,7 @@ class Parser {
     StringTable strings_;
     std::vector<int32_t> device_cats_;
     std::vector<uint8_t> device_cat_flag_;
-    std::deque<std::string> scratch_;  // a deque: growing it never moves a string that a view points into
-    size_t scratch_used_ = 0;
+    json::Lexer lex_;  // the JSON tokens: depth, unescaped strings, the error of a scan
     Rows rows_;
     SetAside aside_;
     Meta meta_;

@@ -86,8 +86,6 @@ struct Histogram {
     std::vector<int64_t> span_end;
 };
 
-// Row i of the spans, checked: a rank >= 0, end >= start, and (`repeated`) not a
-// second row of one rank. Throws std::invalid_argument naming the row and the fix.
 // Per-rank states of a sweep, kept in the order they were made: found through a
 // table for ranks below kDirect (the common, dense case) and a map above.
 template <typename State>
@@ -122,6 +120,29 @@ class RankTable {
     std::unordered_map<int32_t, State*> sparse_;
 };
 
+// An event row, checked: the one rule of every sweep (Sweep::feed and each kernel of
+// ExclusiveSweep). A rank >= 0, end >= start, end - start within int64, a known kind
+// (k >= 0: the kind, or its level, -1 when unknown), in this order: false, and `res`
+// naming row i and the first check it fails, on a bad row.
+//
+// Times are any int64. Two predictable tests for all row checks: en < st is compared,
+// never taken from the difference (which wraps: st = 2^62, en = -2^62 - 100); with
+// en >= st the difference, computed unsigned, is exact, and above INT64_MAX
+// (st = -2^62 - 1, en = 2^62 + 1) it does not fit.
+PAU_HOT bool row_ok(int32_t r, int64_t st, int64_t en, int64_t k, int64_t i, FeedResult& res) {
+    const int64_t len = static_cast<int64_t>(static_cast<uint64_t>(en) - static_cast<uint64_t>(st));
+    if (__builtin_expect(((static_cast<int64_t>(r) | len | k) < 0) | (en < st), 0)) {
+        if (r < 0) res = {Code::negative_rank, i};
+        else if (en < st) res = {Code::end_before_start, i};
+        else if (len < 0) res = {Code::too_long, i};
+        else res = {Code::unknown_kind, i};
+        return false;
+    }
+    return true;
+}
+
+// Row i of the spans, checked: a rank >= 0, end >= start, and (`repeated`) not a
+// second row of one rank. Throws std::invalid_argument naming the row and the fix.
 inline void check_span(const int32_t* span_rank, const int64_t* span_start, const int64_t* span_end, int64_t i,
                        bool repeated) {
     if (span_rank[i] < 0)
@@ -331,18 +352,7 @@ class Sweep {
                 const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(kind_idx[i]));
                 k = ki < static_cast<uint64_t>(map_size) ? kind_map[ki] : -1;
             }
-            // Times are any int64. Two predictable tests for all row checks: en < st is
-            // compared, never taken from the difference (which wraps: st = 2^62, en =
-            // -2^62 - 100); with en >= st the difference, computed unsigned, is exact,
-            // and above INT64_MAX (st = -2^62 - 1, en = 2^62 + 1) it does not fit.
-            const int64_t len = static_cast<int64_t>(static_cast<uint64_t>(en) - static_cast<uint64_t>(st));
-            if (__builtin_expect(((static_cast<int64_t>(r) | len | k) < 0) | (en < st), 0)) {
-                if (r < 0) res = {Code::negative_rank, i};
-                else if (en < st) res = {Code::end_before_start, i};
-                else if (len < 0) res = {Code::too_long, i};
-                else res = {Code::unknown_kind, i};
-                break;
-            }
+            if (!row_ok(r, st, en, k, i, res)) break;
             if (__builtin_expect(r != cur, 0)) {
                 if (s) store(h, *s);
                 cur = r;
