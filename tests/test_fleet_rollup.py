@@ -206,20 +206,47 @@ def test_rollup_equals_pandas(fleet, every, by):
     assert np.allclose(t.allocated_h, t.allocated_ns / H)
 
 
-def test_counts_are_where_the_run_ended_and_queue_where_the_job_started(fleet):
-    r = fleet.rollup(by=["cluster"], every="1d")
+def _failures(f) -> pd.DataFrame:
+    """One row per failure, with pandas: its run's cluster, its instant and its time to
+    recover (NaN when not recovered; recovery_ns[i] is that of failure_ns[i])."""
+    runs = f.runs.select(["run", "cluster", "failure_ns", "recovery_ns"]).to_pandas()
+    rows = []
+    for cluster, fs, rs in zip(runs.cluster, runs.failure_ns, runs.recovery_ns):
+        fs = [] if fs is None else list(fs)
+        rs = [] if rs is None else list(rs)
+        rows += [(cluster, int(t), float(rs[i]) if i < len(rs) else np.nan) for i, t in enumerate(fs)]
+    return pd.DataFrame(rows, columns=["cluster", "failure_ns", "recovery_ns"])
+
+
+@pytest.mark.parametrize("every", ["1h", "1d", "1mo"])
+def test_counts_are_where_they_happened_and_queue_where_the_job_started(fleet, every):
+    r = fleet.rollup(by=["cluster"], every=every)
     runs = fleet.runs.to_pandas()
-    runs["period"] = _period(np.maximum(runs.end_ns - 1, runs.start_ns), "1d")
-    exp = runs.groupby(["cluster", "period"])[["failures", "preserved_steps"]].sum()
-    got = _got(r)[["failures", "preserved_steps"]]
+    # counts a run carries as a whole: at its last ns
+    runs["period"] = _period(np.maximum(runs.end_ns - 1, runs.start_ns), every)
+    exp = runs.groupby(["cluster", "period"])[["preserved_steps"]].sum()
+    got = _got(r)[["preserved_steps"]]
     got = got[got.index.isin(exp.index)]
     pd.testing.assert_frame_equal(got.sort_index(), exp.sort_index(), check_names=False)
+    # failures, and those not recovered: each in the period of its instant
+    fl = _failures(fleet)
+    assert len(fl) == runs.failures.sum() > 0 and fl.recovery_ns.isna().sum() == runs.not_recovered.sum()
+    fl["period"] = _period(fl.failure_ns, every)
+    fl["lost"] = fl.recovery_ns.isna().astype("int64")
+    exp = fl.groupby(["cluster", "period"]).agg(failures=("failure_ns", "count"), not_recovered=("lost", "sum"))
+    got = _got(r)[["failures", "not_recovered"]]
+    got = got[got.failures > 0]
+    pd.testing.assert_frame_equal(got.sort_index().astype("int64"), exp.sort_index().astype("int64"),
+                                  check_names=False)
+    if every == "1h":  # hours: a run's failures are not all in the hour of its end
+        last = _period(np.maximum(runs.end_ns - 1, runs.start_ns), every)
+        assert not set(zip(fl.cluster, fl.period)) <= set(zip(runs.cluster, last))
     assert r.table["failures"].to_numpy().sum() == runs.failures.sum()
     jobs = fleet.jobs.to_pandas()
     jobs = jobs[jobs.start_ns.notna()]
     runs_i = runs.set_index("run")
     jobs["cluster"] = [runs_i.loc[x, "cluster"] if isinstance(x, str) else c for x, c in zip(jobs.run, jobs.cluster)]
-    jobs["period"] = _period(jobs.start_ns.astype("int64"), "1d")
+    jobs["period"] = _period(jobs.start_ns.astype("int64"), every)
     q = jobs.groupby(["cluster", "period"]).agg(queue_ns=("queue_ns", "sum"), jobs_started=("job", "count"))
     g = _got(r)
     g = g[g.jobs_started > 0][["queue_ns", "jobs_started"]]
@@ -230,22 +257,51 @@ def test_counts_are_where_the_run_ended_and_queue_where_the_job_started(fleet):
     assert np.allclose(t.mtbf_accelerator_h[f], t.accountable_ns[f] / H / t.failures[f])
 
 
-def test_time_to_recover_is_weighted_by_recoveries(fleet):
-    r = fleet.rollup(by=["cluster"], every="1mo")
-    runs = fleet.runs.to_pandas()
-    runs["n"] = runs.failures - runs.not_recovered
-    runs = runs[runs.mean_to_progress_s.notna() & (runs.n > 0)]
-    for cluster, g in runs.groupby("cluster"):
-        row = r.table.filter(pa.compute.equal(r.table["cluster"], cluster)).to_pandas()
-        if len(row) != 1:
-            continue  # runs of two months: checked per period below
-        mean = (g.mean_to_progress_s * g.n).sum() / g.n.sum()
-        assert row.time_to_recover_mean_s[0] == pytest.approx(mean)
-        assert row.time_to_recover_max_s[0] == g.mean_to_progress_s.max()
-        vals = np.repeat(g.mean_to_progress_s.to_numpy(), g.n.to_numpy())
-        assert row.time_to_recover_p50_s[0] == np.quantile(vals, 0.5, method="inverted_cdf")
-        assert row.time_to_recover_p90_s[0] == np.quantile(vals, 0.9, method="inverted_cdf")
-        assert row.recoveries[0] == g.n.sum()
+@pytest.mark.parametrize("every", ["1d", "1mo"])
+def test_time_to_recover_is_quantiles_of_pooled_recoveries(fleet, every):
+    r = fleet.rollup(by=["cluster"], every=every)
+    fl = _failures(fleet).dropna()
+    fl["period"] = _period(fl.failure_ns, every)
+    exp = fl.groupby(["cluster", "period"]).recovery_ns.agg(
+        recoveries="count", mean="mean", p50=lambda x: x.quantile(0.5), p90=lambda x: x.quantile(0.9),
+        max="max") / pd.Series({"recoveries": 1, "mean": 1e9, "p50": 1e9, "p90": 1e9, "max": 1e9})
+    got = _got(r)
+    got = got[got.recoveries > 0]
+    got = got[["recoveries", "time_to_recover_mean_s", "time_to_recover_p50_s", "time_to_recover_p90_s",
+               "time_to_recover_max_s"]].set_axis(list(exp.columns), axis=1)
+    assert len(got) == len(exp) > 0 and (exp.recoveries > 1).any()  # pooled: several recoveries in a row
+    pd.testing.assert_frame_equal(got.sort_index().astype("float64"), exp.sort_index().astype("float64"),
+                                  check_names=False, rtol=1e-12)
+    t = r.table.to_pandas()
+    assert (t.recoveries + t.not_recovered == t.failures).all()
+
+
+def test_failure_lists_are_the_runs_recovery_figure(fleet):
+    runs = fleet.runs.to_pylist()
+    assert sum(len(x["failure_ns"]) for x in runs) > 0
+    for row in runs:
+        rec = fleet.run(row["run"]).summary()["recovery"]
+        fs, ds = row["failure_ns"], row["recovery_ns"]
+        assert len(fs) == rec["failures"] == row["failures"]
+        assert len(fs) - len(ds) == rec["not_recovered"] == row["not_recovered"]
+        assert None not in ds and all(d >= 0 for d in ds)
+        assert sorted(fs) == [t for t, _ in rec["per_failure_ns"]]
+        assert (sum(ds) / len(ds) / 1e9 if ds else None) == pytest.approx(rec["mean_to_progress_s"])
+        # recovery_ns[i] is the time to recover of failure_ns[i]
+        assert sorted(zip(fs, ds)) == sorted((t, d) for t, d in rec["per_failure_ns"] if d is not None)
+
+
+def test_failure_lists_that_disagree_with_the_counts_are_refused(fleet):
+    from pau.fleet.rollup import rollup
+
+    runs = fleet.runs
+    i = next(k for k, x in enumerate(runs["failure_ns"].to_pylist()) if x)
+    fs = runs["failure_ns"].to_pylist()
+    fs[i] = fs[i][1:]
+    bad = runs.set_column(runs.schema.get_field_index("failure_ns"), "failure_ns",
+                          pa.array(fs, pa.list_(pa.int64())))
+    with pytest.raises(PauError, match=rf"row {i} .*failure_ns"):
+        rollup(bad, fleet.cells, every="1d")
 
 
 EVERY = st.sampled_from(["1h", "3h", "1d", "2d", "1w", "1mo", "2mo"])

@@ -364,6 +364,22 @@ def test_restart_loop_and_two_failures_by_hand():
     assert r.summary()["restart_loop_attempts"] == 1
 
 
+def test_summary_per_failure_ns_is_the_list_of_the_mean():
+    # example_loop: failures at 105 s and 155 s, recovered after 115 s and 35 s (by hand above)
+    s = recovery.recovery(example_loop()).summary()
+    assert s["per_failure_ns"] == [[105 * S, 115 * S], [155 * S, 35 * S]]
+    d = [v for _, v in s["per_failure_ns"] if v is not None]
+    assert len(s["per_failure_ns"]) == s["failures"] and len(s["per_failure_ns"]) - len(d) == s["not_recovered"]
+    assert s["mean_to_progress_s"] == sum(d) / len(d) / S == 75.0
+    # a failure not recovered by as_of: None in the list, not in the mean
+    lc = example_loop()
+    cut = recovery.recovery(lc, as_of=200 * S).summary()
+    assert [t for t, _ in cut["per_failure_ns"]] == [105 * S, 155 * S]
+    assert cut["per_failure_ns"][0][1] is None and cut["not_recovered"] >= 1
+    got = [v for _, v in cut["per_failure_ns"] if v is not None]
+    assert cut["mean_to_progress_s"] == (sum(got) / len(got) / S if got else None)
+
+
 def test_progress_protection_breach_by_hand(led_a):
     # Contract: at most 30 accelerator-s lost per failure; example A's failure lost 35 s
     # -> a breach of 5 s; at $2 per accelerator-hour it costs 5/3600 · 2 = $1/360.

@@ -76,6 +76,10 @@ class Recovery:
     waste_equivalent_accelerators : Fraction or None
         ``badput_ns / wall_ns``: the accelerators that, idle for the whole wall time,
         would waste as much.
+
+    ``summary()`` holds, besides the figures, ``per_failure_ns``: ``[time_ns,
+    to_progress_ns]`` per failure in time order (None: not recovered), the list its
+    ``mean_to_progress_s`` and ``not_recovered`` are computed from.
     """
 
     accountable_ns: int
@@ -99,13 +103,16 @@ class Recovery:
 
     def summary(self) -> dict:
         ttr = [f["to_first_step_ns"] for f in self.per_failure if f["to_first_step_ns"] is not None]
-        ttp = [f["to_progress_ns"] for f in self.per_failure if f["to_progress_ns"] is not None]
+        # each failure's instant and time to recover progress (None: not recovered): the
+        # mean and not_recovered below are of this list (the fleet's runs table keeps it)
+        pairs = [[f["time_ns"], f["to_progress_ns"]] for f in self.per_failure]
+        ttp = [d for _, d in pairs if d is not None]
         return _f({"failures": self.failures, "accountable_ns": self.accountable_ns,
                    "failures_per_1000_accelerator_hours": self.failures_per_1000_accelerator_hours,
                    "by_cause": self.by_cause,
                    "mean_to_first_step_s": Fraction(sum(ttr), len(ttr) * _NS_PER_S) if ttr else None,
                    "mean_to_progress_s": Fraction(sum(ttp), len(ttp) * _NS_PER_S) if ttp else None,
-                   "not_recovered": sum(1 for f in self.per_failure if f["to_progress_ns"] is None),
+                   "not_recovered": len(pairs) - len(ttp), "per_failure_ns": pairs,
                    "restart_loop_attempts": sum(1 for a in self.attempts if a["restart_loop"]),
                    "restart_loops": self.restart_loops, "badput_ns": self.badput_ns, "wall_ns": self.wall_ns,
                    "waste_equivalent_accelerators": self.waste_equivalent_accelerators})

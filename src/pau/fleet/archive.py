@@ -109,7 +109,8 @@ _FACTS = pa.schema([
 ])
 #: The runs table: one row per run.
 RUNS_SCHEMA = pa.schema([*_FACTS, *(pa.field(c, t) for c, _, t in FIGURES),
-                         pa.field("badput_by_cause_ns", pa.map_(pa.string(), pa.int64()))])
+                         pa.field("badput_by_cause_ns", pa.map_(pa.string(), pa.int64())),
+                         pa.field("failure_ns", pa.list_(pa.int64())), pa.field("recovery_ns", pa.list_(pa.int64()))])
 #: The hourly cells: the run's ledger cut at UTC hour boundaries.
 CELLS_SCHEMA = pa.schema([("run", pa.string()), ("hour_ns", pa.int64()), ("state", pa.string()),
                           ("activity", pa.string()), ("duration_ns", pa.int64())])
@@ -136,7 +137,22 @@ def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
         out[column] = v
     led = summary.get("ledger")
     out["badput_by_cause_ns"] = None if led is None else sorted(led["badput_by_cause_ns"].items())
+    out["failure_ns"], out["recovery_ns"] = failure_lists(summary.get("recovery"))
     return out
+
+
+def failure_lists(recovery: Mapping[str, Any] | None) -> tuple[list[int] | None, list[int] | None]:
+    """``failure_ns`` and ``recovery_ns`` of the runs table from a run's
+    ``summary()["recovery"]["per_failure_ns"]``: the instants of the recovered failures
+    (in time order) then of those not recovered (in time order), and the time to recover
+    progress of each recovered one, in the same order (``recovery_ns[i]`` is that of
+    ``failure_ns[i]``; the last ``not_recovered`` failures have none). None without a
+    recovery figure."""
+    if recovery is None:
+        return None, None
+    pairs = recovery["per_failure_ns"]
+    done = [(t, d) for t, d in pairs if d is not None]
+    return [t for t, _ in done] + [t for t, d in pairs if d is None], [d for _, d in done]
 
 
 # ---------------------------------------------------------------------------

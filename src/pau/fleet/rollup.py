@@ -10,9 +10,11 @@ number of hours, so each cell lies in exactly one period; a job's allocation is 
 the period boundaries in ns (its pieces sum exactly to ``allocated_accelerator_ns``). So
 the periods of a group sum exactly to its total.
 
-Counts a run carries as a whole (failures, recoveries, preserved steps and tokens,
-accepted requests) are counted in the period holding the run's last ns
-(``end_ns - 1``): the runs table holds them per run, not per hour.
+Each failure, and its recovery, is counted in the period holding its instant (the runs
+table's ``failure_ns``); time to recover is pooled over the recovered failures of a group
+and period (``recovery_ns``). Counts a run carries as a whole (preserved steps and tokens,
+accepted requests) are counted in the period holding the run's last ns (``end_ns - 1``):
+the runs table holds them per run, not per hour.
 
 :func:`changes` and :func:`capacity` take a rollup's table to
 :func:`pau.fleet.changes.group_changes` and :func:`pau.fleet.changes.capacity`.
@@ -115,6 +117,10 @@ COST_FIELDS = pa.schema([
 
 _COUNTS = ("failures", "not_recovered", "preserved_steps", "preserved_tokens", "requests_accepted",
            "accepted_tokens")
+#: Counted per failure, in the period of its instant (the others per run, at its last ns).
+_PER_FAILURE = ("failures", "not_recovered")
+#: The runs table's per-failure lists (``pau.fleet.archive.failure_lists``).
+_FAILURE_LISTS = ("failure_ns", "recovery_ns")
 
 
 # ---------------------------------------------------------------------------
@@ -610,12 +616,37 @@ class Rollup:
 # the rollup
 
 
-def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """The smallest value whose cumulative weight reaches ``q`` of the total (the
-    inverted CDF of the weighted values)."""
-    o = np.argsort(values, kind="stable")
-    cw = np.cumsum(weights[o])
-    return float(values[o][int(np.searchsorted(cw, q * cw[-1], side="left"))])
+def _failure_rows(runs: pa.Table, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The failures of the runs kept, one entry each: (run index, instant, time to
+    recover in ns or -1 when not recovered), from ``failure_ns`` and ``recovery_ns``
+    (``recovery_ns[i]`` is that of ``failure_ns[i]``; the failures past its length were
+    not recovered). Lists that do not agree with ``failures`` and ``not_recovered`` are
+    refused naming the run."""
+    fl = runs["failure_ns"].combine_chunks() if runs.num_rows else pa.array([], pa.list_(pa.int64()))
+    rl = runs["recovery_ns"].combine_chunks() if runs.num_rows else pa.array([], pa.list_(pa.int64()))
+    n_f = _ints(pc.list_value_length(fl))
+    n_r = _ints(pc.list_value_length(rl))
+    failures, not_rec = _ints(runs["failures"]), _ints(runs["not_recovered"])
+    bad = keep & ((n_f != failures) | (n_r != failures - not_rec) | (np.asarray(fl.is_null()) & (failures > 0)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise PauError(f"runs: row {i} (run {runs['run'][i].as_py()!r}): failures = {int(failures[i])} and "
+                       f"not_recovered = {int(not_rec[i])}, but failure_ns holds {fl[i].as_py()!r} and recovery_ns "
+                       f"{rl[i].as_py()!r} ({int(bad.sum())} runs). Fix: give the lists of the runs table as pau "
+                       "ingest writes them (an archive written before they were kept: ingest it again)")
+    flat_f = np.asarray(pc.list_flatten(fl).to_numpy(zero_copy_only=False), np.int64)
+    flat_r = np.asarray(pc.list_flatten(rl).to_numpy(zero_copy_only=False), np.int64)
+    if (flat_r < 0).any():
+        raise PauError("runs: recovery_ns holds a negative time to recover. Fix: give the lists pau ingest writes")
+    parent = np.asarray(pc.list_parent_indices(fl).to_numpy(zero_copy_only=False), np.int64)
+    r_parent = np.asarray(pc.list_parent_indices(rl).to_numpy(zero_copy_only=False), np.int64)
+    rec = np.full(len(flat_f), -1, np.int64)
+    # the recovered failures are the first n_r of each run's list, in the order of recovery_ns
+    r_pos = np.arange(len(flat_r), dtype=np.int64) - (np.cumsum(n_r) - n_r)[r_parent]
+    at = (np.cumsum(n_f) - n_f)[r_parent] + r_pos
+    rec[at] = flat_r
+    k = keep[parent]
+    return parent[k], flat_f[k], rec[k]
 
 
 def _cell_batches(cells: Any) -> Iterator[pa.RecordBatch]:
@@ -656,7 +687,7 @@ def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
     if not files:
         raise PauError(f"{path}: no Parquet file of the runs table. Fix: ingest runs first (pau ingest)")
     names = pq.read_schema(files[0]).names
-    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"]
+    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, *_FAILURE_LISTS]
     for k in [*by, *(("accelerator_type", "cluster") if cost else ())]:
         if not k.startswith("labels."):
             want.append(k)
@@ -885,8 +916,9 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     model = None if cost_model is None else (cost_model if isinstance(cost_model, _costs.CostModel)
                                              else _costs.cost_model(cost_model))
     warnings: list[str] = []
-    _check_columns(runs, "runs", ("run", "start_ns", "end_ns", *_COUNTS, "mean_to_progress_s"),
-                   "give the fleet's runs table (pau.fleet.RUNS_SCHEMA)")
+    _check_columns(runs, "runs", ("run", "start_ns", "end_ns", *_COUNTS, *_FAILURE_LISTS),
+                   "give the fleet's runs table (pau.fleet.RUNS_SCHEMA; an archive written before it held "
+                   "failure_ns and recovery_ns: ingest the runs again into a new archive)")
     run_keep = _mask(runs, terms, "runs", strict=True)
     job_run = np.zeros(0, np.int64)
     job_keep = np.zeros(0, bool)
@@ -943,13 +975,22 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     r_idx = np.flatnonzero(rk)
     r_ps = period_starts(last[r_idx], p)
     for j, c in enumerate(_COUNTS):
-        cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), j), _ints(runs[c])[r_idx])
+        if c not in _PER_FAILURE:
+            cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), j), _ints(runs[c])[r_idx])
     cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), len(_COUNTS)), np.ones(len(r_idx), np.int64))
-    # time to recover: each run's mean over its recovered failures, weighted by their number
-    ttr_run = runs["mean_to_progress_s"].to_numpy(zero_copy_only=False).astype(np.float64)
-    n_rec = _ints(runs["failures"]) - _ints(runs["not_recovered"])
-    t_idx = np.flatnonzero(rk & ~np.isnan(ttr_run) & (n_rec > 0))
-    t_ps = period_starts(last[t_idx], p)
+    # failures and their recoveries: each in the period of the failure's instant
+    f_run, f_ns, f_rec = _failure_rows(runs, run_keep)
+    f_in = np.ones(len(f_ns), bool)
+    if lo is not None:
+        f_in &= f_ns >= lo
+    if hi is not None:
+        f_in &= f_ns < hi
+    f_run, f_ns, f_rec = f_run[f_in], f_ns[f_in], f_rec[f_in]
+    f_ps = period_starts(f_ns, p) if len(f_ns) else f_ns
+    cnt.add(g.run[f_run], f_ps, np.full(len(f_run), _COUNTS.index("failures")), np.ones(len(f_run), np.int64))
+    lost = f_rec < 0
+    cnt.add(g.run[f_run[lost]], f_ps[lost], np.full(int(lost.sum()), _COUNTS.index("not_recovered")),
+            np.ones(int(lost.sum()), np.int64))
 
     # user groups: the by values of the fine groups (with a cost model, several fine groups each)
     user = len(keys)
@@ -959,10 +1000,9 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     ug = np.array([rank[k] for k in gkey] if user else [0] * g.count, np.int64)
     parts = {"time": acc.result(), "counts": cnt.result(), "queue": queue.result()}
     # the rows: every (group, period) with time, a run ended or a job started
-    live = [ug[parts["time"][1]], ug[parts["counts"][1][parts["counts"][2] == len(_COUNTS)]],
-            ug[parts["queue"][1][parts["queue"][2] == 1]]]
-    live_st = [parts["time"][0], parts["counts"][0][parts["counts"][2] == len(_COUNTS)],
-               parts["queue"][0][parts["queue"][2] == 1]]
+    # (a failure's period is a row even when its run had no time there: its instant is the run's end)
+    live = [ug[parts["time"][1]], ug[parts["counts"][1]], ug[parts["queue"][1][parts["queue"][2] == 1]]]
+    live_st = [parts["time"][0], parts["counts"][0], parts["queue"][0][parts["queue"][2] == 1]]
     row_keys = np.unique(np.concatenate([_pair(a_, b_) for a_, b_ in zip(live, live_st)]))
     n_rows = len(row_keys)
     row_group, row_start = _unpair(row_keys)
@@ -983,10 +1023,12 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
         for i in range(len(fine_keys)):
             fg = int(fine_g[i])
             cost[at[i]] += pricing.cost(g.values[user][fg], g.values[user + 1][fg], fine[i])
-    recoveries: dict[int, list[tuple[float, int]]] = {}
-    rec_rows = np.searchsorted(row_keys, _pair(ug[g.run[t_idx]], t_ps)) if len(t_idx) else np.zeros(0, np.int64)
-    for i, r_ in zip(t_idx.tolist(), rec_rows.tolist()):
-        recoveries.setdefault(r_, []).append((float(ttr_run[i]), int(n_rec[i])))
+    recoveries: dict[int, list[int]] = {}
+    ok = ~lost
+    rec_rows = (np.searchsorted(row_keys, _pair(ug[g.run[f_run[ok]]], f_ps[ok])) if ok.any()
+                else np.zeros(0, np.int64))
+    for d, r_ in zip(f_rec[ok].tolist(), rec_rows.tolist()):
+        recoveries.setdefault(r_, []).append(d)
     table = _table(keys, [order[u] for u in row_group.tolist()], row_start, dense["time"], dense["counts"],
                    dense["queue"], cost, [recoveries.get(i) for i in range(n_rows)], p, lo, hi, jobs is not None)
     if jobs is None:
@@ -1058,7 +1100,7 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> pa.Array:
 
 
 def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t: np.ndarray, c: np.ndarray,
-           q: np.ndarray, cost: np.ndarray | None, recoveries: list[list[tuple[float, int]] | None], p: Period,
+           q: np.ndarray, cost: np.ndarray | None, recoveries: list[list[int] | None], p: Period,
            lo: int | None, hi: int | None, has_jobs: bool) -> pa.Table:
     """The rollup's table from the summed arrays, one row per (group, period): ``t`` the
     states then allocated, ``c`` the counts then runs ended, ``q`` queue ns and jobs
@@ -1097,13 +1139,13 @@ def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t
             for q_ in ("mean", "p50", "p90", "max"):
                 rec[q_].append(None)
             continue
-        means = np.array([x for x, _ in r])
-        w = np.array([n for _, n in r], dtype=np.float64)
-        rec["recoveries"].append(int(w.sum()))
-        rec["mean"].append(float((means * w).sum() / w.sum()))
-        rec["p50"].append(_weighted_quantile(means, w, 0.5))
-        rec["p90"].append(_weighted_quantile(means, w, 0.9))
-        rec["max"].append(float(means.max()))
+        # true quantiles of the pooled times to recover (ns), numpy's "linear" (pandas' default)
+        d = np.array(r, dtype=np.int64)
+        rec["recoveries"].append(len(r))
+        rec["mean"].append(sum(r) / len(r) / NS_PER_S)
+        rec["p50"].append(float(np.quantile(d, 0.5, method="linear")) / NS_PER_S)
+        rec["p90"].append(float(np.quantile(d, 0.9, method="linear")) / NS_PER_S)
+        rec["max"].append(max(r) / NS_PER_S)
     cols["recoveries"] = pa.array(rec["recoveries"], pa.int64())
     for q_ in ("mean", "p50", "p90", "max"):
         cols[f"time_to_recover_{q_}_s"] = pa.array(rec[q_], pa.float64())
