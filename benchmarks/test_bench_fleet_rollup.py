@@ -64,11 +64,18 @@ def write_fleet(path, n: int, seed: int = SEED) -> int:
         keys = np.array([f"{i:032x}" for i in range(b0, b0 + m)])
         start = T0 + rng.integers(0, 365 * 24, m) * H
         hours = rng.integers(1, 73, m)
+        # 0 to 2 failures a run, each at an instant of the run, every one recovered (the
+        # runs table's lists: recovered failures' instants and their times to recover)
+        failures = rng.integers(0, 3, m)
+        failure_ns = [sorted((start[i] + rng.integers(0, hours[i] * H, failures[i])).tolist()) for i in range(m)]
+        recovery_ns = [rng.integers(60 * 10**9, 3_600 * 10**9, failures[i]).tolist() for i in range(m)]
         cols = {f.name: pa.nulls(m, f.type) for f in RUNS_SCHEMA}
         cols.update(run=pa.array(keys), cluster=pa.array(clusters[rng.integers(0, 4, m)]),
                     accelerator_type=pa.array(types[rng.integers(0, 3, m)]), team=pa.array(teams[rng.integers(0, 8, m)]),
                     accelerators=pa.array(np.full(m, 8)), start_ns=pa.array(start), end_ns=pa.array(start + hours * H),
-                    failures=pa.array(rng.integers(0, 3, m)), not_recovered=pa.array(np.zeros(m, np.int64)))
+                    failures=pa.array(failures), not_recovered=pa.array(np.zeros(m, np.int64)),
+                    failure_ns=pa.array(failure_ns, pa.list_(pa.int64())),
+                    recovery_ns=pa.array(recovery_ns, pa.list_(pa.int64())))
         pq.write_table(pa.table(cols, schema=RUNS_SCHEMA), os.path.join(path, "runs", f"batch-{b0:09d}.parquet"))
         # cells: per run and hour, 1 to 4 states; an hour's states share its 8 accelerator-hours
         run_of_hour = np.repeat(np.arange(m), hours)
