@@ -238,9 +238,10 @@ def parse_columns(text: str) -> list[str] | dict[str, str]:
     return items
 
 
-def parse_time_ns(text: str) -> int:
-    """``--samples-time``: int ns since the epoch, or an ISO-8601 time with its zone
-    (exact to the microsecond, the most ``datetime`` holds)."""
+def parse_time_ns(text: str, option: str = "--samples-time") -> int:
+    """An instant given on the command line (``--samples-time``, ``--origin``): int ns since
+    the epoch, or an ISO-8601 time with its zone (exact to the microsecond, the most
+    ``datetime`` holds)."""
     t = text.strip()
     if t.lstrip("-").isdigit():
         return int(t)
@@ -249,7 +250,7 @@ def parse_time_ns(text: str) -> int:
     except ValueError:
         when = None
     if when is None or when.tzinfo is None:
-        raise UsageError(f"--samples-time {text!r}: give ns since the epoch or an ISO-8601 time with its zone, "
+        raise UsageError(f"{option} {text}: give ns since the epoch or an ISO-8601 time with its zone, "
                          "e.g. 2025-06-13T00:27:52Z")
     delta = when - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
     return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1_000
@@ -736,19 +737,7 @@ def _check_output(args: argparse.Namespace) -> None:
 
 def _origin_ns(text: str | None) -> int | None:
     """``--origin``: ns since the epoch, or an ISO 8601 time with a zone (Z or +hh:mm)."""
-    if text is None:
-        return None
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        t = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        t = None
-    if t is None or t.tzinfo is None:
-        raise UsageError(f"--origin {text}: expected ns since the epoch or an ISO 8601 time with its zone "
-                         "(2023-01-01T00:00:00Z)")
-    d = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-    return (d.days * 86_400 + d.seconds) * 10**9 + d.microseconds * 1_000
+    return None if text is None else parse_time_ns(text, "--origin")
 
 
 def _ingest(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from pau.readers import mlperf_rules as _mlperf
 from pau.views import plots
 from pau.figures.economics import RequestLedger
-from pau.views.text import (LATENCY_STATS, Dur, column_unit, count, in_column, latency_unit, metric_row, money,
+from pau.views.text import (COST_PER, LATENCY_STATS, Dur, column_unit, count, in_column, latency_unit, metric_row, money,
                             MLPERF_COMPARE_NOTE, mlperf_rows, render_outcome, unit_columns)
 from pau.engine._format import duration, html_table, pct
 from pau.engine.ledger import Ledger
@@ -197,13 +197,7 @@ def _cost(c: Mapping[str, Any], price: float, currency: str) -> str:
     rows = [["total", amount(c["total_cost"])]]
     if c.get("waste_cost") is not None:
         rows.append(["of which waste", amount(c["waste_cost"])])
-    for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
-                       ("cost_per_preserved_step", "per preserved step"),
-                       ("cost_per_preserved_model_cycle", "per preserved model cycle"),
-                       ("cost_per_million_preserved_tokens", "per million preserved tokens"),
-                       ("cost_per_accepted_request", "per accepted request"),
-                       ("cost_per_million_accepted_tokens", "per million accepted tokens"),
-                       ("cost_per_million_accepted_output_tokens", "per million accepted output tokens")):
+    for key, label in COST_PER:
         if c.get(key) is not None:
             rows.append([label, amount(c[key])])
     for cause, v in sorted((c.get("waste_cost_by_cause") or {}).items(), key=lambda kv: -kv[1]):

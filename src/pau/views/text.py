@@ -46,6 +46,16 @@ _COLUMNS = (
 _ALWAYS = ("compute", "idle")
 
 
+
+#: The cost figures per useful output, as the text and HTML reports name them.
+COST_PER = (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
+            ("cost_per_preserved_step", "per preserved step"),
+            ("cost_per_preserved_model_cycle", "per preserved model cycle"),
+            ("cost_per_million_preserved_tokens", "per million preserved tokens"),
+            ("cost_per_accepted_request", "per accepted request"),
+            ("cost_per_million_accepted_tokens", "per million accepted tokens"),
+            ("cost_per_million_accepted_output_tokens", "per million accepted output tokens"))
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and its noun, singular for one: ``1 failure``, ``2 failures``, ``1,024 ranks``."""
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
@@ -148,13 +158,7 @@ def render_cost(c: dict, price: float) -> str:
     lines = ["", f"cost at {money(price)} per accelerator-hour: total {money(c['total_cost'])}"
              + ("" if waste is None else f", of which waste {money(waste)}")
              + ("" if c.get("billed_ns") is None else f" ({duration(c['billed_ns'])} of accelerator time billed)")]
-    for key, label in (("cost_per_productive_accelerator_hour", "per productive accelerator-hour"),
-                       ("cost_per_preserved_step", "per preserved step"),
-                       ("cost_per_preserved_model_cycle", "per preserved model cycle"),
-                       ("cost_per_million_preserved_tokens", "per million preserved tokens"),
-                       ("cost_per_accepted_request", "per accepted request"),
-                       ("cost_per_million_accepted_tokens", "per million accepted tokens"),
-                       ("cost_per_million_accepted_output_tokens", "per million accepted output tokens")):
+    for key, label in COST_PER:
         if c.get(key) is not None:
             lines.append(f"  {money(c[key])} {label}")
     if c.get("waste_cost_by_cause"):
