@@ -73,13 +73,19 @@ def _column(batch: pa.RecordBatch | pa.Table, name: str, table: str) -> pa.Array
     return col
 
 
-def as_numpy(arr: pa.Array) -> np.ndarray:
+def as_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """``arr.to_numpy(zero_copy_only=False)``; for an integer or float array without
-    nulls, a read-only view of its data buffer made by numpy alone. pyarrow's own
-    conversion imports pandas on its first use (see ``pau.engine.vocab.NUMPY_OF``)."""
+    nulls, a read-only view of its data buffer made by numpy alone (a chunked one's
+    chunks joined). pyarrow's own conversion imports pandas on its first use (see
+    ``pau.engine.vocab.NUMPY_OF``)."""
     dtype = NUMPY_OF.get(arr.type)
     if dtype is None or arr.null_count:
         return arr.to_numpy(zero_copy_only=False)
+    if isinstance(arr, pa.ChunkedArray):
+        chunks = [as_numpy(c) for c in arr.chunks]
+        if len(chunks) == 1:
+            return chunks[0]
+        return np.concatenate(chunks) if chunks else np.empty(0, dtype)
     n = len(arr)
     if n == 0:
         return np.empty(0, dtype)
