@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pau.engine.vocab import KINDS, SPANS_SCHEMA
+from pau.engine.vocab import KINDS, NUMPY_OF, SPANS_SCHEMA
 from pau.errors import InvalidRowError, SchemaError
 
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
@@ -73,6 +73,25 @@ def _column(batch: pa.RecordBatch | pa.Table, name: str, table: str) -> pa.Array
     return col
 
 
+def as_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """``arr.to_numpy(zero_copy_only=False)``; for an integer or float array without
+    nulls, a read-only view of its data buffer made by numpy alone (a chunked one's
+    chunks joined). pyarrow's own conversion imports pandas on its first use (see
+    ``pau.engine.vocab.NUMPY_OF``)."""
+    dtype = NUMPY_OF.get(arr.type)
+    if dtype is None or arr.null_count:
+        return arr.to_numpy(zero_copy_only=False)
+    if isinstance(arr, pa.ChunkedArray):
+        chunks = [as_numpy(c) for c in arr.chunks]
+        if len(chunks) == 1:
+            return chunks[0]
+        return np.concatenate(chunks) if chunks else np.empty(0, dtype)
+    n = len(arr)
+    if n == 0:
+        return np.empty(0, dtype)
+    return np.frombuffer(arr.buffers()[1], dtype, n, arr.offset * np.dtype(dtype).itemsize)
+
+
 def _first_true(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -115,7 +134,7 @@ def time_column(arr: pa.Array, name: str, table: str, row0: int = 0) -> np.ndarr
         )
     if arr.null_count:
         return arr  # the caller validates nulls before reading values
-    return arr.to_numpy(zero_copy_only=False)
+    return as_numpy(arr)
 
 
 def null_mask(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -161,7 +180,7 @@ def rank_column(arr: pa.Array, table: str, name: str = "rank", row0: int = 0):
         arr = arr.cast(pa.int32(), safe=False)
     if arr.null_count:
         return arr
-    return arr.to_numpy(zero_copy_only=False)
+    return as_numpy(arr)
 
 
 @dataclass
@@ -192,7 +211,7 @@ def kind_column(arr: pa.Array, table: str) -> KindColumn:
         indices = indices.fill_null(0)  # nulls are caught by validation before use
     if indices.type == pa.uint64():  # the core reads up to 32-bit unsigned indices
         indices = indices.cast(pa.int64())
-    idx = indices.to_numpy(zero_copy_only=False)
+    idx = as_numpy(indices)
     n = len(dictionary)
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         # An index outside the dictionary (pyarrow reads a Parquet file's without a

@@ -24,7 +24,7 @@ from pau.engine._input import (
 )
 from pau.engine._threads import thread_count
 from pau.engine.types import Quarantined
-from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, counts_metadata, label
+from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, counts_metadata, from_numpy, label
 from pau.errors import InvalidWindowsError, PauError, SpanOverflowError, UnsortedInputError
 
 IDLE = len(KINDS)
@@ -523,12 +523,12 @@ def exclusive(hist: dict, plan: Plan, priority) -> pa.Table:
     n_act = len(ACTIVITIES)
     mat = np.zeros((s_rank.size, n_act), np.int64)
     np.add.at(mat, (slot, act[hist["mask"]]), hist["duration"])
-    cols = {"rank": pa.array(np.repeat(s_rank, n_act), pa.int32())}
+    cols = {"rank": from_numpy(np.repeat(s_rank, n_act), pa.int32())}
     if plan.mode != "none":
         w = window_column(plan, s_win)
         cols["window"] = w.take(pa.array(np.repeat(np.arange(s_rank.size), n_act)))
     cols["activity"] = label(ACTIVITIES, np.tile(np.arange(n_act), s_rank.size))
-    cols["duration_ns"] = pa.array(mat.ravel(), pa.int64())
+    cols["duration_ns"] = from_numpy(mat.ravel(), pa.int64())
     return pa.table(cols)
 
 

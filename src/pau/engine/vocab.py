@@ -65,11 +65,48 @@ REQUESTS_SCHEMA = pa.schema([
 ])
 
 
+#: numpy dtypes of the fixed-width Arrow types built and read without pyarrow's
+#: conversions (:func:`from_numpy`, ``pau.engine._input.as_numpy``): pyarrow's
+#: ``pa.array``, ``pa.scalar`` and ``to_numpy`` import pandas on their first use, about
+#: 0.2 s of a fresh process that the engine's path never needs
+#: (``benchmarks/test_bench_coldstart.py``).
+NUMPY_OF = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+            pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
+            pa.float32(): np.float32, pa.float64(): np.float64}
+
+
+def from_numpy(values: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    """``pa.array(values, type)`` for a numpy array without nulls whose dtype is
+    ``arrow_type``'s in :data:`NUMPY_OF` (else ``TypeError``: nothing is converted here),
+    made on the array's own buffer without pyarrow's conversions."""
+    dtype = NUMPY_OF[arrow_type]
+    if not isinstance(values, np.ndarray) or values.dtype != dtype or values.ndim != 1:
+        raise TypeError(f"from_numpy: expected a one-dimensional numpy array of {np.dtype(dtype)}, got "
+                        f"{getattr(values, 'dtype', type(values).__name__)}")
+    data = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(arrow_type, data.size, [None, pa.py_buffer(data)])
+
+
+def strings(values) -> pa.Array:
+    """``pa.array(list(values), pa.string())``, for Python strings built from their
+    UTF-8 bytes and offsets (see :data:`NUMPY_OF`); anything else (a None) through
+    pyarrow, as are more than 2 GiB of text (int32 offsets)."""
+    values = list(values)
+    if not all(isinstance(v, str) for v in values):
+        return pa.array(values, pa.string())
+    raw = [v.encode() for v in values]
+    if sum(len(b) for b in raw) > np.iinfo(np.int32).max:
+        return pa.array(values, pa.string())
+    offsets = np.zeros(len(raw) + 1, np.int32)
+    np.cumsum([len(b) for b in raw], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(raw), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raw))])
+
+
 @functools.lru_cache(maxsize=64)
 def names(values: tuple) -> pa.Array:
     """The names of a dictionary-coded column as a string array (cached: the
     vocabularies and cause lists are a few small tuples)."""
-    return pa.array(list(values), pa.string())
+    return strings(values)
 
 
 def counts_metadata(rows: int, quarantined: int) -> dict[bytes, bytes]:
@@ -80,4 +117,4 @@ def counts_metadata(rows: int, quarantined: int) -> dict[bytes, bytes]:
 
 def label(values, idx) -> pa.DictionaryArray:
     """int8 codes `idx` into `values`, as a dictionary array."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.asarray(idx, np.int8)), names(tuple(values)))
+    return pa.DictionaryArray.from_arrays(from_numpy(np.asarray(idx, np.int8), pa.int8()), names(tuple(values)))
