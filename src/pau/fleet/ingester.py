@@ -49,7 +49,7 @@ _TRACE_FORMATS = {"kineto": trace_files, "nsys": nsys_files}
 #: Label names that are columns of the runs table of their own.
 PROMOTED = ("job", "cluster", "accelerator_type", "accelerators", "team", "project", "user")
 #: Facts of a run's metadata kept as labels (what the records say), when they are text.
-RECORD_LABELS = ("benchmark", "submitter", "system", "division", "tool", "model")
+RECORD_LABELS = ("benchmark", "submitter", "system", "division", "tool", "model", "team", "project", "user")
 
 
 class IngestError(PauError):

@@ -116,8 +116,9 @@ def philly_runs(jobs: pa.Table, lifecycle: pa.Table, source: str, warnings: Sequ
     names = lc["job"].to_numpy(zero_copy_only=False)
     cut = np.flatnonzero(names[1:] != names[:-1]) + 1
     bounds = np.concatenate([[0], cut, [len(names)]])
-    info = {j: (c, g) for j, c, g in zip(jobs["job"].to_pylist(), jobs["cluster"].to_pylist(),
-                                          jobs["accelerators"].to_pylist())}
+    info = {j: (c, g, u, tm) for j, c, g, u, tm in zip(jobs["job"].to_pylist(), jobs["cluster"].to_pylist(),
+                                                       jobs["accelerators"].to_pylist(), jobs["user"].to_pylist(),
+                                                       jobs["team"].to_pylist())}
     for a, b in zip(bounds[:-1], bounds[1:]):
         t = lc.slice(int(a), int(b - a)).drop(["job"])
         jid = str(names[a])
@@ -126,10 +127,11 @@ def philly_runs(jobs: pa.Table, lifecycle: pa.Table, source: str, warnings: Sequ
                           "rank": pa.array([-1] * att.num_rows, pa.int32()), "start_ns": att["start_ns"],
                           "end_ns": att["end_ns"], "step": pa.array([1] * att.num_rows, pa.int64())})
         full = pa.concat_tables([t.cast(LIFECYCLE_SCHEMA), _widen(steps)])
-        cluster, gpus = info.get(jid, (None, None))
+        cluster, gpus, user, team = info.get(jid, (None, None, None, None))
         meta: dict[str, Any] = {"format": "philly", "sources": [source], "job": jid}
-        if cluster is not None:
-            meta["cluster"] = cluster
+        for k, v in (("cluster", cluster), ("user", user), ("team", team)):  # what the job's record says
+            if v is not None:
+                meta[k] = v
         if gpus is not None and float(gpus).is_integer():
             meta["accelerators"] = int(gpus)
         out.append((jid, Run(lifecycle=full, metadata=meta, warnings=list(warnings))))
