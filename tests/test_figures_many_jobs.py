@@ -162,3 +162,6 @@ def test_pau_report_of_many_jobs_leaves_the_outcome_figures_out_and_says_so(jobs
     for key in ("checkpoint_advice", "straggler_scores", "mpg", "ettr", "program_goodput", "protection"):
         assert got[key] is None, key
     assert "figures.many_jobs" in err and "pau ingest" in err
+    assert cli.main(["report", str(path), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "not computed: checkpoint advice, straggler scores" in text and "need step records" not in text

@@ -526,8 +526,8 @@ def _outcome_figures(run: Run, led: Ledger, args: argparse.Namespace, schedule: 
     except errors.ManyJobsError as exc:
         _note(f"warning: figures.many_jobs: checkpoint advice, straggler scores, MPG, ETTR, MFU/HFU and "
               f"progress protection left out (figures of one job): {_cli_words(str(exc))}")
-        return dict.fromkeys(("checkpoint_advice", "straggler_scores", "mpg", "ettr", "program_goodput",
-                              "protection"))
+        return {**dict.fromkeys(("checkpoint_advice", "straggler_scores", "mpg", "ettr", "program_goodput",
+                                 "protection")), "outcome_left_out": "figures of one job; the lifecycle holds many"}
 
 
 def _one_job_outcome_figures(run: Run, led: Ledger, args: argparse.Namespace, schedule: Any) -> dict[str, Any]:

@@ -334,6 +334,9 @@ def render_outcome(figures: Mapping[str, Any]) -> str:
     """Checkpoint advice, straggler scores, MFU/HFU, MPG, ETTR and progress protection
     (``pau.core.checkpoint_advice`` and the outcome figures of docs/outcome.md), a line each when computed;
     those that need more input are named on one line with what they need."""
+    if figures.get("outcome_left_out"):  # a lifecycle of many jobs: none of them is defined
+        return ("\nnot computed: checkpoint advice, straggler scores, MFU and HFU, MPG, ETTR, progress protection ("
+                + figures["outcome_left_out"] + ")")
     lines: list[str] = []
     missing: list[str] = []
     ck = figures.get("checkpoint_advice")
