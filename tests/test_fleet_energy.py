@@ -125,3 +125,14 @@ def test_openmetrics_energy_counter(fleet):
         assert s.name == "pau_energy_joules_total" and s.value == pytest.approx(upto, rel=1e-12)
     assert fam.samples[-1].value == pytest.approx(sum(x["energy_j"] for x in f.runs.to_pylist()
                                                       if x["energy_j"] is not None), rel=1e-12)
+
+
+def test_the_text_has_an_energy_column_only_with_energy(fleet):
+    from pau.views import fleet_text
+    f, _ = fleet
+    text = fleet_text.render(f.rollup(by="cluster", every="1w"))
+    assert "energy kWh" in text
+    kwh = f"{math.fsum(x['energy_j'] for x in f.runs.to_pylist() if x['energy_j'] is not None) / 3.6e6:,.1f}"
+    total = next(line for line in text.splitlines() if line.startswith("total"))
+    assert total.split()[-1] == kwh
+    assert "energy kWh" not in fleet_text.render(f.rollup(by="cluster", every="1w", where="cluster=west"))
