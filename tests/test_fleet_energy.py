@@ -136,3 +136,21 @@ def test_the_text_has_an_energy_column_only_with_energy(fleet):
     total = next(line for line in text.splitlines() if line.startswith("total"))
     assert total.split()[-1] == kwh
     assert "energy kWh" not in fleet_text.render(f.rollup(by="cluster", every="1w", where="cluster=west"))
+
+
+def test_an_archive_written_before_the_energy_columns_reads_them_as_null(fleet, tmp_path):
+    import os
+    import shutil
+
+    import pyarrow.parquet as pq
+    f, _ = fleet
+    old = tmp_path / "old"
+    shutil.copytree(f.path, old)
+    for name in os.listdir(old / "runs"):
+        t = pq.read_table(old / "runs" / name)
+        pq.write_table(t.drop_columns(["energy_metric", "energy_j", "energy_productive_j"]), old / "runs" / name)
+    g = pau.read_fleet(old)
+    assert g.runs.num_rows == 5 and g.runs["energy_j"].null_count == 5
+    r = g.rollup(by="cluster", every="1d")
+    assert r.table["energy_j"].null_count == r.table.num_rows and r.overall()["energy_j"] is None
+    assert "pau_energy_joules_total" not in openmetrics.render(r)
