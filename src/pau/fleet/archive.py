@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import uuid
@@ -41,8 +42,8 @@ from pau.fleet import reliability as _reliability
 from pau.fleet import rollup as _rollup
 from pau.run import Run, read
 
-__all__ = ["CELLS_SCHEMA", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "Fleet", "KEY_VERSION", "LAYOUT_VERSION",
-           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "figure_values", "read_fleet", "run_key"]
+__all__ = ["CELLS_SCHEMA", "ENERGY_METRICS", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "Fleet", "KEY_VERSION", "LAYOUT_VERSION",
+           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "energy_values", "figure_values", "read_fleet", "run_key"]
 
 #: The file naming a folder as a fleet archive, and the layout's version.
 FLEET_FILE = "pau-fleet.json"
@@ -110,7 +111,9 @@ _FACTS = pa.schema([
 #: The runs table: one row per run.
 RUNS_SCHEMA = pa.schema([*_FACTS, *(pa.field(c, t) for c, _, t in FIGURES),
                          pa.field("badput_by_cause_ns", pa.map_(pa.string(), pa.int64())),
-                         pa.field("failure_ns", pa.list_(pa.int64())), pa.field("recovery_ns", pa.list_(pa.int64()))])
+                         pa.field("failure_ns", pa.list_(pa.int64())), pa.field("recovery_ns", pa.list_(pa.int64())),
+                         *(pa.field(c, t) for c, t in (("energy_metric", pa.string()), ("energy_j", pa.float64()),
+                                                       ("energy_productive_j", pa.float64())))])
 #: The hourly cells: the run's ledger cut at UTC hour boundaries.
 CELLS_SCHEMA = pa.schema([("run", pa.string()), ("hour_ns", pa.int64()), ("state", pa.string()),
                           ("activity", pa.string()), ("duration_ns", pa.int64())])
@@ -138,7 +141,30 @@ def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
     led = summary.get("ledger")
     out["badput_by_cause_ns"] = None if led is None else sorted(led["badput_by_cause_ns"].items())
     out["failure_ns"], out["recovery_ns"] = failure_lists(summary.get("recovery"))
+    out["energy_metric"], out["energy_j"], out["energy_productive_j"] = energy_values(summary.get("telemetry"))
     return out
+
+
+#: The metrics that give energy (``pau.readers.telemetry.METRICS`` in W or J), the one
+#: taken first: the device's own energy counter, then its averaged power, then the
+#: instant power. One metric only: two would count the same joules twice.
+ENERGY_METRICS = ("energy_j", "power_avg_w", "power_w")
+
+
+def energy_values(telemetry: Sequence[Mapping[str, Any]] | None) -> tuple[str | None, float | None, float | None]:
+    """``energy_metric``, ``energy_j`` and ``energy_productive_j`` of the runs table from
+    a run's ``summary()["telemetry"]`` (:func:`pau.figures.hardware.summary`, one row per
+    state, activity and metric): the ``energy_j`` of its rows of the first metric of
+    :data:`ENERGY_METRICS` it holds, summed over the states (and over ``productive``
+    alone; None when no sample covers productive time). All None when the run has no power or energy samples: no energy is not 0 J.
+    Each row's energy is over its covered ns (the samples' reach, ``docs/telemetry.md``)."""
+    rows = [r for r in telemetry or () if r.get("energy_j") is not None]
+    metric = next((m for m in ENERGY_METRICS if any(r["metric"] == m for r in rows)), None)
+    if metric is None:
+        return None, None, None
+    mine = [r for r in rows if r["metric"] == metric]
+    prod = [r["energy_j"] for r in mine if r["state"] == "productive"]
+    return metric, math.fsum(r["energy_j"] for r in mine), math.fsum(prod) if prod else None
 
 
 def failure_lists(recovery: Mapping[str, Any] | None) -> tuple[list[int] | None, list[int] | None]:

@@ -23,6 +23,7 @@ the runs table holds them per run, not per hour.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import re
 import zoneinfo
@@ -105,7 +106,11 @@ ROLLUP_SCHEMA_BASE = pa.schema([
     ("jobs_started", pa.int64()), ("queue_ns", pa.int64()), ("queue_mean_s", pa.float64()),
     ("preserved_steps", pa.int64()), ("preserved_tokens", pa.int64()), ("requests_accepted", pa.int64()),
     ("accepted_tokens", pa.int64()),
+    ("energy_j", pa.float64()), ("energy_productive_j", pa.float64()), ("energy_per_preserved_step_j", pa.float64()),
 ])
+#: The runs table's energy, summed per group and period like the counts (at the run's
+#: last ns); null in a row where no run has it.
+_ENERGY = ("energy_j", "energy_productive_j")
 #: Added when a cost model is given.
 COST_FIELDS = pa.schema([
     ("cost", pa.float64()), ("cost_productive", pa.float64()), ("cost_rolled_back", pa.float64()),
@@ -576,6 +581,12 @@ class Rollup:
         out: dict[str, list] = {k: [g[j] for g in keys] for j, k in enumerate(self.by)}
         for c in cols:
             out[c] = [keys[g][c] for g in keys]
+        energy: dict[tuple, dict[str, list[float]]] = {g: {c: [] for c in _ENERGY} for g in keys}
+        for c in _ENERGY:  # null for a group with no energy, never 0 J for unknown
+            for g, v in zip(groups, t[c].to_pylist()):
+                if v is not None:
+                    energy[g][c].append(v)
+            out[c] = pa.array([math.fsum(energy[g][c]) if energy[g][c] else None for g in keys], pa.float64())
         out["goodput"] = [a["productive_ns"] / a["accountable_ns"] if a["accountable_ns"] else None
                           for a in keys.values()]
         return pa.table(out)
@@ -604,6 +615,11 @@ class Rollup:
         out["mtbf_accelerator_h"] = acc / NS_PER_HOUR / out["failures"] if out["failures"] else None
         out["queue_mean_s"] = (out["queue_ns"] / out["jobs_started"] / NS_PER_S
                                if out["jobs_started"] and out["queue_ns"] is not None else None)
+        for c in _ENERGY:  # null when no row has energy, never 0 J for unknown
+            known = [v for v in t[c].to_pylist() if v is not None]
+            out[c] = math.fsum(known) if known else None
+        out["energy_per_preserved_step_j"] = (out["energy_j"] / out["preserved_steps"]
+                                              if out["energy_j"] is not None and out["preserved_steps"] else None)
         if "cost" in t.column_names:
             for c in ("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle", "cost_overhead",
                       "cost_unaccounted"):
@@ -687,7 +703,7 @@ def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
     if not files:
         raise PauError(f"{path}: no Parquet file of the runs table. Fix: ingest runs first (pau ingest)")
     names = pq.read_schema(files[0]).names
-    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, *_FAILURE_LISTS]
+    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, *_FAILURE_LISTS, *_ENERGY]
     for k in [*by, *(("accelerator_type", "cluster") if cost else ())]:
         if not k.startswith("labels."):
             want.append(k)
@@ -1023,6 +1039,7 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
         for i in range(len(fine_keys)):
             fg = int(fine_g[i])
             cost[at[i]] += pricing.cost(g.values[user][fg], g.values[user + 1][fg], fine[i])
+    energy = _energy_rows(runs, r_idx, row_keys, _pair(ug[g.run[r_idx]], r_ps))
     recoveries: dict[int, list[int]] = {}
     ok = ~lost
     rec_rows = (np.searchsorted(row_keys, _pair(ug[g.run[f_run[ok]]], f_ps[ok])) if ok.any()
@@ -1030,7 +1047,8 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     for d, r_ in zip(f_rec[ok].tolist(), rec_rows.tolist()):
         recoveries.setdefault(r_, []).append(d)
     table = _table(keys, [order[u] for u in row_group.tolist()], row_start, dense["time"], dense["counts"],
-                   dense["queue"], cost, [recoveries.get(i) for i in range(n_rows)], p, lo, hi, jobs is not None)
+                   dense["queue"], cost, [recoveries.get(i) for i in range(n_rows)], p, lo, hi, jobs is not None,
+                   energy)
     if jobs is None:
         warnings.insert(0, "the archive holds no jobs table: allocated is the runs' accountable time (jobs with no "
                            "run are not counted)")
@@ -1093,6 +1111,24 @@ class _Pricing:
                          allocated - split.total])
 
 
+def _energy_rows(runs: pa.Table, r_idx: np.ndarray, row_keys: np.ndarray,
+                 r_keys: np.ndarray) -> dict[str, pa.Array]:
+    """:data:`_ENERGY` per row: the runs' (``r_idx``, each in the row ``r_keys`` pairs)
+    summed exactly (``math.fsum``), null in a row where no run has a value (a runs table
+    without the column: null everywhere)."""
+    rows = np.searchsorted(row_keys, r_keys)
+    out = {}
+    for col in _ENERGY:
+        got: dict[int, list[float]] = {}
+        if col in runs.column_names:
+            values = runs[col].to_pylist()
+            for r, row in zip(r_idx.tolist(), rows.tolist()):
+                if values[r] is not None:
+                    got.setdefault(row, []).append(values[r])
+        out[col] = pa.array([math.fsum(got[i]) if i in got else None for i in range(len(row_keys))], pa.float64())
+    return out
+
+
 def _ratio(num: np.ndarray, den: np.ndarray) -> pa.Array:
     """num / den, null where den is 0."""
     zero = den == 0
@@ -1101,10 +1137,10 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> pa.Array:
 
 def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t: np.ndarray, c: np.ndarray,
            q: np.ndarray, cost: np.ndarray | None, recoveries: list[list[int] | None], p: Period,
-           lo: int | None, hi: int | None, has_jobs: bool) -> pa.Table:
+           lo: int | None, hi: int | None, has_jobs: bool, energy: Mapping[str, pa.Array]) -> pa.Table:
     """The rollup's table from the summed arrays, one row per (group, period): ``t`` the
     states then allocated, ``c`` the counts then runs ended, ``q`` queue ns and jobs
-    started, ``cost`` the seven cost parts."""
+    started, ``cost`` the seven cost parts, ``energy`` :data:`_ENERGY` per row."""
     n_states = len(STATES)
     if len(t):
         _refuse_overflow(t[:, :n_states])
@@ -1154,6 +1190,11 @@ def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t
     cols["jobs_started"] = started
     cols["queue_ns"] = queue_ns if has_jobs else pa.nulls(len(starts), pa.int64())
     cols["queue_mean_s"] = _ratio(queue_ns / NS_PER_S, started)
+    cols.update(energy)
+    joules = energy["energy_j"].to_numpy(zero_copy_only=False)  # NaN where null
+    cols["energy_per_preserved_step_j"] = pa.array(
+        [None if math.isnan(j) or not n else j / int(n) for j, n in zip(joules.tolist(), count["preserved_steps"].tolist())],
+        pa.float64())
     if cost is not None:
         for i, col in enumerate(("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle",
                                  "cost_overhead", "cost_unaccounted")):

@@ -38,23 +38,29 @@ def _secs(v: float | None) -> str:
     return "-" if v is None else duration(v * 1e9)
 
 
+def _kwh(j: float | None) -> str:
+    return "-" if j is None else f"{j / 3.6e6:,.1f}"
+
+
 def render(r: Rollup) -> str:
     """``pau fleet``'s text: a table per group and period, then the selection's badput by
     cause and its cost basis."""
     t = r.table.to_pylist()
     costs = "cost" in r.table.column_names
+    energy = any(x["energy_j"] is not None for x in t)  # a column only when some run has power samples
     head = [*r.by, "period", "allocated h", "accountable h", "productive h", "rolled back h", "goodput",
-            "failures", "recover (mean)", "queue (mean)", *(["cost"] if costs else [])]
+            "failures", "recover (mean)", "queue (mean)", *(["energy kWh"] if energy else []),
+            *(["cost"] if costs else [])]
     rows = []
     for x in t:
         rows.append([*("-" if x[k] is None else str(x[k]) for k in r.by), x["period"], _h(x["allocated_ns"]),
                      _h(x["accountable_ns"]), _h(x["productive_ns"]), _h(x["rolled_back_ns"]), _ratio(x["goodput"]),
                      str(x["failures"]), _secs(x["time_to_recover_mean_s"]), _secs(x["queue_mean_s"]),
-                     *([f"{x['cost']:,.2f}"] if costs else [])])
+                     *([_kwh(x["energy_j"])] if energy else []), *([f"{x['cost']:,.2f}"] if costs else [])])
     o = r.overall()
     total = [["total", *[""] * len(r.by), _h(o["allocated_ns"]), _h(o["accountable_ns"]), _h(o["productive_ns"]),
               _h(o["rolled_back_ns"]), _ratio(o["goodput"]), str(o["failures"]), "", _secs(o["queue_mean_s"]),
-              *([f"{o['cost']:,.2f}"] if costs else [])]]
+              *([_kwh(o["energy_j"])] if energy else []), *([f"{o['cost']:,.2f}"] if costs else [])]]
     just = "l" * (len(r.by) + 1) + "r" * (len(head) - len(r.by) - 1)
     by = ", ".join(r.by) or "the whole fleet"
     items: list[Any] = [f"pau fleet: accelerator-hours by {by}, every {r.every.text} (UTC; allocated from "

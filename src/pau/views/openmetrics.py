@@ -79,6 +79,8 @@ def _families(costs: bool, currency: str | None) -> list[_Family]:
         ("pau_failures", "counter", "", "Failures of the runs that ended in the period.", "failures", None, 1),
         ("pau_preserved_steps", "counter", "", "Training steps preserved by the runs that ended in the period.",
          "preserved_steps", None, 1),
+        ("pau_energy_joules", "counter", "joules", ("Energy of the runs that ended in the period, from their "
+         "power or energy samples (a group with none has no sample)."), "energy_j", None, 1),
         ("pau_jobs_started", "counter", "", "Jobs that started in the period.", "jobs_started", None, 1),
         ("pau_queue_seconds", "counter", "seconds", "Queue time of the jobs that started in the period.",
          "queue_ns", None, _NS),
