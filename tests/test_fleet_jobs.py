@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections import defaultdict
 from datetime import datetime, timezone
 
 import pyarrow as pa

@@ -273,7 +273,7 @@ def test_the_target_table_is_the_checkers():
     for t in _mlperf.TARGETS:
         got.setdefault(t.round, {}).setdefault(t.benchmark, []).append((t.part, t.direction, t.target))
         assert len(t.commit) == 40 and int(t.commit, 16) >= 0
-        assert t.source.startswith(f"mlperf_logging/compliance_checker/") and t.source.endswith(".yaml")
+        assert t.source.startswith("mlperf_logging/compliance_checker/") and t.source.endswith(".yaml")
         if t.round != "4.0":
             assert t.source.startswith(f"mlperf_logging/compliance_checker/training_{t.round}.0/closed_")
     # every benchmark training_X.Y.0/closed_common.yaml accepts, no other
