@@ -3,7 +3,7 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer, replay each target's corpus
 # (tests/fuzz_corpus/<target>/: seeds and every crash found so far), then fuzz each
 # for FUZZ_SECONDS (default 30) from a fixed seed. Exits non-zero on any finding;
-# the input that found it is left in $FUZZ_OUT/work/<target>/ (default build/fuzz) (docs/bad-input.md says how
+# the input that found it is left in $FUZZ_OUT/runs/<target>/ (default build/fuzz) (docs/bad-input.md says how
 # to add it to the corpus).
 #
 #   csrc/fuzz/run.sh                 every target
@@ -23,7 +23,7 @@ if [ ${#TARGETS[@]} -eq 0 ]; then
     for f in csrc/fuzz/*.cpp; do TARGETS+=("$(basename "$f" .cpp)"); done
 fi
 FLAGS=(-std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
-mkdir -p "$OUT/bin" "$OUT/work"
+mkdir -p "$OUT/bin" "$OUT/runs"
 
 # Build all first (in parallel, two at a time), so that a compile error stops the run early.
 build() {
@@ -42,7 +42,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 failed=()
 for t in "${TARGETS[@]}"; do
     corpus="tests/fuzz_corpus/$t"
-    work="$OUT/work/$t"
+    work="$OUT/runs/$t"
     rm -rf "$work" && mkdir -p "$work/new"
     mkdir -p "$corpus"
     echo "fuzz: $t: replaying $(find "$corpus" -type f | wc -l) corpus inputs, then ${SECONDS_EACH} s of mutation" >&2

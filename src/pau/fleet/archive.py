@@ -38,8 +38,8 @@ from pau.engine import io as _io
 from pau.engine.vocab import ACTIVITIES, STATES
 from pau.errors import PauError
 from pau.readers.scheduler import JOBS_SCHEMA
-from pau.fleet import reliability as _reliability
-from pau.fleet import rollup as _rollup
+import pau.fleet.reliability as _reliability
+import pau.fleet.rollup as _rollup
 from pau.run import Run, read
 
 __all__ = ["CELLS_SCHEMA", "ENERGY_METRICS", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "Fleet", "KEY_VERSION", "LAYOUT_VERSION",

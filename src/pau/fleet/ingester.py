@@ -29,8 +29,8 @@ from pau.engine._progress import tracker
 from pau.engine._threads import cores
 from pau.engine.ledger import NS_PER_HOUR, Ledger
 from pau.errors import NoInputError, OptionError, PauError
-from pau.fleet import archive as _archive
-from pau.fleet import records as _records
+import pau.fleet.archive as _archive
+import pau.fleet.records as _records
 from pau.readers.detect import UnknownFormatError, detect_format
 from pau.readers.kineto import trace_files
 from pau.readers.scheduler import zone as _zone

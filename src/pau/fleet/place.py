@@ -27,8 +27,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 import pyarrow as pa
 
 from pau.errors import PauError
-from pau.fleet import costs as _costs
-from pau.fleet import reliability as _rel
+import pau.fleet.costs as _costs
+import pau.fleet.reliability as _rel
 from pau.readers import mlperf_rules as _mlperf
 from pau.run import Run, read_runs
 

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from pau.engine.types import RunWarning
 from pau.engine.vocab import LIFECYCLE_SCHEMA
 from pau.errors import PauError
-from pau.fleet import archive as _archive
+import pau.fleet.archive as _archive
 from pau.readers import detect as _detect
 from pau.readers.kubernetes import read_alibaba_pods, read_pods
 from pau.readers.megatron import read_megatron

@@ -39,8 +39,8 @@ import pyarrow.parquet as pq
 
 from pau.engine.vocab import STATES
 from pau.errors import PauError, SchemaError
-from pau.fleet import changes as _changes
-from pau.fleet import costs as _costs
+import pau.fleet.changes as _changes
+import pau.fleet.costs as _costs
 
 __all__ = [
     "ROLLUP_SCHEMA_BASE",
