@@ -52,7 +52,6 @@ COMPLEX = {
     ("src/pau/readers/slurm.py", "_json_job"),
     ("src/pau/readers/slurm.py", "_row"),
     ("src/pau/readers/slurm.py", "_table"),
-    ("src/pau/readers/slurm.py", "parse_sacct"),
     ("src/pau/readers/telemetry.py", "read_amd_smi"),
     ("src/pau/readers/telemetry.py", "read_dcgmi_dmon"),
     ("src/pau/readers/telemetry.py", "read_nvidia_smi"),

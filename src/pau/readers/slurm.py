@@ -187,22 +187,7 @@ def parse_sacct(text: str, *, source: str = "sacct", steps: bool = False, tz: st
                           "integer (the accelerators of one node), or leave it out")
     zone = _zone(tz)
     table = f"sacct {source}"
-    lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip()]
-    if not lines:
-        raise SchemaError(table, "JobID", "is missing: the output is empty",
-                          "save sacct's output with its header line (leave out --noheader)")
-    header = lines[0][1].split("|")
-    trailing = header[-1] == "" and all(ln.endswith("|") for _, ln in lines)
-    if trailing:  # --parsable: every line ends with a separator
-        header = header[:-1]
-    keys = [h.strip().lower() for h in header]
-    if "jobid" not in keys:
-        raise SchemaError(table, "JobID", f"is missing from the header {lines[0][1]!r}",
-                          "run sacct with --parsable2 and a --format that includes JobID (and keep the header)")
-    if len(set(keys)) != len(keys):
-        dup = next(k for k in keys if keys.count(k) > 1)
-        raise SchemaError(table, header[keys.index(dup)], "appears twice in the header",
-                          "give each field once in --format")
+    lines, header, keys, trailing = _header(text, table)
     if accelerators_per_node is not None and "nnodes" not in keys:
         raise OptionError("read_sacct: accelerators_per_node needs the NNodes field. Fix: add NNodes to "
                           "sacct's --format, or leave accelerators_per_node out")
@@ -432,14 +417,17 @@ def _tres(value: str) -> tuple[int | None, str | None]:
     return count, (",".join(sorted(types)) or None)
 
 
-def _text_jobs(text: str, table: str, zi, cluster: str | None) -> tuple[list[dict], dict]:
+def _header(text: str, table: str) -> tuple[list[tuple[int, str]], list[str], list[str], bool]:
+    """sacct text's non-empty lines (line number, text), its header fields, their lower-case
+    keys, and whether every line ends with a separator (``--parsable``); refused without a
+    header, a JobID field, or with a field twice."""
     lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip()]
     if not lines:
         raise SchemaError(table, "JobID", "is missing: the output is empty",
                           "save sacct's output with its header line (leave out --noheader)")
     header = lines[0][1].split("|")
     trailing = header[-1] == "" and all(ln.endswith("|") for _, ln in lines)
-    if trailing:
+    if trailing:  # --parsable: every line ends with a separator
         header = header[:-1]
     keys = [h.strip().lower() for h in header]
     if "jobid" not in keys:
@@ -447,7 +435,13 @@ def _text_jobs(text: str, table: str, zi, cluster: str | None) -> tuple[list[dic
                           "run sacct with --parsable2 and a --format that includes JobID (and keep the header)")
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
-        raise SchemaError(table, header[keys.index(dup)], "appears twice in the header", "give each field once in --format")
+        raise SchemaError(table, header[keys.index(dup)], "appears twice in the header",
+                          "give each field once in --format")
+    return lines, header, keys, trailing
+
+
+def _text_jobs(text: str, table: str, zi, cluster: str | None) -> tuple[list[dict], dict]:
+    lines, header, keys, trailing = _header(text, table)
     col = {k: i for i, k in enumerate(keys)}
     meta: dict = {"no_tres": "alloctres" not in col and "reqtres" not in col}
     jobs: dict[str, dict] = {}
