@@ -93,3 +93,13 @@ def test_the_check_sees_a_missing_name():
     with pytest.raises(AttributeError):
         _resolve("pau.core.no_such_name")
     assert _resolve("pau.figures.stragglers.stragglers").__name__ == "stragglers"
+
+
+def test_no_link_outside_the_repository():
+    """The docs link only within the repository (issue 39): a page of another project is
+    named in words (its repository, its file), never as a URL that rots or leaves the tree."""
+    found = [f"{page.relative_to(ROOT)}:{i}: {m.group(0)}"
+             for page in PAGES + [ROOT / "CHANGELOG.md"]
+             for i, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+             for m in re.finditer(r"\b(?:https?|ftp)://\S+", line)]
+    assert not found, "\n".join(found)
