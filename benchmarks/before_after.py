@@ -3,10 +3,11 @@
     python benchmarks/before_after.py OTHER_SRC [--pairs 2] [--data DIR]
 
 OTHER_SRC is the ``src`` folder of another checkout of pau, built in place (``git worktree
-add /tmp/base COMMIT && cd /tmp/base && python setup.py build_ext --inplace``). The inputs
+add ../pau-base COMMIT && cd ../pau-base && python setup.py build_ext --inplace``). The inputs
 are made once, by this checkout (the lifecycle benchmark's 10M step records and its two
-training jobs, the economics benchmark's two serving logs), and written as single-chunk
-Arrow files, so both versions read the same tables. Then child processes, one per version
+training jobs, the economics benchmark's two serving logs, the streaming benchmark's
+10M-event zstd Parquet file), and written as single-chunk Arrow files (the Parquet file as
+it is), so both versions read the same tables. Then child processes, one per version
 in turn (``--pairs`` times each: other, this, other, this, ...), each with the other's
 ``src`` first on ``PYTHONPATH`` or not, time what the targets are about, with the API
 the two versions share:
@@ -14,7 +15,11 @@ the two versions share:
 - ``pau.core.attribute(records, threads=1)``: step records per second, median of 7 calls;
 - ``pau.figures.economics.requests(log, busy=busy)``, both logs: requests per second, median of 3;
 - ``pau.core.classify(events)`` and ``pau.core.ledger(events, lifecycle)`` on each job,
-  timed in pairs (one right after the other, 21 pairs): the medians and the median ratio.
+  timed in pairs (one right after the other, 21 pairs): the medians and the median ratio;
+  then ``classify(events, threads=1)`` of each: events per second, median of 7;
+- ``pau.core.classify_dataset(file)`` of the Parquet file: events per second, median of 7;
+- ``pau.read(folder).ledger()`` of the 8-rank PARAM DLRM Kineto trace in ``tests/data``:
+  MB of uncompressed JSON per second, median of 7.
 
 Not collected by pytest: it takes about 4 minutes a pair and a built second checkout.
 """
@@ -22,13 +27,16 @@ Not collected by pytest: it takes about 4 minutes a pair and a built second chec
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyarrow import feather
 
 from bench_config import SEED
@@ -36,6 +44,9 @@ from pau import synth
 from test_bench_economics import LOADS, serving_log
 
 JOB_EVENTS = (2_000_000, 10_000_000)  # the lifecycle benchmark's two jobs
+#: a real Kineto trace: the 8-rank PARAM DLRM step (its uncompressed JSON's MB give the reader's rate)
+KINETO = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data" / "kineto" / "param-dlrm-8ranks"
+KINETO_MB = sum(len(gzip.decompress(p.read_bytes())) for p in KINETO.glob("*.json.gz")) / 1e6
 
 CHILD = r"""
 import json, sys, time
@@ -44,7 +55,10 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pau
 import pau.core as pc
-import pau.figures.economics as E
+try:
+    import pau.figures.economics as E
+except ImportError:  # a checkout from before the subpackages (issue 39): the module was pau.economics
+    import pau.economics as E
 
 data = sys.argv[1]
 def load(name):
@@ -79,6 +93,23 @@ for n in sys.argv[3].split(","):
     out[f"classify ms, {rows}"] = float(np.median(c)) * 1e3
     out[f"ledger ms, {rows}"] = float(np.median(led)) * 1e3
     out[f"ledger / classify (paired), {rows}"] = float(np.median(ratio))
+    ts = []
+    for _ in range(7):
+        t = time.perf_counter(); pc.classify(ev, threads=1); ts.append(time.perf_counter() - t)
+    out[f"classify(threads=1) M events/s, {rows}"] = ev.num_rows / np.median(ts) / 1e6
+import pyarrow.parquet as pq
+n_ev = pq.ParquetFile(f"{data}/events.parquet").metadata.num_rows
+pc.classify_dataset(f"{data}/events.parquet")
+ts = []
+for _ in range(7):
+    t = time.perf_counter(); pc.classify_dataset(f"{data}/events.parquet"); ts.append(time.perf_counter() - t)
+out["classify_dataset M events/s (zstd Parquet)"] = n_ev / np.median(ts) / 1e6
+kineto, mb = sys.argv[4], float(sys.argv[5])
+pau.read(kineto).ledger()
+ts = []
+for _ in range(7):
+    t = time.perf_counter(); pau.read(kineto).ledger(); ts.append(time.perf_counter() - t)
+out["pau.read(Kineto).ledger() MB/s"] = mb / np.median(ts)
 print(json.dumps(out))
 """
 
@@ -86,6 +117,11 @@ print(json.dumps(out))
 def _write(table: pa.Table, path: str) -> None:
     # one chunk (feather splits a table at 64K rows by default)
     feather.write_feather(table, path, compression="uncompressed", chunksize=1 << 30)
+
+
+def rec_events() -> pa.Table:
+    """The streaming benchmark's 10M-event training run (the dataset benchmark's shape)."""
+    return synth.training_run_for_events(10_000_000, ranks=8, seed=SEED)
 
 
 def make_inputs(root: str) -> None:
@@ -101,6 +137,7 @@ def make_inputs(root: str) -> None:
                                  kernels_per_step=96)
         _write(job.events, f"{root}/events-{events}.arrow")
         _write(job.lifecycle, f"{root}/lifecycle-{events}.arrow")
+    pq.write_table(rec_events(), f"{root}/events.parquet", compression="zstd", row_group_size=1 << 20)
     for name, gap in LOADS.items():
         req, busy = serving_log(n, gap)
         _write(req, f"{root}/requests-{name}.arrow")
@@ -113,7 +150,8 @@ def measure(src: str | None, data: str) -> dict:
     if src:
         env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
     jobs = ",".join(str(e) for e in JOB_EVENTS)
-    res = subprocess.run([sys.executable, "-c", CHILD, data, ",".join(LOADS), jobs], env=env,
+    res = subprocess.run([sys.executable, "-c", CHILD, data, ",".join(LOADS), jobs, str(KINETO),
+                          f"{KINETO_MB:.3f}"], env=env,
                          capture_output=True, text=True, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
