@@ -69,10 +69,11 @@ within each rank (ranks interleave between chunks).
 Lifecycles
 ----------
 :func:`training_job` simulates one synchronous data-parallel job with checkpoints and
-failures and returns its lifecycle table, its device events, and ``truth``: the ledger the
-generator knows by construction (ns per state, failures, preserved steps...), to check
-:func:`pau.core.ledger` against. Model (medians are log-normal with sigma 0.1, steps 0.05;
-all times int64 ns, steps numbered from 1):
+failures and returns its lifecycle table, its device events, and the attempts it ran (as
+planted: start, end, members, restored step, failure). It computes no ledger: that is
+:func:`pau.core.ledger`'s alone (the tests hold it against the slow twin of the lineage
+rule, ``tests/reference_lifecycle.py``). Model (medians are log-normal with sigma 0.1,
+steps 0.05; all times int64 ns, steps numbered from 1):
 
 * One ``accountable`` row per rank: from the start of the job to its end (null while it
   runs); a rank dropped by an elastic shrink is accountable until the failure that lost it.
@@ -102,13 +103,6 @@ all times int64 ns, steps numbered from 1):
   absent, ends, block ends and durability not reached by then are null (``ok`` too while a
   save or restore is unresolved), the attempt open then is ``running`` and the
   accountable ends are null. Pass ``as_of=job.as_of`` to :func:`pau.core.ledger`.
-* ``truth`` applies DESIGN §2.2 to the simulation: the lineage is followed from the last
-  attempt known at ``as_of`` (head: ``steps`` if it completed, else its newest good
-  checkpoint durable by ``as_of``, else its restore base) back through the restores; step
-  executions on it are ``productive``, other executions of a still-running last attempt
-  ``pending``, all others ``rolled_back`` (charged to their attempt's failure kind). Like
-  DESIGN's rule it is literal: while a restarted attempt has not begun its restore, it
-  has no base and nothing before it survives.
 * Events (``events=True``): every executed step is one step of the model above
   (:func:`training_run` with the same ``seed``, ``straggler``, ``kernels_per_step`` and
   ``buckets``; executed step ``i`` of the job is generated step ``i``), its time window over
@@ -136,7 +130,7 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Union
+from typing import Iterable, Iterator, Union
 
 import numpy as np
 import pyarrow as pa
@@ -851,21 +845,6 @@ _LC_STEP_SIGMA = 0.05   # log-normal jitter of step durations
 _LC_SIGMA = 0.10        # log-normal jitter of init, restore, checkpoint block and delay
 _S = 10**9
 
-_LC_STATES = (
-    "productive", "pending", "rolled_back", "checkpoint", "checkpoint.lost", "checkpoint.unused",
-    "initialization", "recovery.outage", "recovery.reinit", "recovery.restore", "eval",
-    "data_wait", "custom", "unattributed",
-)
-_TRUTH_KEY = {
-    "productive": "productive_ns", "pending": "pending_ns", "rolled_back": "rolled_back_ns",
-    "checkpoint": "checkpoint_ns", "checkpoint.lost": "checkpoint_lost_ns",
-    "checkpoint.unused": "checkpoint_unused_ns", "initialization": "initialization_ns",
-    "recovery.outage": "outage_ns", "recovery.reinit": "reinit_ns",
-    "recovery.restore": "restore_ns", "eval": "eval_ns", "data_wait": "data_wait_ns",
-    "custom": "custom_ns", "unattributed": "unattributed_ns",
-}
-
-
 def lifecycle_schema() -> pa.Schema:
     """The schema of the lifecycle tables this module produces (DESIGN §2.2).
 
@@ -939,12 +918,10 @@ class _View:
     running: bool
     cut: int                   # min(end, as_of): where its accounted time stops
     init_end: int              # NULL if unknown
-    init_cut: int              # init end clipped at cut
     restore: tuple | None      # (step, writer, start, end or NULL, ok -1/0/1)
     restore_cut: int
     steps: np.ndarray          # mask of kept steps
     s_end: np.ndarray          # end_ns as written (NULL = in flight)
-    s_cut: np.ndarray          # end clipped at cut
     saves: np.ndarray          # mask of kept saves
     c_block: np.ndarray        # block_end_ns as written (NULL unknown)
     c_block_cut: np.ndarray
@@ -979,8 +956,8 @@ def _view(a: _Attempt, as_of: int) -> _View:
     resolved = np.where(durable_full != _NULL, durable_full, end)
     c_ok = np.where(resolved > as_of, -1, (durable_full != _NULL) & ~a.c_corrupt).astype(np.int8)
     c_durable = np.where((durable_full != _NULL) & (durable_full <= as_of), durable_full, _NULL)
-    return _View(running, cut, init_end, min(a.init_end, cut), restore, restore_cut,
-                 steps, s_end, np.minimum(a.s_end, cut), saves, c_block,
+    return _View(running, cut, init_end, restore, restore_cut,
+                 steps, s_end, saves, c_block,
                  np.minimum(a.c_block, cut), c_durable, c_ok,
                  a.fail is not None and a.fail[0] <= as_of)
 
@@ -1056,117 +1033,6 @@ def _simulate(cfg: dict) -> list[_Attempt]:
             return attempts
     raise ValueError(f"training_job: no completion within {cfg['max_attempts']} attempts; the "
                      f"failures (mtbf_s={cfg['mtbf_s']}) are too frequent for the job to progress")
-
-
-def _lineage_truth(atts: list[_Attempt], views: list[_View]) -> dict:
-    """The lineage rule of DESIGN §2.2, on what the generator knows: index -> (base, head)."""
-    last = len(views) - 1
-    a, v = atts[last], views[last]
-
-    def base_of(i):
-        r = views[i].restore
-        return (r[0], r[1]) if (r is not None and r[4] != 0) else (None, None)
-
-    def good_saves(i):
-        vi = views[i]
-        g = vi.saves & (vi.c_durable != _NULL) & (vi.c_ok == 1)
-        return atts[i].k[atts[i].c_j[g]]
-
-    b, w = base_of(last)
-    if not v.running and not a.failed:            # completed: its last completed step
-        done = v.steps & (v.s_end != _NULL)
-        head = int(a.k[done].max()) if done.any() else b
-    else:
-        g = good_saves(last)
-        head = int(g.max()) if g.size else b
-    chain = {}
-    cur = last
-    while True:
-        b, w = base_of(cur)
-        chain[cur] = (b, head)
-        if b is None:
-            return chain
-        head, cur = b, w
-
-
-def _job_truth(atts, views, cfg, as_of, acc_start, acc_end) -> dict:
-    chain = _lineage_truth(atts, views)
-    R = cfg["ranks"]
-    col = {s: i for i, s in enumerate(_LC_STATES)}
-    per_rank_m = np.zeros((R, len(_LC_STATES)), np.int64)
-    in_attempts = np.zeros(R, np.int64)
-    by_cause: dict = {}
-    productive_steps, preserved_tokens = set(), 0
-    lineage_ckpts = set()
-    last = len(atts) - 1
-    failures = 0
-    for i, (a, v) in enumerate(zip(atts, views)):
-        st = dict.fromkeys(_LC_STATES, 0)
-        span = v.cut - a.start
-        used = 0
-        st["initialization" if i == 0 else "recovery.reinit"] += v.init_cut - a.start
-        used += v.init_cut - a.start
-        if v.restore is not None:
-            st["recovery.restore"] += v.restore_cut - v.restore[2]
-            used += v.restore_cut - v.restore[2]
-        base, head = chain.get(i, (None, None))
-        lo = -1 if base is None else base
-        hi = -1 if head is None else head
-        on = (i in chain) & (a.k > lo) & (a.k <= hi)
-        sel = v.steps
-        dur = (v.s_cut - a.s_start)[sel]
-        complete = (v.s_end != _NULL)[sel]
-        prod = on[sel] & complete
-        st["productive"] += int(dur[prod].sum())
-        productive_steps.update(a.k[sel][prod].tolist())
-        preserved_tokens += int(prod.sum()) * cfg["tokens_per_step"]
-        rest = int(dur[~prod].sum())
-        if i == last and v.running:
-            st["pending"] += rest
-        else:
-            st["rolled_back"] += rest
-            if rest:
-                cause = a.fail[2] if a.failed else "superseded"
-                by_cause[cause] = by_cause.get(cause, 0) + rest * a.members.size
-        used += int(dur.sum())
-        csel = v.saves
-        cdur = (v.c_block_cut - a.c_start)[csel]
-        good = ((v.c_durable != _NULL) & (v.c_ok == 1))[csel]
-        con = on[a.c_j][csel]
-        st["checkpoint"] += int(cdur[good & con].sum())
-        st["checkpoint.unused"] += int(cdur[good & ~con].sum())
-        st["checkpoint.lost"] += int(cdur[~good].sum())
-        lineage_ckpts.update(a.k[a.c_j][csel][good & con].tolist())
-        used += int(cdur.sum())
-        if used > span:
-            raise AssertionError("synth: overlapping lifecycle records")  # pragma: no cover
-        st["unattributed"] += span - used
-        per_rank_m[a.members] += np.array([st[s] for s in _LC_STATES], np.int64)
-        in_attempts[a.members] += span
-        failures += int(v.fail_known)
-    per_rank_m[:, col["recovery.outage"]] = (acc_end - acc_start) - in_attempts
-    per_rank = {r: {s: int(per_rank_m[r, i]) for s, i in col.items()} for r in range(R)}
-    state_ns = {s: int(per_rank_m[:, i].sum()) for s, i in col.items()}
-    acc = sum(int(e) - acc_start for e in acc_end)
-    truth: dict[str, Any] = {_TRUTH_KEY[s]: state_ns[s] for s in _LC_STATES}
-    truth.update(
-        state_ns=state_ns,
-        state_ns_by_rank=per_rank,
-        accountable_ns=acc,
-        accountable_ns_by_rank={r: int(acc_end[r] - acc_start) for r in range(R)},
-        recovery_ns=state_ns["recovery.outage"] + state_ns["recovery.reinit"]
-        + state_ns["recovery.restore"],
-        failures=failures,
-        attempts=len(atts),
-        preserved_steps=len(productive_steps),
-        preserved_tokens=preserved_tokens,
-        preserved_model_cycles=len(lineage_ckpts),
-        badput_by_cause_ns=by_cause,
-        goodput=state_ns["productive"] / acc if acc else None,
-        wall_ns=int(as_of - acc_start),
-        lineage={atts[i].index + 1: (b, h) for i, (b, h) in sorted(chain.items())},
-    )
-    return truth
 
 
 class _Cols:
@@ -1335,9 +1201,6 @@ class TrainingJob:
     events : pyarrow.Table or None
         Device events (schema :func:`events_schema`, sorted by ``(rank, start_ns)``), or
         None when built with ``events=False``.
-    truth : dict
-        The ledger the job must produce, from the generator's own accounting (see
-        :func:`training_job`).
     as_of : int
         The instant (ns) the tables describe: the given ``as_of``, else the end of the job.
         Pass it to :func:`pau.core.ledger` (the table's latest instant can be earlier when
@@ -1352,7 +1215,6 @@ class TrainingJob:
 
     lifecycle: pa.Table
     events: pa.Table | None
-    truth: dict
     as_of: int
     start_ns: int
     attempts: pa.Table
@@ -1448,22 +1310,14 @@ def training_job(
     Returns
     -------
     TrainingJob
-        ``truth`` holds, for the ledger as of ``as_of`` (all ns exact ints, summed over ranks):
-        one key per state (``productive_ns, pending_ns, rolled_back_ns, checkpoint_ns,
-        checkpoint_lost_ns, checkpoint_unused_ns, initialization_ns, outage_ns,
-        reinit_ns, restore_ns, eval_ns, data_wait_ns, custom_ns, unattributed_ns``), the
-        same in ``state_ns`` keyed by pau's state names and in ``state_ns_by_rank``
-        (rank -> state -> ns), ``recovery_ns``, ``accountable_ns``,
-        ``accountable_ns_by_rank``, ``failures``, ``attempts``, ``preserved_steps``,
-        ``preserved_tokens``, ``preserved_model_cycles``, ``badput_by_cause_ns``
-        (rolled-back ns per failure kind), ``goodput``, ``wall_ns`` and ``lineage``
-        (attempt -> (base, head) step of the surviving chain).
+        The lifecycle, the events and the attempts as known at ``as_of``.
 
     Examples
     --------
     >>> job = training_job(ranks=2, steps=50, checkpoint_every=10, mtbf_s=20, seed=1, events=False)
-    >>> job.truth["failures"] > 0 and job.truth["preserved_steps"] == 50
-    True
+    >>> kinds = job.attempts["kind"].to_pylist()
+    >>> kinds[-1], kinds.count("failed") > 0
+    ('completed', True)
     """
     ranks = _check_int("ranks", ranks, 1)
     steps = _check_int("steps", steps, 1)
@@ -1514,7 +1368,6 @@ def training_job(
     for a in atts:  # a rank that left the job (shrink) is accountable until the failure
         if a.lost is not None and a.fail is not None and a.fail[0] <= as_of:  # lost: it failed
             acc_end[a.lost], acc_known[a.lost] = a.fail[0], True
-    truth = _job_truth(atts, views, cfg, as_of, start_ns, acc_end)
     table = _job_table(atts, views, cfg, as_of, start_ns, acc_end, acc_known)
     ev = _job_events(atts, views, cfg) if events else None
     summary = pa.table({
@@ -1532,7 +1385,7 @@ def training_job(
         "failure_kind": pa.array([a.fail[2] if v.fail_known and a.fail else None for a, v in zip(atts, views)],
                                  pa.string()),
     })
-    return TrainingJob(table, ev, truth, int(as_of), start_ns, summary)
+    return TrainingJob(table, ev, int(as_of), start_ns, summary)
 
 
 # --------------------------------------------------------------------------- lifecycle_records
