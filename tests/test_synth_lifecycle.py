@@ -18,6 +18,7 @@ import pytest
 import pau.core as pc
 import reference_lifecycle as ref
 from pau import synth
+from pau.errors import OptionError
 
 from lifecycle_cases import S, example_a
 
@@ -322,20 +323,24 @@ def test_job_without_failures_is_all_useful_work_and_overhead():
 
 
 def test_invalid_arguments():
-    with pytest.raises(ValueError):
-        synth.training_job(ranks=1, shrink_at_failure=1, events=False)
-    with pytest.raises(ValueError):
-        synth.training_job(correlated=1.5, events=False)
-    with pytest.raises(ValueError):
-        synth.training_job(mtbf_s=0, events=False)
-    with pytest.raises(ValueError):
-        synth.training_job(as_of=0, events=False)
-    with pytest.raises(TypeError):
-        synth.training_job(steps=1.5, events=False)
-    with pytest.raises(ValueError, match="attempts"):
-        synth.training_job(ranks=1, steps=1000, mtbf_s=1, max_attempts=20, events=False)
-    with pytest.raises(ValueError):
+    """A bad argument is an OptionError (a ValueError) naming it, never a bare builtin."""
+    for kw, match in [
+        (dict(ranks=1, shrink_at_failure=1), "shrink_at_failure needs ranks >= 2"),
+        (dict(correlated=1.5), "correlated must be a probability"),
+        (dict(corrupt_checkpoint_p=-0.1), "corrupt_checkpoint_p must be a probability"),
+        (dict(mtbf_s=0), "mtbf_s must be > 0"),
+        (dict(as_of=0), "as_of must be >="),
+        (dict(steps=1.5), "steps must be an int"),
+        (dict(outage_s="60"), "outage_s must be a number of seconds"),
+        (dict(buckets=0), "buckets must be between 1"),
+        (dict(ranks=1, steps=1000, mtbf_s=1, max_attempts=20), "no completion within 20 attempts"),
+    ]:
+        with pytest.raises(OptionError, match=match):
+            synth.training_job(**kw, events=False)
+    with pytest.raises(OptionError, match="n_step_records must be >= 0"):
         synth.lifecycle_records(-1)
+    with pytest.raises(OptionError, match="too many rows for a string column"):
+        synth.lifecycle_records(2**30, ranks=2)
 
 
 # --------------------------------------------------------------------------- DESIGN question
