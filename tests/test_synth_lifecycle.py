@@ -209,19 +209,36 @@ def _safe_as_of_points(full: synth.TrainingJob, n: int, rng) -> list[int]:
     return sorted({int(p) for p in pts if p >= full.start_ns})
 
 
+def awaiting_restore(j: synth.TrainingJob) -> bool:
+    """The last attempt (not the first) has done nothing yet: no step, no ok restore, no
+    durable checkpoint (it is in init, or died there)."""
+    last = j.attempts.to_pylist()[-1]
+    if last["attempt"] == 1:
+        return False
+    lc = j.lifecycle.filter(pac.equal(j.lifecycle["attempt"], last["attempt"]))
+    rec = lc["record"]
+    steps = pac.sum(pac.equal(rec, "step")).as_py() or 0
+    ok_restores = lc.filter(pac.and_(pac.equal(rec, "restore"), pac.fill_null(lc["ok"], True))).num_rows
+    durable = lc.filter(pac.and_(pac.equal(rec, "checkpoint_save"), pac.is_valid(lc["durable_ns"]))).num_rows
+    return steps == 0 and ok_restores == 0 and durable == 0
+
+
 @pytest.mark.parametrize("setting", ["sync", "async", "correlated_shrink", "corrupt_per_rank_rows"])
 def test_running_job_as_of_matches_reference(setting):
-    """Every instant, also while a restarted attempt has done nothing yet (in init or
-    the outage: pau passes it over when it looks for the start of the lineage, as the
-    twin does; docs/lifecycle.md)."""
+    """Every instant, also while a restarted attempt has done nothing yet (in init, or
+    died there: pau passes it over when it looks for the start of the lineage, as the
+    twin does; docs/lifecycle.md); some instants of each setting are such."""
     full = job(setting)
     rng = np.random.default_rng(0)
     points = _safe_as_of_points(full, 12, rng)
     assert len(points) >= 20
+    waiting = 0
     for as_of in points:
         j = job(setting, as_of=as_of)
         assert j.as_of == as_of
         assert_ledger_matches_reference(j)
+        waiting += awaiting_restore(j)
+    assert waiting >= 1
 
 
 def test_running_job_specific_instants():
