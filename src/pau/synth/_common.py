@@ -46,7 +46,7 @@ def int_at_least(v: object, lo: int | None = None) -> int | None:
 
 
 def lifecycle_schema() -> pa.Schema:
-    """The schema of the lifecycle tables this module produces (DESIGN §2.2).
+    """The schema of the lifecycle tables :mod:`pau.synth` produces (DESIGN §2.2).
 
     ``record:string, attempt:int32, rank:int32, start_ns:int64, end_ns:int64, step:int64,
     block_end_ns:int64, durable_ns:int64, ok:bool, kind:string, tokens:int64``; every field
