@@ -80,7 +80,11 @@ LEVELS = [
     {"pau.figures.economics", "pau.figures.layers"},
     # two runs side by side (cost from economics)
     {"pau.figures.compare"},
-    # the run: one in-memory form of a run from every reader; synthetic runs
+    # synthetic inputs: what the generators share; the events of a run, step by step
+    {"pau.synth._common", "pau.synth.trace"},
+    # synthetic inputs: events to Parquet, a job's lifecycle, big lifecycle tables, fleets
+    {"pau.synth.parquet", "pau.synth.job", "pau.synth.records", "pau.synth.fleets"},
+    # the run: one in-memory form of a run from every reader; synthetic inputs' front
     {"pau.run", "pau.synth"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
     {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.rollup",

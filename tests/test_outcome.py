@@ -443,7 +443,7 @@ def test_invariants_on_generated_jobs(seed):
     assert sum(x["badput_ns"] for x in p.rows) == s["badput_ns"]
     assert sum(x["work_ns"] for x in p.rows) == sum(s["state_ns"][k] for k in ("productive", "pending", "rolled_back"))
     assert p.breaches == sum(1 for x in p.rows if x["lost_ns"] > 0)
-    assert r.waste_equivalent_accelerators == Fraction(s["badput_ns"], job.truth["wall_ns"])
+    assert r.waste_equivalent_accelerators == Fraction(s["badput_ns"], job.as_of - job.start_ns)
 
 
 # ---------------------------------------------------------------------------

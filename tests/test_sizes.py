@@ -48,10 +48,6 @@ LONG = {
     ("src/pau/readers/nsys.py", "read_nsys"),
     ("src/pau/readers/nvrx.py", "read_nvrx"),
     ("src/pau/readers/telemetry.py", "read_nvidia_smi"),
-    ("src/pau/synth.py", "_generate_block"),
-    ("src/pau/synth.py", "fleet"),
-    ("src/pau/synth.py", "lifecycle_records"),
-    ("src/pau/synth.py", "training_job"),
     ("src/pau/views/chrome_trace.py", "chrome_trace"),
     ("src/pau/views/html.py", "render"),
 }
@@ -67,7 +63,6 @@ BIG = {
     "src/pau/readers/kineto.py",
     "src/pau/readers/telemetry.py",
     "src/pau/run.py",
-    "src/pau/synth.py",
 }
 
 

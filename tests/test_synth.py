@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pau import synth
+from pau.errors import OptionError
 
 KINDS = ("compute", "communication", "memcpy", "memset", "sync", "other")
 
@@ -235,21 +236,25 @@ def test_straggler_slows_itself_and_makes_others_wait():
     assert a.equals(synth.training_run(ranks=2, steps=3, seed=1))
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"ranks": 0}, ValueError),
-    ({"steps": -1}, ValueError),
-    ({"kernels_per_step": 2}, ValueError),
-    ({"buckets": 0}, ValueError),
-    ({"buckets": 10_000}, ValueError),
-    ({"seed": -1}, ValueError),
-    ({"straggler": (8, 2.0)}, ValueError),
-    ({"straggler": (0, 0.0)}, ValueError),
-    ({"straggler": 3}, TypeError),
-    ({"start_ns": -5}, ValueError),
+@pytest.mark.parametrize("kwargs, match", [
+    ({"ranks": 0}, "ranks must be a positive int"),
+    ({"steps": -1}, "steps must be a non-negative int"),
+    ({"steps": 1.5}, "steps must be a non-negative int"),
+    ({"kernels_per_step": 2}, "kernels_per_step must be >= 3"),
+    ({"kernels_per_step": 9.0}, "kernels_per_step must be an int"),
+    ({"buckets": 0}, "buckets must be between 1"),
+    ({"buckets": 10_000}, "buckets must be between 1"),
+    ({"seed": -1}, "seed must be a non-negative int"),
+    ({"straggler": (8, 2.0)}, "straggler rank"),
+    ({"straggler": (0, 0.0)}, "straggler factor"),
+    ({"straggler": (0, "x")}, "straggler factor"),
+    ({"straggler": 3}, "straggler must be None or a"),
+    ({"start_ns": -5}, "start_ns must be a non-negative int"),
 ])
-def test_invalid_arguments(kwargs, exc):
+def test_invalid_arguments(kwargs, match):
+    """A bad argument is an OptionError (a ValueError) naming it, never a bare builtin."""
     args = {"ranks": 8, "steps": 2, **kwargs}
-    with pytest.raises(exc):
+    with pytest.raises(OptionError, match=match):
         synth.training_run(**args)
 
 

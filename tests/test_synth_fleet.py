@@ -13,6 +13,7 @@ import pytest
 import pau
 import pau.fleet
 from pau import synth
+from pau.errors import OptionError
 from pau.readers import JOB_LIFECYCLE_SCHEMA, JOBS_SCHEMA, read_sacct_jobs
 from pau.run import Run
 
@@ -104,7 +105,7 @@ def test_written_fleet_ingests_jobs_and_runs(tmp_path):
 
 
 def test_bad_parameters():
-    with pytest.raises(ValueError, match="power of two"):
+    with pytest.raises(OptionError, match="power of two"):
         synth.fleet(10, max_accelerators=100)
-    with pytest.raises(ValueError, match="cluster_weights"):
+    with pytest.raises(OptionError, match="cluster_weights"):
         synth.fleet(10, cluster_weights=(1.0,))
