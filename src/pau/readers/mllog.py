@@ -66,7 +66,7 @@ import pyarrow as pa
 from pau.readers import mlperf_rules as _mlperf
 from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from pau.engine.types import RunWarning
-from pau.errors import NoInputError, PauError
+from pau.errors import MLLogError, NoInputError, PauError
 
 __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
 
@@ -74,15 +74,6 @@ __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
 _MARK = ":::MLLOG"
 _SYSMARK = ":::SYSJSON"
 
-
-class MLLogError(PauError):
-    """An MLPerf log pau cannot use. Attributes: ``path``, ``line`` (1-based or None),
-    ``problem``, ``fix``."""
-
-    def __init__(self, path: str, problem: str, fix: str, line: int | None = None):
-        self.path, self.line, self.problem, self.fix = path, line, problem, fix
-        where = f", line {line}" if line is not None else ""
-        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
 
 
 @dataclass

@@ -101,8 +101,8 @@ import pyarrow as pa
 
 from pau.engine.vocab import REQUESTS_SCHEMA
 from pau.engine.types import RunWarning, check_on_invalid, quarantine_schema, quarantine_table
-from pau.errors import PauError
-from pau.readers.detect import UnknownFormatError, _detect_file
+from pau.errors import ServingFormatError, UnknownFormatError
+from pau.readers.detect import _detect_file
 
 __all__ = ["QUARANTINE_SCHEMA", "REQUESTS_SCHEMA", "ServingFormatError", "ServingResults", "read_serving"]
 
@@ -120,15 +120,6 @@ _FIX = ("give vLLM benchmark results (--save-result), an AIPerf profile_export.j
         "*_individual_responses.json or a GenAI-Perf profile_export.json")
 _ROUNDING = "round half away from zero to the ns, from the decimal text in the file"
 
-
-class ServingFormatError(PauError):
-    """A serving result file pau cannot use. Attributes: ``path``, ``record`` (index or
-    line, or None), ``problem``, ``fix``."""
-
-    def __init__(self, path: str, problem: str, fix: str, record: str | None = None):
-        self.path, self.record, self.problem, self.fix = path, record, problem, fix
-        where = f", {record}" if record else ""
-        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
 
 
 @dataclass
@@ -173,7 +164,7 @@ def _loads(text: str) -> Any:
     try:
         return json.loads(text, parse_float=_Num)
     except RecursionError:
-        raise ValueError("nested too deep") from None
+        raise json.JSONDecodeError("nested too deep", text, 0) from None
 
 
 def _to_ns(value: Any, scale: int, what: str) -> int:

@@ -54,7 +54,7 @@ import pyarrow.compute as pc
 
 from pau.engine._input import _column, as_table, rank_column, time_column
 from pau.engine.types import QUARANTINE_SCHEMA, RunWarning, check_on_invalid, quarantine_table
-from pau.errors import InvalidRowError, NoInputError, OptionError, PauError, SchemaError
+from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError, TelemetryFormatError
 from pau.readers.nsys import _Db, _session
 
 __all__ = [
@@ -164,14 +164,6 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
 KINDS = ("instant", "interval", "counter")
 _MIB = 2.0 ** 20
 
-
-class TelemetryFormatError(PauError):
-    """A telemetry file pau cannot read as a whole (not the format, no timestamps,
-    a column in a unit pau does not know)."""
-
-    def __init__(self, path: str, problem: str, fix: str):
-        self.path, self.problem, self.fix = path, problem, fix
-        super().__init__(f"{path}: {problem}. Fix: {fix}")
 
 
 @dataclass
