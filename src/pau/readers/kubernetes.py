@@ -39,7 +39,7 @@ import re
 from fractions import Fraction
 from typing import Any, Optional
 
-from pau.engine.types import Quarantined, RunWarning, check_on_invalid
+from pau.engine.types import RunWarning, check_on_invalid
 from pau.errors import NoInputError, OptionError, SchemaError
 from pau.readers.scheduler import Bad, Records, fraction, iso_time, jobs_table
 
@@ -52,7 +52,7 @@ ALIBABA_POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_p
                        "creation_time", "deletion_time", "scheduled_time")
 
 
-def read_pods(path: str | os.PathLike, *, cluster: Optional[str] = None, on_invalid: str = "raise") -> Records | Quarantined:
+def read_pods(path: str | os.PathLike, *, cluster: Optional[str] = None, on_invalid: str = "raise") -> Records:
     """Read ``kubectl get pods -o json`` output (a ``List`` of pods or one pod).
 
     Parameters
@@ -64,7 +64,7 @@ def read_pods(path: str | os.PathLike, *, cluster: Optional[str] = None, on_inva
 
     Returns
     -------
-    Records (``jobs`` set), or pau.core.Quarantined of it.
+    Records (``jobs`` set; ``quarantine`` the records set aside, see :class:`pau.readers.Records`).
     """
     check_on_invalid(on_invalid)
     p = os.fspath(path)
@@ -95,9 +95,7 @@ def read_pods(path: str | os.PathLike, *, cluster: Optional[str] = None, on_inva
             r = {"_bad": b, "_where": where, "job": nm if isinstance(nm, str) else None}
         rows.append(r)
     out = jobs_table(rows, table=table, source_file=p, on_invalid=on_invalid)
-    if isinstance(out, Quarantined):
-        return Quarantined(Records(out.result, None, []), out.quarantine)
-    return Records(out, None, [])
+    return out
 
 
 def _when(v: Any, column: str) -> Optional[int]:
@@ -165,7 +163,7 @@ def _pod(pod: Any, cluster: Optional[str]) -> dict:
 
 
 def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = None, cluster: Optional[str] = "alibaba-openb",
-                      on_invalid: str = "raise") -> Records | Quarantined:
+                      on_invalid: str = "raise") -> Records:
     """Read the Alibaba ``cluster-trace-gpu-v2023`` pod list (``openb_pod_list_*.csv``).
 
     Parameters
@@ -179,7 +177,7 @@ def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = Non
 
     Returns
     -------
-    Records (``jobs`` set), or pau.core.Quarantined of it.
+    Records (``jobs`` set; ``quarantine`` the records set aside, see :class:`pau.readers.Records`).
     """
     check_on_invalid(on_invalid)
     warnings: list = []
@@ -232,9 +230,8 @@ def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = Non
         rows.append(r)
     out = jobs_table(rows, table=table, source_file=p, on_invalid=on_invalid,
                      metadata={b"pau.jobs.origin_ns": str(origin_ns).encode()})
-    if isinstance(out, Quarantined):
-        return Quarantined(Records(out.result, None, warnings), out.quarantine)
-    return Records(out, None, warnings)
+    out.warnings = warnings
+    return out
 
 
 def _seconds(v: str, column: str, origin: int) -> Optional[int]:

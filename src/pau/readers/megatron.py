@@ -57,7 +57,7 @@ from typing import Optional
 
 import pyarrow as pa
 
-from pau.engine.types import Quarantined, RunWarning, check_on_invalid, quarantine_table
+from pau.engine.types import RunWarning, check_on_invalid, quarantine_table
 from pau.engine.vocab import LIFECYCLE_SCHEMA
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
 from pau.readers.scheduler import (
@@ -110,7 +110,7 @@ class _Attempt:
 
 
 def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: Optional[int] = None,
-                  job: Optional[str] = None, on_invalid: str = "raise") -> Records | Quarantined:
+                  job: Optional[str] = None, on_invalid: str = "raise") -> Records:
     """Read a Megatron-LM training log (one file; several runs of the job in order are
     several attempts).
 
@@ -129,8 +129,8 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
 
     Returns
     -------
-    Records (``lifecycle`` set, ``jobs`` None), or pau.core.Quarantined of it (the
-    quarantine: ``source_file, location, reason, job, row``).
+    Records (``lifecycle`` set, ``jobs`` None; ``quarantine`` the lines set aside:
+    ``source_file, location, reason, job, row``).
     """
     check_on_invalid(on_invalid)
     p = os.fspath(path)
@@ -266,10 +266,7 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
     if job is not None:
         arrays.append(pa.array([job] * len(rows), pa.string()))
     lt = pa.table(arrays, schema=schema).replace_schema_metadata({b"pau.megatron.tz": zname.encode(), b"pau.source": p.encode()})
-    rec = Records(None, lt, warnings)
-    if on_invalid == "quarantine":
-        return Quarantined(rec, _quarantine(p, bad, job))
-    return rec
+    return Records(None, lt, warnings, _quarantine(p, bad, job))
 
 
 def _step(text: str) -> int:

@@ -39,7 +39,7 @@ from typing import Iterable, Optional
 
 import pyarrow as pa
 
-from pau.engine.types import Quarantined, RunWarning, check_on_invalid, quarantine_table
+from pau.engine.types import RunWarning, check_on_invalid, quarantine_table
 from pau.errors import InvalidRowError, NoInputError, OptionError
 from pau.readers.scheduler import (
     JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, MAX_ACCELERATORS, Bad, Records, check_rows, iso_time,
@@ -74,7 +74,7 @@ def _ranks(text: str, column: str) -> list[int]:
 
 def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Optional[str | os.PathLike] = None,
               ranks_per_node: Optional[int] = None, job: Optional[str] = None,
-              on_invalid: str = "raise") -> Records | Quarantined:
+              on_invalid: str = "raise") -> Records:
     """Read NVRx ``cycle_info`` files (a folder of them, or the files) and, optionally,
     the launcher's log with its fault-tolerance profiling events.
 
@@ -93,7 +93,7 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
 
     Returns
     -------
-    Records (``lifecycle`` set), or pau.core.Quarantined of it.
+    Records (``lifecycle`` set; ``quarantine`` the files and lines set aside).
     """
     check_on_invalid(on_invalid)
     if ranks_per_node is not None and (isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int)
@@ -196,13 +196,10 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
     if job is not None:
         arrays[-1] = pa.array([job] * len(rows), pa.string())
     lt = pa.table(arrays, schema=schema)
-    rec = Records(None, lt, warnings)
-    if on_invalid == "quarantine":
-        q = quarantine_table(JOBS_QUARANTINE_SCHEMA, [f for f, _, _, _ in bad], [w for _, w, _, _ in bad],
-                             [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b, _ in bad],
-                             job=[None] * len(bad), row=[r for _, _, _, r in bad])
-        return Quarantined(rec, q)
-    return rec
+    q = quarantine_table(JOBS_QUARANTINE_SCHEMA, [f for f, _, _, _ in bad], [w for _, w, _, _ in bad],
+                         [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b, _ in bad],
+                         job=[None] * len(bad), row=[r for _, _, _, r in bad])
+    return Records(None, lt, warnings, q)
 
 
 def _cycle(f: str) -> dict:

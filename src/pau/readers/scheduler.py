@@ -37,13 +37,14 @@ import datetime as _dt
 import json
 import os
 import re
+from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Any, Iterable, List, Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
-from pau.engine.types import Quarantined, RunWarning, check_on_invalid, quarantine_schema, quarantine_table
+from pau.engine.types import RunWarning, check_on_invalid, quarantine_schema, quarantine_table
 from pau.engine.vocab import LIFECYCLE_SCHEMA, counts_metadata
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
 
@@ -87,14 +88,19 @@ _TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d
 _INPUT = ("submit_ns", "eligible_ns", "start_ns", "end_ns")
 
 
-class Records(NamedTuple):
-    """What a fleet reader returns: the jobs table (:data:`JOBS_SCHEMA`, or None when
-    the source holds no scheduler records), the lifecycle (or None), and what the reader
-    assumed or could not use, as :class:`pau.core.RunWarning` (``code`` and message)."""
+@dataclass
+class Records:
+    """What a fleet reader returns, whatever ``on_invalid`` says: the jobs table
+    (:data:`JOBS_SCHEMA`, or None when the source holds no scheduler records), the
+    lifecycle (or None), what the reader assumed or could not use, as
+    :class:`pau.core.RunWarning` (``code`` and message), and ``quarantine``: the records
+    set aside with ``on_invalid="quarantine"`` (:data:`JOBS_QUARANTINE_SCHEMA`; empty when
+    none was, and always with ``on_invalid="raise"``, which raises instead)."""
 
     jobs: Optional[pa.Table]
     lifecycle: Optional[pa.Table]
-    warnings: list
+    warnings: List[RunWarning]
+    quarantine: pa.Table = field(default_factory=lambda: JOBS_QUARANTINE_SCHEMA.empty_table())
 
 
 class Bad(Exception):
@@ -205,7 +211,7 @@ def check_rows(total: int, nbytes: int, table: str, column: str, what: str) -> N
 
 
 def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
-               on_invalid: str = "raise", metadata: Optional[dict] = None):
+               on_invalid: str = "raise", metadata: Optional[dict] = None) -> Records:
     """Check and complete job rows into :data:`JOBS_SCHEMA`.
 
     Parameters
@@ -226,7 +232,9 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
 
     Returns
     -------
-    pyarrow.Table, or pau.core.Quarantined with :data:`JOBS_QUARANTINE_SCHEMA`.
+    Records
+        ``jobs`` the table, ``lifecycle`` None, no warnings, ``quarantine`` the rows set
+        aside (:data:`JOBS_QUARANTINE_SCHEMA`; empty with ``on_invalid="raise"``).
 
     Raises
     ------
@@ -266,14 +274,12 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
     if source_file is not None:
         meta[b"pau.jobs.source"] = source_file.encode()
     out_t = pa.table(cols, schema=JOBS_SCHEMA).replace_schema_metadata(meta)
-    if on_invalid == "quarantine":
-        q = quarantine_table(JOBS_QUARANTINE_SCHEMA, source_file,
-                             [r.get("_where", f"record {i}") for i, r, _ in bad],
-                             [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b in bad],
-                             job=[r.get("job") if isinstance(r.get("job"), str) else None for _, r, _ in bad],
-                             row=[i for i, _, _ in bad])
-        return Quarantined(out_t, q)
-    return out_t
+    q = quarantine_table(JOBS_QUARANTINE_SCHEMA, source_file,
+                         [r.get("_where", f"record {i}") for i, r, _ in bad],
+                         [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b in bad],
+                         job=[r.get("job") if isinstance(r.get("job"), str) else None for _, r, _ in bad],
+                         row=[i for i, _, _ in bad])
+    return Records(out_t, None, [], q)
 
 
 def _derive(r: dict) -> tuple[dict, int]:
@@ -356,7 +362,9 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
 
     Returns
     -------
-    Records, or pau.core.Quarantined of it (a job with a bad record is set aside whole).
+    Records
+        ``jobs`` and ``lifecycle`` set; a job with a bad record is set aside whole (its
+        record in ``quarantine``, none of its attempts in the lifecycle).
     """
     check_on_invalid(on_invalid)
     p = os.fspath(path)
@@ -398,13 +406,12 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
                                    "attempt's end reason unknown (the lifecycle's kind is null)"))
     jobs = jobs_table(rows, table=table, source_file=p, on_invalid=on_invalid,
                       metadata={b"pau.jobs.tz": zname.encode()})
-    keep = {j for j in (jobs.result if isinstance(jobs, Quarantined) else jobs).column("job").to_pylist()}
+    assert jobs.jobs is not None
+    keep = set(jobs.jobs.column("job").to_pylist())
     life = [t for t in life if t[-1] in keep]
     cols: list = list(zip(*life)) if life else [[] for _ in JOB_LIFECYCLE_SCHEMA]
     lt = pa.table([pa.array(list(c), f.type) for c, f in zip(cols, JOB_LIFECYCLE_SCHEMA)], schema=JOB_LIFECYCLE_SCHEMA)
-    if isinstance(jobs, Quarantined):
-        return Quarantined(Records(jobs.result, lt, warnings), jobs.quarantine)
-    return Records(jobs, lt, warnings)
+    return Records(jobs.jobs, lt, warnings, jobs.quarantine)
 
 
 _PHILLY_END = {"Pass": "completed", "Failed": "failed", "Killed": "preempted"}

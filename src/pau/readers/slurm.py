@@ -330,7 +330,7 @@ _TRES_GPU = re.compile(r"^gres/gpu(?::([^=]+))?=(\d+)$")
 
 
 def read_sacct_jobs(path: str | os.PathLike, *, tz: str | None = None, cluster: str | None = None,
-                    on_invalid: str = "raise") -> Records | Quarantined:
+                    on_invalid: str = "raise") -> Records:
     """Read ``sacct`` output into the jobs table (:data:`pau.readers.scheduler.JOBS_SCHEMA`).
 
     Two forms are read, told apart by the content: ``sacct --parsable2`` (or
@@ -360,7 +360,7 @@ def read_sacct_jobs(path: str | os.PathLike, *, tz: str | None = None, cluster: 
 
     Returns
     -------
-    Records (``jobs`` set, ``lifecycle`` None), or pau.core.Quarantined of it.
+    Records (``jobs`` set, ``lifecycle`` None; ``quarantine`` the records set aside).
     """
     p = os.fspath(path)
     if not os.path.isfile(p):
@@ -375,7 +375,7 @@ def read_sacct_jobs(path: str | os.PathLike, *, tz: str | None = None, cluster: 
 
 
 def parse_sacct_jobs(text: str, *, source: str = "sacct", tz: str | None = None, cluster: str | None = None,
-                     on_invalid: str = "raise") -> Records | Quarantined:
+                     on_invalid: str = "raise") -> Records:
     """:func:`read_sacct_jobs` of text already in memory (``source`` names it in errors)."""
     check_on_invalid(on_invalid)
     warnings: list = []
@@ -393,9 +393,8 @@ def parse_sacct_jobs(text: str, *, source: str = "sacct", tz: str | None = None,
                                    f"accelerators are unknown (null). Fix: add them to --format ({SACCT_JOBS_FORMAT})"))
     out = jobs_table(rows, table=table, source_file=None if source == "sacct" else source,
                      on_invalid=on_invalid, metadata=meta)
-    if isinstance(out, Quarantined):
-        return Quarantined(Records(out.result, None, warnings), out.quarantine)
-    return Records(out, None, warnings)
+    out.warnings = warnings
+    return out
 
 
 def _tres(value: str) -> tuple[int | None, str | None]:
