@@ -68,7 +68,7 @@ __all__ = [
     "get_job_goodput_interval",
     "get_step_deviation",
     "job_goodput_details",
-    "ledger",
+    "ledger_from_entries",
     "read_entries",
     "side_by_side",
     "to_lifecycle",
@@ -1204,8 +1204,8 @@ def to_lifecycle(entries: Any, *, ranks: int = 1, query_time: Optional[TimeLike]
     return Quarantined(table, _quarantine_table(p)) if on_invalid == "quarantine" else table
 
 
-def ledger(entries: Any, *, ranks: int = 1, query_time: Optional[TimeLike] = None,
-           job_name: Optional[str] = None, on_invalid: str = "raise") -> Ledger:
+def ledger_from_entries(entries: Any, *, ranks: int = 1, query_time: Optional[TimeLike] = None,
+                        job_name: Optional[str] = None, on_invalid: str = "raise") -> Ledger:
     """pau's ledger (lifecycle only, ``activity`` unknown) of the entries' lifecycle.
 
     See :func:`to_lifecycle` for the parameters; the ledger is computed as of the last

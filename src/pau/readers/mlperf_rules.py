@@ -28,10 +28,10 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, TypedDict, Union
 
 __all__ = ["CHECKER_REPO", "EVAL_KEY", "QualityTarget", "ROUNDS", "TARGETS", "TARGETS_V5", "is_number", "judge", "meets",
-           "per_trained_model", "trained_models",
+           "PerTrainedModel", "time_per_trained_model", "trained_models",
            "progress_text", "round_of_path", "status_text", "targets_for", "verdict_text"]
 
 #: The repository whose compliance checker the targets come from.
@@ -418,7 +418,20 @@ def trained_models(metadata: Mapping[str, Any]) -> int | None:
     return None if reached is None else int(bool(reached))
 
 
-def per_trained_model(ledger: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+class PerTrainedModel(TypedDict):
+    """:func:`time_per_trained_model` of one MLPerf run (JSON-able; exact ns)."""
+
+    trained_models: Optional[int]
+    time_to_train_ns: Optional[int]
+    accountable_ns: int
+    accountable_ns_per_trained_model: Union[int, float, None]
+    state_ns_per_trained_model: Optional[Dict[str, Union[int, float, None]]]
+    reached: Optional[bool]
+    status: Optional[str]
+    benchmark: Optional[str]
+
+
+def time_per_trained_model(ledger: Mapping[str, Any], metadata: Mapping[str, Any]) -> PerTrainedModel:
     """An MLPerf run's accelerator time per trained model (:func:`trained_models`), the
     denominator MLPerf compares submissions by (time to train one model to the target),
     where blocks and epochs hold different numbers of samples from one submission to
@@ -439,3 +452,9 @@ def per_trained_model(ledger: Mapping[str, Any], metadata: Mapping[str, Any]) ->
             "state_ns_per_trained_model": None if not n else {k: per(v) for k, v in states.items()},
             "reached": (metadata.get("eval") or {}).get("reached"), "status": metadata.get("status"),
             "benchmark": metadata.get("benchmark")}
+
+
+#: Deprecated name of :func:`time_per_trained_model` (it collided with
+#: ``pau.fleet.costs.per_trained_model``, a cost): kept until ``pau.cli`` and
+#: ``pau.fleet.place`` call the new name, then removed.
+per_trained_model = time_per_trained_model
