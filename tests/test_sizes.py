@@ -46,8 +46,8 @@ LONG = {
     ("src/pau/readers/megatron.py", "read_megatron"),
     ("src/pau/readers/mllog.py", "_read_one"),
     ("src/pau/readers/nsys.py", "read_nsys"),
+    ("src/pau/readers/nvidia_smi.py", "read_nvidia_smi"),
     ("src/pau/readers/nvrx.py", "read_nvrx"),
-    ("src/pau/readers/telemetry.py", "read_nvidia_smi"),
     ("src/pau/synth.py", "_generate_block"),
     ("src/pau/synth.py", "fleet"),
     ("src/pau/synth.py", "lifecycle_records"),
@@ -65,7 +65,6 @@ BIG = {
     "src/pau/figures/economics.py",
     "src/pau/fleet/rollup.py",
     "src/pau/readers/kineto.py",
-    "src/pau/readers/telemetry.py",
     "src/pau/run.py",
     "src/pau/synth.py",
 }

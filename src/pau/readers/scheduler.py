@@ -337,7 +337,7 @@ def _derive(r: dict) -> tuple[dict, int]:
 # --- Philly -----------------------------------------------------------------------
 
 def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: Optional[str] = "philly",
-                on_invalid: str = "raise"):
+                on_invalid: str = "raise") -> Records:
     """Read Microsoft Philly's ``cluster_job_log`` (JSON: a list of jobs, each with
     ``attempts``), the whole upstream file or a subset of it.
 
