@@ -7,6 +7,8 @@ reads. Choices where the trace is silent: ``docs/analysis.md``.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
@@ -19,7 +21,7 @@ __all__ = ["read_alibaba_minibatch"]
 _TABLE = "alibaba mini-batch"
 
 
-def read_alibaba_minibatch(path, *, unit_ns: int = 1_000_000) -> pa.Table:
+def read_alibaba_minibatch(path: str | os.PathLike[str], *, unit_ns: int = 1_000_000) -> pa.Table:
     """Read an Alibaba PAI ``mini-batch-time/job_*_norm.csv`` into a step table.
 
     The file holds, per worker and sampled iteration, a mini-batch time normalised

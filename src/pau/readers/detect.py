@@ -193,7 +193,7 @@ def _detect_file(path: str) -> str:
     raise _unknown(path, "the content matches no known format")
 
 
-def detect_format(path: str | os.PathLike) -> str:
+def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of a file or directory (see the module docstring).
 
     Raises

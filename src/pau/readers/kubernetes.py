@@ -52,7 +52,7 @@ ALIBABA_POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_p
                        "creation_time", "deletion_time", "scheduled_time")
 
 
-def read_pods(path: str | os.PathLike, *, cluster: Optional[str] = None, on_invalid: str = "raise") -> Records:
+def read_pods(path: str | os.PathLike[str], *, cluster: Optional[str] = None, on_invalid: str = "raise") -> Records:
     """Read ``kubectl get pods -o json`` output (a ``List`` of pods or one pod).
 
     Parameters
@@ -118,7 +118,7 @@ def _gpus(resources: Any, column: str) -> Fraction:
     return Fraction(0)
 
 
-def _pod(pod: Any, cluster: Optional[str]) -> dict:
+def _pod(pod: Any, cluster: Optional[str]) -> dict[str, Any]:
     if not isinstance(pod, dict):
         raise Bad("items", "is not an object", "give each pod as Kubernetes writes it")
     md, spec, st = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
@@ -162,7 +162,7 @@ def _pod(pod: Any, cluster: Optional[str]) -> dict:
             "nodes": 1 if spec.get("nodeName") else None}
 
 
-def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = None, cluster: Optional[str] = "alibaba-openb",
+def read_alibaba_pods(path: str | os.PathLike[str], *, origin_ns: Optional[int] = None, cluster: Optional[str] = "alibaba-openb",
                       on_invalid: str = "raise") -> Records:
     """Read the Alibaba ``cluster-trace-gpu-v2023`` pod list (``openb_pod_list_*.csv``).
 
@@ -180,7 +180,7 @@ def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = Non
     Records (``jobs`` set; ``quarantine`` the records set aside, see :class:`pau.readers.Records`).
     """
     check_on_invalid(on_invalid)
-    warnings: list = []
+    warnings: list[RunWarning] = []
     if origin_ns is None:
         warnings.append(RunWarning("alibaba.relative_times",
                                    "alibaba: the pod list's times are seconds from the trace's start, which has no "
@@ -255,7 +255,7 @@ def _count(v: str, column: str) -> int:
     return int(v)
 
 
-def _alibaba(rec: list, col: dict, origin: int, cluster: Optional[str]) -> dict:
+def _alibaba(rec: list[Any], col: dict[str, Any], origin: int, cluster: Optional[str]) -> dict[str, Any]:
     name = rec[col["name"]].strip()
     num, milli = _count(rec[col["num_gpu"]], "num_gpu"), _count(rec[col["gpu_milli"]], "gpu_milli")
     if milli > 1000:

@@ -53,7 +53,7 @@ from __future__ import annotations
 import os
 import re
 from fractions import Fraction
-from typing import Optional
+from typing import Any, Optional
 
 import pyarrow as pa
 
@@ -94,8 +94,8 @@ class _Attempt:
         self.trained = False
         self.end_kind: Optional[str] = None
         self.iters: list[tuple[int, int, Fraction, int]] = []  # (lineno, iteration, ms, t)
-        self.saves: dict[int, list] = {}  # step -> [start, block_end, durable, lineno]
-        self.load: Optional[list] = None  # [step, start, end, lineno_load]
+        self.saves: dict[int, list[Any]] = {}  # step -> [start, block_end, durable, lineno]
+        self.load: Optional[list[Any]] = None  # [step, start, end, lineno_load]
         self.evals: list[tuple[int, int]] = []  # (step, lineno)
         self.pending_load_end = False
 
@@ -109,7 +109,7 @@ class _Attempt:
             self.pending_load_end = False
 
 
-def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: Optional[int] = None,
+def read_megatron(path: str | os.PathLike[str], *, tz: Optional[str] = None, ranks: Optional[int] = None,
                   job: Optional[str] = None, on_invalid: str = "raise") -> Records:
     """Read a Megatron-LM training log (one file; several runs of the job in order are
     several attempts).
@@ -139,7 +139,7 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
     if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks <= 0):
         raise OptionError(f"read_megatron: ranks = {ranks!r}. Fix: give the job's world size, a positive int")
     table = f"megatron {p}"
-    warnings: list = []
+    warnings: list[RunWarning] = []
     zi, zname = zone(tz, "megatron", "Megatron prints the host's local time.", warnings)
     with open(p, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
@@ -243,7 +243,7 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
     n_steps = sum(max(a.iters[-1][1] - (a.load[0] if a.load is not None else 0), 0) for a in attempts if a.iters)
     check_rows(world * len(attempts) + n_steps, os.path.getsize(p), table, "iteration",
                "one attempt row per rank, one step row per iteration")
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     clipped = 0
     for a in attempts:
         clipped += _records(a, a is attempts[-1], world, rows, warnings)
@@ -261,7 +261,7 @@ def read_megatron(path: str | os.PathLike, *, tz: Optional[str] = None, ranks: O
                                    "'successfully loaded' line (model building included)"))
     schema = LIFECYCLE_SCHEMA if job is None else JOB_LIFECYCLE_SCHEMA
     rows.sort(key=lambda r: (r[3], r[0] != "attempt"))
-    cols: list = list(zip(*rows)) if rows else [[] for _ in LIFECYCLE_SCHEMA]
+    cols: list[Any] = list(zip(*rows)) if rows else [[] for _ in LIFECYCLE_SCHEMA]
     arrays = [pa.array(list(c), f.type) for c, f in zip(cols, LIFECYCLE_SCHEMA)]
     if job is not None:
         arrays.append(pa.array([job] * len(rows), pa.string()))
@@ -276,13 +276,13 @@ def _step(text: str) -> int:
     return v
 
 
-def _quarantine(p: str, bad: list, job: Optional[str]) -> pa.Table:
+def _quarantine(p: str, bad: list[Any], job: Optional[str]) -> pa.Table:
     return quarantine_table(JOBS_QUARANTINE_SCHEMA, p, [f"line {n}" for n, _ in bad],
                             [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, b in bad],
                             job=[job] * len(bad), row=[n - 1 for n, _ in bad])
 
 
-def _records(a: _Attempt, last: bool, world: int, rows: list, warnings: list) -> int:
+def _records(a: _Attempt, last: bool, world: int, rows: list[Any], warnings: list[RunWarning]) -> int:
     k = a.k
     if a.first is None or a.last is None:  # attempts without a timestamp were dropped before
         return 0

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, TypedDict, Union
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, TypedDict, Union
 
 __all__ = ["CHECKER_REPO", "EVAL_KEY", "QualityTarget", "ROUNDS", "TARGETS", "TARGETS_V5", "is_number", "judge", "meets",
            "PerTrainedModel", "time_per_trained_model", "trained_models",
@@ -184,7 +185,8 @@ TARGETS = TARGETS + TARGETS_V5
 #: The rounds :data:`TARGETS` covers, oldest first.
 ROUNDS: tuple[str, ...] = tuple(sorted({t.round for t in TARGETS}, key=lambda r: tuple(map(int, r.split(".")))))
 
-_OPS = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, "<": lambda a, b: a < b}
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
 
 def targets_for(benchmark: str | None, round: str) -> tuple[QualityTarget, ...]:
@@ -204,7 +206,7 @@ def meets(value: Any, t: QualityTarget) -> bool:
 _ROUND_DIR = re.compile(r"^(?:mlperf_)?training(?:_results)?_v?(\d+\.\d+)(?:\.0)?$")
 
 
-def round_of_path(path: str | os.PathLike) -> str | None:
+def round_of_path(path: str | os.PathLike[str]) -> str | None:
     """The MLPerf Training round a result's path names (``training_v4.0``,
     ``training_results_v4.0``, ``mlperf_training_v5.1``, ``training_4.0.0``: ``"4.0"``),
     the deepest such folder; None when none does."""

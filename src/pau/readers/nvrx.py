@@ -35,7 +35,7 @@ import glob
 import json
 import os
 import re
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 import pyarrow as pa
 
@@ -72,7 +72,7 @@ def _ranks(text: str, column: str) -> list[int]:
     return out
 
 
-def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Optional[str | os.PathLike] = None,
+def read_nvrx(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, log: Optional[str | os.PathLike[str]] = None,
               ranks_per_node: Optional[int] = None, job: Optional[str] = None,
               on_invalid: str = "raise") -> Records:
     """Read NVRx ``cycle_info`` files (a folder of them, or the files) and, optionally,
@@ -112,7 +112,7 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
     if not files:
         raise NoInputError(f"read_nvrx: no cycle_info.<job>.<attempt>.<cycle> file in {path!r}. "
                            "Fix: give the folder ft_launcher's --ft-cycle-info-dir names")
-    warnings: list = []
+    warnings: list[RunWarning] = []
     bad: list[tuple[str, str, Bad, int]] = []  # (file, location, Bad, row: the file's index or the line's)
     cycles = []
     for i, f in enumerate(files):
@@ -157,7 +157,7 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
     nbytes = sum(os.path.getsize(f) for f in files)
     check_rows(sum(len(c["ranks"]) for c in cycles) * (ranks_per_node or 1), nbytes, f"nvrx {files[0]}",
                "active_ranks", "one attempt row per cycle and rank")
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for jb in jobs:
         mine = [c for c in cycles if c["job"] == jb]
         for k, c in enumerate(mine):
@@ -191,7 +191,7 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
                     rows.append(("phase", k, -1, s0, s1, None, None, None, None, "init", None, jb))
     rows.sort(key=lambda r: (r[-1], r[1], r[0] != "attempt", r[3]))
     schema = JOB_LIFECYCLE_SCHEMA
-    cols: list = list(zip(*rows)) if rows else [[] for _ in schema]
+    cols: list[Any] = list(zip(*rows)) if rows else [[] for _ in schema]
     arrays = [pa.array(list(c), f.type) for c, f in zip(cols, schema)]
     if job is not None:
         arrays[-1] = pa.array([job] * len(rows), pa.string())
@@ -202,7 +202,7 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
     return Records(None, lt, warnings, q)
 
 
-def _cycle(f: str) -> dict:
+def _cycle(f: str) -> dict[str, Any]:
     m = _NAME.match(os.path.basename(f))
     if m is None:
         raise Bad("(file name)", f"{os.path.basename(f)!r} is not cycle_info.<job_id>.<attempt>.<cycle>",

@@ -111,7 +111,7 @@ class Bad(Exception):
         self.column, self.reason, self.fix = column, reason, fix
 
 
-def zone(tz: Optional[str], reader: str, default_note: str, warnings: list) -> tuple[Any, str]:
+def zone(tz: Optional[str], reader: str, default_note: str, warnings: list[RunWarning]) -> tuple[Any, str]:
     """The zone local times are read in: ``tz`` (an IANA name), or UTC with a warning
     that says so when ``tz`` is None. Returns (ZoneInfo or None for UTC, name)."""
     if tz is None:
@@ -210,8 +210,8 @@ def check_rows(total: int, nbytes: int, table: str, column: str, what: str) -> N
                           "is not a real allocation")
 
 
-def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
-               on_invalid: str = "raise", metadata: Optional[dict] = None) -> Records:
+def jobs_table(rows: Iterable[dict[str, Any]], *, table: str, source_file: Optional[str],
+               on_invalid: str = "raise", metadata: Optional[dict[bytes, bytes]] = None) -> Records:
     """Check and complete job rows into :data:`JOBS_SCHEMA`.
 
     Parameters
@@ -244,10 +244,10 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
         non-finite accelerators, a product past int64, a duplicate job id.
     """
     check_on_invalid(on_invalid)
-    good: list[dict] = []
-    bad: list[tuple[int, dict, Bad]] = []
+    good: list[dict[str, Any]] = []
+    bad: list[tuple[int, dict[str, Any], Bad]] = []
     rounded = 0
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
     n = 0
     for i, r in enumerate(rows):
         n += 1
@@ -270,7 +270,8 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
         raise InvalidRowError(table, b0.column, i0, f"{b0.reason} ({r0.get('_where', f'record {i0}')})", b0.fix,
                               count=len(bad))
     cols = {f.name: pa.array([g.get(f.name) for g in good], f.type) for f in JOBS_SCHEMA}
-    meta = {b"pau.jobs.rounded_rows": str(rounded).encode(), **counts_metadata(n, len(bad)), **(metadata or {})}
+    meta: dict[bytes, bytes] = {b"pau.jobs.rounded_rows": str(rounded).encode(), **counts_metadata(n, len(bad)),
+                                **(metadata or {})}
     if source_file is not None:
         meta[b"pau.jobs.source"] = source_file.encode()
     out_t = pa.table(cols, schema=JOBS_SCHEMA).replace_schema_metadata(meta)
@@ -282,7 +283,7 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
     return Records(out_t, None, [], q)
 
 
-def _derive(r: dict) -> tuple[dict, int]:
+def _derive(r: dict[str, Any]) -> tuple[dict[str, Any], int]:
     job = r.get("job")
     if not isinstance(job, str) or not job:
         raise Bad("job", "is empty", "give every job its id")
@@ -336,7 +337,7 @@ def _derive(r: dict) -> tuple[dict, int]:
 
 # --- Philly -----------------------------------------------------------------------
 
-def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: Optional[str] = "philly",
+def read_philly(path: str | os.PathLike[str], *, tz: Optional[str] = None, cluster: Optional[str] = "philly",
                 on_invalid: str = "raise") -> Records:
     """Read Microsoft Philly's ``cluster_job_log`` (JSON: a list of jobs, each with
     ``attempts``), the whole upstream file or a subset of it.
@@ -380,10 +381,10 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
     if not isinstance(data, list):
         raise SchemaError(table, "(file)", f"is a JSON {type(data).__name__}, not a list of jobs",
                           "give the job log as Philly wrote it (a JSON list of jobs)")
-    warnings: list = []
+    warnings: list[RunWarning] = []
     zi, zname = zone(tz, "philly", "Philly's utilization files print PST/PDT (America/Los_Angeles).", warnings)
-    rows: list[dict] = []
-    life: list[tuple] = []
+    rows: list[dict[str, Any]] = []
+    life: list[tuple[Any, ...]] = []
     no_status = 0
     nbytes = os.path.getsize(p)
     for i, rec in enumerate(data):
@@ -409,7 +410,7 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
     assert jobs.jobs is not None
     keep = set(jobs.jobs.column("job").to_pylist())
     life = [t for t in life if t[-1] in keep]
-    cols: list = list(zip(*life)) if life else [[] for _ in JOB_LIFECYCLE_SCHEMA]
+    cols: list[Any] = list(zip(*life)) if life else [[] for _ in JOB_LIFECYCLE_SCHEMA]
     lt = pa.table([pa.array(list(c), f.type) for c, f in zip(cols, JOB_LIFECYCLE_SCHEMA)], schema=JOB_LIFECYCLE_SCHEMA)
     return Records(jobs.jobs, lt, warnings, jobs.quarantine)
 
@@ -417,7 +418,7 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
 _PHILLY_END = {"Pass": "completed", "Failed": "failed", "Killed": "preempted"}
 
 
-def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict, list[tuple]]:
+def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
     if not isinstance(rec, dict):
         raise Bad("job", f"is a JSON {type(rec).__name__}, not an object", "give each job as a JSON object")
     jid = rec.get("jobid", rec.get("id"))

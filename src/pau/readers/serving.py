@@ -133,8 +133,8 @@ class ServingResults:
 
     requests: pa.Table
     format: str
-    meta: dict = field(default_factory=dict)
-    warnings: list = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[RunWarning] = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
 
     def __repr__(self) -> str:
@@ -274,7 +274,7 @@ class _Aside:
 
 # --- vLLM ------------------------------------------------------------------------------
 
-def _vllm(path: str, doc: dict, on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+def _vllm(path: str, doc: dict[str, Any], on_invalid: str) -> tuple[pa.Table, dict[str, Any], list[Any], pa.Table]:
     missing = [k for k in _VLLM_KEYS if k not in doc]
     if missing:
         raise ServingFormatError(path, f"vLLM results without the per-request arrays {', '.join(missing)}",
@@ -340,7 +340,7 @@ _UNIT_NS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "sec": 
 _CANCELLED_AFTER = re.compile(r"cancell?ed after\s+([0-9]+(?:\.[0-9]+)?)\s*s", re.IGNORECASE)
 
 
-def _metric(metrics: dict, name: str) -> tuple[Any, str | None]:
+def _metric(metrics: dict[str, Any], name: str) -> tuple[Any, str | None]:
     """(value, unit) of an AIPerf metric (``{"value", "unit"}`` or a bare value)."""
     m = metrics.get(name)
     if isinstance(m, dict):
@@ -348,7 +348,7 @@ def _metric(metrics: dict, name: str) -> tuple[Any, str | None]:
     return m, None
 
 
-def _aiperf_time(metrics: dict, name: str, default_unit: str) -> int | None:
+def _aiperf_time(metrics: dict[str, Any], name: str, default_unit: str) -> int | None:
     v, unit = _metric(metrics, name)
     if v is None:
         return None
@@ -358,7 +358,7 @@ def _aiperf_time(metrics: dict, name: str, default_unit: str) -> int | None:
     return _to_ns(v, _UNIT_NS[unit], f"metrics.{name}")
 
 
-def _aiperf_tokens(metrics: dict, *names: str) -> int | None:
+def _aiperf_tokens(metrics: dict[str, Any], *names: str) -> int | None:
     for name in names:
         v, _ = _metric(metrics, name)
         if v is not None:
@@ -366,7 +366,7 @@ def _aiperf_tokens(metrics: dict, *names: str) -> int | None:
     return None
 
 
-def _aiperf_status(md: dict, err: Any) -> str:
+def _aiperf_status(md: dict[str, Any], err: Any) -> str:
     if md.get("was_cancelled"):
         return "cancelled"
     if not err:
@@ -380,14 +380,14 @@ def _aiperf_status(md: dict, err: Any) -> str:
 
 
 class _AIPerfTally:
-    def __init__(self):
+    def __init__(self) -> None:
         self.cancel_end = self.cancel_no_end = self.latency_mismatch = self.reasoning = 0
-        self.ok_missing: Counter = Counter()
-        self.phases: Counter = Counter()
+        self.ok_missing: Counter[str] = Counter()
+        self.phases: Counter[str] = Counter()
         self.first_mismatch: str | None = None
 
 
-def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
+def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict[str, Any]:
     if not isinstance(rec, dict):
         raise _Bad("not a JSON object")
     md = rec.get("metadata")
@@ -451,7 +451,7 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
             "end_ns": end, "input_tokens": isl, "output_tokens": osl, "status": status}
 
 
-def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dict[str, Any], list[Any], pa.Table]:
     aside = _Aside(path, on_invalid, "repair or remove the line (each line of profile_export.jsonl is one "
                                      "AIPerf record with metadata.timestamp_ns)")
     rows, tally = [], _AIPerfTally()
@@ -500,7 +500,7 @@ def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dic
 
 # --- LLMPerf ---------------------------------------------------------------------------
 
-def _llmperf_row(rec: Any) -> dict:
+def _llmperf_row(rec: Any) -> dict[str, Any]:
     if not isinstance(rec, dict):
         raise _Bad("not a JSON object")
     missing = [k for k in _LLMPERF_KEYS if k not in rec]
@@ -521,7 +521,7 @@ def _llmperf_row(rec: Any) -> dict:
             "status": _http_status(code, str(msg or ""))}
 
 
-def _llmperf(path: str, doc: list, on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+def _llmperf(path: str, doc: list[Any], on_invalid: str) -> tuple[pa.Table, dict[str, Any], list[Any], pa.Table]:
     aside = _Aside(path, on_invalid, "repair or remove the record (each one needs " + ", ".join(_LLMPERF_KEYS) + ")")
     rows = []
     for i, rec in enumerate(doc):
@@ -548,7 +548,7 @@ def _llmperf(path: str, doc: list, on_invalid: str) -> tuple[pa.Table, dict, lis
 
 # --- GenAI-Perf ------------------------------------------------------------------------
 
-def _genai_perf(path: str, doc: dict, on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+def _genai_perf(path: str, doc: dict[str, Any], on_invalid: str) -> tuple[pa.Table, dict[str, Any], list[Any], pa.Table]:
     aside = _Aside(path, on_invalid, "export the profile again")
     rows = []
     for e, exp in enumerate(doc["experiments"]):
@@ -608,7 +608,7 @@ def _per_request_file(d: str) -> str:
     return found[0]
 
 
-def read_serving(path: str | os.PathLike, *, on_invalid: str = "raise") -> ServingResults:
+def read_serving(path: str | os.PathLike[str], *, on_invalid: str = "raise") -> ServingResults:
     """Read a serving benchmark's per-request results into the requests table.
 
     Parameters

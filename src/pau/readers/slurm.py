@@ -84,7 +84,7 @@ class _Bad(Exception):
         self.field, self.reason, self.fix = field, reason, fix
 
 
-def _zone(tz: str):
+def _zone(tz: str) -> ZoneInfo | None:
     if tz.upper() == "UTC":
         return None
     try:
@@ -94,7 +94,7 @@ def _zone(tz: str):
                           "such as 'UTC' or 'America/New_York': the zone sacct printed its times in") from None
 
 
-def _time(value: str, field: str, zone) -> int | None:
+def _time(value: str, field: str, zone: ZoneInfo | None) -> int | None:
     v = value.strip()
     if v.lower() in _NO_TIME:
         return None
@@ -144,7 +144,7 @@ def _gpus(value: str) -> int | None:
     return plain if plain is not None else typed
 
 
-def read_sacct(path: str | os.PathLike, *, steps: bool = False, tz: str = "UTC",
+def read_sacct(path: str | os.PathLike[str], *, steps: bool = False, tz: str = "UTC",
                accelerators_per_node: int | None = None, on_invalid: str = "raise") -> pa.Table | Quarantined:
     """Read a file of ``sacct --parsable2`` (or ``--parsable``) output.
 
@@ -233,7 +233,8 @@ def parse_sacct(text: str, *, source: str = "sacct", steps: bool = False, tz: st
     return out
 
 
-def _row(fields: list[str], keys: list[str], header: list[str], zone, per_node: int | None) -> dict[str, Any]:
+def _row(fields: list[str], keys: list[str], header: list[str], zone: ZoneInfo | None,
+         per_node: int | None) -> dict[str, Any]:
     if len(fields) != len(keys):
         raise _Bad(header[0].strip(), f"has {len(fields)} fields where the header has {len(keys)}",
                    "give one value per header field, separated by '|' (a '|' inside a job name cannot be read)")
@@ -329,7 +330,7 @@ def _table(rows: list[dict[str, Any]], keys: list[str], header: list[str], steps
 _TRES_GPU = re.compile(r"^gres/gpu(?::([^=]+))?=(\d+)$")
 
 
-def read_sacct_jobs(path: str | os.PathLike, *, tz: str | None = None, cluster: str | None = None,
+def read_sacct_jobs(path: str | os.PathLike[str], *, tz: str | None = None, cluster: str | None = None,
                     on_invalid: str = "raise") -> Records:
     """Read ``sacct`` output into the jobs table (:data:`pau.readers.scheduler.JOBS_SCHEMA`).
 
@@ -378,17 +379,18 @@ def parse_sacct_jobs(text: str, *, source: str = "sacct", tz: str | None = None,
                      on_invalid: str = "raise") -> Records:
     """:func:`read_sacct_jobs` of text already in memory (``source`` names it in errors)."""
     check_on_invalid(on_invalid)
-    warnings: list = []
+    warnings: list[RunWarning] = []
     table = f"sacct {source}"
     if text.lstrip().startswith("{"):
-        rows, meta = _json_jobs(text, table, cluster)
+        rows, no_tres = _json_jobs(text, table, cluster)
+        meta: dict[bytes, bytes] = {}
     else:
         head = text.lstrip().split("\n", 1)[0].lower().replace(" ", "").split("|")
         timed = tz is not None or any(k in head for k in _TIME_FIELDS)
         zi, zname = zone(tz if timed else "UTC", "sacct", "sacct prints the cluster's local time.", warnings)
-        rows, meta = _text_jobs(text, table, zi, cluster)
-        meta[b"pau.jobs.tz"] = zname.encode()
-    if meta.pop("no_tres", False):
+        rows, no_tres = _text_jobs(text, table, zi, cluster)
+        meta = {b"pau.jobs.tz": zname.encode()}
+    if no_tres:
         warnings.append(RunWarning("sacct.no_tres", "sacct: the output has no AllocTRES or ReqTRES field: "
                                    f"accelerators are unknown (null). Fix: add them to --format ({SACCT_JOBS_FORMAT})"))
     out = jobs_table(rows, table=table, source_file=None if source == "sacct" else source,
@@ -439,12 +441,13 @@ def _header(text: str, table: str) -> tuple[list[tuple[int, str]], list[str], li
     return lines, header, keys, trailing
 
 
-def _text_jobs(text: str, table: str, zi, cluster: str | None) -> tuple[list[dict], dict]:
+def _text_jobs(text: str, table: str, zi: ZoneInfo | None, cluster: str | None) -> tuple[list[dict[str, Any]], bool]:
+    """The job rows of sacct's text, and whether it lacks both AllocTRES and ReqTRES."""
     lines, header, keys, trailing = _header(text, table)
     col = {k: i for i, k in enumerate(keys)}
-    meta: dict = {"no_tres": "alloctres" not in col and "reqtres" not in col}
-    jobs: dict[str, dict] = {}
-    order: list[dict] = []
+    no_tres = "alloctres" not in col and "reqtres" not in col
+    jobs: dict[str, dict[str, Any]] = {}
+    order: list[dict[str, Any]] = []
     for row, (lineno, ln) in enumerate(lines[1:]):
         fields = ln.split("|")
         if trailing:
@@ -480,15 +483,15 @@ def _text_jobs(text: str, table: str, zi, cluster: str | None) -> tuple[list[dic
                              "_where": r["_where"], "job": r["job"]})
             continue
         rows.append(r)
-    return rows, meta
+    return rows, no_tres
 
 
-def _text_job(get: dict, job: str, zi, cluster: str | None) -> dict:
-    def s(k):
+def _text_job(get: dict[str, Any], job: str, zi: ZoneInfo | None, cluster: str | None) -> dict[str, Any]:
+    def s(k: str) -> str | None:
         v = get.get(k)
         return None if v is None or v.strip() == "" else v.strip()
 
-    r: dict = {"job": job, "cluster": s("cluster") or cluster, "scheduler": "slurm", "user": s("user"),
+    r: dict[str, Any] = {"job": job, "cluster": s("cluster") or cluster, "scheduler": "slurm", "user": s("user"),
                "team": s("account"), "partition": s("partition")}
     st = s("state")
     r["state"] = st.split(" ")[0] if st else None
@@ -513,7 +516,7 @@ def _text_job(get: dict, job: str, zi, cluster: str | None) -> dict:
     return r
 
 
-def _num(v):
+def _num(v: Any) -> Any:
     """A JSON number as data_parser writes it: plain, or ``{"set", "infinite", "number"}``
     (None when not set or infinite)."""
     if isinstance(v, dict):
@@ -525,7 +528,7 @@ def _num(v):
     return v
 
 
-def _json_jobs(text: str, table: str, cluster: str | None) -> tuple[list[dict], dict]:
+def _json_jobs(text: str, table: str, cluster: str | None) -> tuple[list[dict[str, Any]], bool]:
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -544,10 +547,10 @@ def _json_jobs(text: str, table: str, cluster: str | None) -> tuple[list[dict], 
             jid = j.get("job_id") if isinstance(j, dict) else None
             r = {"_bad": b, "_where": where, "job": None if jid is None else str(jid)}
         rows.append(r)
-    return rows, {}
+    return rows, False
 
 
-def _json_time(t: dict, key: str) -> int | None:
+def _json_time(t: dict[str, Any], key: str) -> int | None:
     v = _num(t.get(key))
     if v is None or v == 0:  # Slurm writes 0 for "not set"
         return None
@@ -556,7 +559,7 @@ def _json_time(t: dict, key: str) -> int | None:
     return v * _NS
 
 
-def _json_job(j: Any, cluster: str | None) -> dict:
+def _json_job(j: Any, cluster: str | None) -> dict[str, Any]:
     if not isinstance(j, dict):
         raise Bad("jobs", "is not an object", "give each job as sacct --json writes it")
     jid = _num(j.get("job_id"))
@@ -582,7 +585,7 @@ def _json_job(j: Any, cluster: str | None) -> dict:
         raise Bad("time", "is not an object", "give the job's time object as sacct --json writes it")
     tres = j.get("tres") or {}
 
-    def gpus(key):
+    def gpus(key: str) -> tuple[int | None, str | None]:
         items = tres.get(key)
         if not isinstance(items, list) or not items:
             return None, None
@@ -600,7 +603,7 @@ def _json_job(j: Any, cluster: str | None) -> dict:
                 types.add(nm[4:])
         return (plain if plain is not None else typed), (",".join(sorted(types)) or None)
 
-    r: dict = {"job": name, "cluster": j.get("cluster") or cluster, "scheduler": "slurm", "user": j.get("user"),
+    r: dict[str, Any] = {"job": name, "cluster": j.get("cluster") or cluster, "scheduler": "slurm", "user": j.get("user"),
                "team": j.get("account"), "partition": j.get("partition"),
                "state": state if isinstance(state, str) else None,
                "exit_code": code if isinstance(code, int) else None,

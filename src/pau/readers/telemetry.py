@@ -46,7 +46,7 @@ from __future__ import annotations
 import csv
 import os
 import re
-from typing import Any
+from typing import Any, Callable
 
 from pau.errors import NoInputError, OptionError, TelemetryFormatError
 from pau.readers.amd_smi import AMD_SMI_FIELDS, read_amd_smi
@@ -70,7 +70,7 @@ __all__ = [
 # detection and the one entry point
 
 
-def detect_telemetry(path: str | os.PathLike) -> str:
+def detect_telemetry(path: str | os.PathLike[str]) -> str:
     """The telemetry format of a file (one of :data:`FORMATS`), from its content."""
     p = os.fspath(path)
     if not os.path.isfile(p):
@@ -105,7 +105,7 @@ def detect_telemetry(path: str | os.PathLike) -> str:
                                "headers, columns=)")
 
 
-_READERS: dict[str, Any] = {"nvidia_smi": read_nvidia_smi, "dcgm_exporter": read_dcgm_exporter,
+_READERS: dict[str, Callable[..., Telemetry]] = {"nvidia_smi": read_nvidia_smi, "dcgm_exporter": read_dcgm_exporter,
             "prometheus_json": read_prometheus_json, "dcgmi_dmon": read_dcgmi_dmon, "amd_smi": read_amd_smi,
             "nsys_gpu_metrics": read_nsys_gpu_metrics}
 
