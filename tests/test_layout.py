@@ -79,7 +79,8 @@ LEVELS = [
     # figures over ledgers and runs; other tools' definitions on the same ledger
     {"pau.figures.align", "pau.figures.hardware", "pau.figures.idle", "pau.figures.stragglers",
      "pau.figures.interference", "pau.figures.goodput", "pau.figures.recovery",
-     "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput"},
+     "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput", "pau.compat.mlg_entries",
+     "pau.compat.mlg_library", "pau.compat.mlg_lifecycle"},
     # figures over those: economics (telemetry's energy), the layers (FLOPs, telemetry)
     {"pau.figures.economics", "pau.figures.layers"},
     # two runs side by side (cost from economics)

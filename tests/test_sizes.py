@@ -29,7 +29,7 @@ LONG = {
     ("csrc/core/life_setup.hpp", "pau::core::life::setup"),
     ("csrc/core/life_setup.hpp", "pau::core::life::setup_jobs"),
     ("src/pau/_args.py", "parser"),
-    ("src/pau/compat/ml_goodput.py", "_records"),
+    ("src/pau/compat/mlg_lifecycle.py", "_records"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/distributed.py", "classify_partitions"),
@@ -58,7 +58,6 @@ LONG = {
 BIG = {
     "csrc/core/life_setup.hpp",
     "csrc/core/sweep.hpp",
-    "src/pau/compat/ml_goodput.py",
     "src/pau/engine/_lifecycle.py",
     "src/pau/figures/economics.py",
     "src/pau/fleet/rollup.py",
