@@ -25,7 +25,6 @@ COMPLEX = {
     ("src/pau/cli.py", "_report"),
     ("src/pau/cli.py", "_report_figures"),
     ("src/pau/compat/mlg_library.py", "_elastic"),
-    ("src/pau/compat/mlg_lifecycle.py", "_records"),
     ("src/pau/compat/mlg_library.py", "_run"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),

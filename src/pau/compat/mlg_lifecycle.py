@@ -46,213 +46,256 @@ class _Attempt:
     cause: Optional[str] = None
 
 
-def _records(p: _Parsed, *, ranks: int, as_of: Optional[int], on_invalid: str) -> tuple[list[dict[str, Any]], int]:
-    """The lifecycle rows and the as_of instant, from the checked entries in order."""
-    rows: list[dict[str, Any]] = []
-    attempts: list[_Attempt] = []
-    cur: Optional[_Attempt] = None
-    phases: dict[str, tuple[int, int, str]] = {}      # open phase -> (entry index, start ns, kind)
-    saves: dict[int, list[dict[str, Any]]] = {}       # step -> its save rows
-    data_loads: dict[int, int] = {}                   # attempt -> data loadings seen
-    restored: list[tuple[dict[str, Any], int]] = []
+#: The paired phases' kinds in the lifecycle (data loading: ``data_warmup`` first, then ``data_wait``).
+_PHASE_KIND = {"tpu_init": "init", "training_prep": "init", "custom": "custom", "elastic_reinit": "init"}
 
-    def bad(e: _Entry, key: str, reason: str, fix: str) -> None:
-        p.reject(on_invalid, e.index, key, reason, fix, e.payload)
 
-    def add(record: str, start: int, end: Optional[int] = None, **kw: Any) -> dict[str, Any]:
+class _Rows:
+    """The lifecycle rows of the checked entries, built entry by entry in order; an entry
+    that contradicts the others is rejected (raised, or set aside with quarantine)."""
+
+    def __init__(self, p: _Parsed, on_invalid: str):
+        self.p, self.on_invalid = p, on_invalid
+        self.rows: list[dict[str, Any]] = []
+        self.attempts: list[_Attempt] = []
+        self.cur: Optional[_Attempt] = None
+        self.phases: dict[str, tuple[int, int, str]] = {}      # open phase -> (entry index, start ns, kind)
+        self.saves: dict[int, list[dict[str, Any]]] = {}       # step -> its save rows
+        self.data_loads: dict[int, int] = {}                   # attempt -> data loadings seen
+        self.restored: list[tuple[dict[str, Any], int]] = []
+
+    def bad(self, e: _Entry, key: str, reason: str, fix: str) -> None:
+        self.p.reject(self.on_invalid, e.index, key, reason, fix, e.payload)
+
+    def add(self, record: str, start: int, end: Optional[int] = None, **kw: Any) -> dict[str, Any]:
+        cur = self.cur
         assert cur is not None
         row = {"record": record, "attempt": cur.id, "rank": -1, "start_ns": start, "end_ns": end, **kw}
-        rows.append(row)
-        cur.last = max(cur.last, start, end if end is not None else start,
-                       kw.get("block_end_ns") or start)
+        self.rows.append(row)
+        cur.last = max(cur.last, start, end if end is not None else start, kw.get("block_end_ns") or start)
         return row
 
-    def close_phases(at: int) -> None:
+    def close_phases(self, at: int) -> None:
         # A phase still open when its attempt ends ends there (like a step in flight).
-        for _, s, kind in list(phases.values()):
-            add("phase", s, max(s, at), kind=kind)
-        phases.clear()
+        for _, s, kind in list(self.phases.values()):
+            self.add("phase", s, max(s, at), kind=kind)
+        self.phases.clear()
 
-    def end_attempt(at: int, cause: Optional[str]) -> None:
+    def end_attempt(self, at: int, cause: Optional[str]) -> None:
+        cur = self.cur
         assert cur is not None
-        close_phases(max(at, cur.last))
+        self.close_phases(max(at, cur.last))
         cur.end = max(at, cur.last)
         cur.kind, cur.cause = "failed", cause
 
-    pairs = {"tpu_init": "init", "training_prep": "init", "custom": "custom", "elastic_reinit": "init"}
-    for e in p.entries:
-        k, q = e.kind, e.payload
+    def start_attempt(self, t: int) -> None:
+        self.cur = _Attempt(len(self.attempts), t, last=t)
+        self.attempts.append(self.cur)
+
+    def entry(self, e: _Entry) -> None:
+        """Read one entry: its kind's step, after the checks every kind shares."""
+        k, cur = e.kind, self.cur
         if k == "job_start":
-            t = _ns(q[_JOB_START])
-            if cur is not None:
-                if cur.end is None and t < cur.last:
-                    bad(e, _JOB_START, "is earlier than records of the attempt before it",
-                        "log the restart's job_start_time after the last entry of the attempt it ends")
-                    continue
-                if cur.end is None:
-                    end_attempt(cur.last, "disruption")
-                elif t < cur.end:
-                    bad(e, _JOB_START, "is earlier than the end of the attempt before it",
-                        "log the restart's job_start_time after the job_end_time it follows")
-                    continue
-            cur = _Attempt(len(attempts), t, last=t)
-            attempts.append(cur)
-            continue
-        if k == "elastic_slice_counts":
-            continue    # slice counts are telemetry, not time of a state (docs/ml-goodput.md)
-        if cur is None:
-            bad(e, _KEY_OF[k], "comes before the first job_start_time entry",
-                "include the job's job_start_time entry before its other entries")
-            continue
-        if k == "elastic_wait_start":
-            if cur.end is not None:
-                bad(e, _WAIT_START, "follows the end of its attempt", "log elastic waits inside the job")
-                continue
-            t = _ns(q[_WAIT_START])
-            if t < cur.last:
-                bad(e, _WAIT_START, "is earlier than earlier records of its attempt",
-                    "log entries in time order within an attempt")
-                continue
-            end_attempt(t, "elastic_" + str(q.get(_WAIT_TYPE, "unknown")).lower())
-            continue
-        if k == "elastic_wait_end":
-            t = _ns(q[_WAIT_END])
-            if cur.end is None or cur.cause is None or not cur.cause.startswith("elastic_"):
-                bad(e, _WAIT_END, "ends an elastic wait that did not start", "log elastic_wait_start_time first")
-                continue
-            if t < cur.end:
-                bad(e, _WAIT_END, "is earlier than the wait's start", "log the wait's times in order")
-                continue
-            cur = _Attempt(len(attempts), t, last=t)
-            attempts.append(cur)
-            continue
-        if cur.end is not None and cur.kind == "completed":
-            bad(e, _KEY_OF[k], "comes after the job_end_time entry of its attempt",
-                "log a job_start_time before the entries of a new run")
-            continue
+            self.job_start(e)
+        elif k == "elastic_slice_counts":
+            pass    # slice counts are telemetry, not time of a state (docs/ml-goodput.md)
+        elif cur is None:
+            self.bad(e, _KEY_OF[k], "comes before the first job_start_time entry",
+                     "include the job's job_start_time entry before its other entries")
+        elif k == "elastic_wait_start":
+            self.wait_start(e, cur)
+        elif k == "elastic_wait_end":
+            self.wait_end(e, cur)
+        elif cur.end is not None and cur.kind == "completed":
+            self.bad(e, _KEY_OF[k], "comes after the job_end_time entry of its attempt",
+                     "log a job_start_time before the entries of a new run")
+        elif cur.end is not None:
+            self.bad(e, _KEY_OF[k], "comes during an elastic wait (between its start and end)",
+                     "log the wait's end before the job resumes")
+        elif k == "job_end":
+            self.job_end(e, cur)
+        elif k == "step":
+            self.step(e, cur)
+        elif k in ("save", "restore", "emergency_restore"):
+            self.checkpoint(e, cur)
+        else:
+            self.phase(e, cur)
+
+    def job_start(self, e: _Entry) -> None:
+        t, cur = _ns(e.payload[_JOB_START]), self.cur
+        if cur is not None:
+            if cur.end is None and t < cur.last:
+                self.bad(e, _JOB_START, "is earlier than records of the attempt before it",
+                         "log the restart's job_start_time after the last entry of the attempt it ends")
+                return
+            if cur.end is None:
+                self.end_attempt(cur.last, "disruption")
+            elif t < cur.end:
+                self.bad(e, _JOB_START, "is earlier than the end of the attempt before it",
+                         "log the restart's job_start_time after the job_end_time it follows")
+                return
+        self.start_attempt(t)
+
+    def wait_start(self, e: _Entry, cur: _Attempt) -> None:
         if cur.end is not None:
-            bad(e, _KEY_OF[k], "comes during an elastic wait (between its start and end)",
-                "log the wait's end before the job resumes")
-            continue
-        if k == "job_end":
-            t = _ns(q[_JOB_END])
-            if t < cur.last:
-                bad(e, _JOB_END, "is earlier than records of its attempt", "log job_end_time last")
-                continue
-            close_phases(t)
-            cur.end, cur.kind, cur.last = t, "completed", t
-            continue
-        if k == "step":
-            t, step = _ns(q[_STEP_START]), int(q[_STEP_COUNT])
-            if cur.steps and step <= cur.steps[-1][1]:
-                bad(e, _STEP_COUNT, f"is {step}, not above the step before it ({cur.steps[-1][1]}) in the same "
-                    "attempt (the library reads a restart here; pau needs it logged)",
-                    "log a job_start_time entry where the job restarted")
-                continue
-            if t < cur.last:
-                bad(e, _STEP_START, "is earlier than records before it in its attempt",
-                    "log entries in time order within an attempt")
-                continue
+            self.bad(e, _WAIT_START, "follows the end of its attempt", "log elastic waits inside the job")
+            return
+        t = _ns(e.payload[_WAIT_START])
+        if t < cur.last:
+            self.bad(e, _WAIT_START, "is earlier than earlier records of its attempt",
+                     "log entries in time order within an attempt")
+            return
+        self.end_attempt(t, "elastic_" + str(e.payload.get(_WAIT_TYPE, "unknown")).lower())
+
+    def wait_end(self, e: _Entry, cur: _Attempt) -> None:
+        t = _ns(e.payload[_WAIT_END])
+        if cur.end is None or cur.cause is None or not cur.cause.startswith("elastic_"):
+            self.bad(e, _WAIT_END, "ends an elastic wait that did not start", "log elastic_wait_start_time first")
+        elif t < cur.end:
+            self.bad(e, _WAIT_END, "is earlier than the wait's start", "log the wait's times in order")
+        else:
+            self.start_attempt(t)
+
+    def job_end(self, e: _Entry, cur: _Attempt) -> None:
+        t = _ns(e.payload[_JOB_END])
+        if t < cur.last:
+            self.bad(e, _JOB_END, "is earlier than records of its attempt", "log job_end_time last")
+            return
+        self.close_phases(t)
+        cur.end, cur.kind, cur.last = t, "completed", t
+
+    def step(self, e: _Entry, cur: _Attempt) -> None:
+        t, step = _ns(e.payload[_STEP_START]), int(e.payload[_STEP_COUNT])
+        if cur.steps and step <= cur.steps[-1][1]:
+            self.bad(e, _STEP_COUNT, f"is {step}, not above the step before it ({cur.steps[-1][1]}) in the same "
+                     "attempt (the library reads a restart here; pau needs it logged)",
+                     "log a job_start_time entry where the job restarted")
+        elif t < cur.last:
+            self.bad(e, _STEP_START, "is earlier than records before it in its attempt",
+                     "log entries in time order within an attempt")
+        else:
             cur.steps.append((e.index, step, t))
             cur.last = max(cur.last, t)
-            continue
-        if k in ("save", "restore", "emergency_restore"):
-            skey = _SAVE_START if k == "save" else _RESTORE_START
-            dkey = _SAVE_DURATION if k == "save" else _RESTORE_DURATION
-            if q.get(skey) is None:
-                bad(e, skey, "is missing: pau places a checkpoint by its start",
-                    f"log the checkpoint statistics with {skey}")
-                continue
-            s = _ns(q[skey])
-            if s < cur.start:
-                bad(e, skey, "is before the job_start_time of its attempt",
-                    "check the clock of the checkpoint statistics")
-                continue
-            end = s + _ns(q[dkey])
-            if k == "save":
-                row = add("checkpoint_save", s, None, step=int(q["step"]), block_end_ns=end,
-                          durable_ns=end if q.get("synchronous") is True else None, ok=True)
-                saves.setdefault(int(q["step"]), []).append(row)
-            else:
-                step = int(q["step"])
-                earlier = [r for r in saves.get(step, []) if r["attempt"] != cur.id and r["start_ns"] < s]
-                if not earlier:
-                    bad(e, "step", f"restores step {step}, which no save entry of an earlier attempt holds",
-                        "include the entries of the run that saved it")
-                    continue
-                add("restore", s, end, step=step, ok=True)
-                restored.append((earlier[-1], s))
-            continue
-        # the paired phases
+
+    def checkpoint(self, e: _Entry, cur: _Attempt) -> None:
+        k, q = e.kind, e.payload
+        skey = _SAVE_START if k == "save" else _RESTORE_START
+        dkey = _SAVE_DURATION if k == "save" else _RESTORE_DURATION
+        if q.get(skey) is None:
+            self.bad(e, skey, "is missing: pau places a checkpoint by its start",
+                     f"log the checkpoint statistics with {skey}")
+            return
+        s = _ns(q[skey])
+        if s < cur.start:
+            self.bad(e, skey, "is before the job_start_time of its attempt",
+                     "check the clock of the checkpoint statistics")
+            return
+        end = s + _ns(q[dkey])
+        step = int(q["step"])
+        if k == "save":
+            row = self.add("checkpoint_save", s, None, step=step, block_end_ns=end,
+                           durable_ns=end if q.get("synchronous") is True else None, ok=True)
+            self.saves.setdefault(step, []).append(row)
+            return
+        earlier = [r for r in self.saves.get(step, []) if r["attempt"] != cur.id and r["start_ns"] < s]
+        if not earlier:
+            self.bad(e, "step", f"restores step {step}, which no save entry of an earlier attempt holds",
+                     "include the entries of the run that saved it")
+            return
+        self.add("restore", s, end, step=step, ok=True)
+        self.restored.append((earlier[-1], s))
+
+    def phase(self, e: _Entry, cur: _Attempt) -> None:
+        """One end of a paired phase (TPU initialization, training preparation, data
+        loading, a custom badput event, elastic re-initialization)."""
+        k, q = e.kind, e.payload
         base, edge = k.rsplit("_", 1)
         t = _ns(q[_KEY_OF[k]])
         if base == "data_loading":
-            kind = "data_warmup" if data_loads.get(cur.id, 0) == 0 else "data_wait"
+            kind = "data_warmup" if self.data_loads.get(cur.id, 0) == 0 else "data_wait"
         else:
-            kind = pairs[base]
+            kind = _PHASE_KIND[base]
         tag = base + ("/" + q[_CUSTOM_TYPE].upper() if base == "custom" else "")
         if edge == "start":
             if t < cur.start:
-                bad(e, _KEY_OF[k], "is before the job_start_time of its attempt",
-                    "log entries after the job_start_time of their run")
-                continue
-            if tag in phases:
-                bad(e, _KEY_OF[k], f"opens a {base} phase while one is open",
-                    f"log the {base} end before the next start")
-                continue
-            phases[tag] = (e.index, t, kind)
-            cur.last = max(cur.last, t)
-        else:
-            if tag not in phases:
-                bad(e, _KEY_OF[k], f"ends a {base} phase that did not start in its attempt",
-                    f"log the {base} start first")
-                continue
-            opened = phases.pop(tag)
-            s, kind = opened[1], opened[2]
-            if t < s:
-                bad(e, _KEY_OF[k], f"is before the {base} phase's start", "log the phase's times in order")
-                phases[tag] = opened
-                continue
-            add("phase", s, t, kind=kind)
-            if base == "data_loading":
-                data_loads[cur.id] = data_loads.get(cur.id, 0) + 1
-    if not attempts:
-        raise PauError(f"{p.name}: no job_start_time entry. Fix: include the job's job_start_time entry")
-    assert cur is not None
-    if cur.end is None:
-        if as_of is None:
-            raise OptionError(f"{p.name}: the job has no job_end_time entry (it is still running, or its end was "
-                              "not logged). Fix: pass query_time= (the instant the ledger is computed as of)")
-        if as_of < cur.last:
-            raise OptionError(f"{p.name}: query_time is before the job's last entry. Fix: pass a later query_time")
-        for _, s, kind in phases.values():
-            rows.append({"record": "phase", "attempt": cur.id, "rank": -1, "start_ns": s, "end_ns": None,
-                         "kind": kind})
-        stop = as_of
-    elif cur.kind == "completed":
-        if as_of is not None:
-            raise OptionError(f"{p.name}: query_time given for a job that ended (its job_end_time sets the "
-                              "ledger's time). Fix: drop query_time")
-        stop = cur.end
-    else:
-        stop = max(cur.end, as_of or cur.end)
-    # Durability: a synchronous save is durable when it stops blocking; an asynchronous
-    # one when a later restore of its step starts (the log has no other evidence).
-    for row, s in restored:
-        if row["durable_ns"] is None:
-            row["durable_ns"] = max(row["block_end_ns"], s)
-    for a in attempts:
-        for j, (_, step, t) in enumerate(a.steps):
-            nxt = a.steps[j + 1][2] if j + 1 < len(a.steps) else (a.end if a.kind == "completed" else None)
-            rows.append({"record": "step", "attempt": a.id, "rank": -1, "start_ns": t, "end_ns": nxt, "step": step})
-        rows.append({"record": "attempt", "attempt": a.id, "rank": -1, "start_ns": a.start,
-                     "end_ns": a.end if a.end is not None else None, "kind": a.kind})
-        if a.kind == "failed":
-            assert a.end is not None
-            rows.append({"record": "failure", "attempt": a.id, "rank": -1, "start_ns": a.end, "kind": a.cause})
-    for r in range(ranks):
-        rows.append({"record": "accountable", "rank": r, "start_ns": attempts[0].start, "end_ns": stop})
-    return rows, stop
+                self.bad(e, _KEY_OF[k], "is before the job_start_time of its attempt",
+                         "log entries after the job_start_time of their run")
+            elif tag in self.phases:
+                self.bad(e, _KEY_OF[k], f"opens a {base} phase while one is open",
+                         f"log the {base} end before the next start")
+            else:
+                self.phases[tag] = (e.index, t, kind)
+                cur.last = max(cur.last, t)
+            return
+        if tag not in self.phases:
+            self.bad(e, _KEY_OF[k], f"ends a {base} phase that did not start in its attempt",
+                     f"log the {base} start first")
+            return
+        opened = self.phases.pop(tag)
+        s, kind = opened[1], opened[2]
+        if t < s:
+            self.bad(e, _KEY_OF[k], f"is before the {base} phase's start", "log the phase's times in order")
+            self.phases[tag] = opened
+            return
+        self.add("phase", s, t, kind=kind)
+        if base == "data_loading":
+            self.data_loads[cur.id] = self.data_loads.get(cur.id, 0) + 1
+
+    def stop(self, as_of: Optional[int]) -> int:
+        """The ledger's end: the job's end, or ``as_of`` for a job still running (its open
+        phases left open)."""
+        if not self.attempts:
+            raise PauError(f"{self.p.name}: no job_start_time entry. Fix: include the job's job_start_time entry")
+        cur = self.cur
+        assert cur is not None
+        if cur.end is None:
+            if as_of is None:
+                raise OptionError(f"{self.p.name}: the job has no job_end_time entry (it is still running, or its end "
+                                  "was not logged). Fix: pass query_time= (the instant the ledger is computed as of)")
+            if as_of < cur.last:
+                raise OptionError(f"{self.p.name}: query_time is before the job's last entry. Fix: pass a later "
+                                  "query_time")
+            for _, s, kind in self.phases.values():
+                self.rows.append({"record": "phase", "attempt": cur.id, "rank": -1, "start_ns": s, "end_ns": None,
+                                  "kind": kind})
+            return as_of
+        if cur.kind == "completed":
+            if as_of is not None:
+                raise OptionError(f"{self.p.name}: query_time given for a job that ended (its job_end_time sets the "
+                                  "ledger's time). Fix: drop query_time")
+            return cur.end
+        return max(cur.end, as_of or cur.end)
+
+    def finish(self, ranks: int, stop: int) -> list[dict[str, Any]]:
+        """The rows with the saves' durability, the steps, attempts, failures and the
+        accountable rows added."""
+        # Durability: a synchronous save is durable when it stops blocking; an asynchronous
+        # one when a later restore of its step starts (the log has no other evidence).
+        for row, s in self.restored:
+            if row["durable_ns"] is None:
+                row["durable_ns"] = max(row["block_end_ns"], s)
+        rows = self.rows
+        for a in self.attempts:
+            for j, (_, step, t) in enumerate(a.steps):
+                nxt = a.steps[j + 1][2] if j + 1 < len(a.steps) else (a.end if a.kind == "completed" else None)
+                rows.append({"record": "step", "attempt": a.id, "rank": -1, "start_ns": t, "end_ns": nxt, "step": step})
+            rows.append({"record": "attempt", "attempt": a.id, "rank": -1, "start_ns": a.start,
+                         "end_ns": a.end if a.end is not None else None, "kind": a.kind})
+            if a.kind == "failed":
+                assert a.end is not None
+                rows.append({"record": "failure", "attempt": a.id, "rank": -1, "start_ns": a.end, "kind": a.cause})
+        for r in range(ranks):
+            rows.append({"record": "accountable", "rank": r, "start_ns": self.attempts[0].start, "end_ns": stop})
+        return rows
+
+
+def _records(p: _Parsed, *, ranks: int, as_of: Optional[int], on_invalid: str) -> tuple[list[dict[str, Any]], int]:
+    """The lifecycle rows and the as_of instant, from the checked entries in order."""
+    b = _Rows(p, on_invalid)
+    for e in p.entries:
+        b.entry(e)
+    stop = b.stop(as_of)
+    return b.finish(ranks, stop), stop
 
 
 def _lifecycle_table(rows: list[dict[str, Any]]) -> pa.Table:
