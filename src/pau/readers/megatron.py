@@ -143,106 +143,147 @@ def read_megatron(path: str | os.PathLike[str], *, tz: Optional[str] = None, ran
     zi, zname = zone(tz, "megatron", "Megatron prints the host's local time.", warnings)
     with open(p, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
-    attempts = [_Attempt(0)]
+    log = _Log(zi)
     bad: list[tuple[int, Bad]] = []
-    world = None
-    skipped = nans = 0
     for n, ln in enumerate(lines, start=1):
-        a = attempts[-1]
         try:
-            m = _WORLD.search(ln)
-            if m:
-                world = int(m.group(1))
-                if not 0 < world <= MAX_ACCELERATORS:
-                    raise Bad("world size", f"{world} is not a world size", f"give 1 to {MAX_ACCELERATORS} ranks")
-                continue
-            m = _DATETIME.search(ln)
-            if m:
-                label, t = m.group(1), local_time(m.group(2), "datetime", zi)
-                if label.startswith(_SETUP) and a.trained:
-                    a = _Attempt(len(attempts))
-                    attempts.append(a)
-                a.saw(t)
-                if label == "after training is done":
-                    a.end_kind = "completed"
-                continue
-            if _SIGTERM in ln:
-                a.end_kind = "preempted"
-                continue
-            m = _ITER.search(ln)
-            if m:
-                t, it = local_time(m.group(1), "iteration", zi), _step(m.group(2))
-                before = a.iters[-1][1] if a.iters else (a.load[0] if a.load is not None else 0)
-                if it <= before:
-                    raise Bad("iteration", f"iteration {it} follows iteration {before} in the same attempt",
-                              "give the attempts' logs in order (a restarted process prints its set-up or load lines first)")
-                a.saw(t)
-                a.trained = True
-                a.iters.append((n, it, Fraction(m.group(4)), t))
-                s = _SKIP.search(ln)
-                if s:
-                    skipped += int(s.group(1))
-                    nans += int(s.group(2))
-                continue
-            if _ITER_NOTS.search(ln):
-                raise Bad("iteration", "has no timestamp (Megatron-LM before its log lines carried one)",
-                          "use a Megatron-LM whose training lines begin with [YYYY-MM-DD HH:MM:SS]")
-            for rx, slot in ((_SAVE, 0), (_ASYNC, 1), (_SAVED, 2)):
-                m = rx.search(ln)
-                if m:
-                    t, step = local_time(m.group(1), "checkpoint", zi), _step(m.group(2))
-                    a.saw(t)
-                    a.trained = True
-                    if slot == 0:
-                        a.saves[step] = [t, None, None, n]
-                    elif step not in a.saves:
-                        raise Bad("checkpoint", f"says the save of iteration {step} ended, but its start is not in this attempt",
-                                  "give the whole log (the 'saving checkpoint at iteration' line too)")
-                    else:
-                        sv = a.saves[step]
-                        if slot == 1:
-                            sv[1] = t
-                        else:
-                            sv[2] = t
-                            if sv[1] is None:
-                                sv[1] = t
-                    break
-            else:
-                m = _LOAD.search(ln)
-                if m:
-                    if a.trained:  # a load after training: the process started again
-                        a = _Attempt(len(attempts))
-                        attempts.append(a)
-                    a.load = [_step(m.group(1)), a.last, None, n]
-                    continue
-                m = _LOADED.search(ln)
-                if m and a.load is not None:
-                    a.pending_load_end = True
-                    continue
-                m = _EVAL.search(ln)
-                if m:
-                    a.evals.append((_step(m.group(1)), n))
-                    a.trained = True
+            log.line(n, ln)
         except Bad as b:
             bad.append((n, b))
     if bad and on_invalid == "raise":
         n0, b0 = bad[0]
         raise InvalidRowError(table, b0.column, n0 - 1, f"{b0.reason} (line {n0})", b0.fix, count=len(bad))
-    attempts = [a for a in attempts if a.first is not None]
+    attempts = [a for a in log.attempts if a.first is not None]
     if not attempts:
         raise SchemaError(table, "(file)", "has no timestamped Megatron-LM line",
                           "give a Megatron-LM training log (with its [YYYY-MM-DD HH:MM:SS] timestamps)")
-    if world is not None and ranks is not None and world != ranks:
-        raise OptionError(f"read_megatron: ranks = {ranks} but the log says world size {world}. Fix: leave ranks out")
-    if world is None:
-        world = ranks
-    if world is None:
-        world = 1
-        warnings.append(RunWarning("megatron.ranks_assumed", "megatron: the log names no world size and ranks= was "
-                                   "not given: one rank. Pass ranks= (the job's world size)"))
+    world = _world_size(log.world, ranks, warnings)
     n_steps = sum(max(a.iters[-1][1] - (a.load[0] if a.load is not None else 0), 0) for a in attempts if a.iters)
     check_rows(world * len(attempts) + n_steps, os.path.getsize(p), table, "iteration",
                "one attempt row per rank, one step row per iteration")
+    lt = _lifecycle(attempts, world, job, warnings, log.skipped, log.nans)
+    lt = lt.replace_schema_metadata({b"pau.megatron.tz": zname.encode(), b"pau.source": p.encode()})
+    return Records(None, lt, warnings, _quarantine(p, bad, job))
+
+
+class _Log:
+    """The attempts of a log as its lines are read, one at a time (a line that cannot be
+    read raises :class:`Bad`)."""
+
+    def __init__(self, zi: Any):
+        self.zi = zi
+        self.attempts = [_Attempt(0)]
+        self.world: Optional[int] = None
+        self.skipped = self.nans = 0
+
+    def new_attempt(self) -> _Attempt:
+        a = _Attempt(len(self.attempts))
+        self.attempts.append(a)
+        return a
+
+    def line(self, n: int, ln: str) -> None:
+        a = self.attempts[-1]
+        m = _WORLD.search(ln)
+        if m:
+            self.world = int(m.group(1))
+            if not 0 < self.world <= MAX_ACCELERATORS:
+                raise Bad("world size", f"{self.world} is not a world size", f"give 1 to {MAX_ACCELERATORS} ranks")
+            return
+        m = _DATETIME.search(ln)
+        if m:
+            label, t = m.group(1), local_time(m.group(2), "datetime", self.zi)
+            if label.startswith(_SETUP) and a.trained:
+                a = self.new_attempt()
+            a.saw(t)
+            if label == "after training is done":
+                a.end_kind = "completed"
+            return
+        if _SIGTERM in ln:
+            a.end_kind = "preempted"
+            return
+        m = _ITER.search(ln)
+        if m:
+            self.iteration(a, n, m, ln)
+            return
+        if _ITER_NOTS.search(ln):
+            raise Bad("iteration", "has no timestamp (Megatron-LM before its log lines carried one)",
+                      "use a Megatron-LM whose training lines begin with [YYYY-MM-DD HH:MM:SS]")
+        if not self.checkpoint(a, n, ln):
+            self.load_or_eval(a, n, ln)
+
+    def iteration(self, a: _Attempt, n: int, m: re.Match[str], ln: str) -> None:
+        t, it = local_time(m.group(1), "iteration", self.zi), _step(m.group(2))
+        before = a.iters[-1][1] if a.iters else (a.load[0] if a.load is not None else 0)
+        if it <= before:
+            raise Bad("iteration", f"iteration {it} follows iteration {before} in the same attempt",
+                      "give the attempts' logs in order (a restarted process prints its set-up or load lines first)")
+        a.saw(t)
+        a.trained = True
+        a.iters.append((n, it, Fraction(m.group(4)), t))
+        s = _SKIP.search(ln)
+        if s:
+            self.skipped += int(s.group(1))
+            self.nans += int(s.group(2))
+
+    def checkpoint(self, a: _Attempt, n: int, ln: str) -> bool:
+        """A save's start, its async scheduling or its end; False when the line is none."""
+        for rx, slot in ((_SAVE, 0), (_ASYNC, 1), (_SAVED, 2)):
+            m = rx.search(ln)
+            if not m:
+                continue
+            t, step = local_time(m.group(1), "checkpoint", self.zi), _step(m.group(2))
+            a.saw(t)
+            a.trained = True
+            if slot == 0:
+                a.saves[step] = [t, None, None, n]
+            elif step not in a.saves:
+                raise Bad("checkpoint", f"says the save of iteration {step} ended, but its start is not in this attempt",
+                          "give the whole log (the 'saving checkpoint at iteration' line too)")
+            else:
+                sv = a.saves[step]
+                if slot == 1:
+                    sv[1] = t
+                else:
+                    sv[2] = t
+                    if sv[1] is None:
+                        sv[1] = t
+            return True
+        return False
+
+    def load_or_eval(self, a: _Attempt, n: int, ln: str) -> None:
+        m = _LOAD.search(ln)
+        if m:
+            if a.trained:  # a load after training: the process started again
+                a = self.new_attempt()
+            a.load = [_step(m.group(1)), a.last, None, n]
+            return
+        m = _LOADED.search(ln)
+        if m and a.load is not None:
+            a.pending_load_end = True
+            return
+        m = _EVAL.search(ln)
+        if m:
+            a.evals.append((_step(m.group(1)), n))
+            a.trained = True
+
+
+def _world_size(world: Optional[int], ranks: Optional[int], warnings: list[RunWarning]) -> int:
+    """The log's world size, else ``ranks``, else 1 with a warning; the two differing is an error."""
+    if world is not None and ranks is not None and world != ranks:
+        raise OptionError(f"read_megatron: ranks = {ranks} but the log says world size {world}. Fix: leave ranks out")
+    if world is not None:
+        return world
+    if ranks is not None:
+        return ranks
+    warnings.append(RunWarning("megatron.ranks_assumed", "megatron: the log names no world size and ranks= was "
+                               "not given: one rank. Pass ranks= (the job's world size)"))
+    return 1
+
+
+def _lifecycle(attempts: list[_Attempt], world: int, job: Optional[str], warnings: list[RunWarning],
+               skipped: int, nans: int) -> pa.Table:
+    """The lifecycle table of the attempts (with a ``job`` column when ``job`` is given),
+    and the warnings of what the log does not say."""
     rows: list[tuple[Any, ...]] = []
     clipped = 0
     for a in attempts:
@@ -265,8 +306,7 @@ def read_megatron(path: str | os.PathLike[str], *, tz: Optional[str] = None, ran
     arrays = [pa.array(list(c), f.type) for c, f in zip(cols, LIFECYCLE_SCHEMA)]
     if job is not None:
         arrays.append(pa.array([job] * len(rows), pa.string()))
-    lt = pa.table(arrays, schema=schema).replace_schema_metadata({b"pau.megatron.tz": zname.encode(), b"pau.source": p.encode()})
-    return Records(None, lt, warnings, _quarantine(p, bad, job))
+    return pa.table(arrays, schema=schema)
 
 
 def _step(text: str) -> int:

@@ -99,19 +99,7 @@ def read_nvrx(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *
     if ranks_per_node is not None and (isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int)
                                        or ranks_per_node <= 0):
         raise OptionError(f"read_nvrx: ranks_per_node = {ranks_per_node!r}. Fix: give a positive int, or leave it out")
-    if isinstance(path, (str, os.PathLike)):
-        p = os.fspath(path)
-        if os.path.isdir(p):
-            files = sorted(f for f in glob.glob(os.path.join(p, "cycle_info.*")) if _NAME.match(os.path.basename(f)))
-        elif os.path.isfile(p):
-            files = [p]
-        else:
-            raise NoInputError(f"read_nvrx: nothing at {p!r}. Fix: give the --ft-cycle-info-dir folder or its files")
-    else:
-        files = [os.fspath(f) for f in path]
-    if not files:
-        raise NoInputError(f"read_nvrx: no cycle_info.<job>.<attempt>.<cycle> file in {path!r}. "
-                           "Fix: give the folder ft_launcher's --ft-cycle-info-dir names")
+    files = _files(path)
     warnings: list[RunWarning] = []
     bad: list[tuple[str, str, Bad, int]] = []  # (file, location, Bad, row: the file's index or the line's)
     cycles = []
@@ -120,22 +108,7 @@ def read_nvrx(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *
             cycles.append(_cycle(f))
         except Bad as b:
             bad.append((f, "file", b, i))
-    events: dict[tuple[str, int], dict[str, list[int]]] = {}
-    if log is not None:
-        lp = os.fspath(log)
-        if not os.path.isfile(lp):
-            raise NoInputError(f"read_nvrx: no log at {lp!r}. Fix: give the launcher's log file, or leave log out")
-        with open(lp, encoding="utf-8", errors="replace") as fh:
-            for n, ln in enumerate(fh, start=1):
-                m = _EVENT.search(ln)
-                if m is None:
-                    continue
-                try:
-                    t = local_time(m.group(5), "Time", None)
-                except Bad as b:
-                    bad.append((lp, f"line {n}", b, n - 1))
-                    continue
-                events.setdefault(("", int(m.group(1))), {}).setdefault(m.group(2), []).append(t)
+    events = {} if log is None else _log_events(log, bad)
     if bad and on_invalid == "raise":
         f0, where0, b0, row0 = bad[0]
         raise InvalidRowError(f"nvrx {f0}", b0.column, row0, f"{b0.reason} ({where0})", b0.fix, count=len(bad))
@@ -159,36 +132,8 @@ def read_nvrx(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *
                "active_ranks", "one attempt row per cycle and rank")
     rows: list[tuple[Any, ...]] = []
     for jb in jobs:
-        mine = [c for c in cycles if c["job"] == jb]
-        for k, c in enumerate(mine):
-            last = k == len(mine) - 1
-            if c["end"] is None:
-                warnings.append(RunWarning("nvrx.open_cycle", f"nvrx: cycle {c['cycle']} (attempt index "
-                                           f"{c['attempt_index']}) of job {jb} has no end time (the launcher was "
-                                           + ("killed, or it still runs): it is left open" if last else
-                                              "killed before writing it): it ends where the next cycle starts")))
-            kind = None if last else "failed"
-            n = ranks_per_node or 1
-            for g in c["ranks"]:
-                for i in range(n):
-                    rows.append(("attempt", k, g * n + i, c["start"], c["end"], None, None, None, None, kind, None, jb))
-            ev = events.get(("", c["cycle"]), {}) if use_log else {}
-            if k > 0 and ev.get("failure_detected"):
-                tf = min(ev["failure_detected"])
-                prev = mine[k - 1]
-                if tf < prev["start"] or (prev["end"] is not None and tf > prev["end"]):
-                    warnings.append(RunWarning("nvrx.failure_outside_cycle",
-                                               f"nvrx: the failure detected for cycle {c['cycle']} at {tf} ns is outside "
-                                               f"cycle {prev['cycle']}: not used"))
-                else:
-                    rows.append(("failure", k - 1, -1, tf, None, None, None, None, None, "failure_detected", None, jb))
-            if ev.get("worker_start_started") and ev.get("worker_start_completed"):
-                s0 = max(min(ev["worker_start_started"]), c["start"])
-                s1 = max(ev["worker_start_completed"])
-                if c["end"] is not None:
-                    s1 = min(s1, c["end"])
-                if s1 > s0:
-                    rows.append(("phase", k, -1, s0, s1, None, None, None, None, "init", None, jb))
+        _job_rows(jb, [c for c in cycles if c["job"] == jb], events if use_log else {}, ranks_per_node or 1,
+                  rows, warnings)
     rows.sort(key=lambda r: (r[-1], r[1], r[0] != "attempt", r[3]))
     schema = JOB_LIFECYCLE_SCHEMA
     cols: list[Any] = list(zip(*rows)) if rows else [[] for _ in schema]
@@ -200,6 +145,80 @@ def read_nvrx(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *
                          [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b, _ in bad],
                          job=[None] * len(bad), row=[r for _, _, _, r in bad])
     return Records(None, lt, warnings, q)
+
+
+def _files(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The cycle files: a folder's ``cycle_info.*``, one file, or the files given."""
+    if isinstance(path, (str, os.PathLike)):
+        p = os.fspath(path)
+        if os.path.isdir(p):
+            files = sorted(f for f in glob.glob(os.path.join(p, "cycle_info.*")) if _NAME.match(os.path.basename(f)))
+        elif os.path.isfile(p):
+            files = [p]
+        else:
+            raise NoInputError(f"read_nvrx: nothing at {p!r}. Fix: give the --ft-cycle-info-dir folder or its files")
+    else:
+        files = [os.fspath(f) for f in path]
+    if not files:
+        raise NoInputError(f"read_nvrx: no cycle_info.<job>.<attempt>.<cycle> file in {path!r}. "
+                           "Fix: give the folder ft_launcher's --ft-cycle-info-dir names")
+    return files
+
+
+def _log_events(log: str | os.PathLike[str], bad: list[tuple[str, str, Bad, int]]
+                ) -> dict[tuple[str, int], dict[str, list[int]]]:
+    """The launcher log's profiling events: (``""``, cycle) -> event -> times (ns); a line
+    whose time cannot be read goes to ``bad``."""
+    events: dict[tuple[str, int], dict[str, list[int]]] = {}
+    lp = os.fspath(log)
+    if not os.path.isfile(lp):
+        raise NoInputError(f"read_nvrx: no log at {lp!r}. Fix: give the launcher's log file, or leave log out")
+    with open(lp, encoding="utf-8", errors="replace") as fh:
+        for n, ln in enumerate(fh, start=1):
+            m = _EVENT.search(ln)
+            if m is None:
+                continue
+            try:
+                t = local_time(m.group(5), "Time", None)
+            except Bad as b:
+                bad.append((lp, f"line {n}", b, n - 1))
+                continue
+            events.setdefault(("", int(m.group(1))), {}).setdefault(m.group(2), []).append(t)
+    return events
+
+
+def _job_rows(jb: str, mine: list[dict[str, Any]], events: dict[tuple[str, int], dict[str, list[int]]], n: int,
+              rows: list[tuple[Any, ...]], warnings: list[RunWarning]) -> None:
+    """One job's lifecycle rows: an attempt row per cycle and rank (``n`` ranks a node),
+    the failure the log detected before a cycle, and the workers' start as ``init``."""
+    for k, c in enumerate(mine):
+        last = k == len(mine) - 1
+        if c["end"] is None:
+            warnings.append(RunWarning("nvrx.open_cycle", f"nvrx: cycle {c['cycle']} (attempt index "
+                                       f"{c['attempt_index']}) of job {jb} has no end time (the launcher was "
+                                       + ("killed, or it still runs): it is left open" if last else
+                                          "killed before writing it): it ends where the next cycle starts")))
+        kind = None if last else "failed"
+        for g in c["ranks"]:
+            for i in range(n):
+                rows.append(("attempt", k, g * n + i, c["start"], c["end"], None, None, None, None, kind, None, jb))
+        ev = events.get(("", c["cycle"]), {})
+        if k > 0 and ev.get("failure_detected"):
+            tf = min(ev["failure_detected"])
+            prev = mine[k - 1]
+            if tf < prev["start"] or (prev["end"] is not None and tf > prev["end"]):
+                warnings.append(RunWarning("nvrx.failure_outside_cycle",
+                                           f"nvrx: the failure detected for cycle {c['cycle']} at {tf} ns is outside "
+                                           f"cycle {prev['cycle']}: not used"))
+            else:
+                rows.append(("failure", k - 1, -1, tf, None, None, None, None, None, "failure_detected", None, jb))
+        if ev.get("worker_start_started") and ev.get("worker_start_completed"):
+            s0 = max(min(ev["worker_start_started"]), c["start"])
+            s1 = max(ev["worker_start_completed"])
+            if c["end"] is not None:
+                s1 = min(s1, c["end"])
+            if s1 > s0:
+                rows.append(("phase", k, -1, s0, s1, None, None, None, None, "init", None, jb))
 
 
 def _cycle(f: str) -> dict[str, Any]:
