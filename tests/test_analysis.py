@@ -443,3 +443,24 @@ def test_step_figures_need_steps_of_one_rank_each():
                                dict(record="step", attempt=1, rank=-1, step=1, start_ns=0, end_ns=10)],
                               schema=LIFECYCLE_SCHEMA)
     assert stragglers.step_figures(lc) is None
+
+
+def test_alibaba_minibatch_refuses_what_it_cannot_time(tmp_path):
+    """A missing file, a bad unit, and batch times that are negative, NaN or past int64
+    ns are errors naming the row, never a made-up duration."""
+    from pau.errors import InvalidRowError, NoInputError, OptionError
+
+    with pytest.raises(NoInputError, match="no file at"):
+        alibaba.read_alibaba_minibatch(tmp_path / "none.csv")
+    good = tmp_path / "job_9_norm.csv"
+    good.write_text("worker,gpu,time,batch_time_norm\n0,0,1,500\n1,1,1,400\n")
+    with pytest.raises(OptionError, match="unit_ns = 0"):
+        alibaba.read_alibaba_minibatch(good, unit_ns=0)
+    t = alibaba.read_alibaba_minibatch(good, unit_ns=2)
+    assert t.column("end_ns").to_pylist() == [1000, 800] and t.column("start_ns").to_pylist() == [0, 0]
+    for value, row in (("-3", 1), ("inf", 1), ("1e300", 0)):
+        bad = tmp_path / "job_8_norm.csv"
+        first, second = (value, "400") if row == 0 else ("500", value)
+        bad.write_text(f"worker,gpu,time,batch_time_norm\n0,0,1,{first}\n1,1,1,{second}\n")
+        with pytest.raises(InvalidRowError, match=rf"column 'batch_time_norm', row {row}: .*not a batch time"):
+            alibaba.read_alibaba_minibatch(bad)
