@@ -304,7 +304,8 @@ def _parse(source: Any, job_name: Optional[str], on_invalid: str) -> _Parsed:
     return out
 
 
-def read_entries(source: Any, *, job_name: Optional[str] = None, on_invalid: str = "raise") -> Any:
+def read_entries(source: Any, *, job_name: Optional[str] = None,
+                 on_invalid: str = "raise") -> Union[list[dict[str, Any]], Quarantined]:
     """Read and check ml-goodput-measurement log entries.
 
     Parameters

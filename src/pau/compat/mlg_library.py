@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -403,7 +403,8 @@ def _details(p: _Parsed, query_time: Optional[TimeLike], elastic: Optional[bool]
 
 
 def job_goodput_details(entries: Any, *, query_time: Optional[TimeLike] = None, elastic: Optional[bool] = None,
-                        job_name: Optional[str] = None, on_invalid: str = "raise") -> Any:
+                        job_name: Optional[str] = None,
+                        on_invalid: str = "raise") -> Union[GoodputFigures, Quarantined]:
     """Every figure of the library's ``get_job_goodput``, in seconds and percent.
 
     Parameters
@@ -430,7 +431,8 @@ def job_goodput_details(entries: Any, *, query_time: Optional[TimeLike] = None, 
 
 def get_job_goodput(entries: Any, *, include_badput_breakdown: bool = False,
                     query_time: Optional[TimeLike] = None, elastic: Optional[bool] = None,
-                    job_name: Optional[str] = None, on_invalid: str = "raise") -> Any:
+                    job_name: Optional[str] = None,
+                    on_invalid: str = "raise") -> Union[tuple[float, Breakdown, int], Quarantined]:
     """What the library's ``GoodputCalculator.get_job_goodput`` returns for these entries.
 
     Parameters
@@ -470,7 +472,8 @@ def _entry_time(payload: dict[str, Any]) -> Optional[float]:
 
 def get_job_goodput_interval(entries: Any, interval_start: TimeLike, interval_end: TimeLike, *,
                              elastic: Optional[bool] = None, job_name: Optional[str] = None,
-                             on_invalid: str = "raise") -> Any:
+                             on_invalid: str = "raise"
+                             ) -> Union[tuple[float, Breakdown, int, float, int], Quarantined]:
     """What the library's ``get_job_goodput_interval`` returns.
 
     The entries in the window are those whose first time-named value (the library's

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import pyarrow as pa
 
@@ -314,7 +314,7 @@ def _lifecycle(p: _Parsed, ranks: int, query_time: Optional[TimeLike], on_invali
 
 
 def to_lifecycle(entries: Any, *, ranks: int = 1, query_time: Optional[TimeLike] = None,
-                 job_name: Optional[str] = None, on_invalid: str = "raise") -> Any:
+                 job_name: Optional[str] = None, on_invalid: str = "raise") -> Union[pa.Table, Quarantined]:
     """pau's lifecycle table (DESIGN §2.2) of ml-goodput-measurement entries.
 
     Each ``job_start_time`` starts an attempt (and a restart ends the one before it, as
