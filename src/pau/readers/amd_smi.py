@@ -51,68 +51,86 @@ def read_amd_smi(path: Any, *, on_invalid: str = "raise") -> Telemetry:
     b = _Builder("amd_smi", on_invalid)
     for p in _paths(path, "read_amd_smi"):
         b.sources.append(p)
-        lines = _text_lines(p)
-        rows = list(csv.reader(lines))
-        first = next((i for i, r in enumerate(rows) if r), None)
-        if first is None:
-            raise TelemetryFormatError(p, "no header line", "give amd-smi's CSV output")
-        head = [h.strip() for h in rows[first]]
-        if "timestamp" not in head:
-            if head[:2] == ["gpu", "total_energy_consumption"]:
-                raise TelemetryFormatError(p, "an energy snapshot (amd-smi metric -E) without time stamps: pau reads "
-                                           "time series", "give amd-smi metric ... -w SECONDS --csv output")
-            raise SchemaError(p, "timestamp", "is missing", "give amd-smi metric output in watch mode (-w)")
-        if "gpu" not in head:
-            raise SchemaError(p, "gpu", "is missing (no column names the GPU of a row)", "give amd-smi's own CSV")
-        ti, gi = head.index("timestamp"), head.index("gpu")
-        gfx = [i for i, h in enumerate(head) if _GFX_CLK.match(h)]
-        plan: dict[int, tuple[str, float]] = {i: AMD_SMI_FIELDS[h] for i, h in enumerate(head) if h in AMD_SMI_FIELDS}
-        for i, h in enumerate(head):
-            if i not in plan and i not in gfx and i not in (ti, gi):
-                b.skip(p, h)
+        rows = list(csv.reader(_text_lines(p)))
+        first, cols = _amd_columns(b, p, rows)
         for ln, row in enumerate(rows[first + 1:], start=first + 2):
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if [c.strip() for c in row] == head:
-                continue   # a header repeated
-            if len(row) != len(head):
-                b.problem(p, ln, head[min(len(row), len(head) - 1)],
-                          f"the line has {len(row)} fields, the header {len(head)} (a line cut short, or a "
-                          "truncated file?)", "repair or drop the line")
-                continue
-            ts, gpu = row[ti].strip(), row[gi].strip()
-            try:
-                when = int(Decimal(ts) * 10**9)
-            except InvalidOperation:
-                b.problem(p, ln, "timestamp", f"{ts!r} is not seconds since the epoch", "repair or drop the line")
-                continue
-            if not gpu.isdigit():
-                b.problem(p, ln, "gpu", f"GPU index {gpu!r} is not a whole number", "repair or drop the line")
-                continue
-            d = b.device(("index", p, int(gpu)), index=int(gpu), source_file=p)
-
-            def value(i: int, metric: str) -> float | None:
-                cell = row[i].strip()
-                if cell.lower() in _NA:
-                    b.na(p, head[i])
-                    return None
-                unit = _AMD_UNITS[metric]
-                m = re.match(r"^([-+0-9.eE]+)\s*(\S*)$", cell)
-                v = _number(m.group(1)) if m else None
-                if v is None or (m and m.group(2) and m.group(2) not in (unit, unit.lstrip("°"))):
-                    b.problem(p, ln, head[i], f"{cell!r} is not a number in {unit}",
-                              "give amd-smi's own output (pau converts amd-smi's units only)")
-                    return None
-                return v
-
-            for i, (metric, factor) in plan.items():
-                v = value(i, metric)
-                if v is not None:
-                    b.add(d, when, metric, v * factor, p, ln, head[i])
-            clocks = [v for v in (value(i, "gfx_clock_mhz") if row[i].strip().lower() not in _NA else None
-                                  for i in gfx) if v is not None]
-            if clocks:
-                b.add(d, when, "gfx_clock_mhz", float(np.mean(clocks)), p, ln, "gfx_N_clk")
+            if not row or (len(row) == 1 and not row[0].strip()) or [c.strip() for c in row] == cols.head:
+                continue   # a blank line between ticks, or a header repeated
+            _amd_line(b, p, ln, row, cols)
     return b.finish()
 
 
+class _Columns:
+    """Where an amd-smi CSV's columns are: the header, the time and GPU columns, the XCD
+    clocks (``gfx_N_clk``) and the metrics read (column -> (metric, factor))."""
+
+    def __init__(self, head: list[str]):
+        self.head = head
+        self.ti, self.gi = head.index("timestamp"), head.index("gpu")
+        self.gfx = [i for i, h in enumerate(head) if _GFX_CLK.match(h)]
+        self.plan: dict[int, tuple[str, float]] = {i: AMD_SMI_FIELDS[h] for i, h in enumerate(head)
+                                                   if h in AMD_SMI_FIELDS}
+
+
+def _amd_columns(b: _Builder, p: str, rows: list[list[str]]) -> tuple[int, _Columns]:
+    """The header's row and its columns; the columns not read counted in ``b``."""
+    first = next((i for i, r in enumerate(rows) if r), None)
+    if first is None:
+        raise TelemetryFormatError(p, "no header line", "give amd-smi's CSV output")
+    head = [h.strip() for h in rows[first]]
+    if "timestamp" not in head:
+        if head[:2] == ["gpu", "total_energy_consumption"]:
+            raise TelemetryFormatError(p, "an energy snapshot (amd-smi metric -E) without time stamps: pau reads "
+                                       "time series", "give amd-smi metric ... -w SECONDS --csv output")
+        raise SchemaError(p, "timestamp", "is missing", "give amd-smi metric output in watch mode (-w)")
+    if "gpu" not in head:
+        raise SchemaError(p, "gpu", "is missing (no column names the GPU of a row)", "give amd-smi's own CSV")
+    cols = _Columns(head)
+    for i, h in enumerate(head):
+        if i not in cols.plan and i not in cols.gfx and i not in (cols.ti, cols.gi):
+            b.skip(p, h)
+    return first, cols
+
+
+def _amd_line(b: _Builder, p: str, ln: int, row: list[str], cols: _Columns) -> None:
+    """One line's samples (its problems kept in ``b``)."""
+    head = cols.head
+    if len(row) != len(head):
+        b.problem(p, ln, head[min(len(row), len(head) - 1)],
+                  f"the line has {len(row)} fields, the header {len(head)} (a line cut short, or a "
+                  "truncated file?)", "repair or drop the line")
+        return
+    ts, gpu = row[cols.ti].strip(), row[cols.gi].strip()
+    try:
+        when = int(Decimal(ts) * 10**9)
+    except InvalidOperation:
+        b.problem(p, ln, "timestamp", f"{ts!r} is not seconds since the epoch", "repair or drop the line")
+        return
+    if not gpu.isdigit():
+        b.problem(p, ln, "gpu", f"GPU index {gpu!r} is not a whole number", "repair or drop the line")
+        return
+    d = b.device(("index", p, int(gpu)), index=int(gpu), source_file=p)
+    for i, (metric, factor) in cols.plan.items():
+        v = _amd_value(b, p, ln, head[i], row[i], metric)
+        if v is not None:
+            b.add(d, when, metric, v * factor, p, ln, head[i])
+    clocks = [v for v in (_amd_value(b, p, ln, head[i], row[i], "gfx_clock_mhz")
+                          if row[i].strip().lower() not in _NA else None for i in cols.gfx) if v is not None]
+    if clocks:
+        b.add(d, when, "gfx_clock_mhz", float(np.mean(clocks)), p, ln, "gfx_N_clk")
+
+
+def _amd_value(b: _Builder, p: str, ln: int, column: str, cell: str, metric: str) -> float | None:
+    """A cell's number in the metric's amd-smi unit; None for N/A (counted) or a problem (kept)."""
+    cell = cell.strip()
+    if cell.lower() in _NA:
+        b.na(p, column)
+        return None
+    unit = _AMD_UNITS[metric]
+    m = re.match(r"^([-+0-9.eE]+)\s*(\S*)$", cell)
+    v = _number(m.group(1)) if m else None
+    if v is None or (m and m.group(2) and m.group(2) not in (unit, unit.lstrip("°"))):
+        b.problem(p, ln, column, f"{cell!r} is not a number in {unit}",
+                  "give amd-smi's own output (pau converts amd-smi's units only)")
+        return None
+    return v

@@ -265,78 +265,17 @@ def read_dcgmi_dmon(path: Any, *, start_ns: int | None = None, interval_ns: int 
         When the first block was taken (ns since the epoch) and ``-d`` in ns. Both
         are required: pau does not guess the times of samples.
     """
-    if start_ns is None or interval_ns is None or interval_ns <= 0:
+    if (not isinstance(start_ns, int) or isinstance(start_ns, bool) or not isinstance(interval_ns, int)
+            or isinstance(interval_ns, bool) or interval_ns <= 0):
         raise OptionError("read_dcgmi_dmon: dcgmi dmon writes no time stamps. Fix: pass start_ns= (when the first "
-                          "rows were taken, ns since the epoch) and interval_ns= (dmon's -d, in ns, > 0)")
+                          "rows were taken, int ns since the epoch) and interval_ns= (dmon's -d, in int ns, > 0)")
     b = _Builder("dcgmi_dmon", on_invalid)
     entities: Counter[str] = Counter()
     for p in _paths(path, "read_dcgmi_dmon"):
         b.sources.append(p)
-        lines = _text_lines(p)
-        header: list[tuple[str, int]] | None = None
-        units: dict[int, str] = {}
-        block = 0
-        seen: set[tuple[str, str]] = set()
-        for ln, line in enumerate(lines, start=1):
-            s = line.rstrip()
-            if not s.strip():
-                continue
-            if s.lstrip().startswith("#Entity"):
-                new = [(m.group(0), m.start()) for m in re.finditer(r"\S+", s)][1:]
-                if header is not None and [n for n, _ in new] != [n for n, _ in header]:
-                    raise TelemetryFormatError(p, f"line {ln}: the header changes ({' '.join(n for n, _ in new)})",
-                                               "give one dmon run per file")
-                header = new
-                continue
-            if s.lstrip().startswith("ID") and header is not None:
-                # units sit under their column's name
-                for m in re.finditer(r"\S+", s):
-                    if m.start() == 0 or m.group(0) == "ID":
-                        continue
-                    col = min(range(len(header)), key=lambda i: abs(header[i][1] - m.start()))
-                    units[col] = m.group(0)
-                for col, u in units.items():
-                    fld = DMON_FIELDS.get(header[col][0])
-                    if fld is not None and _DMON_UNITS.get(u) != DCGM_FIELDS[fld][1]:
-                        raise SchemaError(p, header[col][0], f"is in {u!r} (line {ln}), not in "
-                                          f"{DCGM_FIELDS[fld][1]!r} as DCGM reports it",
-                                          "give dcgmi's own output (pau converts DCGM's units only)")
-                continue
-            if header is None:
-                raise TelemetryFormatError(p, f"line {ln}: a row before the #Entity header", "give dmon's whole output")
-            tok = s.split()
-            if len(tok) < 2:
-                b.problem(p, ln, "Entity", f"{s!r} is not an entity row (cut short?)", "repair or drop the line")
-                continue
-            ent, eid, vals = tok[0], tok[1], tok[2:]
-            if len(vals) != len(header):
-                b.problem(p, ln, header[min(len(vals), len(header) - 1)][0],
-                          f"the row has {len(vals)} values, the header {len(header)} columns (a line cut short?)",
-                          "repair or drop the line")
-                continue
-            if (ent, eid) in seen:
-                block += 1
-                seen.clear()
-            seen.add((ent, eid))
-            if ent != "GPU" or not eid.isdigit():
-                entities[f"{ent} {eid}"] += 1
-                continue
-            when = int(start_ns) + block * int(interval_ns)
-            d = b.device(("index", p, int(eid)), index=int(eid), source_file=p)
-            for (name, _), raw in zip(header, vals):
-                fld = DMON_FIELDS.get(name)
-                if fld is None:
-                    b.skip(p, name)
-                    continue
-                if raw.lower() in _NA:
-                    b.na(p, name)
-                    continue
-                v = _number(raw)
-                if v is None:
-                    b.problem(p, ln, name, f"value {raw!r} is not a number", "repair or drop the line")
-                    continue
-                metric, _, factor = DCGM_FIELDS[fld]
-                b.add(d, when, metric, v * factor, p, ln, name)
+        f = _DmonFile(b, p, start_ns, interval_ns, entities)
+        for ln, line in enumerate(_text_lines(p), start=1):
+            f.line(ln, line.rstrip())
     if entities:
         b.warnings.append(RunWarning("dcgmi_dmon.entities_left_out",
                                      f"{sum(entities.values())} rows of entities other than GPUs left out: "
@@ -344,3 +283,83 @@ def read_dcgmi_dmon(path: Any, *, start_ns: int | None = None, interval_ns: int 
     return b.finish()
 
 
+class _DmonFile:
+    """One dmon output as its lines are read: the columns (name, position) of the last
+    header, their units, and the block (tick) the rows are in."""
+
+    def __init__(self, b: _Builder, p: str, start_ns: int, interval_ns: int, entities: Counter[str]):
+        self.b, self.p, self.start_ns, self.interval_ns, self.entities = b, p, start_ns, interval_ns, entities
+        self.header: list[tuple[str, int]] | None = None
+        self.units: dict[int, str] = {}
+        self.block = 0
+        self.seen: set[tuple[str, str]] = set()
+
+    def line(self, ln: int, s: str) -> None:
+        if not s.strip():
+            return
+        if s.lstrip().startswith("#Entity"):
+            new = [(m.group(0), m.start()) for m in re.finditer(r"\S+", s)][1:]
+            if self.header is not None and [n for n, _ in new] != [n for n, _ in self.header]:
+                raise TelemetryFormatError(self.p, f"line {ln}: the header changes ({' '.join(n for n, _ in new)})",
+                                           "give one dmon run per file")
+            self.header = new
+        elif s.lstrip().startswith("ID") and self.header is not None:
+            self.units_line(ln, s, self.header)
+        elif self.header is None:
+            raise TelemetryFormatError(self.p, f"line {ln}: a row before the #Entity header", "give dmon's whole output")
+        else:
+            self.row(ln, s, self.header)
+
+    def units_line(self, ln: int, s: str, header: list[tuple[str, int]]) -> None:
+        # units sit under their column's name
+        for m in re.finditer(r"\S+", s):
+            if m.start() == 0 or m.group(0) == "ID":
+                continue
+            col = min(range(len(header)), key=lambda i: abs(header[i][1] - m.start()))
+            self.units[col] = m.group(0)
+        for col, u in self.units.items():
+            fld = DMON_FIELDS.get(header[col][0])
+            if fld is not None and _DMON_UNITS.get(u) != DCGM_FIELDS[fld][1]:
+                raise SchemaError(self.p, header[col][0], f"is in {u!r} (line {ln}), not in "
+                                  f"{DCGM_FIELDS[fld][1]!r} as DCGM reports it",
+                                  "give dcgmi's own output (pau converts DCGM's units only)")
+
+    def row(self, ln: int, s: str, header: list[tuple[str, int]]) -> None:
+        b, p = self.b, self.p
+        tok = s.split()
+        if len(tok) < 2:
+            b.problem(p, ln, "Entity", f"{s!r} is not an entity row (cut short?)", "repair or drop the line")
+            return
+        ent, eid, vals = tok[0], tok[1], tok[2:]
+        if len(vals) != len(header):
+            b.problem(p, ln, header[min(len(vals), len(header) - 1)][0],
+                      f"the row has {len(vals)} values, the header {len(header)} columns (a line cut short?)",
+                      "repair or drop the line")
+            return
+        if (ent, eid) in self.seen:
+            self.block += 1
+            self.seen.clear()
+        self.seen.add((ent, eid))
+        if ent != "GPU" or not eid.isdigit():
+            self.entities[f"{ent} {eid}"] += 1
+            return
+        when = self.start_ns + self.block * self.interval_ns
+        if not -2**63 <= when < 2**63:
+            b.problem(p, ln, "Entity", f"block {self.block} is taken at {when} ns, past int64 ns",
+                      "check start_ns and interval_ns")
+            return
+        d = b.device(("index", p, int(eid)), index=int(eid), source_file=p)
+        for (name, _), raw in zip(header, vals):
+            fld = DMON_FIELDS.get(name)
+            if fld is None:
+                b.skip(p, name)
+                continue
+            if raw.lower() in _NA:
+                b.na(p, name)
+                continue
+            v = _number(raw)
+            if v is None:
+                b.problem(p, ln, name, f"value {raw!r} is not a number", "repair or drop the line")
+                continue
+            metric, _, factor = DCGM_FIELDS[fld]
+            b.add(d, when, metric, v * factor, p, ln, name)
