@@ -161,25 +161,9 @@ def _detect_file(path: str) -> str:
     text = head.decode("utf-8", errors="replace")
     if ":::MLLOG" in text:
         return "mllog"
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
-        if re.search(r'"traceEvents"\s*:', text) or re.search(r'"(?:schemaVersion|distributedInfo|deviceProperties)"\s*:', text):
-            return "kineto"
-        if re.search(r'"(?:ttfts|input_lens|itls)"\s*:', text) or re.search(r'"experiments"\s*:', text):
-            return "serving"
-        if _is_aiperf_line(stripped.split("\n", 1)[0]):
-            return "serving"
-        if re.search(r'"records"\s*:\s*\{', text) and re.search(r'"(?:input_config|error_summary)"\s*:', text):
-            raise _unknown(path, "an AIPerf summary (aggregates only, no per-request records): give the "
-                                     "profile_export.jsonl beside it")
-        if re.search(r'"results_(?:ttft_s_mean|num_completed_requests)"\s*:', text):
-            raise _unknown(path, "an LLMPerf summary (quantiles only, no per-request records): give the "
-                                     "*_individual_responses.json beside it")
-    if (re.match(r'\[\s*\{', stripped) and re.search(r'"ttft_s"\s*:', text)
-            and re.search(r'"end_to_end_latency_s"\s*:', text)):
-        return "serving"
-    if stripped.startswith("[") and re.search(r'"ph"\s*:', text):
-        return "kineto"
+    found = _json_format(path, text)
+    if found is not None:
+        return found
     if _is_event_csv(text):
         return "csv"
     hint = _fleet_hint(text)
@@ -191,6 +175,32 @@ def _detect_file(path: str) -> str:
         raise _unknown(path, "a CSV file whose header does not name the events' columns "
                                  f"({', '.join(CSV_EVENT_COLUMNS)}; stream, name optional)")
     raise _unknown(path, "the content matches no known format")
+
+
+def _json_format(path: str, text: str) -> str | None:
+    """``kineto`` or ``serving`` for the JSON of a trace or per-request results (the
+    head of the file, ``text``); an error for a summary without per-request records;
+    None when the text is neither."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        if re.search(r'"traceEvents"\s*:', text) or re.search(r'"(?:schemaVersion|distributedInfo|deviceProperties)"\s*:', text):
+            return "kineto"
+        if re.search(r'"(?:ttfts|input_lens|itls)"\s*:', text) or re.search(r'"experiments"\s*:', text):
+            return "serving"
+        if _is_aiperf_line(stripped.split("\n", 1)[0]):
+            return "serving"
+        if re.search(r'"records"\s*:\s*\{', text) and re.search(r'"(?:input_config|error_summary)"\s*:', text):
+            raise _unknown(path, "an AIPerf summary (aggregates only, no per-request records): give the "
+                                 "profile_export.jsonl beside it")
+        if re.search(r'"results_(?:ttft_s_mean|num_completed_requests)"\s*:', text):
+            raise _unknown(path, "an LLMPerf summary (quantiles only, no per-request records): give the "
+                                 "*_individual_responses.json beside it")
+    if (re.match(r'\[\s*\{', stripped) and re.search(r'"ttft_s"\s*:', text)
+            and re.search(r'"end_to_end_latency_s"\s*:', text)):
+        return "serving"
+    if stripped.startswith("[") and re.search(r'"ph"\s*:', text):
+        return "kineto"
+    return None
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:

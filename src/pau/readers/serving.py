@@ -387,17 +387,8 @@ class _AIPerfTally:
         self.first_mismatch: str | None = None
 
 
-def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict[str, Any]:
-    if not isinstance(rec, dict):
-        raise _Bad("not a JSON object")
-    md = rec.get("metadata")
-    if not isinstance(md, dict):
-        raise _Bad("no 'metadata' object (not an AIPerf record)")
-    metrics = rec.get("metrics") or {}
-    if not isinstance(metrics, dict):
-        raise _Bad("'metrics' is not an object")
-    err = rec.get("error")
-    status = _aiperf_status(md, err)
+def _aiperf_span(md: dict[str, Any], metrics: dict[str, Any]) -> tuple[int, int | None]:
+    """A record's request start (required) and response end (None when not written)."""
     start: int | None
     if md.get("timestamp_ns") is not None:
         start = _to_ns(md["timestamp_ns"], 1, "metadata.timestamp_ns")
@@ -410,6 +401,33 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict[str, Any]:
     end = _aiperf_time(metrics, "max_response_timestamp", "ns")
     if end is None and md.get("request_end_ns") is not None:
         end = _to_ns(md["request_end_ns"], 1, "metadata.request_end_ns")
+    return start, end
+
+
+def _aiperf_output_tokens(metrics: dict[str, Any]) -> tuple[int | None, int | None]:
+    """Output tokens (``output_sequence_length``, else the answer's and the reasoning's
+    counts added) and the reasoning tokens."""
+    osl = _aiperf_tokens(metrics, "output_sequence_length")
+    reasoning = _aiperf_tokens(metrics, "reasoning_token_count")
+    if osl is None:
+        answer = _aiperf_tokens(metrics, "output_token_count")
+        if answer is not None or reasoning is not None:
+            osl = (answer or 0) + (reasoning or 0)
+    return osl, reasoning
+
+
+def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict[str, Any]:
+    if not isinstance(rec, dict):
+        raise _Bad("not a JSON object")
+    md = rec.get("metadata")
+    if not isinstance(md, dict):
+        raise _Bad("no 'metadata' object (not an AIPerf record)")
+    metrics = rec.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise _Bad("'metrics' is not an object")
+    err = rec.get("error")
+    status = _aiperf_status(md, err)
+    start, end = _aiperf_span(md, metrics)
     ttft = _aiperf_time(metrics, "ttft", "ms")
     if ttft is None:
         ttft = _aiperf_time(metrics, "time_to_first_token", "ms")
@@ -417,12 +435,7 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict[str, Any]:
         raise _Bad(f"metrics.ttft is {ttft} ns: a latency is >= 0")
     first = None if ttft is None else _add(start, ttft, "first token")
     isl = _aiperf_tokens(metrics, "input_sequence_length", "error_isl")
-    osl = _aiperf_tokens(metrics, "output_sequence_length")
-    reasoning = _aiperf_tokens(metrics, "reasoning_token_count")
-    if osl is None:
-        answer = _aiperf_tokens(metrics, "output_token_count")
-        if answer is not None or reasoning is not None:
-            osl = (answer or 0) + (reasoning or 0)
+    osl, reasoning = _aiperf_output_tokens(metrics)
     if status == "ok" and end is None:
         raise _Bad("a successful request without an end time (metrics.max_response_timestamp)")
     cancel_end = None
