@@ -41,8 +41,6 @@ COMPLEX = {
     ("src/pau/readers/kineto.py", "_assemble"),
     ("src/pau/readers/megatron.py", "_records"),
     ("src/pau/readers/nsys.py", "read_nsys"),
-    ("src/pau/readers/scheduler.py", "_derive"),
-    ("src/pau/readers/scheduler.py", "_philly_job"),
     ("src/pau/readers/slurm.py", "_json_job"),
     ("src/pau/readers/slurm.py", "_row"),
     ("src/pau/readers/slurm.py", "_table"),

@@ -284,9 +284,30 @@ def jobs_table(rows: Iterable[dict[str, Any]], *, table: str, source_file: Optio
 
 
 def _derive(r: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """A job row checked and completed (queue time, allocation), and whether its
+    allocation was rounded to the ns."""
     job = r.get("job")
     if not isinstance(job, str) or not job:
         raise Bad("job", "is empty", "give every job its id")
+    sub, eli, sta, end = _check_times(r)
+    _check_types(r)
+    acc = r.get("accelerators")
+    if acc is not None and not isinstance(acc, Fraction):
+        acc = fraction(acc, "accelerators")
+    out = {k: r.get(k) for k in JOBS_SCHEMA.names}
+    out["accelerators"] = None if acc is None else float(acc)
+    for c in ("exit_code", "restarts", "nodes"):
+        v = out[c]
+        if v is not None and not (-2**31 <= v <= _I32):
+            raise Bad(c, f"{v} is outside int32", f"give {c} as a 32-bit integer")
+    ready = eli if eli is not None else sub
+    out["queue_ns"] = None if sta is None or ready is None else sta - ready
+    out["allocated_accelerator_ns"], was_rounded = _allocation(r, acc, sub, sta, end)
+    return out, was_rounded
+
+
+def _check_times(r: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+    """The submit, eligible, start and end times, each within int64 and in order."""
     sub, eli, sta, end = (r.get(c) for c in _INPUT)
     for c in _INPUT:
         v = r.get(c)
@@ -300,6 +321,11 @@ def _derive(r: dict[str, Any]) -> tuple[dict[str, Any], int]:
         raise Bad("start_ns", f"is before the {which} time", f"correct the times (start >= {which})")
     if sta is not None and end is not None and end < sta:
         raise Bad("end_ns", "is before the start time", "correct the times (end >= start)")
+    return sub, eli, sta, end
+
+
+def _check_types(r: dict[str, Any]) -> None:
+    """The text columns are strings, the counts and times integers."""
     for c in ("cluster", "user", "team", "partition", "state", "accelerator_type"):
         if r.get(c) is not None and not isinstance(r[c], str):
             raise Bad(c, f"{r[c]!r} is not a string", f"give {c} as text")
@@ -307,17 +333,13 @@ def _derive(r: dict[str, Any]) -> tuple[dict[str, Any], int]:
         v = r.get(c)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
             raise Bad(c, f"{v!r} is not an integer", f"give {c} as an integer")
-    acc = r.get("accelerators")
-    if acc is not None and not isinstance(acc, Fraction):
-        acc = fraction(acc, "accelerators")
-    out = {k: r.get(k) for k in JOBS_SCHEMA.names}
-    out["accelerators"] = None if acc is None else float(acc)
-    for c in ("exit_code", "restarts", "nodes"):
-        v = out[c]
-        if v is not None and not (-2**31 <= v <= _I32):
-            raise Bad(c, f"{v} is outside int32", f"give {c} as a 32-bit integer")
-    out["queue_ns"] = None if sta is None or ready is None else sta - ready
+
+
+def _allocation(r: dict[str, Any], acc: Optional[Fraction], sub: Any, sta: Any, end: Any) -> tuple[Optional[int], int]:
+    """Accelerator-ns allocated (the row's own, else accelerators × (end − start), exact,
+    rounded half to even), and whether it was rounded; None when it cannot be known."""
     was_rounded = 0
+    alloc: Optional[int]
     if "allocated_accelerator_ns" in r:
         alloc = r["allocated_accelerator_ns"]
     elif sta is None:
@@ -331,8 +353,7 @@ def _derive(r: dict[str, Any]) -> tuple[dict[str, Any], int]:
     if alloc is not None and alloc > _I64:
         raise Bad("allocated_accelerator_ns", f"{alloc} ns is past int64 (about 292 accelerator-years)",
                   "split the job's record (pau cannot hold one job's allocation past int64 ns)")
-    out["allocated_accelerator_ns"] = alloc
-    return out, was_rounded
+    return alloc, was_rounded
 
 
 # --- Philly -----------------------------------------------------------------------
@@ -418,6 +439,39 @@ def read_philly(path: str | os.PathLike[str], *, tz: Optional[str] = None, clust
 _PHILLY_END = {"Pass": "completed", "Failed": "failed", "Killed": "preempted"}
 
 
+def _philly_attempt(a: Any, k: int, last: bool, before: Optional[int], gpus_field: Optional[int],
+                    zi: Any) -> tuple[int, Optional[int], int]:
+    """Attempt ``k`` of a Philly job: (start ns, end ns or None while it runs, GPUs).
+    ``before`` is the end of the attempt before it (only the last attempt may lack one)."""
+    if not isinstance(a, dict):
+        raise Bad("attempts", f"attempt {k} is not an object", "give each attempt start_time and end_time")
+    s, e = a.get("start_time"), a.get("end_time")
+    if s in (None, "None", ""):
+        raise Bad("attempts.start_time", f"attempt {k} has no start time (a logging error upstream)",
+                  "set the job aside (on_invalid='quarantine'): its allocation cannot be known")
+    s_ns = local_time(str(s), "attempts.start_time", zi)
+    e_ns: Optional[int]
+    if e in (None, "None", ""):
+        if not last:
+            raise Bad("attempts.end_time", f"attempt {k} has no end time but is not the last",
+                      "set the job aside (on_invalid='quarantine'): only the last attempt may still run")
+        e_ns = None
+    else:
+        e_ns = local_time(str(e), "attempts.end_time", zi)
+        if e_ns < s_ns:
+            raise Bad("attempts.end_time", f"attempt {k} ends before it starts", "correct the attempt's times")
+    if before is not None and s_ns < before:
+        raise Bad("attempts.start_time", f"attempt {k} starts before attempt {k - 1} ended",
+                  "give the attempts in order, each after the one before")
+    detail = a.get("detail")
+    g = gpus_field
+    if isinstance(detail, list) and detail:
+        g = sum(len(d["gpus"]) for d in detail if isinstance(d, dict) and isinstance(d.get("gpus"), list))
+    if g is None:
+        raise Bad("num_gpus", f"attempt {k} names no GPUs", "give num_gpus, or the attempts' detail with their gpus")
+    return s_ns, e_ns, g
+
+
 def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
     if not isinstance(rec, dict):
         raise Bad("job", f"is a JSON {type(rec).__name__}, not an object", "give each job as a JSON object")
@@ -437,34 +491,7 @@ def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict
     status = rec.get("status")
     spans: list[tuple[int, Optional[int], int]] = []
     for k, a in enumerate(attempts):
-        if not isinstance(a, dict):
-            raise Bad("attempts", f"attempt {k} is not an object", "give each attempt start_time and end_time")
-        s, e = a.get("start_time"), a.get("end_time")
-        if s in (None, "None", ""):
-            raise Bad("attempts.start_time", f"attempt {k} has no start time (a logging error upstream)",
-                      "set the job aside (on_invalid='quarantine'): its allocation cannot be known")
-        s_ns = local_time(str(s), "attempts.start_time", zi)
-        last = k == len(attempts) - 1
-        if e in (None, "None", ""):
-            if not last:
-                raise Bad("attempts.end_time", f"attempt {k} has no end time but is not the last",
-                          "set the job aside (on_invalid='quarantine'): only the last attempt may still run")
-            e_ns = None
-        else:
-            e_ns = local_time(str(e), "attempts.end_time", zi)
-            if e_ns < s_ns:
-                raise Bad("attempts.end_time", f"attempt {k} ends before it starts", "correct the attempt's times")
-        before = spans[-1][1] if spans else None  # only the last attempt may lack an end
-        if before is not None and s_ns < before:
-            raise Bad("attempts.start_time", f"attempt {k} starts before attempt {k - 1} ended",
-                      "give the attempts in order, each after the one before")
-        detail = a.get("detail")
-        g = gpus_field
-        if isinstance(detail, list) and detail:
-            g = sum(len(d["gpus"]) for d in detail if isinstance(d, dict) and isinstance(d.get("gpus"), list))
-        if g is None:
-            raise Bad("num_gpus", f"attempt {k} names no GPUs", "give num_gpus, or the attempts' detail with their gpus")
-        spans.append((s_ns, e_ns, g))
+        spans.append(_philly_attempt(a, k, k == len(attempts) - 1, spans[-1][1] if spans else None, gpus_field, zi))
     gpus = gpus_field if gpus_field is not None else (max(g for _, _, g in spans) if spans else None)
     running = bool(spans) and spans[-1][1] is None
     alloc: Optional[int] = None
