@@ -256,13 +256,7 @@ def _row(fields: list[str], keys: list[str], header: list[str], zone: ZoneInfo |
         elif k == "state":
             r["state"] = v.strip().split(" ")[0] if v.strip() else None
         elif k == "exitcode":
-            if v.strip() == "":
-                r["exit_code"] = r["exit_signal"] = None
-            else:
-                m = _EXIT.match(v.strip())
-                if m is None:
-                    raise _Bad(name, f"{v!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
-                r["exit_code"], r["exit_signal"] = int(m.group(1)), int(m.group(2))
+            r["exit_code"], r["exit_signal"] = _exit(v, name)
         elif k == "alloctres":
             r["alloc_tres"] = v
             r["accelerators"] = _gpus(v)
@@ -271,6 +265,22 @@ def _row(fields: list[str], keys: list[str], header: list[str], zone: ZoneInfo |
     r["_extra"] = extra
     if per_node is not None and r.get("accelerators") is None and r.get("nodes") is not None:
         r["accelerators"] = r["nodes"] * per_node
+    _check_order(r, header, keys)
+    return r
+
+
+def _exit(v: str, name: str) -> tuple[int | None, int | None]:
+    """``ExitCode`` ``N:M`` as (code, signal); (None, None) when empty."""
+    if v.strip() == "":
+        return None, None
+    m = _EXIT.match(v.strip())
+    if m is None:
+        raise _Bad(name, f"{v!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _check_order(r: dict[str, Any], header: list[str], keys: list[str]) -> None:
+    """Submit <= Eligible <= Start <= End, where given."""
     sub, eli, sta, end = (r.get(c) for c in ("submit_ns", "eligible_ns", "start_ns", "end_ns"))
     ready = eli if eli is not None else sub
     if sub is not None and eli is not None and eli < sub:
@@ -280,7 +290,6 @@ def _row(fields: list[str], keys: list[str], header: list[str], zone: ZoneInfo |
         raise _Bad(_name(header, keys, "start"), f"is before {which}", f"correct the times (Start >= {which})")
     if sta is not None and end is not None and end < sta:
         raise _Bad(_name(header, keys, "end"), "is before Start", "correct the times (End >= Start)")
-    return r
 
 
 def _name(header: list[str], keys: list[str], key: str) -> str:
@@ -306,10 +315,7 @@ def _table(rows: list[dict[str, Any]], keys: list[str], header: list[str], steps
     if "exitcode" in present:
         cols["exit_code"] = pa.array([r["exit_code"] for r in use], pa.int32())
         cols["exit_signal"] = pa.array([r["exit_signal"] for r in use], pa.int32())
-    for k, c in _INT_FIELDS.items():
-        if k in present:
-            cols[c] = pa.array([r[c] for r in use], pa.int64())
-    for k, c in _TIME_FIELDS.items():
+    for k, c in [*_INT_FIELDS.items(), *_TIME_FIELDS.items()]:   # counts, then times: int64
         if k in present:
             cols[c] = pa.array([r[c] for r in use], pa.int64())
     if "alloctres" in present:
@@ -559,6 +565,27 @@ def _json_time(t: dict[str, Any], key: str) -> int | None:
     return v * _NS
 
 
+def _json_gpus(tres: Any, key: str) -> tuple[int | None, str | None]:
+    """The GPUs of a job's ``tres.allocated`` (or ``requested``) list: the plain
+    ``gres/gpu`` count, else the typed counts added, and the types comma-joined."""
+    items = tres.get(key)
+    if not isinstance(items, list) or not items:
+        return None, None
+    plain, typed, types = None, 0, set()
+    for it in items:
+        if not isinstance(it, dict) or it.get("type") != "gres":
+            continue
+        nm, cnt = str(it.get("name") or ""), _num(it.get("count"))
+        if not (nm == "gpu" or nm.startswith("gpu:")) or cnt is None:
+            continue
+        if nm == "gpu":
+            plain = cnt
+        else:
+            typed += cnt
+            types.add(nm[4:])
+    return (plain if plain is not None else typed), (",".join(sorted(types)) or None)
+
+
 def _json_job(j: Any, cluster: str | None) -> dict[str, Any]:
     if not isinstance(j, dict):
         raise Bad("jobs", "is not an object", "give each job as sacct --json writes it")
@@ -585,24 +612,6 @@ def _json_job(j: Any, cluster: str | None) -> dict[str, Any]:
         raise Bad("time", "is not an object", "give the job's time object as sacct --json writes it")
     tres = j.get("tres") or {}
 
-    def gpus(key: str) -> tuple[int | None, str | None]:
-        items = tres.get(key)
-        if not isinstance(items, list) or not items:
-            return None, None
-        plain, typed, types = None, 0, set()
-        for it in items:
-            if not isinstance(it, dict) or it.get("type") != "gres":
-                continue
-            nm, cnt = str(it.get("name") or ""), _num(it.get("count"))
-            if not (nm == "gpu" or nm.startswith("gpu:")) or cnt is None:
-                continue
-            if nm == "gpu":
-                plain = cnt
-            else:
-                typed += cnt
-                types.add(nm[4:])
-        return (plain if plain is not None else typed), (",".join(sorted(types)) or None)
-
     r: dict[str, Any] = {"job": name, "cluster": j.get("cluster") or cluster, "scheduler": "slurm", "user": j.get("user"),
                "team": j.get("account"), "partition": j.get("partition"),
                "state": state if isinstance(state, str) else None,
@@ -610,8 +619,8 @@ def _json_job(j: Any, cluster: str | None) -> dict[str, Any]:
                "restarts": _num(j.get("restart_cnt")), "nodes": _num(j.get("allocation_nodes")),
                "submit_ns": _json_time(t, "submission"), "eligible_ns": _json_time(t, "eligible"),
                "start_ns": _json_time(t, "start"), "end_ns": _json_time(t, "end")}
-    alloc, atype = gpus("allocated")
-    req, rtype = gpus("requested")
+    alloc, atype = _json_gpus(tres, "allocated")
+    req, rtype = _json_gpus(tres, "requested")
     if alloc is not None:
         r["accelerators"], r["accelerator_type"] = fraction(alloc, "tres.allocated"), atype
     elif r["start_ns"] is None and req is not None:
