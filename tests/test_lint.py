@@ -39,7 +39,6 @@ COMPLEX = {
     ("src/pau/fleet/place.py", "at_scale"),
     ("src/pau/fleet/rollup.py", "rollup"),
     ("src/pau/readers/kineto.py", "_assemble"),
-    ("src/pau/readers/megatron.py", "_records"),
     ("src/pau/readers/nsys.py", "read_nsys"),
     ("src/pau/run.py", "_read_runs"),
     ("src/pau/views/chrome_trace.py", "chrome_trace"),

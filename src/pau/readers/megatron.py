@@ -323,25 +323,46 @@ def _quarantine(p: str, bad: list[Any], job: Optional[str]) -> pa.Table:
 
 
 def _records(a: _Attempt, last: bool, world: int, rows: list[Any], warnings: list[RunWarning]) -> int:
+    """An attempt's lifecycle rows (added to ``rows``); the count of step windows clipped."""
     k = a.k
     if a.first is None or a.last is None:  # attempts without a timestamp were dropped before
         return 0
     first: int = a.first
-    end: Optional[int] = a.last
-    kind = a.end_kind
+    end, kind = _attempt_end(a, last, warnings)
+    for r in range(world):
+        rows.append(("attempt", k, r, first, end, None, None, None, None, kind, None))
+    events, first_step, clipped = _step_rows(a, first, rows)
+    for step, sv in a.saves.items():
+        block = sv[1] if sv[1] is not None else None
+        rows.append(("checkpoint_save", k, -1, sv[0], None, step, block, sv[2], None, None, None))
+        events.append((sv[0], block if block is not None else sv[0], "save", step))
+    events.sort()
+    _eval_rows(a, events, rows)
+    init_end = first_step if first_step is not None else (min(e[0] for e in events) if events else a.last)
+    _init_rows(a, first, init_end, rows, warnings)
+    return clipped
+
+
+def _attempt_end(a: _Attempt, last: bool, warnings: list[RunWarning]) -> tuple[Optional[int], Optional[str]]:
+    """The attempt's end and how it ended: open (running) when the log's last attempt has
+    no logged end, failed at its last line when another has none."""
+    end, kind = a.last, a.end_kind
     if kind is None and last:
         end = None
         warnings.append(RunWarning("megatron.open_attempt",
-                                   f"megatron: attempt {k} has no end in the log (no 'after training is done' line): "
+                                   f"megatron: attempt {a.k} has no end in the log (no 'after training is done' line): "
                                    "it is left open, counted as running"))
     elif kind is None:
         kind = "failed"
         warnings.append(RunWarning("megatron.attempt_end_unlogged",
-                                   f"megatron: attempt {k} stopped without a logged end; it ends at its last "
+                                   f"megatron: attempt {a.k} stopped without a logged end; it ends at its last "
                                    "timestamped line and is counted failed"))
-    for r in range(world):
-        rows.append(("attempt", k, r, first, end, None, None, None, None, kind, None))
-    # steps
+    return end, kind
+
+
+def _step_rows(a: _Attempt, first: int, rows: list[Any]) -> tuple[list[tuple[int, int, str, int]], Optional[int], int]:
+    """A step row per iteration (a logged line's window, its mean × iterations, split
+    evenly); the timed records for the evals, the first step's start, the windows clipped."""
     prev_end = first
     prev_iter = a.load[0] if a.load is not None else 0
     events: list[tuple[int, int, str, int]] = []  # (start, end, what, step) of timed records, for evals
@@ -351,12 +372,11 @@ def _records(a: _Attempt, last: bool, world: int, rows: list[Any], warnings: lis
     si = 0
     for _, it, ms, t in a.iters:
         while si < len(saves) and saves[si][1][0] <= t:
-            st, sv = saves[si]
+            sv = saves[si][1]
             prev_end = max(prev_end, sv[1] if sv[1] is not None else sv[0])
             si += 1
         L = it - prev_iter  # > 0: checked as the lines were read
-        width = ms * L * 1_000_000
-        start = t - round(width)
+        start = t - round(ms * L * 1_000_000)
         if start < prev_end:
             start = prev_end
             clipped += 1
@@ -364,15 +384,15 @@ def _records(a: _Attempt, last: bool, world: int, rows: list[Any], warnings: lis
         for j in range(L):
             s0 = start + span * j // L
             s1 = start + span * (j + 1) // L
-            rows.append(("step", k, -1, s0, s1, prev_iter + j + 1, None, None, None, None, None))
+            rows.append(("step", a.k, -1, s0, s1, prev_iter + j + 1, None, None, None, None, None))
         events.append((start, t, "step", it))
         first_step = start if first_step is None else first_step
         prev_end, prev_iter = t, it
-    for step, sv in a.saves.items():
-        block = sv[1] if sv[1] is not None else None
-        rows.append(("checkpoint_save", k, -1, sv[0], None, step, block, sv[2], None, None, None))
-        events.append((sv[0], block if block is not None else sv[0], "save", step))
-    events.sort()
+    return events, first_step, clipped
+
+
+def _eval_rows(a: _Attempt, events: list[tuple[int, int, str, int]], rows: list[Any]) -> None:
+    """An eval phase from the end of its step to the next timed record (or the attempt's last line)."""
     for step, _ in a.evals:
         after = [e for e in events if e[2] == "step" and e[3] == step]
         if not after:
@@ -381,8 +401,13 @@ def _records(a: _Attempt, last: bool, world: int, rows: list[Any], warnings: lis
         nxt = [e[0] for e in events if e[0] >= s and not (e[2] == "step" and e[3] == step)]
         e_end = min(nxt) if nxt else a.last
         if e_end is not None and e_end > s:
-            rows.append(("phase", k, -1, s, e_end, None, None, None, None, "eval", None))
-    init_end = first_step if first_step is not None else (min(e[0] for e in events) if events else a.last)
+            rows.append(("phase", a.k, -1, s, e_end, None, None, None, None, "eval", None))
+
+
+def _init_rows(a: _Attempt, first: int, init_end: Optional[int], rows: list[Any], warnings: list[RunWarning]) -> None:
+    """The restore (timed by the lines around it, else with no duration) and the set-up
+    (``init``) before the first step, around the restore."""
+    k = a.k
     if a.load is not None and a.load[1] is not None and a.load[2] is not None:
         rs, re_ = int(a.load[1]), int(a.load[2])
         rows.append(("restore", k, -1, rs, re_, a.load[0], None, None, None, None, None))
@@ -390,14 +415,13 @@ def _records(a: _Attempt, last: bool, world: int, rows: list[Any], warnings: lis
             rows.append(("phase", k, -1, first, rs, None, None, None, None, "init", None))
         if init_end is not None and init_end > re_:
             rows.append(("phase", k, -1, re_, init_end, None, None, None, None, "init", None))
-    else:
-        if a.load is not None:
-            at = init_end if init_end is not None else first
-            rows.append(("restore", k, -1, at, at, a.load[0], None, None, None, None, None))
-            warnings.append(RunWarning("megatron.restore_untimed",
-                                       f"megatron: the restore of iteration {a.load[0]} in attempt {k} (line {a.load[3]}) "
-                                       "has no timestamped line before or after it: it is recorded with no duration "
-                                       "where the set-up ends (its time counts as set-up)"))
-        if init_end is not None and init_end > first:
-            rows.append(("phase", k, -1, first, init_end, None, None, None, None, "init", None))
-    return clipped
+        return
+    if a.load is not None:
+        at = init_end if init_end is not None else first
+        rows.append(("restore", k, -1, at, at, a.load[0], None, None, None, None, None))
+        warnings.append(RunWarning("megatron.restore_untimed",
+                                   f"megatron: the restore of iteration {a.load[0]} in attempt {k} (line {a.load[3]}) "
+                                   "has no timestamped line before or after it: it is recorded with no duration "
+                                   "where the set-up ends (its time counts as set-up)"))
+    if init_end is not None and init_end > first:
+        rows.append(("phase", k, -1, first, init_end, None, None, None, None, "init", None))
