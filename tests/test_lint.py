@@ -24,8 +24,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 COMPLEX = {
     ("src/pau/cli.py", "_report"),
     ("src/pau/cli.py", "_report_figures"),
-    ("src/pau/compat/mlg_library.py", "_elastic"),
-    ("src/pau/compat/mlg_library.py", "_run"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/_lifecycle.py", "attribute_rows"),

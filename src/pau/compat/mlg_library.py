@@ -222,20 +222,8 @@ class _Lib:
                 if step not in steps:
                     steps[step] = p[_STEP_START]
                 else:
-                    # A step seen again in this run: the library reads a restart from
-                    # step `step`, all progress before it kept.
-                    self.disruptions += 1
-                    disrupted_at = steps[list(steps)[-1]]
-                    seg_p, seg_u = self._segment(steps, step)
-                    productive += seg_p
-                    sync = True
-                    if current_sync is not None:
-                        seg_u["DATA_LOADING_SYNC"] = _num(seg_u, "DATA_LOADING_SYNC") + current_sync
-                        current_sync = None
-                    if job_start is not None and job_start > disrupted_at:
-                        gap = job_start - disrupted_at
-                        seg_u["WASTED_PROGRESS_FROM_DISRUPTION"] = _num(seg_u, "WASTED_PROGRESS_FROM_DISRUPTION") + gap
-                    _accumulate(seg_u, total)
+                    productive += self._restart(steps, step, job_start, current_sync, total)
+                    sync, current_sync = True, None
                     steps = {step: p[_STEP_START]}
             if _JOB_END in p:
                 job_end = p[_JOB_END]
@@ -280,26 +268,28 @@ class _Lib:
         productive -= self.save
         return productive, total, last
 
+    def _restart(self, steps: dict[int, float], step: int, job_start: Optional[float],
+                 current_sync: Optional[float], total: Breakdown) -> float:
+        """A step seen again in this run: the library reads a restart from step ``step``,
+        all progress before it kept. Adds the segment's unproductive time to ``total``
+        (the data loading in flight as sync, the time from the last step to the restart
+        as wasted progress) and returns its productive time."""
+        self.disruptions += 1
+        disrupted_at = steps[list(steps)[-1]]
+        seg_p, seg_u = self._segment(steps, step)
+        if current_sync is not None:
+            seg_u["DATA_LOADING_SYNC"] = _num(seg_u, "DATA_LOADING_SYNC") + current_sync
+        if job_start is not None and job_start > disrupted_at:
+            gap = job_start - disrupted_at
+            seg_u["WASTED_PROGRESS_FROM_DISRUPTION"] = _num(seg_u, "WASTED_PROGRESS_FROM_DISRUPTION") + gap
+        _accumulate(seg_u, total)
+        return seg_p
+
     def _elastic(self) -> None:
         # ElasticGoodputCalculator: paired waits by type, paired re-initializations, and
         # TPU initialization / training preparation inside a re-initialization taken out.
-        waits, open_w = [], {}
-        reinits, open_r = [], None
-        for p in self.payloads:
-            if _WAIT_START in p:
-                open_w[p.get(_WAIT_TYPE, "unknown")] = p[_WAIT_START]
-            elif _WAIT_END in p:
-                t = p.get(_WAIT_TYPE, "unknown")
-                if t in open_w:
-                    s = open_w.pop(t)
-                    if s < p[_WAIT_END]:
-                        waits.append((s, p[_WAIT_END], t))
-            if _REINIT_START in p:
-                open_r = p[_REINIT_START]
-            elif _REINIT_END in p and open_r is not None:
-                if open_r < p[_REINIT_END]:
-                    reinits.append((open_r, p[_REINIT_END]))
-                open_r = None
+        waits = _elastic_waits(self.payloads)
+        reinits = [(s, e) for s, e in _paired(self.payloads, _REINIT_START, _REINIT_END)]
         u = self.unproductive
         for s, e, t in waits:
             b = "ELASTIC_SCALE_UP" if "scale_up" in t.lower() else "ELASTIC_SLICE_DOWN"
@@ -309,19 +299,42 @@ class _Lib:
         if reinits:
             for bucket, (sk, ek) in (("TPU_INITIALIZATION", (_TPU_START, _TPU_END)),
                                      ("TRAINING_PREP", (_PREP_START, _PREP_END))):
-                spans, start = [], None
-                for p in self.payloads:
-                    if sk in p:
-                        start = p[sk]
-                    elif ek in p and start is not None:
-                        if start < p[ek]:
-                            spans.append((start, p[ek]))
-                        start = None
+                spans = _paired(self.payloads, sk, ek)
                 overlap = sum(max(0.0, min(e, re) - max(s, rs)) for s, e in spans for rs, re in reinits)
                 if overlap > 0 and bucket in u:
                     cur = u[bucket]
                     assert isinstance(cur, float)
                     u[bucket] = max(0.0, cur - overlap)
+
+
+def _elastic_waits(payloads: list[dict[str, Any]]) -> list[tuple[float, float, str]]:
+    """ElasticGoodputCalculator's waits: a start and the next end of its type, when the
+    end is later."""
+    waits, open_w = [], {}
+    for p in payloads:
+        if _WAIT_START in p:
+            open_w[p.get(_WAIT_TYPE, "unknown")] = p[_WAIT_START]
+        elif _WAIT_END in p:
+            t = p.get(_WAIT_TYPE, "unknown")
+            if t in open_w:
+                s = open_w.pop(t)
+                if s < p[_WAIT_END]:
+                    waits.append((s, p[_WAIT_END], t))
+    return waits
+
+
+def _paired(payloads: list[dict[str, Any]], start_key: str, end_key: str) -> list[tuple[float, float]]:
+    """Spans of a start and the next end after it (an end without a start, or not after
+    it, is left out), as the library pairs them."""
+    spans, start = [], None
+    for p in payloads:
+        if start_key in p:
+            start = p[start_key]
+        elif end_key in p and start is not None:
+            if start < p[end_key]:
+                spans.append((start, p[end_key]))
+            start = None
+    return spans
 
 
 def _finish(lib: _Lib, total_job_time: float, elastic: bool) -> GoodputFigures:
