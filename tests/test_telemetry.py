@@ -532,6 +532,7 @@ def test_bad_samples_table(case, rows, column, row, reason):
         R.check_samples(_table(rows))
     assert (err.value.table, err.value.column, err.value.row) == ("samples", column, row)
     assert reason in err.value.reason
+    assert R.check_samples(_table([(0, 1, "power_w", 1.0)]))[1].equals(QUARANTINE_SCHEMA.empty_table())
     clean, q = R.check_samples(_table(rows), on_invalid="quarantine")
     assert q.schema == QUARANTINE_SCHEMA     # an in-memory table: no file
     assert q["source_file"].to_pylist() == [None] and q["location"].to_pylist() == [f"row {row}"]

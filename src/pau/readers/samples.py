@@ -291,7 +291,7 @@ def _sorted_samples(dev: np.ndarray, t: np.ndarray, names: list[str], codes: np.
 
 
 def check_samples(samples: Any, *, on_invalid: str = "raise", kinds: Mapping[str, str] | None = None,
-                  table: str = "samples") -> tuple[pa.Table, pa.Table | None]:
+                  table: str = "samples") -> tuple[pa.Table, pa.Table]:
     """A samples table checked and put in pau's form.
 
     Parameters
@@ -312,10 +312,11 @@ def check_samples(samples: Any, *, on_invalid: str = "raise", kinds: Mapping[str
 
     Returns
     -------
-    (pyarrow.Table, pyarrow.Table or None)
+    (pyarrow.Table, pyarrow.Table)
         The usable samples (:data:`SAMPLES_SCHEMA`, in ``(rank, metric, time_ns)``
         order) and the rows set aside (``source_file, location, reason`` with
-        ``location`` = ``row N``, 0-based), None when none were.
+        ``location`` = ``row N``, 0-based), empty when none were (always with
+        ``on_invalid="raise"``, which raises instead).
     """
     check_on_invalid(on_invalid)
     for k, v in (kinds or {}).items():
@@ -367,7 +368,7 @@ def check_samples(samples: Any, *, on_invalid: str = "raise", kinds: Mapping[str
         raise InvalidRowError(table, c, i, r, f, len(probs))
     out = _sorted_samples(rank[keep], tm[keep], names, codes[keep], value[keep])
     if not probs:
-        return out, None
+        return out, QUARANTINE_SCHEMA.empty_table()
     q = quarantine_table(QUARANTINE_SCHEMA, None, [f"row {i}" for i, *_ in probs],
                          [f"column {c}: {r}" for _, c, r, _ in probs])
     return out, q
