@@ -61,7 +61,7 @@ from pau.engine.types import RunWarning, check_on_invalid, quarantine_table
 from pau.engine.vocab import LIFECYCLE_SCHEMA
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
 from pau.readers.scheduler import (
-    JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, MAX_ACCELERATORS, Bad, Records, check_rows, local_time,
+    JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, MAX_ACCELERATORS, _BadRecord, Records, check_rows, local_time,
     zone,
 )
 
@@ -144,11 +144,11 @@ def read_megatron(path: str | os.PathLike[str], *, tz: Optional[str] = None, ran
     with open(p, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
     log = _Log(zi)
-    bad: list[tuple[int, Bad]] = []
+    bad: list[tuple[int, _BadRecord]] = []
     for n, ln in enumerate(lines, start=1):
         try:
             log.line(n, ln)
-        except Bad as b:
+        except _BadRecord as b:
             bad.append((n, b))
     if bad and on_invalid == "raise":
         n0, b0 = bad[0]
@@ -168,7 +168,7 @@ def read_megatron(path: str | os.PathLike[str], *, tz: Optional[str] = None, ran
 
 class _Log:
     """The attempts of a log as its lines are read, one at a time (a line that cannot be
-    read raises :class:`Bad`)."""
+    read raises :class:`_BadRecord`)."""
 
     def __init__(self, zi: Any):
         self.zi = zi
@@ -187,7 +187,7 @@ class _Log:
         if m:
             self.world = int(m.group(1))
             if not 0 < self.world <= MAX_ACCELERATORS:
-                raise Bad("world size", f"{self.world} is not a world size", f"give 1 to {MAX_ACCELERATORS} ranks")
+                raise _BadRecord("world size", f"{self.world} is not a world size", f"give 1 to {MAX_ACCELERATORS} ranks")
             return
         m = _DATETIME.search(ln)
         if m:
@@ -206,7 +206,7 @@ class _Log:
             self.iteration(a, n, m, ln)
             return
         if _ITER_NOTS.search(ln):
-            raise Bad("iteration", "has no timestamp (Megatron-LM before its log lines carried one)",
+            raise _BadRecord("iteration", "has no timestamp (Megatron-LM before its log lines carried one)",
                       "use a Megatron-LM whose training lines begin with [YYYY-MM-DD HH:MM:SS]")
         if not self.checkpoint(a, n, ln):
             self.load_or_eval(a, n, ln)
@@ -215,7 +215,7 @@ class _Log:
         t, it = local_time(m.group(1), "iteration", self.zi), _step(m.group(2))
         before = a.iters[-1][1] if a.iters else (a.load[0] if a.load is not None else 0)
         if it <= before:
-            raise Bad("iteration", f"iteration {it} follows iteration {before} in the same attempt",
+            raise _BadRecord("iteration", f"iteration {it} follows iteration {before} in the same attempt",
                       "give the attempts' logs in order (a restarted process prints its set-up or load lines first)")
         a.saw(t)
         a.trained = True
@@ -237,7 +237,7 @@ class _Log:
             if slot == 0:
                 a.saves[step] = [t, None, None, n]
             elif step not in a.saves:
-                raise Bad("checkpoint", f"says the save of iteration {step} ended, but its start is not in this attempt",
+                raise _BadRecord("checkpoint", f"says the save of iteration {step} ended, but its start is not in this attempt",
                           "give the whole log (the 'saving checkpoint at iteration' line too)")
             else:
                 sv = a.saves[step]
@@ -312,7 +312,7 @@ def _lifecycle(attempts: list[_Attempt], world: int, job: Optional[str], warning
 def _step(text: str) -> int:
     v = int(text)
     if v > 2**62:
-        raise Bad("iteration", f"{text[:40]} is not an iteration number", "give the log as Megatron-LM printed it")
+        raise _BadRecord("iteration", f"{text[:40]} is not an iteration number", "give the log as Megatron-LM printed it")
     return v
 
 

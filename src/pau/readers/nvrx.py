@@ -42,7 +42,7 @@ import pyarrow as pa
 from pau.engine.types import RunWarning, check_on_invalid, quarantine_table
 from pau.errors import InvalidRowError, NoInputError, OptionError
 from pau.readers.scheduler import (
-    JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, MAX_ACCELERATORS, Bad, Records, check_rows, iso_time,
+    JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, MAX_ACCELERATORS, _BadRecord, Records, check_rows, iso_time,
     local_time,
 )
 
@@ -61,13 +61,13 @@ def _ranks(text: str, column: str) -> list[int]:
         part = part.strip()
         m = re.match(r"^(\d+)(?:-(\d+))?$", part)
         if m is None:
-            raise Bad(column, f"{text!r} is not a rank range", "give ranks as NVRx writes them (e.g. 0-3,6)")
+            raise _BadRecord(column, f"{text!r} is not a rank range", "give ranks as NVRx writes them (e.g. 0-3,6)")
         a, b = int(m.group(1)), int(m.group(2) or m.group(1))
         if b < a or b >= MAX_ACCELERATORS:
-            raise Bad(column, f"{part[:40]!r} is not a rank range (of at most {MAX_ACCELERATORS} nodes)",
+            raise _BadRecord(column, f"{part[:40]!r} is not a rank range (of at most {MAX_ACCELERATORS} nodes)",
                       "give ranks as NVRx writes them (e.g. 0-3,6)")
         if len(out) + b - a + 1 > MAX_ACCELERATORS:
-            raise Bad(column, f"{text[:80]!r} names more than {MAX_ACCELERATORS} nodes", "give the cycle's real ranks")
+            raise _BadRecord(column, f"{text[:80]!r} names more than {MAX_ACCELERATORS} nodes", "give the cycle's real ranks")
         out.extend(range(a, b + 1))
     return out
 
@@ -101,12 +101,12 @@ def read_nvrx(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *
         raise OptionError(f"read_nvrx: ranks_per_node = {ranks_per_node!r}. Fix: give a positive int, or leave it out")
     files = _files(path)
     warnings: list[RunWarning] = []
-    bad: list[tuple[str, str, Bad, int]] = []  # (file, location, Bad, row: the file's index or the line's)
+    bad: list[tuple[str, str, _BadRecord, int]] = []  # (file, location, _BadRecord, row: the file's index or the line's)
     cycles = []
     for i, f in enumerate(files):
         try:
             cycles.append(_cycle(f))
-        except Bad as b:
+        except _BadRecord as b:
             bad.append((f, "file", b, i))
     events = {} if log is None else _log_events(log, bad)
     if bad and on_invalid == "raise":
@@ -165,7 +165,7 @@ def _files(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> l
     return files
 
 
-def _log_events(log: str | os.PathLike[str], bad: list[tuple[str, str, Bad, int]]
+def _log_events(log: str | os.PathLike[str], bad: list[tuple[str, str, _BadRecord, int]]
                 ) -> dict[tuple[str, int], dict[str, list[int]]]:
     """The launcher log's profiling events: (``""``, cycle) -> event -> times (ns); a line
     whose time cannot be read goes to ``bad``."""
@@ -180,7 +180,7 @@ def _log_events(log: str | os.PathLike[str], bad: list[tuple[str, str, Bad, int]
                 continue
             try:
                 t = local_time(m.group(5), "Time", None)
-            except Bad as b:
+            except _BadRecord as b:
                 bad.append((lp, f"line {n}", b, n - 1))
                 continue
             events.setdefault(("", int(m.group(1))), {}).setdefault(m.group(2), []).append(t)
@@ -224,32 +224,32 @@ def _job_rows(jb: str, mine: list[dict[str, Any]], events: dict[tuple[str, int],
 def _cycle(f: str) -> dict[str, Any]:
     m = _NAME.match(os.path.basename(f))
     if m is None:
-        raise Bad("(file name)", f"{os.path.basename(f)!r} is not cycle_info.<job_id>.<attempt>.<cycle>",
+        raise _BadRecord("(file name)", f"{os.path.basename(f)!r} is not cycle_info.<job_id>.<attempt>.<cycle>",
                   "give the files ft_launcher wrote (not the .current link or .tmp files)")
     try:
         with open(f, encoding="utf-8") as fh:
             d = json.load(fh)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise Bad("(file)", f"is not JSON ({exc})", "give the cycle file as NVRx wrote it (it is rewritten atomically)") from None
+        raise _BadRecord("(file)", f"is not JSON ({exc})", "give the cycle file as NVRx wrote it (it is rewritten atomically)") from None
     if not isinstance(d, dict):
-        raise Bad("(file)", "is not a JSON object", "give the cycle file as NVRx wrote it")
+        raise _BadRecord("(file)", "is not a JSON object", "give the cycle file as NVRx wrote it")
     for k in CYCLE_INFO_FIELDS:
         if k not in d:
-            raise Bad(k, "is missing", "give the cycle file as NVRx wrote it (every field is written)")
+            raise _BadRecord(k, "is missing", "give the cycle file as NVRx wrote it (every field is written)")
     job, att, cyc = d["job_id"], d["attempt_index"], d["cycle_number"]
     if (str(job), str(att), str(cyc)) != m.groups():
-        raise Bad("job_id", f"the file says job {job!r} attempt {att!r} cycle {cyc!r}, its name {m.groups()}",
+        raise _BadRecord("job_id", f"the file says job {job!r} attempt {att!r} cycle {cyc!r}, its name {m.groups()}",
                   "give the files with the names NVRx gave them")
     start = d["cycle_start_time"]
     if not isinstance(start, str) or not start:
-        raise Bad("cycle_start_time", "is empty", "give the cycle file as NVRx wrote it (the start is written first)")
+        raise _BadRecord("cycle_start_time", "is empty", "give the cycle file as NVRx wrote it (the start is written first)")
     s = iso_time(start, "cycle_start_time")
     e_txt = d["cycle_end_time"]
     e = iso_time(e_txt, "cycle_end_time") if isinstance(e_txt, str) and e_txt else None
     if e is not None and e < s:
-        raise Bad("cycle_end_time", "is before cycle_start_time", "correct the cycle's times")
+        raise _BadRecord("cycle_end_time", "is before cycle_start_time", "correct the cycle's times")
     if not isinstance(d["active_ranks"], str) or not d["active_ranks"]:
-        raise Bad("active_ranks", "is empty: the cycle's ranks are unknown",
+        raise _BadRecord("active_ranks", "is empty: the cycle's ranks are unknown",
                   "use an NVRx that writes active_ranks (0.6 and later), or set the file aside")
     return {"job": str(job), "attempt_index": int(att), "cycle": int(cyc), "start": s, "end": e,
             "ranks": _ranks(d["active_ranks"], "active_ranks")}

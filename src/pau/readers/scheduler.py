@@ -103,7 +103,7 @@ class Records:
     quarantine: pa.Table = field(default_factory=lambda: JOBS_QUARANTINE_SCHEMA.empty_table())
 
 
-class Bad(Exception):
+class _BadRecord(Exception):
     """One record that cannot be used: the column, why, and the fix."""
 
     def __init__(self, column: str, reason: str, fix: str):
@@ -137,12 +137,12 @@ def local_time(value: str, column: str, tz: Any) -> int:
     read with the offset before the change."""
     m = _TIME.match(value.strip())
     if m is None:
-        raise Bad(column, f"{value!r} is not a time", "give times as YYYY-MM-DD HH:MM:SS (a fraction of a second may follow)")
+        raise _BadRecord(column, f"{value!r} is not a time", "give times as YYYY-MM-DD HH:MM:SS (a fraction of a second may follow)")
     y, mo, d, h, mi, se = (int(g) for g in m.groups()[:6])
     try:
         naive = _dt.datetime(y, mo, d, h, mi, se)
     except ValueError as exc:
-        raise Bad(column, f"{value!r} is not a time ({exc})", "give a real calendar date and time of day") from None
+        raise _BadRecord(column, f"{value!r} is not a time ({exc})", "give a real calendar date and time of day") from None
     secs = calendar.timegm(naive.timetuple())
     if tz is not None:
         off = tz.utcoffset(naive)
@@ -153,7 +153,7 @@ def local_time(value: str, column: str, tz: Any) -> int:
 
 def _in_int64(ns: int, value: str, column: str) -> int:
     if not -2**63 <= ns <= _I64:
-        raise Bad(column, f"{value!r} is outside the int64 ns range", "give times within the years 1678-2262")
+        raise _BadRecord(column, f"{value!r} is outside the int64 ns range", "give times within the years 1678-2262")
     return ns
 
 
@@ -163,7 +163,7 @@ def iso_time(value: str, column: str) -> int:
     v = value.strip()
     m = re.match(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$", v)
     if m is None:
-        raise Bad(column, f"{value!r} is not a time with a zone",
+        raise _BadRecord(column, f"{value!r} is not a time with a zone",
                   "give an RFC 3339 time such as 2025-02-05T14:30:00Z (the zone is needed)")
     base = local_time(m.group(1), column, None)
     z = m.group(3)
@@ -179,25 +179,25 @@ def fraction(value: Any, column: str) -> Fraction:
     """A count of accelerators as an exact fraction: an int, a decimal string (``0.5``,
     ``460m`` thousandths as Kubernetes writes them), never a binary float's noise."""
     if isinstance(value, bool):
-        raise Bad(column, f"{value!r} is not a count", "give a number of accelerators")
+        raise _BadRecord(column, f"{value!r} is not a count", "give a number of accelerators")
     if isinstance(value, int):
         f = Fraction(value)
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise Bad(column, f"{value!r} is not a count", "give a finite number of accelerators")
+            raise _BadRecord(column, f"{value!r} is not a count", "give a finite number of accelerators")
         f = Fraction(repr(value))  # the decimal the file wrote, not the binary float
     elif isinstance(value, str):
         v = value.strip()
         try:
             f = Fraction(v[:-1]) / 1000 if v.endswith("m") else Fraction(v)
         except (ValueError, ZeroDivisionError):
-            raise Bad(column, f"{value!r} is not a count", "give a number of accelerators (e.g. 8, 0.5 or 500m)") from None
+            raise _BadRecord(column, f"{value!r} is not a count", "give a number of accelerators (e.g. 8, 0.5 or 500m)") from None
     else:
-        raise Bad(column, f"{value!r} is not a count", "give a number of accelerators")
+        raise _BadRecord(column, f"{value!r} is not a count", "give a number of accelerators")
     if f < 0:
-        raise Bad(column, f"{value!r} is negative", "give a number of accelerators >= 0")
+        raise _BadRecord(column, f"{value!r} is negative", "give a number of accelerators >= 0")
     if f > MAX_ACCELERATORS:
-        raise Bad(column, f"{str(value)[:40]} is more accelerators than any cluster holds",
+        raise _BadRecord(column, f"{str(value)[:40]} is more accelerators than any cluster holds",
                   f"give at most {MAX_ACCELERATORS} accelerators for one job")
     return f
 
@@ -222,7 +222,7 @@ def jobs_table(rows: Iterable[dict[str, Any]], *, table: str, source_file: Optio
         location a person reads, e.g. ``line 12``), and optionally
         ``allocated_accelerator_ns`` when the scheduler's allocation is not
         accelerators × (end − start) (Philly's attempts). A row may instead carry
-        ``_bad``: a :class:`Bad` found while reading it.
+        ``_bad``: a :class:`_BadRecord` found while reading it.
     table : str
         Names the input in errors (e.g. ``"sacct jobs.txt"``).
     source_file : str or None
@@ -245,7 +245,7 @@ def jobs_table(rows: Iterable[dict[str, Any]], *, table: str, source_file: Optio
     """
     check_on_invalid(on_invalid)
     good: list[dict[str, Any]] = []
-    bad: list[tuple[int, dict[str, Any], Bad]] = []
+    bad: list[tuple[int, dict[str, Any], _BadRecord]] = []
     rounded = 0
     seen: dict[tuple[Any, ...], int] = {}
     n = 0
@@ -257,10 +257,10 @@ def jobs_table(rows: Iterable[dict[str, Any]], *, table: str, source_file: Optio
             out, was_rounded = _derive(r)
             key = (out.get("cluster"), out["job"])
             if key in seen:
-                raise Bad("job", f"{out['job']!r} appears twice (first at record {seen[key]})",
+                raise _BadRecord("job", f"{out['job']!r} appears twice (first at record {seen[key]})",
                           "give each job once (one sacct/pod record per job), or keep the two clusters' cluster names")
             seen[key] = i
-        except Bad as b:
+        except _BadRecord as b:
             bad.append((i, r, b))
             continue
         rounded += was_rounded
@@ -288,7 +288,7 @@ def _derive(r: dict[str, Any]) -> tuple[dict[str, Any], int]:
     allocation was rounded to the ns."""
     job = r.get("job")
     if not isinstance(job, str) or not job:
-        raise Bad("job", "is empty", "give every job its id")
+        raise _BadRecord("job", "is empty", "give every job its id")
     sub, eli, sta, end = _check_times(r)
     _check_types(r)
     acc = r.get("accelerators")
@@ -299,7 +299,7 @@ def _derive(r: dict[str, Any]) -> tuple[dict[str, Any], int]:
     for c in ("exit_code", "restarts", "nodes"):
         v = out[c]
         if v is not None and not (-2**31 <= v <= _I32):
-            raise Bad(c, f"{v} is outside int32", f"give {c} as a 32-bit integer")
+            raise _BadRecord(c, f"{v} is outside int32", f"give {c} as a 32-bit integer")
     ready = eli if eli is not None else sub
     out["queue_ns"] = None if sta is None or ready is None else sta - ready
     out["allocated_accelerator_ns"], was_rounded = _allocation(r, acc, sub, sta, end)
@@ -312,15 +312,15 @@ def _check_times(r: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
     for c in _INPUT:
         v = r.get(c)
         if v is not None and not (-2**63 <= v <= _I64):
-            raise Bad(c, f"{v} ns is outside int64", "give times within the years 1678-2262")
+            raise _BadRecord(c, f"{v} ns is outside int64", "give times within the years 1678-2262")
     if sub is not None and eli is not None and eli < sub:
-        raise Bad("eligible_ns", "is before the submit time", "correct the times (eligible >= submit)")
+        raise _BadRecord("eligible_ns", "is before the submit time", "correct the times (eligible >= submit)")
     ready = eli if eli is not None else sub
     if sta is not None and ready is not None and sta < ready:
         which = "eligible" if eli is not None else "submit"
-        raise Bad("start_ns", f"is before the {which} time", f"correct the times (start >= {which})")
+        raise _BadRecord("start_ns", f"is before the {which} time", f"correct the times (start >= {which})")
     if sta is not None and end is not None and end < sta:
-        raise Bad("end_ns", "is before the start time", "correct the times (end >= start)")
+        raise _BadRecord("end_ns", "is before the start time", "correct the times (end >= start)")
     return sub, eli, sta, end
 
 
@@ -328,11 +328,11 @@ def _check_types(r: dict[str, Any]) -> None:
     """The text columns are strings, the counts and times integers."""
     for c in ("cluster", "user", "team", "partition", "state", "accelerator_type"):
         if r.get(c) is not None and not isinstance(r[c], str):
-            raise Bad(c, f"{r[c]!r} is not a string", f"give {c} as text")
+            raise _BadRecord(c, f"{r[c]!r} is not a string", f"give {c} as text")
     for c in ("exit_code", "restarts", "nodes", *_INPUT):
         v = r.get(c)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise Bad(c, f"{v!r} is not an integer", f"give {c} as an integer")
+            raise _BadRecord(c, f"{v!r} is not an integer", f"give {c} as an integer")
 
 
 def _allocation(r: dict[str, Any], acc: Optional[Fraction], sub: Any, sta: Any, end: Any) -> tuple[Optional[int], int]:
@@ -351,7 +351,7 @@ def _allocation(r: dict[str, Any], acc: Optional[Fraction], sub: Any, sta: Any, 
         alloc = round(exact)  # Fraction rounds half to even
         was_rounded = int(exact.denominator != 1)
     if alloc is not None and alloc > _I64:
-        raise Bad("allocated_accelerator_ns", f"{alloc} ns is past int64 (about 292 accelerator-years)",
+        raise _BadRecord("allocated_accelerator_ns", f"{alloc} ns is past int64 (about 292 accelerator-years)",
                   "split the job's record (pau cannot hold one job's allocation past int64 ns)")
     return alloc, was_rounded
 
@@ -419,7 +419,7 @@ def read_philly(path: str | os.PathLike[str], *, tz: Optional[str] = None, clust
             r["_where"] = f"job {i} ({r['job']})"
             rows.append(r)
             life.extend(lr)
-        except Bad as b:
+        except _BadRecord as b:
             jid = rec.get("jobid", rec.get("id")) if isinstance(rec, dict) else None
             rows.append({"_bad": b, "job": jid if isinstance(jid, str) else None, "_where": f"job {i}"})
     if no_status:
@@ -444,50 +444,50 @@ def _philly_attempt(a: Any, k: int, last: bool, before: Optional[int], gpus_fiel
     """Attempt ``k`` of a Philly job: (start ns, end ns or None while it runs, GPUs).
     ``before`` is the end of the attempt before it (only the last attempt may lack one)."""
     if not isinstance(a, dict):
-        raise Bad("attempts", f"attempt {k} is not an object", "give each attempt start_time and end_time")
+        raise _BadRecord("attempts", f"attempt {k} is not an object", "give each attempt start_time and end_time")
     s, e = a.get("start_time"), a.get("end_time")
     if s in (None, "None", ""):
-        raise Bad("attempts.start_time", f"attempt {k} has no start time (a logging error upstream)",
+        raise _BadRecord("attempts.start_time", f"attempt {k} has no start time (a logging error upstream)",
                   "set the job aside (on_invalid='quarantine'): its allocation cannot be known")
     s_ns = local_time(str(s), "attempts.start_time", zi)
     e_ns: Optional[int]
     if e in (None, "None", ""):
         if not last:
-            raise Bad("attempts.end_time", f"attempt {k} has no end time but is not the last",
+            raise _BadRecord("attempts.end_time", f"attempt {k} has no end time but is not the last",
                       "set the job aside (on_invalid='quarantine'): only the last attempt may still run")
         e_ns = None
     else:
         e_ns = local_time(str(e), "attempts.end_time", zi)
         if e_ns < s_ns:
-            raise Bad("attempts.end_time", f"attempt {k} ends before it starts", "correct the attempt's times")
+            raise _BadRecord("attempts.end_time", f"attempt {k} ends before it starts", "correct the attempt's times")
     if before is not None and s_ns < before:
-        raise Bad("attempts.start_time", f"attempt {k} starts before attempt {k - 1} ended",
+        raise _BadRecord("attempts.start_time", f"attempt {k} starts before attempt {k - 1} ended",
                   "give the attempts in order, each after the one before")
     detail = a.get("detail")
     g = gpus_field
     if isinstance(detail, list) and detail:
         g = sum(len(d["gpus"]) for d in detail if isinstance(d, dict) and isinstance(d.get("gpus"), list))
     if g is None:
-        raise Bad("num_gpus", f"attempt {k} names no GPUs", "give num_gpus, or the attempts' detail with their gpus")
+        raise _BadRecord("num_gpus", f"attempt {k} names no GPUs", "give num_gpus, or the attempts' detail with their gpus")
     return s_ns, e_ns, g
 
 
 def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
     if not isinstance(rec, dict):
-        raise Bad("job", f"is a JSON {type(rec).__name__}, not an object", "give each job as a JSON object")
+        raise _BadRecord("job", f"is a JSON {type(rec).__name__}, not an object", "give each job as a JSON object")
     jid = rec.get("jobid", rec.get("id"))
     if not isinstance(jid, str) or not jid:
-        raise Bad("jobid", "is missing", "give each job its jobid (or id, as the marwage subset names it)")
+        raise _BadRecord("jobid", "is missing", "give each job its jobid (or id, as the marwage subset names it)")
     sub = rec.get("submitted_time")
     sub_ns = None if sub in (None, "None", "") else local_time(str(sub), "submitted_time", zi)
     attempts = rec.get("attempts")
     if not isinstance(attempts, list):
-        raise Bad("attempts", "is missing or not a list", "give each job its list of attempts (it may be empty)")
+        raise _BadRecord("attempts", "is missing or not a list", "give each job its list of attempts (it may be empty)")
     gpus_field = rec.get("num_gpus")
     if gpus_field is not None and (isinstance(gpus_field, bool) or not isinstance(gpus_field, int) or gpus_field < 0):
-        raise Bad("num_gpus", f"{gpus_field!r} is not a count", "give num_gpus as a non-negative integer")
+        raise _BadRecord("num_gpus", f"{gpus_field!r} is not a count", "give num_gpus as a non-negative integer")
     if gpus_field is not None and gpus_field > MAX_ACCELERATORS:
-        raise Bad("num_gpus", f"{gpus_field} is more GPUs than any cluster holds", f"give at most {MAX_ACCELERATORS}")
+        raise _BadRecord("num_gpus", f"{gpus_field} is more GPUs than any cluster holds", f"give at most {MAX_ACCELERATORS}")
     status = rec.get("status")
     spans: list[tuple[int, Optional[int], int]] = []
     for k, a in enumerate(attempts):

@@ -57,7 +57,7 @@ import pyarrow as pa
 from pau.engine.types import Quarantined, RunWarning, check_on_invalid
 from pau.engine.vocab import counts_metadata
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
-from pau.readers.scheduler import Bad, Records, fraction, jobs_table, zone
+from pau.readers.scheduler import _BadRecord, Records, fraction, jobs_table, zone
 
 __all__ = ["read_sacct", "parse_sacct", "read_sacct_jobs", "parse_sacct_jobs", "SACCT_FORMAT", "SACCT_JOBS_FORMAT"]
 
@@ -461,20 +461,20 @@ def _text_jobs(text: str, table: str, zi: ZoneInfo | None, cluster: str | None) 
         where = f"line {lineno}"
         try:
             if len(fields) != len(keys):
-                raise Bad(header[0].strip(), f"has {len(fields)} fields where the header has {len(keys)}",
+                raise _BadRecord(header[0].strip(), f"has {len(fields)} fields where the header has {len(keys)}",
                           "give one value per header field, separated by '|' (a '|' inside a job name cannot be read)")
             get = {k: fields[i] for k, i in col.items()}
             job, _, step = get["jobid"].strip().partition(".")
             if not job:
-                raise Bad("JobID", "is empty", "give every line its JobID")
+                raise _BadRecord("JobID", "is empty", "give every line its JobID")
             if step:
                 order.append({"_step_of": job, "_where": where, "job": job})
                 continue
             try:
                 r = _text_job(get, job, zi, cluster)
             except _Bad as b0:
-                raise Bad(b0.field, b0.reason, b0.fix) from None
-        except Bad as b:
+                raise _BadRecord(b0.field, b0.reason, b0.fix) from None
+        except _BadRecord as b:
             order.append({"_bad": b, "_where": where, "job": fields[col["jobid"]].strip() if len(fields) > col["jobid"] else None})
             continue
         r["_where"] = where
@@ -484,7 +484,7 @@ def _text_jobs(text: str, table: str, zi: ZoneInfo | None, cluster: str | None) 
     for r in order:
         if "_step_of" in r:
             if r["_step_of"] not in jobs:
-                rows.append({"_bad": Bad("JobID", f"is a step of job {r['_step_of']}, whose allocation line is not in the output",
+                rows.append({"_bad": _BadRecord("JobID", f"is a step of job {r['_step_of']}, whose allocation line is not in the output",
                                          "give sacct's whole output for the job (its allocation line too)"),
                              "_where": r["_where"], "job": r["job"]})
             continue
@@ -505,7 +505,7 @@ def _text_job(get: dict[str, Any], job: str, zi: ZoneInfo | None, cluster: str |
     if ec is not None:
         m = _EXIT.match(ec)
         if m is None:
-            raise Bad("ExitCode", f"{ec!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
+            raise _BadRecord("ExitCode", f"{ec!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
         r["exit_code"] = int(m.group(1))
     for k, c in (("restarts", "restarts"), ("nnodes", "nodes")):
         if k in get:
@@ -549,7 +549,7 @@ def _json_jobs(text: str, table: str, cluster: str | None) -> tuple[list[dict[st
         try:
             r = _json_job(j, cluster)
             r["_where"] = where
-        except Bad as b:
+        except _BadRecord as b:
             jid = j.get("job_id") if isinstance(j, dict) else None
             r = {"_bad": b, "_where": where, "job": None if jid is None else str(jid)}
         rows.append(r)
@@ -561,7 +561,7 @@ def _json_time(t: dict[str, Any], key: str) -> int | None:
     if v is None or v == 0:  # Slurm writes 0 for "not set"
         return None
     if not isinstance(v, int) or v < 0:
-        raise Bad(f"time.{key}", f"{v!r} is not seconds since the epoch", "give the job's times as sacct --json writes them")
+        raise _BadRecord(f"time.{key}", f"{v!r} is not seconds since the epoch", "give the job's times as sacct --json writes them")
     return v * _NS
 
 
@@ -588,10 +588,10 @@ def _json_gpus(tres: Any, key: str) -> tuple[int | None, str | None]:
 
 def _json_job(j: Any, cluster: str | None) -> dict[str, Any]:
     if not isinstance(j, dict):
-        raise Bad("jobs", "is not an object", "give each job as sacct --json writes it")
+        raise _BadRecord("jobs", "is not an object", "give each job as sacct --json writes it")
     jid = _num(j.get("job_id"))
     if not isinstance(jid, int):
-        raise Bad("job_id", f"{j.get('job_id')!r} is not a job id", "give each job its job_id")
+        raise _BadRecord("job_id", f"{j.get('job_id')!r} is not a job id", "give each job its job_id")
     name = str(jid)
     arr, het = j.get("array") or {}, j.get("het") or {}
     a_job, a_task = _num(arr.get("job_id")), _num(arr.get("task_id"))
@@ -609,7 +609,7 @@ def _json_job(j: Any, cluster: str | None) -> dict[str, Any]:
     code = _num(ec.get("return_code")) if isinstance(ec, dict) else _num(ec)
     t = j.get("time") or {}
     if not isinstance(t, dict):
-        raise Bad("time", "is not an object", "give the job's time object as sacct --json writes it")
+        raise _BadRecord("time", "is not an object", "give the job's time object as sacct --json writes it")
     tres = j.get("tres") or {}
 
     r: dict[str, Any] = {"job": name, "cluster": j.get("cluster") or cluster, "scheduler": "slurm", "user": j.get("user"),
