@@ -443,3 +443,34 @@ def test_step_figures_need_steps_of_one_rank_each():
                                dict(record="step", attempt=1, rank=-1, step=1, start_ns=0, end_ns=10)],
                               schema=LIFECYCLE_SCHEMA)
     assert stragglers.step_figures(lc) is None
+
+
+def test_alibaba_minibatch_refuses_what_it_cannot_time(tmp_path):
+    """A missing file, a bad unit, and batch times that are negative, NaN or past int64
+    ns are errors naming the row, never a made-up duration."""
+    from pau.errors import InvalidRowError, NoInputError, OptionError
+
+    with pytest.raises(NoInputError, match="no file at"):
+        alibaba.read_alibaba_minibatch(tmp_path / "none.csv")
+    good = tmp_path / "job_9_norm.csv"
+    good.write_text("worker,gpu,time,batch_time_norm\n0,0,1,500\n1,1,1,400\n")
+    with pytest.raises(OptionError, match="unit_ns = 0"):
+        alibaba.read_alibaba_minibatch(good, unit_ns=0)
+    t = alibaba.read_alibaba_minibatch(good, unit_ns=2)
+    assert t.column("end_ns").to_pylist() == [1000, 800] and t.column("start_ns").to_pylist() == [0, 0]
+    for value, row in (("-3", 1), ("inf", 1), ("1e300", 0)):
+        bad = tmp_path / "job_8_norm.csv"
+        first, second = (value, "400") if row == 0 else ("500", value)
+        bad.write_text(f"worker,gpu,time,batch_time_norm\n0,0,1,{first}\n1,1,1,{second}\n")
+        with pytest.raises(InvalidRowError, match=rf"column 'batch_time_norm', row {row}: .*not a batch time"):
+            alibaba.read_alibaba_minibatch(bad)
+    # with quarantine the bad rows are set aside, named by line, and the rest is timed
+    bad.write_text("worker,gpu,time,batch_time_norm\n0,0,1,500\n1,1,1,-3\n,1,2,7\n0,0,2,100\n")
+    t, q = alibaba.read_alibaba_minibatch(bad, on_invalid="quarantine")
+    assert t.select(["rank", "step", "start_ns", "end_ns"]).to_pylist() == [
+        {"rank": 0, "step": 1, "start_ns": 0, "end_ns": 500_000_000},
+        {"rank": 0, "step": 2, "start_ns": 500_000_000, "end_ns": 600_000_000}]
+    assert q.column("location").to_pylist() == ["line 3", "line 4"] and q.column("row").to_pylist() == [1, 2]
+    assert q.column("reason").to_pylist()[1] == "column worker: null worker"
+    good_t, none = alibaba.read_alibaba_minibatch(good, on_invalid="quarantine")
+    assert none.num_rows == 0 and good_t.num_rows == 2

@@ -336,13 +336,13 @@ def test_mlperf_runs_compare_per_trained_model(tmp_path, capsys):
     assert (ra.metadata["step_unit"], rb.metadata["step_unit"]) == ("block", "epoch")
     for side, run in (("a", ra), ("b", rb)):
         got = fig["mlperf"][side]
-        assert _same(got, mlperf_rules.per_trained_model(run.ledger().summary(), run.metadata))
+        assert _same(got, mlperf_rules.time_per_trained_model(run.ledger().summary(), run.metadata))
         assert got["trained_models"] == 1 and got["accountable_ns_per_trained_model"] == \
             run.ledger().summary()["accountable_ns"]
         assert got["time_to_train_ns"] == run.metadata["time_to_train_ns"]
     # a run that did not reach its target trained no model: nothing per model
     rf = pau.read(failed)
-    got = mlperf_rules.per_trained_model(rf.ledger().summary(), rf.metadata)
+    got = mlperf_rules.time_per_trained_model(rf.ledger().summary(), rf.metadata)
     assert rf.metadata["status"] != "success" and got["trained_models"] == 0
     assert got["accountable_ns_per_trained_model"] is None and got["state_ns_per_trained_model"] is None
     assert cli.main(["compare", a, b, "-q", "--labels", "asus,tinybox"]) == 0

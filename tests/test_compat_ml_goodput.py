@@ -755,7 +755,7 @@ def test_files_and_cloud_logging_shape(tmp_path):
 def test_ledger_quarantine_counts_entries():
     entries = sample_program()
     entries.insert(3, {"job_name": JOB, "mystery": 1})
-    led = mg.ledger(entries, on_invalid="quarantine")
+    led = mg.ledger_from_entries(entries, on_invalid="quarantine")
     assert led.lifecycle_quarantine is not None
     assert led.lifecycle_quarantine.column("row").to_pylist() == [3]
     # entries given as a list: no file; the entry's JSON as it was given

@@ -18,13 +18,12 @@ import pyarrow as pa
 import pytest
 
 import pau.core as core
-from pau.engine.types import Quarantined
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
 from pau.readers.detect import UnknownFormatError, _fleet_hint, detect_format
 from pau.readers.kubernetes import read_alibaba_pods, read_pods
 from pau.readers.megatron import read_megatron
 from pau.readers.nvrx import read_nvrx
-from pau.readers.scheduler import JOB_LIFECYCLE_SCHEMA, JOBS_SCHEMA, jobs_table, read_philly
+from pau.readers.scheduler import JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, JOBS_SCHEMA, Records, jobs_table, read_philly
 from pau.readers.slurm import parse_sacct_jobs, read_sacct_jobs
 from shared_data import shared
 
@@ -48,6 +47,13 @@ def codes(warnings):
 
 # --- the jobs table ---------------------------------------------------------------
 
+def _nothing_set_aside(rec):
+    """A reader's one result type: Records whose quarantine is empty, in its layout, when
+    nothing was set aside (on_invalid="raise", the default)."""
+    assert isinstance(rec, Records)
+    assert rec.quarantine.schema.equals(JOBS_QUARANTINE_SCHEMA) and rec.quarantine.num_rows == 0
+
+
 def test_jobs_table_derives_queue_and_allocation_exactly():
     rows = [
         {"job": "a", "scheduler": "slurm", "submit_ns": 0, "eligible_ns": 5, "start_ns": 12, "end_ns": 112,
@@ -57,7 +63,9 @@ def test_jobs_table_derives_queue_and_allocation_exactly():
         {"job": "c", "scheduler": "slurm", "submit_ns": 7, "accelerators": 4, "_where": "line 4"},  # never started
         {"job": "d", "scheduler": "slurm", "submit_ns": 0, "start_ns": 1, "accelerators": 4, "_where": "line 5"},  # running
     ]
-    t = jobs_table(rows, table="t", source_file=None)
+    got = jobs_table(rows, table="t", source_file=None)
+    t = got.jobs
+    assert got.lifecycle is None and got.warnings == [] and got.quarantine.num_rows == 0
     assert t.schema.equals(JOBS_SCHEMA)
     d = t.to_pydict()
     assert d["queue_ns"] == [7, 3, None, 1]  # a: start - eligible (eligible given)
@@ -72,13 +80,13 @@ def test_jobs_table_refuses_int64_overflow_and_bad_order():
     with pytest.raises(InvalidRowError, match=r"column 'allocated_accelerator_ns', row 0: .*past int64.*line 9"):
         jobs_table(big, table="t", source_file=None)
     ok = [{"job": "x", "scheduler": "slurm", "start_ns": 0, "end_ns": year, "accelerators": 290, "_where": "line 9"}]
-    assert jobs_table(ok, table="t", source_file=None)["allocated_accelerator_ns"][0].as_py() == 290 * year
+    assert jobs_table(ok, table="t", source_file=None).jobs["allocated_accelerator_ns"][0].as_py() == 290 * year
     back = [{"job": "y", "scheduler": "slurm", "start_ns": 10, "end_ns": 5, "accelerators": 1, "_where": "line 3"}]
     with pytest.raises(InvalidRowError, match=r"column 'end_ns'.*before the start.*Fix: correct the times"):
         jobs_table(back, table="t", source_file=None)
     dup = [{"job": "z", "scheduler": "slurm"}, {"job": "z", "scheduler": "slurm"}]
     q = jobs_table(dup, table="t", source_file="f.txt", on_invalid="quarantine")
-    assert q.result.num_rows == 1 and q.quarantine["row"].to_pylist() == [1]
+    assert q.jobs.num_rows == 1 and q.quarantine["row"].to_pylist() == [1]
     assert "appears twice" in q.quarantine["reason"][0].as_py()
 
 
@@ -87,6 +95,7 @@ def test_jobs_table_refuses_int64_overflow_and_bad_order():
 def test_sacct_real_sample_jobs_by_hand():
     path = shared("fleet", "slurm_sacct", "psc_bridges_sacct_parsable.txt")
     rec = read_sacct_jobs(path, tz="America/New_York")
+    _nothing_set_aside(rec)
     raw = [ln.split("|") for ln in _read(path).splitlines()[1:] if ln.strip()]
     allocs = [f for f in raw if "." not in f[0]]
     assert rec.jobs.num_rows == len(allocs) == 106
@@ -156,7 +165,7 @@ def test_sacct_bad_input():
         parse_sacct_jobs(bad, tz="UTC")
     orphan = "JobID|State\n7.batch|COMPLETED\n8|FAILED\n"
     q = parse_sacct_jobs(orphan, tz="UTC", on_invalid="quarantine")
-    assert isinstance(q, Quarantined) and q.result.jobs["job"].to_pylist() == ["8"]
+    assert isinstance(q, Records) and q.jobs["job"].to_pylist() == ["8"]
     assert q.quarantine["location"].to_pylist() == ["line 2"] and "allocation line" in q.quarantine["reason"][0].as_py()
     with pytest.raises(InvalidRowError, match=r"column 'ExitCode'.*not an exit code.*line 2"):
         parse_sacct_jobs("JobID|ExitCode\n9|zero\n", tz="UTC")
@@ -171,6 +180,7 @@ def test_sacct_bad_input():
 def test_pods_json_sample():
     path = os.path.join(FLEET, "k8s_pods", "pods_sample.json")
     rec = read_pods(path, cluster="lab")
+    _nothing_set_aside(rec)
     d = {r["job"]: r for r in rec.jobs.to_pylist()}
     a = d["research/train-a"]
     assert a["submit_ns"] == utc(2026, 3, 2, 10, 0, 0) and a["start_ns"] == utc(2026, 3, 2, 10, 0, 30)
@@ -188,6 +198,7 @@ def test_pods_json_sample():
 def test_alibaba_pods_against_pandas():
     path = shared("cluster", "alibaba", "gpu-v2023", "openb_pod_list_default.csv")
     rec = read_alibaba_pods(path, origin_ns=1_700_000_000 * S)
+    _nothing_set_aside(rec)
     df = pd.read_csv(path)
     assert rec.jobs.num_rows == len(df) == 8152
     ran = df[df.scheduled_time.notna()]
@@ -211,7 +222,7 @@ def test_pods_bad_input(tmp_path):
     c.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
                  "p0,1,1,1,1500,,LS,Running,0,10,0\np1,1,1,1,500,,LS,Running,0,10,2\n")
     q = read_alibaba_pods(c, origin_ns=0, on_invalid="quarantine")
-    assert q.result.jobs["job"].to_pylist() == ["p1"] and q.result.jobs["allocated_accelerator_ns"][0].as_py() == 4 * S
+    assert q.jobs["job"].to_pylist() == ["p1"] and q.jobs["allocated_accelerator_ns"][0].as_py() == 4 * S
     assert q.quarantine["location"].to_pylist() == ["line 2"] and "gpu_milli" in q.quarantine["reason"][0].as_py()
     with pytest.raises(NoInputError):
         read_pods(tmp_path / "none.json")
@@ -222,6 +233,7 @@ def test_pods_bad_input(tmp_path):
 def test_philly_against_pandas():
     path = shared("cluster", "philly", "jobs_subset_marwage.json")
     rec = read_philly(path, tz="UTC")
+    _nothing_set_aside(rec)
     raw = json.loads(_read(path))
     att = pd.DataFrame([{"job": j["id"], "gpus": j["num_gpus"], "start": a["start_time"], "end": a["end_time"]}
                         for j in raw for a in j["attempts"]])
@@ -265,8 +277,8 @@ def test_philly_bad_input(tmp_path):
     with pytest.raises(InvalidRowError, match=r"philly .*p.json: column 'attempts.start_time', row 0: .*job 0.*Fix"):
         read_philly(p, tz="UTC")
     q = read_philly(p, tz="UTC", on_invalid="quarantine")
-    assert q.result.jobs["job"].to_pylist() == ["b"] and q.quarantine["job"].to_pylist() == ["a"]
-    assert q.result.jobs["allocated_accelerator_ns"].to_pylist() == [0]
+    assert q.jobs["job"].to_pylist() == ["b"] and q.quarantine["job"].to_pylist() == ["a"]
+    assert q.jobs["allocated_accelerator_ns"].to_pylist() == [0]
 
 
 # --- Megatron-LM -------------------------------------------------------------------
@@ -276,6 +288,7 @@ MEGA = os.path.join(FLEET, "megatron_log", "gpt3_ckpt_resume_sample.log")
 
 def test_megatron_sample_lifecycle():
     rec = read_megatron(MEGA, tz="UTC", job="812001")
+    _nothing_set_aside(rec)
     t = rec.lifecycle.to_pandas(integer_object_nulls=True)
     att = t[t.record == "attempt"]
     assert sorted(att["rank"].unique()) == list(range(8)) and sorted(att.attempt.unique()) == [0, 1]
@@ -333,6 +346,7 @@ NVRX_LOG = os.path.join(FLEET, "nvrx_launcher_log", "ft_launcher_node001.log")
 
 def test_nvrx_cycles_and_profiling_events():
     rec = read_nvrx(NVRX, log=NVRX_LOG, ranks_per_node=4)
+    _nothing_set_aside(rec)
     t = rec.lifecycle.to_pandas(integer_object_nulls=True)
     files = [json.loads(_read(os.path.join(NVRX, f"cycle_info.4711.0.{c}"))) for c in range(3)]
     att = t[t.record == "attempt"]
@@ -364,7 +378,7 @@ def test_nvrx_bad_input(tmp_path):
         read_nvrx(tmp_path, ranks_per_node=8)
     q = read_nvrx(tmp_path, ranks_per_node=8, on_invalid="quarantine")
     assert q.quarantine["source_file"][0].as_py().endswith("cycle_info.4711.0.1")
-    assert q.result.lifecycle.num_rows == 2 * 8 and q.quarantine["row"].to_pylist() == [1]
+    assert q.lifecycle.num_rows == 2 * 8 and q.quarantine["row"].to_pylist() == [1]
     (tmp_path / "cycle_info.4711.1.0").write_text(json.dumps({**good, "attempt_index": 1}))
     (tmp_path / "cycle_info.4711.0.1").unlink()
     two = read_nvrx(tmp_path, log=NVRX_LOG, ranks_per_node=8)

@@ -66,16 +66,21 @@ LEVELS = [
     # readers' data tables and shared parts
     {"pau.readers.devices", "pau.readers.mlperf_rules", "pau.readers._files", "pau.readers.detect",
      "pau.readers.scheduler"},
+    # the telemetry samples table and what its readers share
+    {"pau.readers.samples"},
+    # telemetry readers, one per tool (the Nsight one, beside the Nsight reader, below)
+    {"pau.readers.nvidia_smi", "pau.readers.dcgm", "pau.readers.amd_smi"},
     # readers: other tools' files in
     {"pau.readers", "pau.readers.kineto", "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving",
      "pau.readers.slurm", "pau.readers.telemetry", "pau.readers.kubernetes", "pau.readers.megatron",
-     "pau.readers.nvrx", "pau.readers.alibaba"},
+     "pau.readers.nvrx", "pau.readers.alibaba", "pau.readers.nsys_metrics"},
     # figures: the helpers they share
     {"pau.figures", "pau.figures._common"},
     # figures over ledgers and runs; other tools' definitions on the same ledger
     {"pau.figures.align", "pau.figures.hardware", "pau.figures.idle", "pau.figures.stragglers",
      "pau.figures.interference", "pau.figures.goodput", "pau.figures.recovery",
-     "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput"},
+     "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput", "pau.compat.mlg_entries",
+     "pau.compat.mlg_library", "pau.compat.mlg_lifecycle"},
     # figures over those: economics (telemetry's energy), the layers (FLOPs, telemetry)
     {"pau.figures.economics", "pau.figures.layers"},
     # two runs side by side (cost from economics)

@@ -29,7 +29,6 @@ LONG = {
     ("csrc/core/life_setup.hpp", "pau::core::life::setup"),
     ("csrc/core/life_setup.hpp", "pau::core::life::setup_jobs"),
     ("src/pau/_args.py", "parser"),
-    ("src/pau/compat/ml_goodput.py", "_records"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/distributed.py", "classify_partitions"),
@@ -43,11 +42,7 @@ LONG = {
     ("src/pau/fleet/place.py", "placement"),
     ("src/pau/fleet/rollup.py", "rollup"),
     ("src/pau/readers/kineto.py", "_assemble"),
-    ("src/pau/readers/megatron.py", "read_megatron"),
-    ("src/pau/readers/mllog.py", "_read_one"),
     ("src/pau/readers/nsys.py", "read_nsys"),
-    ("src/pau/readers/nvrx.py", "read_nvrx"),
-    ("src/pau/readers/telemetry.py", "read_nvidia_smi"),
     ("src/pau/views/chrome_trace.py", "chrome_trace"),
     ("src/pau/views/html.py", "render"),
 }
@@ -56,12 +51,10 @@ LONG = {
 BIG = {
     "csrc/core/life_setup.hpp",
     "csrc/core/sweep.hpp",
-    "src/pau/compat/ml_goodput.py",
     "src/pau/engine/_lifecycle.py",
     "src/pau/figures/economics.py",
     "src/pau/fleet/rollup.py",
     "src/pau/readers/kineto.py",
-    "src/pau/readers/telemetry.py",
     "src/pau/run.py",
 }
 

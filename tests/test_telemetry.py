@@ -229,6 +229,11 @@ def test_dcgmi_dmon_output(tmp_path):
     assert _series(tel, 0, "power_w") == ([10 * S, 11 * S], [100.0, 300.0])
     assert _series(tel, 1, "energy_j") == ([10 * S, 11 * S], [2000.0, 2002.25])
     assert _series(tel, 1, "sm_active") == ([11 * S], [1.0])
+    with pytest.raises(OptionError, match="start_ns= .* interval_ns="):
+        R.read_telemetry(path, start_ns=1.5, interval_ns=S)  # an int of ns, never truncated
+    top = 2**63 - 1 - S // 2   # the first block fits int64 ns, the second does not
+    with pytest.raises(InvalidRowError, match=r"block 1 is taken at \d+ ns, past int64 ns"):
+        R.read_telemetry(path, start_ns=top, interval_ns=S)
     path.write_text(text.replace("mJ", "J "))
     with pytest.raises(SchemaError, match="TOTEC.*'J'"):
         R.read_telemetry(path, start_ns=0, interval_ns=S)
@@ -527,6 +532,7 @@ def test_bad_samples_table(case, rows, column, row, reason):
         R.check_samples(_table(rows))
     assert (err.value.table, err.value.column, err.value.row) == ("samples", column, row)
     assert reason in err.value.reason
+    assert R.check_samples(_table([(0, 1, "power_w", 1.0)]))[1].equals(QUARANTINE_SCHEMA.empty_table())
     clean, q = R.check_samples(_table(rows), on_invalid="quarantine")
     assert q.schema == QUARANTINE_SCHEMA     # an in-memory table: no file
     assert q["source_file"].to_pylist() == [None] and q["location"].to_pylist() == [f"row {row}"]

@@ -8,6 +8,8 @@ the offending rows in a separate table with a reason per row.
 
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
 __all__ = [
     "PauError",
     "SchemaError",
@@ -20,6 +22,11 @@ __all__ = [
     "OptionError",
     "ManyJobsError",
     "NoInputError",
+    "UnknownFormatError",
+    "TelemetryFormatError",
+    "ServingFormatError",
+    "MLLogError",
+    "RulesError",
 ]
 
 
@@ -121,3 +128,55 @@ class NoInputError(PauError, FileNotFoundError):
     """Nothing to read: no file or folder at a path, or a folder without a file of the
     format asked for. Also a ``FileNotFoundError``, so callers that caught that before
     still catch it."""
+
+
+class UnknownFormatError(PauError):
+    """Raised by :func:`pau.read` and :func:`pau.readers.detect_format` when no reader
+    recognises a file (or a file pau knows but does not read as a run, such as fleet
+    records, whose reader the message names). Attributes: ``path``, ``problem``."""
+
+    def __init__(self, path: str, problem: str, formats: Sequence[str] = ()):
+        self.path, self.problem = path, problem
+        fix = ("" if ". Fix: " in problem else
+               f". Fix: give one of {', '.join(formats)} (PyTorch profiler JSON, Nsight Systems .sqlite export, "
+               "MLPerf :::MLLOG log, vLLM/AIPerf/LLMPerf/GenAI-Perf per-request results, pau Parquet, a CSV of "
+               "device events), or pass the format explicitly")
+        super().__init__(f"{path}: {problem}{fix}")
+
+
+class TelemetryFormatError(PauError):
+    """Raised by the telemetry readers (:mod:`pau.readers.telemetry`) when a file cannot
+    be read as a whole: not the format, no timestamps, a column in a unit pau does not
+    know. A bad sample row is an :class:`InvalidRowError` instead (or a quarantine row).
+    Attributes: ``path``, ``problem``, ``fix``."""
+
+    def __init__(self, path: str, problem: str, fix: str):
+        self.path, self.problem, self.fix = path, problem, fix
+        super().__init__(f"{path}: {problem}. Fix: {fix}")
+
+
+class ServingFormatError(PauError):
+    """Raised by :func:`pau.readers.read_serving` for a serving result file it cannot use
+    (or, with ``on_invalid="raise"``, its first unusable record). Attributes: ``path``,
+    ``record`` (index or line, or None), ``problem``, ``fix``."""
+
+    def __init__(self, path: str, problem: str, fix: str, record: Optional[str] = None):
+        self.path, self.record, self.problem, self.fix = path, record, problem, fix
+        where = f", {record}" if record else ""
+        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
+
+
+class MLLogError(PauError):
+    """Raised by :func:`pau.readers.read_mllog` for an MLPerf log it cannot use (empty,
+    no well-formed ``:::MLLOG`` lines, no ``run_start``, a bad system description).
+    Attributes: ``path``, ``line`` (1-based or None), ``problem``, ``fix``."""
+
+    def __init__(self, path: str, problem: str, fix: str, line: Optional[int] = None):
+        self.path, self.line, self.problem, self.fix = path, line, problem, fix
+        where = f", line {line}" if line is not None else ""
+        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
+
+
+class RulesError(OptionError):
+    """Raised when a device rule table given as ``rules=`` (:mod:`pau.readers.devices`,
+    ``docs/devices.md``) is not one: the message names the device, the field and the fix."""

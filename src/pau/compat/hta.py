@@ -34,11 +34,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from pau.readers.kineto import NoDeviceEventsError, _File, _load_files
+
+if TYPE_CHECKING:  # pandas is an optional extra (pau[pandas]): imported when a function runs
+    import pandas
 
 __all__ = ["comm_comp_overlap", "idle_time_breakdown", "temporal_breakdown"]
 
@@ -77,7 +81,7 @@ class _Rank:
     name: np.ndarray
     ktype: np.ndarray       # int8 per row (HTA kernel type of the name)
     runtime_ts: np.ndarray  # float64 us: ts of the launching host event, NaN if none
-    strings: list
+    strings: list[Any]
 
 
 def _hta_times(f: _File) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +203,8 @@ def _merge(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _kernels(r: _Rank) -> np.ndarray:
-    return r.stream != -1
+    out: np.ndarray = r.stream != -1
+    return out
 
 
 def _no_kernels(r: _Rank, what: str) -> NoDeviceEventsError:
@@ -210,15 +215,16 @@ def _no_kernels(r: _Rank, what: str) -> NoDeviceEventsError:
         "on_invalid='quarantine'")
 
 
-def _pandas():
+def _pandas() -> ModuleType:
     try:
         import pandas as pd
     except ImportError as exc:  # pragma: no cover - pandas is in the test extra
         raise ImportError("pau.compat.hta returns pandas DataFrames: pip install 'pau[pandas]'") from exc
-    return pd
+    mod: ModuleType = pd
+    return mod
 
 
-def temporal_breakdown(trace_dir: Any, **_knobs):
+def temporal_breakdown(trace_dir: Any, **_knobs: Any) -> pandas.DataFrame:
     """HTA 0.5.0's ``get_temporal_breakdown()``.
 
     Returns
@@ -251,7 +257,7 @@ def temporal_breakdown(trace_dir: Any, **_knobs):
     return df
 
 
-def comm_comp_overlap(trace_dir: Any):
+def comm_comp_overlap(trace_dir: Any) -> pandas.DataFrame:
     """HTA 0.5.0's ``get_comm_comp_overlap()``.
 
     Returns
@@ -286,7 +292,7 @@ def comm_comp_overlap(trace_dir: Any):
 
 
 def idle_time_breakdown(trace_dir: Any, ranks: Sequence[int] | None = None,
-                        streams: Sequence[int] | None = None, consecutive_kernel_delay: float = 30):
+                        streams: Sequence[int] | None = None, consecutive_kernel_delay: float = 30) -> pandas.DataFrame:
     """HTA 0.5.0's ``get_idle_time_breakdown()`` (its first DataFrame).
 
     Per rank and stream, the gaps between consecutive kernels (kernels, copies, fills

@@ -22,7 +22,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence, cast
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +37,6 @@ from pau.readers.kubernetes import read_alibaba_pods, read_pods
 from pau.readers.megatron import read_megatron
 from pau.readers.nvrx import read_nvrx
 from pau.readers.scheduler import JOBS_SCHEMA, read_philly
-from pau.readers.scheduler import Records as _Read
 from pau.readers.slurm import read_sacct_jobs
 from pau.run import Run
 
@@ -151,24 +150,24 @@ def read_records(fmt: str, root: str, files: Sequence[str], *, cluster: Optional
     records do not, ``tz`` the zone of local times (sacct, Philly, Megatron-LM),
     ``origin_ns`` the start of the Alibaba pod list's relative times."""
     if fmt == "sacct":
-        r = cast(_Read, read_sacct_jobs(root, tz=tz, cluster=cluster))
+        r = read_sacct_jobs(root, tz=tz, cluster=cluster)
         return Records(r.jobs, [], list(r.warnings))
     if fmt == "pods":
-        r = cast(_Read, read_pods(root, cluster=cluster))
+        r = read_pods(root, cluster=cluster)
         return Records(r.jobs, [], list(r.warnings))
     if fmt == "alibaba_pods":
         kw: dict[str, Any] = {} if cluster is None else {"cluster": cluster}
-        r = cast(_Read, read_alibaba_pods(root, origin_ns=origin_ns, **kw))
+        r = read_alibaba_pods(root, origin_ns=origin_ns, **kw)
         return Records(r.jobs, [], list(r.warnings))
     if fmt == "philly":
-        r = cast(_Read, read_philly(root, tz=tz, **({} if cluster is None else {"cluster": cluster})))
+        r = read_philly(root, tz=tz, **({} if cluster is None else {"cluster": cluster}))
         return Records(r.jobs, philly_runs(r.jobs, r.lifecycle, root, r.warnings), list(r.warnings))
     if fmt == "megatron":
-        r = cast(_Read, read_megatron(root, tz=tz))
+        r = read_megatron(root, tz=tz)
         meta = {"format": "megatron", "sources": [root]}
         return Records(None, [(None, _lifecycle_run(r.lifecycle, meta, r.warnings))])
     if fmt == "nvrx":
-        r = cast(_Read, read_nvrx(list(files)))
+        r = read_nvrx(list(files))
         lc = r.lifecycle
         jobs = lc["job"].unique().to_pylist() if lc is not None and "job" in lc.column_names else []
         meta = {"format": "nvrx", "sources": list(files)}

@@ -41,7 +41,7 @@ import sqlite3
 import pathlib
 import zlib
 
-from pau.errors import NoInputError, PauError
+from pau.errors import NoInputError, UnknownFormatError
 
 __all__ = ["FORMATS", "UnknownFormatError", "detect_format"]
 
@@ -56,16 +56,9 @@ _NSYS_REP_FIX = ("an Nsight Systems report, which pau reads as its SQLite export
 _HEAD = 256 * 1024
 
 
-class UnknownFormatError(PauError):
-    """No reader recognises the file."""
-
-    def __init__(self, path: str, problem: str):
-        self.path, self.problem = path, problem
-        fix = ("" if ". Fix: " in problem else
-               f". Fix: give one of {', '.join(FORMATS)} (PyTorch profiler JSON, Nsight Systems .sqlite export, "
-               "MLPerf :::MLLOG log, vLLM/AIPerf/LLMPerf/GenAI-Perf per-request results, pau Parquet, a CSV of "
-               "device events), or pass the format explicitly")
-        super().__init__(f"{path}: {problem}{fix}")
+def _unknown(path: str, problem: str) -> UnknownFormatError:
+    """:class:`pau.errors.UnknownFormatError` naming the formats pau reads."""
+    return UnknownFormatError(path, problem, FORMATS)
 
 
 def _head(path: str) -> bytes:
@@ -76,7 +69,7 @@ def _head(path: str) -> bytes:
             with gzip.open(path, "rb") as g:
                 return g.read(_HEAD)
         except (OSError, EOFError, zlib.error) as exc:
-            raise UnknownFormatError(path, f"a gzip file that cannot be decompressed ({exc})") from None
+            raise _unknown(path, f"a gzip file that cannot be decompressed ({exc})") from None
     return raw
 
 
@@ -155,19 +148,39 @@ def _fleet_hint(text: str) -> tuple[str, str] | None:
 
 def _detect_file(path: str) -> str:
     if path.endswith(_NSYS_REP):
-        raise UnknownFormatError(path, _NSYS_REP_FIX)
+        raise _unknown(path, _NSYS_REP_FIX)
     if os.path.getsize(path) == 0:
-        raise UnknownFormatError(path, "the file is empty")
+        raise _unknown(path, "the file is empty")
     head = _head(path)
     if head[:4] == b"PAR1":
         return "parquet"
     if head[:16] == b"SQLite format 3\x00":
         if _is_nsys(path):
             return "nsys"
-        raise UnknownFormatError(path, "a SQLite database that is not an Nsight Systems export (no StringIds)")
+        raise _unknown(path, "a SQLite database that is not an Nsight Systems export (no StringIds)")
     text = head.decode("utf-8", errors="replace")
     if ":::MLLOG" in text:
         return "mllog"
+    found = _json_format(path, text)
+    if found is not None:
+        return found
+    if _is_event_csv(text):
+        return "csv"
+    hint = _fleet_hint(text)
+    if hint is not None:
+        what, fn = hint
+        raise _unknown(path, f"{what}: fleet records, not a run, so pau.read does not take it. "
+                                 f"Fix: read it with pau.readers.{fn}(path) (docs/fleet.md)")
+    if path.endswith(".csv"):
+        raise _unknown(path, "a CSV file whose header does not name the events' columns "
+                                 f"({', '.join(CSV_EVENT_COLUMNS)}; stream, name optional)")
+    raise _unknown(path, "the content matches no known format")
+
+
+def _json_format(path: str, text: str) -> str | None:
+    """``kineto`` or ``serving`` for the JSON of a trace or per-request results (the
+    head of the file, ``text``); an error for a summary without per-request records;
+    None when the text is neither."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
         if re.search(r'"traceEvents"\s*:', text) or re.search(r'"(?:schemaVersion|distributedInfo|deviceProperties)"\s*:', text):
@@ -177,30 +190,20 @@ def _detect_file(path: str) -> str:
         if _is_aiperf_line(stripped.split("\n", 1)[0]):
             return "serving"
         if re.search(r'"records"\s*:\s*\{', text) and re.search(r'"(?:input_config|error_summary)"\s*:', text):
-            raise UnknownFormatError(path, "an AIPerf summary (aggregates only, no per-request records): give the "
-                                     "profile_export.jsonl beside it")
+            raise _unknown(path, "an AIPerf summary (aggregates only, no per-request records): give the "
+                                 "profile_export.jsonl beside it")
         if re.search(r'"results_(?:ttft_s_mean|num_completed_requests)"\s*:', text):
-            raise UnknownFormatError(path, "an LLMPerf summary (quantiles only, no per-request records): give the "
-                                     "*_individual_responses.json beside it")
+            raise _unknown(path, "an LLMPerf summary (quantiles only, no per-request records): give the "
+                                 "*_individual_responses.json beside it")
     if (re.match(r'\[\s*\{', stripped) and re.search(r'"ttft_s"\s*:', text)
             and re.search(r'"end_to_end_latency_s"\s*:', text)):
         return "serving"
     if stripped.startswith("[") and re.search(r'"ph"\s*:', text):
         return "kineto"
-    if _is_event_csv(text):
-        return "csv"
-    hint = _fleet_hint(text)
-    if hint is not None:
-        what, fn = hint
-        raise UnknownFormatError(path, f"{what}: fleet records, not a run, so pau.read does not take it. "
-                                 f"Fix: read it with pau.readers.{fn}(path) (docs/fleet.md)")
-    if path.endswith(".csv"):
-        raise UnknownFormatError(path, "a CSV file whose header does not name the events' columns "
-                                 f"({', '.join(CSV_EVENT_COLUMNS)}; stream, name optional)")
-    raise UnknownFormatError(path, "the content matches no known format")
+    return None
 
 
-def detect_format(path: str | os.PathLike) -> str:
+def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of a file or directory (see the module docstring).
 
     Raises

@@ -38,6 +38,7 @@ import re
 from typing import Any, Mapping
 
 from pau.engine.vocab import KINDS
+from pau.errors import RulesError
 
 __all__ = ["DATA_WAIT_SPANS", "DEVICE_TABLES", "DEVICES", "SYNC_CALLS", "check_table", "sync_call"]
 
@@ -122,27 +123,29 @@ DEVICE_TABLES: Mapping[str, Mapping[str, Any]] = {
 
 
 def check_table(device: str, table: Any) -> dict[str, Any]:
-    """A validated copy of one table (``ValueError`` naming the device and the field)."""
+    """A validated copy of one table (:class:`pau.errors.RulesError` naming the device,
+    the field and the fix)."""
     if not isinstance(table, Mapping):
-        raise ValueError(f"rules[{device!r}]: expected a table (a mapping with categories, names, "
-                         f"communication), got {type(table).__name__}")
+        raise RulesError(f"rules[{device!r}]: expected a table, got {type(table).__name__}. Fix: give a mapping "
+                         "with categories, names, communication (docs/devices.md)")
     unknown = sorted(set(table) - {"categories", "names", "communication"})
     if unknown:
-        raise ValueError(f"rules[{device!r}]: unknown field {', '.join(map(repr, unknown))} (a table has "
-                         "categories, names, communication)")
+        raise RulesError(f"rules[{device!r}]: unknown field {', '.join(map(repr, unknown))}. Fix: a table has "
+                         "categories, names, communication only")
     cats = dict(table.get("categories") or {})
     for cat, kind in cats.items():
         if kind is not None and kind not in KINDS:
-            raise ValueError(f"rules[{device!r}].categories[{cat!r}] = {kind!r}: expected one of "
-                             f"{', '.join(KINDS)}, or None (by name only)")
+            raise RulesError(f"rules[{device!r}].categories[{cat!r}] = {kind!r}: expected one of "
+                             f"{', '.join(KINDS)}. Fix: give one of them, or None (by name only)")
     names = []
     for i, rule in enumerate(table.get("names") or ()):
         if isinstance(rule, str) or len(rule) != 3:
-            raise ValueError(f"rules[{device!r}].names[{i}]: expected [category, pattern, kind], got {rule!r}")
+            raise RulesError(f"rules[{device!r}].names[{i}]: expected [category, pattern, kind], got {rule!r}. "
+                             "Fix: give each rule as [category, pattern, kind]")
         names.append(tuple(str(x) for x in rule))
     comm = table.get("communication") or ()
     if isinstance(comm, str):
-        raise ValueError(f"rules[{device!r}].communication: expected a list of patterns, got a string")
+        raise RulesError(f"rules[{device!r}].communication is a string. Fix: give a list of patterns")
     return {"categories": cats, "names": names, "communication": [str(p) for p in comm]}
 
 

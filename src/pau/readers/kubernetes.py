@@ -39,9 +39,9 @@ import re
 from fractions import Fraction
 from typing import Any, Optional
 
-from pau.engine.types import Quarantined, RunWarning, check_on_invalid
+from pau.engine.types import RunWarning, check_on_invalid
 from pau.errors import NoInputError, OptionError, SchemaError
-from pau.readers.scheduler import Bad, Records, fraction, iso_time, jobs_table
+from pau.readers.scheduler import _BadRecord, Records, fraction, iso_time, jobs_table
 
 __all__ = ["read_pods", "read_alibaba_pods", "ALIBABA_POD_COLUMNS"]
 
@@ -52,7 +52,7 @@ ALIBABA_POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_p
                        "creation_time", "deletion_time", "scheduled_time")
 
 
-def read_pods(path: str | os.PathLike, *, cluster: Optional[str] = None, on_invalid: str = "raise") -> Records | Quarantined:
+def read_pods(path: str | os.PathLike[str], *, cluster: Optional[str] = None, on_invalid: str = "raise") -> Records:
     """Read ``kubectl get pods -o json`` output (a ``List`` of pods or one pod).
 
     Parameters
@@ -64,7 +64,7 @@ def read_pods(path: str | os.PathLike, *, cluster: Optional[str] = None, on_inva
 
     Returns
     -------
-    Records (``jobs`` set), or pau.core.Quarantined of it.
+    Records (``jobs`` set; ``quarantine`` the records set aside, see :class:`pau.readers.Records`).
     """
     check_on_invalid(on_invalid)
     p = os.fspath(path)
@@ -89,22 +89,20 @@ def read_pods(path: str | os.PathLike, *, cluster: Optional[str] = None, on_inva
         try:
             r = _pod(pod, cluster)
             r["_where"] = where
-        except Bad as b:
+        except _BadRecord as b:
             md = pod.get("metadata") if isinstance(pod, dict) else None
             nm = md.get("name") if isinstance(md, dict) else None
             r = {"_bad": b, "_where": where, "job": nm if isinstance(nm, str) else None}
         rows.append(r)
     out = jobs_table(rows, table=table, source_file=p, on_invalid=on_invalid)
-    if isinstance(out, Quarantined):
-        return Quarantined(Records(out.result, None, []), out.quarantine)
-    return Records(out, None, [])
+    return out
 
 
 def _when(v: Any, column: str) -> Optional[int]:
     if v is None or v == "":
         return None
     if not isinstance(v, str):
-        raise Bad(column, f"{v!r} is not a time", "give RFC 3339 times, as Kubernetes writes them")
+        raise _BadRecord(column, f"{v!r} is not a time", "give RFC 3339 times, as Kubernetes writes them")
     return iso_time(v, column)
 
 
@@ -120,13 +118,13 @@ def _gpus(resources: Any, column: str) -> Fraction:
     return Fraction(0)
 
 
-def _pod(pod: Any, cluster: Optional[str]) -> dict:
+def _pod(pod: Any, cluster: Optional[str]) -> dict[str, Any]:
     if not isinstance(pod, dict):
-        raise Bad("items", "is not an object", "give each pod as Kubernetes writes it")
+        raise _BadRecord("items", "is not an object", "give each pod as Kubernetes writes it")
     md, spec, st = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     name, ns = md.get("name"), md.get("namespace")
     if not isinstance(name, str) or not name:
-        raise Bad("metadata.name", "is missing", "give each pod its metadata.name")
+        raise _BadRecord("metadata.name", "is missing", "give each pod its metadata.name")
     submit = _when(md.get("creationTimestamp"), "metadata.creationTimestamp")
     deleted = _when(md.get("deletionTimestamp"), "metadata.deletionTimestamp")
     scheduled = None
@@ -140,7 +138,7 @@ def _pod(pod: Any, cluster: Optional[str]) -> dict:
         rc = s.get("restartCount")
         if rc is not None:
             if isinstance(rc, bool) or not isinstance(rc, int) or rc < 0:
-                raise Bad("status.containerStatuses.restartCount", f"{rc!r} is not a count", "give restartCount as Kubernetes writes it")
+                raise _BadRecord("status.containerStatuses.restartCount", f"{rc!r} is not a count", "give restartCount as Kubernetes writes it")
             restarts += rc
         term = (s.get("state") or {}).get("terminated")
         if isinstance(term, dict):
@@ -164,8 +162,8 @@ def _pod(pod: Any, cluster: Optional[str]) -> dict:
             "nodes": 1 if spec.get("nodeName") else None}
 
 
-def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = None, cluster: Optional[str] = "alibaba-openb",
-                      on_invalid: str = "raise") -> Records | Quarantined:
+def read_alibaba_pods(path: str | os.PathLike[str], *, origin_ns: Optional[int] = None, cluster: Optional[str] = "alibaba-openb",
+                      on_invalid: str = "raise") -> Records:
     """Read the Alibaba ``cluster-trace-gpu-v2023`` pod list (``openb_pod_list_*.csv``).
 
     Parameters
@@ -179,10 +177,10 @@ def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = Non
 
     Returns
     -------
-    Records (``jobs`` set), or pau.core.Quarantined of it.
+    Records (``jobs`` set; ``quarantine`` the records set aside, see :class:`pau.readers.Records`).
     """
     check_on_invalid(on_invalid)
-    warnings: list = []
+    warnings: list[RunWarning] = []
     if origin_ns is None:
         warnings.append(RunWarning("alibaba.relative_times",
                                    "alibaba: the pod list's times are seconds from the trace's start, which has no "
@@ -221,20 +219,19 @@ def read_alibaba_pods(path: str | os.PathLike, *, origin_ns: Optional[int] = Non
             try:
                 rec = next(csv.reader([line]))
             except csv.Error as exc:
-                raise Bad("name", f"is not a CSV line ({exc})", "give the pod list as the trace writes it") from None
+                raise _BadRecord("name", f"is not a CSV line ({exc})", "give the pod list as the trace writes it") from None
             if len(rec) != len(header):
-                raise Bad("name", f"has {len(rec)} fields where the header has {len(header)}",
+                raise _BadRecord("name", f"has {len(rec)} fields where the header has {len(header)}",
                           "give one value per header field")
             r = _alibaba(rec, col, origin_ns, cluster)
             r["_where"] = where
-        except Bad as b:
+        except _BadRecord as b:
             r = {"_bad": b, "_where": where, "job": rec[col["name"]] if len(rec) > col["name"] else None}
         rows.append(r)
     out = jobs_table(rows, table=table, source_file=p, on_invalid=on_invalid,
                      metadata={b"pau.jobs.origin_ns": str(origin_ns).encode()})
-    if isinstance(out, Quarantined):
-        return Quarantined(Records(out.result, None, warnings), out.quarantine)
-    return Records(out, None, warnings)
+    out.warnings = warnings
+    return out
 
 
 def _seconds(v: str, column: str, origin: int) -> Optional[int]:
@@ -244,25 +241,25 @@ def _seconds(v: str, column: str, origin: int) -> Optional[int]:
     try:
         f = Fraction(v)
     except ValueError:
-        raise Bad(column, f"{v!r} is not a number of seconds", f"give {column} in seconds from the trace's start") from None
+        raise _BadRecord(column, f"{v!r} is not a number of seconds", f"give {column} in seconds from the trace's start") from None
     ns = f * _NS
     if ns.denominator != 1:
-        raise Bad(column, f"{v!r} has more digits than a ns", f"give {column} to the ns at most")
+        raise _BadRecord(column, f"{v!r} has more digits than a ns", f"give {column} to the ns at most")
     return origin + int(ns)
 
 
 def _count(v: str, column: str) -> int:
     v = v.strip()
     if not v.isdigit():
-        raise Bad(column, f"{v!r} is not a non-negative integer", f"give {column} as an integer")
+        raise _BadRecord(column, f"{v!r} is not a non-negative integer", f"give {column} as an integer")
     return int(v)
 
 
-def _alibaba(rec: list, col: dict, origin: int, cluster: Optional[str]) -> dict:
+def _alibaba(rec: list[Any], col: dict[str, Any], origin: int, cluster: Optional[str]) -> dict[str, Any]:
     name = rec[col["name"]].strip()
     num, milli = _count(rec[col["num_gpu"]], "num_gpu"), _count(rec[col["gpu_milli"]], "gpu_milli")
     if milli > 1000:
-        raise Bad("gpu_milli", f"{milli} is more than one GPU (1000)", "give gpu_milli as thousandths of one GPU, 0-1000")
+        raise _BadRecord("gpu_milli", f"{milli} is more than one GPU (1000)", "give gpu_milli as thousandths of one GPU, 0-1000")
     spec = rec[col["gpu_spec"]].strip()
     return {"job": name, "cluster": cluster, "scheduler": "kubernetes", "state": rec[col["pod_phase"]].strip() or None,
             "partition": rec[col["qos"]].strip() or None,

@@ -59,14 +59,14 @@ import json
 import os
 import pathlib
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Dict, List, Tuple, cast
 
 import pyarrow as pa
 
 from pau.readers import mlperf_rules as _mlperf
 from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from pau.engine.types import RunWarning
-from pau.errors import NoInputError, PauError
+from pau.errors import MLLogError, NoInputError, PauError
 
 __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
 
@@ -74,15 +74,6 @@ __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
 _MARK = ":::MLLOG"
 _SYSMARK = ":::SYSJSON"
 
-
-class MLLogError(PauError):
-    """An MLPerf log pau cannot use. Attributes: ``path``, ``line`` (1-based or None),
-    ``problem``, ``fix``."""
-
-    def __init__(self, path: str, problem: str, fix: str, line: int | None = None):
-        self.path, self.line, self.problem, self.fix = path, line, problem, fix
-        where = f", line {line}" if line is not None else ""
-        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
 
 
 @dataclass
@@ -146,15 +137,15 @@ class MLLogRun:
     end_ns: int
     blocks: int
     evals: int
-    warnings: list = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)
     division: str | None = None
     epochs: int = 0
     step_unit: str = "epoch"
     epoch_count: Any = None
     first_epoch_num: Any = None
-    epoch_spans: list = field(default_factory=list)
-    block_spans: list = field(default_factory=list)
-    eval: dict = field(default_factory=dict)
+    epoch_spans: list[dict[str, Any]] = field(default_factory=list)
+    block_spans: list[dict[str, Any]] = field(default_factory=list)
+    eval: dict[str, Any] = field(default_factory=dict)
 
     @property
     def accelerator_hours(self) -> float:
@@ -193,7 +184,7 @@ def _text(v: Any) -> str | None:
     return None if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
 
 
-def _kept_ns(rec: dict) -> int:
+def _kept_ns(rec: dict[str, Any]) -> int:
     """The time of a record :func:`_parse` kept (it has one), in ns."""
     return cast(int, _time_ns(rec["time_ms"]))
 
@@ -209,7 +200,7 @@ def _as_int(v: Any) -> int | None:
 MAX_ACCELERATORS = 1_000_000
 
 
-def _system_arg(system: Any) -> dict:
+def _system_arg(system: Any) -> dict[str, Any]:
     """``system=`` of :func:`read_mllog`: a path to a system description JSON, or a mapping."""
     if not isinstance(system, (str, os.PathLike)):
         try:
@@ -241,11 +232,11 @@ def _system_json(path: pathlib.Path) -> pathlib.Path | None:
     return None
 
 
-def _parse(path: str) -> tuple[list[tuple[int, dict]], dict | None, dict]:
+def _parse(path: str) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, Any] | None, dict[str, Any]]:
     """(line number, record) of the distinct MLLOG lines, the SYSJSON object, counts."""
     dec = json.JSONDecoder(parse_float=decimal.Decimal)
     seen: set[str] = set()
-    out: list[tuple[int, dict]] = []
+    out: list[tuple[int, dict[str, Any]]] = []
     sysjson = None
     counts: dict[str, Any] = {"lines": 0, "mllog": 0, "duplicate": 0, "malformed": 0, "first_malformed": None}
     with open(path, "r", encoding="utf-8", errors="replace") as f:
@@ -295,12 +286,12 @@ def _plain(v: Any) -> Any:
 _PROGRESS = ("epoch_num", "first_epoch_num", "epoch_count", "samples_count", "step_num")
 
 
-def _where(rec: dict, keys: tuple[str, ...] = _PROGRESS) -> dict:
+def _where(rec: dict[str, Any], keys: tuple[str, ...] = _PROGRESS) -> dict[str, Any]:
     md = rec.get("metadata")
     return {k: _plain(md[k]) for k in keys if k in md} if isinstance(md, dict) else {}
 
 
-def _spans(by_key: dict, unit: str, end: int) -> list[dict]:
+def _spans(by_key: dict[str, Any], unit: str, end: int) -> list[dict[str, Any]]:
     """The epochs (``unit="epoch"``) or blocks of a log: start/stop paired in order, with
     the start line's progress metadata."""
     starts = sorted(by_key.get(f"{unit}_start", []), key=lambda x: x[0])
@@ -323,11 +314,26 @@ def _pairs(starts: list[int], stops: list[int], end: int) -> list[tuple[int, int
     return out
 
 
-def _read_one(path: str, system: Any, mlperf_round: str | None = None) -> MLLogRun:
-    if os.path.getsize(path) == 0:
-        raise MLLogError(path, "the file is empty", "give an MLPerf result log (result_N.txt)")
-    recs, sysjson, counts = _parse(path)
-    warnings: list[str] = []
+_Recs = List[Tuple[int, Dict[str, Any]]]
+
+
+class _Keys:
+    """The log's records by key, each with its kept time (ns)."""
+
+    def __init__(self, recs: _Recs):
+        self.by_key: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        for _, r in recs:
+            self.by_key.setdefault(r["key"], []).append((_kept_ns(r), r))
+
+    def times(self, key: str) -> list[int]:
+        return sorted(t for t, _ in self.by_key.get(key, []))
+
+    def value(self, key: str) -> Any:
+        return self.by_key[key][0][1].get("value") if key in self.by_key else None
+
+
+def _check_lines(path: str, recs: _Recs, counts: dict[str, Any], warnings: list[RunWarning]) -> None:
+    """Raise when no line is usable; warn of malformed and repeated lines."""
     if not recs:
         if counts["malformed"]:
             raise MLLogError(path, f"all {counts['malformed']} :::MLLOG lines are malformed (bad JSON, or no "
@@ -341,46 +347,44 @@ def _read_one(path: str, system: Any, mlperf_round: str | None = None) -> MLLogR
     if counts["duplicate"]:
         warnings.append(RunWarning("mllog.repeated_lines", f"{path}: {counts['duplicate']} repeated :::MLLOG lines (one per rank) counted once"))
 
-    by_key: dict[str, list[tuple[int, dict]]] = {}
-    for _, r in recs:
-        by_key.setdefault(r["key"], []).append((_kept_ns(r), r))
-    times = lambda k: sorted(t for t, _ in by_key.get(k, []))  # noqa: E731
-    value = lambda k: by_key[k][0][1].get("value") if k in by_key else None  # noqa: E731
 
-    run_start, run_stop = times("run_start"), times("run_stop")
-    init_start, init_stop = times("init_start"), times("init_stop")
-    last = max(t for t, _ in ((_kept_ns(r), r) for _, r in recs))
+def _attempt(path: str, recs: _Recs, keys: _Keys, warnings: list[RunWarning]) -> tuple[int, int, str]:
+    """The attempt's start, end and status (``no_run_stop`` without a run_stop line)."""
+    run_start, run_stop, init_start = keys.times("run_start"), keys.times("run_stop"), keys.times("init_start")
+    last = max(_kept_ns(r) for _, r in recs)
     if not run_start:
         raise MLLogError(path, "no run_start line: the run never started training",
                          "give a complete MLPerf result log; a log cut before run_start has no run to account")
     start = init_start[0] if init_start else run_start[0]
-    if run_stop:
-        stop = run_stop[-1]
-        # Lines timed after run_stop (an offline evaluation of the checkpoints, as
-        # stable_diffusion logs it) still occupy the accelerators: the attempt runs to
-        # the last line.
-        end = max(stop, last)
-        if end > stop:
-            after = sum(1 for _, r in recs if _kept_ns(r) > stop)
-            warnings.append(RunWarning("mllog.lines_after_run_stop", f"{path}: {after} :::MLLOG lines are timed after run_stop (by up to "
-                            f"{(end - stop) / 1e9:,.3f} s): the attempt runs to the last of them"))
-        stop_rec = [r for t, r in by_key["run_stop"] if t == stop][0]
-        md = stop_rec["metadata"] if isinstance(stop_rec.get("metadata"), dict) else {}
-        status = str(md.get("status", "unknown"))
-        if status != "success":
-            warnings.append(RunWarning("mllog.run_failed", f"{path}: run_stop status is {status!r}: a failed attempt"))
-    else:
-        end, status = last, "no_run_stop"
+    if not run_stop:
         warnings.append(RunWarning("mllog.no_run_stop", f"{path}: no run_stop line: a failed attempt ending at the last MLLOG line"))
-    ok = status == "success"
+        return start, last, "no_run_stop"
+    stop = run_stop[-1]
+    # Lines timed after run_stop (an offline evaluation of the checkpoints, as
+    # stable_diffusion logs it) still occupy the accelerators: the attempt runs to
+    # the last line.
+    end = max(stop, last)
+    if end > stop:
+        after = sum(1 for _, r in recs if _kept_ns(r) > stop)
+        warnings.append(RunWarning("mllog.lines_after_run_stop", f"{path}: {after} :::MLLOG lines are timed after run_stop (by up to "
+                        f"{(end - stop) / 1e9:,.3f} s): the attempt runs to the last of them"))
+    stop_rec = [r for t, r in keys.by_key["run_stop"] if t == stop][0]
+    md = stop_rec["metadata"] if isinstance(stop_rec.get("metadata"), dict) else {}
+    status = str(md.get("status", "unknown"))
+    if status != "success":
+        warnings.append(RunWarning("mllog.run_failed", f"{path}: run_stop status is {status!r}: a failed attempt"))
+    return start, end, status
 
-    # The eval metric, and the epochs and blocks run.
-    division = _text(value("submission_division"))
-    benchmark = _text(value("submission_benchmark"))
+
+def _eval(path: str, recs: _Recs, keys: _Keys, status: str, mlperf_round: str | None,
+          warnings: list[RunWarning]) -> dict[str, Any]:
+    """The eval metric's values judged against the quality target (:func:`mlperf_rules.judge`)."""
+    division, benchmark = _text(keys.value("submission_division")), _text(keys.value("submission_benchmark"))
+    run_start = keys.times("run_start")[0]
     values, not_numeric, first_bad = [], 0, None
     for no, rec in sorted(((no, r) for no, r in recs if r["key"] == _mlperf.EVAL_KEY), key=lambda x: _kept_ns(x[1])):
         t, v = _kept_ns(rec), _plain(rec.get("value"))
-        item = {"value": v, "time_ns": t, "run_time_ns": t - run_start[0], **_where(rec, _PROGRESS + ("metric",))}
+        item = {"value": v, "time_ns": t, "run_time_ns": t - run_start, **_where(rec, _PROGRESS + ("metric",))}
         if "metric" in item:
             item["metric"] = _text(item["metric"])
         if not (_mlperf.is_number(v) or (isinstance(v, dict) and v and all(_mlperf.is_number(x) for x in v.values()))):
@@ -392,30 +396,40 @@ def _read_one(path: str, system: Any, mlperf_round: str | None = None) -> MLLogR
                                    f"that is not a finite number (first at line {first_bad}): kept in eval.values, "
                                    "not judged against the target"))
     ev = _mlperf.judge(benchmark, values, round=mlperf_round or _mlperf.round_of_path(path), division=division)
+    ok = status == "success"
     if ev["reached"] is not None and ev["reached"] != ok:
         warnings.append(RunWarning("mllog.target_mismatch", f"{path}: run_stop status is {status!r} but the last "
                                    f"eval {'reaches' if ev['reached'] else 'misses'} the quality target: "
                                    f"{_mlperf.verdict_text(ev)} (target from {ev['target_source']})"))
-    epoch_spans, block_spans = _spans(by_key, "epoch", end), _spans(by_key, "block", end)
+    return ev
 
-    # Accelerators.
-    source, info = "assumed", None
+
+def _system_info(path: str, system: Any, sysjson: dict[str, Any] | None,
+                 warnings: list[RunWarning]) -> tuple[dict[str, Any] | None, str]:
+    """The system description and where it came from: ``system=``, the MLPerf layout's
+    system JSON, a ``:::SYSJSON`` line, or none (``assumed``)."""
     if system is not None:
-        info = _system_arg(system)
-        source = "argument"
-    else:
-        sj = _system_json(pathlib.Path(path))
-        if sj is not None:
-            try:
-                info, source = json.loads(sj.read_text()), f"system json {sj}"
-            except (ValueError, RecursionError):
-                warnings.append(RunWarning("mllog.system_json_invalid", f"{sj}: not valid JSON; system description ignored"))
-            if info is not None and not isinstance(info, dict):
-                warnings.append(RunWarning("mllog.system_json_invalid", f"{sj}: not a JSON object; system "
-                                           "description ignored"))
-                info, source = None, "assumed"
-        if info is None and sysjson is not None:
-            info, source = sysjson, "SYSJSON line"
+        return _system_arg(system), "argument"
+    info: Any = None
+    source = "assumed"
+    sj = _system_json(pathlib.Path(path))
+    if sj is not None:
+        try:
+            info, source = json.loads(sj.read_text()), f"system json {sj}"
+        except (ValueError, RecursionError):
+            warnings.append(RunWarning("mllog.system_json_invalid", f"{sj}: not valid JSON; system description ignored"))
+        if info is not None and not isinstance(info, dict):
+            warnings.append(RunWarning("mllog.system_json_invalid", f"{sj}: not a JSON object; system "
+                                       "description ignored"))
+            info, source = None, "assumed"
+    if info is None and sysjson is not None:
+        info, source = sysjson, "SYSJSON line"
+    return info, source
+
+
+def _accelerators(path: str, info: dict[str, Any] | None, source: str, warnings: list[RunWarning]) -> tuple[int, str]:
+    """The accelerator count (nodes x accelerators per node) and its source; 1, assumed,
+    with a warning when the description does not give it."""
     n_acc = None
     if info is not None:
         nodes, per = _as_int(info.get("number_of_nodes")), _as_int(info.get("accelerators_per_node"))
@@ -431,29 +445,38 @@ def _read_one(path: str, system: Any, mlperf_round: str | None = None) -> MLLogR
                             f"accelerators_per_node ({info.get('number_of_nodes')!r} x "
                             f"{info.get('accelerators_per_node')!r})"))
     if n_acc is None:
-        n_acc, source = 1, "assumed"
         warnings.append(RunWarning("mllog.accelerators_assumed", f"{path}: accelerator count unknown (no system description JSON); one accelerator "
                         "assumed: pass system= to read_mllog"))
+        return 1, "assumed"
+    return n_acc, source
 
-    rows: list[dict] = []
 
-    def add(record, s, e, *, rank=-1, attempt=0, step=None, kind=None):
+def _lifecycle(path: str, keys: _Keys, n_acc: int, start: int, end: int, status: str,
+               warnings: list[RunWarning]) -> tuple[pa.Table, str, int]:
+    """The lifecycle records (DESIGN §2.2), the step unit (``block`` or ``epoch``) and the
+    number of eval phases."""
+    rows: list[dict[str, Any]] = []
+    ok = status == "success"
+
+    def add(record: str, s: int, e: int | None, *, rank: int = -1, attempt: int | None = 0, step: int | None = None,
+            kind: str | None = None) -> None:
         rows.append({"record": record, "attempt": attempt, "rank": rank, "start_ns": s, "end_ns": e,
                      "step": step, "kind": kind})
 
     for acc in range(n_acc):
         add("accountable", start, end, rank=acc, attempt=None)
     add("attempt", start, end, kind="completed" if ok else "failed")
+    init_start, init_stop = keys.times("init_start"), keys.times("init_stop")
     if init_start:
-        init_end = init_stop[-1] if init_stop else run_start[0]
+        init_end = init_stop[-1] if init_stop else keys.times("run_start")[0]
         if not init_stop:
             warnings.append(RunWarning("mllog.init_unclosed", f"{path}: init_start without init_stop; init taken to end at run_start"))
         add("phase", init_start[0], max(init_start[0], init_end), kind="init")
-    unit = "block" if "block_start" in by_key else "epoch"
-    steps = _pairs(times(f"{unit}_start"), times(f"{unit}_stop"), end)
+    unit = "block" if "block_start" in keys.by_key else "epoch"
+    steps = _pairs(keys.times(f"{unit}_start"), keys.times(f"{unit}_stop"), end)
     for k, (s, e) in enumerate(steps, 1):
         add("step", s, max(s, min(e, end)), step=k)
-    evals = _pairs(times("eval_start"), times("eval_stop"), end)
+    evals = _pairs(keys.times("eval_start"), keys.times("eval_stop"), end)
     for s, e in evals:
         add("phase", s, e, kind="eval")
     if not ok:
@@ -463,20 +486,39 @@ def _read_one(path: str, system: Any, mlperf_round: str | None = None) -> MLLogR
     table = pa.Table.from_pylist(
         [{**x, "block_end_ns": None, "durable_ns": None, "ok": None, "tokens": None} for x in rows],
         schema=_LIFECYCLE_SCHEMA)
+    return table, unit, len(evals)
+
+
+def _read_one(path: str, system: Any, mlperf_round: str | None = None) -> MLLogRun:
+    if os.path.getsize(path) == 0:
+        raise MLLogError(path, "the file is empty", "give an MLPerf result log (result_N.txt)")
+    recs, sysjson, counts = _parse(path)
+    warnings: list[RunWarning] = []
+    _check_lines(path, recs, counts, warnings)
+    keys = _Keys(recs)
+    start, end, status = _attempt(path, recs, keys, warnings)
+    ev = _eval(path, recs, keys, status, mlperf_round, warnings)
+    epoch_spans, block_spans = _spans(keys.by_key, "epoch", end), _spans(keys.by_key, "block", end)
+    info, source = _system_info(path, system, sysjson, warnings)
+    n_acc, source = _accelerators(path, info, source, warnings)
+    table, unit, evals = _lifecycle(path, keys, n_acc, start, end, status, warnings)
+    init_start, init_stop = keys.times("init_start"), keys.times("init_stop")
+    run_start, run_stop = keys.times("run_start"), keys.times("run_stop")
     return MLLogRun(
-        lifecycle=table, path=path, benchmark=benchmark,
-        submitter=_text(value("submission_org") or (info or {}).get("submitter")),
-        system=_text(value("submission_platform") or (info or {}).get("system_name")),
+        lifecycle=table, path=path, benchmark=_text(keys.value("submission_benchmark")),
+        submitter=_text(keys.value("submission_org") or (info or {}).get("submitter")),
+        system=_text(keys.value("submission_platform") or (info or {}).get("system_name")),
         status=status, accelerators=n_acc, accelerators_source=source,
         accelerator_model=_text((info or {}).get("accelerator_model_name")),
         init_ns=(init_stop[-1] - init_start[0]) if init_start and init_stop else None,
         time_to_train_ns=(run_stop[-1] - run_start[0]) if run_stop else None,
-        start_ns=start, end_ns=end, blocks=len(block_spans), evals=len(evals), warnings=warnings,
-        division=division, epochs=len(epoch_spans), step_unit=unit, epoch_count=_plain(value("epoch_count")),
-        first_epoch_num=_plain(value("first_epoch_num")), epoch_spans=epoch_spans, block_spans=block_spans, eval=ev)
+        start_ns=start, end_ns=end, blocks=len(block_spans), evals=evals, warnings=warnings,
+        division=_text(keys.value("submission_division")), epochs=len(epoch_spans), step_unit=unit,
+        epoch_count=_plain(keys.value("epoch_count")), first_epoch_num=_plain(keys.value("first_epoch_num")),
+        epoch_spans=epoch_spans, block_spans=block_spans, eval=ev)
 
 
-def mllog_files(path: str | os.PathLike) -> list[str]:
+def mllog_files(path: str | os.PathLike[str]) -> list[str]:
     """The result logs under a directory (see the module docstring)."""
     root = pathlib.Path(path)
     found = sorted(p for p in root.rglob("result_*.txt") if p.is_file())
@@ -489,7 +531,7 @@ def mllog_files(path: str | os.PathLike) -> list[str]:
     return [os.fspath(p) for p in found]
 
 
-def read_mllog(path: str | os.PathLike, *, system: Any = None,
+def read_mllog(path: str | os.PathLike[str], *, system: Any = None,
                mlperf_round: str | None = None) -> MLLogRun | list[MLLogRun]:
     """Read MLPerf ``:::MLLOG`` result logs into lifecycle tables.
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, TypedDict, Union
 
 __all__ = ["CHECKER_REPO", "EVAL_KEY", "QualityTarget", "ROUNDS", "TARGETS", "TARGETS_V5", "is_number", "judge", "meets",
-           "per_trained_model", "trained_models",
+           "PerTrainedModel", "time_per_trained_model", "trained_models",
            "progress_text", "round_of_path", "status_text", "targets_for", "verdict_text"]
 
 #: The repository whose compliance checker the targets come from.
@@ -184,7 +185,8 @@ TARGETS = TARGETS + TARGETS_V5
 #: The rounds :data:`TARGETS` covers, oldest first.
 ROUNDS: tuple[str, ...] = tuple(sorted({t.round for t in TARGETS}, key=lambda r: tuple(map(int, r.split(".")))))
 
-_OPS = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, "<": lambda a, b: a < b}
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
 
 def targets_for(benchmark: str | None, round: str) -> tuple[QualityTarget, ...]:
@@ -204,7 +206,7 @@ def meets(value: Any, t: QualityTarget) -> bool:
 _ROUND_DIR = re.compile(r"^(?:mlperf_)?training(?:_results)?_v?(\d+\.\d+)(?:\.0)?$")
 
 
-def round_of_path(path: str | os.PathLike) -> str | None:
+def round_of_path(path: str | os.PathLike[str]) -> str | None:
     """The MLPerf Training round a result's path names (``training_v4.0``,
     ``training_results_v4.0``, ``mlperf_training_v5.1``, ``training_4.0.0``: ``"4.0"``),
     the deepest such folder; None when none does."""
@@ -418,7 +420,20 @@ def trained_models(metadata: Mapping[str, Any]) -> int | None:
     return None if reached is None else int(bool(reached))
 
 
-def per_trained_model(ledger: Mapping[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+class PerTrainedModel(TypedDict):
+    """:func:`time_per_trained_model` of one MLPerf run (JSON-able; exact ns)."""
+
+    trained_models: Optional[int]
+    time_to_train_ns: Optional[int]
+    accountable_ns: int
+    accountable_ns_per_trained_model: Union[int, float, None]
+    state_ns_per_trained_model: Optional[Dict[str, Union[int, float, None]]]
+    reached: Optional[bool]
+    status: Optional[str]
+    benchmark: Optional[str]
+
+
+def time_per_trained_model(ledger: Mapping[str, Any], metadata: Mapping[str, Any]) -> PerTrainedModel:
     """An MLPerf run's accelerator time per trained model (:func:`trained_models`), the
     denominator MLPerf compares submissions by (time to train one model to the target),
     where blocks and epochs hold different numbers of samples from one submission to
@@ -439,3 +454,9 @@ def per_trained_model(ledger: Mapping[str, Any], metadata: Mapping[str, Any]) ->
             "state_ns_per_trained_model": None if not n else {k: per(v) for k, v in states.items()},
             "reached": (metadata.get("eval") or {}).get("reached"), "status": metadata.get("status"),
             "benchmark": metadata.get("benchmark")}
+
+
+#: Deprecated name of :func:`time_per_trained_model` (it collided with
+#: ``pau.fleet.costs.per_trained_model``, a cost): kept until ``pau.cli`` and
+#: ``pau.fleet.place`` call the new name, then removed.
+per_trained_model = time_per_trained_model

@@ -35,14 +35,14 @@ import glob
 import json
 import os
 import re
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 import pyarrow as pa
 
-from pau.engine.types import Quarantined, RunWarning, check_on_invalid, quarantine_table
+from pau.engine.types import RunWarning, check_on_invalid, quarantine_table
 from pau.errors import InvalidRowError, NoInputError, OptionError
 from pau.readers.scheduler import (
-    JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, MAX_ACCELERATORS, Bad, Records, check_rows, iso_time,
+    JOB_LIFECYCLE_SCHEMA, JOBS_QUARANTINE_SCHEMA, MAX_ACCELERATORS, _BadRecord, Records, check_rows, iso_time,
     local_time,
 )
 
@@ -61,20 +61,20 @@ def _ranks(text: str, column: str) -> list[int]:
         part = part.strip()
         m = re.match(r"^(\d+)(?:-(\d+))?$", part)
         if m is None:
-            raise Bad(column, f"{text!r} is not a rank range", "give ranks as NVRx writes them (e.g. 0-3,6)")
+            raise _BadRecord(column, f"{text!r} is not a rank range", "give ranks as NVRx writes them (e.g. 0-3,6)")
         a, b = int(m.group(1)), int(m.group(2) or m.group(1))
         if b < a or b >= MAX_ACCELERATORS:
-            raise Bad(column, f"{part[:40]!r} is not a rank range (of at most {MAX_ACCELERATORS} nodes)",
+            raise _BadRecord(column, f"{part[:40]!r} is not a rank range (of at most {MAX_ACCELERATORS} nodes)",
                       "give ranks as NVRx writes them (e.g. 0-3,6)")
         if len(out) + b - a + 1 > MAX_ACCELERATORS:
-            raise Bad(column, f"{text[:80]!r} names more than {MAX_ACCELERATORS} nodes", "give the cycle's real ranks")
+            raise _BadRecord(column, f"{text[:80]!r} names more than {MAX_ACCELERATORS} nodes", "give the cycle's real ranks")
         out.extend(range(a, b + 1))
     return out
 
 
-def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Optional[str | os.PathLike] = None,
+def read_nvrx(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, log: Optional[str | os.PathLike[str]] = None,
               ranks_per_node: Optional[int] = None, job: Optional[str] = None,
-              on_invalid: str = "raise") -> Records | Quarantined:
+              on_invalid: str = "raise") -> Records:
     """Read NVRx ``cycle_info`` files (a folder of them, or the files) and, optionally,
     the launcher's log with its fault-tolerance profiling events.
 
@@ -93,49 +93,22 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
 
     Returns
     -------
-    Records (``lifecycle`` set), or pau.core.Quarantined of it.
+    Records (``lifecycle`` set; ``quarantine`` the files and lines set aside).
     """
     check_on_invalid(on_invalid)
     if ranks_per_node is not None and (isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int)
                                        or ranks_per_node <= 0):
         raise OptionError(f"read_nvrx: ranks_per_node = {ranks_per_node!r}. Fix: give a positive int, or leave it out")
-    if isinstance(path, (str, os.PathLike)):
-        p = os.fspath(path)
-        if os.path.isdir(p):
-            files = sorted(f for f in glob.glob(os.path.join(p, "cycle_info.*")) if _NAME.match(os.path.basename(f)))
-        elif os.path.isfile(p):
-            files = [p]
-        else:
-            raise NoInputError(f"read_nvrx: nothing at {p!r}. Fix: give the --ft-cycle-info-dir folder or its files")
-    else:
-        files = [os.fspath(f) for f in path]
-    if not files:
-        raise NoInputError(f"read_nvrx: no cycle_info.<job>.<attempt>.<cycle> file in {path!r}. "
-                           "Fix: give the folder ft_launcher's --ft-cycle-info-dir names")
-    warnings: list = []
-    bad: list[tuple[str, str, Bad, int]] = []  # (file, location, Bad, row: the file's index or the line's)
+    files = _files(path)
+    warnings: list[RunWarning] = []
+    bad: list[tuple[str, str, _BadRecord, int]] = []  # (file, location, _BadRecord, row: the file's index or the line's)
     cycles = []
     for i, f in enumerate(files):
         try:
             cycles.append(_cycle(f))
-        except Bad as b:
+        except _BadRecord as b:
             bad.append((f, "file", b, i))
-    events: dict[tuple[str, int], dict[str, list[int]]] = {}
-    if log is not None:
-        lp = os.fspath(log)
-        if not os.path.isfile(lp):
-            raise NoInputError(f"read_nvrx: no log at {lp!r}. Fix: give the launcher's log file, or leave log out")
-        with open(lp, encoding="utf-8", errors="replace") as fh:
-            for n, ln in enumerate(fh, start=1):
-                m = _EVENT.search(ln)
-                if m is None:
-                    continue
-                try:
-                    t = local_time(m.group(5), "Time", None)
-                except Bad as b:
-                    bad.append((lp, f"line {n}", b, n - 1))
-                    continue
-                events.setdefault(("", int(m.group(1))), {}).setdefault(m.group(2), []).append(t)
+    events = {} if log is None else _log_events(log, bad)
     if bad and on_invalid == "raise":
         f0, where0, b0, row0 = bad[0]
         raise InvalidRowError(f"nvrx {f0}", b0.column, row0, f"{b0.reason} ({where0})", b0.fix, count=len(bad))
@@ -157,83 +130,126 @@ def read_nvrx(path: str | os.PathLike | Iterable[str | os.PathLike], *, log: Opt
     nbytes = sum(os.path.getsize(f) for f in files)
     check_rows(sum(len(c["ranks"]) for c in cycles) * (ranks_per_node or 1), nbytes, f"nvrx {files[0]}",
                "active_ranks", "one attempt row per cycle and rank")
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for jb in jobs:
-        mine = [c for c in cycles if c["job"] == jb]
-        for k, c in enumerate(mine):
-            last = k == len(mine) - 1
-            if c["end"] is None:
-                warnings.append(RunWarning("nvrx.open_cycle", f"nvrx: cycle {c['cycle']} (attempt index "
-                                           f"{c['attempt_index']}) of job {jb} has no end time (the launcher was "
-                                           + ("killed, or it still runs): it is left open" if last else
-                                              "killed before writing it): it ends where the next cycle starts")))
-            kind = None if last else "failed"
-            n = ranks_per_node or 1
-            for g in c["ranks"]:
-                for i in range(n):
-                    rows.append(("attempt", k, g * n + i, c["start"], c["end"], None, None, None, None, kind, None, jb))
-            ev = events.get(("", c["cycle"]), {}) if use_log else {}
-            if k > 0 and ev.get("failure_detected"):
-                tf = min(ev["failure_detected"])
-                prev = mine[k - 1]
-                if tf < prev["start"] or (prev["end"] is not None and tf > prev["end"]):
-                    warnings.append(RunWarning("nvrx.failure_outside_cycle",
-                                               f"nvrx: the failure detected for cycle {c['cycle']} at {tf} ns is outside "
-                                               f"cycle {prev['cycle']}: not used"))
-                else:
-                    rows.append(("failure", k - 1, -1, tf, None, None, None, None, None, "failure_detected", None, jb))
-            if ev.get("worker_start_started") and ev.get("worker_start_completed"):
-                s0 = max(min(ev["worker_start_started"]), c["start"])
-                s1 = max(ev["worker_start_completed"])
-                if c["end"] is not None:
-                    s1 = min(s1, c["end"])
-                if s1 > s0:
-                    rows.append(("phase", k, -1, s0, s1, None, None, None, None, "init", None, jb))
+        _job_rows(jb, [c for c in cycles if c["job"] == jb], events if use_log else {}, ranks_per_node or 1,
+                  rows, warnings)
     rows.sort(key=lambda r: (r[-1], r[1], r[0] != "attempt", r[3]))
     schema = JOB_LIFECYCLE_SCHEMA
-    cols: list = list(zip(*rows)) if rows else [[] for _ in schema]
+    cols: list[Any] = list(zip(*rows)) if rows else [[] for _ in schema]
     arrays = [pa.array(list(c), f.type) for c, f in zip(cols, schema)]
     if job is not None:
         arrays[-1] = pa.array([job] * len(rows), pa.string())
     lt = pa.table(arrays, schema=schema)
-    rec = Records(None, lt, warnings)
-    if on_invalid == "quarantine":
-        q = quarantine_table(JOBS_QUARANTINE_SCHEMA, [f for f, _, _, _ in bad], [w for _, w, _, _ in bad],
-                             [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b, _ in bad],
-                             job=[None] * len(bad), row=[r for _, _, _, r in bad])
-        return Quarantined(rec, q)
-    return rec
+    q = quarantine_table(JOBS_QUARANTINE_SCHEMA, [f for f, _, _, _ in bad], [w for _, w, _, _ in bad],
+                         [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b, _ in bad],
+                         job=[None] * len(bad), row=[r for _, _, _, r in bad])
+    return Records(None, lt, warnings, q)
 
 
-def _cycle(f: str) -> dict:
+def _files(path: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The cycle files: a folder's ``cycle_info.*``, one file, or the files given."""
+    if isinstance(path, (str, os.PathLike)):
+        p = os.fspath(path)
+        if os.path.isdir(p):
+            files = sorted(f for f in glob.glob(os.path.join(p, "cycle_info.*")) if _NAME.match(os.path.basename(f)))
+        elif os.path.isfile(p):
+            files = [p]
+        else:
+            raise NoInputError(f"read_nvrx: nothing at {p!r}. Fix: give the --ft-cycle-info-dir folder or its files")
+    else:
+        files = [os.fspath(f) for f in path]
+    if not files:
+        raise NoInputError(f"read_nvrx: no cycle_info.<job>.<attempt>.<cycle> file in {path!r}. "
+                           "Fix: give the folder ft_launcher's --ft-cycle-info-dir names")
+    return files
+
+
+def _log_events(log: str | os.PathLike[str], bad: list[tuple[str, str, _BadRecord, int]]
+                ) -> dict[tuple[str, int], dict[str, list[int]]]:
+    """The launcher log's profiling events: (``""``, cycle) -> event -> times (ns); a line
+    whose time cannot be read goes to ``bad``."""
+    events: dict[tuple[str, int], dict[str, list[int]]] = {}
+    lp = os.fspath(log)
+    if not os.path.isfile(lp):
+        raise NoInputError(f"read_nvrx: no log at {lp!r}. Fix: give the launcher's log file, or leave log out")
+    with open(lp, encoding="utf-8", errors="replace") as fh:
+        for n, ln in enumerate(fh, start=1):
+            m = _EVENT.search(ln)
+            if m is None:
+                continue
+            try:
+                t = local_time(m.group(5), "Time", None)
+            except _BadRecord as b:
+                bad.append((lp, f"line {n}", b, n - 1))
+                continue
+            events.setdefault(("", int(m.group(1))), {}).setdefault(m.group(2), []).append(t)
+    return events
+
+
+def _job_rows(jb: str, mine: list[dict[str, Any]], events: dict[tuple[str, int], dict[str, list[int]]], n: int,
+              rows: list[tuple[Any, ...]], warnings: list[RunWarning]) -> None:
+    """One job's lifecycle rows: an attempt row per cycle and rank (``n`` ranks a node),
+    the failure the log detected before a cycle, and the workers' start as ``init``."""
+    for k, c in enumerate(mine):
+        last = k == len(mine) - 1
+        if c["end"] is None:
+            warnings.append(RunWarning("nvrx.open_cycle", f"nvrx: cycle {c['cycle']} (attempt index "
+                                       f"{c['attempt_index']}) of job {jb} has no end time (the launcher was "
+                                       + ("killed, or it still runs): it is left open" if last else
+                                          "killed before writing it): it ends where the next cycle starts")))
+        kind = None if last else "failed"
+        for g in c["ranks"]:
+            for i in range(n):
+                rows.append(("attempt", k, g * n + i, c["start"], c["end"], None, None, None, None, kind, None, jb))
+        ev = events.get(("", c["cycle"]), {})
+        if k > 0 and ev.get("failure_detected"):
+            tf = min(ev["failure_detected"])
+            prev = mine[k - 1]
+            if tf < prev["start"] or (prev["end"] is not None and tf > prev["end"]):
+                warnings.append(RunWarning("nvrx.failure_outside_cycle",
+                                           f"nvrx: the failure detected for cycle {c['cycle']} at {tf} ns is outside "
+                                           f"cycle {prev['cycle']}: not used"))
+            else:
+                rows.append(("failure", k - 1, -1, tf, None, None, None, None, None, "failure_detected", None, jb))
+        if ev.get("worker_start_started") and ev.get("worker_start_completed"):
+            s0 = max(min(ev["worker_start_started"]), c["start"])
+            s1 = max(ev["worker_start_completed"])
+            if c["end"] is not None:
+                s1 = min(s1, c["end"])
+            if s1 > s0:
+                rows.append(("phase", k, -1, s0, s1, None, None, None, None, "init", None, jb))
+
+
+def _cycle(f: str) -> dict[str, Any]:
     m = _NAME.match(os.path.basename(f))
     if m is None:
-        raise Bad("(file name)", f"{os.path.basename(f)!r} is not cycle_info.<job_id>.<attempt>.<cycle>",
+        raise _BadRecord("(file name)", f"{os.path.basename(f)!r} is not cycle_info.<job_id>.<attempt>.<cycle>",
                   "give the files ft_launcher wrote (not the .current link or .tmp files)")
     try:
         with open(f, encoding="utf-8") as fh:
             d = json.load(fh)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise Bad("(file)", f"is not JSON ({exc})", "give the cycle file as NVRx wrote it (it is rewritten atomically)") from None
+        raise _BadRecord("(file)", f"is not JSON ({exc})", "give the cycle file as NVRx wrote it (it is rewritten atomically)") from None
     if not isinstance(d, dict):
-        raise Bad("(file)", "is not a JSON object", "give the cycle file as NVRx wrote it")
+        raise _BadRecord("(file)", "is not a JSON object", "give the cycle file as NVRx wrote it")
     for k in CYCLE_INFO_FIELDS:
         if k not in d:
-            raise Bad(k, "is missing", "give the cycle file as NVRx wrote it (every field is written)")
+            raise _BadRecord(k, "is missing", "give the cycle file as NVRx wrote it (every field is written)")
     job, att, cyc = d["job_id"], d["attempt_index"], d["cycle_number"]
     if (str(job), str(att), str(cyc)) != m.groups():
-        raise Bad("job_id", f"the file says job {job!r} attempt {att!r} cycle {cyc!r}, its name {m.groups()}",
+        raise _BadRecord("job_id", f"the file says job {job!r} attempt {att!r} cycle {cyc!r}, its name {m.groups()}",
                   "give the files with the names NVRx gave them")
     start = d["cycle_start_time"]
     if not isinstance(start, str) or not start:
-        raise Bad("cycle_start_time", "is empty", "give the cycle file as NVRx wrote it (the start is written first)")
+        raise _BadRecord("cycle_start_time", "is empty", "give the cycle file as NVRx wrote it (the start is written first)")
     s = iso_time(start, "cycle_start_time")
     e_txt = d["cycle_end_time"]
     e = iso_time(e_txt, "cycle_end_time") if isinstance(e_txt, str) and e_txt else None
     if e is not None and e < s:
-        raise Bad("cycle_end_time", "is before cycle_start_time", "correct the cycle's times")
+        raise _BadRecord("cycle_end_time", "is before cycle_start_time", "correct the cycle's times")
     if not isinstance(d["active_ranks"], str) or not d["active_ranks"]:
-        raise Bad("active_ranks", "is empty: the cycle's ranks are unknown",
+        raise _BadRecord("active_ranks", "is empty: the cycle's ranks are unknown",
                   "use an NVRx that writes active_ranks (0.6 and later), or set the file aside")
     return {"job": str(job), "attempt_index": int(att), "cycle": int(cyc), "start": s, "end": e,
             "ranks": _ranks(d["active_ranks"], "active_ranks")}

@@ -37,13 +37,14 @@ import datetime as _dt
 import json
 import os
 import re
+from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Any, Iterable, List, Optional
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
-from pau.engine.types import Quarantined, RunWarning, check_on_invalid, quarantine_schema, quarantine_table
+from pau.engine.types import RunWarning, check_on_invalid, quarantine_schema, quarantine_table
 from pau.engine.vocab import LIFECYCLE_SCHEMA, counts_metadata
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
 
@@ -87,17 +88,22 @@ _TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d
 _INPUT = ("submit_ns", "eligible_ns", "start_ns", "end_ns")
 
 
-class Records(NamedTuple):
-    """What a fleet reader returns: the jobs table (:data:`JOBS_SCHEMA`, or None when
-    the source holds no scheduler records), the lifecycle (or None), and what the reader
-    assumed or could not use, as :class:`pau.core.RunWarning` (``code`` and message)."""
+@dataclass
+class Records:
+    """What a fleet reader returns, whatever ``on_invalid`` says: the jobs table
+    (:data:`JOBS_SCHEMA`, or None when the source holds no scheduler records), the
+    lifecycle (or None), what the reader assumed or could not use, as
+    :class:`pau.core.RunWarning` (``code`` and message), and ``quarantine``: the records
+    set aside with ``on_invalid="quarantine"`` (:data:`JOBS_QUARANTINE_SCHEMA`; empty when
+    none was, and always with ``on_invalid="raise"``, which raises instead)."""
 
     jobs: Optional[pa.Table]
     lifecycle: Optional[pa.Table]
-    warnings: list
+    warnings: List[RunWarning]
+    quarantine: pa.Table = field(default_factory=lambda: JOBS_QUARANTINE_SCHEMA.empty_table())
 
 
-class Bad(Exception):
+class _BadRecord(Exception):
     """One record that cannot be used: the column, why, and the fix."""
 
     def __init__(self, column: str, reason: str, fix: str):
@@ -105,7 +111,7 @@ class Bad(Exception):
         self.column, self.reason, self.fix = column, reason, fix
 
 
-def zone(tz: Optional[str], reader: str, default_note: str, warnings: list) -> tuple[Any, str]:
+def zone(tz: Optional[str], reader: str, default_note: str, warnings: list[RunWarning]) -> tuple[Any, str]:
     """The zone local times are read in: ``tz`` (an IANA name), or UTC with a warning
     that says so when ``tz`` is None. Returns (ZoneInfo or None for UTC, name)."""
     if tz is None:
@@ -131,12 +137,12 @@ def local_time(value: str, column: str, tz: Any) -> int:
     read with the offset before the change."""
     m = _TIME.match(value.strip())
     if m is None:
-        raise Bad(column, f"{value!r} is not a time", "give times as YYYY-MM-DD HH:MM:SS (a fraction of a second may follow)")
+        raise _BadRecord(column, f"{value!r} is not a time", "give times as YYYY-MM-DD HH:MM:SS (a fraction of a second may follow)")
     y, mo, d, h, mi, se = (int(g) for g in m.groups()[:6])
     try:
         naive = _dt.datetime(y, mo, d, h, mi, se)
     except ValueError as exc:
-        raise Bad(column, f"{value!r} is not a time ({exc})", "give a real calendar date and time of day") from None
+        raise _BadRecord(column, f"{value!r} is not a time ({exc})", "give a real calendar date and time of day") from None
     secs = calendar.timegm(naive.timetuple())
     if tz is not None:
         off = tz.utcoffset(naive)
@@ -147,7 +153,7 @@ def local_time(value: str, column: str, tz: Any) -> int:
 
 def _in_int64(ns: int, value: str, column: str) -> int:
     if not -2**63 <= ns <= _I64:
-        raise Bad(column, f"{value!r} is outside the int64 ns range", "give times within the years 1678-2262")
+        raise _BadRecord(column, f"{value!r} is outside the int64 ns range", "give times within the years 1678-2262")
     return ns
 
 
@@ -157,7 +163,7 @@ def iso_time(value: str, column: str) -> int:
     v = value.strip()
     m = re.match(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$", v)
     if m is None:
-        raise Bad(column, f"{value!r} is not a time with a zone",
+        raise _BadRecord(column, f"{value!r} is not a time with a zone",
                   "give an RFC 3339 time such as 2025-02-05T14:30:00Z (the zone is needed)")
     base = local_time(m.group(1), column, None)
     z = m.group(3)
@@ -173,25 +179,25 @@ def fraction(value: Any, column: str) -> Fraction:
     """A count of accelerators as an exact fraction: an int, a decimal string (``0.5``,
     ``460m`` thousandths as Kubernetes writes them), never a binary float's noise."""
     if isinstance(value, bool):
-        raise Bad(column, f"{value!r} is not a count", "give a number of accelerators")
+        raise _BadRecord(column, f"{value!r} is not a count", "give a number of accelerators")
     if isinstance(value, int):
         f = Fraction(value)
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise Bad(column, f"{value!r} is not a count", "give a finite number of accelerators")
+            raise _BadRecord(column, f"{value!r} is not a count", "give a finite number of accelerators")
         f = Fraction(repr(value))  # the decimal the file wrote, not the binary float
     elif isinstance(value, str):
         v = value.strip()
         try:
             f = Fraction(v[:-1]) / 1000 if v.endswith("m") else Fraction(v)
         except (ValueError, ZeroDivisionError):
-            raise Bad(column, f"{value!r} is not a count", "give a number of accelerators (e.g. 8, 0.5 or 500m)") from None
+            raise _BadRecord(column, f"{value!r} is not a count", "give a number of accelerators (e.g. 8, 0.5 or 500m)") from None
     else:
-        raise Bad(column, f"{value!r} is not a count", "give a number of accelerators")
+        raise _BadRecord(column, f"{value!r} is not a count", "give a number of accelerators")
     if f < 0:
-        raise Bad(column, f"{value!r} is negative", "give a number of accelerators >= 0")
+        raise _BadRecord(column, f"{value!r} is negative", "give a number of accelerators >= 0")
     if f > MAX_ACCELERATORS:
-        raise Bad(column, f"{str(value)[:40]} is more accelerators than any cluster holds",
+        raise _BadRecord(column, f"{str(value)[:40]} is more accelerators than any cluster holds",
                   f"give at most {MAX_ACCELERATORS} accelerators for one job")
     return f
 
@@ -204,8 +210,8 @@ def check_rows(total: int, nbytes: int, table: str, column: str, what: str) -> N
                           "is not a real allocation")
 
 
-def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
-               on_invalid: str = "raise", metadata: Optional[dict] = None):
+def jobs_table(rows: Iterable[dict[str, Any]], *, table: str, source_file: Optional[str],
+               on_invalid: str = "raise", metadata: Optional[dict[bytes, bytes]] = None) -> Records:
     """Check and complete job rows into :data:`JOBS_SCHEMA`.
 
     Parameters
@@ -216,7 +222,7 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
         location a person reads, e.g. ``line 12``), and optionally
         ``allocated_accelerator_ns`` when the scheduler's allocation is not
         accelerators × (end − start) (Philly's attempts). A row may instead carry
-        ``_bad``: a :class:`Bad` found while reading it.
+        ``_bad``: a :class:`_BadRecord` found while reading it.
     table : str
         Names the input in errors (e.g. ``"sacct jobs.txt"``).
     source_file : str or None
@@ -226,7 +232,9 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
 
     Returns
     -------
-    pyarrow.Table, or pau.core.Quarantined with :data:`JOBS_QUARANTINE_SCHEMA`.
+    Records
+        ``jobs`` the table, ``lifecycle`` None, no warnings, ``quarantine`` the rows set
+        aside (:data:`JOBS_QUARANTINE_SCHEMA`; empty with ``on_invalid="raise"``).
 
     Raises
     ------
@@ -236,10 +244,10 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
         non-finite accelerators, a product past int64, a duplicate job id.
     """
     check_on_invalid(on_invalid)
-    good: list[dict] = []
-    bad: list[tuple[int, dict, Bad]] = []
+    good: list[dict[str, Any]] = []
+    bad: list[tuple[int, dict[str, Any], _BadRecord]] = []
     rounded = 0
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
     n = 0
     for i, r in enumerate(rows):
         n += 1
@@ -249,10 +257,10 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
             out, was_rounded = _derive(r)
             key = (out.get("cluster"), out["job"])
             if key in seen:
-                raise Bad("job", f"{out['job']!r} appears twice (first at record {seen[key]})",
+                raise _BadRecord("job", f"{out['job']!r} appears twice (first at record {seen[key]})",
                           "give each job once (one sacct/pod record per job), or keep the two clusters' cluster names")
             seen[key] = i
-        except Bad as b:
+        except _BadRecord as b:
             bad.append((i, r, b))
             continue
         rounded += was_rounded
@@ -262,44 +270,27 @@ def jobs_table(rows: Iterable[dict], *, table: str, source_file: Optional[str],
         raise InvalidRowError(table, b0.column, i0, f"{b0.reason} ({r0.get('_where', f'record {i0}')})", b0.fix,
                               count=len(bad))
     cols = {f.name: pa.array([g.get(f.name) for g in good], f.type) for f in JOBS_SCHEMA}
-    meta = {b"pau.jobs.rounded_rows": str(rounded).encode(), **counts_metadata(n, len(bad)), **(metadata or {})}
+    meta: dict[bytes, bytes] = {b"pau.jobs.rounded_rows": str(rounded).encode(), **counts_metadata(n, len(bad)),
+                                **(metadata or {})}
     if source_file is not None:
         meta[b"pau.jobs.source"] = source_file.encode()
     out_t = pa.table(cols, schema=JOBS_SCHEMA).replace_schema_metadata(meta)
-    if on_invalid == "quarantine":
-        q = quarantine_table(JOBS_QUARANTINE_SCHEMA, source_file,
-                             [r.get("_where", f"record {i}") for i, r, _ in bad],
-                             [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b in bad],
-                             job=[r.get("job") if isinstance(r.get("job"), str) else None for _, r, _ in bad],
-                             row=[i for i, _, _ in bad])
-        return Quarantined(out_t, q)
-    return out_t
+    q = quarantine_table(JOBS_QUARANTINE_SCHEMA, source_file,
+                         [r.get("_where", f"record {i}") for i, r, _ in bad],
+                         [f"{b.column}: {b.reason}. Fix: {b.fix}" for _, _, b in bad],
+                         job=[r.get("job") if isinstance(r.get("job"), str) else None for _, r, _ in bad],
+                         row=[i for i, _, _ in bad])
+    return Records(out_t, None, [], q)
 
 
-def _derive(r: dict) -> tuple[dict, int]:
+def _derive(r: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """A job row checked and completed (queue time, allocation), and whether its
+    allocation was rounded to the ns."""
     job = r.get("job")
     if not isinstance(job, str) or not job:
-        raise Bad("job", "is empty", "give every job its id")
-    sub, eli, sta, end = (r.get(c) for c in _INPUT)
-    for c in _INPUT:
-        v = r.get(c)
-        if v is not None and not (-2**63 <= v <= _I64):
-            raise Bad(c, f"{v} ns is outside int64", "give times within the years 1678-2262")
-    if sub is not None and eli is not None and eli < sub:
-        raise Bad("eligible_ns", "is before the submit time", "correct the times (eligible >= submit)")
-    ready = eli if eli is not None else sub
-    if sta is not None and ready is not None and sta < ready:
-        which = "eligible" if eli is not None else "submit"
-        raise Bad("start_ns", f"is before the {which} time", f"correct the times (start >= {which})")
-    if sta is not None and end is not None and end < sta:
-        raise Bad("end_ns", "is before the start time", "correct the times (end >= start)")
-    for c in ("cluster", "user", "team", "partition", "state", "accelerator_type"):
-        if r.get(c) is not None and not isinstance(r[c], str):
-            raise Bad(c, f"{r[c]!r} is not a string", f"give {c} as text")
-    for c in ("exit_code", "restarts", "nodes", *_INPUT):
-        v = r.get(c)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise Bad(c, f"{v!r} is not an integer", f"give {c} as an integer")
+        raise _BadRecord("job", "is empty", "give every job its id")
+    sub, eli, sta, end = _check_times(r)
+    _check_types(r)
     acc = r.get("accelerators")
     if acc is not None and not isinstance(acc, Fraction):
         acc = fraction(acc, "accelerators")
@@ -308,9 +299,47 @@ def _derive(r: dict) -> tuple[dict, int]:
     for c in ("exit_code", "restarts", "nodes"):
         v = out[c]
         if v is not None and not (-2**31 <= v <= _I32):
-            raise Bad(c, f"{v} is outside int32", f"give {c} as a 32-bit integer")
+            raise _BadRecord(c, f"{v} is outside int32", f"give {c} as a 32-bit integer")
+    ready = eli if eli is not None else sub
     out["queue_ns"] = None if sta is None or ready is None else sta - ready
+    out["allocated_accelerator_ns"], was_rounded = _allocation(r, acc, sub, sta, end)
+    return out, was_rounded
+
+
+def _check_times(r: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+    """The submit, eligible, start and end times, each within int64 and in order."""
+    sub, eli, sta, end = (r.get(c) for c in _INPUT)
+    for c in _INPUT:
+        v = r.get(c)
+        if v is not None and not (-2**63 <= v <= _I64):
+            raise _BadRecord(c, f"{v} ns is outside int64", "give times within the years 1678-2262")
+    if sub is not None and eli is not None and eli < sub:
+        raise _BadRecord("eligible_ns", "is before the submit time", "correct the times (eligible >= submit)")
+    ready = eli if eli is not None else sub
+    if sta is not None and ready is not None and sta < ready:
+        which = "eligible" if eli is not None else "submit"
+        raise _BadRecord("start_ns", f"is before the {which} time", f"correct the times (start >= {which})")
+    if sta is not None and end is not None and end < sta:
+        raise _BadRecord("end_ns", "is before the start time", "correct the times (end >= start)")
+    return sub, eli, sta, end
+
+
+def _check_types(r: dict[str, Any]) -> None:
+    """The text columns are strings, the counts and times integers."""
+    for c in ("cluster", "user", "team", "partition", "state", "accelerator_type"):
+        if r.get(c) is not None and not isinstance(r[c], str):
+            raise _BadRecord(c, f"{r[c]!r} is not a string", f"give {c} as text")
+    for c in ("exit_code", "restarts", "nodes", *_INPUT):
+        v = r.get(c)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise _BadRecord(c, f"{v!r} is not an integer", f"give {c} as an integer")
+
+
+def _allocation(r: dict[str, Any], acc: Optional[Fraction], sub: Any, sta: Any, end: Any) -> tuple[Optional[int], int]:
+    """Accelerator-ns allocated (the row's own, else accelerators × (end − start), exact,
+    rounded half to even), and whether it was rounded; None when it cannot be known."""
     was_rounded = 0
+    alloc: Optional[int]
     if "allocated_accelerator_ns" in r:
         alloc = r["allocated_accelerator_ns"]
     elif sta is None:
@@ -322,16 +351,15 @@ def _derive(r: dict) -> tuple[dict, int]:
         alloc = round(exact)  # Fraction rounds half to even
         was_rounded = int(exact.denominator != 1)
     if alloc is not None and alloc > _I64:
-        raise Bad("allocated_accelerator_ns", f"{alloc} ns is past int64 (about 292 accelerator-years)",
+        raise _BadRecord("allocated_accelerator_ns", f"{alloc} ns is past int64 (about 292 accelerator-years)",
                   "split the job's record (pau cannot hold one job's allocation past int64 ns)")
-    out["allocated_accelerator_ns"] = alloc
-    return out, was_rounded
+    return alloc, was_rounded
 
 
 # --- Philly -----------------------------------------------------------------------
 
-def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: Optional[str] = "philly",
-                on_invalid: str = "raise"):
+def read_philly(path: str | os.PathLike[str], *, tz: Optional[str] = None, cluster: Optional[str] = "philly",
+                on_invalid: str = "raise") -> Records:
     """Read Microsoft Philly's ``cluster_job_log`` (JSON: a list of jobs, each with
     ``attempts``), the whole upstream file or a subset of it.
 
@@ -356,7 +384,9 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
 
     Returns
     -------
-    Records, or pau.core.Quarantined of it (a job with a bad record is set aside whole).
+    Records
+        ``jobs`` and ``lifecycle`` set; a job with a bad record is set aside whole (its
+        record in ``quarantine``, none of its attempts in the lifecycle).
     """
     check_on_invalid(on_invalid)
     p = os.fspath(path)
@@ -372,10 +402,10 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
     if not isinstance(data, list):
         raise SchemaError(table, "(file)", f"is a JSON {type(data).__name__}, not a list of jobs",
                           "give the job log as Philly wrote it (a JSON list of jobs)")
-    warnings: list = []
+    warnings: list[RunWarning] = []
     zi, zname = zone(tz, "philly", "Philly's utilization files print PST/PDT (America/Los_Angeles).", warnings)
-    rows: list[dict] = []
-    life: list[tuple] = []
+    rows: list[dict[str, Any]] = []
+    life: list[tuple[Any, ...]] = []
     no_status = 0
     nbytes = os.path.getsize(p)
     for i, rec in enumerate(data):
@@ -389,7 +419,7 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
             r["_where"] = f"job {i} ({r['job']})"
             rows.append(r)
             life.extend(lr)
-        except Bad as b:
+        except _BadRecord as b:
             jid = rec.get("jobid", rec.get("id")) if isinstance(rec, dict) else None
             rows.append({"_bad": b, "job": jid if isinstance(jid, str) else None, "_where": f"job {i}"})
     if no_status:
@@ -398,65 +428,70 @@ def read_philly(path: str | os.PathLike, *, tz: Optional[str] = None, cluster: O
                                    "attempt's end reason unknown (the lifecycle's kind is null)"))
     jobs = jobs_table(rows, table=table, source_file=p, on_invalid=on_invalid,
                       metadata={b"pau.jobs.tz": zname.encode()})
-    keep = {j for j in (jobs.result if isinstance(jobs, Quarantined) else jobs).column("job").to_pylist()}
+    assert jobs.jobs is not None
+    keep = set(jobs.jobs.column("job").to_pylist())
     life = [t for t in life if t[-1] in keep]
-    cols: list = list(zip(*life)) if life else [[] for _ in JOB_LIFECYCLE_SCHEMA]
+    cols: list[Any] = list(zip(*life)) if life else [[] for _ in JOB_LIFECYCLE_SCHEMA]
     lt = pa.table([pa.array(list(c), f.type) for c, f in zip(cols, JOB_LIFECYCLE_SCHEMA)], schema=JOB_LIFECYCLE_SCHEMA)
-    if isinstance(jobs, Quarantined):
-        return Quarantined(Records(jobs.result, lt, warnings), jobs.quarantine)
-    return Records(jobs, lt, warnings)
+    return Records(jobs.jobs, lt, warnings, jobs.quarantine)
 
 
 _PHILLY_END = {"Pass": "completed", "Failed": "failed", "Killed": "preempted"}
 
 
-def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict, list[tuple]]:
+def _philly_attempt(a: Any, k: int, last: bool, before: Optional[int], gpus_field: Optional[int],
+                    zi: Any) -> tuple[int, Optional[int], int]:
+    """Attempt ``k`` of a Philly job: (start ns, end ns or None while it runs, GPUs).
+    ``before`` is the end of the attempt before it (only the last attempt may lack one)."""
+    if not isinstance(a, dict):
+        raise _BadRecord("attempts", f"attempt {k} is not an object", "give each attempt start_time and end_time")
+    s, e = a.get("start_time"), a.get("end_time")
+    if s in (None, "None", ""):
+        raise _BadRecord("attempts.start_time", f"attempt {k} has no start time (a logging error upstream)",
+                  "set the job aside (on_invalid='quarantine'): its allocation cannot be known")
+    s_ns = local_time(str(s), "attempts.start_time", zi)
+    e_ns: Optional[int]
+    if e in (None, "None", ""):
+        if not last:
+            raise _BadRecord("attempts.end_time", f"attempt {k} has no end time but is not the last",
+                      "set the job aside (on_invalid='quarantine'): only the last attempt may still run")
+        e_ns = None
+    else:
+        e_ns = local_time(str(e), "attempts.end_time", zi)
+        if e_ns < s_ns:
+            raise _BadRecord("attempts.end_time", f"attempt {k} ends before it starts", "correct the attempt's times")
+    if before is not None and s_ns < before:
+        raise _BadRecord("attempts.start_time", f"attempt {k} starts before attempt {k - 1} ended",
+                  "give the attempts in order, each after the one before")
+    detail = a.get("detail")
+    g = gpus_field
+    if isinstance(detail, list) and detail:
+        g = sum(len(d["gpus"]) for d in detail if isinstance(d, dict) and isinstance(d.get("gpus"), list))
+    if g is None:
+        raise _BadRecord("num_gpus", f"attempt {k} names no GPUs", "give num_gpus, or the attempts' detail with their gpus")
+    return s_ns, e_ns, g
+
+
+def _philly_job(rec: Any, i: int, zi: Any, cluster: Optional[str]) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
     if not isinstance(rec, dict):
-        raise Bad("job", f"is a JSON {type(rec).__name__}, not an object", "give each job as a JSON object")
+        raise _BadRecord("job", f"is a JSON {type(rec).__name__}, not an object", "give each job as a JSON object")
     jid = rec.get("jobid", rec.get("id"))
     if not isinstance(jid, str) or not jid:
-        raise Bad("jobid", "is missing", "give each job its jobid (or id, as the marwage subset names it)")
+        raise _BadRecord("jobid", "is missing", "give each job its jobid (or id, as the marwage subset names it)")
     sub = rec.get("submitted_time")
     sub_ns = None if sub in (None, "None", "") else local_time(str(sub), "submitted_time", zi)
     attempts = rec.get("attempts")
     if not isinstance(attempts, list):
-        raise Bad("attempts", "is missing or not a list", "give each job its list of attempts (it may be empty)")
+        raise _BadRecord("attempts", "is missing or not a list", "give each job its list of attempts (it may be empty)")
     gpus_field = rec.get("num_gpus")
     if gpus_field is not None and (isinstance(gpus_field, bool) or not isinstance(gpus_field, int) or gpus_field < 0):
-        raise Bad("num_gpus", f"{gpus_field!r} is not a count", "give num_gpus as a non-negative integer")
+        raise _BadRecord("num_gpus", f"{gpus_field!r} is not a count", "give num_gpus as a non-negative integer")
     if gpus_field is not None and gpus_field > MAX_ACCELERATORS:
-        raise Bad("num_gpus", f"{gpus_field} is more GPUs than any cluster holds", f"give at most {MAX_ACCELERATORS}")
+        raise _BadRecord("num_gpus", f"{gpus_field} is more GPUs than any cluster holds", f"give at most {MAX_ACCELERATORS}")
     status = rec.get("status")
     spans: list[tuple[int, Optional[int], int]] = []
     for k, a in enumerate(attempts):
-        if not isinstance(a, dict):
-            raise Bad("attempts", f"attempt {k} is not an object", "give each attempt start_time and end_time")
-        s, e = a.get("start_time"), a.get("end_time")
-        if s in (None, "None", ""):
-            raise Bad("attempts.start_time", f"attempt {k} has no start time (a logging error upstream)",
-                      "set the job aside (on_invalid='quarantine'): its allocation cannot be known")
-        s_ns = local_time(str(s), "attempts.start_time", zi)
-        last = k == len(attempts) - 1
-        if e in (None, "None", ""):
-            if not last:
-                raise Bad("attempts.end_time", f"attempt {k} has no end time but is not the last",
-                          "set the job aside (on_invalid='quarantine'): only the last attempt may still run")
-            e_ns = None
-        else:
-            e_ns = local_time(str(e), "attempts.end_time", zi)
-            if e_ns < s_ns:
-                raise Bad("attempts.end_time", f"attempt {k} ends before it starts", "correct the attempt's times")
-        before = spans[-1][1] if spans else None  # only the last attempt may lack an end
-        if before is not None and s_ns < before:
-            raise Bad("attempts.start_time", f"attempt {k} starts before attempt {k - 1} ended",
-                      "give the attempts in order, each after the one before")
-        detail = a.get("detail")
-        g = gpus_field
-        if isinstance(detail, list) and detail:
-            g = sum(len(d["gpus"]) for d in detail if isinstance(d, dict) and isinstance(d.get("gpus"), list))
-        if g is None:
-            raise Bad("num_gpus", f"attempt {k} names no GPUs", "give num_gpus, or the attempts' detail with their gpus")
-        spans.append((s_ns, e_ns, g))
+        spans.append(_philly_attempt(a, k, k == len(attempts) - 1, spans[-1][1] if spans else None, gpus_field, zi))
     gpus = gpus_field if gpus_field is not None else (max(g for _, _, g in spans) if spans else None)
     running = bool(spans) and spans[-1][1] is None
     alloc: Optional[int] = None

@@ -101,8 +101,8 @@ import pyarrow as pa
 
 from pau.engine.vocab import REQUESTS_SCHEMA
 from pau.engine.types import RunWarning, check_on_invalid, quarantine_schema, quarantine_table
-from pau.errors import PauError
-from pau.readers.detect import UnknownFormatError, _detect_file
+from pau.errors import ServingFormatError, UnknownFormatError
+from pau.readers.detect import _detect_file
 
 __all__ = ["QUARANTINE_SCHEMA", "REQUESTS_SCHEMA", "ServingFormatError", "ServingResults", "read_serving"]
 
@@ -121,15 +121,6 @@ _FIX = ("give vLLM benchmark results (--save-result), an AIPerf profile_export.j
 _ROUNDING = "round half away from zero to the ns, from the decimal text in the file"
 
 
-class ServingFormatError(PauError):
-    """A serving result file pau cannot use. Attributes: ``path``, ``record`` (index or
-    line, or None), ``problem``, ``fix``."""
-
-    def __init__(self, path: str, problem: str, fix: str, record: str | None = None):
-        self.path, self.record, self.problem, self.fix = path, record, problem, fix
-        where = f", {record}" if record else ""
-        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
-
 
 @dataclass
 class ServingResults:
@@ -142,8 +133,8 @@ class ServingResults:
 
     requests: pa.Table
     format: str
-    meta: dict = field(default_factory=dict)
-    warnings: list = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[RunWarning] = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
 
     def __repr__(self) -> str:
@@ -173,7 +164,7 @@ def _loads(text: str) -> Any:
     try:
         return json.loads(text, parse_float=_Num)
     except RecursionError:
-        raise ValueError("nested too deep") from None
+        raise json.JSONDecodeError("nested too deep", text, 0) from None
 
 
 def _to_ns(value: Any, scale: int, what: str) -> int:
@@ -283,7 +274,7 @@ class _Aside:
 
 # --- vLLM ------------------------------------------------------------------------------
 
-def _vllm(path: str, doc: dict, on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+def _vllm(path: str, doc: dict[str, Any], on_invalid: str) -> tuple[pa.Table, dict[str, Any], list[Any], pa.Table]:
     missing = [k for k in _VLLM_KEYS if k not in doc]
     if missing:
         raise ServingFormatError(path, f"vLLM results without the per-request arrays {', '.join(missing)}",
@@ -349,7 +340,7 @@ _UNIT_NS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "sec": 
 _CANCELLED_AFTER = re.compile(r"cancell?ed after\s+([0-9]+(?:\.[0-9]+)?)\s*s", re.IGNORECASE)
 
 
-def _metric(metrics: dict, name: str) -> tuple[Any, str | None]:
+def _metric(metrics: dict[str, Any], name: str) -> tuple[Any, str | None]:
     """(value, unit) of an AIPerf metric (``{"value", "unit"}`` or a bare value)."""
     m = metrics.get(name)
     if isinstance(m, dict):
@@ -357,7 +348,7 @@ def _metric(metrics: dict, name: str) -> tuple[Any, str | None]:
     return m, None
 
 
-def _aiperf_time(metrics: dict, name: str, default_unit: str) -> int | None:
+def _aiperf_time(metrics: dict[str, Any], name: str, default_unit: str) -> int | None:
     v, unit = _metric(metrics, name)
     if v is None:
         return None
@@ -367,7 +358,7 @@ def _aiperf_time(metrics: dict, name: str, default_unit: str) -> int | None:
     return _to_ns(v, _UNIT_NS[unit], f"metrics.{name}")
 
 
-def _aiperf_tokens(metrics: dict, *names: str) -> int | None:
+def _aiperf_tokens(metrics: dict[str, Any], *names: str) -> int | None:
     for name in names:
         v, _ = _metric(metrics, name)
         if v is not None:
@@ -375,7 +366,7 @@ def _aiperf_tokens(metrics: dict, *names: str) -> int | None:
     return None
 
 
-def _aiperf_status(md: dict, err: Any) -> str:
+def _aiperf_status(md: dict[str, Any], err: Any) -> str:
     if md.get("was_cancelled"):
         return "cancelled"
     if not err:
@@ -389,24 +380,15 @@ def _aiperf_status(md: dict, err: Any) -> str:
 
 
 class _AIPerfTally:
-    def __init__(self):
+    def __init__(self) -> None:
         self.cancel_end = self.cancel_no_end = self.latency_mismatch = self.reasoning = 0
-        self.ok_missing: Counter = Counter()
-        self.phases: Counter = Counter()
+        self.ok_missing: Counter[str] = Counter()
+        self.phases: Counter[str] = Counter()
         self.first_mismatch: str | None = None
 
 
-def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
-    if not isinstance(rec, dict):
-        raise _Bad("not a JSON object")
-    md = rec.get("metadata")
-    if not isinstance(md, dict):
-        raise _Bad("no 'metadata' object (not an AIPerf record)")
-    metrics = rec.get("metrics") or {}
-    if not isinstance(metrics, dict):
-        raise _Bad("'metrics' is not an object")
-    err = rec.get("error")
-    status = _aiperf_status(md, err)
+def _aiperf_span(md: dict[str, Any], metrics: dict[str, Any]) -> tuple[int, int | None]:
+    """A record's request start (required) and response end (None when not written)."""
     start: int | None
     if md.get("timestamp_ns") is not None:
         start = _to_ns(md["timestamp_ns"], 1, "metadata.timestamp_ns")
@@ -419,6 +401,33 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
     end = _aiperf_time(metrics, "max_response_timestamp", "ns")
     if end is None and md.get("request_end_ns") is not None:
         end = _to_ns(md["request_end_ns"], 1, "metadata.request_end_ns")
+    return start, end
+
+
+def _aiperf_output_tokens(metrics: dict[str, Any]) -> tuple[int | None, int | None]:
+    """Output tokens (``output_sequence_length``, else the answer's and the reasoning's
+    counts added) and the reasoning tokens."""
+    osl = _aiperf_tokens(metrics, "output_sequence_length")
+    reasoning = _aiperf_tokens(metrics, "reasoning_token_count")
+    if osl is None:
+        answer = _aiperf_tokens(metrics, "output_token_count")
+        if answer is not None or reasoning is not None:
+            osl = (answer or 0) + (reasoning or 0)
+    return osl, reasoning
+
+
+def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict[str, Any]:
+    if not isinstance(rec, dict):
+        raise _Bad("not a JSON object")
+    md = rec.get("metadata")
+    if not isinstance(md, dict):
+        raise _Bad("no 'metadata' object (not an AIPerf record)")
+    metrics = rec.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise _Bad("'metrics' is not an object")
+    err = rec.get("error")
+    status = _aiperf_status(md, err)
+    start, end = _aiperf_span(md, metrics)
     ttft = _aiperf_time(metrics, "ttft", "ms")
     if ttft is None:
         ttft = _aiperf_time(metrics, "time_to_first_token", "ms")
@@ -426,12 +435,7 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
         raise _Bad(f"metrics.ttft is {ttft} ns: a latency is >= 0")
     first = None if ttft is None else _add(start, ttft, "first token")
     isl = _aiperf_tokens(metrics, "input_sequence_length", "error_isl")
-    osl = _aiperf_tokens(metrics, "output_sequence_length")
-    reasoning = _aiperf_tokens(metrics, "reasoning_token_count")
-    if osl is None:
-        answer = _aiperf_tokens(metrics, "output_token_count")
-        if answer is not None or reasoning is not None:
-            osl = (answer or 0) + (reasoning or 0)
+    osl, reasoning = _aiperf_output_tokens(metrics)
     if status == "ok" and end is None:
         raise _Bad("a successful request without an end time (metrics.max_response_timestamp)")
     cancel_end = None
@@ -460,7 +464,7 @@ def _aiperf_row(rec: Any, no: int, tally: _AIPerfTally) -> dict:
             "end_ns": end, "input_tokens": isl, "output_tokens": osl, "status": status}
 
 
-def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dict[str, Any], list[Any], pa.Table]:
     aside = _Aside(path, on_invalid, "repair or remove the line (each line of profile_export.jsonl is one "
                                      "AIPerf record with metadata.timestamp_ns)")
     rows, tally = [], _AIPerfTally()
@@ -509,7 +513,7 @@ def _aiperf(path: str, lines: list[str], on_invalid: str) -> tuple[pa.Table, dic
 
 # --- LLMPerf ---------------------------------------------------------------------------
 
-def _llmperf_row(rec: Any) -> dict:
+def _llmperf_row(rec: Any) -> dict[str, Any]:
     if not isinstance(rec, dict):
         raise _Bad("not a JSON object")
     missing = [k for k in _LLMPERF_KEYS if k not in rec]
@@ -530,7 +534,7 @@ def _llmperf_row(rec: Any) -> dict:
             "status": _http_status(code, str(msg or ""))}
 
 
-def _llmperf(path: str, doc: list, on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+def _llmperf(path: str, doc: list[Any], on_invalid: str) -> tuple[pa.Table, dict[str, Any], list[Any], pa.Table]:
     aside = _Aside(path, on_invalid, "repair or remove the record (each one needs " + ", ".join(_LLMPERF_KEYS) + ")")
     rows = []
     for i, rec in enumerate(doc):
@@ -557,7 +561,7 @@ def _llmperf(path: str, doc: list, on_invalid: str) -> tuple[pa.Table, dict, lis
 
 # --- GenAI-Perf ------------------------------------------------------------------------
 
-def _genai_perf(path: str, doc: dict, on_invalid: str) -> tuple[pa.Table, dict, list, pa.Table]:
+def _genai_perf(path: str, doc: dict[str, Any], on_invalid: str) -> tuple[pa.Table, dict[str, Any], list[Any], pa.Table]:
     aside = _Aside(path, on_invalid, "export the profile again")
     rows = []
     for e, exp in enumerate(doc["experiments"]):
@@ -617,7 +621,7 @@ def _per_request_file(d: str) -> str:
     return found[0]
 
 
-def read_serving(path: str | os.PathLike, *, on_invalid: str = "raise") -> ServingResults:
+def read_serving(path: str | os.PathLike[str], *, on_invalid: str = "raise") -> ServingResults:
     """Read a serving benchmark's per-request results into the requests table.
 
     Parameters

@@ -57,7 +57,7 @@ import pyarrow as pa
 from pau.engine.types import Quarantined, RunWarning, check_on_invalid
 from pau.engine.vocab import counts_metadata
 from pau.errors import InvalidRowError, NoInputError, OptionError, SchemaError
-from pau.readers.scheduler import Bad, Records, fraction, jobs_table, zone
+from pau.readers.scheduler import _BadRecord, Records, fraction, jobs_table, zone
 
 __all__ = ["read_sacct", "parse_sacct", "read_sacct_jobs", "parse_sacct_jobs", "SACCT_FORMAT", "SACCT_JOBS_FORMAT"]
 
@@ -84,7 +84,7 @@ class _Bad(Exception):
         self.field, self.reason, self.fix = field, reason, fix
 
 
-def _zone(tz: str):
+def _zone(tz: str) -> ZoneInfo | None:
     if tz.upper() == "UTC":
         return None
     try:
@@ -94,7 +94,7 @@ def _zone(tz: str):
                           "such as 'UTC' or 'America/New_York': the zone sacct printed its times in") from None
 
 
-def _time(value: str, field: str, zone) -> int | None:
+def _time(value: str, field: str, zone: ZoneInfo | None) -> int | None:
     v = value.strip()
     if v.lower() in _NO_TIME:
         return None
@@ -144,7 +144,7 @@ def _gpus(value: str) -> int | None:
     return plain if plain is not None else typed
 
 
-def read_sacct(path: str | os.PathLike, *, steps: bool = False, tz: str = "UTC",
+def read_sacct(path: str | os.PathLike[str], *, steps: bool = False, tz: str = "UTC",
                accelerators_per_node: int | None = None, on_invalid: str = "raise") -> pa.Table | Quarantined:
     """Read a file of ``sacct --parsable2`` (or ``--parsable``) output.
 
@@ -233,7 +233,8 @@ def parse_sacct(text: str, *, source: str = "sacct", steps: bool = False, tz: st
     return out
 
 
-def _row(fields: list[str], keys: list[str], header: list[str], zone, per_node: int | None) -> dict[str, Any]:
+def _row(fields: list[str], keys: list[str], header: list[str], zone: ZoneInfo | None,
+         per_node: int | None) -> dict[str, Any]:
     if len(fields) != len(keys):
         raise _Bad(header[0].strip(), f"has {len(fields)} fields where the header has {len(keys)}",
                    "give one value per header field, separated by '|' (a '|' inside a job name cannot be read)")
@@ -255,13 +256,7 @@ def _row(fields: list[str], keys: list[str], header: list[str], zone, per_node: 
         elif k == "state":
             r["state"] = v.strip().split(" ")[0] if v.strip() else None
         elif k == "exitcode":
-            if v.strip() == "":
-                r["exit_code"] = r["exit_signal"] = None
-            else:
-                m = _EXIT.match(v.strip())
-                if m is None:
-                    raise _Bad(name, f"{v!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
-                r["exit_code"], r["exit_signal"] = int(m.group(1)), int(m.group(2))
+            r["exit_code"], r["exit_signal"] = _exit(v, name)
         elif k == "alloctres":
             r["alloc_tres"] = v
             r["accelerators"] = _gpus(v)
@@ -270,6 +265,22 @@ def _row(fields: list[str], keys: list[str], header: list[str], zone, per_node: 
     r["_extra"] = extra
     if per_node is not None and r.get("accelerators") is None and r.get("nodes") is not None:
         r["accelerators"] = r["nodes"] * per_node
+    _check_order(r, header, keys)
+    return r
+
+
+def _exit(v: str, name: str) -> tuple[int | None, int | None]:
+    """``ExitCode`` ``N:M`` as (code, signal); (None, None) when empty."""
+    if v.strip() == "":
+        return None, None
+    m = _EXIT.match(v.strip())
+    if m is None:
+        raise _Bad(name, f"{v!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _check_order(r: dict[str, Any], header: list[str], keys: list[str]) -> None:
+    """Submit <= Eligible <= Start <= End, where given."""
     sub, eli, sta, end = (r.get(c) for c in ("submit_ns", "eligible_ns", "start_ns", "end_ns"))
     ready = eli if eli is not None else sub
     if sub is not None and eli is not None and eli < sub:
@@ -279,7 +290,6 @@ def _row(fields: list[str], keys: list[str], header: list[str], zone, per_node: 
         raise _Bad(_name(header, keys, "start"), f"is before {which}", f"correct the times (Start >= {which})")
     if sta is not None and end is not None and end < sta:
         raise _Bad(_name(header, keys, "end"), "is before Start", "correct the times (End >= Start)")
-    return r
 
 
 def _name(header: list[str], keys: list[str], key: str) -> str:
@@ -305,10 +315,7 @@ def _table(rows: list[dict[str, Any]], keys: list[str], header: list[str], steps
     if "exitcode" in present:
         cols["exit_code"] = pa.array([r["exit_code"] for r in use], pa.int32())
         cols["exit_signal"] = pa.array([r["exit_signal"] for r in use], pa.int32())
-    for k, c in _INT_FIELDS.items():
-        if k in present:
-            cols[c] = pa.array([r[c] for r in use], pa.int64())
-    for k, c in _TIME_FIELDS.items():
+    for k, c in [*_INT_FIELDS.items(), *_TIME_FIELDS.items()]:   # counts, then times: int64
         if k in present:
             cols[c] = pa.array([r[c] for r in use], pa.int64())
     if "alloctres" in present:
@@ -329,8 +336,8 @@ def _table(rows: list[dict[str, Any]], keys: list[str], header: list[str], steps
 _TRES_GPU = re.compile(r"^gres/gpu(?::([^=]+))?=(\d+)$")
 
 
-def read_sacct_jobs(path: str | os.PathLike, *, tz: str | None = None, cluster: str | None = None,
-                    on_invalid: str = "raise") -> Records | Quarantined:
+def read_sacct_jobs(path: str | os.PathLike[str], *, tz: str | None = None, cluster: str | None = None,
+                    on_invalid: str = "raise") -> Records:
     """Read ``sacct`` output into the jobs table (:data:`pau.readers.scheduler.JOBS_SCHEMA`).
 
     Two forms are read, told apart by the content: ``sacct --parsable2`` (or
@@ -360,7 +367,7 @@ def read_sacct_jobs(path: str | os.PathLike, *, tz: str | None = None, cluster: 
 
     Returns
     -------
-    Records (``jobs`` set, ``lifecycle`` None), or pau.core.Quarantined of it.
+    Records (``jobs`` set, ``lifecycle`` None; ``quarantine`` the records set aside).
     """
     p = os.fspath(path)
     if not os.path.isfile(p):
@@ -375,27 +382,27 @@ def read_sacct_jobs(path: str | os.PathLike, *, tz: str | None = None, cluster: 
 
 
 def parse_sacct_jobs(text: str, *, source: str = "sacct", tz: str | None = None, cluster: str | None = None,
-                     on_invalid: str = "raise") -> Records | Quarantined:
+                     on_invalid: str = "raise") -> Records:
     """:func:`read_sacct_jobs` of text already in memory (``source`` names it in errors)."""
     check_on_invalid(on_invalid)
-    warnings: list = []
+    warnings: list[RunWarning] = []
     table = f"sacct {source}"
     if text.lstrip().startswith("{"):
-        rows, meta = _json_jobs(text, table, cluster)
+        rows, no_tres = _json_jobs(text, table, cluster)
+        meta: dict[bytes, bytes] = {}
     else:
         head = text.lstrip().split("\n", 1)[0].lower().replace(" ", "").split("|")
         timed = tz is not None or any(k in head for k in _TIME_FIELDS)
         zi, zname = zone(tz if timed else "UTC", "sacct", "sacct prints the cluster's local time.", warnings)
-        rows, meta = _text_jobs(text, table, zi, cluster)
-        meta[b"pau.jobs.tz"] = zname.encode()
-    if meta.pop("no_tres", False):
+        rows, no_tres = _text_jobs(text, table, zi, cluster)
+        meta = {b"pau.jobs.tz": zname.encode()}
+    if no_tres:
         warnings.append(RunWarning("sacct.no_tres", "sacct: the output has no AllocTRES or ReqTRES field: "
                                    f"accelerators are unknown (null). Fix: add them to --format ({SACCT_JOBS_FORMAT})"))
     out = jobs_table(rows, table=table, source_file=None if source == "sacct" else source,
                      on_invalid=on_invalid, metadata=meta)
-    if isinstance(out, Quarantined):
-        return Quarantined(Records(out.result, None, warnings), out.quarantine)
-    return Records(out, None, warnings)
+    out.warnings = warnings
+    return out
 
 
 def _tres(value: str) -> tuple[int | None, str | None]:
@@ -440,12 +447,13 @@ def _header(text: str, table: str) -> tuple[list[tuple[int, str]], list[str], li
     return lines, header, keys, trailing
 
 
-def _text_jobs(text: str, table: str, zi, cluster: str | None) -> tuple[list[dict], dict]:
+def _text_jobs(text: str, table: str, zi: ZoneInfo | None, cluster: str | None) -> tuple[list[dict[str, Any]], bool]:
+    """The job rows of sacct's text, and whether it lacks both AllocTRES and ReqTRES."""
     lines, header, keys, trailing = _header(text, table)
     col = {k: i for i, k in enumerate(keys)}
-    meta: dict = {"no_tres": "alloctres" not in col and "reqtres" not in col}
-    jobs: dict[str, dict] = {}
-    order: list[dict] = []
+    no_tres = "alloctres" not in col and "reqtres" not in col
+    jobs: dict[str, dict[str, Any]] = {}
+    order: list[dict[str, Any]] = []
     for row, (lineno, ln) in enumerate(lines[1:]):
         fields = ln.split("|")
         if trailing:
@@ -453,20 +461,20 @@ def _text_jobs(text: str, table: str, zi, cluster: str | None) -> tuple[list[dic
         where = f"line {lineno}"
         try:
             if len(fields) != len(keys):
-                raise Bad(header[0].strip(), f"has {len(fields)} fields where the header has {len(keys)}",
+                raise _BadRecord(header[0].strip(), f"has {len(fields)} fields where the header has {len(keys)}",
                           "give one value per header field, separated by '|' (a '|' inside a job name cannot be read)")
             get = {k: fields[i] for k, i in col.items()}
             job, _, step = get["jobid"].strip().partition(".")
             if not job:
-                raise Bad("JobID", "is empty", "give every line its JobID")
+                raise _BadRecord("JobID", "is empty", "give every line its JobID")
             if step:
                 order.append({"_step_of": job, "_where": where, "job": job})
                 continue
             try:
                 r = _text_job(get, job, zi, cluster)
             except _Bad as b0:
-                raise Bad(b0.field, b0.reason, b0.fix) from None
-        except Bad as b:
+                raise _BadRecord(b0.field, b0.reason, b0.fix) from None
+        except _BadRecord as b:
             order.append({"_bad": b, "_where": where, "job": fields[col["jobid"]].strip() if len(fields) > col["jobid"] else None})
             continue
         r["_where"] = where
@@ -476,20 +484,20 @@ def _text_jobs(text: str, table: str, zi, cluster: str | None) -> tuple[list[dic
     for r in order:
         if "_step_of" in r:
             if r["_step_of"] not in jobs:
-                rows.append({"_bad": Bad("JobID", f"is a step of job {r['_step_of']}, whose allocation line is not in the output",
+                rows.append({"_bad": _BadRecord("JobID", f"is a step of job {r['_step_of']}, whose allocation line is not in the output",
                                          "give sacct's whole output for the job (its allocation line too)"),
                              "_where": r["_where"], "job": r["job"]})
             continue
         rows.append(r)
-    return rows, meta
+    return rows, no_tres
 
 
-def _text_job(get: dict, job: str, zi, cluster: str | None) -> dict:
-    def s(k):
+def _text_job(get: dict[str, Any], job: str, zi: ZoneInfo | None, cluster: str | None) -> dict[str, Any]:
+    def s(k: str) -> str | None:
         v = get.get(k)
         return None if v is None or v.strip() == "" else v.strip()
 
-    r: dict = {"job": job, "cluster": s("cluster") or cluster, "scheduler": "slurm", "user": s("user"),
+    r: dict[str, Any] = {"job": job, "cluster": s("cluster") or cluster, "scheduler": "slurm", "user": s("user"),
                "team": s("account"), "partition": s("partition")}
     st = s("state")
     r["state"] = st.split(" ")[0] if st else None
@@ -497,7 +505,7 @@ def _text_job(get: dict, job: str, zi, cluster: str | None) -> dict:
     if ec is not None:
         m = _EXIT.match(ec)
         if m is None:
-            raise Bad("ExitCode", f"{ec!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
+            raise _BadRecord("ExitCode", f"{ec!r} is not an exit code", "give ExitCode as N:M (code:signal), as sacct prints it")
         r["exit_code"] = int(m.group(1))
     for k, c in (("restarts", "restarts"), ("nnodes", "nodes")):
         if k in get:
@@ -514,7 +522,7 @@ def _text_job(get: dict, job: str, zi, cluster: str | None) -> dict:
     return r
 
 
-def _num(v):
+def _num(v: Any) -> Any:
     """A JSON number as data_parser writes it: plain, or ``{"set", "infinite", "number"}``
     (None when not set or infinite)."""
     if isinstance(v, dict):
@@ -526,7 +534,7 @@ def _num(v):
     return v
 
 
-def _json_jobs(text: str, table: str, cluster: str | None) -> tuple[list[dict], dict]:
+def _json_jobs(text: str, table: str, cluster: str | None) -> tuple[list[dict[str, Any]], bool]:
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -541,28 +549,49 @@ def _json_jobs(text: str, table: str, cluster: str | None) -> tuple[list[dict], 
         try:
             r = _json_job(j, cluster)
             r["_where"] = where
-        except Bad as b:
+        except _BadRecord as b:
             jid = j.get("job_id") if isinstance(j, dict) else None
             r = {"_bad": b, "_where": where, "job": None if jid is None else str(jid)}
         rows.append(r)
-    return rows, {}
+    return rows, False
 
 
-def _json_time(t: dict, key: str) -> int | None:
+def _json_time(t: dict[str, Any], key: str) -> int | None:
     v = _num(t.get(key))
     if v is None or v == 0:  # Slurm writes 0 for "not set"
         return None
     if not isinstance(v, int) or v < 0:
-        raise Bad(f"time.{key}", f"{v!r} is not seconds since the epoch", "give the job's times as sacct --json writes them")
+        raise _BadRecord(f"time.{key}", f"{v!r} is not seconds since the epoch", "give the job's times as sacct --json writes them")
     return v * _NS
 
 
-def _json_job(j: Any, cluster: str | None) -> dict:
+def _json_gpus(tres: Any, key: str) -> tuple[int | None, str | None]:
+    """The GPUs of a job's ``tres.allocated`` (or ``requested``) list: the plain
+    ``gres/gpu`` count, else the typed counts added, and the types comma-joined."""
+    items = tres.get(key)
+    if not isinstance(items, list) or not items:
+        return None, None
+    plain, typed, types = None, 0, set()
+    for it in items:
+        if not isinstance(it, dict) or it.get("type") != "gres":
+            continue
+        nm, cnt = str(it.get("name") or ""), _num(it.get("count"))
+        if not (nm == "gpu" or nm.startswith("gpu:")) or cnt is None:
+            continue
+        if nm == "gpu":
+            plain = cnt
+        else:
+            typed += cnt
+            types.add(nm[4:])
+    return (plain if plain is not None else typed), (",".join(sorted(types)) or None)
+
+
+def _json_job(j: Any, cluster: str | None) -> dict[str, Any]:
     if not isinstance(j, dict):
-        raise Bad("jobs", "is not an object", "give each job as sacct --json writes it")
+        raise _BadRecord("jobs", "is not an object", "give each job as sacct --json writes it")
     jid = _num(j.get("job_id"))
     if not isinstance(jid, int):
-        raise Bad("job_id", f"{j.get('job_id')!r} is not a job id", "give each job its job_id")
+        raise _BadRecord("job_id", f"{j.get('job_id')!r} is not a job id", "give each job its job_id")
     name = str(jid)
     arr, het = j.get("array") or {}, j.get("het") or {}
     a_job, a_task = _num(arr.get("job_id")), _num(arr.get("task_id"))
@@ -580,36 +609,18 @@ def _json_job(j: Any, cluster: str | None) -> dict:
     code = _num(ec.get("return_code")) if isinstance(ec, dict) else _num(ec)
     t = j.get("time") or {}
     if not isinstance(t, dict):
-        raise Bad("time", "is not an object", "give the job's time object as sacct --json writes it")
+        raise _BadRecord("time", "is not an object", "give the job's time object as sacct --json writes it")
     tres = j.get("tres") or {}
 
-    def gpus(key):
-        items = tres.get(key)
-        if not isinstance(items, list) or not items:
-            return None, None
-        plain, typed, types = None, 0, set()
-        for it in items:
-            if not isinstance(it, dict) or it.get("type") != "gres":
-                continue
-            nm, cnt = str(it.get("name") or ""), _num(it.get("count"))
-            if not (nm == "gpu" or nm.startswith("gpu:")) or cnt is None:
-                continue
-            if nm == "gpu":
-                plain = cnt
-            else:
-                typed += cnt
-                types.add(nm[4:])
-        return (plain if plain is not None else typed), (",".join(sorted(types)) or None)
-
-    r: dict = {"job": name, "cluster": j.get("cluster") or cluster, "scheduler": "slurm", "user": j.get("user"),
+    r: dict[str, Any] = {"job": name, "cluster": j.get("cluster") or cluster, "scheduler": "slurm", "user": j.get("user"),
                "team": j.get("account"), "partition": j.get("partition"),
                "state": state if isinstance(state, str) else None,
                "exit_code": code if isinstance(code, int) else None,
                "restarts": _num(j.get("restart_cnt")), "nodes": _num(j.get("allocation_nodes")),
                "submit_ns": _json_time(t, "submission"), "eligible_ns": _json_time(t, "eligible"),
                "start_ns": _json_time(t, "start"), "end_ns": _json_time(t, "end")}
-    alloc, atype = gpus("allocated")
-    req, rtype = gpus("requested")
+    alloc, atype = _json_gpus(tres, "allocated")
+    req, rtype = _json_gpus(tres, "requested")
     if alloc is not None:
         r["accelerators"], r["accelerator_type"] = fraction(alloc, "tres.allocated"), atype
     elif r["start_ns"] is None and req is not None:
