@@ -551,7 +551,7 @@ class Fleet:
             t = t.append_column(f"_has_{c}", pc.is_valid(t[c]))
             order += [(f"_has_{c}", "descending"), (c, "descending")]
         t = t.take(pc.sort_indices(t, order + [("_source", "descending")]))
-        seen: set = set()
+        seen: set[tuple[Any, Any]] = set()
         keep = []
         for i, k in enumerate(zip(t["cluster"].to_pylist(), t["job"].to_pylist())):
             if k not in seen:
@@ -561,7 +561,7 @@ class Fleet:
         t = t.take(pa.array(keep, pa.int64())).select(JOBS_SCHEMA.names)
         t = t.sort_by([("cluster", "ascending"), ("job", "ascending")])
         runs = self.runs.select(["run", "cluster", "job"])
-        by_job: dict = {}
+        by_job: dict[tuple[Any, Any], list[str]] = {}
         for key, cluster, job in zip(*(runs[c].to_pylist() for c in ("run", "cluster", "job"))):
             if job is not None:
                 by_job.setdefault((cluster, job), []).append(key)
@@ -587,7 +587,7 @@ class Fleet:
         known = set(zip(table["cluster"].to_pylist(), table["job"].to_pylist()))
         runs_with_job = sum(1 for c, j in zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())
                             if j is not None and (c, j) in known)
-        per_job: dict = {}
+        per_job: dict[tuple[Any, Any], int] = {}
         for c, j in zip(runs["cluster"].to_pylist(), runs["job"].to_pylist()):
             if j is not None:
                 per_job[(c, j)] = per_job.get((c, j), 0) + 1
@@ -655,7 +655,8 @@ class Fleet:
 
     def keys(self) -> list[str]:
         """The run keys of the runs table, sorted."""
-        return self.runs["run"].to_pylist()
+        keys: list[str] = self.runs["run"].to_pylist()
+        return keys
 
     def run(self, key: str) -> Run:
         """The run of key ``key``, read from its folder in pau's run layout."""

@@ -91,7 +91,7 @@ class Changes:
         return [ChangePoint(*row.values()) for row in self.table.to_pylist()]
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        return int(self.table.num_rows)
 
 
 # ---------------------------------------------------------------------------
@@ -183,7 +183,7 @@ def noise_sd(x: Any) -> np.ndarray:
     flat = sd == 0
     if flat.any():
         sd[flat] = d[flat].std(axis=1) / math.sqrt(2)
-    return sd
+    return np.asarray(sd, np.float64)
 
 
 def bic_penalty(x: Any, sigma: Any = None) -> np.ndarray:
@@ -197,7 +197,7 @@ def bic_penalty(x: Any, sigma: Any = None) -> np.ndarray:
     """
     a, _ = _series(x)
     sd = noise_sd(a) if sigma is None else _per_series(sigma, a.shape[0], "sigma", positive=False)
-    return 2.0 * math.log(max(a.shape[1], 1)) * sd * sd
+    return np.asarray(2.0 * math.log(max(a.shape[1], 1)) * sd * sd, np.float64)
 
 
 # ---------------------------------------------------------------------------

@@ -82,7 +82,7 @@ class Placement:
     output: str
     currency: str
     assumptions: tuple[str, ...]
-    warnings: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -208,7 +208,7 @@ def _run_row(run: Run, accelerator_types: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def json_key(ev: Mapping[str, Any]) -> tuple:
+def json_key(ev: Mapping[str, Any]) -> tuple[Any, ...]:
     """What makes two runs' targets the same: each part's name, direction and target."""
     return tuple((p.get("name"), p.get("direction"), p.get("target")) for p in ev.get("parts") or [])
 
@@ -292,7 +292,7 @@ def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str 
                        f"({sorted(targets, key=str)}): trained models are not the same output. Fix: give runs of "
                        "one round")
     benchmark = benches[0]
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["submitter"], r["system"], r["accelerator_model"], r["accelerators"]), []).append(r)
     out = []
@@ -356,7 +356,7 @@ def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str 
     table = pa.Table.from_pylist(out, schema=TABLE_SCHEMA)
     runs_t = pa.Table.from_pylist([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows],
                                   schema=RUNS_SCHEMA)
-    warnings = [w for r in all_runs for w in r.warnings]
+    warnings: list[str] = [w for r in all_runs for w in r.warnings]
     return Placement(table, runs_t, benchmark, output, currency, assumptions, warnings)
 
 

@@ -180,14 +180,14 @@ def period_starts(t: Any, every: str | Period) -> np.ndarray:
     p = parse_every(every)
     t = np.asarray(t, dtype=np.int64)
     if p.edges is not None:
-        return p.edges[_edge_index(p, t)]
+        return np.asarray(p.edges[_edge_index(p, t)], np.int64)
     if p.unit == "mo":
         m = _months(t)
         return _month_start((m // p.n) * p.n)
     w = p.width_ns
     assert w is not None
     origin = MONDAY0 if p.unit == "w" else 0
-    return (t - origin) // w * w + origin
+    return np.asarray((t - origin) // w * w + origin, np.int64)
 
 
 def period_ends(starts: np.ndarray, every: str | Period) -> np.ndarray:
@@ -195,7 +195,7 @@ def period_ends(starts: np.ndarray, every: str | Period) -> np.ndarray:
     p = parse_every(every)
     s = np.asarray(starts, dtype=np.int64)
     if p.edges is not None:
-        return p.edges[_edge_index(p, s) + 1]
+        return np.asarray(p.edges[_edge_index(p, s) + 1], np.int64)
     if p.unit == "mo":
         return _month_start(_months(s) + p.n)
     assert p.width_ns is not None
@@ -570,7 +570,7 @@ class Rollup:
         Python integers), the ratios recomputed from those sums."""
         t = self.table
         ns_cols = [c for c in t.column_names if c.endswith("_ns") and c not in ("period_start_ns", "period_end_ns")]
-        keys: dict[tuple, dict[str, int]] = {}
+        keys: dict[tuple[Any, ...], dict[str, int]] = {}
         groups = list(zip(*(t[k].to_pylist() for k in self.by))) if self.by else [()] * t.num_rows
         cols = {c: t[c].to_pylist() for c in ns_cols + [c for c in _COUNTS + ("runs_ended", "jobs_started",
                                                                             "recoveries") if c in t.column_names]}
@@ -578,10 +578,10 @@ class Rollup:
             acc = keys.setdefault(g, {c: 0 for c in cols})
             for c, v in cols.items():
                 acc[c] += v[i] or 0
-        out: dict[str, list] = {k: [g[j] for g in keys] for j, k in enumerate(self.by)}
+        out: dict[str, Any] = {k: [g[j] for g in keys] for j, k in enumerate(self.by)}
         for c in cols:
             out[c] = [keys[g][c] for g in keys]
-        energy: dict[tuple, dict[str, list[float]]] = {g: {c: [] for c in _ENERGY} for g in keys}
+        energy: dict[tuple[Any, ...], dict[str, list[float]]] = {g: {c: [] for c in _ENERGY} for g in keys}
         for c in _ENERGY:  # null for a group with no energy, never 0 J for unknown
             for g, v in zip(groups, t[c].to_pylist()):
                 if v is not None:
@@ -752,7 +752,7 @@ def _periods_spanned(runs: pa.Table, jobs: pa.Table | None, p: Period, lo: int |
         return 1
     a, b = max(min(starts), lo if lo is not None else min(starts)), min(max(ends), hi if hi is not None else max(ends))
     width = p.width_ns or 28 * p.n * NS_PER_DAY
-    return max(0, b - a) // width + 2
+    return int(max(0, b - a) // width + 2)
 
 
 def _check_columns(table: pa.Table, name: str, needed: Sequence[str], fix: str) -> None:
@@ -1069,7 +1069,7 @@ def _pair(g: np.ndarray, st: np.ndarray) -> np.ndarray:
     """(group, period start) as one sortable int64 key: groups first, then periods in
     order. Every period starts on an hour, and int64 ns hold under 2**22 hours either
     side of the epoch: the low :data:`_HOUR_BITS` bits are the hour plus 2**22."""
-    return g.astype(np.int64) * (1 << _HOUR_BITS) + (st // NS_PER_HOUR + (1 << 22))
+    return np.asarray(g.astype(np.int64) * (1 << _HOUR_BITS) + (st // NS_PER_HOUR + (1 << 22)), np.int64)
 
 
 def _unpair(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1255,7 +1255,7 @@ def capacity(r: Rollup, period_a: Any, period_b: Any) -> pa.Table:
             pa_[g] += v
         if ps_ == b:
             pb[g] += v
-    out: dict[str, list] = {k: [g[i] for g in prod] for i, k in enumerate(r.by)}
+    out: dict[str, list[Any]] = {k: [g[i] for g in prod] for i, k in enumerate(r.by)}
     out["productive_h_a"] = [pa_[g] / NS_PER_HOUR for g in prod]
     out["productive_h_b"] = [pb[g] / NS_PER_HOUR for g in prod]
     out["accelerators"] = [_changes.capacity(x, y, hours) for x, y in zip(out["productive_h_a"], out["productive_h_b"])]
