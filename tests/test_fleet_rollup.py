@@ -492,7 +492,7 @@ def test_a_sum_beyond_int64_is_refused_and_one_just_below_is_exact():
 def test_sparse_sums_equal_dense_ones(fleet, every, monkeypatch):
     """Many groups over many periods keep their sums sparse (compacted as they come):
     the same table as the dense sums of a small rollup."""
-    from pau.fleet.rollup import _Acc
+    from pau.fleet.sums import Acc as _Acc
 
     cost = {"accelerator": {"H100": {"contract_rate_per_accelerator_hour": 2.0},
                             "A100": {"contract_rate_per_accelerator_hour": 1.0}}}

@@ -82,6 +82,8 @@ LEVELS = [
     {"pau.figures.compare"},
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
+    # a fleet rollup's parts: periods, exact sums, group keys and filters
+    {"pau.fleet.periods", "pau.fleet.sums", "pau.fleet.groups"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
     {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.rollup",
      "pau.fleet.archive"},

@@ -63,7 +63,6 @@ BIG = {
     "src/pau/compat/ml_goodput.py",
     "src/pau/engine/_lifecycle.py",
     "src/pau/figures/economics.py",
-    "src/pau/fleet/rollup.py",
     "src/pau/readers/kineto.py",
     "src/pau/readers/telemetry.py",
     "src/pau/run.py",
