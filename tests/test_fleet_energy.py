@@ -154,3 +154,50 @@ def test_an_archive_written_before_the_energy_columns_reads_them_as_null(fleet, 
     r = g.rollup(by="cluster", every="1d")
     assert r.table["energy_j"].null_count == r.table.num_rows and r.overall()["energy_j"] is None
     assert "pau_energy_joules_total" not in openmetrics.render(r)
+
+
+_PRICED = {"defaults": {"pue": 1.25, "energy_price_per_kwh": 0.2},
+           "accelerator": {"H100": {"purchase_price": 30000, "life_years": 5, "nominal_power_w": 700,
+                                    "network_storage_per_accelerator_hour": 0.0,
+                                    "operations_per_accelerator_hour": 0.0}}}
+
+
+@pytest.mark.parametrize("every", ["1h", "1d"])
+def test_energy_cost_is_measured_joules_else_nominal_draw(fleet, every):
+    """``energy_cost``: the measured joules of the runs that ended in the row at PUE x
+    price, plus the allocated hours of runs with no measured energy at the nominal draw;
+    its basis says which. Computed again here from the runs table and the cells."""
+    f, _ = fleet
+    r = f.rollup(by="cluster", every=every, cost_model=_PRICED)
+    per_j = 1.25 * 0.2 / 3.6e6
+    runs = f.runs.to_pylist()
+    cluster_of = {x["run"]: x["cluster"] for x in runs}
+    cells = f.cells.to_pylist()
+    for row in r.table.to_pylist():
+        ended = [y["energy_j"] for y in runs if y["cluster"] == row["cluster"] and y["energy_j"] is not None
+                 and row["period_start_ns"] <= y["end_ns"] - 1 < row["period_end_ns"]]
+        unmeasured_ns = sum(c["duration_ns"] for c in cells if cluster_of[c["run"]] == row["cluster"]
+                            and row["period_start_ns"] <= c["hour_ns"] < row["period_end_ns"]
+                            and row["cluster"] == "west")
+        want = math.fsum(ended) * per_j + unmeasured_ns / H * 700 * 3_600 * per_j
+        basis = {(True, False): "measured", (False, True): "nominal", (True, True): "measured and nominal",
+                 (False, False): None}[(bool(ended), bool(unmeasured_ns))]
+        assert row["energy_cost_basis"] == basis
+        if basis is None:
+            assert row["energy_cost"] is None  # never 0 for unknown
+        else:
+            assert math.isclose(row["energy_cost"], want, rel_tol=1e-12)
+    assert {x["energy_cost_basis"] for x in r.table.to_pylist() if x["cluster"] == "west"} == {"nominal"}
+    assert "measured" in {x["energy_cost_basis"] for x in r.table.to_pylist() if x["cluster"] == "east"}
+    total = r.overall()
+    assert math.isclose(total["energy_cost"], math.fsum(x["energy_cost"] or 0.0 for x in r.table.to_pylist()),
+                        rel_tol=1e-12)
+
+
+def test_energy_cost_without_an_energy_price_is_null_and_says_so(fleet):
+    f, _ = fleet
+    contract = {"accelerator": {"H100": {"contract_rate_per_accelerator_hour": 2.0}}}
+    rows = f.rollup(by="cluster", every="1d", cost_model=contract).table.to_pylist()
+    assert rows and all(x["energy_cost"] is None for x in rows)
+    assert all(x["energy_cost_basis"] is None or "unpriced" in x["energy_cost_basis"] for x in rows)
+    assert any(x["energy_cost_basis"] for x in rows)

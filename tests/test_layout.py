@@ -85,7 +85,7 @@ LEVELS = [
     # a fleet rollup's parts: periods, exact sums, group keys and filters
     {"pau.fleet.periods", "pau.fleet.sums", "pau.fleet.groups"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
-    {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.rollup",
+    {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.pricing", "pau.fleet.rollup",
      "pau.fleet.archive"},
     # placement across hardware generations: cost per trained model from runs, costs and reliability
     {"pau.fleet.place"},

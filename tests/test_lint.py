@@ -38,7 +38,6 @@ COMPLEX = {
     ("src/pau/fleet/costs.py", "_rate"),
     ("src/pau/fleet/ingester.py", "ingest"),
     ("src/pau/fleet/place.py", "at_scale"),
-    ("src/pau/fleet/rollup.py", "rollup"),
     ("src/pau/readers/detect.py", "_detect_file"),
     ("src/pau/readers/kineto.py", "_assemble"),
     ("src/pau/readers/megatron.py", "_records"),

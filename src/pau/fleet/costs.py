@@ -91,6 +91,19 @@ class CostRate:
     capital_basis: str  # "purchase" (straight-line depreciation) or "contract"
     parts_basis: Mapping[str, str]
     sections: tuple[str, ...]
+    #: What prices energy apart from the hour (None when the model does not give it): the
+    #: draw per accelerator (W, measured or nominal), the PUE and the price of a kWh.
+    power_w: Optional[float] = None
+    pue: Optional[float] = None
+    energy_price_per_kwh: Optional[float] = None
+
+    @property
+    def joule_price(self) -> Optional[float]:
+        """The price of a joule at the accelerator: ``pue * energy_price_per_kwh / 3.6e6``
+        (None when the model gives no PUE or energy price)."""
+        if self.pue is None or self.energy_price_per_kwh is None:
+            return None
+        return self.pue * self.energy_price_per_kwh / 3.6e6
 
     @property
     def basis(self) -> str:
@@ -273,7 +286,9 @@ def _rate(keys: dict[str, tuple[str, Any]], used: tuple[str, ...], source: str, 
     else:
         basis["operations"] = f"{ops:g} {cur}/accelerator-hour"
     total = capital + power + net + ops
-    return CostRate(total, capital, power, net, ops, cur, cbasis, basis, used)
+    draw = measured_power_w if measured_power_w is not None else get("nominal_power_w")
+    return CostRate(total, capital, power, net, ops, cur, cbasis, basis, used, draw,
+                    get("pue", at_least=1.0), get("energy_price_per_kwh"))
 
 
 def _check_section(name: str, values: Any) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from pau.errors import PauError, SchemaError
 import pau.fleet.changes as _changes
 import pau.fleet.costs as _costs
 import pau.fleet.groups as _groups
+import pau.fleet.pricing as _pricing
 import pau.fleet.sums as _sums
 from pau.fleet.periods import (MAX_LOCAL_PERIODS, MONDAY0, NS_PER_DAY, NS_PER_HOUR, NS_PER_S, Period, local_edges,
                                parse_every, parse_time, period_ends, period_names, period_starts)
@@ -103,6 +104,7 @@ COST_FIELDS = pa.schema([
     ("cost_unaccounted", pa.float64()), ("cost_per_productive_h", pa.float64()),
     ("cost_per_preserved_step", pa.float64()), ("cost_per_million_tokens", pa.float64()),
     ("cost_per_accepted_request", pa.float64()),
+    ("energy_cost", pa.float64()), ("energy_cost_basis", pa.string()),
 ])
 
 _COUNTS = ("failures", "not_recovered", "preserved_steps", "preserved_tokens", "requests_accepted",
@@ -213,6 +215,9 @@ class Rollup:
                       "cost_unaccounted"):
                 out[c] = float(sum(t[c].to_pylist()))
             out["cost_per_productive_h"] = out["cost"] / out["productive_h"] if prod else None
+            # the energy's cost: null when none, or when some of it had no price (never 0 for unknown)
+            priced = [v for v, b in zip(t["energy_cost"].to_pylist(), t["energy_cost_basis"].to_pylist()) if b]
+            out["energy_cost"] = None if not priced or None in priced else math.fsum(priced)
         return out
 
 
@@ -349,9 +354,11 @@ def _check_columns(table: pa.Table, name: str, needed: Sequence[str], fix: str) 
             raise SchemaError(name, c, "is missing", fix)
 
 
-def _add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray, runs_with_job: np.ndarray,
-               p: Period, lo: int | None, hi: int | None) -> None:
-    """The cells, a batch at a time, into ``acc`` (columns: the states, then allocated)."""
+def _add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray,
+               runs_with_job: np.ndarray, measured: np.ndarray | None, p: Period, lo: int | None,
+               hi: int | None) -> None:
+    """The cells, a batch at a time, into ``acc`` (columns: the states, allocated, and
+    with ``measured`` (whether each run's energy was) allocated of runs not measured)."""
     run_keys = runs["run"]
     run_position = {k: i for i, k in enumerate(run_keys.to_pylist())}
     state_names = pa.array(list(STATES), pa.string())
@@ -395,12 +402,17 @@ def _add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, ru
         alone = ~runs_with_job[r]
         if alone.any():  # a run with no job stands on its own: its accountable time is allocated
             acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col), d[alone])
+            if measured is not None:
+                alone &= ~measured[r]
+                acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col + 1), d[alone])
 
 
-def _add_jobs(acc: _sums.Acc, queue: _sums.Acc, jobs: pa.Table, g: _groups.Groups, job_run: np.ndarray, job_keep: np.ndarray,
-              p: Period, lo: int | None, hi: int | None, warnings: list[str]) -> None:
-    """Each job's allocation cut at the period boundaries (and ``since``/``until``); its
-    queue time and count in the period it started."""
+def _add_jobs(acc: _sums.Acc, queue: _sums.Acc, jobs: pa.Table, g: _groups.Groups, job_run: np.ndarray,
+              job_keep: np.ndarray, job_measured: np.ndarray | None, p: Period, lo: int | None, hi: int | None,
+              warnings: list[str]) -> None:
+    """Each job's allocation cut at the period boundaries (and ``since``/``until``), and
+    with ``job_measured`` (whether the job's run measured its energy) again in the column
+    after allocated when not measured; its queue time and count in the period it started."""
     alloc_col, unattributed = len(STATES), STATES.index("unattributed")
     a_ns, st, en = jobs["allocated_accelerator_ns"], jobs["start_ns"], jobs["end_ns"]
     started = np.asarray(st.is_valid())
@@ -422,6 +434,9 @@ def _add_jobs(acc: _sums.Acc, queue: _sums.Acc, jobs: pa.Table, g: _groups.Group
     acc.add(g.job[w_idx], ps[whole], np.full(len(w_idx), alloc_col), alloc[w_idx])
     wa = job_run[w_idx] < 0  # a job with no run: accountable and unattributed for its whole allocation
     acc.add(g.job[w_idx][wa], ps[whole][wa], np.full(int(wa.sum()), unattributed), alloc[w_idx][wa])
+    if job_measured is not None:
+        wn = ~job_measured[w_idx]
+        acc.add(g.job[w_idx][wn], ps[whole][wn], np.full(int(wn.sum()), alloc_col + 1), alloc[w_idx][wn])
     # a job across periods: its allocation up to t is alloc * (t - start) // (end - start) in
     # Python integers, so the pieces sum exactly to alloc (accelerators x ns for whole counts)
     rows: list[tuple[int, int, int, int]] = []
@@ -435,6 +450,8 @@ def _add_jobs(acc: _sums.Acc, queue: _sums.Acc, jobs: pa.Table, g: _groups.Group
             rows.append((int(g.job[i]), b0, alloc_col, piece))
             if job_run[i] < 0:
                 rows.append((int(g.job[i]), b0, unattributed, piece))
+            if job_measured is not None and not job_measured[i]:
+                rows.append((int(g.job[i]), b0, alloc_col + 1, piece))
             t = b1
     if rows:
         cut = np.array(rows, dtype=np.int64)
@@ -489,119 +506,28 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
                    "give the fleet's runs table (pau.fleet.RUNS_SCHEMA; an archive written before it held "
                    "failure_ns and recovery_ns: ingest the runs again into a new archive)")
     run_keep = _groups.mask(runs, terms, "runs", strict=True)
-    job_run = np.zeros(0, np.int64)
-    job_keep = np.zeros(0, bool)
-    if jobs is not None:
-        _check_columns(jobs, "jobs", ("job", "cluster", "start_ns", "end_ns", "allocated_accelerator_ns", "queue_ns",
-                                      "run"),
-                       "give the fleet's jobs table (pau.readers.JOBS_SCHEMA and run, the joined run key)")
-        _check_columns(runs, "runs", ("job", "cluster"), "give the fleet's runs table (pau.fleet.RUNS_SCHEMA)")
-        job_run = np.asarray(pc.index_in(jobs["run"], value_set=runs["run"]).fill_null(-1)
-                             .to_numpy(zero_copy_only=False), dtype=np.int64) if jobs.num_rows else job_run
-        missing = (job_run < 0) & np.asarray(jobs["run"].is_valid())
-        if missing.any():
-            i = int(np.flatnonzero(missing)[0])
-            raise PauError(f"jobs: column 'run', row {i}: {jobs['run'][i].as_py()!r} is no run of the runs table "
-                           f"({int(missing.sum())} rows). Fix: the run key of a run in the archive, or null")
-        # a job with a run is kept with its run; one without by its own columns
-        job_keep = np.where(job_run < 0, _groups.mask(jobs, terms, "jobs", strict=False),
-                            run_keep[np.maximum(job_run, 0)] if runs.num_rows else False)
+    job_run, job_keep, runs_with_job = _join_jobs(runs, jobs, run_keep, terms)
     cost_keys = ["accelerator_type", "cluster"] if model is not None else []
     g = _groups.groups(runs, jobs, job_run, keys + cost_keys)
-    # a run is one of a job's when its cluster and job name a row of the jobs table (null
-    # cluster equal to null), whichever run the row's ``run`` names: its time is allocated
-    # by the job; a run with no such job stands on its own (its accountable is allocated)
-    runs_with_job = np.zeros(runs.num_rows, bool)
-    if jobs is not None:
-        named = set(zip(jobs["cluster"].to_pylist(), jobs["job"].to_pylist()))
-        runs_with_job = np.array([j is not None and (c, j) in named for c, j in
-                                  zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())], bool)
-        runs_with_job[job_run[job_run >= 0]] = True
-
     if tz is not None:
         span = _extent(runs, jobs, lo, hi)
         if span is not None:
             p = local_edges(p, tz, span[0] - NS_PER_HOUR, span[1] + NS_PER_HOUR)
-    n_states = len(STATES)
     n_periods = _periods_spanned(runs, jobs, p, lo, hi)
-    acc = _sums.Acc(g.count, n_states + 1, p, n_periods)  # the states, then allocated
-    _add_cells(acc, cells, runs, g, run_keep, runs_with_job, p, lo, hi)
+    # the states, allocated, and allocated whose energy no run measured (priced at nominal power)
+    acc = _sums.Acc(g.count, len(STATES) + 2, p, n_periods)
+    measured = _measured(runs) if model is not None else None
+    _add_cells(acc, cells, runs, g, run_keep, runs_with_job, measured, p, lo, hi)
     queue = _sums.Acc(g.count, 2, p, n_periods)  # queue ns, jobs started
     if jobs is not None:
-        _add_jobs(acc, queue, jobs, g, job_run, job_keep, p, lo, hi, warnings)
-
-    # counts a run carries as a whole: in the period of its last ns
-    cnt = _sums.Acc(g.count, len(_COUNTS) + 1, p, n_periods)
-    has_end = np.asarray(runs["end_ns"].is_valid())
-    if (run_keep & ~has_end).any():
-        warnings.append(f"{int((run_keep & ~has_end).sum())} runs with no extent (no end_ns) are in no period")
-    last = np.maximum(_ints(runs["end_ns"]) - 1, _ints(runs["start_ns"]))
-    rk = run_keep & has_end
-    if lo is not None:
-        rk &= last >= lo
-    if hi is not None:
-        rk &= last < hi
-    r_idx = np.flatnonzero(rk)
-    r_ps = period_starts(last[r_idx], p)
-    for j, c in enumerate(_COUNTS):
-        if c not in _PER_FAILURE:
-            cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), j), _ints(runs[c])[r_idx])
-    cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), len(_COUNTS)), np.ones(len(r_idx), np.int64))
-    # failures and their recoveries: each in the period of the failure's instant
-    f_run, f_ns, f_rec = _failure_rows(runs, run_keep)
-    f_in = np.ones(len(f_ns), bool)
-    if lo is not None:
-        f_in &= f_ns >= lo
-    if hi is not None:
-        f_in &= f_ns < hi
-    f_run, f_ns, f_rec = f_run[f_in], f_ns[f_in], f_rec[f_in]
-    f_ps = period_starts(f_ns, p) if len(f_ns) else f_ns
-    cnt.add(g.run[f_run], f_ps, np.full(len(f_run), _COUNTS.index("failures")), np.ones(len(f_run), np.int64))
-    lost = f_rec < 0
-    cnt.add(g.run[f_run[lost]], f_ps[lost], np.full(int(lost.sum()), _COUNTS.index("not_recovered")),
-            np.ones(int(lost.sum()), np.int64))
-
-    # user groups: the by values of the fine groups (with a cost model, several fine groups each)
-    user = len(keys)
-    gkey = [tuple(v[f] for v in g.values[:user]) for f in range(g.count)]
-    order = sorted(set(gkey), key=lambda k: tuple((x is None, "" if x is None else x) for x in k))
-    rank = {k: i for i, k in enumerate(order)}
-    ug = np.array([rank[k] for k in gkey] if user else [0] * g.count, np.int64)
-    parts = {"time": acc.result(), "counts": cnt.result(), "queue": queue.result()}
-    # the rows: every (group, period) with time, a run ended or a job started
-    # (a failure's period is a row even when its run had no time there: its instant is the run's end)
-    live = [ug[parts["time"][1]], ug[parts["counts"][1]], ug[parts["queue"][1][parts["queue"][2] == 1]]]
-    live_st = [parts["time"][0], parts["counts"][0], parts["queue"][0][parts["queue"][2] == 1]]
-    row_keys = np.unique(np.concatenate([_sums.pair(a_, b_) for a_, b_ in zip(live, live_st)]))
-    n_rows = len(row_keys)
-    row_group, row_start = _sums.unpair(row_keys)
-    dense = {}
-    for name, (st, f, col_, v) in parts.items():
-        inside = np.isin(_sums.pair(ug[f], st), row_keys)  # counts and queue of a row with none: not a row
-        dense[name] = _sums.rows(row_keys, st[inside], ug[f][inside], col_[inside], v[inside], n_rows,
-                            {"time": n_states + 1, "counts": len(_COUNTS) + 1, "queue": 2}[name])
-    pricing = _Pricing(model)
-    cost = None
-    if model is not None:  # the cost of each fine group and period, then summed per row
-        st, f, col_, v = parts["time"]
-        fine_keys = np.unique(_sums.pair(f, st))
-        fine = _sums.rows(fine_keys, st, f, col_, v, len(fine_keys), n_states + 1)
-        fine_g, fine_st = _sums.unpair(fine_keys)
-        cost = np.zeros((n_rows, 7))
-        at = np.searchsorted(row_keys, _sums.pair(ug[fine_g], fine_st))
-        for i in range(len(fine_keys)):
-            fg = int(fine_g[i])
-            cost[at[i]] += pricing.cost(g.values[user][fg], g.values[user + 1][fg], fine[i])
-    energy = _energy_rows(runs, r_idx, row_keys, _sums.pair(ug[g.run[r_idx]], r_ps))
-    recoveries: dict[int, list[int]] = {}
-    ok = ~lost
-    rec_rows = (np.searchsorted(row_keys, _sums.pair(ug[g.run[f_run[ok]]], f_ps[ok])) if ok.any()
-                else np.zeros(0, np.int64))
-    for d, r_ in zip(f_rec[ok].tolist(), rec_rows.tolist()):
-        recoveries.setdefault(r_, []).append(d)
-    table = _table(keys, [order[u] for u in row_group.tolist()], row_start, dense["time"], dense["counts"],
-                   dense["queue"], cost, [recoveries.get(i) for i in range(n_rows)], p, lo, hi, jobs is not None,
-                   energy)
+        job_measured = None
+        if measured is not None:
+            job_measured = (job_run >= 0) & (measured[np.maximum(job_run, 0)] if runs.num_rows else False)
+        _add_jobs(acc, queue, jobs, g, job_run, job_keep, job_measured, p, lo, hi, warnings)
+    cnt, ends, fails = _add_counts(runs, g, run_keep, p, lo, hi, n_periods, warnings)
+    pricing = _pricing.Pricing(model)
+    table = _assemble(keys, g, p, lo, hi, runs, jobs is not None, pricing,
+                      {"time": acc.result(), "counts": cnt.result(), "queue": queue.result()}, ends, fails)
     if jobs is None:
         warnings.insert(0, "the archive holds no jobs table: allocated is the runs' accountable time (jobs with no "
                            "run are not counted)")
@@ -609,37 +535,140 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
                   warnings)
 
 
+def _join_jobs(runs: pa.Table, jobs: pa.Table | None, run_keep: np.ndarray,
+               terms: list[tuple[str, bool, frozenset[str]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each job's run (index in ``runs``, -1: none), whether the job is kept, and whether
+    each run is one of a job's: its cluster and job name a row of the jobs table (null
+    cluster equal to null), whichever run the row's ``run`` names. Such a run's time is
+    allocated by the job; a run with no such job stands on its own (its accountable time
+    is allocated)."""
+    if jobs is None:
+        return np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(runs.num_rows, bool)
+    _check_columns(jobs, "jobs", ("job", "cluster", "start_ns", "end_ns", "allocated_accelerator_ns", "queue_ns",
+                                  "run"),
+                   "give the fleet's jobs table (pau.readers.JOBS_SCHEMA and run, the joined run key)")
+    _check_columns(runs, "runs", ("job", "cluster"), "give the fleet's runs table (pau.fleet.RUNS_SCHEMA)")
+    job_run = np.zeros(0, np.int64)
+    if jobs.num_rows:
+        job_run = np.asarray(pc.index_in(jobs["run"], value_set=runs["run"]).fill_null(-1)
+                             .to_numpy(zero_copy_only=False), dtype=np.int64)
+    missing = (job_run < 0) & np.asarray(jobs["run"].is_valid())
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise PauError(f"jobs: column 'run', row {i}: {jobs['run'][i].as_py()!r} is no run of the runs table "
+                       f"({int(missing.sum())} rows). Fix: the run key of a run in the archive, or null")
+    # a job with a run is kept with its run; one without by its own columns
+    job_keep = np.where(job_run < 0, _groups.mask(jobs, terms, "jobs", strict=False),
+                        run_keep[np.maximum(job_run, 0)] if runs.num_rows else False)
+    named = set(zip(jobs["cluster"].to_pylist(), jobs["job"].to_pylist()))
+    runs_with_job = np.array([j is not None and (c, j) in named for c, j in
+                              zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())], bool).reshape(-1)
+    runs_with_job[job_run[job_run >= 0]] = True
+    return job_run, job_keep, runs_with_job
 
-class _Pricing:
-    """The cost model's rate per (accelerator type, cluster), looked up once each."""
 
-    def __init__(self, model: _costs.CostModel | None):
-        self.model = model
-        self.rates: dict[tuple[Any, Any], _costs.CostRate] = {}
-        self.basis: dict[str, str] = {}
-        self.currency: str | None = None
+def _measured(runs: pa.Table) -> np.ndarray:
+    """Whether each run's energy was measured (``energy_j`` not null)."""
+    if "energy_j" not in runs.column_names:
+        return np.zeros(runs.num_rows, bool)
+    return np.asarray(runs["energy_j"].is_valid(), bool).reshape(-1)
 
-    def cost(self, accelerator_type: Any, cluster: Any, time: np.ndarray) -> np.ndarray:
-        """cost, productive, rolled_back, recovery, idle, overhead, unaccounted."""
-        assert self.model is not None
-        k = (accelerator_type, cluster)
-        if k not in self.rates:
-            try:
-                rate = self.model.rate(accelerator_type=accelerator_type, cluster=cluster)
-            except PauError as exc:
-                raise PauError(f"cost model: accelerator_type {accelerator_type!r}, cluster {cluster!r} (of runs or "
-                               f"jobs in the fleet): {exc}") from None
-            if self.currency is not None and rate.currency != self.currency:
-                raise PauError(f"cost model: rates in {self.currency} and {rate.currency}. Fix: one currency")
-            self.currency = rate.currency
-            self.rates[k] = rate
-            self.basis[f"{accelerator_type} / {cluster}"] = (f"{rate.per_accelerator_hour:g} {rate.currency}/"
-                                                             f"accelerator-hour ({rate.basis})")
-        rate = self.rates[k]
-        split = _costs.split_by_state(rate, {s: int(time[i]) for i, s in enumerate(STATES) if time[i]})
-        allocated = rate.per_accelerator_hour * int(time[len(STATES)]) / NS_PER_HOUR
-        return np.array([allocated, split.productive, split.rolled_back, split.recovery, split.idle, split.overhead,
-                         allocated - split.total])
+
+@dataclass
+class _Ends:
+    """The runs kept that ended in the cut (``idx``, into the runs table) and the start of
+    the period of each one's last ns (``start``)."""
+
+    idx: np.ndarray
+    start: np.ndarray
+
+
+@dataclass
+class _Fails:
+    """The failures kept, one entry each: run index, period start of its instant, time to
+    recover (ns; -1 not recovered)."""
+
+    run: np.ndarray
+    start: np.ndarray
+    recover: np.ndarray
+
+
+def _add_counts(runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray, p: Period, lo: int | None,
+                hi: int | None, n_periods: int, warnings: list[str]) -> tuple[_sums.Acc, _Ends, _Fails]:
+    """The counts per fine group and period: those a run carries as a whole in the period
+    of its last ns (and ``runs_ended``), each failure (and not recovered) in the period of
+    its instant."""
+    cnt = _sums.Acc(g.count, len(_COUNTS) + 1, p, n_periods)
+    has_end = np.asarray(runs["end_ns"].is_valid())
+    if (run_keep & ~has_end).any():
+        warnings.append(f"{int((run_keep & ~has_end).sum())} runs with no extent (no end_ns) are in no period")
+    last = np.maximum(_ints(runs["end_ns"]) - 1, _ints(runs["start_ns"]))
+    rk = run_keep & has_end & _inside(last, lo, hi)
+    r_idx = np.flatnonzero(rk)
+    r_ps = period_starts(last[r_idx], p)
+    for j, c in enumerate(_COUNTS):
+        if c not in _PER_FAILURE:
+            cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), j), _ints(runs[c])[r_idx])
+    cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), len(_COUNTS)), np.ones(len(r_idx), np.int64))
+    f_run, f_ns, f_rec = _failure_rows(runs, run_keep)
+    f_in = _inside(f_ns, lo, hi)
+    f_run, f_ns, f_rec = f_run[f_in], f_ns[f_in], f_rec[f_in]
+    f_ps = period_starts(f_ns, p) if len(f_ns) else f_ns
+    cnt.add(g.run[f_run], f_ps, np.full(len(f_run), _COUNTS.index("failures")), np.ones(len(f_run), np.int64))
+    lost = f_rec < 0
+    cnt.add(g.run[f_run[lost]], f_ps[lost], np.full(int(lost.sum()), _COUNTS.index("not_recovered")),
+            np.ones(int(lost.sum()), np.int64))
+    return cnt, _Ends(r_idx, r_ps), _Fails(f_run, f_ps, f_rec)
+
+
+def _inside(t: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
+    """``lo <= t < hi`` (either end open when None)."""
+    keep = np.ones(len(t), bool)
+    if lo is not None:
+        keep &= t >= lo
+    if hi is not None:
+        keep &= t < hi
+    return keep
+
+
+def _assemble(keys: list[str], g: _groups.Groups, p: Period, lo: int | None, hi: int | None, runs: pa.Table,
+              has_jobs: bool, pricing: _pricing.Pricing, parts: dict[str, _pricing.Sparse], ends: _Ends, fails: _Fails) -> pa.Table:
+    """The rollup's table from the sums per fine group and period (``parts``: time,
+    counts, queue): one row per user group and period with time, a run ended or a job
+    started (a failure's period is a row even when its run had no time there: its
+    instant is the run's end)."""
+    n_time = len(STATES) + 2
+    user = len(keys)
+    gkey = [tuple(v[f] for v in g.values[:user]) for f in range(g.count)]
+    order = sorted(set(gkey), key=lambda k: tuple((x is None, "" if x is None else x) for x in k))
+    rank = {k: i for i, k in enumerate(order)}
+    ug = np.array([rank[k] for k in gkey] if user else [0] * g.count, np.int64)
+    started = parts["queue"][2] == 1
+    live = [_sums.pair(ug[parts["time"][1]], parts["time"][0]), _sums.pair(ug[parts["counts"][1]], parts["counts"][0]),
+            _sums.pair(ug[parts["queue"][1][started]], parts["queue"][0][started])]
+    row_keys = np.unique(np.concatenate(live))
+    n_rows = len(row_keys)
+    row_group, row_start = _sums.unpair(row_keys)
+    dense = {}
+    for name, (st, f, col_, v) in parts.items():
+        inside = np.isin(_sums.pair(ug[f], st), row_keys)  # counts and queue of a row with none: not a row
+        dense[name] = _sums.rows(row_keys, st[inside], ug[f][inside], col_[inside], v[inside], n_rows,
+                                 {"time": n_time, "counts": len(_COUNTS) + 1, "queue": 2}[name])
+    cost = energy_cost = None
+    if pricing.model is not None:
+        cost = _pricing.cost_rows(pricing, g, user, ug, row_keys, parts["time"])
+        energy_cost = _pricing.energy_cost_rows(pricing, g, user, ug, row_keys, runs, ends.idx, ends.start,
+                                                  parts["time"])
+    energy = _energy_rows(runs, ends.idx, row_keys, _sums.pair(ug[g.run[ends.idx]], ends.start))
+    recoveries: dict[int, list[int]] = {}
+    ok = fails.recover >= 0
+    rec_rows = (np.searchsorted(row_keys, _sums.pair(ug[g.run[fails.run[ok]]], fails.start[ok])) if ok.any()
+                else np.zeros(0, np.int64))
+    for d, r_ in zip(fails.recover[ok].tolist(), rec_rows.tolist()):
+        recoveries.setdefault(r_, []).append(d)
+    return _table(keys, [order[u] for u in row_group.tolist()], row_start, dense["time"][:, :len(STATES) + 1],
+                  dense["counts"], dense["queue"], cost, [recoveries.get(i) for i in range(n_rows)], p, lo, hi,
+                  has_jobs, energy, energy_cost)
 
 
 def _energy_rows(runs: pa.Table, r_idx: np.ndarray, row_keys: np.ndarray,
@@ -668,7 +697,8 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> pa.Array:
 
 def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t: np.ndarray, c: np.ndarray,
            q: np.ndarray, cost: np.ndarray | None, recoveries: list[list[int] | None], p: Period,
-           lo: int | None, hi: int | None, has_jobs: bool, energy: Mapping[str, pa.Array]) -> pa.Table:
+           lo: int | None, hi: int | None, has_jobs: bool, energy: Mapping[str, pa.Array],
+           energy_cost: tuple[pa.Array, pa.Array] | None = None) -> pa.Table:
     """The rollup's table from the summed arrays, one row per (group, period): ``t`` the
     states then allocated, ``c`` the counts then runs ended, ``q`` queue ns and jobs
     started, ``cost`` the seven cost parts, ``energy`` :data:`_ENERGY` per row."""
@@ -736,6 +766,8 @@ def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t
         cols["cost_per_preserved_step"] = _ratio(total, count["preserved_steps"])
         cols["cost_per_million_tokens"] = _ratio(total * 1e6, tokens)
         cols["cost_per_accepted_request"] = _ratio(total, count["requests_accepted"])
+        assert energy_cost is not None
+        cols["energy_cost"], cols["energy_cost_basis"] = energy_cost
     schema = pa.schema([*(pa.field(k, pa.string()) for k in keys), *ROLLUP_SCHEMA_BASE,
                         *(COST_FIELDS if cost is not None else [])])
     return pa.table({k: cols[k] for k in schema.names}, schema=schema)
