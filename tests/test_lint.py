@@ -37,7 +37,6 @@ COMPLEX = {
     ("src/pau/figures/recovery.py", "recovery"),
     ("src/pau/fleet/costs.py", "_rate"),
     ("src/pau/fleet/ingester.py", "ingest"),
-    ("src/pau/fleet/place.py", "at_scale"),
     ("src/pau/readers/detect.py", "_detect_file"),
     ("src/pau/readers/kineto.py", "_assemble"),
     ("src/pau/readers/megatron.py", "_records"),

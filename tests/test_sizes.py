@@ -39,8 +39,6 @@ LONG = {
     ("src/pau/figures/recovery.py", "protection"),
     ("src/pau/figures/recovery.py", "recovery"),
     ("src/pau/fleet/ingester.py", "ingest"),
-    ("src/pau/fleet/place.py", "at_scale"),
-    ("src/pau/fleet/place.py", "placement"),
     ("src/pau/readers/kineto.py", "_assemble"),
     ("src/pau/readers/megatron.py", "read_megatron"),
     ("src/pau/readers/mllog.py", "_read_one"),

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from pau.engine._input import as_table
 from pau.engine.vocab import STATES
-from pau.errors import NoInputError, PauError, SchemaError
+from pau.errors import ArgumentTypeError, NoInputError, PauError, SchemaError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -349,7 +349,7 @@ def cost_model(model: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> Cost
     elif isinstance(model, Mapping):
         data, source = dict(model), "cost model"
     else:
-        raise TypeError(f"cost_model: expected a path or a dict, got {type(model).__name__}")
+        raise ArgumentTypeError(f"cost_model: expected a path or a dict, got {type(model).__name__}")
     currency = data.pop("currency", "USD")
     if not isinstance(currency, str) or not currency:
         raise PauError(f"{source}: currency = {currency!r}. Fix: write a currency name, e.g. currency = \"USD\"")
@@ -374,7 +374,7 @@ def cost_model(model: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> Cost
 
 def _check_rate(rate: Any) -> CostRate:
     if not isinstance(rate, CostRate):
-        raise TypeError(f"expected a CostRate (cost_model(...).rate(...)), got {type(rate).__name__}: "
+        raise ArgumentTypeError(f"expected a CostRate (cost_model(...).rate(...)), got {type(rate).__name__}: "
                         "a cost figure says its basis, which a bare number does not carry")
     return rate
 
