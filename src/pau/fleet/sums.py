@@ -42,12 +42,23 @@ def refuse_overflow(a: np.ndarray, b: np.ndarray | None = None) -> None:
 # exact sums
 
 
+#: numpy's ``ufunc.at`` is a fast loop from 1.25 (about 25 times faster than two
+#: ``bincount`` calls on a million values; before, slower than they are).
+_FAST_AT = tuple(int(x) for x in np.__version__.split(".")[:2]) >= (1, 25)
+
+
 def sum_by(codes: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """``values`` (int64 >= 0) summed by ``codes`` (0 <= code < size), exactly: the low
-    26 bits and the rest through ``np.bincount`` (float64, exact while a bin's sum stays
-    below 2**53, checked), else ``np.add.at``."""
+    """``values`` (int64 >= 0) summed by ``codes`` (0 <= code < size), exactly: by
+    ``np.add.at`` in int64 when the float64 estimate of their total is below 2**62 (no bin
+    can pass int64; numpy 1.25 and later, whose ``add.at`` is a fast loop), else the low 26
+    bits and the rest through ``np.bincount`` (float64, exact while a bin's sum stays below
+    2**53, checked), else ``np.add.at`` again or Python integers near int64."""
     if len(values) == 0:
         return np.zeros(size, np.int64)
+    if _FAST_AT and float(values.sum(dtype=np.float64)) < NEAR:
+        out = np.zeros(size, np.int64)
+        np.add.at(out, codes, values)
+        return out
     hi = values >> 26
     lo = values & ((1 << 26) - 1)
     if int(hi.max(initial=0)) * len(values) < 2**53 and len(values) < 2**27:
