@@ -201,3 +201,34 @@ def test_energy_cost_without_an_energy_price_is_null_and_says_so(fleet):
     assert rows and all(x["energy_cost"] is None for x in rows)
     assert all(x["energy_cost_basis"] is None or "unpriced" in x["energy_cost_basis"] for x in rows)
     assert any(x["energy_cost_basis"] for x in rows)
+
+
+def test_the_fleet_page_shows_energy_beside_cost_in_a_browser(fleet, tmp_path):
+    """The page has the measured energy (kWh), energy per preserved step and the energy's
+    cost as cards, an energy section (kWh per period, J per preserved step per group) and
+    the per-row columns; it renders in headless Chromium."""
+    pytest.importorskip("matplotlib")
+    import re
+
+    from test_html import _browser
+
+    from pau.views import fleet_html
+
+    f, _ = fleet
+    r = f.rollup(by="cluster", every="1d", cost_model=_PRICED)
+    page = fleet_html.render(r, title="energy")
+    o = r.overall()
+    assert f"{o['energy_j'] / 3.6e6:,.2f}" in page and "measured energy (kWh)" in page
+    assert f"{o['energy_per_preserved_step_j']:,.0f}" in page and f"{o['energy_cost']:,.2f}" in page
+    assert re.findall(r'data-plot="([a-z-]+)"', page) == ["goodput-trend", "productive-trend", "badput-by-cause",
+                                                          "cost-split", "energy", "energy-per-step"]
+    assert re.search(r"<th[^>]*>energy kWh</th>", page) and re.search(r"<th[^>]*>energy cost \(USD\)</th>", page)
+    # without measured energy (the west cluster alone): no energy cards nor section, never 0 kWh
+    west = fleet_html.render(f.rollup(by="cluster", every="1d", where="cluster=west", cost_model=_PRICED),
+                             title="west")
+    assert "measured energy" not in west and 'data-plot="energy"' not in west
+    result, console, png = _browser(page, tmp_path, "fleet-energy")
+    assert console == [] and result["resources"] == 0
+    assert [p["plot"] for p in result["plots"]][-2:] == ["energy", "energy-per-step"]
+    for p in result["plots"]:
+        assert p["width"] > 200 and p["height"] > 60 and p["coloured"] > 0, p
