@@ -43,7 +43,7 @@ import pau.fleet.rollup as _rollup
 from pau.run import Run, read
 
 __all__ = ["CELLS_SCHEMA", "ENERGY_METRICS", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "Fleet", "KEY_VERSION", "LAYOUT_VERSION",
-           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "energy_values", "figure_values", "read_fleet", "run_key"]
+           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "energy_values", "failure_causes", "figure_values", "read_fleet", "run_key"]
 
 #: The file naming a folder as a fleet archive, and the layout's version.
 FLEET_FILE = "pau-fleet.json"
@@ -113,7 +113,8 @@ RUNS_SCHEMA = pa.schema([*_FACTS, *(pa.field(c, t) for c, _, t in FIGURES),
                          pa.field("badput_by_cause_ns", pa.map_(pa.string(), pa.int64())),
                          pa.field("failure_ns", pa.list_(pa.int64())), pa.field("recovery_ns", pa.list_(pa.int64())),
                          *(pa.field(c, t) for c, t in (("energy_metric", pa.string()), ("energy_j", pa.float64()),
-                                                       ("energy_productive_j", pa.float64())))])
+                                                       ("energy_productive_j", pa.float64()))),
+                         pa.field("failures_by_cause", pa.map_(pa.string(), pa.int64()))])
 #: The hourly cells: the run's ledger cut at UTC hour boundaries.
 CELLS_SCHEMA = pa.schema([("run", pa.string()), ("hour_ns", pa.int64()), ("state", pa.string()),
                           ("activity", pa.string()), ("duration_ns", pa.int64())])
@@ -142,7 +143,17 @@ def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
     out["badput_by_cause_ns"] = None if led is None else sorted(led["badput_by_cause_ns"].items())
     out["failure_ns"], out["recovery_ns"] = failure_lists(summary.get("recovery"))
     out["energy_metric"], out["energy_j"], out["energy_productive_j"] = energy_values(summary.get("telemetry"))
+    out["failures_by_cause"] = failure_causes(summary.get("recovery"))
     return out
+
+
+def failure_causes(recovery: Mapping[str, Any] | None) -> list[tuple[str, int]] | None:
+    """``failures_by_cause`` of the runs table from a run's ``summary()["recovery"]
+    ["by_cause"]`` (each failure's kind, as its lifecycle's failure record gives it): the
+    failures per cause, sorted by cause. None without a recovery figure."""
+    if recovery is None:
+        return None
+    return sorted((str(c), int(v["failures"])) for c, v in recovery["by_cause"].items())
 
 
 #: The metrics that give energy (``pau.readers.telemetry.METRICS`` in W or J), the one
@@ -476,6 +487,25 @@ def compact(out: str, *, batch_runs: int | None = None) -> int:
 # reading
 
 
+def _cause_counts(runs: pa.Table) -> dict[str, list[int]]:
+    """Each run's failures per cause (``failures_by_cause``), a list per cause over the
+    runs, causes sorted; the failures no cause accounts for are ``unknown``. A run whose
+    causes sum to more than its failures is refused naming it."""
+    per = [dict(m or []) for m in runs["failures_by_cause"].to_pylist()]
+    unknown = []
+    for i, (mine, n) in enumerate(zip(per, runs["failures"].to_pylist())):
+        rest = n - sum(mine.values())
+        if rest < 0:
+            raise PauError(f"runs: run {runs['run'][i].as_py()!r}: failures_by_cause {sorted(mine.items())} sums to "
+                           f"more than its {n} failures. Fix: ingest the run again (both are its summary's)")
+        unknown.append(rest)
+    causes = sorted({c for m in per for c in m})
+    counts = {c: [m.get(c, 0) for m in per] for c in causes}
+    if any(unknown) or not counts:
+        counts["unknown"] = unknown
+    return counts
+
+
 def _read_folder(path: str, schema: pa.Schema) -> pa.Table:
     """The union of the Parquet files of a table's folder, sorted by its first column
     (the run key); its schema when the folder holds none."""
@@ -621,19 +651,31 @@ class Fleet:
         """Change points of a rollup column per group (:func:`pau.fleet.rollup.changes`)."""
         return _rollup.changes(self.rollup(by=by, every=every), metric, method=method, **options)
 
-    def reliability(self, *, edges: Sequence[float] | None = None, confidence: float = 0.95) -> pa.Table:
+    def reliability(self, *, edges: Sequence[float] | None = None, confidence: float = 0.95,
+                    by_cause: bool = False) -> pa.Table:
         """Failure rate per accelerator-hour by job-size class, fitted from the fleet's own
         runs (:func:`pau.fleet.reliability.failure_rates` over the runs table: each run's
         ``accelerators``, its accountable accelerator-hours and its ledger's failures; runs
-        without a ledger or an accelerator count are left out). Feed a class's rate to
-        :func:`pau.fleet.reliability.at_size` for the MTTF and checkpoint interval at a size."""
-        runs = self.runs.select(["accelerators", "accountable_ns", "failures"])
+        without a ledger or an accelerator count are left out). With ``by_cause``, a row
+        per class and cause (the runs table's ``failures_by_cause``, from the same
+        ``run.summary()``'s recovery figure; a run's failures no cause accounts for, as a
+        run without a lifecycle, are ``unknown``) and the ``all`` row. Feed a class's rate
+        to :func:`pau.fleet.reliability.at_size` for the MTTF and checkpoint interval at a
+        size."""
+        cols = ["run", "accelerators", "accountable_ns", "failures"]
+        runs = self.runs.select(cols + (["failures_by_cause"] if by_cause else []))
         runs = runs.filter(pc.and_(pc.is_valid(runs["accountable_ns"]),
                                    pc.and_(pc.is_valid(runs["accelerators"]), pc.is_valid(runs["failures"]))))
         hours = pc.divide(pc.cast(runs["accountable_ns"], pa.float64()), 3.6e12)
         table = pa.table({"accelerators": runs["accelerators"], "accelerator_hours": hours,
                           "failures": runs["failures"]})
-        return _reliability.failure_rates(table, edges=edges, confidence=confidence)
+        if not by_cause:
+            return _reliability.failure_rates(table, edges=edges, confidence=confidence)
+        counts = _cause_counts(runs)
+        for cause, values in counts.items():
+            table = table.append_column(f"cause:{cause}", pa.array(values, pa.int64()))
+        return _reliability.failure_rates(table, failures={c: f"cause:{c}" for c in counts}, edges=edges,
+                                          confidence=confidence)
 
     def capacity(self, period_a: Any, period_b: Any, by: str | Sequence[str] = (), every: str = "1w") -> pa.Table:
         """Efficiency as capacity between two periods per group (:func:`pau.fleet.rollup.capacity`)."""
