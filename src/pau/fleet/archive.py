@@ -37,13 +37,14 @@ import pyarrow.parquet as pq
 from pau.engine import io as _io
 from pau.engine.vocab import ACTIVITIES, STATES
 from pau.errors import PauError
+from pau.figures import goodput as _goodput
 from pau.readers.scheduler import JOBS_SCHEMA
 import pau.fleet.reliability as _reliability
 import pau.fleet.rollup as _rollup
 from pau.run import Run, read
 
 __all__ = ["CELLS_SCHEMA", "ENERGY_METRICS", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "Fleet", "KEY_VERSION", "LAYOUT_VERSION",
-           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "energy_values", "failure_causes", "figure_values", "read_fleet", "run_key"]
+           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "energy_values", "failure_causes", "figure_values", "flops_values", "read_fleet", "run_key"]
 
 #: The file naming a folder as a fleet archive, and the layout's version.
 FLEET_FILE = "pau-fleet.json"
@@ -114,7 +115,8 @@ RUNS_SCHEMA = pa.schema([*_FACTS, *(pa.field(c, t) for c, _, t in FIGURES),
                          pa.field("failure_ns", pa.list_(pa.int64())), pa.field("recovery_ns", pa.list_(pa.int64())),
                          *(pa.field(c, t) for c, t in (("energy_metric", pa.string()), ("energy_j", pa.float64()),
                                                        ("energy_productive_j", pa.float64()))),
-                         pa.field("failures_by_cause", pa.map_(pa.string(), pa.int64()))])
+                         pa.field("failures_by_cause", pa.map_(pa.string(), pa.int64())),
+                         *(pa.field(c, pa.float64()) for c in ("useful_flops", "peak_flops"))])
 #: The hourly cells: the run's ledger cut at UTC hour boundaries.
 CELLS_SCHEMA = pa.schema([("run", pa.string()), ("hour_ns", pa.int64()), ("state", pa.string()),
                           ("activity", pa.string()), ("duration_ns", pa.int64())])
@@ -145,6 +147,55 @@ def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
     out["energy_metric"], out["energy_j"], out["energy_productive_j"] = energy_values(summary.get("telemetry"))
     out["failures_by_cause"] = failure_causes(summary.get("recovery"))
     return out
+
+
+#: The labels :func:`flops_values` reads (``pau ingest --label flops_per_step=...``).
+FLOPS_LABELS = ("flops_per_step", "flops_per_token", "peak_flops", "peak_accelerator", "dtype")
+
+
+def _label_number(labels: Mapping[str, str], name: str, source: str) -> float | None:
+    v = labels.get(name)
+    if v is None:
+        return None
+    try:
+        x = float(v)
+    except ValueError:
+        x = math.nan
+    if not math.isfinite(x) or x <= 0:
+        raise PauError(f"labels of {source}: {name}={v!r} is not a positive number. Fix: label it with FLOPs "
+                       f"(e.g. {name}=6.3e15)")
+    return x
+
+
+def flops_values(summary: Mapping[str, Any], labels: Mapping[str, str], accelerator_type: str | None,
+                 source: str) -> dict[str, float | None]:
+    """``useful_flops`` and ``peak_flops`` of the runs table from a run's summary and
+    labels (``docs/fleet.md``, "MFU").
+
+    ``useful_flops``: the ledger's ``preserved_steps`` x the label ``flops_per_step``
+    (model FLOPs of one step), else its ``preserved_tokens`` x ``flops_per_token``; None
+    when neither label is given or the run has no ledger. ``peak_flops``: the peak dense
+    FLOP/s of one accelerator: the label ``peak_flops``, else
+    :func:`pau.figures.goodput.peak_flops` of the label ``peak_accelerator`` (else the
+    run's ``accelerator_type``) and the label ``dtype``; None when no ``dtype`` is given
+    (no data type is assumed) or the table has no such accelerator. A label that is not
+    a positive number is refused naming the source."""
+    led = summary.get("ledger")
+    per_step = _label_number(labels, "flops_per_step", source)
+    per_token = _label_number(labels, "flops_per_token", source)
+    useful = None
+    if led is not None and per_step is not None and led.get("preserved_steps") is not None:
+        useful = float(led["preserved_steps"]) * per_step
+    elif led is not None and per_token is not None and led.get("preserved_tokens") is not None:
+        useful = float(led["preserved_tokens"]) * per_token
+    peak = _label_number(labels, "peak_flops", source)
+    name = labels.get("peak_accelerator") or accelerator_type
+    if peak is None and name is not None and labels.get("dtype"):
+        try:
+            peak = float(_goodput.peak_flops(name, labels["dtype"]).flops)
+        except PauError:
+            peak = None  # not in the table: no MFU for the run (null), never a guess
+    return {"useful_flops": useful, "peak_flops": peak}
 
 
 def failure_causes(recovery: Mapping[str, Any] | None) -> list[tuple[str, int]] | None:

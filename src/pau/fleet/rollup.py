@@ -93,10 +93,13 @@ ROLLUP_SCHEMA_BASE = pa.schema([
     ("preserved_steps", pa.int64()), ("preserved_tokens", pa.int64()), ("requests_accepted", pa.int64()),
     ("accepted_tokens", pa.int64()),
     ("energy_j", pa.float64()), ("energy_productive_j", pa.float64()), ("energy_per_preserved_step_j", pa.float64()),
+    ("useful_flops", pa.float64()), ("peak_flop_productive", pa.float64()), ("mfu", pa.float64()),
 ])
 #: The runs table's energy, summed per group and period like the counts (at the run's
 #: last ns); null in a row where no run has it.
 _ENERGY = ("energy_j", "energy_productive_j")
+#: The runs table's columns MFU is of (``docs/fleet.md``, "MFU").
+_FLOPS = ("useful_flops", "peak_flops", "productive_ns")
 #: Added when a cost model is given.
 COST_FIELDS = pa.schema([
     ("cost", pa.float64()), ("cost_productive", pa.float64()), ("cost_rolled_back", pa.float64()),
@@ -210,6 +213,14 @@ class Rollup:
             out[c] = math.fsum(known) if known else None
         out["energy_per_preserved_step_j"] = (out["energy_j"] / out["preserved_steps"]
                                               if out["energy_j"] is not None and out["preserved_steps"] else None)
+        # MFU of the selection: a ratio of sums, the rows' MFU numerators (MFU x capacity)
+        # over their capacities (peak FLOPs of the productive time)
+        pairs = [(m * c, c) for m, c in zip(t["mfu"].to_pylist(), t["peak_flop_productive"].to_pylist())
+                 if m is not None and c]
+        for c in ("useful_flops", "peak_flop_productive"):
+            known = [v for v in t[c].to_pylist() if v is not None]
+            out[c] = math.fsum(known) if known else None
+        out["mfu"] = math.fsum(u for u, _ in pairs) / math.fsum(c for _, c in pairs) if pairs else None
         if "cost" in t.column_names:
             for c in ("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle", "cost_overhead",
                       "cost_unaccounted"):
@@ -296,7 +307,7 @@ def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
     if not files:
         raise PauError(f"{path}: no Parquet file of the runs table. Fix: ingest runs first (pau ingest)")
     names = pq.read_schema(files[0]).names
-    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, *_FAILURE_LISTS, *_ENERGY]
+    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, *_FAILURE_LISTS, *_ENERGY, *_FLOPS]
     for k in [*by, *(("accelerator_type", "cluster") if cost else ())]:
         if not k.startswith("labels."):
             want.append(k)
@@ -660,6 +671,8 @@ def _assemble(keys: list[str], g: _groups.Groups, p: Period, lo: int | None, hi:
         energy_cost = _pricing.energy_cost_rows(pricing, g, user, ug, row_keys, runs, ends.idx, ends.start,
                                                   parts["time"])
     energy = _energy_rows(runs, ends.idx, row_keys, _sums.pair(ug[g.run[ends.idx]], ends.start))
+    energy.update(_flops_rows(runs, ends.idx, np.searchsorted(row_keys, _sums.pair(ug[g.run[ends.idx]], ends.start)),
+                              n_rows))
     ok = fails.recover >= 0
     rec_rows = (np.searchsorted(row_keys, _sums.pair(ug[g.run[fails.run[ok]]], fails.start[ok])) if ok.any()
                 else np.zeros(0, np.int64))
@@ -685,6 +698,32 @@ def _energy_rows(runs: pa.Table, r_idx: np.ndarray, row_keys: np.ndarray,
                 got.setdefault(row, []).append(float(values[r]))
         out[col] = pa.array([math.fsum(got[i]) if i in got else None for i in range(len(row_keys))], pa.float64())
     return out
+
+
+def _flops_rows(runs: pa.Table, r_idx: np.ndarray, rows: np.ndarray, n_rows: int) -> dict[str, pa.Array]:
+    """``useful_flops`` and ``mfu`` per row, over the runs that ended in it (``r_idx``,
+    each in row ``rows``) and know their useful FLOPs: their sum (``math.fsum``), and
+    over the sum of their productive accelerator-seconds x peak FLOP/s (runs that also
+    know their peak); null where no run knows them (never 0)."""
+    if not all(c in runs.column_names for c in _FLOPS) or not len(r_idx):
+        return {c: pa.nulls(n_rows, pa.float64()) for c in ("useful_flops", "peak_flop_productive", "mfu")}
+    useful = runs["useful_flops"].to_numpy(zero_copy_only=False)[r_idx]
+    peak = runs["peak_flops"].to_numpy(zero_copy_only=False)[r_idx]
+    prod = runs["productive_ns"].to_numpy(zero_copy_only=False).astype(np.float64)[r_idx]
+    known = ~np.isnan(useful)
+    both = known & ~np.isnan(peak) & ~np.isnan(prod)
+    num: dict[int, list[float]] = {}
+    got: dict[int, list[float]] = {}
+    den: dict[int, list[float]] = {}
+    for row, u in zip(rows[known].tolist(), useful[known].tolist()):
+        got.setdefault(row, []).append(u)
+    for row, u, p, t in zip(rows[both].tolist(), useful[both].tolist(), peak[both].tolist(), prod[both].tolist()):
+        num.setdefault(row, []).append(u)
+        den.setdefault(row, []).append(t / NS_PER_S * p)
+    cap = [math.fsum(den[i]) if i in den else None for i in range(n_rows)]
+    mfu = [None if not c else math.fsum(num[i]) / c for i, c in enumerate(cap)]
+    return {"useful_flops": pa.array([math.fsum(got[i]) if i in got else None for i in range(n_rows)], pa.float64()),
+            "peak_flop_productive": pa.array(cap, pa.float64()), "mfu": pa.array(mfu, pa.float64())}
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> pa.Array:
