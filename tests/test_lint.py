@@ -35,7 +35,6 @@ COMPLEX = {
     ("src/pau/figures/interference.py", "interference"),
     ("src/pau/figures/recovery.py", "protection"),
     ("src/pau/figures/recovery.py", "recovery"),
-    ("src/pau/fleet/costs.py", "_rate"),
     ("src/pau/fleet/ingester.py", "ingest"),
     ("src/pau/readers/detect.py", "_detect_file"),
     ("src/pau/readers/kineto.py", "_assemble"),

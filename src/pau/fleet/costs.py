@@ -14,7 +14,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Union
 
 import numpy as np
 import pyarrow as pa
@@ -202,6 +202,26 @@ class CostModel:
         return _rate(keys, tuple(used), self.source, self.currency, measured_power_w)
 
 
+def _power(cbasis: str, keys: Mapping[str, tuple[str, Any]], need: Callable[..., float],
+           measured_power_w: Optional[float], cur: str) -> tuple[float, str]:
+    """The power part of a rate and its basis: measured or nominal draw x PUE x energy
+    price; a contract rate includes it unless the sections give the accelerator's
+    nominal draw (power billed apart)."""
+    if cbasis == "contract" and "nominal_power_w" not in keys:
+        return 0.0, "included in the contract rate" + (
+            "" if measured_power_w is None else f" (the measured {measured_power_w:g} W is not charged again)")
+    if measured_power_w is not None:
+        w = _number("rate()", "measured_power_w", measured_power_w)
+        wbasis = f"measured mean {w:g} W"
+    else:
+        w = need("nominal_power_w", "add nominal_power_w (the accelerator's draw in W, its share of the "
+                                    "node included), or pass rate(measured_power_w=...)")
+        wbasis = f"nominal {w:g} W"
+    pue = need("pue", "add pue (facility power over IT power, >= 1)", at_least=1.0)
+    kwh = need("energy_price_per_kwh", f"add energy_price_per_kwh (in {cur})")
+    return w / 1000.0 * pue * kwh, f"{wbasis} x PUE {pue:g} x {kwh:g} {cur}/kWh"
+
+
 def _rate(keys: dict[str, tuple[str, Any]], used: tuple[str, ...], source: str, currency: str,
           measured_power_w: Optional[float]) -> CostRate:
     last = used[-1]
@@ -235,24 +255,7 @@ def _rate(keys: dict[str, tuple[str, Any]], used: tuple[str, ...], source: str, 
         capital, cbasis = price / (life * HOURS_PER_YEAR), "purchase"
         basis["capital"] = (f"purchase {price:g} {cur} straight-line over {life:g} years, charged to every "
                             f"hour of the life ({HOURS_PER_YEAR} h a year), used or not")
-    # power: measured or nominal draw x PUE x energy price; a contract rate includes it
-    # unless the sections give the accelerator's nominal draw (power billed apart)
-    if cbasis == "contract" and "nominal_power_w" not in keys:
-        power = 0.0
-        basis["power"] = "included in the contract rate" + (
-            "" if measured_power_w is None else f" (the measured {measured_power_w:g} W is not charged again)")
-    else:
-        if measured_power_w is not None:
-            w = _number("rate()", "measured_power_w", measured_power_w)
-            wbasis = f"measured mean {w:g} W"
-        else:
-            w = need("nominal_power_w", "add nominal_power_w (the accelerator's draw in W, its share of the "
-                                        "node included), or pass rate(measured_power_w=...)")
-            wbasis = f"nominal {w:g} W"
-        pue = need("pue", "add pue (facility power over IT power, >= 1)", at_least=1.0)
-        kwh = need("energy_price_per_kwh", f"add energy_price_per_kwh (in {cur})")
-        power = w / 1000.0 * pue * kwh
-        basis["power"] = f"{wbasis} x PUE {pue:g} x {kwh:g} {cur}/kWh"
+    power, basis["power"] = _power(cbasis, keys, need, measured_power_w, cur)
     # network and storage: per accelerator-hour or a fraction of the depreciation
     per_h = get("network_storage_per_accelerator_hour")
     frac = get("network_storage_fraction_of_capex")
