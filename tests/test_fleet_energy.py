@@ -232,3 +232,18 @@ def test_the_fleet_page_shows_energy_beside_cost_in_a_browser(fleet, tmp_path):
     assert [p["plot"] for p in result["plots"]][-2:] == ["energy", "energy-per-step"]
     for p in result["plots"]:
         assert p["width"] > 200 and p["height"] > 60 and p["coloured"] > 0, p
+
+
+def test_openmetrics_energy_cost_counter(fleet):
+    f, _ = fleet
+    r = f.rollup(by="cluster", every="1d", cost_model=_PRICED)
+    fam = {x.name: x for x in parser.text_string_to_metric_families(openmetrics.render(r))}["pau_energy_cost"]
+    assert fam.type == "counter" and {s.labels["currency"] for s in fam.samples} == {"USD"}
+    for cluster in ("east", "west"):
+        rows = [x for x in r.table.to_pylist() if x["cluster"] == cluster]
+        mine = [s for s in fam.samples if s.labels["cluster"] == cluster]
+        assert len(mine) == sum(x["energy_cost"] is not None for x in rows) > 0
+        for s in mine:
+            ts = s.timestamp.sec * 10**9 + s.timestamp.nsec
+            upto = sum(x["energy_cost"] for x in rows if x["energy_cost"] is not None and x["period_end_ns"] <= ts)
+            assert s.name == "pau_energy_cost_total" and s.value == pytest.approx(upto, rel=1e-12)

@@ -88,3 +88,15 @@ def test_the_fleet_page_has_an_mfu_card_only_when_known(fleet):
     assert f"{100 * r.overall()['mfu']:.1f}%" in fleet_html.render(r, title="mfu")
     west = fleet_html.render(fleet.rollup(by="cluster", every="1w", where="cluster=west"), title="west")
     assert "MFU" not in west
+
+
+def test_openmetrics_mfu_gauge(fleet):
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    from pau.views import openmetrics
+
+    r = fleet.rollup(by="cluster", every="1d")
+    fam = {x.name: x for x in parser.text_string_to_metric_families(openmetrics.render(r))}["pau_mfu_ratio"]
+    assert fam.type == "gauge" and fam.unit == "ratio"
+    want = {(x["cluster"], x["period_end_ns"]): x["mfu"] for x in r.table.to_pylist() if x["mfu"] is not None}
+    got = {(s.labels["cluster"], s.timestamp.sec * 10**9 + s.timestamp.nsec): s.value for s in fam.samples}
+    assert want and got == want  # west knows no FLOPs: no series
