@@ -247,3 +247,14 @@ def test_openmetrics_energy_cost_counter(fleet):
             ts = s.timestamp.sec * 10**9 + s.timestamp.nsec
             upto = sum(x["energy_cost"] for x in rows if x["energy_cost"] is not None and x["period_end_ns"] <= ts)
             assert s.name == "pau_energy_cost_total" and s.value == pytest.approx(upto, rel=1e-12)
+
+
+def test_the_text_gives_the_energy_cost_and_its_basis(fleet):
+    from pau.views import fleet_text
+
+    f, _ = fleet
+    r = f.rollup(by="cluster", every="1w", cost_model=_PRICED)
+    text = fleet_text.render(r)
+    assert f"energy cost in USD: {r.overall()['energy_cost']:,.2f} (measured" in text
+    contract = {"accelerator": {"H100": {"contract_rate_per_accelerator_hour": 2.0}}}
+    assert "energy cost in USD: not priced" in fleet_text.render(f.rollup(by="cluster", cost_model=contract))

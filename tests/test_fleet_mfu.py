@@ -100,3 +100,11 @@ def test_openmetrics_mfu_gauge(fleet):
     want = {(x["cluster"], x["period_end_ns"]): x["mfu"] for x in r.table.to_pylist() if x["mfu"] is not None}
     got = {(s.labels["cluster"], s.timestamp.sec * 10**9 + s.timestamp.nsec): s.value for s in fam.samples}
     assert want and got == want  # west knows no FLOPs: no series
+
+
+def test_the_text_gives_the_mfu_only_when_known(fleet):
+    from pau.views import fleet_text
+
+    r = fleet.rollup(by="cluster", every="1w")
+    assert f"productive time; runs that know their FLOPs): {100 * r.overall()['mfu']:.1f}%" in fleet_text.render(r)
+    assert "MFU" not in fleet_text.render(fleet.rollup(by="cluster", where="cluster=west"))
