@@ -74,7 +74,7 @@ def test_ruptures_pelt_one_series_a_call(benchmark, series, report_note):
     rpt = pytest.importorskip("ruptures")
     X, _ = series
     sub = X[:200]
-    pen = C.bic_penalty(sub)
+    pen = C.default_penalty(sub)
     benchmark.group = f"change points, {len(X):,} series of {PERIODS} periods"
 
     def run():

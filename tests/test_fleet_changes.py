@@ -135,7 +135,7 @@ def test_default_penalty_and_noise_estimate():
     # the robust estimate ignores the level shift; the plain sd of the series does not
     assert np.median(sd) == pytest.approx(0.01, rel=0.05)
     assert X.std(axis=1).min() > 0.04
-    np.testing.assert_allclose(C.pelt(X).penalty, 2 * math.log(52) * sd**2)
+    np.testing.assert_allclose(C.pelt(X).penalty, 1.5 * 2 * math.log(52) * sd**2)  # 1.5 x BIC
     # a noiseless step: the MAD of the differences is 0, the plain sd of the differences is used
     step = np.r_[np.zeros(10), np.ones(10)]
     assert C.noise_sd(step)[0] == pytest.approx(np.diff(step).std() / math.sqrt(2))
@@ -151,8 +151,10 @@ def test_false_alarm_shares_on_noise_match_the_docs():
     def share(res):
         return np.unique(np.asarray(res.table["series"])).size / len(N)
 
-    assert 0.15 < share(C.pelt(N)) < 0.22            # docs: 18 %
-    assert 0.03 < share(C.pelt(N, penalty=1.5 * C.bic_penalty(N))) < 0.07   # docs: 5 %
+    assert 0.15 < share(C.pelt(N, penalty=C.bic_penalty(N))) < 0.22          # docs: 18 %
+    default = C.pelt(N)
+    assert 0.03 < share(default) < 0.07                                      # docs: 5 %
+    assert np.allclose(default.penalty, 1.5 * C.bic_penalty(N))
     assert 0.07 < share(C.cusum(N, target=0.9, sigma=0.01)) < 0.12          # docs: 9 %
 
 

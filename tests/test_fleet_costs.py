@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from pau.errors import NoInputError, PauError, SchemaError
+from pau.errors import ArgumentTypeError, NoInputError, PauError, SchemaError
 from pau.fleet import costs as K
 
 #: docs/fleet.md's example, checked by hand there.
@@ -171,8 +171,9 @@ def test_cost_per_useful_output(model):
     # no output: no cost per output, never zero or inf
     assert K.per_preserved_step(r, 1_000, 0).value is None
     assert K.per_million_tokens(r, 0).value is None
-    with pytest.raises(TypeError, match="basis"):
+    with pytest.raises(ArgumentTypeError, match="basis") as info:
         K.per_preserved_step(2.5, 1, 1)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, PauError)
     with pytest.raises(PauError, match="accelerator_hours"):
         K.per_preserved_step(r, -1, 1)
 

@@ -154,3 +154,107 @@ def test_an_archive_written_before_the_energy_columns_reads_them_as_null(fleet, 
     r = g.rollup(by="cluster", every="1d")
     assert r.table["energy_j"].null_count == r.table.num_rows and r.overall()["energy_j"] is None
     assert "pau_energy_joules_total" not in openmetrics.render(r)
+
+
+_PRICED = {"defaults": {"pue": 1.25, "energy_price_per_kwh": 0.2},
+           "accelerator": {"H100": {"purchase_price": 30000, "life_years": 5, "nominal_power_w": 700,
+                                    "network_storage_per_accelerator_hour": 0.0,
+                                    "operations_per_accelerator_hour": 0.0}}}
+
+
+@pytest.mark.parametrize("every", ["1h", "1d"])
+def test_energy_cost_is_measured_joules_else_nominal_draw(fleet, every):
+    """``energy_cost``: the measured joules of the runs that ended in the row at PUE x
+    price, plus the allocated hours of runs with no measured energy at the nominal draw;
+    its basis says which. Computed again here from the runs table and the cells."""
+    f, _ = fleet
+    r = f.rollup(by="cluster", every=every, cost_model=_PRICED)
+    per_j = 1.25 * 0.2 / 3.6e6
+    runs = f.runs.to_pylist()
+    cluster_of = {x["run"]: x["cluster"] for x in runs}
+    cells = f.cells.to_pylist()
+    for row in r.table.to_pylist():
+        ended = [y["energy_j"] for y in runs if y["cluster"] == row["cluster"] and y["energy_j"] is not None
+                 and row["period_start_ns"] <= y["end_ns"] - 1 < row["period_end_ns"]]
+        unmeasured_ns = sum(c["duration_ns"] for c in cells if cluster_of[c["run"]] == row["cluster"]
+                            and row["period_start_ns"] <= c["hour_ns"] < row["period_end_ns"]
+                            and row["cluster"] == "west")
+        want = math.fsum(ended) * per_j + unmeasured_ns / H * 700 * 3_600 * per_j
+        basis = {(True, False): "measured", (False, True): "nominal", (True, True): "measured and nominal",
+                 (False, False): None}[(bool(ended), bool(unmeasured_ns))]
+        assert row["energy_cost_basis"] == basis
+        if basis is None:
+            assert row["energy_cost"] is None  # never 0 for unknown
+        else:
+            assert math.isclose(row["energy_cost"], want, rel_tol=1e-12)
+    assert {x["energy_cost_basis"] for x in r.table.to_pylist() if x["cluster"] == "west"} == {"nominal"}
+    assert "measured" in {x["energy_cost_basis"] for x in r.table.to_pylist() if x["cluster"] == "east"}
+    total = r.overall()
+    assert math.isclose(total["energy_cost"], math.fsum(x["energy_cost"] or 0.0 for x in r.table.to_pylist()),
+                        rel_tol=1e-12)
+
+
+def test_energy_cost_without_an_energy_price_is_null_and_says_so(fleet):
+    f, _ = fleet
+    contract = {"accelerator": {"H100": {"contract_rate_per_accelerator_hour": 2.0}}}
+    rows = f.rollup(by="cluster", every="1d", cost_model=contract).table.to_pylist()
+    assert rows and all(x["energy_cost"] is None for x in rows)
+    assert all(x["energy_cost_basis"] is None or "unpriced" in x["energy_cost_basis"] for x in rows)
+    assert any(x["energy_cost_basis"] for x in rows)
+
+
+def test_the_fleet_page_shows_energy_beside_cost_in_a_browser(fleet, tmp_path):
+    """The page has the measured energy (kWh), energy per preserved step and the energy's
+    cost as cards, an energy section (kWh per period, J per preserved step per group) and
+    the per-row columns; it renders in headless Chromium."""
+    pytest.importorskip("matplotlib")
+    import re
+
+    from test_html import _browser
+
+    from pau.views import fleet_html
+
+    f, _ = fleet
+    r = f.rollup(by="cluster", every="1d", cost_model=_PRICED)
+    page = fleet_html.render(r, title="energy")
+    o = r.overall()
+    assert f"{o['energy_j'] / 3.6e6:,.2f}" in page and "measured energy (kWh)" in page
+    assert f"{o['energy_per_preserved_step_j']:,.0f}" in page and f"{o['energy_cost']:,.2f}" in page
+    assert re.findall(r'data-plot="([a-z-]+)"', page) == ["goodput-trend", "productive-trend", "badput-by-cause",
+                                                          "cost-split", "energy", "energy-per-step"]
+    assert re.search(r"<th[^>]*>energy kWh</th>", page) and re.search(r"<th[^>]*>energy cost \(USD\)</th>", page)
+    # without measured energy (the west cluster alone): no energy cards nor section, never 0 kWh
+    west = fleet_html.render(f.rollup(by="cluster", every="1d", where="cluster=west", cost_model=_PRICED),
+                             title="west")
+    assert "measured energy" not in west and 'data-plot="energy"' not in west
+    result, console, png = _browser(page, tmp_path, "fleet-energy")
+    assert console == [] and result["resources"] == 0
+    assert [p["plot"] for p in result["plots"]][-2:] == ["energy", "energy-per-step"]
+    for p in result["plots"]:
+        assert p["width"] > 200 and p["height"] > 60 and p["coloured"] > 0, p
+
+
+def test_openmetrics_energy_cost_counter(fleet):
+    f, _ = fleet
+    r = f.rollup(by="cluster", every="1d", cost_model=_PRICED)
+    fam = {x.name: x for x in parser.text_string_to_metric_families(openmetrics.render(r))}["pau_energy_cost"]
+    assert fam.type == "counter" and {s.labels["currency"] for s in fam.samples} == {"USD"}
+    for cluster in ("east", "west"):
+        rows = [x for x in r.table.to_pylist() if x["cluster"] == cluster]
+        mine = [s for s in fam.samples if s.labels["cluster"] == cluster]
+        assert len(mine) == sum(x["energy_cost"] is not None for x in rows) > 0
+        for s in mine:
+            ts = s.timestamp.sec * 10**9 + s.timestamp.nsec
+            upto = sum(x["energy_cost"] for x in rows if x["energy_cost"] is not None and x["period_end_ns"] <= ts)
+            assert s.name == "pau_energy_cost_total" and s.value == pytest.approx(upto, rel=1e-12)
+
+
+def test_the_text_gives_the_energy_cost_and_its_basis(fleet):
+    from pau.views import fleet_text
+
+    f, _ = fleet
+    r = f.rollup(by="cluster", every="1w", cost_model=_PRICED)
+    text = fleet_text.render(r)
+    assert f"energy cost in USD: {r.overall()['energy_cost']:,.2f} (measured" in text
+    contract = {"accelerator": {"H100": {"contract_rate_per_accelerator_hour": 2.0}}}
+    assert "energy cost in USD: not priced" in fleet_text.render(f.rollup(by="cluster", cost_model=contract))

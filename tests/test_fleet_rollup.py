@@ -492,7 +492,7 @@ def test_a_sum_beyond_int64_is_refused_and_one_just_below_is_exact():
 def test_sparse_sums_equal_dense_ones(fleet, every, monkeypatch):
     """Many groups over many periods keep their sums sparse (compacted as they come):
     the same table as the dense sums of a small rollup."""
-    from pau.fleet.rollup import _Acc
+    from pau.fleet.sums import Acc as _Acc
 
     cost = {"accelerator": {"H100": {"contract_rate_per_accelerator_hour": 2.0},
                             "A100": {"contract_rate_per_accelerator_hour": 1.0}}}
@@ -560,3 +560,43 @@ def test_a_local_day_of_a_daylight_saving_change_lasts_25_hours():
         rollup(RUNS_SCHEMA.empty_table(), CELLS_SCHEMA.empty_table(), jobs, every="1h", tz="Europe/Paris")
     with pytest.raises(PauError, match="no such time zone"):
         rollup(RUNS_SCHEMA.empty_table(), CELLS_SCHEMA.empty_table(), jobs, every="1d", tz="Mars/Olympus")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 10**13)), max_size=60))
+def test_pooled_recovery_figures_are_numpy_quantiles_row_by_row(pairs):
+    """The rows' times to recover at once (a sort by row and time, numpy's linear rule
+    written out) against its slow twin: ``np.quantile`` and a Python mean, row by row."""
+    from pau.fleet.rollup import _recovery_columns
+
+    rows = np.array([r for r, _ in pairs], np.int64)
+    d = np.array([v for _, v in pairs], np.int64)
+    got = {k: v.to_pylist() for k, v in _recovery_columns(rows, d, 7).items()}
+    for r in range(7):
+        mine = [v for rr, v in pairs if rr == r]
+        assert got["recoveries"][r] == len(mine)
+        if not mine:
+            assert all(got[f"time_to_recover_{q}_s"][r] is None for q in ("mean", "p50", "p90", "max"))
+            continue
+        a = np.array(mine, np.int64)
+        assert got["time_to_recover_mean_s"][r] == sum(mine) / len(mine) / 10**9
+        assert got["time_to_recover_p50_s"][r] == float(np.quantile(a, 0.5, method="linear")) / 10**9
+        assert got["time_to_recover_p90_s"][r] == float(np.quantile(a, 0.9, method="linear")) / 10**9
+        assert got["time_to_recover_max_s"][r] == max(mine) / 10**9
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2**61)), max_size=40))
+def test_exact_sums_by_code_against_python_integers(pairs):
+    """``sum_by`` (``numpy.add.at`` in int64 below 2**62 in all, else the exact halves or
+    Python integers) against Python's integers; past int64 it refuses."""
+    from pau.fleet.sums import sum_by
+
+    codes = np.array([c for c, _ in pairs], np.int64)
+    values = np.array([v for _, v in pairs], np.int64)
+    want = [sum(v for c, v in pairs if c == k) for k in range(10)]
+    if max(want) > 2**63 - 1:
+        with pytest.raises(pau.errors.PauError, match="beyond int64"):
+            sum_by(codes, values, 10)
+    else:
+        assert sum_by(codes, values, 10).tolist() == want

@@ -91,8 +91,10 @@ LEVELS = [
     {"pau.synth.parquet", "pau.synth.job", "pau.synth.records", "pau.synth.fleets"},
     # the run: one in-memory form of a run from every reader; synthetic inputs' front
     {"pau.run", "pau.synth"},
+    # a fleet rollup's parts: periods, exact sums, group keys and filters
+    {"pau.fleet.periods", "pau.fleet.sums", "pau.fleet.groups"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
-    {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.rollup",
+    {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.pricing", "pau.fleet.rollup",
      "pau.fleet.archive"},
     # placement across hardware generations: cost per trained model from runs, costs and reliability
     {"pau.fleet.place"},

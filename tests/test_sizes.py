@@ -38,9 +38,6 @@ LONG = {
     ("src/pau/figures/recovery.py", "protection"),
     ("src/pau/figures/recovery.py", "recovery"),
     ("src/pau/fleet/ingester.py", "ingest"),
-    ("src/pau/fleet/place.py", "at_scale"),
-    ("src/pau/fleet/place.py", "placement"),
-    ("src/pau/fleet/rollup.py", "rollup"),
     ("src/pau/readers/kineto.py", "_assemble"),
     ("src/pau/readers/nsys.py", "read_nsys"),
     ("src/pau/views/chrome_trace.py", "chrome_trace"),
@@ -53,7 +50,6 @@ BIG = {
     "csrc/core/sweep.hpp",
     "src/pau/engine/_lifecycle.py",
     "src/pau/figures/economics.py",
-    "src/pau/fleet/rollup.py",
     "src/pau/readers/kineto.py",
     "src/pau/run.py",
 }

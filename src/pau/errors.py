@@ -20,6 +20,7 @@ __all__ = [
     "MemoryBudgetError",
     "Interrupted",
     "OptionError",
+    "ArgumentTypeError",
     "ManyJobsError",
     "NoInputError",
     "UnknownFormatError",
@@ -106,6 +107,12 @@ class Interrupted(KeyboardInterrupt):
 class OptionError(PauError):
     """An option that does not apply to the input it was given with (refused, never
     ignored)."""
+
+
+class ArgumentTypeError(PauError, TypeError):
+    """An argument of the wrong kind (a bare number where a cost rate that carries its basis
+    is needed, a value that is neither a run nor a path). Also a ``TypeError``, so callers
+    that caught that before still catch it."""
 
 
 class ManyJobsError(OptionError):

@@ -37,13 +37,14 @@ import pyarrow.parquet as pq
 from pau.engine import io as _io
 from pau.engine.vocab import ACTIVITIES, STATES
 from pau.errors import PauError
+from pau.figures import goodput as _goodput
 from pau.readers.scheduler import JOBS_SCHEMA
 import pau.fleet.reliability as _reliability
 import pau.fleet.rollup as _rollup
 from pau.run import Run, read
 
 __all__ = ["CELLS_SCHEMA", "ENERGY_METRICS", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "Fleet", "KEY_VERSION", "LAYOUT_VERSION",
-           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "energy_values", "figure_values", "read_fleet", "run_key"]
+           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "energy_values", "failure_causes", "figure_values", "flops_values", "read_fleet", "run_key"]
 
 #: The file naming a folder as a fleet archive, and the layout's version.
 FLEET_FILE = "pau-fleet.json"
@@ -113,7 +114,9 @@ RUNS_SCHEMA = pa.schema([*_FACTS, *(pa.field(c, t) for c, _, t in FIGURES),
                          pa.field("badput_by_cause_ns", pa.map_(pa.string(), pa.int64())),
                          pa.field("failure_ns", pa.list_(pa.int64())), pa.field("recovery_ns", pa.list_(pa.int64())),
                          *(pa.field(c, t) for c, t in (("energy_metric", pa.string()), ("energy_j", pa.float64()),
-                                                       ("energy_productive_j", pa.float64())))])
+                                                       ("energy_productive_j", pa.float64()))),
+                         pa.field("failures_by_cause", pa.map_(pa.string(), pa.int64())),
+                         *(pa.field(c, pa.float64()) for c in ("useful_flops", "peak_flops"))])
 #: The hourly cells: the run's ledger cut at UTC hour boundaries.
 CELLS_SCHEMA = pa.schema([("run", pa.string()), ("hour_ns", pa.int64()), ("state", pa.string()),
                           ("activity", pa.string()), ("duration_ns", pa.int64())])
@@ -142,7 +145,66 @@ def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
     out["badput_by_cause_ns"] = None if led is None else sorted(led["badput_by_cause_ns"].items())
     out["failure_ns"], out["recovery_ns"] = failure_lists(summary.get("recovery"))
     out["energy_metric"], out["energy_j"], out["energy_productive_j"] = energy_values(summary.get("telemetry"))
+    out["failures_by_cause"] = failure_causes(summary.get("recovery"))
     return out
+
+
+#: The labels :func:`flops_values` reads (``pau ingest --label flops_per_step=...``).
+FLOPS_LABELS = ("flops_per_step", "flops_per_token", "peak_flops", "peak_accelerator", "dtype")
+
+
+def _label_number(labels: Mapping[str, str], name: str, source: str) -> float | None:
+    v = labels.get(name)
+    if v is None:
+        return None
+    try:
+        x = float(v)
+    except ValueError:
+        x = math.nan
+    if not math.isfinite(x) or x <= 0:
+        raise PauError(f"labels of {source}: {name}={v!r} is not a positive number. Fix: label it with FLOPs "
+                       f"(e.g. {name}=6.3e15)")
+    return x
+
+
+def flops_values(summary: Mapping[str, Any], labels: Mapping[str, str], accelerator_type: str | None,
+                 source: str) -> dict[str, float | None]:
+    """``useful_flops`` and ``peak_flops`` of the runs table from a run's summary and
+    labels (``docs/fleet.md``, "MFU").
+
+    ``useful_flops``: the ledger's ``preserved_steps`` x the label ``flops_per_step``
+    (model FLOPs of one step), else its ``preserved_tokens`` x ``flops_per_token``; None
+    when neither label is given or the run has no ledger. ``peak_flops``: the peak dense
+    FLOP/s of one accelerator: the label ``peak_flops``, else
+    :func:`pau.figures.goodput.peak_flops` of the label ``peak_accelerator`` (else the
+    run's ``accelerator_type``) and the label ``dtype``; None when no ``dtype`` is given
+    (no data type is assumed) or the table has no such accelerator. A label that is not
+    a positive number is refused naming the source."""
+    led = summary.get("ledger")
+    per_step = _label_number(labels, "flops_per_step", source)
+    per_token = _label_number(labels, "flops_per_token", source)
+    useful = None
+    if led is not None and per_step is not None and led.get("preserved_steps") is not None:
+        useful = float(led["preserved_steps"]) * per_step
+    elif led is not None and per_token is not None and led.get("preserved_tokens") is not None:
+        useful = float(led["preserved_tokens"]) * per_token
+    peak = _label_number(labels, "peak_flops", source)
+    name = labels.get("peak_accelerator") or accelerator_type
+    if peak is None and name is not None and labels.get("dtype"):
+        try:
+            peak = float(_goodput.peak_flops(name, labels["dtype"]).flops)
+        except PauError:
+            peak = None  # not in the table: no MFU for the run (null), never a guess
+    return {"useful_flops": useful, "peak_flops": peak}
+
+
+def failure_causes(recovery: Mapping[str, Any] | None) -> list[tuple[str, int]] | None:
+    """``failures_by_cause`` of the runs table from a run's ``summary()["recovery"]
+    ["by_cause"]`` (each failure's kind, as its lifecycle's failure record gives it): the
+    failures per cause, sorted by cause. None without a recovery figure."""
+    if recovery is None:
+        return None
+    return sorted((str(c), int(v["failures"])) for c, v in recovery["by_cause"].items())
 
 
 #: The metrics that give energy (``pau.readers.telemetry.METRICS`` in W or J), the one
@@ -476,6 +538,25 @@ def compact(out: str, *, batch_runs: int | None = None) -> int:
 # reading
 
 
+def _cause_counts(runs: pa.Table) -> dict[str, list[int]]:
+    """Each run's failures per cause (``failures_by_cause``), a list per cause over the
+    runs, causes sorted; the failures no cause accounts for are ``unknown``. A run whose
+    causes sum to more than its failures is refused naming it."""
+    per = [dict(m or []) for m in runs["failures_by_cause"].to_pylist()]
+    unknown = []
+    for i, (mine, n) in enumerate(zip(per, runs["failures"].to_pylist())):
+        rest = n - sum(mine.values())
+        if rest < 0:
+            raise PauError(f"runs: run {runs['run'][i].as_py()!r}: failures_by_cause {sorted(mine.items())} sums to "
+                           f"more than its {n} failures. Fix: ingest the run again (both are its summary's)")
+        unknown.append(rest)
+    causes = sorted({c for m in per for c in m})
+    counts = {c: [m.get(c, 0) for m in per] for c in causes}
+    if any(unknown) or not counts:
+        counts["unknown"] = unknown
+    return counts
+
+
 def _read_folder(path: str, schema: pa.Schema) -> pa.Table:
     """The union of the Parquet files of a table's folder, sorted by its first column
     (the run key); its schema when the folder holds none."""
@@ -551,7 +632,7 @@ class Fleet:
             t = t.append_column(f"_has_{c}", pc.is_valid(t[c]))
             order += [(f"_has_{c}", "descending"), (c, "descending")]
         t = t.take(pc.sort_indices(t, order + [("_source", "descending")]))
-        seen: set = set()
+        seen: set[tuple[Any, Any]] = set()
         keep = []
         for i, k in enumerate(zip(t["cluster"].to_pylist(), t["job"].to_pylist())):
             if k not in seen:
@@ -561,7 +642,7 @@ class Fleet:
         t = t.take(pa.array(keep, pa.int64())).select(JOBS_SCHEMA.names)
         t = t.sort_by([("cluster", "ascending"), ("job", "ascending")])
         runs = self.runs.select(["run", "cluster", "job"])
-        by_job: dict = {}
+        by_job: dict[tuple[Any, Any], list[str]] = {}
         for key, cluster, job in zip(*(runs[c].to_pylist() for c in ("run", "cluster", "job"))):
             if job is not None:
                 by_job.setdefault((cluster, job), []).append(key)
@@ -587,7 +668,7 @@ class Fleet:
         known = set(zip(table["cluster"].to_pylist(), table["job"].to_pylist()))
         runs_with_job = sum(1 for c, j in zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())
                             if j is not None and (c, j) in known)
-        per_job: dict = {}
+        per_job: dict[tuple[Any, Any], int] = {}
         for c, j in zip(runs["cluster"].to_pylist(), runs["job"].to_pylist()):
             if j is not None:
                 per_job[(c, j)] = per_job.get((c, j), 0) + 1
@@ -621,19 +702,31 @@ class Fleet:
         """Change points of a rollup column per group (:func:`pau.fleet.rollup.changes`)."""
         return _rollup.changes(self.rollup(by=by, every=every), metric, method=method, **options)
 
-    def reliability(self, *, edges: Sequence[float] | None = None, confidence: float = 0.95) -> pa.Table:
+    def reliability(self, *, edges: Sequence[float] | None = None, confidence: float = 0.95,
+                    by_cause: bool = False) -> pa.Table:
         """Failure rate per accelerator-hour by job-size class, fitted from the fleet's own
         runs (:func:`pau.fleet.reliability.failure_rates` over the runs table: each run's
         ``accelerators``, its accountable accelerator-hours and its ledger's failures; runs
-        without a ledger or an accelerator count are left out). Feed a class's rate to
-        :func:`pau.fleet.reliability.at_size` for the MTTF and checkpoint interval at a size."""
-        runs = self.runs.select(["accelerators", "accountable_ns", "failures"])
+        without a ledger or an accelerator count are left out). With ``by_cause``, a row
+        per class and cause (the runs table's ``failures_by_cause``, from the same
+        ``run.summary()``'s recovery figure; a run's failures no cause accounts for, as a
+        run without a lifecycle, are ``unknown``) and the ``all`` row. Feed a class's rate
+        to :func:`pau.fleet.reliability.at_size` for the MTTF and checkpoint interval at a
+        size."""
+        cols = ["run", "accelerators", "accountable_ns", "failures"]
+        runs = self.runs.select(cols + (["failures_by_cause"] if by_cause else []))
         runs = runs.filter(pc.and_(pc.is_valid(runs["accountable_ns"]),
                                    pc.and_(pc.is_valid(runs["accelerators"]), pc.is_valid(runs["failures"]))))
         hours = pc.divide(pc.cast(runs["accountable_ns"], pa.float64()), 3.6e12)
         table = pa.table({"accelerators": runs["accelerators"], "accelerator_hours": hours,
                           "failures": runs["failures"]})
-        return _reliability.failure_rates(table, edges=edges, confidence=confidence)
+        if not by_cause:
+            return _reliability.failure_rates(table, edges=edges, confidence=confidence)
+        counts = _cause_counts(runs)
+        for cause, values in counts.items():
+            table = table.append_column(f"cause:{cause}", pa.array(values, pa.int64()))
+        return _reliability.failure_rates(table, failures={c: f"cause:{c}" for c in counts}, edges=edges,
+                                          confidence=confidence)
 
     def capacity(self, period_a: Any, period_b: Any, by: str | Sequence[str] = (), every: str = "1w") -> pa.Table:
         """Efficiency as capacity between two periods per group (:func:`pau.fleet.rollup.capacity`)."""
@@ -655,7 +748,8 @@ class Fleet:
 
     def keys(self) -> list[str]:
         """The run keys of the runs table, sorted."""
-        return self.runs["run"].to_pylist()
+        keys: list[str] = self.runs["run"].to_pylist()
+        return keys
 
     def run(self, key: str) -> Run:
         """The run of key ``key``, read from its folder in pau's run layout."""

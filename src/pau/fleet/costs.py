@@ -14,14 +14,14 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Union
 
 import numpy as np
 import pyarrow as pa
 
 from pau.engine._input import as_table
 from pau.engine.vocab import STATES
-from pau.errors import NoInputError, PauError, SchemaError
+from pau.errors import ArgumentTypeError, NoInputError, PauError, SchemaError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -91,6 +91,19 @@ class CostRate:
     capital_basis: str  # "purchase" (straight-line depreciation) or "contract"
     parts_basis: Mapping[str, str]
     sections: tuple[str, ...]
+    #: What prices energy apart from the hour (None when the model does not give it): the
+    #: draw per accelerator (W, measured or nominal), the PUE and the price of a kWh.
+    power_w: Optional[float] = None
+    pue: Optional[float] = None
+    energy_price_per_kwh: Optional[float] = None
+
+    @property
+    def joule_price(self) -> Optional[float]:
+        """The price of a joule at the accelerator: ``pue * energy_price_per_kwh / 3.6e6``
+        (None when the model gives no PUE or energy price)."""
+        if self.pue is None or self.energy_price_per_kwh is None:
+            return None
+        return self.pue * self.energy_price_per_kwh / 3.6e6
 
     @property
     def basis(self) -> str:
@@ -189,6 +202,26 @@ class CostModel:
         return _rate(keys, tuple(used), self.source, self.currency, measured_power_w)
 
 
+def _power(cbasis: str, keys: Mapping[str, tuple[str, Any]], need: Callable[..., float],
+           measured_power_w: Optional[float], cur: str) -> tuple[float, str]:
+    """The power part of a rate and its basis: measured or nominal draw x PUE x energy
+    price; a contract rate includes it unless the sections give the accelerator's
+    nominal draw (power billed apart)."""
+    if cbasis == "contract" and "nominal_power_w" not in keys:
+        return 0.0, "included in the contract rate" + (
+            "" if measured_power_w is None else f" (the measured {measured_power_w:g} W is not charged again)")
+    if measured_power_w is not None:
+        w = _number("rate()", "measured_power_w", measured_power_w)
+        wbasis = f"measured mean {w:g} W"
+    else:
+        w = need("nominal_power_w", "add nominal_power_w (the accelerator's draw in W, its share of the "
+                                    "node included), or pass rate(measured_power_w=...)")
+        wbasis = f"nominal {w:g} W"
+    pue = need("pue", "add pue (facility power over IT power, >= 1)", at_least=1.0)
+    kwh = need("energy_price_per_kwh", f"add energy_price_per_kwh (in {cur})")
+    return w / 1000.0 * pue * kwh, f"{wbasis} x PUE {pue:g} x {kwh:g} {cur}/kWh"
+
+
 def _rate(keys: dict[str, tuple[str, Any]], used: tuple[str, ...], source: str, currency: str,
           measured_power_w: Optional[float]) -> CostRate:
     last = used[-1]
@@ -222,24 +255,7 @@ def _rate(keys: dict[str, tuple[str, Any]], used: tuple[str, ...], source: str, 
         capital, cbasis = price / (life * HOURS_PER_YEAR), "purchase"
         basis["capital"] = (f"purchase {price:g} {cur} straight-line over {life:g} years, charged to every "
                             f"hour of the life ({HOURS_PER_YEAR} h a year), used or not")
-    # power: measured or nominal draw x PUE x energy price; a contract rate includes it
-    # unless the sections give the accelerator's nominal draw (power billed apart)
-    if cbasis == "contract" and "nominal_power_w" not in keys:
-        power = 0.0
-        basis["power"] = "included in the contract rate" + (
-            "" if measured_power_w is None else f" (the measured {measured_power_w:g} W is not charged again)")
-    else:
-        if measured_power_w is not None:
-            w = _number("rate()", "measured_power_w", measured_power_w)
-            wbasis = f"measured mean {w:g} W"
-        else:
-            w = need("nominal_power_w", "add nominal_power_w (the accelerator's draw in W, its share of the "
-                                        "node included), or pass rate(measured_power_w=...)")
-            wbasis = f"nominal {w:g} W"
-        pue = need("pue", "add pue (facility power over IT power, >= 1)", at_least=1.0)
-        kwh = need("energy_price_per_kwh", f"add energy_price_per_kwh (in {cur})")
-        power = w / 1000.0 * pue * kwh
-        basis["power"] = f"{wbasis} x PUE {pue:g} x {kwh:g} {cur}/kWh"
+    power, basis["power"] = _power(cbasis, keys, need, measured_power_w, cur)
     # network and storage: per accelerator-hour or a fraction of the depreciation
     per_h = get("network_storage_per_accelerator_hour")
     frac = get("network_storage_fraction_of_capex")
@@ -273,7 +289,9 @@ def _rate(keys: dict[str, tuple[str, Any]], used: tuple[str, ...], source: str, 
     else:
         basis["operations"] = f"{ops:g} {cur}/accelerator-hour"
     total = capital + power + net + ops
-    return CostRate(total, capital, power, net, ops, cur, cbasis, basis, used)
+    draw = measured_power_w if measured_power_w is not None else get("nominal_power_w")
+    return CostRate(total, capital, power, net, ops, cur, cbasis, basis, used, draw,
+                    get("pue", at_least=1.0), get("energy_price_per_kwh"))
 
 
 def _check_section(name: str, values: Any) -> dict[str, Any]:
@@ -334,7 +352,7 @@ def cost_model(model: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> Cost
     elif isinstance(model, Mapping):
         data, source = dict(model), "cost model"
     else:
-        raise TypeError(f"cost_model: expected a path or a dict, got {type(model).__name__}")
+        raise ArgumentTypeError(f"cost_model: expected a path or a dict, got {type(model).__name__}")
     currency = data.pop("currency", "USD")
     if not isinstance(currency, str) or not currency:
         raise PauError(f"{source}: currency = {currency!r}. Fix: write a currency name, e.g. currency = \"USD\"")
@@ -359,7 +377,7 @@ def cost_model(model: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> Cost
 
 def _check_rate(rate: Any) -> CostRate:
     if not isinstance(rate, CostRate):
-        raise TypeError(f"expected a CostRate (cost_model(...).rate(...)), got {type(rate).__name__}: "
+        raise ArgumentTypeError(f"expected a CostRate (cost_model(...).rate(...)), got {type(rate).__name__}: "
                         "a cost figure says its basis, which a bare number does not carry")
     return rate
 

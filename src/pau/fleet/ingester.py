@@ -377,6 +377,7 @@ def run_row(key: str, src: Source, run: Run, led: Ledger | None, summary: Mappin
         "labels": sorted((k, v) for k, v in labels.items() if k not in PROMOTED),
         **_archive.figure_values(summary),
     }
+    row.update(_archive.flops_values(summary, labels, row["accelerator_type"], src.root))
     return pa.Table.from_pylist([row], schema=_archive.RUNS_SCHEMA)
 
 

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from pau.errors import PauError
+from pau.errors import ArgumentTypeError, PauError
 import pau.fleet.costs as _costs
 import pau.fleet.reliability as _rel
 from pau.readers import mlperf_rules as _mlperf
@@ -82,7 +82,19 @@ class Placement:
     output: str
     currency: str
     assumptions: tuple[str, ...]
-    warnings: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+#: The columns of :func:`at_scale`'s table.
+WHAT_IF_SCHEMA = pa.schema([
+    ("rank", pa.int64()), ("benchmark", pa.string()), ("submitter", pa.string()), ("system", pa.string()),
+    ("accelerator_type", pa.string()), ("accelerators_measured", pa.int64()), ("accelerators", pa.int64()),
+    ("scaling_efficiency", pa.float64()), ("failure_rate_per_accelerator_hour", pa.float64()),
+    ("mttf_h", pa.float64()), ("checkpoint_interval_s", pa.float64()), ("expected_goodput", pa.float64()),
+    ("time_to_train_ns", pa.int64()), ("accelerator_hours_per_trained_model", pa.float64()),
+    ("rate_per_accelerator_hour", pa.float64()), ("currency", pa.string()), ("cost_basis", pa.string()),
+    ("cost_per_trained_model", pa.float64()), ("cost_per_trained_model_measured", pa.float64()),
+])
 
 
 @dataclass(frozen=True)
@@ -159,7 +171,7 @@ def _as_runs(runs: Iterable[Any]) -> list[Run]:
         elif isinstance(r, (str, os.PathLike)):
             out.extend(read_runs(r))
         else:
-            raise TypeError(f"placement: expected pau Runs or paths, got {type(r).__name__}")
+            raise ArgumentTypeError(f"placement: expected pau Runs or paths, got {type(r).__name__}")
     if not out:
         raise PauError("placement: no runs given. Fix: give the runs (or paths) of one benchmark on several systems")
     return out
@@ -208,7 +220,7 @@ def _run_row(run: Run, accelerator_types: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def json_key(ev: Mapping[str, Any]) -> tuple:
+def json_key(ev: Mapping[str, Any]) -> tuple[Any, ...]:
     """What makes two runs' targets the same: each part's name, direction and target."""
     return tuple((p.get("name"), p.get("direction"), p.get("target")) for p in ev.get("parts") or [])
 
@@ -235,6 +247,49 @@ TABLE_SCHEMA = pa.schema([
     ("cost_productive", pa.float64()), ("cost_rolled_back", pa.float64()), ("cost_recovery", pa.float64()),
     ("cost_idle", pa.float64()), ("cost_overhead", pa.float64()), ("sources", pa.list_(pa.string())),
 ])
+
+
+def _configuration(benchmark: str, key: tuple[Any, ...], rs: list[dict[str, Any]], cost_model: _costs.CostModel,
+                   scoring: str) -> dict[str, Any]:
+    """One row of :func:`placement`'s table: the runs ``rs`` of one configuration
+    (``key``: submitter, system, accelerator model, count), priced."""
+    submitter, system, model, n = key
+    atype = rs[0]["accelerator_type"]
+    try:
+        rate = cost_model.rate(accelerator_type=atype)
+    except PauError as exc:
+        raise PauError(f"placement: {submitter} {system} ({n} x {model}): {exc}") from exc
+    trained = sum(r["trained_models"] for r in rs)
+    ok_times = [int(r["time_to_train_ns"]) for r in rs if r["trained_models"]]
+    ttt, how, valid = score_time_to_train(ok_times, len(rs) - len(ok_times), benchmark, scoring=scoring)
+    med, _, _ = score_time_to_train(ok_times, len(rs) - len(ok_times), benchmark, scoring="median")
+    acc = sum(r["accountable_ns"] for r in rs)
+    prod = sum(r["productive_ns"] for r in rs)
+    state_ns: dict[str, int] = {}
+    for r in rs:
+        for k, v in r["_state_ns"].items():
+            state_ns[k] = state_ns.get(k, 0) + v
+    hours = acc / NS_PER_HOUR
+    fig = _costs.per_trained_model(rate, hours, trained)
+    split = _costs.split_by_state(rate, state_ns)
+
+    def per(v: float, trained: int = trained) -> Optional[float]:
+        return None if not trained else v / trained
+
+    return {
+        "benchmark": benchmark, "submitter": submitter, "system": system, "accelerator_model": model,
+        "accelerator_type": atype, "accelerators": n, "runs": len(rs), "trained_models": trained,
+        "time_to_train_ns": ttt, "time_to_train_median_ns": med, "time_to_train_scoring": how,
+        "mlperf_score": valid, "accountable_ns": acc, "initialization_ns": sum(r["initialization_ns"] for r in rs),
+        "accelerator_hours_per_trained_model": per(hours),
+        "time_to_train_accelerator_hours": None if ttt is None else n * ttt / NS_PER_HOUR,
+        "goodput": prod / acc if acc else None,
+        "rate_per_accelerator_hour": rate.per_accelerator_hour, "currency": rate.currency,
+        "cost_basis": rate.basis, "cost_per_trained_model": fig.value,
+        "cost_productive": per(split.productive), "cost_rolled_back": per(split.rolled_back),
+        "cost_recovery": per(split.recovery), "cost_idle": per(split.idle), "cost_overhead": per(split.overhead),
+        "sources": [r["source"] for r in rs],
+    }
 
 
 def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str = "trained_model",
@@ -277,7 +332,7 @@ def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str 
         raise PauError(f"placement: output = {output!r}. Fix: output='trained_model' (a run to the quality "
                        "target: the one output comparable across systems)")
     if not isinstance(cost_model, _costs.CostModel):
-        raise TypeError(f"placement: cost_model must be a pau.fleet.costs.CostModel (costs.cost_model(...)), "
+        raise ArgumentTypeError(f"placement: cost_model must be a pau.fleet.costs.CostModel (costs.cost_model(...)), "
                         f"got {type(cost_model).__name__}")
     all_runs = _as_runs(runs)
     types = dict(accelerator_types or {})
@@ -292,49 +347,11 @@ def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str 
                        f"({sorted(targets, key=str)}): trained models are not the same output. Fix: give runs of "
                        "one round")
     benchmark = benches[0]
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["submitter"], r["system"], r["accelerator_model"], r["accelerators"]), []).append(r)
-    out = []
-    currency = cost_model.currency
-    for (submitter, system, model, n), rs in groups.items():
-        atype = rs[0]["accelerator_type"]
-        try:
-            rate = cost_model.rate(accelerator_type=atype)
-        except PauError as exc:
-            raise PauError(f"placement: {submitter} {system} ({n} x {model}): {exc}") from exc
-        currency = rate.currency
-        trained = sum(r["trained_models"] for r in rs)
-        ok_times = [int(r["time_to_train_ns"]) for r in rs if r["trained_models"]]
-        ttt, how, valid = score_time_to_train(ok_times, len(rs) - len(ok_times), benchmark, scoring=scoring)
-        med, _, _ = score_time_to_train(ok_times, len(rs) - len(ok_times), benchmark, scoring="median")
-        acc = sum(r["accountable_ns"] for r in rs)
-        prod = sum(r["productive_ns"] for r in rs)
-        state_ns: dict[str, int] = {}
-        for r in rs:
-            for k, v in r["_state_ns"].items():
-                state_ns[k] = state_ns.get(k, 0) + v
-        hours = acc / NS_PER_HOUR
-        fig = _costs.per_trained_model(rate, hours, trained)
-        split = _costs.split_by_state(rate, state_ns)
-
-        def per(v: float, trained: int = trained) -> Optional[float]:
-            return None if not trained else v / trained
-
-        out.append({
-            "benchmark": benchmark, "submitter": submitter, "system": system, "accelerator_model": model,
-            "accelerator_type": atype, "accelerators": n, "runs": len(rs), "trained_models": trained,
-            "time_to_train_ns": ttt, "time_to_train_median_ns": med, "time_to_train_scoring": how,
-            "mlperf_score": valid, "accountable_ns": acc, "initialization_ns": sum(r["initialization_ns"] for r in rs),
-            "accelerator_hours_per_trained_model": per(hours),
-            "time_to_train_accelerator_hours": None if ttt is None else n * ttt / NS_PER_HOUR,
-            "goodput": prod / acc if acc else None,
-            "rate_per_accelerator_hour": rate.per_accelerator_hour, "currency": rate.currency,
-            "cost_basis": rate.basis, "cost_per_trained_model": fig.value,
-            "cost_productive": per(split.productive), "cost_rolled_back": per(split.rolled_back),
-            "cost_recovery": per(split.recovery), "cost_idle": per(split.idle), "cost_overhead": per(split.overhead),
-            "sources": [r["source"] for r in rs],
-        })
+    out = [_configuration(benchmark, key, rs, cost_model, scoring) for key, rs in groups.items()]
+    currency = out[-1]["currency"] if out else cost_model.currency
     out.sort(key=lambda x: (x["cost_per_trained_model"] is None, x["cost_per_trained_model"] or 0.0,
                             str(x["submitter"]), str(x["system"])))
     costs = [x["cost_per_trained_model"] for x in out if x["cost_per_trained_model"] is not None]
@@ -356,8 +373,61 @@ def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str 
     table = pa.Table.from_pylist(out, schema=TABLE_SCHEMA)
     runs_t = pa.Table.from_pylist([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows],
                                   schema=RUNS_SCHEMA)
-    warnings = [w for r in all_runs for w in r.warnings]
+    warnings: list[str] = [w for r in all_runs for w in r.warnings]
     return Placement(table, runs_t, benchmark, output, currency, assumptions, warnings)
+
+
+def _check_what_if(scaling_efficiency: Any, failure_rate: Any, checkpoint_cost_s: Any, restart_s: Any,
+                   checkpoint_interval_s: Any) -> float:
+    """:func:`at_scale`'s numbers checked; the scaling efficiency as a float."""
+    if isinstance(scaling_efficiency, bool) or not (0 < float(scaling_efficiency) <= 1):
+        raise PauError(f"scaling_efficiency = {scaling_efficiency!r}. Fix: a number in (0, 1]")
+    if failure_rate is not None and not isinstance(failure_rate, pa.Table) and (
+            isinstance(failure_rate, bool) or not isinstance(failure_rate, (int, float))
+            or not math.isfinite(failure_rate) or failure_rate < 0):
+        raise PauError(f"failure_rate = {failure_rate!r}. Fix: failures per accelerator-hour, a finite number >= 0, "
+                       "or pau.fleet.reliability.failure_rates' table")
+    for name, v in (("checkpoint_cost_s", checkpoint_cost_s), ("restart_s", restart_s),
+                    ("checkpoint_interval_s", checkpoint_interval_s)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                              or v < 0 or (name == "checkpoint_interval_s" and v == 0)):
+            bound = "> 0" if name == "checkpoint_interval_s" else ">= 0"
+            raise PauError(f"{name} = {v!r}. Fix: seconds, a finite number {bound}")
+    return float(scaling_efficiency)
+
+
+def _goodput_at(failure_rate: Union[float, pa.Table, None], m: int, train_s: Optional[float],
+                checkpoint_cost_s: float, restart_s: float, checkpoint_interval_s: Optional[float],
+                system: Any) -> tuple[Optional[float], Optional[float], Optional[float], Optional[float]]:
+    """Daly's expected goodput at ``m`` accelerators over a training of ``train_s`` (1
+    without failures; None when the time to train is not known), the MTTF (h), the failure
+    rate per accelerator-hour and the checkpoint interval used."""
+    g: Optional[float] = 1.0
+    mttf_h: Optional[float] = None
+    fr: Optional[float] = (None if failure_rate is None or isinstance(failure_rate, pa.Table)
+                           else float(failure_rate))
+    interval: Optional[float] = None
+    if failure_rate is not None and not (isinstance(failure_rate, (int, float)) and failure_rate == 0):
+        if train_s is None:
+            g = None
+        else:
+            if checkpoint_interval_s is None and not checkpoint_cost_s > 0:
+                raise PauError("at_scale: Daly's checkpoint interval needs checkpoint_cost_s > 0. Fix: give "
+                               "checkpoint_cost_s, or checkpoint_interval_s")
+            whole = checkpoint_interval_s is not None and checkpoint_interval_s >= train_s
+            cur_int = train_s if whole else checkpoint_interval_s
+            adv = _rel.at_size(failure_rate, m, checkpoint_cost_s=0.0 if whole else checkpoint_cost_s,
+                               restart_s=restart_s, current_interval_s=cur_int)
+            mttf_h, fr = adv.mttf_h, adv.rate_per_accelerator_hour
+            if adv.checkpoint is not None:
+                if cur_int is None:
+                    g, interval = adv.expected_goodput, adv.daly_s
+                else:
+                    g, interval = adv.checkpoint["expected_goodput_current"], cur_int
+                if not g:
+                    raise PauError(f"at_scale: {system} at {m} accelerators: the expected goodput is 0 "
+                                   "(no work survives between failures). Fix: a shorter checkpoint interval")
+    return g, mttf_h, fr, interval
 
 
 def at_scale(result: Placement, accelerators: Union[int, Mapping[str, int], None] = None, *,
@@ -395,21 +465,8 @@ def at_scale(result: Placement, accelerators: Union[int, Mapping[str, int], None
         ``e`` in (0, 1]: the parallel efficiency of the new count relative to the measured one.
     """
     if not isinstance(result, Placement):
-        raise TypeError(f"at_scale: expected placement()'s result, got {type(result).__name__}")
-    if isinstance(scaling_efficiency, bool) or not (0 < float(scaling_efficiency) <= 1):
-        raise PauError(f"scaling_efficiency = {scaling_efficiency!r}. Fix: a number in (0, 1]")
-    e = float(scaling_efficiency)
-    if failure_rate is not None and not isinstance(failure_rate, pa.Table) and (
-            isinstance(failure_rate, bool) or not isinstance(failure_rate, (int, float))
-            or not math.isfinite(failure_rate) or failure_rate < 0):
-        raise PauError(f"failure_rate = {failure_rate!r}. Fix: failures per accelerator-hour, a finite number >= 0, "
-                       "or pau.fleet.reliability.failure_rates' table")
-    for name, v in (("checkpoint_cost_s", checkpoint_cost_s), ("restart_s", restart_s),
-                    ("checkpoint_interval_s", checkpoint_interval_s)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                              or v < 0 or (name == "checkpoint_interval_s" and v == 0)):
-            bound = "> 0" if name == "checkpoint_interval_s" else ">= 0"
-            raise PauError(f"{name} = {v!r}. Fix: seconds, a finite number {bound}")
+        raise ArgumentTypeError(f"at_scale: expected placement()'s result, got {type(result).__name__}")
+    e = _check_what_if(scaling_efficiency, failure_rate, checkpoint_cost_s, restart_s, checkpoint_interval_s)
     rows = []
     for r in result.table.to_pylist():
         n = int(r["accelerators"])
@@ -428,31 +485,8 @@ def at_scale(result: Placement, accelerators: Union[int, Mapping[str, int], None
         trained = r["trained_models"]
         ttt = r["time_to_train_ns"]
         train_s = None if ttt is None else ttt / 1e9 * n / m / e
-        g: Optional[float] = 1.0
-        mttf_h: Optional[float] = None
-        fr: Optional[float] = (None if failure_rate is None or isinstance(failure_rate, pa.Table)
-                               else float(failure_rate))
-        interval: Optional[float] = None
-        if failure_rate is not None and not (isinstance(failure_rate, (int, float)) and failure_rate == 0):
-            if train_s is None:
-                g = None
-            else:
-                if checkpoint_interval_s is None and not checkpoint_cost_s > 0:
-                    raise PauError("at_scale: Daly's checkpoint interval needs checkpoint_cost_s > 0. Fix: give "
-                                   "checkpoint_cost_s, or checkpoint_interval_s")
-                whole = checkpoint_interval_s is not None and checkpoint_interval_s >= train_s
-                cur_int = train_s if whole else checkpoint_interval_s
-                adv = _rel.at_size(failure_rate, m, checkpoint_cost_s=0.0 if whole else checkpoint_cost_s,
-                                   restart_s=restart_s, current_interval_s=cur_int)
-                mttf_h, fr = adv.mttf_h, adv.rate_per_accelerator_hour
-                if adv.checkpoint is not None:
-                    if cur_int is None:
-                        g, interval = adv.expected_goodput, adv.daly_s
-                    else:
-                        g, interval = adv.checkpoint["expected_goodput_current"], cur_int
-                    if not g:
-                        raise PauError(f"at_scale: {r['system']} at {m} accelerators: the expected goodput is 0 "
-                                       "(no work survives between failures). Fix: a shorter checkpoint interval")
+        g, mttf_h, fr, interval = _goodput_at(failure_rate, m, train_s, checkpoint_cost_s, restart_s,
+                                              checkpoint_interval_s, r["system"])
         hours = None
         if trained and g is not None:
             a_ns = r["accountable_ns"] / trained
@@ -474,14 +508,5 @@ def at_scale(result: Placement, accelerators: Union[int, Mapping[str, int], None
                              str(x["submitter"]), str(x["system"])))
     for i, x in enumerate(rows, 1):
         x["rank"] = i
-    schema = pa.schema([
-        ("rank", pa.int64()), ("benchmark", pa.string()), ("submitter", pa.string()), ("system", pa.string()),
-        ("accelerator_type", pa.string()), ("accelerators_measured", pa.int64()), ("accelerators", pa.int64()),
-        ("scaling_efficiency", pa.float64()), ("failure_rate_per_accelerator_hour", pa.float64()),
-        ("mttf_h", pa.float64()), ("checkpoint_interval_s", pa.float64()), ("expected_goodput", pa.float64()),
-        ("time_to_train_ns", pa.int64()), ("accelerator_hours_per_trained_model", pa.float64()),
-        ("rate_per_accelerator_hour", pa.float64()), ("currency", pa.string()), ("cost_basis", pa.string()),
-        ("cost_per_trained_model", pa.float64()), ("cost_per_trained_model_measured", pa.float64()),
-    ])
     cur = rows[0]["currency"] if rows else result.currency
-    return WhatIf(pa.Table.from_pylist(rows, schema=schema), WHAT_IF_ASSUMPTIONS, cur)
+    return WhatIf(pa.Table.from_pylist(rows, schema=WHAT_IF_SCHEMA), WHAT_IF_ASSUMPTIONS, cur)

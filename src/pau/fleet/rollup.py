@@ -22,12 +22,10 @@ the runs table holds them per run, not per hour.
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 import os
 import re
-import zoneinfo
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,49 +39,37 @@ from pau.engine.vocab import STATES
 from pau.errors import PauError, SchemaError
 import pau.fleet.changes as _changes
 import pau.fleet.costs as _costs
+import pau.fleet.groups as _groups
+import pau.fleet.pricing as _pricing
+import pau.fleet.sums as _sums
+from pau.fleet.periods import (MAX_LOCAL_PERIODS, MONDAY0, NS_PER_DAY, NS_PER_HOUR, NS_PER_S, Period, local_edges,
+                               parse_every, parse_time, period_ends, period_names, period_starts)
+from pau.fleet.sums import INT64_MAX
 
 __all__ = [
+    "INT64_MAX",
+    "MAX_LOCAL_PERIODS",
+    "MONDAY0",
+    "NS_PER_DAY",
+    "NS_PER_HOUR",
+    "NS_PER_S",
     "ROLLUP_SCHEMA_BASE",
     "Period",
     "Rollup",
     "capacity",
     "changes",
+    "local_edges",
     "parse_every",
     "parse_time",
     "parse_where",
+    "period_ends",
+    "period_names",
     "period_starts",
     "rollup",
 ]
+# the group filter, also reachable from here as the periods are (``pau.fleet.rollup.parse_every``)
+parse_where = _groups.parse_where
 
-NS_PER_S = 10**9
-NS_PER_HOUR = 3_600 * NS_PER_S
-NS_PER_DAY = 24 * NS_PER_HOUR
-#: Monday 1969-12-29 00:00 UTC: ISO weeks start here and every 7 days from it.
-MONDAY0 = -3 * NS_PER_DAY
-#: The largest int64: a sum beyond it is refused (292 accelerator-years in one group and
-#: period). Sums are checked exactly (Python integers) where their float64 estimate
-#: reaches _NEAR.
-INT64_MAX = 2**63 - 1
-_NEAR = float(2**62)
-_TOO_BIG = ("is beyond int64 ns (292 accelerator-years in one group and period). Fix: group finer or take "
-            "shorter periods")
-
-
-def _refuse_overflow(a: np.ndarray, b: np.ndarray | None = None) -> None:
-    """Refuse when ``a + b`` (or the sum of ``a`` along its last axis, ``b`` None) would
-    pass int64; exact for the entries whose float64 estimate is near."""
-    if b is None:
-        est = a.astype(np.float64).sum(axis=-1)
-        for i in np.flatnonzero(est.reshape(-1) >= _NEAR).tolist():
-            row = a.reshape(-1, a.shape[-1])[i]
-            if sum(int(v) for v in row) > INT64_MAX:
-                raise PauError(f"a rollup sum of {sum(int(v) for v in row):,} ns {_TOO_BIG}")
-        return
-    est = a.astype(np.float64) + b.astype(np.float64)
-    for i in np.flatnonzero(est.reshape(-1) >= _NEAR).tolist():
-        total = int(a.reshape(-1)[i]) + int(b.reshape(-1)[i])
-        if total > INT64_MAX:
-            raise PauError(f"a rollup sum of {total:,} ns {_TOO_BIG}")
 #: Cells per batch read from the archive.
 BATCH_ROWS = 1 << 20
 
@@ -107,10 +93,13 @@ ROLLUP_SCHEMA_BASE = pa.schema([
     ("preserved_steps", pa.int64()), ("preserved_tokens", pa.int64()), ("requests_accepted", pa.int64()),
     ("accepted_tokens", pa.int64()),
     ("energy_j", pa.float64()), ("energy_productive_j", pa.float64()), ("energy_per_preserved_step_j", pa.float64()),
+    ("useful_flops", pa.float64()), ("peak_flop_productive", pa.float64()), ("mfu", pa.float64()),
 ])
 #: The runs table's energy, summed per group and period like the counts (at the run's
 #: last ns); null in a row where no run has it.
 _ENERGY = ("energy_j", "energy_productive_j")
+#: The runs table's columns MFU is of (``docs/fleet.md``, "MFU").
+_FLOPS = ("useful_flops", "peak_flops", "productive_ns")
 #: Added when a cost model is given.
 COST_FIELDS = pa.schema([
     ("cost", pa.float64()), ("cost_productive", pa.float64()), ("cost_rolled_back", pa.float64()),
@@ -118,6 +107,7 @@ COST_FIELDS = pa.schema([
     ("cost_unaccounted", pa.float64()), ("cost_per_productive_h", pa.float64()),
     ("cost_per_preserved_step", pa.float64()), ("cost_per_million_tokens", pa.float64()),
     ("cost_per_accepted_request", pa.float64()),
+    ("energy_cost", pa.float64()), ("energy_cost_basis", pa.string()),
 ])
 
 _COUNTS = ("failures", "not_recovered", "preserved_steps", "preserved_tokens", "requests_accepted",
@@ -126,403 +116,6 @@ _COUNTS = ("failures", "not_recovered", "preserved_steps", "preserved_tokens", "
 _PER_FAILURE = ("failures", "not_recovered")
 #: The runs table's per-failure lists (``pau.fleet.archive.failure_lists``).
 _FAILURE_LISTS = ("failure_ns", "recovery_ns")
-
-
-# ---------------------------------------------------------------------------
-# periods
-
-
-@dataclass(frozen=True)
-class Period:
-    """A period length: ``n`` hours, days or weeks (``unit`` ``"h"``, ``"d"``, ``"w"``),
-    or ``n`` calendar months (``"mo"``). ``text`` as given. With ``tz`` (an IANA zone),
-    days, weeks and months are local ones: ``edges`` holds their boundaries (ns, UTC,
-    sorted) over the times a rollup covers (:func:`local_edges`)."""
-
-    n: int
-    unit: str
-    text: str
-    tz: str | None = None
-    edges: Any = field(default=None, compare=False, repr=False)
-
-    @property
-    def width_ns(self) -> int | None:
-        return None if self.unit == "mo" else self.n * {"h": NS_PER_HOUR, "d": NS_PER_DAY, "w": 7 * NS_PER_DAY}[self.unit]
-
-
-_UNITS = {"h": "h", "hour": "h", "hours": "h", "hourly": "h", "d": "d", "day": "d", "days": "d", "daily": "d",
-          "w": "w", "week": "w", "weeks": "w", "weekly": "w", "mo": "mo", "month": "mo", "months": "mo",
-          "monthly": "mo"}
-
-
-def parse_every(every: str | Period) -> Period:
-    """``"1h"``, ``"6h"``, ``"1d"``, ``"1w"``, ``"1mo"``, ``"hour"``, ``"day"``, ``"week"``, ``"month"``."""
-    if isinstance(every, Period):
-        return every
-    m = re.fullmatch(r"\s*(\d*)\s*([a-z]+)\s*", str(every).lower())
-    if m is None or m.group(2) not in _UNITS or (m.group(1) and int(m.group(1)) < 1):
-        raise PauError(f"every = {every!r}: not a period. Fix: 1h, 6h, 1d, 1w, 1mo (or hour, day, week, month)")
-    return Period(int(m.group(1) or 1), _UNITS[m.group(2)], str(every))
-
-
-def _months(t: np.ndarray) -> np.ndarray:
-    """Months since 1970-01 of each ns time."""
-    return t.astype("datetime64[ns]").astype("datetime64[M]").astype(np.int64)
-
-
-def _month_start(m: np.ndarray) -> np.ndarray:
-    return m.astype("datetime64[M]").astype("datetime64[ns]").astype(np.int64)
-
-
-def period_starts(t: Any, every: str | Period) -> np.ndarray:
-    """The start (ns, UTC) of the period holding each time ``t`` (ns): hours and days
-    from the epoch, weeks from Monday 00:00 UTC (ISO weeks), months from the 1st."""
-    p = parse_every(every)
-    t = np.asarray(t, dtype=np.int64)
-    if p.edges is not None:
-        return p.edges[_edge_index(p, t)]
-    if p.unit == "mo":
-        m = _months(t)
-        return _month_start((m // p.n) * p.n)
-    w = p.width_ns
-    assert w is not None
-    origin = MONDAY0 if p.unit == "w" else 0
-    return (t - origin) // w * w + origin
-
-
-def period_ends(starts: np.ndarray, every: str | Period) -> np.ndarray:
-    """The end (exclusive) of the periods starting at ``starts``."""
-    p = parse_every(every)
-    s = np.asarray(starts, dtype=np.int64)
-    if p.edges is not None:
-        return p.edges[_edge_index(p, s) + 1]
-    if p.unit == "mo":
-        return _month_start(_months(s) + p.n)
-    assert p.width_ns is not None
-    return s + p.width_ns
-
-
-def period_names(starts: np.ndarray, every: str | Period) -> list[str]:
-    """``2026-W05`` (ISO week), ``2026-02`` (month), ``2026-02-01`` (day),
-    ``2026-02-01T13`` (hour): the name of each period, by its start."""
-    p = parse_every(every)
-    out = []
-    zone = _zone(p.tz) if p.tz else None
-    for s in np.asarray(starts, dtype=np.int64).tolist():
-        d = _dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=s // 1000)
-        if zone is not None:
-            d = d.replace(tzinfo=_dt.timezone.utc).astimezone(zone)
-        if p.unit == "w":
-            y, w, _ = d.isocalendar()
-            out.append(f"{y}-W{w:02d}")
-        elif p.unit == "mo":
-            out.append(f"{d.year:04d}-{d.month:02d}")
-        elif p.unit == "d":
-            out.append(d.strftime("%Y-%m-%d"))
-        else:
-            out.append(d.strftime("%Y-%m-%dT%H"))
-    return out
-
-
-def _zone(tz: str) -> Any:
-    try:
-        return zoneinfo.ZoneInfo(tz)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise PauError(f"tz = {tz!r}: no such time zone. Fix: an IANA name (Europe/Paris, America/New_York) or "
-                       "None for UTC") from None
-
-
-def _edge_index(p: Period, t: np.ndarray) -> np.ndarray:
-    i = np.searchsorted(p.edges, t, side="right") - 1
-    if len(i) and (i.min() < 0 or i.max() >= len(p.edges) - 1):
-        bad = int(t[(i < 0) | (i >= len(p.edges) - 1)][0])
-        raise PauError(f"a time ({bad} ns) outside the local periods computed for the rollup "
-                       f"({int(p.edges[0])} to {int(p.edges[-1])} ns). Fix: give since and until around the data")
-    return i
-
-
-#: At most this many local periods in one rollup.
-MAX_LOCAL_PERIODS = 1_000_000
-
-
-def local_edges(p: Period, tz: str, first_ns: int, last_ns: int) -> Period:
-    """``p`` with the boundaries of its local days, weeks (from Monday) or months in zone
-    ``tz`` from the period holding ``first_ns`` to past ``last_ns``: each local midnight
-    as ns UTC (a day of a daylight-saving change lasts 23 or 25 hours). Every boundary
-    must fall on a UTC hour (the hourly cells cannot be cut inside one): a zone whose
-    offset is not whole hours is refused. ``n`` days count from 1970-01-01, weeks from
-    Monday 1969-12-29, months from January 1970, local."""
-    if p.unit == "h":
-        raise PauError(f"tz = {tz!r} with every = {p.text!r}: hours are UTC hours. Fix: a local period is a day, "
-                       "week or month")
-    zone = _zone(tz)
-    d0 = (_dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-          + _dt.timedelta(microseconds=first_ns // 1000)).astimezone(zone).date()
-    if p.unit == "d":
-        d0 = _dt.date(1970, 1, 1) + _dt.timedelta(days=(d0 - _dt.date(1970, 1, 1)).days // p.n * p.n)
-    elif p.unit == "w":
-        monday = _dt.date(1969, 12, 29)
-        d0 = monday + _dt.timedelta(days=(d0 - monday).days // (7 * p.n) * 7 * p.n)
-    else:
-        m = (d0.year * 12 + d0.month - 1 - 1970 * 12) // p.n * p.n + 1970 * 12
-        d0 = _dt.date(m // 12, m % 12 + 1, 1)
-    edges: list[int] = []
-    d = d0
-    while True:
-        local = _dt.datetime(d.year, d.month, d.day, tzinfo=zone)
-        delta = local - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-        ns = (delta.days * 86_400 + delta.seconds) * NS_PER_S
-        if ns % NS_PER_HOUR:
-            raise PauError(f"tz = {tz!r}: local midnight of {d} is not on a UTC hour (the zone's offset is not whole "
-                           "hours): the hourly cells cannot be cut there. Fix: UTC periods (no tz), or a zone "
-                           "with whole-hour offsets")
-        edges.append(ns)
-        if ns > last_ns:
-            break
-        if len(edges) > MAX_LOCAL_PERIODS:
-            raise PauError(f"tz = {tz!r}: over {MAX_LOCAL_PERIODS:,} local periods. Fix: give since and until")
-        if p.unit == "mo":
-            m = d.year * 12 + d.month - 1 + p.n
-            d = _dt.date(m // 12, m % 12 + 1, 1)
-        else:
-            d = d + _dt.timedelta(days=p.n * (7 if p.unit == "w" else 1))
-    return Period(p.n, p.unit, p.text, tz, np.array(edges, np.int64))
-
-
-def parse_time(value: Any, what: str) -> int | None:
-    """A time for ``since``/``until``: ns since the epoch (int), a ``datetime`` (naive is
-    UTC), or an ISO 8601 date or time (``2026-02-02``, ``2026-02-02T06:00``); it must be
-    a whole hour (cells are hours)."""
-    if value is None:
-        return None
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        ns = int(value)
-    else:
-        if isinstance(value, str):
-            try:
-                value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-            except ValueError:
-                raise PauError(f"{what} = {value!r}: not a time. Fix: an ISO date or time (2026-02-02, "
-                               "2026-02-02T06:00), or ns since the epoch") from None
-        if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
-            value = _dt.datetime(value.year, value.month, value.day)
-        if not isinstance(value, _dt.datetime):
-            raise PauError(f"{what} = {value!r}: not a time. Fix: ns since the epoch, a datetime or an ISO string")
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
-        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-        ns = (delta.days * 86_400 + delta.seconds) * NS_PER_S + delta.microseconds * 1000
-    if ns % NS_PER_HOUR:
-        raise PauError(f"{what} = {value!r}: not on a whole hour (UTC). Fix: the hourly cells cannot be cut inside "
-                       "an hour; give a time on the hour")
-    return ns
-
-
-# ---------------------------------------------------------------------------
-# where
-
-
-def parse_where(where: Any) -> list[tuple[str, bool, frozenset[str]]]:
-    """``"cluster=eos,team=llm|vision,format!=mllog"`` or ``{"cluster": "eos", "team":
-    ["llm", "vision"]}`` -> ``[(key, equal, values)]``; every term must hold (``|``: any
-    of the values; ``!=``: none of them). Keys as ``by``'s: a column or ``labels.K``."""
-    if where is None:
-        return []
-    terms: list[tuple[str, bool, frozenset[str]]] = []
-    if isinstance(where, Mapping):
-        for k, v in where.items():
-            vals = [v] if isinstance(v, str) or not isinstance(v, Iterable) else list(v)
-            terms.append((str(k), True, frozenset(str(x) for x in vals)))
-        return terms
-    for part in str(where).split(","):
-        m = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(!=|=)\s*(.*?)\s*", part)
-        if m is None:
-            raise PauError(f"where = {where!r}: {part!r} is not KEY=VALUE. Fix: e.g. cluster=eos,team=llm|vision "
-                           "(',' and; '|' or; != not)")
-        terms.append((m.group(1), m.group(2) == "=", frozenset(v.strip() for v in m.group(3).split("|"))))
-    return terms
-
-
-# ---------------------------------------------------------------------------
-# group values of runs and jobs
-
-
-def _key_column(table: pa.Table, key: str, name: str, *, strict: bool) -> pa.ChunkedArray:
-    """The values of group key ``key`` in ``table`` as strings: a column, or
-    ``labels.K`` (the column ``K`` when the table has one, else the labels map's ``K``).
-    A key the table lacks: an error (``strict``, the runs table) or nulls (jobs)."""
-    n = table.num_rows
-    col = key
-    if key.startswith("labels."):
-        sub = key[len("labels."):]
-        if sub in table.column_names:
-            col = sub
-        elif "labels" in table.column_names:
-            return pc.map_lookup(table["labels"], sub, "first").cast(pa.string())
-        elif not strict:
-            return pa.chunked_array([pa.nulls(n, pa.string())])
-    if col not in table.column_names:
-        if strict:
-            raise SchemaError(name, key, "is not a column of the runs table nor a label",
-                              "group by a column (cluster, accelerator_type, team, ...) or labels.NAME")
-        return pa.chunked_array([pa.nulls(n, pa.string())])
-    c = table[col]
-    if pa.types.is_dictionary(c.type):
-        c = c.cast(pa.string())
-    if pa.types.is_floating(c.type):  # a job's fractional accelerators: as the number reads
-        return pa.chunked_array([pa.array([None if v is None else f"{v:g}" for v in c.to_pylist()], pa.string())])
-    if not (pa.types.is_string(c.type) or pa.types.is_large_string(c.type)):
-        try:
-            c = c.cast(pa.string())
-        except pa.ArrowInvalid:
-            raise SchemaError(name, key, f"is of type {c.type}, which cannot be a group", "group by a column of "
-                              "strings or numbers") from None
-    return c
-
-
-def _mask(table: pa.Table, terms: list[tuple[str, bool, frozenset[str]]], name: str, *, strict: bool) -> np.ndarray:
-    keep = np.ones(table.num_rows, bool)
-    for key, equal, values in terms:
-        v = _key_column(table, key, name, strict=strict)
-        hit = np.asarray(pc.is_in(v, value_set=pa.array(sorted(values), pa.string())).fill_null(False))
-        keep &= hit if equal else ~hit
-    return keep
-
-
-# ---------------------------------------------------------------------------
-# exact sums
-
-
-def _sum_by(codes: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """``values`` (int64 >= 0) summed by ``codes`` (0 <= code < size), exactly: the low
-    26 bits and the rest through ``np.bincount`` (float64, exact while a bin's sum stays
-    below 2**53, checked), else ``np.add.at``."""
-    if len(values) == 0:
-        return np.zeros(size, np.int64)
-    hi = values >> 26
-    lo = values & ((1 << 26) - 1)
-    if int(hi.max(initial=0)) * len(values) < 2**53 and len(values) < 2**27:
-        high = np.bincount(codes, weights=hi, minlength=size).astype(np.int64)
-        low = np.bincount(codes, weights=lo, minlength=size).astype(np.int64)
-        # high * 2**26 + low < (high + low // 2**26 + 1) * 2**26: only bins near the top can overflow
-        for i in np.flatnonzero(high + (low >> 26) >= (INT64_MAX >> 26)).tolist():
-            if (int(high[i]) << 26) + int(low[i]) > INT64_MAX:
-                raise PauError(f"a rollup sum of {(int(high[i]) << 26) + int(low[i]):,} ns {_TOO_BIG}")
-        return (high << 26) + low
-    if float(values.astype(np.float64).sum()) < _NEAR:
-        out = np.zeros(size, np.int64)
-        np.add.at(out, codes, values)
-        return out
-    exact = [0] * size  # near int64: Python integers
-    for c, v in zip(codes.tolist(), values.tolist()):
-        exact[c] += v
-    if max(exact) > INT64_MAX:
-        raise PauError(f"a rollup sum of {max(exact):,} ns {_TOO_BIG}")
-    return np.array(exact, np.int64)
-
-
-class _Acc:
-    """Sums keyed by (period start, fine group, column), kept sparse: the non-zero sums of
-    each batch, combined exactly (``_sum_by``) whenever they pass :data:`COMPACT` entries
-    and at the end. Memory: the (period, group, column) cells with time in them, not the
-    cells read nor every group in every period."""
-
-    COMPACT = 1 << 20
-    #: Below this many (period, group, column) cells in all, the sums are dense arrays per
-    #: period instead (faster; 64 MiB at most).
-    DENSE = 1 << 23
-
-    def __init__(self, groups: int, columns: int, period: Period, periods: int):
-        self.G, self.C, self.period = groups, columns, period
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (period start, g * C + c, sum)
-        self.pending = self.compacted = 0
-        self.dense: dict[int, np.ndarray] | None = {} if periods * groups * columns <= self.DENSE else None
-
-    def _index(self, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The period starts present (a superset, in order) and each value's index there:
-        arithmetic on the periods (no sort) when their range is small, else np.unique."""
-        p = self.period
-        if p.edges is not None:
-            i = _edge_index(p, start)
-            i0 = int(i.min())
-            n = int(i.max()) - i0 + 1
-            if n * self.G * self.C <= (1 << 24):
-                return p.edges[i0:i0 + n], i - i0
-        elif p.unit == "mo":
-            m = _months(start)
-            m0 = int(m.min())
-            pi = (m - m0) // p.n
-            n = int(pi.max()) + 1
-            if n * self.G * self.C <= (1 << 24):
-                return _month_start(m0 + np.arange(n, dtype=np.int64) * p.n), pi
-        else:
-            w = p.width_ns
-            assert w is not None
-            lo = int(start.min())
-            pi = (start - lo) // w
-            n = int(pi.max()) + 1
-            if n * self.G * self.C <= (1 << 24):
-                return lo + np.arange(n, dtype=np.int64) * w, pi
-        ps, inv = np.unique(start, return_inverse=True)
-        return ps, inv.reshape(-1)
-
-    def add(self, group: np.ndarray, start: np.ndarray, column: np.ndarray, values: np.ndarray) -> None:
-        if len(values) == 0:
-            return
-        ps, pi = self._index(start)
-        gc = self.G * self.C
-        size = len(ps) * gc
-        code = pi.reshape(-1) * gc + group * self.C + column
-        if size <= 4 * len(values) + (1 << 16):
-            sums = _sum_by(code, values, size)
-            if self.dense is not None:
-                table = sums.reshape(len(ps), gc)
-                for i in np.flatnonzero(table.any(axis=1)).tolist():
-                    cur = self.dense.get(int(ps[i]))
-                    if cur is None:
-                        self.dense[int(ps[i])] = table[i].copy()
-                    else:
-                        _refuse_overflow(cur, table[i])
-                        cur += table[i]
-                return
-            keys = np.flatnonzero(sums)
-            vals = sums[keys]
-        else:
-            u, inv = np.unique(code, return_inverse=True)
-            vals = _sum_by(inv.reshape(-1), values, len(u))
-            nz = vals != 0
-            keys, vals = u[nz], vals[nz]
-        self.parts.append((ps[keys // gc], keys % gc, vals))
-        self.pending += len(vals)
-        if self.pending > max(self.COMPACT, 2 * self.compacted):
-            self._compact()
-
-    def _compact(self) -> None:
-        if len(self.parts) <= 1:
-            return
-        st = np.concatenate([x[0] for x in self.parts])
-        gc = np.concatenate([x[1] for x in self.parts])
-        v = np.concatenate([x[2] for x in self.parts])
-        order = np.lexsort((gc, st))
-        st, gc, v = st[order], gc[order], v[order]
-        new = np.r_[True, (st[1:] != st[:-1]) | (gc[1:] != gc[:-1])] if len(st) else np.zeros(0, bool)
-        inv = np.cumsum(new) - 1
-        self.parts = [(st[new], gc[new], _sum_by(inv, v, int(new.sum())))]
-        self.pending = self.compacted = len(self.parts[0][2])
-
-    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(period start, fine group, column, sum), each key once, sums non-zero."""
-        if self.dense:  # the dense periods as sparse entries, with those added sparse
-            for p_, arr in self.dense.items():
-                nz = np.flatnonzero(arr)
-                self.parts.append((np.full(len(nz), p_, np.int64), nz, arr[nz]))
-            self.dense = {}
-        self._compact()
-        if not self.parts:
-            z = np.zeros(0, np.int64)
-            return z, z, z, z
-        st, gc, v = self.parts[0]
-        return st, gc // self.C, gc % self.C, v
 
 
 # ---------------------------------------------------------------------------
@@ -570,7 +163,7 @@ class Rollup:
         Python integers), the ratios recomputed from those sums."""
         t = self.table
         ns_cols = [c for c in t.column_names if c.endswith("_ns") and c not in ("period_start_ns", "period_end_ns")]
-        keys: dict[tuple, dict[str, int]] = {}
+        keys: dict[tuple[Any, ...], dict[str, int]] = {}
         groups = list(zip(*(t[k].to_pylist() for k in self.by))) if self.by else [()] * t.num_rows
         cols = {c: t[c].to_pylist() for c in ns_cols + [c for c in _COUNTS + ("runs_ended", "jobs_started",
                                                                             "recoveries") if c in t.column_names]}
@@ -578,10 +171,10 @@ class Rollup:
             acc = keys.setdefault(g, {c: 0 for c in cols})
             for c, v in cols.items():
                 acc[c] += v[i] or 0
-        out: dict[str, list] = {k: [g[j] for g in keys] for j, k in enumerate(self.by)}
+        out: dict[str, Any] = {k: [g[j] for g in keys] for j, k in enumerate(self.by)}
         for c in cols:
             out[c] = [keys[g][c] for g in keys]
-        energy: dict[tuple, dict[str, list[float]]] = {g: {c: [] for c in _ENERGY} for g in keys}
+        energy: dict[tuple[Any, ...], dict[str, list[float]]] = {g: {c: [] for c in _ENERGY} for g in keys}
         for c in _ENERGY:  # null for a group with no energy, never 0 J for unknown
             for g, v in zip(groups, t[c].to_pylist()):
                 if v is not None:
@@ -620,11 +213,22 @@ class Rollup:
             out[c] = math.fsum(known) if known else None
         out["energy_per_preserved_step_j"] = (out["energy_j"] / out["preserved_steps"]
                                               if out["energy_j"] is not None and out["preserved_steps"] else None)
+        # MFU of the selection: a ratio of sums, the rows' MFU numerators (MFU x capacity)
+        # over their capacities (peak FLOPs of the productive time)
+        pairs = [(m * c, c) for m, c in zip(t["mfu"].to_pylist(), t["peak_flop_productive"].to_pylist())
+                 if m is not None and c]
+        for c in ("useful_flops", "peak_flop_productive"):
+            known = [v for v in t[c].to_pylist() if v is not None]
+            out[c] = math.fsum(known) if known else None
+        out["mfu"] = math.fsum(u for u, _ in pairs) / math.fsum(c for _, c in pairs) if pairs else None
         if "cost" in t.column_names:
             for c in ("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle", "cost_overhead",
                       "cost_unaccounted"):
                 out[c] = float(sum(t[c].to_pylist()))
             out["cost_per_productive_h"] = out["cost"] / out["productive_h"] if prod else None
+            # the energy's cost: null when none, or when some of it had no price (never 0 for unknown)
+            priced = [v for v, b in zip(t["energy_cost"].to_pylist(), t["energy_cost_basis"].to_pylist()) if b]
+            out["energy_cost"] = None if not priced or None in priced else math.fsum(priced)
         return out
 
 
@@ -703,7 +307,7 @@ def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
     if not files:
         raise PauError(f"{path}: no Parquet file of the runs table. Fix: ingest runs first (pau ingest)")
     names = pq.read_schema(files[0]).names
-    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, *_FAILURE_LISTS, *_ENERGY]
+    want = ["run", "job", "cluster", "start_ns", "end_ns", *_COUNTS, *_FAILURE_LISTS, *_ENERGY, *_FLOPS]
     for k in [*by, *(("accelerator_type", "cluster") if cost else ())]:
         if not k.startswith("labels."):
             want.append(k)
@@ -752,7 +356,7 @@ def _periods_spanned(runs: pa.Table, jobs: pa.Table | None, p: Period, lo: int |
         return 1
     a, b = max(min(starts), lo if lo is not None else min(starts)), min(max(ends), hi if hi is not None else max(ends))
     width = p.width_ns or 28 * p.n * NS_PER_DAY
-    return max(0, b - a) // width + 2
+    return int(max(0, b - a) // width + 2)
 
 
 def _check_columns(table: pa.Table, name: str, needed: Sequence[str], fix: str) -> None:
@@ -761,44 +365,11 @@ def _check_columns(table: pa.Table, name: str, needed: Sequence[str], fix: str) 
             raise SchemaError(name, c, "is missing", fix)
 
 
-@dataclass
-class _Groups:
-    """The fine groups: the ``by`` values, and with a cost model the (accelerator type,
-    cluster) of the rate. ``run`` and ``job``: the fine group of each row (a job with a
-    run is in its run's); ``values[i]``: key i's value per fine group."""
-
-    count: int
-    run: np.ndarray
-    job: np.ndarray
-    values: list[list[Any]]
-
-
-def _groups(runs: pa.Table, jobs: pa.Table | None, job_run: np.ndarray, keys: list[str]) -> _Groups:
-    n_runs = runs.num_rows
-    n_all = n_runs + (0 if jobs is None else jobs.num_rows)
-    if not keys or n_all == 0:
-        return _Groups(1, np.zeros(n_runs, np.int64), np.zeros(n_all - n_runs, np.int64), [])
-    cols = []
-    for k in keys:
-        parts = [*_key_column(runs, k, "runs", strict=True).chunks]
-        if jobs is not None:
-            parts += _key_column(jobs, k, "jobs", strict=False).chunks
-        cols.append(pa.concat_arrays(parts) if parts else pa.array([], pa.string()))
-    codes = np.stack([np.asarray(pc.dictionary_encode(a).indices.fill_null(-1)) for a in cols], axis=1)
-    uniq, inverse = np.unique(codes, axis=0, return_inverse=True)
-    fine = inverse.reshape(-1).astype(np.int64)
-    first = np.zeros(len(uniq), np.int64)
-    first[fine[::-1]] = np.arange(n_all)[::-1]
-    values = [a.take(pa.array(first)).to_pylist() for a in cols]
-    run_fine = fine[:n_runs]
-    own = fine[n_runs:]
-    job_fine = np.where(job_run >= 0, run_fine[np.maximum(job_run, 0)] if n_runs else 0, own)
-    return _Groups(len(uniq), run_fine, job_fine, values)
-
-
-def _add_cells(acc: _Acc, cells: Any, runs: pa.Table, g: _Groups, run_keep: np.ndarray, runs_with_job: np.ndarray,
-               p: Period, lo: int | None, hi: int | None) -> None:
-    """The cells, a batch at a time, into ``acc`` (columns: the states, then allocated)."""
+def _add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray,
+               runs_with_job: np.ndarray, measured: np.ndarray | None, p: Period, lo: int | None,
+               hi: int | None) -> None:
+    """The cells, a batch at a time, into ``acc`` (columns: the states, allocated, and
+    with ``measured`` (whether each run's energy was) allocated of runs not measured)."""
     run_keys = runs["run"]
     run_position = {k: i for i, k in enumerate(run_keys.to_pylist())}
     state_names = pa.array(list(STATES), pa.string())
@@ -842,12 +413,17 @@ def _add_cells(acc: _Acc, cells: Any, runs: pa.Table, g: _Groups, run_keep: np.n
         alone = ~runs_with_job[r]
         if alone.any():  # a run with no job stands on its own: its accountable time is allocated
             acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col), d[alone])
+            if measured is not None:
+                alone &= ~measured[r]
+                acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col + 1), d[alone])
 
 
-def _add_jobs(acc: _Acc, queue: _Acc, jobs: pa.Table, g: _Groups, job_run: np.ndarray, job_keep: np.ndarray,
-              p: Period, lo: int | None, hi: int | None, warnings: list[str]) -> None:
-    """Each job's allocation cut at the period boundaries (and ``since``/``until``); its
-    queue time and count in the period it started."""
+def _add_jobs(acc: _sums.Acc, queue: _sums.Acc, jobs: pa.Table, g: _groups.Groups, job_run: np.ndarray,
+              job_keep: np.ndarray, job_measured: np.ndarray | None, p: Period, lo: int | None, hi: int | None,
+              warnings: list[str]) -> None:
+    """Each job's allocation cut at the period boundaries (and ``since``/``until``), and
+    with ``job_measured`` (whether the job's run measured its energy) again in the column
+    after allocated when not measured; its queue time and count in the period it started."""
     alloc_col, unattributed = len(STATES), STATES.index("unattributed")
     a_ns, st, en = jobs["allocated_accelerator_ns"], jobs["start_ns"], jobs["end_ns"]
     started = np.asarray(st.is_valid())
@@ -869,6 +445,9 @@ def _add_jobs(acc: _Acc, queue: _Acc, jobs: pa.Table, g: _Groups, job_run: np.nd
     acc.add(g.job[w_idx], ps[whole], np.full(len(w_idx), alloc_col), alloc[w_idx])
     wa = job_run[w_idx] < 0  # a job with no run: accountable and unattributed for its whole allocation
     acc.add(g.job[w_idx][wa], ps[whole][wa], np.full(int(wa.sum()), unattributed), alloc[w_idx][wa])
+    if job_measured is not None:
+        wn = ~job_measured[w_idx]
+        acc.add(g.job[w_idx][wn], ps[whole][wn], np.full(int(wn.sum()), alloc_col + 1), alloc[w_idx][wn])
     # a job across periods: its allocation up to t is alloc * (t - start) // (end - start) in
     # Python integers, so the pieces sum exactly to alloc (accelerators x ns for whole counts)
     rows: list[tuple[int, int, int, int]] = []
@@ -882,6 +461,8 @@ def _add_jobs(acc: _Acc, queue: _Acc, jobs: pa.Table, g: _Groups, job_run: np.nd
             rows.append((int(g.job[i]), b0, alloc_col, piece))
             if job_run[i] < 0:
                 rows.append((int(g.job[i]), b0, unattributed, piece))
+            if job_measured is not None and not job_measured[i]:
+                rows.append((int(g.job[i]), b0, alloc_col + 1, piece))
             t = b1
     if rows:
         cut = np.array(rows, dtype=np.int64)
@@ -935,120 +516,29 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     _check_columns(runs, "runs", ("run", "start_ns", "end_ns", *_COUNTS, *_FAILURE_LISTS),
                    "give the fleet's runs table (pau.fleet.RUNS_SCHEMA; an archive written before it held "
                    "failure_ns and recovery_ns: ingest the runs again into a new archive)")
-    run_keep = _mask(runs, terms, "runs", strict=True)
-    job_run = np.zeros(0, np.int64)
-    job_keep = np.zeros(0, bool)
-    if jobs is not None:
-        _check_columns(jobs, "jobs", ("job", "cluster", "start_ns", "end_ns", "allocated_accelerator_ns", "queue_ns",
-                                      "run"),
-                       "give the fleet's jobs table (pau.readers.JOBS_SCHEMA and run, the joined run key)")
-        _check_columns(runs, "runs", ("job", "cluster"), "give the fleet's runs table (pau.fleet.RUNS_SCHEMA)")
-        job_run = np.asarray(pc.index_in(jobs["run"], value_set=runs["run"]).fill_null(-1)
-                             .to_numpy(zero_copy_only=False), dtype=np.int64) if jobs.num_rows else job_run
-        missing = (job_run < 0) & np.asarray(jobs["run"].is_valid())
-        if missing.any():
-            i = int(np.flatnonzero(missing)[0])
-            raise PauError(f"jobs: column 'run', row {i}: {jobs['run'][i].as_py()!r} is no run of the runs table "
-                           f"({int(missing.sum())} rows). Fix: the run key of a run in the archive, or null")
-        # a job with a run is kept with its run; one without by its own columns
-        job_keep = np.where(job_run < 0, _mask(jobs, terms, "jobs", strict=False),
-                            run_keep[np.maximum(job_run, 0)] if runs.num_rows else False)
+    run_keep = _groups.mask(runs, terms, "runs", strict=True)
+    job_run, job_keep, runs_with_job = _join_jobs(runs, jobs, run_keep, terms)
     cost_keys = ["accelerator_type", "cluster"] if model is not None else []
-    g = _groups(runs, jobs, job_run, keys + cost_keys)
-    # a run is one of a job's when its cluster and job name a row of the jobs table (null
-    # cluster equal to null), whichever run the row's ``run`` names: its time is allocated
-    # by the job; a run with no such job stands on its own (its accountable is allocated)
-    runs_with_job = np.zeros(runs.num_rows, bool)
-    if jobs is not None:
-        named = set(zip(jobs["cluster"].to_pylist(), jobs["job"].to_pylist()))
-        runs_with_job = np.array([j is not None and (c, j) in named for c, j in
-                                  zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())], bool)
-        runs_with_job[job_run[job_run >= 0]] = True
-
+    g = _groups.groups(runs, jobs, job_run, keys + cost_keys)
     if tz is not None:
         span = _extent(runs, jobs, lo, hi)
         if span is not None:
             p = local_edges(p, tz, span[0] - NS_PER_HOUR, span[1] + NS_PER_HOUR)
-    n_states = len(STATES)
     n_periods = _periods_spanned(runs, jobs, p, lo, hi)
-    acc = _Acc(g.count, n_states + 1, p, n_periods)  # the states, then allocated
-    _add_cells(acc, cells, runs, g, run_keep, runs_with_job, p, lo, hi)
-    queue = _Acc(g.count, 2, p, n_periods)  # queue ns, jobs started
+    # the states, allocated, and allocated whose energy no run measured (priced at nominal power)
+    acc = _sums.Acc(g.count, len(STATES) + 2, p, n_periods)
+    measured = _measured(runs) if model is not None else None
+    _add_cells(acc, cells, runs, g, run_keep, runs_with_job, measured, p, lo, hi)
+    queue = _sums.Acc(g.count, 2, p, n_periods)  # queue ns, jobs started
     if jobs is not None:
-        _add_jobs(acc, queue, jobs, g, job_run, job_keep, p, lo, hi, warnings)
-
-    # counts a run carries as a whole: in the period of its last ns
-    cnt = _Acc(g.count, len(_COUNTS) + 1, p, n_periods)
-    has_end = np.asarray(runs["end_ns"].is_valid())
-    if (run_keep & ~has_end).any():
-        warnings.append(f"{int((run_keep & ~has_end).sum())} runs with no extent (no end_ns) are in no period")
-    last = np.maximum(_ints(runs["end_ns"]) - 1, _ints(runs["start_ns"]))
-    rk = run_keep & has_end
-    if lo is not None:
-        rk &= last >= lo
-    if hi is not None:
-        rk &= last < hi
-    r_idx = np.flatnonzero(rk)
-    r_ps = period_starts(last[r_idx], p)
-    for j, c in enumerate(_COUNTS):
-        if c not in _PER_FAILURE:
-            cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), j), _ints(runs[c])[r_idx])
-    cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), len(_COUNTS)), np.ones(len(r_idx), np.int64))
-    # failures and their recoveries: each in the period of the failure's instant
-    f_run, f_ns, f_rec = _failure_rows(runs, run_keep)
-    f_in = np.ones(len(f_ns), bool)
-    if lo is not None:
-        f_in &= f_ns >= lo
-    if hi is not None:
-        f_in &= f_ns < hi
-    f_run, f_ns, f_rec = f_run[f_in], f_ns[f_in], f_rec[f_in]
-    f_ps = period_starts(f_ns, p) if len(f_ns) else f_ns
-    cnt.add(g.run[f_run], f_ps, np.full(len(f_run), _COUNTS.index("failures")), np.ones(len(f_run), np.int64))
-    lost = f_rec < 0
-    cnt.add(g.run[f_run[lost]], f_ps[lost], np.full(int(lost.sum()), _COUNTS.index("not_recovered")),
-            np.ones(int(lost.sum()), np.int64))
-
-    # user groups: the by values of the fine groups (with a cost model, several fine groups each)
-    user = len(keys)
-    gkey = [tuple(v[f] for v in g.values[:user]) for f in range(g.count)]
-    order = sorted(set(gkey), key=lambda k: tuple((x is None, "" if x is None else x) for x in k))
-    rank = {k: i for i, k in enumerate(order)}
-    ug = np.array([rank[k] for k in gkey] if user else [0] * g.count, np.int64)
-    parts = {"time": acc.result(), "counts": cnt.result(), "queue": queue.result()}
-    # the rows: every (group, period) with time, a run ended or a job started
-    # (a failure's period is a row even when its run had no time there: its instant is the run's end)
-    live = [ug[parts["time"][1]], ug[parts["counts"][1]], ug[parts["queue"][1][parts["queue"][2] == 1]]]
-    live_st = [parts["time"][0], parts["counts"][0], parts["queue"][0][parts["queue"][2] == 1]]
-    row_keys = np.unique(np.concatenate([_pair(a_, b_) for a_, b_ in zip(live, live_st)]))
-    n_rows = len(row_keys)
-    row_group, row_start = _unpair(row_keys)
-    dense = {}
-    for name, (st, f, col_, v) in parts.items():
-        inside = np.isin(_pair(ug[f], st), row_keys)  # counts and queue of a row with none: not a row
-        dense[name] = _rows(row_keys, st[inside], ug[f][inside], col_[inside], v[inside], n_rows,
-                            {"time": n_states + 1, "counts": len(_COUNTS) + 1, "queue": 2}[name])
-    pricing = _Pricing(model)
-    cost = None
-    if model is not None:  # the cost of each fine group and period, then summed per row
-        st, f, col_, v = parts["time"]
-        fine_keys = np.unique(_pair(f, st))
-        fine = _rows(fine_keys, st, f, col_, v, len(fine_keys), n_states + 1)
-        fine_g, fine_st = _unpair(fine_keys)
-        cost = np.zeros((n_rows, 7))
-        at = np.searchsorted(row_keys, _pair(ug[fine_g], fine_st))
-        for i in range(len(fine_keys)):
-            fg = int(fine_g[i])
-            cost[at[i]] += pricing.cost(g.values[user][fg], g.values[user + 1][fg], fine[i])
-    energy = _energy_rows(runs, r_idx, row_keys, _pair(ug[g.run[r_idx]], r_ps))
-    recoveries: dict[int, list[int]] = {}
-    ok = ~lost
-    rec_rows = (np.searchsorted(row_keys, _pair(ug[g.run[f_run[ok]]], f_ps[ok])) if ok.any()
-                else np.zeros(0, np.int64))
-    for d, r_ in zip(f_rec[ok].tolist(), rec_rows.tolist()):
-        recoveries.setdefault(r_, []).append(d)
-    table = _table(keys, [order[u] for u in row_group.tolist()], row_start, dense["time"], dense["counts"],
-                   dense["queue"], cost, [recoveries.get(i) for i in range(n_rows)], p, lo, hi, jobs is not None,
-                   energy)
+        job_measured = None
+        if measured is not None:
+            job_measured = (job_run >= 0) & (measured[np.maximum(job_run, 0)] if runs.num_rows else False)
+        _add_jobs(acc, queue, jobs, g, job_run, job_keep, job_measured, p, lo, hi, warnings)
+    cnt, ends, fails = _add_counts(runs, g, run_keep, p, lo, hi, n_periods, warnings)
+    pricing = _pricing.Pricing(model)
+    table = _assemble(keys, g, p, lo, hi, runs, jobs is not None, pricing,
+                      {"time": acc.result(), "counts": cnt.result(), "queue": queue.result()}, ends, fails)
     if jobs is None:
         warnings.insert(0, "the archive holds no jobs table: allocated is the runs' accountable time (jobs with no "
                            "run are not counted)")
@@ -1056,59 +546,140 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
                   warnings)
 
 
-def _rows(keys: np.ndarray, st: np.ndarray, g: np.ndarray, c: np.ndarray, v: np.ndarray, n_rows: int,
-          columns: int) -> np.ndarray:
-    """Sparse sums (period start ``st``, group ``g``, column ``c``) summed into a dense
-    (row, column) array, the row of each (``g``, ``st``) found in ``keys`` (sorted pairs
-    as one int64 code: :func:`_pair`); exact, refused past int64."""
-    row = np.searchsorted(keys, _pair(g, st))
-    return _sum_by(row * columns + c, v, n_rows * columns).reshape(n_rows, columns)
+def _join_jobs(runs: pa.Table, jobs: pa.Table | None, run_keep: np.ndarray,
+               terms: list[tuple[str, bool, frozenset[str]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each job's run (index in ``runs``, -1: none), whether the job is kept, and whether
+    each run is one of a job's: its cluster and job name a row of the jobs table (null
+    cluster equal to null), whichever run the row's ``run`` names. Such a run's time is
+    allocated by the job; a run with no such job stands on its own (its accountable time
+    is allocated)."""
+    if jobs is None:
+        return np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(runs.num_rows, bool)
+    _check_columns(jobs, "jobs", ("job", "cluster", "start_ns", "end_ns", "allocated_accelerator_ns", "queue_ns",
+                                  "run"),
+                   "give the fleet's jobs table (pau.readers.JOBS_SCHEMA and run, the joined run key)")
+    _check_columns(runs, "runs", ("job", "cluster"), "give the fleet's runs table (pau.fleet.RUNS_SCHEMA)")
+    job_run = np.zeros(0, np.int64)
+    if jobs.num_rows:
+        job_run = np.asarray(pc.index_in(jobs["run"], value_set=runs["run"]).fill_null(-1)
+                             .to_numpy(zero_copy_only=False), dtype=np.int64)
+    missing = (job_run < 0) & np.asarray(jobs["run"].is_valid())
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise PauError(f"jobs: column 'run', row {i}: {jobs['run'][i].as_py()!r} is no run of the runs table "
+                       f"({int(missing.sum())} rows). Fix: the run key of a run in the archive, or null")
+    # a job with a run is kept with its run; one without by its own columns
+    job_keep = np.where(job_run < 0, _groups.mask(jobs, terms, "jobs", strict=False),
+                        run_keep[np.maximum(job_run, 0)] if runs.num_rows else False)
+    named = set(zip(jobs["cluster"].to_pylist(), jobs["job"].to_pylist()))
+    runs_with_job = np.array([j is not None and (c, j) in named for c, j in
+                              zip(runs["cluster"].to_pylist(), runs["job"].to_pylist())], bool).reshape(-1)
+    runs_with_job[job_run[job_run >= 0]] = True
+    return job_run, job_keep, runs_with_job
 
 
-def _pair(g: np.ndarray, st: np.ndarray) -> np.ndarray:
-    """(group, period start) as one sortable int64 key: groups first, then periods in
-    order. Every period starts on an hour, and int64 ns hold under 2**22 hours either
-    side of the epoch: the low :data:`_HOUR_BITS` bits are the hour plus 2**22."""
-    return g.astype(np.int64) * (1 << _HOUR_BITS) + (st // NS_PER_HOUR + (1 << 22))
+def _measured(runs: pa.Table) -> np.ndarray:
+    """Whether each run's energy was measured (``energy_j`` not null)."""
+    if "energy_j" not in runs.column_names:
+        return np.zeros(runs.num_rows, bool)
+    return np.asarray(runs["energy_j"].is_valid(), bool).reshape(-1)
 
 
-def _unpair(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return key >> _HOUR_BITS, ((key & ((1 << _HOUR_BITS) - 1)) - (1 << 22)) * NS_PER_HOUR
+@dataclass
+class _Ends:
+    """The runs kept that ended in the cut (``idx``, into the runs table) and the start of
+    the period of each one's last ns (``start``)."""
+
+    idx: np.ndarray
+    start: np.ndarray
 
 
-_HOUR_BITS = 23
+@dataclass
+class _Fails:
+    """The failures kept, one entry each: run index, period start of its instant, time to
+    recover (ns; -1 not recovered)."""
+
+    run: np.ndarray
+    start: np.ndarray
+    recover: np.ndarray
 
 
-class _Pricing:
-    """The cost model's rate per (accelerator type, cluster), looked up once each."""
+def _add_counts(runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray, p: Period, lo: int | None,
+                hi: int | None, n_periods: int, warnings: list[str]) -> tuple[_sums.Acc, _Ends, _Fails]:
+    """The counts per fine group and period: those a run carries as a whole in the period
+    of its last ns (and ``runs_ended``), each failure (and not recovered) in the period of
+    its instant."""
+    cnt = _sums.Acc(g.count, len(_COUNTS) + 1, p, n_periods)
+    has_end = np.asarray(runs["end_ns"].is_valid())
+    if (run_keep & ~has_end).any():
+        warnings.append(f"{int((run_keep & ~has_end).sum())} runs with no extent (no end_ns) are in no period")
+    last = np.maximum(_ints(runs["end_ns"]) - 1, _ints(runs["start_ns"]))
+    rk = run_keep & has_end & _inside(last, lo, hi)
+    r_idx = np.flatnonzero(rk)
+    r_ps = period_starts(last[r_idx], p)
+    for j, c in enumerate(_COUNTS):
+        if c not in _PER_FAILURE:
+            cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), j), _ints(runs[c])[r_idx])
+    cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), len(_COUNTS)), np.ones(len(r_idx), np.int64))
+    f_run, f_ns, f_rec = _failure_rows(runs, run_keep)
+    f_in = _inside(f_ns, lo, hi)
+    f_run, f_ns, f_rec = f_run[f_in], f_ns[f_in], f_rec[f_in]
+    f_ps = period_starts(f_ns, p) if len(f_ns) else f_ns
+    cnt.add(g.run[f_run], f_ps, np.full(len(f_run), _COUNTS.index("failures")), np.ones(len(f_run), np.int64))
+    lost = f_rec < 0
+    cnt.add(g.run[f_run[lost]], f_ps[lost], np.full(int(lost.sum()), _COUNTS.index("not_recovered")),
+            np.ones(int(lost.sum()), np.int64))
+    return cnt, _Ends(r_idx, r_ps), _Fails(f_run, f_ps, f_rec)
 
-    def __init__(self, model: _costs.CostModel | None):
-        self.model = model
-        self.rates: dict[tuple[Any, Any], _costs.CostRate] = {}
-        self.basis: dict[str, str] = {}
-        self.currency: str | None = None
 
-    def cost(self, accelerator_type: Any, cluster: Any, time: np.ndarray) -> np.ndarray:
-        """cost, productive, rolled_back, recovery, idle, overhead, unaccounted."""
-        assert self.model is not None
-        k = (accelerator_type, cluster)
-        if k not in self.rates:
-            try:
-                rate = self.model.rate(accelerator_type=accelerator_type, cluster=cluster)
-            except PauError as exc:
-                raise PauError(f"cost model: accelerator_type {accelerator_type!r}, cluster {cluster!r} (of runs or "
-                               f"jobs in the fleet): {exc}") from None
-            if self.currency is not None and rate.currency != self.currency:
-                raise PauError(f"cost model: rates in {self.currency} and {rate.currency}. Fix: one currency")
-            self.currency = rate.currency
-            self.rates[k] = rate
-            self.basis[f"{accelerator_type} / {cluster}"] = (f"{rate.per_accelerator_hour:g} {rate.currency}/"
-                                                             f"accelerator-hour ({rate.basis})")
-        rate = self.rates[k]
-        split = _costs.split_by_state(rate, {s: int(time[i]) for i, s in enumerate(STATES) if time[i]})
-        allocated = rate.per_accelerator_hour * int(time[len(STATES)]) / NS_PER_HOUR
-        return np.array([allocated, split.productive, split.rolled_back, split.recovery, split.idle, split.overhead,
-                         allocated - split.total])
+def _inside(t: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
+    """``lo <= t < hi`` (either end open when None)."""
+    keep = np.ones(len(t), bool)
+    if lo is not None:
+        keep &= t >= lo
+    if hi is not None:
+        keep &= t < hi
+    return keep
+
+
+def _assemble(keys: list[str], g: _groups.Groups, p: Period, lo: int | None, hi: int | None, runs: pa.Table,
+              has_jobs: bool, pricing: _pricing.Pricing, parts: dict[str, _pricing.Sparse], ends: _Ends, fails: _Fails) -> pa.Table:
+    """The rollup's table from the sums per fine group and period (``parts``: time,
+    counts, queue): one row per user group and period with time, a run ended or a job
+    started (a failure's period is a row even when its run had no time there: its
+    instant is the run's end)."""
+    n_time = len(STATES) + 2
+    user = len(keys)
+    gkey = [tuple(v[f] for v in g.values[:user]) for f in range(g.count)]
+    order = sorted(set(gkey), key=lambda k: tuple((x is None, "" if x is None else x) for x in k))
+    rank = {k: i for i, k in enumerate(order)}
+    ug = np.array([rank[k] for k in gkey] if user else [0] * g.count, np.int64)
+    started = parts["queue"][2] == 1
+    live = [_sums.pair(ug[parts["time"][1]], parts["time"][0]), _sums.pair(ug[parts["counts"][1]], parts["counts"][0]),
+            _sums.pair(ug[parts["queue"][1][started]], parts["queue"][0][started])]
+    row_keys = np.unique(np.concatenate(live))
+    n_rows = len(row_keys)
+    row_group, row_start = _sums.unpair(row_keys)
+    dense = {}
+    for name, (st, f, col_, v) in parts.items():
+        inside = np.isin(_sums.pair(ug[f], st), row_keys)  # counts and queue of a row with none: not a row
+        dense[name] = _sums.rows(row_keys, st[inside], ug[f][inside], col_[inside], v[inside], n_rows,
+                                 {"time": n_time, "counts": len(_COUNTS) + 1, "queue": 2}[name])
+    cost = energy_cost = None
+    if pricing.model is not None:
+        cost = _pricing.cost_rows(pricing, g, user, ug, row_keys, parts["time"])
+        energy_cost = _pricing.energy_cost_rows(pricing, g, user, ug, row_keys, runs, ends.idx, ends.start,
+                                                  parts["time"])
+    energy = _energy_rows(runs, ends.idx, row_keys, _sums.pair(ug[g.run[ends.idx]], ends.start))
+    energy.update(_flops_rows(runs, ends.idx, np.searchsorted(row_keys, _sums.pair(ug[g.run[ends.idx]], ends.start)),
+                              n_rows))
+    ok = fails.recover >= 0
+    rec_rows = (np.searchsorted(row_keys, _sums.pair(ug[g.run[fails.run[ok]]], fails.start[ok])) if ok.any()
+                else np.zeros(0, np.int64))
+    recoveries = _recovery_columns(rec_rows, fails.recover[ok], n_rows)
+    return _table(keys, [order[u] for u in row_group.tolist()], row_start, dense["time"][:, :len(STATES) + 1],
+                  dense["counts"], dense["queue"], cost, recoveries, p, lo, hi,
+                  has_jobs, energy, energy_cost)
 
 
 def _energy_rows(runs: pa.Table, r_idx: np.ndarray, row_keys: np.ndarray,
@@ -1120,13 +691,39 @@ def _energy_rows(runs: pa.Table, r_idx: np.ndarray, row_keys: np.ndarray,
     out = {}
     for col in _ENERGY:
         got: dict[int, list[float]] = {}
-        if col in runs.column_names:
-            values = runs[col].to_pylist()
-            for r, row in zip(r_idx.tolist(), rows.tolist()):
-                if values[r] is not None:
-                    got.setdefault(row, []).append(values[r])
+        if col in runs.column_names:  # the runs with a value only (none: no loop)
+            has = np.asarray(runs[col].is_valid(), bool).reshape(-1)[r_idx]
+            values = runs[col].to_numpy(zero_copy_only=False)
+            for r, row in zip(r_idx[has].tolist(), rows[has].tolist()):
+                got.setdefault(row, []).append(float(values[r]))
         out[col] = pa.array([math.fsum(got[i]) if i in got else None for i in range(len(row_keys))], pa.float64())
     return out
+
+
+def _flops_rows(runs: pa.Table, r_idx: np.ndarray, rows: np.ndarray, n_rows: int) -> dict[str, pa.Array]:
+    """``useful_flops`` and ``mfu`` per row, over the runs that ended in it (``r_idx``,
+    each in row ``rows``) and know their useful FLOPs: their sum (``math.fsum``), and
+    over the sum of their productive accelerator-seconds x peak FLOP/s (runs that also
+    know their peak); null where no run knows them (never 0)."""
+    if not all(c in runs.column_names for c in _FLOPS) or not len(r_idx):
+        return {c: pa.nulls(n_rows, pa.float64()) for c in ("useful_flops", "peak_flop_productive", "mfu")}
+    useful = runs["useful_flops"].to_numpy(zero_copy_only=False)[r_idx]
+    peak = runs["peak_flops"].to_numpy(zero_copy_only=False)[r_idx]
+    prod = runs["productive_ns"].to_numpy(zero_copy_only=False).astype(np.float64)[r_idx]
+    known = ~np.isnan(useful)
+    both = known & ~np.isnan(peak) & ~np.isnan(prod)
+    num: dict[int, list[float]] = {}
+    got: dict[int, list[float]] = {}
+    den: dict[int, list[float]] = {}
+    for row, u in zip(rows[known].tolist(), useful[known].tolist()):
+        got.setdefault(row, []).append(u)
+    for row, u, p, t in zip(rows[both].tolist(), useful[both].tolist(), peak[both].tolist(), prod[both].tolist()):
+        num.setdefault(row, []).append(u)
+        den.setdefault(row, []).append(t / NS_PER_S * p)
+    cap = [math.fsum(den[i]) if i in den else None for i in range(n_rows)]
+    mfu = [None if not c else math.fsum(num[i]) / c for i, c in enumerate(cap)]
+    return {"useful_flops": pa.array([math.fsum(got[i]) if i in got else None for i in range(n_rows)], pa.float64()),
+            "peak_flop_productive": pa.array(cap, pa.float64()), "mfu": pa.array(mfu, pa.float64())}
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> pa.Array:
@@ -1135,15 +732,53 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> pa.Array:
     return pa.array(np.divide(num, np.where(zero, 1, den)).astype(np.float64), mask=zero)
 
 
+def _recovery_columns(rows: np.ndarray, d: np.ndarray, n_rows: int) -> dict[str, pa.Array]:
+    """``recoveries`` and ``time_to_recover_{mean,p50,p90,max}_s`` per row from the times
+    to recover ``d`` (ns) of the recovered failures, each in row ``rows``: the mean of
+    their exact sum, the quantiles by numpy's ``"linear"`` method (its virtual index
+    ``(n - 1) q`` and its ``_lerp``, so the figures are ``np.quantile``'s to the bit), all
+    rows at once; null where a row has none."""
+    order = np.lexsort((d, rows))
+    rows, d = rows[order], d[order].astype(np.int64)
+    count = np.bincount(rows, minlength=n_rows).astype(np.int64)
+    has = np.flatnonzero(count)
+    n = count[has]
+    first = (np.cumsum(count) - count)[has]
+    out: dict[str, pa.Array] = {"recoveries": pa.array(count, pa.int64())}
+    mean = np.zeros(len(has))
+    if len(has):
+        if float(d.max()) * float(n.max()) < 2.0**53:  # int64 sums, exact in float64
+            mean = np.add.reduceat(d, first) / n / NS_PER_S
+        else:  # Python integers, correctly rounded division
+            mean = np.array([sum(d[f:f + k].tolist()) / k / NS_PER_S for f, k in zip(first.tolist(), n.tolist())])
+    figures = {"mean": mean, "max": d[first + n - 1] / NS_PER_S if len(has) else mean}
+    for name, q in (("p50", 0.5), ("p90", 0.9)):
+        virtual = (n - 1) * q
+        prev = np.floor(virtual)
+        gamma = virtual - prev
+        i = np.minimum(prev.astype(np.int64), n - 1)
+        j = np.minimum(i + 1, n - 1)
+        a, b = d[first + i], d[first + j]
+        diff = b - a
+        lerp = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+        figures[name] = lerp / NS_PER_S
+    for name in ("mean", "p50", "p90", "max"):
+        col = np.zeros(n_rows)
+        col[has] = figures[name]
+        out[f"time_to_recover_{name}_s"] = pa.array(col, pa.float64(), mask=count == 0)
+    return out
+
+
 def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t: np.ndarray, c: np.ndarray,
-           q: np.ndarray, cost: np.ndarray | None, recoveries: list[list[int] | None], p: Period,
-           lo: int | None, hi: int | None, has_jobs: bool, energy: Mapping[str, pa.Array]) -> pa.Table:
+           q: np.ndarray, cost: np.ndarray | None, recoveries: dict[str, pa.Array], p: Period,
+           lo: int | None, hi: int | None, has_jobs: bool, energy: Mapping[str, pa.Array],
+           energy_cost: tuple[pa.Array, pa.Array] | None = None) -> pa.Table:
     """The rollup's table from the summed arrays, one row per (group, period): ``t`` the
     states then allocated, ``c`` the counts then runs ended, ``q`` queue ns and jobs
     started, ``cost`` the seven cost parts, ``energy`` :data:`_ENERGY` per row."""
     n_states = len(STATES)
     if len(t):
-        _refuse_overflow(t[:, :n_states])
+        _sums.refuse_overflow(t[:, :n_states])
     accountable = t[:, :n_states].sum(axis=1) if len(t) else np.zeros(0, np.int64)
     allocated = t[:, n_states]
     cols: dict[str, Any] = {k: pa.array([g[i] for g in groups], pa.string()) for i, k in enumerate(keys)}
@@ -1168,23 +803,7 @@ def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t
         cols[col] = count[col]
     cols["failures_per_1000_accelerator_hours"] = _ratio(count["failures"] * 1000.0, accountable / NS_PER_HOUR)
     cols["mtbf_accelerator_h"] = _ratio(accountable / NS_PER_HOUR, count["failures"])
-    rec: dict[str, list[Any]] = {q_: [] for q_ in ("recoveries", "mean", "p50", "p90", "max")}
-    for r in recoveries:
-        if not r:
-            rec["recoveries"].append(0)
-            for q_ in ("mean", "p50", "p90", "max"):
-                rec[q_].append(None)
-            continue
-        # true quantiles of the pooled times to recover (ns), numpy's "linear" (pandas' default)
-        d = np.array(r, dtype=np.int64)
-        rec["recoveries"].append(len(r))
-        rec["mean"].append(sum(r) / len(r) / NS_PER_S)
-        rec["p50"].append(float(np.quantile(d, 0.5, method="linear")) / NS_PER_S)
-        rec["p90"].append(float(np.quantile(d, 0.9, method="linear")) / NS_PER_S)
-        rec["max"].append(max(r) / NS_PER_S)
-    cols["recoveries"] = pa.array(rec["recoveries"], pa.int64())
-    for q_ in ("mean", "p50", "p90", "max"):
-        cols[f"time_to_recover_{q_}_s"] = pa.array(rec[q_], pa.float64())
+    cols.update(recoveries)
     started = q[:, 1] if len(q) else np.zeros(0, np.int64)
     queue_ns = q[:, 0] if len(q) else np.zeros(0, np.int64)
     cols["jobs_started"] = started
@@ -1205,6 +824,8 @@ def _table(keys: list[str], groups: list[tuple[Any, ...]], starts: np.ndarray, t
         cols["cost_per_preserved_step"] = _ratio(total, count["preserved_steps"])
         cols["cost_per_million_tokens"] = _ratio(total * 1e6, tokens)
         cols["cost_per_accepted_request"] = _ratio(total, count["requests_accepted"])
+        assert energy_cost is not None
+        cols["energy_cost"], cols["energy_cost_basis"] = energy_cost
     schema = pa.schema([*(pa.field(k, pa.string()) for k in keys), *ROLLUP_SCHEMA_BASE,
                         *(COST_FIELDS if cost is not None else [])])
     return pa.table({k: cols[k] for k in schema.names}, schema=schema)
@@ -1255,7 +876,7 @@ def capacity(r: Rollup, period_a: Any, period_b: Any) -> pa.Table:
             pa_[g] += v
         if ps_ == b:
             pb[g] += v
-    out: dict[str, list] = {k: [g[i] for g in prod] for i, k in enumerate(r.by)}
+    out: dict[str, list[Any]] = {k: [g[i] for g in prod] for i, k in enumerate(r.by)}
     out["productive_h_a"] = [pa_[g] / NS_PER_HOUR for g in prod]
     out["productive_h_b"] = [pb[g] / NS_PER_HOUR for g in prod]
     out["accelerators"] = [_changes.capacity(x, y, hours) for x, y in zip(out["productive_h_a"], out["productive_h_b"])]

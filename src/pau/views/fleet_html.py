@@ -66,6 +66,8 @@ def trend(r: Rollup, metric: str, label: str, change_points: pa.Table | None = N
         ax = fig.add_subplot()
         for key in shown:
             rows = [x for x in groups[key] if x[metric] is not None]
+            if not rows:  # a group without the figure: no line, no legend entry
+                continue
             xs = [_when(x["period_start_ns"]) for x in rows]
             ys = [x[metric] for x in rows]
             (line,) = ax.plot(xs, ys, marker=".", label=_group_name(r.by, key))
@@ -76,7 +78,8 @@ def trend(r: Rollup, metric: str, label: str, change_points: pa.Table | None = N
                 ax.plot(cx, cy, linestyle="none", marker="v", markersize=9, color=line.get_color(),
                         markeredgecolor="black", gid="change-point")
         more = "" if len(groups) <= len(shown) else f" ({len(shown)} largest of {len(groups)} groups)"
-        ax.set_title(f"{label} per {r.every.text}{more}; ▼ change point (PELT)")
+        marked = "" if change_points is None else "; ▼ change point (PELT)"
+        ax.set_title(f"{label} per {r.every.text}{more}{marked}")
         ax.set_ylabel(label)
         if shown:
             ax.legend(fontsize=7, loc="best")
@@ -114,6 +117,34 @@ def stacked(r: Rollup, parts: Mapping[str, str], colors: Mapping[str, str], titl
     return fig
 
 
+def _energy_cards(r: Rollup, o: Mapping[str, Any]) -> list[str]:
+    """The energy the runs measured, per preserved step, and its cost (with a cost
+    model); none when no run measured energy (never 0 kWh for unknown)."""
+    if o["energy_j"] is None:
+        return []
+    cards = [_html._card("measured energy (kWh)", f"{o['energy_j'] / 3.6e6:,.2f}")]
+    if o["energy_per_preserved_step_j"] is not None:
+        cards.append(_html._card("energy per preserved step (J)", f"{o['energy_per_preserved_step_j']:,.0f}"))
+    if o.get("energy_cost") is not None:
+        cards.append(_html._card(f"energy cost ({r.currency})", f"{o['energy_cost']:,.2f}"))
+    return cards
+
+
+def _energy_section(r: Rollup) -> list[str]:
+    """Measured energy per period (every group, counted at each run's end) and the
+    energy per preserved step of each group, when some run measured energy."""
+    if r.table["energy_j"].null_count == r.table.num_rows:
+        return []
+    out = ["<h2>Energy</h2>",
+           _html._plot(lambda: stacked(r, {"energy_j": "measured energy"}, {"energy_j": "#ff7f0e"},
+                                       f"measured energy per {r.every.text} (every group; each run's in the period "
+                                       "it ended)", "kWh", 3.6e6), "energy")]
+    if r.table["energy_per_preserved_step_j"].null_count < r.table.num_rows:
+        out.append(_html._plot(lambda: trend(r, "energy_per_preserved_step_j", "energy per preserved step (J)"),
+                               "energy-per-step"))
+    return out
+
+
 def render(r: Rollup, *, title: str) -> str:
     """The page (a str of HTML)."""
     o = r.overall()
@@ -127,6 +158,9 @@ def render(r: Rollup, *, title: str) -> str:
     ]
     if "cost" in o:
         cards.append(_html._card(f"cost ({r.currency})", f"{o['cost']:,.2f}"))
+    if o.get("mfu") is not None:  # over productive time, of the runs that know their FLOPs (docs/fleet.md)
+        cards.append(_html._card("MFU (model FLOPs / peak, productive time)", f"{100 * o['mfu']:.1f}%"))
+    cards += _energy_cards(r, o)
     body = [f'<div class="cards">{"".join(cards)}</div>']
     for w in r.warnings:
         body.append(f'<p class="warn">{html.escape(w)}</p>')
@@ -148,6 +182,7 @@ def render(r: Rollup, *, title: str) -> str:
             body.append(_html._plot(lambda: stacked(r, names, cc, f"what the cost paid for per {r.every.text}",
                                                     r.currency or "", 1.0), "cost-split"))
             body.append(html_table(["rate", "basis"], [[k, v] for k, v in r.cost_basis.items()]))
+        body += _energy_section(r)
     rows = []
     for ch in (goodput_changes.to_pylist() if goodput_changes is not None else []):
         rows.append([_group_name(r.by, tuple(ch[k] for k in r.by)), _when(ch["period"]).strftime("%Y-%m-%d %H:%M"),
@@ -160,6 +195,14 @@ def render(r: Rollup, *, title: str) -> str:
     table_rows = [[*("-" if x[k] is None else str(x[k]) for k in r.by), x["period"], f"{x['allocated_h']:,.1f}",
                    f"{x['productive_h']:,.1f}", "-" if x["goodput"] is None else f"{100 * x['goodput']:.1f}%",
                    str(x["failures"])] for x in r.table.to_pylist()]
+    if o["energy_j"] is not None:  # energy beside cost, where some run measured it
+        extra = [("energy kWh", "energy_j", 3.6e6, ",.2f"), ("J per preserved step", "energy_per_preserved_step_j",
+                                                              1.0, ",.0f")]
+        if "energy_cost" in r.table.column_names:
+            extra.append((f"energy cost ({r.currency})", "energy_cost", 1.0, ",.2f"))
+        head += [name for name, *_ in extra]
+        for row, x in zip(table_rows, r.table.to_pylist()):
+            row += ["-" if x[c] is None else format(x[c] / scale, f) for _, c, scale, f in extra]
     body.append("<h2>Per group and period</h2>")
     body.append(html_table(head, table_rows, right=range(len(r.by) + 1, len(head))))
     subtitle = (f"by {', '.join(r.by) or 'the whole fleet'}, every {r.every.text} (UTC); allocated from "

@@ -76,4 +76,10 @@ def render(r: Rollup) -> str:
                       f"{o['cost_rolled_back']:,.2f}, recovery {o['cost_recovery']:,.2f}, idle {o['cost_idle']:,.2f}, "
                       f"overhead {o['cost_overhead']:,.2f}, allocated but not accounted {o['cost_unaccounted']:,.2f}"]
         items += [f"  {k}: {v}" for k, v in r.cost_basis.items()]
+        bases = sorted({b for b in r.table["energy_cost_basis"].to_pylist() if b})
+        if bases:  # the energy's own cost, beside the rate's (measured where runs measured it)
+            value = "not priced" if o["energy_cost"] is None else f"{o['energy_cost']:,.2f}"
+            items += [f"energy cost in {r.currency}: {value} ({'; '.join(bases)})"]
+    if o["mfu"] is not None:
+        items += ["", f"MFU (model FLOPs over peak, productive time; runs that know their FLOPs): {_ratio(o['mfu'])}"]
     return _console.render(*items)

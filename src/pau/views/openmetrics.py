@@ -81,6 +81,8 @@ def _families(costs: bool, currency: str | None) -> list[_Family]:
          "preserved_steps", None, 1),
         ("pau_energy_joules", "counter", "joules", ("Energy of the runs that ended in the period, from their "
          "power or energy samples (a group with none has no sample)."), "energy_j", None, 1),
+        ("pau_mfu_ratio", "gauge", "ratio", ("Model FLOPs utilisation over productive time of the runs that ended "
+         "in the period and know their FLOPs per step and peak (a ratio of sums)."), "mfu", None, 1),
         ("pau_jobs_started", "counter", "", "Jobs that started in the period.", "jobs_started", None, 1),
         ("pau_queue_seconds", "counter", "seconds", "Queue time of the jobs that started in the period.",
          "queue_ns", None, _NS),
@@ -92,6 +94,10 @@ def _families(costs: bool, currency: str | None) -> list[_Family]:
     if costs:
         fams.append(("pau_cost", "counter", "", (f"Cost of the allocated accelerator time in {currency} (the cost "
                      "model's rate per accelerator type and cluster)."), "cost", ("currency", currency or ""), 1))
+        fams.append(("pau_energy_cost", "counter", "", (f"Cost of the energy in {currency}: measured joules where a "
+                     "run measured them, else the nominal draw over the allocated hours, at the model's PUE and "
+                     "price (a period with no priced energy has no sample)."), "energy_cost",
+                     ("currency", currency or ""), 1))
     return fams
 
 
