@@ -78,7 +78,9 @@ LEVELS = [
      "pau.compat", "pau.compat.hta", "pau.compat.ml_goodput"},
     # figures over those: economics (telemetry's energy), the layers (FLOPs, telemetry)
     {"pau.figures.economics", "pau.figures.layers"},
-    # two runs side by side (cost from economics)
+    # cost and energy of a ledger or of requests (economics' RequestLedger)
+    {"pau.figures.cost"},
+    # two runs side by side (cost)
     {"pau.figures.compare"},
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},

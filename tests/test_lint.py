@@ -30,7 +30,6 @@ COMPLEX = {
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/_lifecycle.py", "attribute_rows"),
-    ("src/pau/figures/economics.py", "requests"),
     ("src/pau/figures/hardware.py", "match_devices"),
     ("src/pau/figures/interference.py", "interference"),
     ("src/pau/figures/recovery.py", "protection"),

@@ -27,7 +27,7 @@ import operator
 import os
 import re
 import sys
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from pau.engine import _jit
 from pau import core, errors, synth
+from pau.errors import UsageError
 from pau.views import html as html_report
 from pau.figures import layers
 # the outcome figures (in pau.figures.goodput, .recovery and .stragglers once the figures are split by concept)
@@ -57,12 +58,6 @@ from pau.views import fleet_html, fleet_text, openmetrics
 from pau._args import BUILTIN as _BUILTIN
 from pau._args import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, parser
 from pau.run import Run, detect, read_runs, run_figures
-
-
-class UsageError(Exception):
-    """A command line that cannot be carried out as given (exit 2)."""
-
-
 
 
 
@@ -119,7 +114,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 _GATE = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(>=|<=|==|>|<)\s*(-?[0-9][0-9_.eE+\-]*)\s*$")
 
 
-def check_gates(gates: Sequence[str], figures: dict) -> list[str]:
+def check_gates(gates: Sequence[str], figures: Mapping[str, Any]) -> list[str]:
     """The gates that fail, each with its figure; a null or missing figure fails."""
     values = dict(text_view.flatten(figures))
     failed = []
@@ -411,7 +406,7 @@ def parse_slo(items: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | None]:
+def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict[str, Any], Ledger | None]:
     """The run's summary plus what the report's options add, each through the API's
     function (one figure, one path): ``cost`` (:func:`pau.core.cost`), ``overlap``
     (:func:`pau.core.overlap`), and for a lifecycle ``checkpoint_advice``
@@ -495,7 +490,7 @@ def _power(run: Run, args: argparse.Namespace) -> pa.Table | None:
     return pa.table({"rank": pw["rank"], "time_ns": pw["time_ns"], "watts": pw["value"]})
 
 
-def _cost(run: Run, led: Ledger | None, args: argparse.Namespace, slo: dict[str, int]) -> dict[str, Any]:
+def _cost(run: Run, led: Ledger | None, args: argparse.Namespace, slo: dict[str, int]) -> core.LedgerCost | core.RequestCost:
     """``--price``: :func:`pau.core.cost` of the lifecycle ledger (per preserved step,
     energy from ``--power`` or the samples' power), or of the serving requests (per
     accepted request; billed time ``--accelerator-count`` x the window)."""
@@ -757,7 +752,7 @@ def _ingest(args: argparse.Namespace) -> int:
                              "'pau[dask]'")
         from distributed import Client  # the optional extra
 
-        client = Client(args.dask)
+        client = Client(args.dask)  # type: ignore[no-untyped-call, unused-ignore]
     status = _status(args.progress)
 
     def progress(p: Any) -> None:  # sources done of those found so far
@@ -775,7 +770,7 @@ def _ingest(args: argparse.Namespace) -> int:
         if status is not None:
             status.close()
         if client is not None:
-            client.close()
+            client.close()  # type: ignore[no-untyped-call, unused-ignore]
     jobs = (f"{res.jobs:,} jobs added from {res.job_sources:,} sources of scheduler records ({res.jobs_warned:,} "
             "with warnings: the jobs files' metadata), " if res.job_sources else "")
     _note(f"{args.fleet}: {jobs}{res.added:,} runs added ({res.warned:,} with warnings: the runs table's warnings "

@@ -31,8 +31,9 @@ from pau.engine.types import LedgerSummary, OnInvalid, OutsideAccountable, Quara
 from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
 from pau.figures import compare as _compare
 from pau.figures.compare import Comparison, KernelDiff, kernel_diff
+from pau.figures.cost import LedgerCost, RequestCost, cost
 from pau.figures.economics import (
-    OUTCOMES, RequestLedger, checkpoint_advice, checkpoint_interval, cost, requests,
+    OUTCOMES, CheckpointAdvice, CheckpointInterval, RequestLedger, checkpoint_advice, checkpoint_interval, requests,
 )
 from pau.figures.interference import colocated, interference
 from pau.figures.stragglers import stragglers
@@ -62,8 +63,12 @@ __all__ = [
     "RequestLedger",
     "OUTCOMES",
     "cost",
+    "LedgerCost",
+    "RequestCost",
     "checkpoint_advice",
     "checkpoint_interval",
+    "CheckpointAdvice",
+    "CheckpointInterval",
     "stragglers",
     "compare",
     "interference",

@@ -20,6 +20,8 @@ __all__ = [
     "OptionError",
     "ManyJobsError",
     "NoInputError",
+    "ArgumentTypeError",
+    "UsageError",
 ]
 
 
@@ -121,3 +123,17 @@ class NoInputError(PauError, FileNotFoundError):
     """Nothing to read: no file or folder at a path, or a folder without a file of the
     format asked for. Also a ``FileNotFoundError``, so callers that caught that before
     still catch it."""
+
+
+class ArgumentTypeError(PauError, TypeError):
+    """An argument of a type the function cannot use (a table where a ``Ledger`` is
+    expected). Also a ``TypeError``, so callers that caught that before still catch it."""
+
+    def __init__(self, function: str, expected: str, got: object):
+        self.function, self.expected, self.got = function, expected, type(got).__name__
+        super().__init__(f"{function}: expected {expected}, got {self.got}. Fix: pass {expected}")
+
+
+class UsageError(PauError):
+    """A command line that cannot be carried out as given (``pau`` exits 2): a malformed
+    option value, options that do not go together."""

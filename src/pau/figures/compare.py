@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Optional, TypedDict
+from typing import Any, Mapping, Optional, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -24,9 +24,9 @@ from pau.engine._names import TOP_KERNELS
 from pau.engine.ledger import Ledger
 from pau.engine.types import LedgerSummary, TopKernel
 from pau.engine.vocab import STATES
-from pau.errors import PauError
+from pau.errors import ArgumentTypeError, PauError
 from pau.figures._common import _NS_PER_S, _fmt
-from pau.figures.economics import cost
+from pau.figures.cost import LedgerCost, cost
 
 __all__ = [
     "Comparison", "compare", "KERNEL_STATUSES", "KernelDiff", "KernelDiffRow", "kernel_diff", "top_kernels",
@@ -66,11 +66,11 @@ class Comparison:
 
     table: pa.Table
     by_cause: pa.Table
-    exact: dict
-    labels: tuple
+    exact: dict[str, Any]
+    labels: tuple[Any, ...]
     kernels: KernelDiff | None = None
 
-    def summary(self, kernels: int | None = None) -> dict:
+    def summary(self, kernels: int | None = None) -> dict[str, Any]:
         """JSON-able, what ``pau compare --format json`` prints: ``labels``,
         ``metrics`` and ``by_cause`` (their tables' rows) and ``kernels``
         (:meth:`KernelDiff.summary` with its first ``kernels`` rows, all by default;
@@ -118,14 +118,14 @@ _COST_METRICS = ("total_cost", "waste_cost", "cost_per_productive_accelerator_ho
                  "cost_per_million_preserved_tokens")
 
 
-def _side(led: Ledger, prices) -> tuple[LedgerSummary, dict | None]:
+def _side(led: Ledger, prices: Mapping[str, Any] | None) -> tuple[LedgerSummary, LedgerCost | None]:
     if not isinstance(led, Ledger):
-        raise TypeError(f"compare: expected pau Ledgers, got {type(led).__name__}")
+        raise ArgumentTypeError("compare", "pau Ledgers", led)
     return led.summary(), (None if prices is None else cost(led, prices))
 
 
-def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dict | None = None,
-            labels: tuple = ("a", "b"), events_a: Any = None, events_b: Any = None) -> Comparison:
+def compare(a: Ledger, b: Ledger, *, prices_a: dict[str, Any] | None = None, prices_b: dict[str, Any] | None = None,
+            labels: tuple[Any, ...] = ("a", "b"), events_a: Any = None, events_b: Any = None) -> Comparison:
     """Two ledgers side by side on the same useful-output denominators.
 
     Parameters
@@ -174,7 +174,7 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
             va.append(ca.get(k))
             vb.append(cb.get(k))
 
-    def fl(v):
+    def fl(v: Any) -> float | None:
         return None if v is None else float(v)
 
     diff = [None if x is None or y is None else float(x) - float(y) for x, y in zip(va, vb)]
@@ -182,15 +182,15 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
                       "b": pa.array([fl(v) for v in vb], pa.float64()), "difference": pa.array(diff, pa.float64())})
 
     na, nb = sa["preserved_steps"], sb["preserved_steps"]
-    per = na and nb
     rows, exact = [], {}
 
-    def per_step(ns, steps):
+    def per_step(ns: int, steps: int | None) -> Fraction | None:
         return Fraction(ns, steps) if steps else None
 
-    def add(cause, kind, xa_ns, xb_ns, cost_a=None, cost_b=None):
+    def add(cause: str, kind: str, xa_ns: int, xb_ns: int, cost_a: float | None = None,
+            cost_b: float | None = None) -> None:
         fa, fb = per_step(xa_ns, na), per_step(xb_ns, nb)
-        d = fa - fb if per else None
+        d = fa - fb if fa is not None and fb is not None else None
         if kind in ("state", "total"):
             exact[cause] = d
         rows.append((cause, kind, None if fa is None else float(fa) / _NS_PER_S,
@@ -205,8 +205,8 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
         if sta[st] or stb[st]:
             add(st, "state", sta[st], stb[st], cost_st_a.get(st, 0.0) if ca else None,
                 cost_st_b.get(st, 0.0) if cb else None)
-    add("total", "total", sa["accountable_ns"], sb["accountable_ns"], ca and ca["total_cost"],
-        cb and cb["total_cost"])
+    add("total", "total", sa["accountable_ns"], sb["accountable_ns"], None if ca is None else ca["total_cost"],
+        None if cb is None else cb["total_cost"])
     causes_a, causes_b = sa["badput_by_cause_ns"] or {}, sb["badput_by_cause_ns"] or {}
     wc_a = {} if ca is None else ca["waste_cost_by_cause"]
     wc_b = {} if cb is None else cb["waste_cost_by_cause"]
@@ -233,7 +233,7 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
 # top device work
 
 
-def _device_work(events: Any) -> list[dict]:
+def _device_work(events: Any) -> list[dict[str, Any]]:
     """The one rule that groups device events by name: per (name, kind), the events'
     ``count`` and ``total_ns`` (durations ``end_ns - start_ns`` summed as written, exact
     Python ints). Events without a name (or a table without ``name``) are grouped as
@@ -255,7 +255,7 @@ def _device_work(events: Any) -> list[dict]:
     # Totals in Python ints where int64 could wrap (count x the longest, or the most negative, event)
     wide = [r for r in rows if r["ns_count"] * max(abs(r["ns_max"]), abs(r["ns_min"])) > 2**63 - 1]
     if wide:
-        exact: dict = {}
+        exact: dict[tuple[str, str], int] = {}
         for nm, kd, d in zip(name.to_pylist(), kind.to_pylist(), dur.to_pylist()):
             exact[(nm, kd)] = exact.get((nm, kd), 0) + d
         for r in wide:
@@ -308,7 +308,7 @@ class KernelDiffRow(TypedDict):
 KERNEL_STATUSES = ("appeared", "disappeared", "changed", "same")
 
 
-def _duration(ns) -> str:
+def _duration(ns: int | None) -> str:
     return "-" if ns is None else duration(ns)
 
 
@@ -327,19 +327,19 @@ class KernelDiff:
     labels : (str, str)
     """
 
-    rows: list
+    rows: list[Any]
     steps_a: Optional[int]
     steps_b: Optional[int]
-    labels: tuple = ("a", "b")
+    labels: tuple[Any, ...] = ("a", "b")
 
-    def status_counts(self) -> dict:
+    def status_counts(self) -> dict[str, Any]:
         """Rows per status: ``{"appeared": n, "disappeared": n, "changed": n, "same": n}``."""
         out = dict.fromkeys(KERNEL_STATUSES, 0)
         for r in self.rows:
             out[r["status"]] += 1
         return out
 
-    def summary(self, n: int | None = None) -> dict:
+    def summary(self, n: int | None = None) -> dict[str, Any]:
         """JSON-able: ``labels``, ``steps_a``, ``steps_b``, ``status`` (rows per
         status), ``total_ns_a``, ``total_ns_b``, ``difference_ns`` (all device events'
         time, exact), ``count`` (rows), ``left_out`` (rows not listed) and ``kernels``:
@@ -390,7 +390,7 @@ class KernelDiff:
         head.append("name")
         widths = [max(len(x[i]) for x in cells + [head]) for i in range(len(head) - 1)]
 
-        def fmt(c: list) -> str:
+        def fmt(c: list[str]) -> str:
             return "  ".join([c[0].ljust(widths[0]), c[1].ljust(widths[1])]
                              + [v.rjust(w) for v, w in zip(c[2:-1], widths[2:])]) + "  " + c[-1]
 
@@ -402,7 +402,7 @@ class KernelDiff:
         return "\n".join(lines)
 
 
-def _steps(value, side: str) -> Optional[int]:
+def _steps(value: Any, side: str) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -412,7 +412,7 @@ def _steps(value, side: str) -> Optional[int]:
 
 
 def kernel_diff(a_events: Any, b_events: Any, *, steps_a: int | None = None, steps_b: int | None = None,
-                labels: tuple = ("a", "b")) -> KernelDiff:
+                labels: tuple[Any, ...] = ("a", "b")) -> KernelDiff:
     """The device work of two runs side by side, per name and kind (HTA's trace diff).
 
     Parameters

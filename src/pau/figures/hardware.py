@@ -48,7 +48,7 @@ from pau.engine.ledger import Ledger, exact_sums
 from pau.engine._sweep import plan_of
 from pau.engine.types import Quarantined, RunWarning, check_on_invalid
 from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
-from pau.errors import OptionError, PauError
+from pau.errors import ArgumentTypeError, OptionError, PauError
 from pau.figures._common import _one_job
 from pau.readers.telemetry import (
     METRICS, QUARANTINE_SCHEMA, SAMPLES_SCHEMA, Telemetry, check_samples, normal_bus_id, normal_uuid,
@@ -149,7 +149,8 @@ def integrate(seg_key: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, s
     return out, cov
 
 
-def _segments(kind: str, t: np.ndarray, v: np.ndarray, max_gap_ns: int | None):
+def _segments(kind: str, t: np.ndarray, v: np.ndarray, max_gap_ns: int | None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The segments of one series (times strictly increasing) by its kind: ``start,
     end, v0, v1``; values per second for a counter's rate."""
     if t.size < 2:
@@ -173,7 +174,8 @@ def _segments(kind: str, t: np.ndarray, v: np.ndarray, max_gap_ns: int | None):
 # the ledger's cells as intervals
 
 
-def _cross(a_s, a_e, a_lab, b_s, b_e, b_lab, default):
+def _cross(a_s: np.ndarray, a_e: np.ndarray, a_lab: np.ndarray, b_s: np.ndarray, b_e: np.ndarray, b_lab: Any,
+           default: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pieces of intervals ``a`` (disjoint) cut by intervals ``b`` (disjoint):
     ``start, end, a's label, b's label (default where no b)``."""
     if a_s.size == 0:
@@ -214,7 +216,7 @@ def _activity(events: Any, priority: Sequence[str] | None) -> tuple[np.ndarray, 
     rank = np.asarray(cols.rank, np.int32)
     order = np.lexsort((cols.start, rank))
     r, s, e, row = _kernels.paint(rank, np.asarray(cols.start, np.int64), np.asarray(cols.end, np.int64), level,
-                                  order)
+                                  order)  # type: ignore[no-untyped-call]
     return np.asarray(r, np.int64), np.asarray(s), np.asarray(e), code[row]
 
 
@@ -246,7 +248,8 @@ def _states(ledger: Ledger, events: Any, span: Any) -> tuple[np.ndarray, ...]:
     return r, s, e, np.full(r.size, STATES.index("unattributed"), np.int64)
 
 
-def _windows(rank, start, end, windows: Any):
+def _windows(rank: np.ndarray, start: np.ndarray, end: np.ndarray, windows: Any
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pieces cut by the windows: ``(rank, start, end, window id or _NO_WINDOW, row)``."""
     if isinstance(windows, (int, np.integer)) and not isinstance(windows, bool):
         plan = plan_of(int(windows), None)
@@ -298,7 +301,7 @@ def cell_intervals(ledger: Ledger, events: Any = None, *, span: Any = None, wind
     """
     _one_job(ledger, "cell intervals (telemetry per ledger cell)")
     if not isinstance(ledger, Ledger):
-        raise TypeError(f"cell_intervals: expected a pau Ledger, got {type(ledger).__name__}")
+        raise ArgumentTypeError("cell_intervals", "a pau Ledger", ledger)
     if ledger.has_events and events is None:
         raise PauError("cell_intervals: the ledger has device activity but no events were given. Fix: pass the "
                        "events the ledger was built from (events=run.events)")

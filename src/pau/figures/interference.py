@@ -11,7 +11,7 @@ Inputs are never modified.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +37,7 @@ def _jobs(t: pa.Table, table: str, fix: str) -> tuple[np.ndarray, pa.Array]:
     return _job_codes(job)
 
 
-def _job_codes(col) -> tuple[np.ndarray, pa.Array]:
+def _job_codes(col: Any) -> tuple[np.ndarray, pa.Array]:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     if pa.types.is_dictionary(col.type):
@@ -146,9 +146,9 @@ class Interference:
     """
 
     table: pa.Table
-    _summary: dict = field(default_factory=dict, repr=False)
+    _summary: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """``jobs``, ``system_throughput`` (sum of normalized progress),
         ``fairness`` (min / max normalized progress), ``lost_output`` (sum)."""
         return dict(self._summary)
@@ -178,16 +178,17 @@ def _overlap_with(s: np.ndarray, e: np.ndarray, ws: np.ndarray, we: np.ndarray) 
     me = np.maximum.reduceat(we, gs)
     cum = np.concatenate([[0], np.cumsum(me - ms)])
 
-    def covered_before(x):  # union length in (-inf, x)
+    def covered_before(x: np.ndarray) -> np.ndarray:  # union length in (-inf, x)
         i = np.searchsorted(ms, x, side="right")  # merged intervals starting at or before x
         full = cum[np.maximum(i - 1, 0)]
         part = np.where(i > 0, np.minimum(x, me[np.maximum(i - 1, 0)]) - ms[np.maximum(i - 1, 0)], 0)
         return np.where(i > 0, full + part, 0)
 
-    return covered_before(e) - covered_before(s)
+    out: np.ndarray = covered_before(e) - covered_before(s)
+    return out
 
 
-def interference(progress: Any, isolated_rate: dict | None = None, *, windows: Any = None) -> Interference:
+def interference(progress: Any, isolated_rate: Mapping[str, float] | None = None, *, windows: Any = None) -> Interference:
     """How much co-location slowed each job, and the useful output it cost.
 
     Parameters
@@ -292,7 +293,7 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
             raise PauError(f"isolated_rate: job {name!r} has no isolated rate and never ran alone. Fix: give "
                            f"isolated_rate={{{name!r}: progress per second}} or windows where it ran alone")
     rate = [None if T[j] == 0 else P[j] * _NS_PER_S / T[j] for j in range(nj)]
-    norm = [None if rate[j] is None else _ratio(rate[j], iso[j]) for j in range(nj)]
+    norm = [None if (r := rate[j]) is None else _ratio(r, iso[j]) for j in range(nj)]
     slow = [None if x is None else _ratio(1.0, x) for x in norm]
     lost = [iso[j] * T[j] / _NS_PER_S - P[j] for j in range(nj)]
     cols = {"job": jobs, "colocated_ns": pa.array(T, pa.int64()), "progress": pa.array(P, pa.float64()),
@@ -305,7 +306,7 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
         sv = sc.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
         has = ~null_mask(sc)
 
-        def wmean(mask):
+        def wmean(mask: np.ndarray) -> list[float | None]:
             num = np.zeros(nj)
             den = np.zeros(nj, np.int64)
             np.add.at(num, jc[mask], sv[mask] * dur[mask])

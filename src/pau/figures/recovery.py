@@ -24,7 +24,7 @@ from pau.engine._lifecycle import NULL, Attribution
 from pau.engine.api import ledger as _ledger_of
 from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
 from pau.errors import OptionError, PauError
-from pau.figures._common import _NS_PER_S, _count, _f, _frac, _one_job, _positive
+from pau.figures._common import _NS_PER_S, _count, _f, _fd, _frac, _one_job, _positive
 
 __all__ = ["Recovery", "recovery", "Protection", "protection"]
 
@@ -39,7 +39,7 @@ def _intervals(led: Ledger, what: str) -> pa.Table:
 
 
 def _att(led: Ledger, what: str) -> Attribution:
-    att = led._att  # the attribution behind the ledger's figures (one path for them all)
+    att: Attribution | None = led._att  # the attribution behind the ledger's figures (one path for them all)
     if att is None:
         raise PauError(f"{what}: the ledger has no lifecycle. Fix: build it with a lifecycle table "
                        "(pau.core.ledger(events, lifecycle))")
@@ -85,10 +85,10 @@ class Recovery:
     accountable_ns: int
     failures: int
     failures_per_1000_accelerator_hours: Optional[Fraction]
-    by_cause: dict
-    per_failure: list
-    attempts: list
-    restart_loops: list
+    by_cause: dict[str, Any]
+    per_failure: list[Any]
+    attempts: list[Any]
+    restart_loops: list[Any]
     badput_ns: int
     wall_ns: int
     waste_equivalent_accelerators: Optional[Fraction]
@@ -101,13 +101,13 @@ class Recovery:
                  pa.int64(), pa.int64())
         return pa.table({c: pa.array([f[c] for f in self.per_failure], ty) for c, ty in zip(cols, types)})
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         ttr = [f["to_first_step_ns"] for f in self.per_failure if f["to_first_step_ns"] is not None]
         # each failure's instant and time to recover progress (None: not recovered): the
         # mean and not_recovered below are of this list (the fleet's runs table keeps it)
         pairs = [[f["time_ns"], f["to_progress_ns"]] for f in self.per_failure]
         ttp = [d for _, d in pairs if d is not None]
-        return _f({"failures": self.failures, "accountable_ns": self.accountable_ns,
+        return _fd({"failures": self.failures, "accountable_ns": self.accountable_ns,
                    "failures_per_1000_accelerator_hours": self.failures_per_1000_accelerator_hours,
                    "by_cause": self.by_cause,
                    "mean_to_first_step_s": Fraction(sum(ttr), len(ttr) * _NS_PER_S) if ttr else None,
@@ -320,7 +320,7 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
                          "checkpoint_before": before, "checkpoint_after": after, "moved": moved,
                          "restart_loop": not running and not completed and not moved,
                          "ns": ns_by_att.get(a_, 0)})
-    loops: list[dict] = []
+    loops: list[dict[str, Any]] = []
     prev = None
     for x in attempts:
         if x["restart_loop"]:
@@ -337,7 +337,10 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
     causes: dict[str, int] = {}
     for f in fails:
         causes[f[2]] = causes.get(f[2], 0) + 1
-    rate = (lambda c: _frac(c * 1000 * NS_PER_HOUR, acc))
+
+    def rate(c: int) -> Fraction | None:
+        return _frac(c * 1000 * NS_PER_HOUR, acc)
+
     badput = s["badput_ns"] or 0
     return Recovery(acc, nf, rate(nf), {c: {"failures": v, "per_1000_accelerator_hours": rate(v)}
                                         for c, v in sorted(causes.items())},
@@ -376,7 +379,7 @@ class Protection:
     per: str
     bound_ns: Optional[int]
     bound_share: Optional[Fraction]
-    rows: list
+    rows: list[Any]
     breaches: int
     excess_ns: Fraction
     excess_cost: Optional[Fraction]
@@ -387,8 +390,8 @@ class Protection:
             return pa.table({})
         return pa.table({k: pa.array([_f(r[k]) for r in self.rows]) for k in self.rows[0]})
 
-    def summary(self) -> dict:
-        return _f({"per": self.per, "bound_ns": self.bound_ns, "bound_share": self.bound_share,
+    def summary(self) -> dict[str, Any]:
+        return _fd({"per": self.per, "bound_ns": self.bound_ns, "bound_share": self.bound_share,
                    "rows": len(self.rows), "breaches": self.breaches, "excess_ns": self.excess_ns,
                    "excess_accelerator_hours": self.excess_ns / NS_PER_HOUR, "excess_cost": self.excess_cost,
                    "superseded_ns": self.superseded_ns})
@@ -499,7 +502,7 @@ def protection(ledger: Ledger, *, bound_ns: int | None = None, bound_share: Numb
     end_of = {int(A.ids[i]): int(A.end[i]) for i in range(A.ids.size)}
     superseded = {a: v for a, v in lost_by_att.items() if a not in first and v}
 
-    def judge(lost: int, work_ns: int) -> dict:
+    def judge(lost: int, work_ns: int) -> dict[str, Any]:
         if b_ns is not None:
             allowed = Fraction(b_ns)
         else:

@@ -66,7 +66,7 @@ class _RunLike(Protocol):
     lifecycle: pa.Table | None
     spans: pa.Table | None
     host: pa.Table | None
-    metadata: dict
+    metadata: dict[str, Any]
 
     def ledger(self) -> Ledger: ...
 
@@ -75,11 +75,12 @@ def _col(t: pa.Table, name: str) -> np.ndarray:
     return np.asarray(t[name].to_numpy(zero_copy_only=False))
 
 
-def _strings(t: pa.Table, name: str) -> list:
+def _strings(t: pa.Table, name: str) -> list[Any]:
     col = t[name]
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
-    return col.to_pylist()
+    out: list[Any] = col.to_pylist()
+    return out
 
 
 def _union_pieces(rank: np.ndarray, start: np.ndarray, end: np.ndarray, acc_rank: np.ndarray,
@@ -137,7 +138,7 @@ class _Writer:
 
     def __init__(self, origin: int) -> None:
         self.origin = origin
-        self.events: list[dict] = []
+        self.events: list[dict[str, Any]] = []
         self.threads: dict[tuple[int, int], tuple[str, int]] = {}
         self.max_offset = 0
 
@@ -149,17 +150,17 @@ class _Writer:
     def thread(self, pid: int, tid: int, name: str, sort: int) -> None:
         self.threads.setdefault((pid, tid), (name, sort))
 
-    def complete(self, pid: int, tid: int, name: str, cat: str, start: int, end: int, args: dict) -> None:
+    def complete(self, pid: int, tid: int, name: str, cat: str, start: int, end: int, args: dict[str, Any]) -> None:
         self.max_offset = max(self.max_offset, abs(end - start))
         self.events.append({"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat, "ts": self.us(start),
                             "dur": (end - start) / 1000, "args": {"start_ns": start, "end_ns": end, **args}})
 
-    def instant(self, pid: int, tid: int, name: str, cat: str, at: int, args: dict) -> None:
+    def instant(self, pid: int, tid: int, name: str, cat: str, at: int, args: dict[str, Any]) -> None:
         self.events.append({"ph": "i", "s": "t", "pid": pid, "tid": tid, "name": name, "cat": cat,
                             "ts": self.us(at), "args": {"time_ns": at, **args}})
 
 
-def _state_rows(run: _RunLike, led: Ledger) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, pa.Table | None]:
+def _state_rows(run: _RunLike, led: Ledger) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Any], pa.Table | None]:
     """``rank, start, end, state`` of every accountable interval (and the intervals table)."""
     iv = led.intervals
     if iv is not None:
@@ -210,16 +211,17 @@ def _idle_causes(run: _RunLike, led: Ledger) -> pa.Table | None:
     return got
 
 
-def _mark_rows(lc: pa.Table) -> list[dict]:
+def _mark_rows(lc: pa.Table) -> list[dict[str, Any]]:
     """Lifecycle records shown as instants: failures, checkpoint saves, restores."""
     rec = lc["record"]
     if pa.types.is_dictionary(rec.type):
         rec = rec.cast(rec.type.value_type)
     sel = lc.filter(pc.is_in(rec, pa.array(["failure", "checkpoint_save", "restore"])))
-    return sel.to_pylist()
+    rows: list[dict[str, Any]] = sel.to_pylist()
+    return rows
 
 
-def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
+def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict[str, Any]:
     """The run as a Chrome Trace Event Format object (a JSON-able dict).
 
     Parameters
@@ -397,7 +399,7 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
                 w.complete(pid, base + lane, kinds[j] if nm is None else nm, kinds[j], int(e_start[j]),
                            int(e_end[j]), eargs)
 
-    meta: list[dict] = []
+    meta: list[dict[str, Any]] = []
     for r in ranks:
         pid = pid_of[r]
         meta.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": {"name": f"rank {r}"}})
