@@ -15,7 +15,7 @@ from pau import _core
 import pau.figures.economics as E
 import pau.figures.cost as C
 import pau.synth
-from pau.errors import InvalidRowError, PauError
+from pau.errors import ArgumentTypeError, InvalidRowError, PauError
 
 S = 10**9
 H = 3600 * S
@@ -209,6 +209,43 @@ def test_checkpoint_advice_from_ledger():
     if m["failures"] and m["saves"]:
         assert a["young_s"] == pytest.approx(math.sqrt(2 * m["checkpoint_cost_s"] * m["mtbf_s"]))
         assert 0 < a["expected_goodput_current"] < 1
+
+
+def _keys(typed_dict: type) -> tuple[frozenset, frozenset]:
+    return typed_dict.__required_keys__, typed_dict.__required_keys__ | typed_dict.__optional_keys__
+
+
+def test_results_have_exactly_the_keys_of_their_typed_dicts():
+    """cost and the checkpoint figures return the TypedDicts pau.core exports: every
+    required key, only declared keys, and every key once power (or simulate) is given."""
+    job = pau.synth.training_job(ranks=2, steps=200, seed=5, mtbf_s=150.0, checkpoint_every=50, events=False)
+    led = pc.ledger(lifecycle=job.lifecycle, as_of=job.as_of)
+    start = int(np.asarray(led.intervals["start_ns"]).min())
+    power = {"rank": np.array([0, 1]), "time_ns": np.array([start, start]), "watts": np.array([400.0, 400.0])}
+    required, every = _keys(pc.LedgerCost)
+    c = pc.cost(led, {"per_accelerator_hour": 3.0})
+    assert required <= set(c) and set(c) == every - {k for k in every if k.startswith(("energy", "waste_energy"))}
+    assert set(pc.cost(led, {"per_accelerator_hour": 3.0}, power=power)) == every
+    required, every = _keys(pc.RequestCost)
+    rows = [(1, "a", 0, 100, 1000, 5, 10, "ok"), (2, "a", 0, 200, 900, 5, 10, "ok")]
+    busy = {"replica": ["a"], "start_ns": [0], "end_ns": [1000]}
+    rl = pc.requests(_req(rows), busy=busy)
+    assert set(pc.cost(rl, {"per_accelerator_hour": 2.0})) == every - {k for k in every if k.startswith("energy")}
+    power_r = {"replica": ["a"], "time_ns": [0], "watts": [100.0]}
+    assert set(pc.cost(rl, {"per_accelerator_hour": 2.0}, power=power_r)) == every
+    assert set(pc.cost(pc.requests(_req(rows)), {"total": 5.0})) == required | {
+        "cost_per_accepted_request", "cost_per_million_accepted_tokens", "cost_per_million_accepted_output_tokens"}
+    required, every = _keys(pc.CheckpointInterval)
+    assert set(pc.checkpoint_interval(3_600, 60)) == required
+    assert set(pc.checkpoint_interval(3_600, 60, simulate=2)) == every
+    required, every = _keys(pc.CheckpointAdvice)
+    advice = pc.checkpoint_advice(led)
+    assert set(advice) == required and set(advice["measured"]) == set(E.MeasuredCheckpoints.__required_keys__)
+    assert set(pc.checkpoint_advice(led, mtbf_s=100.0, checkpoint_cost_s=5.0, simulate=2)) == every
+    with pytest.raises(ArgumentTypeError, match="checkpoint_advice: expected a pau Ledger, got dict"):
+        pc.checkpoint_advice({})
+    with pytest.raises(TypeError):  # also a TypeError, as before
+        pc.cost({}, {"per_accelerator_hour": 1.0})
 
 
 def test_invalid_rows_raise_or_quarantine():

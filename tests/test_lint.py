@@ -57,7 +57,7 @@ COMPLEX = {
     ("src/pau/run.py", "_read_runs"),
     ("src/pau/views/chrome_trace.py", "chrome_trace"),
     ("src/pau/views/html.py", "render"),
-    ("src/pau/views/text.py", "render_text"),
+    ("src/pau/views/text.py", "render"),
 }
 
 

@@ -584,7 +584,7 @@ def _report(args: argparse.Namespace) -> int:
         run = runs[0]
         figures, led = _report_figures(run, args)
         table = None if led is None else led.table
-        text = text_view.render_text(run, title, figures, table, args.price)
+        text = text_view.render(run, figures, table, title=title, price=args.price)
         outside = figures["events_outside_accountable"]
         if outside and outside["events"]:
             _note(f"warning: events_outside_accountable: {text_view.count(outside['events'], 'event')} "
@@ -689,7 +689,7 @@ def _compare(args: argparse.Namespace) -> int:
         _emit(html_report.render_compare(cmp, title=f"pau compare: {labels[0]} ({args.a}) against {labels[1]} ({args.b})",
                                          kernels=max(args.kernels, 30), mlperf=mlperf), args.output)
     else:
-        _emit(text_view.render_compare(cmp, args.kernels, mlperf=mlperf), args.output)
+        _emit(text_view.render_compare(cmp, kernels=args.kernels, mlperf=mlperf), args.output)
     return EXIT_OK
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Optional, TypedDict
+from typing import Any, Mapping, Optional, Protocol, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +24,7 @@ from pau.engine._names import TOP_KERNELS
 from pau.engine.ledger import Ledger
 from pau.engine.types import LedgerSummary, TopKernel
 from pau.engine.vocab import STATES
-from pau.errors import ArgumentTypeError, PauError
+from pau.errors import ArgumentTypeError, OptionError, PauError
 from pau.figures._common import _NS_PER_S, _fmt
 from pau.figures.cost import LedgerCost, cost
 
@@ -118,27 +118,54 @@ _COST_METRICS = ("total_cost", "waste_cost", "cost_per_productive_accelerator_ho
                  "cost_per_million_preserved_tokens")
 
 
-def _side(led: Ledger, prices: Mapping[str, Any] | None) -> tuple[LedgerSummary, LedgerCost | None]:
-    if not isinstance(led, Ledger):
-        raise ArgumentTypeError("compare", "pau Ledgers", led)
+class _RunLike(Protocol):
+    """What :func:`compare` reads of a :class:`pau.Run`."""
+
+    events: pa.Table | None
+
+    def ledger(self, *, as_of: int | None = None) -> Ledger: ...
+
+
+def _side(side: Ledger | _RunLike, as_of: int | None, events: Any) -> tuple[Ledger, Any]:
+    """A side's ledger (a run's through ``Run.ledger``) and device events (a run's own
+    unless given)."""
+    if isinstance(side, Ledger):
+        if as_of is not None:
+            raise OptionError("as_of: the figures as of an instant are a run's (Run.ledger(as_of=...)); a Ledger "
+                              "is already as of its instant. Fix: pass the runs, or drop as_of")
+        return side, events
+    if not callable(getattr(side, "ledger", None)):
+        raise ArgumentTypeError("compare", "pau Runs or Ledgers", side)
+    return side.ledger(as_of=as_of), (side.events if events is None else events)
+
+
+def _figures(led: Ledger, prices: Mapping[str, Any] | None) -> tuple[LedgerSummary, LedgerCost | None]:
     return led.summary(), (None if prices is None else cost(led, prices))
 
 
-def compare(a: Ledger, b: Ledger, *, prices_a: dict[str, Any] | None = None, prices_b: dict[str, Any] | None = None,
-            labels: tuple[Any, ...] = ("a", "b"), events_a: Any = None, events_b: Any = None) -> Comparison:
-    """Two ledgers side by side on the same useful-output denominators.
+def compare(a: Ledger | _RunLike, b: Ledger | _RunLike, *, prices_a: Mapping[str, Any] | None = None,
+            prices_b: Mapping[str, Any] | None = None, labels: tuple[str, str] = ("a", "b"),
+            as_of: int | None = None, events_a: Any = None, events_b: Any = None) -> Comparison:
+    """Two runs (or their ledgers) side by side on the same useful-output denominators
+    (``pau.core.compare`` is this function).
 
     Parameters
     ----------
-    a, b : Ledger
-        Two runs, or the same work on two cluster configurations.
+    a, b : Run or Ledger
+        Two runs, or the same work on two cluster configurations. A :class:`pau.Run` is
+        taken through :meth:`pau.Run.ledger`; the figures are those of
+        :meth:`Ledger.summary`.
     prices_a, prices_b : dict, optional
-        Prices as for :func:`pau.figures.economics.cost`; cost rows appear when both are given.
+        Prices as for :func:`pau.figures.cost.cost`; cost rows appear when both are given.
     labels : (str, str)
         Names of the two sides in :meth:`Comparison.render`.
+    as_of : int, optional
+        The instant of both runs' ledgers (:meth:`pau.Run.ledger`); refused with a Ledger
+        on either side (:class:`pau.errors.OptionError`).
     events_a, events_b : table-like, optional
-        The two runs' device events: with both, ``.kernels`` is their
-        :func:`kernel_diff`, per preserved step of each ledger.
+        The two sides' device events (a run's own by default; a ledger holds none):
+        with both, ``.kernels`` is their :func:`kernel_diff`, per preserved step of
+        each ledger; else ``.kernels`` is None.
 
     Returns
     -------
@@ -159,8 +186,10 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict[str, Any] | None = None, pri
         raise PauError(f"labels: expected two names, got {labels!r}")
     if (prices_a is None) != (prices_b is None):
         raise PauError("compare: prices for one side only. Fix: give both prices_a and prices_b, or neither")
-    sa_t, ca = _side(a, prices_a)
-    sb_t, cb = _side(b, prices_b)
+    led_a, events_a = _side(a, as_of, events_a)
+    led_b, events_b = _side(b, as_of, events_b)
+    sa_t, ca = _figures(led_a, prices_a)
+    sb_t, cb = _figures(led_b, prices_b)
     sa: dict[str, Any] = dict(sa_t)  # looked up by the metric names of _COMPARE_METRICS
     sb: dict[str, Any] = dict(sb_t)
     names, va, vb = [], [], []

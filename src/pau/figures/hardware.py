@@ -54,8 +54,8 @@ from pau.readers.telemetry import (
     METRICS, QUARANTINE_SCHEMA, SAMPLES_SCHEMA, Telemetry, check_samples, normal_bus_id, normal_uuid,
 )
 
-__all__ = ["DEFAULT_MAX_GAP_NS", "Attached", "attach_samples", "cell_intervals", "cell_metrics", "integrate",
-           "match_devices", "summary"]
+__all__ = ["DEFAULT_MAX_GAP_NS", "Attached", "cell_intervals", "cell_metrics", "integrate",
+           "match_devices", "match_samples", "summary"]
 
 #: The default bound on a gap between two samples that is interpolated (60 s): a
 #: longer gap is ``unknown``. It holds nvidia-smi ``-l 1`` logs, dcgm-exporter's
@@ -503,7 +503,7 @@ def summary(ledger: Ledger, samples: Any, *, events: Any = None, span: Any = Non
 
 @dataclass
 class Attached:
-    """Telemetry matched to a run's ranks (:func:`attach_samples`).
+    """Telemetry matched to a run's ranks (:func:`match_samples`).
 
     ``samples``: the samples table with the run's ranks (:data:`SAMPLES_SCHEMA`);
     ``devices``: per device, what the file says of it and its ``rank`` (None when it
@@ -653,8 +653,8 @@ def _one_device_per_rank(out: Mapping[int, int], devs: list[dict[str, Any]]) -> 
         seen[rank] = dev
 
 
-def attach_samples(telemetry: Telemetry, ranks: Sequence[Mapping[str, Any]] | None, *,
-                   devices: Mapping[Any, int] | str | None = None) -> Attached:
+def match_samples(telemetry: Telemetry, ranks: Sequence[Mapping[str, Any]] | None, *,
+                  devices: Mapping[Any, int] | str | None = None) -> Attached:
     """The telemetry's samples with the run's ranks (see :func:`match_devices`).
 
     Devices that match no rank are left out, with the warning
@@ -691,4 +691,9 @@ def attach_samples(telemetry: Telemetry, ranks: Sequence[Mapping[str, Any]] | No
     order = np.lexsort((np.asarray(t["time_ns"]), np.asarray(t["metric"].combine_chunks().indices), new[idx]))
     t = t.take(pa.array(order)).cast(SAMPLES_SCHEMA)
     return Attached(t, infos, how, warnings, assumed)
+
+
+#: Deprecated name of :func:`match_samples` (``pau.run.attach_samples`` is the one that
+#: puts samples on a Run); kept until ``pau.run`` calls ``match_samples``.
+attach_samples = match_samples
 

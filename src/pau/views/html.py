@@ -317,7 +317,7 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     top = figures.get("top_kernels")
     if top:
         body += ["<h2>Top device work</h2>", '<p class="note">by total time; share of all device event time</p>',
-                 _plot(lambda: plots.top_kernels(top), "top_kernels"), _top_table(top)]
+                 _plot(lambda: plots.top_kernel_bars(top), "top_kernels"), _top_table(top)]
     tel = figures.get("telemetry")
     if tel:
         body += ["<h2>Hardware telemetry</h2>",

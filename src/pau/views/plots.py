@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only
     from matplotlib.figure import Figure
 
 __all__ = ["ACTIVITY_COLORS", "STATE_COLORS", "IDLE_COLORS", "MAX_RANKS", "activity_bars", "idle_bars", "state_timeline",
-           "goodput_waterfall", "step_distribution", "top_kernels", "cause_differences",
+           "goodput_waterfall", "step_distribution", "top_kernel_bars", "cause_differences",
            "kernel_changes", "request_latencies", "svg"]
 
 #: One colour per activity (colour-blind-safe Tableau 10 order; idle light grey).
@@ -339,11 +339,11 @@ def step_distribution(lifecycle: Any, stragglers: Sequence[int] = ()) -> Figure:
     return fig
 
 
-def top_kernels(rows: Sequence[Mapping[str, Any]]) -> Figure:
+def top_kernel_bars(rows: Sequence[Mapping[str, Any]]) -> Figure:
     """The device work that took the most time (:func:`pau.figures.compare.top_kernels`
     rows), one bar per name, coloured by kind."""
     if not rows:
-        raise PauError("top_kernels: no device work to plot")
+        raise PauError("top_kernel_bars: no device work to plot")
     u_name, u_size = unit(int(max(r["total_ns"] for r in rows)))
     with _style() as figure:
         fig: Figure = figure(figsize=(8.0, 0.9 + 0.26 * len(rows)))

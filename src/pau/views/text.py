@@ -25,9 +25,9 @@ from pau.run import Run
 from pau.engine.types import RunSummary
 from pau.views import console as _console
 
-__all__ = ["Dur", "metric_row", "column_unit", "count", "in_column", "unit_columns", "flatten", "render_activity", "render_compare", "render_compare_csv", "render_cost", "render_csv",
+__all__ = ["Dur", "metric_row", "column_unit", "count", "in_column", "unit_columns", "flatten", "render", "render_activity", "render_compare", "render_compare_csv", "render_cost", "render_csv",
            "render_goodput", "render_idle", "render_layers", "render_nvtx", "render_recovery", "render_requests",
-           "render_runs", "render_steps", "render_telemetry", "render_text", "render_top_kernels", "to_json"]
+           "render_runs", "render_steps", "render_telemetry", "render_top_kernels", "to_json"]
 
 
 # Columns of the report: (heading, activity). Every activity that occurs gets its
@@ -441,7 +441,7 @@ def _render_meta(run: Run) -> str:
             + _mlperf.verdict_text(ev) + src)
 
 
-def render_text(run: Run, title: str, figures: dict[str, Any], table: pa.Table | None, price: float | None) -> str:
+def render(run: Run, figures: dict[str, Any], table: pa.Table | None, *, title: str, price: float | None = None) -> str:
     """The whole text report of one run."""
     parts = []
     led = figures["ledger"]
@@ -630,7 +630,7 @@ def render_mlperf_compare(mlperf: Mapping[str, Any], la: str, lb: str) -> str:
                            _console.table(["", la, lb, "difference"], mlperf_rows(mlperf)))
 
 
-def render_compare(cmp: Comparison, kernels: int, *, mlperf: Mapping[str, Any] | None = None) -> str:
+def render_compare(cmp: Comparison, *, kernels: int, mlperf: Mapping[str, Any] | None = None) -> str:
     """The text of ``pau compare``, formatted as ``pau report`` is: the metrics (times in
     one unit per column, shares as percentages), the difference by cause and, with
     events, the ``kernels`` rows of the kernel diff that differ most. The columns are
