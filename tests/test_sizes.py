@@ -35,8 +35,6 @@ LONG = {
     ("src/pau/engine/distributed.py", "classify_partitions"),
     ("src/pau/figures/hardware.py", "cell_metrics"),
     ("src/pau/figures/interference.py", "interference"),
-    ("src/pau/figures/recovery.py", "protection"),
-    ("src/pau/figures/recovery.py", "recovery"),
     ("src/pau/fleet/ingester.py", "ingest"),
     ("src/pau/fleet/place.py", "at_scale"),
     ("src/pau/fleet/place.py", "placement"),
