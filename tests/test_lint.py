@@ -31,7 +31,6 @@ COMPLEX = {
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/_lifecycle.py", "attribute_rows"),
     ("src/pau/figures/hardware.py", "match_devices"),
-    ("src/pau/figures/interference.py", "interference"),
     ("src/pau/fleet/costs.py", "_rate"),
     ("src/pau/fleet/ingester.py", "ingest"),
     ("src/pau/fleet/place.py", "at_scale"),
