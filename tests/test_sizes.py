@@ -33,7 +33,6 @@ LONG = {
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/distributed.py", "classify_partitions"),
-    ("src/pau/figures/hardware.py", "cell_metrics"),
     ("src/pau/fleet/ingester.py", "ingest"),
     ("src/pau/fleet/place.py", "at_scale"),
     ("src/pau/fleet/place.py", "placement"),

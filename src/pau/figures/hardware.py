@@ -430,35 +430,7 @@ def cell_metrics(ledger: Ledger, samples: Any, *, events: Any = None, span: Any 
     g_dur = np.zeros(len(groups), np.int64)
     np.add.at(g_dur, inverse, dur)
 
-    metric = clean["metric"].combine_chunks()
-    names = [str(x) for x in metric.dictionary.to_pylist()]
-    m_code = np.asarray(metric.indices.to_numpy(zero_copy_only=False), np.int64)
-    s_rank = np.asarray(clean["rank"], np.int64)
-    s_t = np.asarray(clean["time_ns"], np.int64)
-    s_v = np.asarray(clean["value"], np.float64)
-    present = sorted({names[c] for c in np.unique(m_code).tolist()})
-    parts: list[dict[str, np.ndarray]] = []
-    for name in present:
-        spec = METRICS.get(name)
-        kind = spec.kind if spec is not None else dict(kinds or {})[name]
-        sel = m_code == names.index(name)
-        seg: list[list[np.ndarray]] = [[], [], [], [], []]
-        for r in np.unique(s_rank[sel]).tolist():
-            mine = sel & (s_rank == r)
-            s, e, a, b = _segments(kind, s_t[mine], s_v[mine], max_gap_ns)
-            for lst, v in zip(seg, (np.full(s.size, r, np.int64), s, e, a, b)):
-                lst.append(v)
-        sk, ss, se, sa, sb = (np.concatenate(x) if x else np.empty(0) for x in seg)
-        integral, covered = integrate(sk, ss, se, sa, sb, c_rank, c_s, c_e)
-        g_int = np.zeros(len(groups), np.float64)
-        g_cov = np.zeros(len(groups), np.int64)
-        np.add.at(g_int, inverse, integral)
-        np.add.at(g_cov, inverse, covered)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = g_int / g_cov
-        energy = (spec is not None and spec.unit in _ENERGY_UNITS)
-        parts.append({"metric": np.full(len(groups), name, object), "covered": g_cov, "mean": mean,
-                      "integral": g_int, "energy": np.full(len(groups), energy), "group": np.arange(len(groups))})
+    parts = _metric_parts(clean, kinds, max_gap_ns, (c_rank, c_s, c_e), inverse, len(groups))
     cat = {k: (np.concatenate([p[k] for p in parts]) if parts else np.empty(0, np.int64))
            for k in ("metric", "covered", "mean", "integral", "energy", "group")}
     gidx = cat["group"].astype(np.int64)
@@ -485,6 +457,44 @@ def cell_metrics(ledger: Ledger, samples: Any, *, events: Any = None, span: Any 
     if on_invalid == "quarantine":
         return Quarantined(out, quarantine if quarantine is not None else QUARANTINE_SCHEMA.empty_table())
     return out
+
+
+def _metric_parts(clean: pa.Table, kinds: Mapping[str, str] | None, max_gap_ns: int | None,
+                  cells: tuple[np.ndarray, np.ndarray, np.ndarray], inverse: np.ndarray,
+                  n_groups: int) -> list[dict[str, np.ndarray]]:
+    """Per metric in the samples, per group of cells (``inverse``: each cell's group):
+    the integral, the covered ns, the mean and whether the integral is energy."""
+    c_rank, c_s, c_e = cells
+    metric = clean["metric"].combine_chunks()
+    names = [str(x) for x in metric.dictionary.to_pylist()]
+    m_code = np.asarray(metric.indices.to_numpy(zero_copy_only=False), np.int64)
+    s_rank = np.asarray(clean["rank"], np.int64)
+    s_t = np.asarray(clean["time_ns"], np.int64)
+    s_v = np.asarray(clean["value"], np.float64)
+    present = sorted({names[c] for c in np.unique(m_code).tolist()})
+    parts: list[dict[str, np.ndarray]] = []
+    for name in present:
+        spec = METRICS.get(name)
+        kind = spec.kind if spec is not None else dict(kinds or {})[name]
+        sel = m_code == names.index(name)
+        seg: list[list[np.ndarray]] = [[], [], [], [], []]
+        for r in np.unique(s_rank[sel]).tolist():
+            mine = sel & (s_rank == r)
+            s, e, a, b = _segments(kind, s_t[mine], s_v[mine], max_gap_ns)
+            for lst, v in zip(seg, (np.full(s.size, r, np.int64), s, e, a, b)):
+                lst.append(v)
+        sk, ss, se, sa, sb = (np.concatenate(x) if x else np.empty(0) for x in seg)
+        integral, covered = integrate(sk, ss, se, sa, sb, c_rank, c_s, c_e)
+        g_int = np.zeros(n_groups, np.float64)
+        g_cov = np.zeros(n_groups, np.int64)
+        np.add.at(g_int, inverse, integral)
+        np.add.at(g_cov, inverse, covered)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = g_int / g_cov
+        energy = (spec is not None and spec.unit in _ENERGY_UNITS)
+        parts.append({"metric": np.full(n_groups, name, object), "covered": g_cov, "mean": mean,
+                      "integral": g_int, "energy": np.full(n_groups, energy), "group": np.arange(n_groups)})
+    return parts
 
 
 def summary(ledger: Ledger, samples: Any, *, events: Any = None, span: Any = None) -> list[dict[str, Any]]:
