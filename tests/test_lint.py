@@ -30,7 +30,6 @@ COMPLEX = {
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/_lifecycle.py", "attribute_rows"),
-    ("src/pau/figures/hardware.py", "match_devices"),
     ("src/pau/fleet/costs.py", "_rate"),
     ("src/pau/fleet/ingester.py", "ingest"),
     ("src/pau/fleet/place.py", "at_scale"),

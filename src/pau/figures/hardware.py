@@ -562,80 +562,24 @@ def match_devices(devices: pa.Table, ranks: Sequence[Mapping[str, Any]] | None, 
         An ambiguous or impossible match, naming the devices and ranks, and the fix.
     """
     devs = devices.to_pylist()
-    fix = ("pass devices={key: rank} (key: a UUID, a PCI bus id, a GPU index or (host, index)), or "
-           "devices='index' when each rank is the GPU of that index")
-
-    def unique_index() -> dict[int, int]:
-        idx: dict[int, list[int]] = {}
-        for d in devs:
-            if d["index"] is not None:
-                idx.setdefault(int(d["index"]), []).append(int(d["device"]))
-        dup = {i: v for i, v in idx.items() if len(v) > 1}
-        if dup:
-            i, v = next(iter(sorted(dup.items())))
-            raise OptionError(f"samples: GPU index {i} names {len(v)} devices ("
-                              + "; ".join(_device_label(devs[k]) for k in v)
-                              + "): several hosts or files, so an index does not say which. Fix: " + fix)
-        return {i: v[0] for i, v in idx.items()}
-
     if isinstance(mapping, str):
         if mapping != "index":
             raise OptionError(f"devices: expected a dict or 'index', got {mapping!r}")
-        return {dev: i for i, dev in unique_index().items()}, "index", []
+        return {dev: i for i, dev in _unique_index(devs).items()}, "index", []
     if mapping is not None:
-        out: dict[int, int] = {}
-        for key, rank in mapping.items():
-            if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
-                raise OptionError(f"devices: rank {rank!r} for {key!r} is not a rank (an int >= 0)")
-            if isinstance(key, tuple) and len(key) == 2:
-                hits = [d["device"] for d in devs if d["index"] == key[1] and key[0] in (
-                    d["host"], d["source_file"], os.path.basename(str(d["source_file"])))]
-            elif isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-                hits = [d["device"] for d in devs if d["index"] == int(key)]
-            elif isinstance(key, str):
-                u, bus = normal_uuid(key), normal_bus_id(key)
-                hits = [d["device"] for d in devs if (u and d["uuid"] == u) or (bus and d["bus_id"] == bus)]
-            else:
-                raise OptionError(f"devices: key {key!r} is not a UUID, a bus id, an index or (host, index)")
-            if not hits:
-                raise OptionError(f"devices: {key!r} names no device of the telemetry (it has: "
-                                  + "; ".join(_device_label(d) for d in devs) + ")")
-            if len(hits) > 1:
-                raise OptionError(f"devices: {key!r} names {len(hits)} devices ("
-                                  + "; ".join(_device_label(devs[h]) for h in hits) + "). Fix: name each by its "
-                                  "UUID, or by (host or file name, index)")
-            if hits[0] in out:
-                raise OptionError(f"devices: {_device_label(devs[hits[0]])} is given twice (ranks {out[hits[0]]} "
-                                  f"and {rank})")
-            out[hits[0]] = int(rank)
+        out = _given_mapping(mapping, devs)
         _one_device_per_rank(out, devs)
         return out, "devices", []
     rk = [r for r in (ranks or []) if r.get("rank") is not None]
     if not rk or not any(r.get(k) is not None for r in rk for k in ("uuid", "bus_id", "device")):
         raise OptionError("samples: the run names no accelerator per rank (no UUID, bus id or GPU index in "
-                          "metadata['ranks']), so the telemetry's devices cannot be matched to ranks. Fix: " + fix)
-    for key, field_ in (("uuid", "uuid"), ("bus_id", "bus_id")):
-        norm = normal_uuid if key == "uuid" else normal_bus_id
-        if all(r.get(key) for r in rk) and all(d[field_] for d in devs):
-            by: dict[str, int] = {}
-            for d in devs:
-                by[d[field_]] = int(d["device"])
-            out = {}
-            claimed: dict[int, int] = {}
-            for r in rk:
-                dev = by.get(norm(r[key]) or "")
-                if dev is None:
-                    continue
-                if dev in claimed and claimed[dev] != int(r["rank"]):
-                    raise OptionError(f"samples: ranks {claimed[dev]} and {r['rank']} both run on "
-                                      f"{_device_label(devs[dev])} (several processes on one GPU): its samples "
-                                      "would count for both. Fix: " + fix)
-                claimed[dev] = int(r["rank"])
-                out[dev] = int(r["rank"])
-            return out, key, []
-    by_index = unique_index()
+                          "metadata['ranks']), so the telemetry's devices cannot be matched to ranks. Fix: " + _FIX)
+    for key in ("uuid", "bus_id"):
+        if all(r.get(key) for r in rk) and all(d[key] for d in devs):
+            return _match_by_name(key, rk, devs), key, []
+    by_index = _unique_index(devs)
     out = {}
-    claimed = {}
+    claimed: dict[int, int] = {}
     for r in rk:
         if r.get("device") is None:
             continue
@@ -645,13 +589,86 @@ def match_devices(devices: pa.Table, ranks: Sequence[Mapping[str, Any]] | None, 
         if dev in claimed and claimed[dev] != int(r["rank"]):
             raise OptionError(f"samples: ranks {claimed[dev]} and {r['rank']} both name GPU index {r['device']} "
                               "(ranks on several hosts, or processes sharing a GPU): which one the telemetry's "
-                              f"{_device_label(devs[dev])} is cannot be told. Fix: " + fix)
+                              f"{_device_label(devs[dev])} is cannot be told. Fix: " + _FIX)
         claimed[dev] = int(r["rank"])
         out[dev] = int(r["rank"])
     note = ("telemetry matched to ranks by GPU index: a trace's device index is the CUDA ordinal of its "
             "process, which differs from nvidia-smi's index when CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER "
             "renumber the GPUs (pass devices= to match by UUID)")
     return out, "index", [note]
+
+
+_FIX = ("pass devices={key: rank} (key: a UUID, a PCI bus id, a GPU index or (host, index)), or "
+        "devices='index' when each rank is the GPU of that index")
+
+
+def _unique_index(devs: list[dict[str, Any]]) -> dict[int, int]:
+    """{GPU index: device}; an index naming several devices (several hosts) is refused."""
+    idx: dict[int, list[int]] = {}
+    for d in devs:
+        if d["index"] is not None:
+            idx.setdefault(int(d["index"]), []).append(int(d["device"]))
+    dup = {i: v for i, v in idx.items() if len(v) > 1}
+    if dup:
+        i, v = next(iter(sorted(dup.items())))
+        raise OptionError(f"samples: GPU index {i} names {len(v)} devices ("
+                          + "; ".join(_device_label(devs[k]) for k in v)
+                          + "): several hosts or files, so an index does not say which. Fix: " + _FIX)
+    return {i: v[0] for i, v in idx.items()}
+
+
+def _given_mapping(mapping: Mapping[Any, int], devs: list[dict[str, Any]]) -> dict[int, int]:
+    """{device: rank} from ``devices=``: each key must name exactly one device, once."""
+    out: dict[int, int] = {}
+    for key, rank in mapping.items():
+        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
+            raise OptionError(f"devices: rank {rank!r} for {key!r} is not a rank (an int >= 0)")
+        hits = _devices_named(key, devs)
+        if not hits:
+            raise OptionError(f"devices: {key!r} names no device of the telemetry (it has: "
+                              + "; ".join(_device_label(d) for d in devs) + ")")
+        if len(hits) > 1:
+            raise OptionError(f"devices: {key!r} names {len(hits)} devices ("
+                              + "; ".join(_device_label(devs[h]) for h in hits) + "). Fix: name each by its "
+                              "UUID, or by (host or file name, index)")
+        if hits[0] in out:
+            raise OptionError(f"devices: {_device_label(devs[hits[0]])} is given twice (ranks {out[hits[0]]} "
+                              f"and {rank})")
+        out[hits[0]] = int(rank)
+    return out
+
+
+def _devices_named(key: Any, devs: list[dict[str, Any]]) -> list[int]:
+    """The devices a ``devices=`` key names: (host or file name, index), an index, a UUID or a bus id."""
+    if isinstance(key, tuple) and len(key) == 2:
+        return [d["device"] for d in devs if d["index"] == key[1] and key[0] in (
+            d["host"], d["source_file"], os.path.basename(str(d["source_file"])))]
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return [d["device"] for d in devs if d["index"] == int(key)]
+    if isinstance(key, str):
+        u, bus = normal_uuid(key), normal_bus_id(key)
+        return [d["device"] for d in devs if (u and d["uuid"] == u) or (bus and d["bus_id"] == bus)]
+    raise OptionError(f"devices: key {key!r} is not a UUID, a bus id, an index or (host, index)")
+
+
+def _match_by_name(key: str, rk: list[Mapping[str, Any]], devs: list[dict[str, Any]]) -> dict[int, int]:
+    """{device: rank} by ``uuid`` or ``bus_id`` (both sides name every one); two ranks
+    on one device are refused."""
+    norm = normal_uuid if key == "uuid" else normal_bus_id
+    by = {d[key]: int(d["device"]) for d in devs}
+    out: dict[int, int] = {}
+    claimed: dict[int, int] = {}
+    for r in rk:
+        dev = by.get(norm(r[key]) or "")
+        if dev is None:
+            continue
+        if dev in claimed and claimed[dev] != int(r["rank"]):
+            raise OptionError(f"samples: ranks {claimed[dev]} and {r['rank']} both run on "
+                              f"{_device_label(devs[dev])} (several processes on one GPU): its samples "
+                              "would count for both. Fix: " + _FIX)
+        claimed[dev] = int(r["rank"])
+        out[dev] = int(r["rank"])
+    return out
 
 
 def _one_device_per_rank(out: Mapping[int, int], devs: list[dict[str, Any]]) -> None:
