@@ -47,7 +47,6 @@ LONG = {
     ("src/pau/synth.py", "fleet"),
     ("src/pau/synth.py", "lifecycle_records"),
     ("src/pau/synth.py", "training_job"),
-    ("src/pau/views/html.py", "render"),
 }
 
 #: Files above MODULE_LINES today. `_core.pyi` is generated-shaped (one stub per binding).
