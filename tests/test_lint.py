@@ -51,7 +51,6 @@ COMPLEX = {
     ("src/pau/readers/telemetry.py", "read_dcgmi_dmon"),
     ("src/pau/readers/telemetry.py", "read_nvidia_smi"),
     ("src/pau/run.py", "_read_runs"),
-    ("src/pau/views/text.py", "render"),
 }
 
 

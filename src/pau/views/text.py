@@ -442,58 +442,56 @@ def _render_meta(run: Run) -> str:
 
 
 def render(run: Run, figures: dict[str, Any], table: pa.Table | None, *, title: str, price: float | None = None) -> str:
-    """The whole text report of one run."""
-    parts = []
-    led = figures["ledger"]
-    if figures.get("per_rank") and run.events is not None:
-        parts.append(render_activity(figures["per_rank"], title))
-    else:
-        parts.append(title)
-    meta = _render_meta(run)
-    if meta:
-        parts.append(meta)
-    idle = render_idle(figures.get("idle_by_cause"))
-    if idle:
-        parts.append(idle)
-    top = render_top_kernels(figures.get("top_kernels") or [])
-    if top:
-        parts.append(top)
-    nvtx = render_nvtx(figures.get("nvtx"))
-    if nvtx:
-        parts.append(nvtx)
-    ov = render_overlap(figures.get("overlap"))
-    if ov:
-        parts.append(ov)
-    steps = render_steps(figures.get("steps"))
-    if steps:
-        parts.append(steps)
-    if led is not None and led["goodput"] is not None:
-        parts.append(render_goodput(led))
-        for extra in (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"), (figures.get("program_goodput") or {}).get("mfu")),
-                      render_outcome(figures)):
-            if extra:
-                parts.append(extra)
-    elif led is not None and run.lifecycle is not None:  # a lifecycle ledger as of an instant before every record
-        parts.append(f"\nnothing is accountable as of {led['as_of']} ns: it is before the lifecycle's first "
-                     "record, so goodput and the layers' shares are not defined")
-    elif led is not None and run.events is not None:
-        parts.append("\nno lifecycle (no step records): goodput needs one; the table is device activity only")
-    outside = figures["events_outside_accountable"]
-    if outside and outside["events"]:
-        parts.append(f"\n{count(outside['events'], 'event')} ({duration(outside['ns'])}) lie outside the accountable "
-                     f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
-    tel = render_telemetry(figures.get("telemetry"))
-    if tel:
-        parts.append(tel)
-    elif run.samples is not None and run.samples.num_rows and led is not None:
-        parts.append(f"\nhardware telemetry: {count(run.samples.num_rows, 'sample')}, none covering an instant of the "
-                     "ledger's time (samples outside the run's time, or one instant per device, as a single scrape holds, which "
-                     "covers no time; the warnings say which)")
+    """The whole text report of one run: its sections in order, those with something to say."""
+    head = render_activity(figures["per_rank"], title) if figures.get("per_rank") and run.events is not None else title
+    optional = [_render_meta(run), render_idle(figures.get("idle_by_cause")),
+                render_top_kernels(figures.get("top_kernels") or []), render_nvtx(figures.get("nvtx")),
+                render_overlap(figures.get("overlap")), render_steps(figures.get("steps"))]
+    parts = [head, *(p for p in optional if p), *_goodput_parts(run, figures)]
+    parts += [p for p in (_outside(figures["events_outside_accountable"]), _telemetry_part(run, figures)) if p]
     if figures["requests"] is not None:
         parts.append(render_requests(figures["requests"], figures.get("slo_ns", {})))
     if "cost" in figures and price is not None:
         parts.append(render_cost(figures["cost"], price))
     return "\n".join(parts)
+
+
+def _goodput_parts(run: Run, figures: Mapping[str, Any]) -> list[str]:
+    """Goodput, recovery, the layers and the outcome figures; or why there is no goodput."""
+    led = figures["ledger"]
+    if led is None:
+        return []
+    if led["goodput"] is not None:
+        mfu = (figures.get("program_goodput") or {}).get("mfu")
+        extra = (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"), mfu),
+                 render_outcome(figures))
+        return [render_goodput(led), *(x for x in extra if x)]
+    if run.lifecycle is not None:  # a lifecycle ledger as of an instant before every record
+        return [f"\nnothing is accountable as of {led['as_of']} ns: it is before the lifecycle's first "
+                "record, so goodput and the layers' shares are not defined"]
+    if run.events is not None:
+        return ["\nno lifecycle (no step records): goodput needs one; the table is device activity only"]
+    return []
+
+
+def _outside(outside: Mapping[str, Any] | None) -> str:
+    """The events outside accountable time, when there are any."""
+    if not outside or not outside["events"]:
+        return ""
+    return (f"\n{count(outside['events'], 'event')} ({duration(outside['ns'])}) lie outside the accountable "
+            f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
+
+
+def _telemetry_part(run: Run, figures: Mapping[str, Any]) -> str:
+    """Telemetry per state and activity; or why samples gave none."""
+    tel = render_telemetry(figures.get("telemetry"))
+    if tel:
+        return tel
+    if run.samples is not None and run.samples.num_rows and figures["ledger"] is not None:
+        return (f"\nhardware telemetry: {count(run.samples.num_rows, 'sample')}, none covering an instant of the "
+                "ledger's time (samples outside the run's time, or one instant per device, as a single scrape holds, "
+                "which covers no time; the warnings say which)")
+    return ""
 
 
 def _reached(m: dict[str, Any]) -> str:
