@@ -28,7 +28,6 @@ LONG = {
     ("csrc/core/attrib.hpp", "pau::core::attribute_busy"),
     ("csrc/core/life_setup.hpp", "pau::core::life::setup"),
     ("csrc/core/life_setup.hpp", "pau::core::life::setup_jobs"),
-    ("src/pau/_args.py", "parser"),
     ("src/pau/compat/ml_goodput.py", "_records"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
