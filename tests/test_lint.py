@@ -22,8 +22,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: (file, function) above the complexity limit today. `attribute_pass` is the Numba
 #: rollback kernel: one loop over the steps whose speed needs it whole.
 COMPLEX = {
-    ("src/pau/cli.py", "_report"),
-    ("src/pau/cli.py", "_report_figures"),
     ("src/pau/compat/ml_goodput.py", "_elastic"),
     ("src/pau/compat/ml_goodput.py", "_records"),
     ("src/pau/compat/ml_goodput.py", "_run"),

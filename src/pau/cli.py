@@ -413,19 +413,7 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict[str, Any],
     (:func:`pau.core.checkpoint_advice`), ``straggler_scores``, ``mpg``, ``ettr``,
     ``program_goodput`` (MFU, HFU) and ``protection`` (docs/outcome.md)."""
     has_ledger = run.events is not None or run.lifecycle is not None
-    if args.as_of is not None and run.lifecycle is None:
-        raise UsageError("--as-of applies to a lifecycle, and this input has none")
-    if args.price is not None and run.lifecycle is None and run.requests is None:
-        raise UsageError("--price gives cost per useful output: per preserved step of a lifecycle, or per accepted "
-                         "request of a serving benchmark, and this input has neither. Fix: give --lifecycle FILE "
-                         "(its steps) with these events")
-    if args.accelerator_count is not None and (run.requests is None or args.price is None):
-        raise UsageError("--accelerator-count bills a serving benchmark's window (with --price); this input has no "
-                         "serving requests" if run.requests is None else "--accelerator-count goes with --price")
-    if args.power is not None and args.price is None:
-        raise UsageError("--power adds energy to the cost section: give --price too")
-    if args.ledger is not None and not has_ledger:
-        raise UsageError("--ledger: this input has no events or lifecycle, so no ledger table")
+    _check_report_options(run, args, has_ledger)
     slo = parse_slo(args.slo or [])
     if slo and run.requests is None:
         raise UsageError("--slo applies to serving requests, and this input has none")
@@ -439,16 +427,7 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict[str, Any],
         figures["cost"] = _cost(run, led, args, slo)
     stack = (args.schedule, args.flops_per_step, args.peak_flops, args.accelerator)
     lifecycle_ledger = led is not None and led.intervals is not None
-    if any(x is not None for x in stack) or args.hardware_flops_per_step is not None \
-            or args.protection_bound is not None:
-        if not lifecycle_ledger:
-            raise UsageError("--schedule, --flops-per-step, --hardware-flops-per-step, --peak-flops, --accelerator and "
-                             "--protection-bound apply to the lifecycle of a training run, and this input has none")
-        if args.flops_per_step is not None and args.peak_flops is None and args.accelerator is None:
-            raise UsageError("--flops-per-step needs the peak it is measured against: --peak-flops F, or "
-                             "--accelerator NAME --dtype TYPE (docs/outcome.md)")
-        if args.hardware_flops_per_step is not None and args.flops_per_step is None:
-            raise UsageError("--hardware-flops-per-step goes with --flops-per-step (HFU beside MFU)")
+    _check_training_options(args, stack, lifecycle_ledger)
     if lifecycle_ledger:
         assert led is not None
         schedule = None
@@ -462,6 +441,38 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict[str, Any],
                 price_per_accelerator_hour=args.price).summary()
         figures.update(_outcome_figures(run, led, args, schedule))
     return figures, led
+
+
+def _check_report_options(run: Run, args: argparse.Namespace, has_ledger: bool) -> None:
+    """Refuse ``pau report``'s options that do not apply to the input (never ignored)."""
+    if args.as_of is not None and run.lifecycle is None:
+        raise UsageError("--as-of applies to a lifecycle, and this input has none")
+    if args.price is not None and run.lifecycle is None and run.requests is None:
+        raise UsageError("--price gives cost per useful output: per preserved step of a lifecycle, or per accepted "
+                         "request of a serving benchmark, and this input has neither. Fix: give --lifecycle FILE "
+                         "(its steps) with these events")
+    if args.accelerator_count is not None and (run.requests is None or args.price is None):
+        raise UsageError("--accelerator-count bills a serving benchmark's window (with --price); this input has no "
+                         "serving requests" if run.requests is None else "--accelerator-count goes with --price")
+    if args.power is not None and args.price is None:
+        raise UsageError("--power adds energy to the cost section: give --price too")
+    if args.ledger is not None and not has_ledger:
+        raise UsageError("--ledger: this input has no events or lifecycle, so no ledger table")
+
+
+def _check_training_options(args: argparse.Namespace, stack: tuple[Any, ...], lifecycle_ledger: bool) -> None:
+    """Refuse the layers' and outcome figures' options without a lifecycle ledger, or
+    without what they go with."""
+    if any(x is not None for x in stack) or args.hardware_flops_per_step is not None \
+            or args.protection_bound is not None:
+        if not lifecycle_ledger:
+            raise UsageError("--schedule, --flops-per-step, --hardware-flops-per-step, --peak-flops, --accelerator and "
+                             "--protection-bound apply to the lifecycle of a training run, and this input has none")
+        if args.flops_per_step is not None and args.peak_flops is None and args.accelerator is None:
+            raise UsageError("--flops-per-step needs the peak it is measured against: --peak-flops F, or "
+                             "--accelerator NAME --dtype TYPE (docs/outcome.md)")
+        if args.hardware_flops_per_step is not None and args.flops_per_step is None:
+            raise UsageError("--hardware-flops-per-step goes with --flops-per-step (HFU beside MFU)")
 
 
 def _overlap_figures(ov: core.Overlap) -> dict[str, Any]:
@@ -551,26 +562,7 @@ def _has_steps(lifecycle: pa.Table) -> bool:
 
 
 def _report(args: argparse.Namespace) -> int:
-    if args.path is None:
-        if args.input_format or args.lifecycle:
-            raise UsageError("--input-format and --lifecycle apply to a PATH; the built-in run has its own")
-        given = [f"--{k.replace('_', '-')}" for k in ("samples", "devices", "samples_format", "samples_columns",
-                                                        "samples_timezone", "samples_time") if getattr(args, k)]
-        if given:
-            raise UsageError(f"{', '.join(given)} add telemetry to a PATH's run; the built-in run has none. "
-                             "Fix: give the run's PATH")
-        run, title = _builtin(args)
-        runs = [run]
-    else:
-        given = [f"--{k}" for k in _BUILTIN if getattr(args, k) is not None]
-        if given:
-            raise UsageError(f"{', '.join(given)} set the built-in run and do not apply to {args.path}")
-        runs = _read(args.path, args.input_format, args)
-        title = f"pau report: {args.path} ({runs[0].metadata.get('format') or 'pau'})" if runs else ""
-        if args.lifecycle:
-            if len(runs) != 1:
-                raise UsageError("--lifecycle applies to one run; the path holds several")
-            runs = [_with_lifecycle(runs[0], args.lifecycle)]
+    runs, title = _report_runs(args)
     for run in runs:
         _warn(run, sys.stderr)
     if len(runs) != 1:
@@ -609,6 +601,32 @@ def _report(args: argparse.Namespace) -> int:
     for f in failed:
         print(f"pau: gate failed: {f}", file=sys.stderr)
     return EXIT_GATE if failed else EXIT_OK
+
+
+def _report_runs(args: argparse.Namespace) -> tuple[list[Run], str]:
+    """``pau report``'s runs (the built-in one, or those of PATH) and its title; options
+    that do not apply to them are refused."""
+    if args.path is None:
+        if args.input_format or args.lifecycle:
+            raise UsageError("--input-format and --lifecycle apply to a PATH; the built-in run has its own")
+        given = [f"--{k.replace('_', '-')}" for k in ("samples", "devices", "samples_format", "samples_columns",
+                                                        "samples_timezone", "samples_time") if getattr(args, k)]
+        if given:
+            raise UsageError(f"{', '.join(given)} add telemetry to a PATH's run; the built-in run has none. "
+                             "Fix: give the run's PATH")
+        run, title = _builtin(args)
+        runs = [run]
+    else:
+        given = [f"--{k}" for k in _BUILTIN if getattr(args, k) is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} set the built-in run and do not apply to {args.path}")
+        runs = _read(args.path, args.input_format, args)
+        title = f"pau report: {args.path} ({runs[0].metadata.get('format') or 'pau'})" if runs else ""
+        if args.lifecycle:
+            if len(runs) != 1:
+                raise UsageError("--lifecycle applies to one run; the path holds several")
+            runs = [_with_lifecycle(runs[0], args.lifecycle)]
+    return runs, title
 
 
 def _convert(args: argparse.Namespace) -> int:
