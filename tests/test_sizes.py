@@ -31,7 +31,6 @@ LONG = {
     ("src/pau/compat/ml_goodput.py", "_records"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
-    ("src/pau/engine/distributed.py", "classify_partitions"),
     ("src/pau/fleet/ingester.py", "ingest"),
     ("src/pau/fleet/place.py", "at_scale"),
     ("src/pau/fleet/place.py", "placement"),

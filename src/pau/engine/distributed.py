@@ -566,14 +566,7 @@ def classify_partitions(
         results_dir=results_dir, progress=progress, memory_budget=memory_budget, what="classify_partitions")
     quarantine = _quarantine(hists, parts, by_job) if on_invalid == "quarantine" else None
     if by_job:
-        tables, rows = [], 0
-        for job in sorted({str(k["job"]) for _, k in parts}):
-            idx = [i for i, (_, k) in enumerate(parts) if str(k["job"]) == job]
-            hist, n = _combine([hists[i] for i in idx], [parts[i] for i in idx], plan)
-            t = exclusive(hist, plan, priority)
-            tables.append(t.add_column(0, "job", pa.array([job] * t.num_rows, pa.string())))
-            rows += n
-        out = pa.concat_tables(tables)
+        out, rows = _exclusive_by_job(hists, parts, plan, priority)
     else:
         hist, rows = _combine(hists, parts, plan)
         out = exclusive(hist, plan, priority)
@@ -585,6 +578,20 @@ def classify_partitions(
     meta[b"pau.max_in_flight"] = str(in_flight).encode()
     out = out.replace_schema_metadata(meta)
     return Quarantined(out, quarantine) if on_invalid == "quarantine" else out
+
+
+def _exclusive_by_job(hists: list[Any], parts: list[Any], plan: Plan, priority: Sequence[str] | None
+                      ) -> tuple[pa.Table, int]:
+    """Exclusive time per job (each job's partitions combined apart), a ``job`` column
+    first, jobs in sorted order; and the rows read."""
+    tables, rows = [], 0
+    for job in sorted({str(k["job"]) for _, k in parts}):
+        idx = [i for i, (_, k) in enumerate(parts) if str(k["job"]) == job]
+        hist, n = _combine([hists[i] for i in idx], [parts[i] for i in idx], plan)
+        t = exclusive(hist, plan, priority)
+        tables.append(t.add_column(0, "job", pa.array([job] * t.num_rows, pa.string())))
+        rows += n
+    return pa.concat_tables(tables), rows
 
 
 def merged_hist(parts: list[Any], plan: Plan, *, workers: int | None = None, on_invalid: str = "raise",
