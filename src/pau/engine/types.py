@@ -11,8 +11,9 @@ import pyarrow as pa
 
 from pau.errors import PauError
 
-__all__ = ["LedgerSummary", "OnInvalid", "QUARANTINE_SCHEMA", "RunWarning", "OutsideAccountable", "Quarantined",
-           "RunSummary", "TableLike", "check_on_invalid", "quarantine_schema", "quarantine_table"]
+__all__ = ["LedgerSummary", "Latency", "OnInvalid", "QUARANTINE_SCHEMA", "RunWarning", "OutsideAccountable",
+           "Quarantined", "RequestLatency", "RequestSummary", "RunSummary", "StepFigures", "TableLike",
+           "check_on_invalid", "quarantine_schema", "quarantine_table"]
 
 #: What to do with input rows pau cannot use: raise (the default) or set them aside.
 OnInvalid = Literal["raise", "quarantine"]
@@ -199,6 +200,104 @@ class TopKernel(TypedDict):
     share: float
 
 
+class Latency(TypedDict):
+    """One latency of :meth:`pau.core.RequestLedger.latency` (ns): ``count`` of the
+    completed requests with a value; the rest None when it is 0. ``min``/``max`` exact
+    ints of int columns; ``mean``, ``std`` (population) and the linear percentiles floats."""
+
+    count: int
+    mean: Optional[float]
+    min: Optional[Union[int, float]]
+    max: Optional[Union[int, float]]
+    std: Optional[float]
+    p1: Optional[float]
+    p5: Optional[float]
+    p25: Optional[float]
+    p50: Optional[float]
+    p75: Optional[float]
+    p90: Optional[float]
+    p95: Optional[float]
+    p99: Optional[float]
+
+
+class RequestLatency(TypedDict):
+    """:meth:`pau.core.RequestLedger.latency`: TTFT, TPOT and E2E of the completed requests."""
+
+    ttft: Latency
+    tpot: Latency
+    e2e: Latency
+
+
+class _Requests(TypedDict):
+    offered: int
+    accepted: int
+    late: int
+    failed: int
+    rejected: int
+    cancelled: int
+    quarantined: int
+    slo_attainment: Optional[float]
+    window_ns: int
+    request_goodput_per_s: Optional[float]
+    accepted_input_tokens: int
+    accepted_output_tokens: int
+    accepted_tokens: int
+    latency: RequestLatency
+
+
+class RequestSummary(_Requests, total=False):
+    """:meth:`pau.core.RequestLedger.summary`: counts and ns exact ints, ratios floats or
+    None; the busy-time keys (``busy_ns`` ... ``inference_goodput``) only with busy
+    intervals."""
+
+    busy_ns: int
+    productive_ns: int
+    late_ns: int
+    failed_ns: int
+    cancelled_ns: int
+    idle_ns: int
+    productive_accelerator_hours: float
+    inference_goodput: Optional[float]
+
+
+class StepRank(TypedDict):
+    """One rank of :func:`pau.figures.stragglers.step_figures`: its finished step
+    executions and their time (nearest-rank median and p90, and max; exact ns)."""
+
+    rank: int
+    steps: int
+    median_ns: int
+    p90_ns: int
+    max_ns: int
+
+
+class PersistentStraggler(TypedDict):
+    rank: int
+    charged_ns: int
+
+
+class StragglerFigures(TypedDict):
+    """The stragglers of :func:`pau.figures.stragglers.step_figures`: the summary of
+    :func:`pau.figures.stragglers.stragglers`, each persistent straggler with the
+    accelerator time charged to it."""
+
+    steps: int
+    ranks: int
+    rows: int
+    in_flight: int
+    quarantined: int
+    wait_ns: int
+    wait_accelerator_seconds: float
+    persistent: List[PersistentStraggler]
+
+
+class StepFigures(TypedDict):
+    """:func:`pau.figures.stragglers.step_figures`: per rank its steps, and the stragglers."""
+
+    per_rank: List[StepRank]
+    stragglers: StragglerFigures
+
+
 class RunSummary(TypedDict):
     """Every figure of a run (:meth:`pau.Run.summary`, ``pau report --format json``)."""
 
@@ -208,12 +307,12 @@ class RunSummary(TypedDict):
     per_rank: Optional[List[RankActivity]]
     top_kernels: Optional[List[TopKernel]]
     nvtx: Optional[List[Dict[str, Any]]]
-    steps: Optional[Dict[str, Any]]
+    steps: Optional[StepFigures]
     idle_by_cause: Optional[Dict[str, Any]]
     layers: Optional[Dict[str, Any]]
     recovery: Optional[Dict[str, Any]]
     telemetry: Optional[List[Dict[str, Any]]]
-    requests: Optional[Dict[str, Any]]
+    requests: Optional[RequestSummary]
     slo_ns: Dict[str, int]
     events_outside_accountable: Optional[OutsideAccountable]
     warnings: int

@@ -326,6 +326,7 @@ def _by_cause(led: Ledger, prices: Mapping[str, Any], *, per_rank: bool | None, 
 def _cost_requests(rl: RequestLedger, prices: Mapping[str, Any], power: Any) -> RequestCost:
     s = rl.summary()
     busy = s.get("busy_ns")
+    billed: int | None
     if "accelerators" in prices:
         n_acc = prices["accelerators"]
         if isinstance(n_acc, bool) or not isinstance(n_acc, int) or n_acc < 0:
@@ -354,6 +355,7 @@ def _cost_requests(rl: RequestLedger, prices: Mapping[str, Any], power: Any) -> 
            "cost_per_million_accepted_tokens": _per(total * 10**6, s["accepted_tokens"]),
            "cost_per_million_accepted_output_tokens": _per(total * 10**6, s["accepted_output_tokens"])}
     if busy is not None and per_ns is not None:
+        assert billed is not None  # busy or accelerators x window
         idle = s["idle_ns"] + (billed - busy)
         parts = {"accepted": s["productive_ns"], "late": s["late_ns"], "failed": s["failed_ns"],
                  "cancelled": s["cancelled_ns"], "idle": idle}

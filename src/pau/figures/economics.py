@@ -27,7 +27,7 @@ from pau import _core
 from pau.engine import _econ_kernels as K
 from pau.engine._input import _column, as_table, time_column
 from pau.engine.ledger import NS_PER_HOUR, Ledger
-from pau.engine.types import Quarantined, check_on_invalid
+from pau.engine.types import Latency, Quarantined, RequestLatency, RequestSummary, check_on_invalid
 from pau.engine.vocab import names as vocab_names
 from pau.errors import ArgumentTypeError, InvalidRowError, PauError, SchemaError
 from pau.figures._common import _NS_PER_S, _one_job, _ratio
@@ -91,7 +91,7 @@ class RequestLedger:
     quarantined: int = 0
     _counts: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def latency(self) -> dict[str, Any]:
+    def latency(self) -> RequestLatency:
         """TTFT, TPOT and E2E latency of the completed requests (outcome ``accepted`` or
         ``late``: the ones AIPerf and LLMPerf summarise), as those tools print them:
         ``{"ttft": {...}, "tpot": {...}, "e2e": {...}}``, each with ``count``, ``mean``,
@@ -104,24 +104,23 @@ class RequestLedger:
         """
         t = self.table
         done = pc.is_in(t["outcome"].cast(pa.string()), pa.array(["accepted", "late"]))
-        out: dict[str, dict[str, Any]] = {}
-        for key, col in (("ttft", "ttft_ns"), ("tpot", "tpot_ns"), ("e2e", "e2e_ns")):
-            vals = t[col].filter(pc.and_(done, pc.is_valid(t[col])))
-            x = vals.to_numpy()
-            row: dict[str, Any] = {"count": int(x.size)}
-            if x.size == 0:
-                row.update({k: None for k in ("mean", "min", "max", "std", *_LATENCY_PERCENTILES)})
-            else:
-                exact = x.dtype.kind == "i"
-                row.update(mean=float(x.mean()), min=int(x.min()) if exact else float(x.min()),
-                           max=int(x.max()) if exact else float(x.max()), std=float(x.std()))
-                for name, q in _LATENCY_PERCENTILES.items():
-                    row[name] = float(np.percentile(x, q))
-            out[key] = row
-        return out
 
-    def summary(self) -> dict[str, Any]:
-        """Headline figures (counts and ns exact ints; ratios floats or ``None``).
+        def one(col: str) -> Latency:
+            x = t[col].filter(pc.and_(done, pc.is_valid(t[col]))).to_numpy()
+            if x.size == 0:
+                return {"count": 0, "mean": None, "min": None, "max": None, "std": None, "p1": None, "p5": None,
+                        "p25": None, "p50": None, "p75": None, "p90": None, "p95": None, "p99": None}
+            exact = x.dtype.kind == "i"
+            p = [float(np.percentile(x, q)) for q in _LATENCY_PERCENTILES.values()]
+            return {"count": int(x.size), "mean": float(x.mean()), "min": int(x.min()) if exact else float(x.min()),
+                    "max": int(x.max()) if exact else float(x.max()), "std": float(x.std()), "p1": p[0],
+                    "p5": p[1], "p25": p[2], "p50": p[3], "p75": p[4], "p90": p[5], "p95": p[6], "p99": p[7]}
+
+        return {"ttft": one("ttft_ns"), "tpot": one("tpot_ns"), "e2e": one("e2e_ns")}
+
+    def summary(self) -> RequestSummary:
+        """Headline figures (counts and ns exact ints; ratios floats or ``None``): a
+        :class:`pau.engine.types.RequestSummary`.
 
         Keys: offered, accepted, late, failed, rejected, cancelled, quarantined,
         slo_attainment (accepted / (offered - cancelled)), window_ns,
@@ -134,22 +133,24 @@ class RequestLedger:
         c = dict(self._counts)
         offered = sum(c[o] for o in OUTCOMES) + self.quarantined
         w0, w1 = self.window
-        out = {"offered": offered, **{o: c[o] for o in OUTCOMES}, "quarantined": self.quarantined,
-               "slo_attainment": _ratio(c["accepted"], offered - c["cancelled"]),
-               "window_ns": w1 - w0,
-               "request_goodput_per_s": (c["accepted"] * _NS_PER_S / (w1 - w0)) if w1 > w0 else None,
-               "accepted_input_tokens": c["accepted_input_tokens"],
-               "accepted_output_tokens": c["accepted_output_tokens"],
-               "accepted_tokens": c["accepted_input_tokens"] + c["accepted_output_tokens"]}
-        out["latency"] = self.latency()
+        out: RequestSummary = {
+            "offered": offered, "accepted": c["accepted"], "late": c["late"], "failed": c["failed"],
+            "rejected": c["rejected"], "cancelled": c["cancelled"], "quarantined": self.quarantined,
+            "slo_attainment": _ratio(c["accepted"], offered - c["cancelled"]),
+            "window_ns": w1 - w0,
+            "request_goodput_per_s": (c["accepted"] * _NS_PER_S / (w1 - w0)) if w1 > w0 else None,
+            "accepted_input_tokens": c["accepted_input_tokens"],
+            "accepted_output_tokens": c["accepted_output_tokens"],
+            "accepted_tokens": c["accepted_input_tokens"] + c["accepted_output_tokens"],
+            "latency": self.latency()}
         if self.replicas is not None:
             r = self.replicas
             tot = {k: int(pc.sum(r[k]).as_py() or 0) for k in
                    ("busy_ns", "accepted_ns", "late_ns", "failed_ns", "cancelled_ns", "idle_ns")}
-            out.update(busy_ns=tot["busy_ns"], productive_ns=tot["accepted_ns"], late_ns=tot["late_ns"],
-                       failed_ns=tot["failed_ns"], cancelled_ns=tot["cancelled_ns"], idle_ns=tot["idle_ns"],
-                       productive_accelerator_hours=tot["accepted_ns"] / NS_PER_HOUR,
-                       inference_goodput=_ratio(tot["accepted_ns"], tot["busy_ns"]))
+            out["busy_ns"], out["productive_ns"], out["late_ns"] = tot["busy_ns"], tot["accepted_ns"], tot["late_ns"]
+            out["failed_ns"], out["cancelled_ns"], out["idle_ns"] = tot["failed_ns"], tot["cancelled_ns"], tot["idle_ns"]
+            out["productive_accelerator_hours"] = tot["accepted_ns"] / NS_PER_HOUR
+            out["inference_goodput"] = _ratio(tot["accepted_ns"], tot["busy_ns"])
         return out
 
 

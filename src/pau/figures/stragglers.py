@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pau.engine._input import _column, as_table, int_values, time_values
-from pau.engine.types import Quarantined, check_on_invalid
+from pau.engine.types import Quarantined, StepFigures, StepRank, StragglerFigures, check_on_invalid
 from pau.errors import InvalidRowError, OptionError, PauError
 from pau.figures._common import _NS_PER_S, _count, _fmt, _one_job, _ratio
 
@@ -396,7 +396,7 @@ def step_times(lifecycle: Any) -> dict[int, np.ndarray] | None:
     return {int(rank[lo]): dur[lo:hi] for lo, hi in zip(cut[:-1].tolist(), cut[1:].tolist())}
 
 
-def step_figures(lifecycle: Any) -> dict[str, Any] | None:
+def step_figures(lifecycle: Any) -> StepFigures | None:
     """Per rank, its finished step executions' count and time (median, p90 and max by
     the nearest-rank rule, exact ns), and the stragglers (:func:`stragglers`
     summary, with each persistent straggler's charged accelerator time). None when
@@ -407,7 +407,7 @@ def step_figures(lifecycle: Any) -> dict[str, Any] | None:
     times = step_times(t)
     if times is None:
         return None
-    per_rank = []
+    per_rank: list[StepRank] = []
     for r, d in times.items():
         per_rank.append({"rank": r, "steps": int(d.size), "median_ns": nearest_rank(d, 1, 2),
                          "p90_ns": nearest_rank(d, 9, 10), "max_ns": int(d[-1])})
@@ -415,9 +415,12 @@ def step_figures(lifecycle: Any) -> dict[str, Any] | None:
     s = st.result if isinstance(st, Quarantined) else st
     summ = s.summary()
     charged = {r["rank"]: int(r["charged_ns"]) for r in s.ranks.to_pylist()}
-    summ["persistent"] = [{"rank": int(r), "charged_ns": charged.get(r, 0)} for r in s.persistent]
-
-    return {"per_rank": per_rank, "stragglers": summ}
+    figures: StragglerFigures = {
+        "steps": summ["steps"], "ranks": summ["ranks"], "rows": summ["rows"], "in_flight": summ["in_flight"],
+        "quarantined": summ["quarantined"], "wait_ns": summ["wait_ns"],
+        "wait_accelerator_seconds": summ["wait_accelerator_seconds"],
+        "persistent": [{"rank": int(r), "charged_ns": charged.get(r, 0)} for r in s.persistent]}
+    return {"per_rank": per_rank, "stragglers": figures}
 
 
 # ---------------------------------------------------------------------------
