@@ -15,6 +15,8 @@ from pau import _core
 import pau.figures.economics as E
 import pau.figures.cost as C
 import pau.synth
+from pau.engine.types import Latency, RequestLatency, RequestSummary, StepFigures, StepRank, StragglerFigures
+from pau.figures.stragglers import step_figures
 from pau.errors import ArgumentTypeError, InvalidRowError, PauError
 
 S = 10**9
@@ -242,6 +244,14 @@ def test_results_have_exactly_the_keys_of_their_typed_dicts():
     advice = pc.checkpoint_advice(led)
     assert set(advice) == required and set(advice["measured"]) == set(E.MeasuredCheckpoints.__required_keys__)
     assert set(pc.checkpoint_advice(led, mtbf_s=100.0, checkpoint_cost_s=5.0, simulate=2)) == every
+    required, every = _keys(RequestSummary)
+    assert set(rl.summary()) == every and set(pc.requests(_req(rows)).summary()) == required
+    assert set(rl.latency()) == set(RequestLatency.__required_keys__)
+    assert all(set(v) == set(Latency.__required_keys__) for v in rl.latency().values())
+    figs = step_figures(pau.synth.training_job(ranks=2, steps=50, seed=1, per_rank_rows=True).lifecycle)
+    assert figs is not None and set(figs) == set(StepFigures.__required_keys__)
+    assert set(figs["stragglers"]) == set(StragglerFigures.__required_keys__)
+    assert all(set(r) == set(StepRank.__required_keys__) for r in figs["per_rank"])
     with pytest.raises(ArgumentTypeError, match="checkpoint_advice: expected a pau Ledger, got dict"):
         pc.checkpoint_advice({})
     with pytest.raises(TypeError):  # also a TypeError, as before
