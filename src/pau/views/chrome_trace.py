@@ -28,7 +28,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from typing import Any, Protocol
+from typing import Any, Dict, List, Protocol, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +41,7 @@ from pau.errors import PauError
 from pau.figures.idle import CAUSES, idle_cause_intervals
 from pau.engine.types import Quarantined
 
-__all__ = ["CHROME_TRACE_VERSION", "EXACT_OFFSET_NS", "IDLE_TRACKS", "chrome_trace", "write_chrome_trace"]
+__all__ = ["CHROME_TRACE_VERSION", "EXACT_OFFSET_NS", "IDLE_TRACKS", "ChromeTrace", "chrome_trace", "write_chrome_trace"]
 
 #: Version of the layout below (``otherData.pau.version``).
 CHROME_TRACE_VERSION = 1
@@ -221,7 +221,17 @@ def _mark_rows(lc: pa.Table) -> list[dict[str, Any]]:
     return rows
 
 
-def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict[str, Any]:
+class ChromeTrace(TypedDict):
+    """:func:`chrome_trace`: a Chrome Trace Event Format object (JSON-able). ``otherData``
+    holds ``{"pau": {...}}``: the version, ``origin_ns``, ``exact_ts``, the ranks of the
+    processes, the input's format and sources."""
+
+    traceEvents: List[Dict[str, Any]]
+    displayTimeUnit: str
+    otherData: Dict[str, Any]
+
+
+def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> ChromeTrace:
     """The run as a Chrome Trace Event Format object (a JSON-able dict).
 
     Parameters
@@ -234,8 +244,8 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict[str, Any]:
 
     Returns
     -------
-    dict
-        ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {"pau": {...}}}``:
+    ChromeTrace
+        A typed dict: ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {"pau": {...}}}``:
         one process per rank (``pid`` = 1 + the rank's position in rank order, named
         ``rank R``), the tracks of the module docstring (threads named by ``ph: "M"``
         ``thread_name`` events), complete events (``ph: "X"``) with ``ts``/``dur`` in float
