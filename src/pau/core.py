@@ -25,7 +25,9 @@ from pau.engine.api import attribute, classify, classify_dataset, ledger, overla
 from pau.engine.ledger import Ledger
 from pau.engine._sweep import Overlap
 from pau.engine._threads import PARALLEL_MIN_ROWS
-from pau.engine.types import LedgerSummary, OnInvalid, OutsideAccountable, Quarantined, RunSummary, TableLike
+from pau.engine.types import (
+    LedgerSummary, OnInvalid, OutsideAccountable, Quarantined, RequestSummary, RunSummary, StepFigures, TableLike,
+)
 from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
 from pau.figures.compare import Comparison, KernelDiff, compare, kernel_diff
 from pau.figures.cost import LedgerCost, RequestCost, cost
@@ -58,6 +60,8 @@ __all__ = [
     "overlap",
     "requests",
     "RequestLedger",
+    "RequestSummary",
+    "StepFigures",
     "OUTCOMES",
     "cost",
     "LedgerCost",
