@@ -15,7 +15,11 @@ from pau import _core
 import pau.figures.economics as E
 import pau.figures.cost as C
 import pau.synth
-from pau.engine.types import Latency, RequestLatency, RequestSummary, StepFigures, StepRank, StragglerFigures
+from pau.engine.types import (
+    LayerSummary, LayersSummary, Latency, RecoverySummary, RequestLatency, RequestSummary, StepFigures, StepRank,
+    StragglerFigures,
+)
+from pau.figures import layers, recovery
 from pau.figures.stragglers import step_figures
 from pau.errors import ArgumentTypeError, InvalidRowError, PauError
 
@@ -252,6 +256,12 @@ def test_results_have_exactly_the_keys_of_their_typed_dicts():
     assert figs is not None and set(figs) == set(StepFigures.__required_keys__)
     assert set(figs["stragglers"]) == set(StragglerFigures.__required_keys__)
     assert all(set(r) == set(StepRank.__required_keys__) for r in figs["per_rank"])
+    rs = recovery.recovery(job.lifecycle, ledger=led, as_of=job.as_of).summary()
+    assert set(rs) == set(RecoverySummary.__required_keys__) and rs["failures"] == led.summary()["failures"]
+    required, every = _keys(LayerSummary)
+    assert all(set(r) == required for r in layers.layers(led).summary()["layers"])
+    priced = layers.layers(led, price_per_accelerator_hour=2.0).summary()
+    assert set(priced) == set(LayersSummary.__required_keys__) and all(set(r) == every for r in priced["layers"])
     with pytest.raises(ArgumentTypeError, match="checkpoint_advice: expected a pau Ledger, got dict"):
         pc.checkpoint_advice({})
     with pytest.raises(TypeError):  # also a TypeError, as before

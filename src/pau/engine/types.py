@@ -12,7 +12,7 @@ import pyarrow as pa
 from pau.errors import PauError
 
 __all__ = ["LedgerSummary", "Latency", "OnInvalid", "QUARANTINE_SCHEMA", "RunWarning", "OutsideAccountable",
-           "Quarantined", "RequestLatency", "RequestSummary", "RunSummary", "StepFigures", "TableLike",
+           "LayersSummary", "Quarantined", "RecoverySummary", "RequestLatency", "RequestSummary", "RunSummary", "StepFigures", "TableLike",
            "check_on_invalid", "quarantine_schema", "quarantine_table"]
 
 #: What to do with input rows pau cannot use: raise (the default) or set them aside.
@@ -298,6 +298,65 @@ class StepFigures(TypedDict):
     stragglers: StragglerFigures
 
 
+class CauseFailures(TypedDict):
+    failures: int
+    per_1000_accelerator_hours: Optional[float]
+
+
+class RestartLoop(TypedDict):
+    """Consecutive attempts in a restart loop: the first and last, how many, their ns."""
+
+    first_attempt: int
+    last_attempt: int
+    attempts: int
+    ns: int
+
+
+class RecoverySummary(TypedDict):
+    """:meth:`pau.figures.recovery.Recovery.summary` (docs/outcome.md): ``per_failure_ns``
+    is ``[time_ns, to_progress_ns]`` per failure in time order (None: not recovered)."""
+
+    failures: int
+    accountable_ns: int
+    failures_per_1000_accelerator_hours: Optional[float]
+    by_cause: Dict[str, CauseFailures]
+    mean_to_first_step_s: Optional[float]
+    mean_to_progress_s: Optional[float]
+    not_recovered: int
+    per_failure_ns: List[List[Optional[int]]]
+    restart_loop_attempts: int
+    restart_loops: List[RestartLoop]
+    badput_ns: int
+    wall_ns: int
+    waste_equivalent_accelerators: Optional[float]
+
+
+class _Layer(TypedDict):
+    name: str
+    ns: Union[int, float]
+    factor: Optional[float]
+    lost_ns: Dict[str, Union[int, float]]
+    note: str
+
+
+class LayerSummary(_Layer, total=False):
+    """One layer of :meth:`pau.figures.layers.Layers.summary`: its accelerator time (an
+    int when exact), the share of the layer above left (``factor``), what was lost by
+    cause; ``cost`` and ``lost_cost`` only with a price."""
+
+    cost: float
+    lost_cost: Dict[str, float]
+
+
+class LayersSummary(TypedDict):
+    """:meth:`pau.figures.layers.Layers.summary`: the layers top down, their product and
+    the layers left out (with why)."""
+
+    layers: List[LayerSummary]
+    product: Optional[float]
+    left_out: Dict[str, str]
+
+
 class RunSummary(TypedDict):
     """Every figure of a run (:meth:`pau.Run.summary`, ``pau report --format json``)."""
 
@@ -309,8 +368,8 @@ class RunSummary(TypedDict):
     nvtx: Optional[List[Dict[str, Any]]]
     steps: Optional[StepFigures]
     idle_by_cause: Optional[Dict[str, Any]]
-    layers: Optional[Dict[str, Any]]
-    recovery: Optional[Dict[str, Any]]
+    layers: Optional[LayersSummary]
+    recovery: Optional[RecoverySummary]
     telemetry: Optional[List[Dict[str, Any]]]
     requests: Optional[RequestSummary]
     slo_ns: Dict[str, int]

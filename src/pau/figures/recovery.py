@@ -23,6 +23,7 @@ from pau.engine._input import _column, as_table, int_values, time_values
 from pau.engine._lifecycle import NULL, Attribution
 from pau.engine.api import ledger as _ledger_of
 from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
+from pau.engine.types import RecoverySummary
 from pau.errors import OptionError, PauError
 from pau.figures._common import _NS_PER_S, _count, _f, _fd, _frac, _one_job, _positive
 
@@ -101,21 +102,28 @@ class Recovery:
                  pa.int64(), pa.int64())
         return pa.table({c: pa.array([f[c] for f in self.per_failure], ty) for c, ty in zip(cols, types)})
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RecoverySummary:
         ttr = [f["to_first_step_ns"] for f in self.per_failure if f["to_first_step_ns"] is not None]
         # each failure's instant and time to recover progress (None: not recovered): the
         # mean and not_recovered below are of this list (the fleet's runs table keeps it)
         pairs = [[f["time_ns"], f["to_progress_ns"]] for f in self.per_failure]
         ttp = [d for _, d in pairs if d is not None]
-        return _fd({"failures": self.failures, "accountable_ns": self.accountable_ns,
-                   "failures_per_1000_accelerator_hours": self.failures_per_1000_accelerator_hours,
-                   "by_cause": self.by_cause,
-                   "mean_to_first_step_s": Fraction(sum(ttr), len(ttr) * _NS_PER_S) if ttr else None,
-                   "mean_to_progress_s": Fraction(sum(ttp), len(ttp) * _NS_PER_S) if ttp else None,
-                   "not_recovered": len(pairs) - len(ttp), "per_failure_ns": pairs,
-                   "restart_loop_attempts": sum(1 for a in self.attempts if a["restart_loop"]),
-                   "restart_loops": self.restart_loops, "badput_ns": self.badput_ns, "wall_ns": self.wall_ns,
-                   "waste_equivalent_accelerators": self.waste_equivalent_accelerators})
+        return {"failures": self.failures, "accountable_ns": self.accountable_ns,
+                "failures_per_1000_accelerator_hours": _float(self.failures_per_1000_accelerator_hours),
+                "by_cause": {c: {"failures": v["failures"], "per_1000_accelerator_hours":
+                                 _float(v["per_1000_accelerator_hours"])} for c, v in self.by_cause.items()},
+                "mean_to_first_step_s": float(Fraction(sum(ttr), len(ttr) * _NS_PER_S)) if ttr else None,
+                "mean_to_progress_s": float(Fraction(sum(ttp), len(ttp) * _NS_PER_S)) if ttp else None,
+                "not_recovered": len(pairs) - len(ttp), "per_failure_ns": pairs,
+                "restart_loop_attempts": sum(1 for a in self.attempts if a["restart_loop"]),
+                "restart_loops": [{"first_attempt": x["first_attempt"], "last_attempt": x["last_attempt"],
+                                   "attempts": x["attempts"], "ns": x["ns"]} for x in self.restart_loops],
+                "badput_ns": self.badput_ns, "wall_ns": self.wall_ns,
+                "waste_equivalent_accelerators": _float(self.waste_equivalent_accelerators)}
+
+
+def _float(x: Fraction | None) -> float | None:
+    return None if x is None else float(x)
 
 
 def _ledger_for(lifecycle: Any, ledger: Ledger | None, as_of: int | None, what: str) -> Ledger:
