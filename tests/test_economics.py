@@ -17,9 +17,9 @@ import pau.figures.cost as C
 import pau.synth
 from pau.engine.types import (
     LayerSummary, LayersSummary, Latency, RecoverySummary, RequestLatency, RequestSummary, StepFigures, StepRank,
-    StragglerFigures,
+    StragglerFigures, RangeRow, TelemetryRow,
 )
-from pau.figures import layers, recovery
+from pau.figures import compare, hardware, layers, recovery
 from pau.figures.stragglers import step_figures
 from pau.errors import ArgumentTypeError, InvalidRowError, PauError
 
@@ -262,6 +262,15 @@ def test_results_have_exactly_the_keys_of_their_typed_dicts():
     assert all(set(r) == required for r in layers.layers(led).summary()["layers"])
     priced = layers.layers(led, price_per_accelerator_hour=2.0).summary()
     assert set(priced) == set(LayersSummary.__required_keys__) and all(set(r) == every for r in priced["layers"])
+    end = int(np.asarray(led.intervals["end_ns"]).max())
+    t = np.arange(start, end + S, S)  # one sample a second on each rank
+    samples = pa.table({"rank": pa.array(np.repeat([0, 1], t.size), pa.int32()), "time_ns": np.tile(t, 2),
+                        "metric": pa.array(["power_w"] * (2 * t.size)).dictionary_encode(),
+                        "value": np.full(2 * t.size, 300.0)})
+    tel = hardware.summary(led, samples)
+    assert tel and all(set(r) == set(TelemetryRow.__required_keys__) for r in tel)
+    ranges = {"text": ["a", "b", "a"], "start_ns": [0, 5, 10], "end_ns": [4, 7, None]}
+    assert [set(r) for r in compare.range_summary(ranges)] == [set(RangeRow.__required_keys__)] * 2
     with pytest.raises(ArgumentTypeError, match="checkpoint_advice: expected a pau Ledger, got dict"):
         pc.checkpoint_advice({})
     with pytest.raises(TypeError):  # also a TypeError, as before

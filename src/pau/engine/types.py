@@ -12,7 +12,7 @@ import pyarrow as pa
 from pau.errors import PauError
 
 __all__ = ["LedgerSummary", "Latency", "OnInvalid", "QUARANTINE_SCHEMA", "RunWarning", "OutsideAccountable",
-           "LayersSummary", "Quarantined", "RecoverySummary", "RequestLatency", "RequestSummary", "RunSummary", "StepFigures", "TableLike",
+           "LayersSummary", "Quarantined", "RangeRow", "RecoverySummary", "RequestLatency", "RequestSummary", "RunSummary", "StepFigures", "TableLike", "TelemetryRow",
            "check_on_invalid", "quarantine_schema", "quarantine_table"]
 
 #: What to do with input rows pau cannot use: raise (the default) or set them aside.
@@ -357,6 +357,33 @@ class LayersSummary(TypedDict):
     left_out: Dict[str, str]
 
 
+class RangeRow(TypedDict):
+    """One name of :func:`pau.figures.compare.range_summary` (exact ns; ``share`` of all
+    closed ranges' time; ``open``: the ranges left open, the same on every row)."""
+
+    name: str
+    count: int
+    total_ns: int
+    mean_ns: int
+    min_ns: int
+    max_ns: int
+    share: Optional[float]
+    open: int
+
+
+class TelemetryRow(TypedDict):
+    """One group and metric of :func:`pau.figures.hardware.summary`."""
+
+    state: str
+    activity: str
+    metric: str
+    duration_ns: int
+    covered_ns: int
+    unknown_ns: int
+    mean: Optional[float]
+    energy_j: Optional[float]
+
+
 class RunSummary(TypedDict):
     """Every figure of a run (:meth:`pau.Run.summary`, ``pau report --format json``)."""
 
@@ -365,12 +392,12 @@ class RunSummary(TypedDict):
     ledger: Optional[LedgerSummary]
     per_rank: Optional[List[RankActivity]]
     top_kernels: Optional[List[TopKernel]]
-    nvtx: Optional[List[Dict[str, Any]]]
+    nvtx: Optional[List[RangeRow]]
     steps: Optional[StepFigures]
     idle_by_cause: Optional[Dict[str, Any]]
     layers: Optional[LayersSummary]
     recovery: Optional[RecoverySummary]
-    telemetry: Optional[List[Dict[str, Any]]]
+    telemetry: Optional[List[TelemetryRow]]
     requests: Optional[RequestSummary]
     slo_ns: Dict[str, int]
     events_outside_accountable: Optional[OutsideAccountable]

@@ -22,7 +22,7 @@ from pau.engine._format import duration
 from pau.engine._input import _column, as_table, time_values
 from pau.engine._names import TOP_KERNELS
 from pau.engine.ledger import Ledger
-from pau.engine.types import LedgerSummary, TopKernel
+from pau.engine.types import LedgerSummary, RangeRow, TopKernel
 from pau.engine.vocab import STATES
 from pau.errors import ArgumentTypeError, OptionError, PauError
 from pau.figures._common import _NS_PER_S, _fmt
@@ -501,7 +501,7 @@ def kernel_diff(a_events: Any, b_events: Any, *, steps_a: int | None = None, ste
 # annotation ranges by name
 
 
-def range_summary(ranges: Any, name: str = "text", n: int = TOP_KERNELS) -> list[dict[str, Any]]:
+def range_summary(ranges: Any, name: str = "text", n: int = TOP_KERNELS) -> list[RangeRow]:
     """Annotation ranges by name (Nsight's NVTX ranges, as ``nsys stats``' NVTX range
     summary gives them): the ``n`` names with the most time, each with ``name, count,
     total_ns, mean_ns`` (rounded down), ``min_ns, max_ns`` and ``share`` of all closed

@@ -46,7 +46,7 @@ from pau.engine import _kernels
 from pau.engine._input import as_table, event_columns, raise_first, row_reasons
 from pau.engine.ledger import Ledger, exact_sums
 from pau.engine._sweep import plan_of
-from pau.engine.types import Quarantined, RunWarning, check_on_invalid
+from pau.engine.types import Quarantined, RunWarning, TelemetryRow, check_on_invalid
 from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
 from pau.errors import ArgumentTypeError, OptionError, PauError
 from pau.figures._common import _one_job
@@ -497,14 +497,15 @@ def _metric_parts(clean: pa.Table, kinds: Mapping[str, str] | None, max_gap_ns: 
     return parts
 
 
-def summary(ledger: Ledger, samples: Any, *, events: Any = None, span: Any = None) -> list[dict[str, Any]]:
+def summary(ledger: Ledger, samples: Any, *, events: Any = None, span: Any = None) -> list[TelemetryRow]:
     """The telemetry figures of a run's summary: :func:`cell_metrics` of the whole job
     by (state, activity), one dict per group and metric (``state, activity, metric,
     duration_ns, covered_ns, unknown_ns, mean, energy_j``), groups with no covered ns
     left out. ``pau report`` prints these."""
     t = cell_metrics(ledger, samples, events=events, span=span, by=("state", "activity"))
     assert isinstance(t, pa.Table)
-    return [r for r in t.to_pylist() if r["covered_ns"]]
+    rows: list[TelemetryRow] = [r for r in t.to_pylist() if r["covered_ns"]]
+    return rows
 
 
 # ---------------------------------------------------------------------------
