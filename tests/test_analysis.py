@@ -23,7 +23,7 @@ from pau.readers import alibaba
 from pau.engine.vocab import LIFECYCLE_SCHEMA
 import pau.core as core
 import pau.synth as synth
-from pau.errors import InvalidRowError, PauError
+from pau.errors import ArgumentTypeError, InvalidRowError, OptionError, PauError
 
 from shared_data import shared
 
@@ -264,6 +264,29 @@ def test_compare_synthetic_jobs_decomposition_is_exact():
         compare.compare(la, lb, prices_a={"per_accelerator_hour": 1.0})
     with pytest.raises(TypeError):
         compare.compare(la, "b")
+    with pytest.raises(ArgumentTypeError, match="compare: expected pau Runs or Ledgers, got str"):
+        compare.compare(la, "b")
+    # as_of is a run's instant: with a ledger on either side it is refused, never ignored
+    with pytest.raises(OptionError, match="as_of"):
+        compare.compare(la, lb, as_of=0)
+
+
+def test_compare_is_one_function_of_runs_and_ledgers():
+    """pau.core.compare is pau.figures.compare.compare; a Run side is its ledger plus its
+    events (the kernel diff), a Ledger side its ledger alone."""
+    assert core.compare is compare.compare
+    job_a = synth.training_job(ranks=2, steps=40, mtbf_s=60, checkpoint_every=10, seed=1)
+    job_b = synth.training_job(ranks=2, steps=40, mtbf_s=60, checkpoint_every=10, seed=2)
+    ra = pau.Run(events=job_a.events, lifecycle=job_a.lifecycle)
+    rb = pau.Run(events=job_b.events, lifecycle=job_b.lifecycle)
+    runs = compare.compare(ra, rb)
+    ledgers = compare.compare(ra.ledger(), rb.ledger())
+    assert runs.table.equals(ledgers.table) and runs.by_cause.equals(ledgers.by_cause)
+    assert runs.exact == ledgers.exact
+    assert ledgers.kernels is None
+    assert runs.kernels is not None
+    given = compare.compare(ra.ledger(), rb.ledger(), events_a=job_a.events, events_b=job_b.events)
+    assert given.kernels is not None and given.kernels.rows == runs.kernels.rows
 
 
 # ---------------------------------------------------------------------------

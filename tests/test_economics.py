@@ -13,8 +13,15 @@ import pytest
 import pau.core as pc
 from pau import _core
 import pau.figures.economics as E
+import pau.figures.cost as C
 import pau.synth
-from pau.errors import InvalidRowError, PauError
+from pau.engine.types import (
+    LayerSummary, LayersSummary, Latency, RecoverySummary, RequestLatency, RequestSummary, StepFigures, StepRank,
+    StragglerFigures, RangeRow, TelemetryRow,
+)
+from pau.figures import compare, hardware, layers, recovery
+from pau.figures.stragglers import step_figures
+from pau.errors import ArgumentTypeError, InvalidRowError, PauError
 
 S = 10**9
 H = 3600 * S
@@ -38,7 +45,7 @@ def test_seed_example_four_cents_per_request():
          "status": np.full(n, "ok", dtype=object)}
     rl = E.requests(t)
     assert rl.summary()["accepted"] == n
-    c = E.cost(rl, {"total": 80_000})
+    c = C.cost(rl, {"total": 80_000})
     assert c["cost_per_accepted_request"] == pytest.approx(0.04, rel=1e-15)
     # tokens: 15 per request -> 30M tokens; 80,000 / 30 = 2,666.67 $ per million
     assert c["cost_per_million_accepted_tokens"] == pytest.approx(80_000 / 30)
@@ -123,22 +130,22 @@ def test_hour_of_eight_accelerators():
         8 * H, 4 * H, 2 * H, H, H)
     # $2 per accelerator-hour: 8 h billed = $16; $16 / 4 accepted = $4 each;
     # $16 / 4 productive hours = $4 per productive hour; waste late $4, failed $2, idle $2
-    c = E.cost(rl, {"per_accelerator_hour": 2.0})
+    c = C.cost(rl, {"per_accelerator_hour": 2.0})
     assert c["total_cost"] == pytest.approx(16.0)
     assert c["cost_per_accepted_request"] == pytest.approx(4.0)
     assert c["cost_per_productive_accelerator_hour"] == pytest.approx(4.0)
     assert c["waste_cost_by_cause"] == pytest.approx({"late": 4.0, "failed": 2.0, "cancelled": 0.0, "idle": 2.0})
     # the same billed as 8 accelerators for the 1 h window
-    c8 = E.cost(rl, {"per_accelerator_hour": 2.0, "accelerators": 8})
+    c8 = C.cost(rl, {"per_accelerator_hour": 2.0, "accelerators": 8})
     assert c8["total_cost"] == pytest.approx(16.0) and c8["billed_ns"] == 8 * H
     # per replica prices: g0..g6 at $2, g7 at $4 -> 7*2 + 4 = $18, idle (g7) costs $4
-    cr = E.cost(rl, {"per_rank_hour": {**{f"g{r}": 2.0 for r in range(7)}, "g7": 4.0}})
+    cr = C.cost(rl, {"per_rank_hour": {**{f"g{r}": 2.0 for r in range(7)}, "g7": 4.0}})
     assert cr["total_cost"] == pytest.approx(18.0)
     assert cr["cost_by_outcome"]["idle"] == pytest.approx(4.0)
     # 500 W flat on every replica: 8 h * 500 W = 4 kWh = 14.4 MJ; / 4 accepted = 3.6 MJ
     power = {"replica": np.array([f"g{r}" for r in range(8)], object), "time_ns": np.zeros(8, np.int64),
              "watts": np.full(8, 500.0)}
-    ce = E.cost(rl, {"per_accelerator_hour": 2.0}, power=power)
+    ce = C.cost(rl, {"per_accelerator_hour": 2.0}, power=power)
     assert ce["energy_j"] == pytest.approx(14.4e6)
     assert ce["energy_per_accepted_request_j"] == pytest.approx(3.6e6)
 
@@ -168,7 +175,7 @@ def test_cost_per_preserved_step_on_a_synthetic_job():
     job = pau.synth.training_job(ranks=2, steps=300, seed=3, mtbf_s=200.0, events=False)
     led = pc.ledger(lifecycle=job.lifecycle, as_of=job.as_of)
     s = led.summary()
-    c = E.cost(led, {"per_accelerator_hour": 3.0})
+    c = C.cost(led, {"per_accelerator_hour": 3.0})
     # by hand: accountable hours * $3, over the preserved steps
     total = s["accountable_ns"] / H * 3.0
     assert c["total_cost"] == pytest.approx(total)
@@ -181,11 +188,11 @@ def test_cost_per_preserved_step_on_a_synthetic_job():
     assert c["waste_cost"] == pytest.approx(total - prod)
     assert sum(c["waste_cost_by_cause"].values()) == pytest.approx(s["state_ns"]["rolled_back"] / H * 3.0)
     # fully allocated: $1,000 for the period -> $1,000 / preserved steps
-    assert E.cost(led, {"total": 1000})["cost_per_preserved_step"] == pytest.approx(1000 / s["preserved_steps"])
+    assert C.cost(led, {"total": 1000})["cost_per_preserved_step"] == pytest.approx(1000 / s["preserved_steps"])
     # flat 400 W on both ranks: energy = 400 W * accountable seconds
     start = int(np.asarray(led.intervals["start_ns"]).min())
     power = {"rank": np.array([0, 1]), "time_ns": np.array([start, start]), "watts": np.array([400.0, 400.0])}
-    ce = E.cost(led, {"per_accelerator_hour": 3.0}, power=power)
+    ce = C.cost(led, {"per_accelerator_hour": 3.0}, power=power)
     assert ce["energy_j"] == pytest.approx(400 * s["accountable_ns"] / S)
     assert ce["energy_per_preserved_step_j"] == pytest.approx(ce["energy_j"] / s["preserved_steps"])
 
@@ -193,7 +200,7 @@ def test_cost_per_preserved_step_on_a_synthetic_job():
 def test_power_is_piecewise_linear():
     # samples 100 W at 0 and 300 W at 10 s: over [0, 10 s) (100 + 300)/2 * 10 = 2,000 J;
     # over [2 s, 4 s): 140 W and 180 W -> 160 * 2 = 320 J; after 10 s held at 300 W
-    e = E._energy_j(np.array([0, 0]), np.array([0, 10 * S]), np.array([100.0, 300.0]),
+    e = C._energy_j(np.array([0, 0]), np.array([0, 10 * S]), np.array([100.0, 300.0]),
                     np.zeros(3, np.int64), np.array([0, 2 * S, 10 * S]), np.array([10 * S, 4 * S, 12 * S]))
     assert e.tolist() == pytest.approx([2000.0, 320.0, 600.0])
 
@@ -210,6 +217,66 @@ def test_checkpoint_advice_from_ledger():
         assert 0 < a["expected_goodput_current"] < 1
 
 
+def _keys(typed_dict: type) -> tuple[frozenset, frozenset]:
+    return typed_dict.__required_keys__, typed_dict.__required_keys__ | typed_dict.__optional_keys__
+
+
+def test_results_have_exactly_the_keys_of_their_typed_dicts():
+    """cost and the checkpoint figures return the TypedDicts pau.core exports: every
+    required key, only declared keys, and every key once power (or simulate) is given."""
+    job = pau.synth.training_job(ranks=2, steps=200, seed=5, mtbf_s=150.0, checkpoint_every=50, events=False)
+    led = pc.ledger(lifecycle=job.lifecycle, as_of=job.as_of)
+    start = int(np.asarray(led.intervals["start_ns"]).min())
+    power = {"rank": np.array([0, 1]), "time_ns": np.array([start, start]), "watts": np.array([400.0, 400.0])}
+    required, every = _keys(pc.LedgerCost)
+    c = pc.cost(led, {"per_accelerator_hour": 3.0})
+    assert required <= set(c) and set(c) == every - {k for k in every if k.startswith(("energy", "waste_energy"))}
+    assert set(pc.cost(led, {"per_accelerator_hour": 3.0}, power=power)) == every
+    required, every = _keys(pc.RequestCost)
+    rows = [(1, "a", 0, 100, 1000, 5, 10, "ok"), (2, "a", 0, 200, 900, 5, 10, "ok")]
+    busy = {"replica": ["a"], "start_ns": [0], "end_ns": [1000]}
+    rl = pc.requests(_req(rows), busy=busy)
+    assert set(pc.cost(rl, {"per_accelerator_hour": 2.0})) == every - {k for k in every if k.startswith("energy")}
+    power_r = {"replica": ["a"], "time_ns": [0], "watts": [100.0]}
+    assert set(pc.cost(rl, {"per_accelerator_hour": 2.0}, power=power_r)) == every
+    assert set(pc.cost(pc.requests(_req(rows)), {"total": 5.0})) == required | {
+        "cost_per_accepted_request", "cost_per_million_accepted_tokens", "cost_per_million_accepted_output_tokens"}
+    required, every = _keys(pc.CheckpointInterval)
+    assert set(pc.checkpoint_interval(3_600, 60)) == required
+    assert set(pc.checkpoint_interval(3_600, 60, simulate=2)) == every
+    required, every = _keys(pc.CheckpointAdvice)
+    advice = pc.checkpoint_advice(led)
+    assert set(advice) == required and set(advice["measured"]) == set(E.MeasuredCheckpoints.__required_keys__)
+    assert set(pc.checkpoint_advice(led, mtbf_s=100.0, checkpoint_cost_s=5.0, simulate=2)) == every
+    required, every = _keys(RequestSummary)
+    assert set(rl.summary()) == every and set(pc.requests(_req(rows)).summary()) == required
+    assert set(rl.latency()) == set(RequestLatency.__required_keys__)
+    assert all(set(v) == set(Latency.__required_keys__) for v in rl.latency().values())
+    figs = step_figures(pau.synth.training_job(ranks=2, steps=50, seed=1, per_rank_rows=True).lifecycle)
+    assert figs is not None and set(figs) == set(StepFigures.__required_keys__)
+    assert set(figs["stragglers"]) == set(StragglerFigures.__required_keys__)
+    assert all(set(r) == set(StepRank.__required_keys__) for r in figs["per_rank"])
+    rs = recovery.recovery(job.lifecycle, ledger=led, as_of=job.as_of).summary()
+    assert set(rs) == set(RecoverySummary.__required_keys__) and rs["failures"] == led.summary()["failures"]
+    required, every = _keys(LayerSummary)
+    assert all(set(r) == required for r in layers.layers(led).summary()["layers"])
+    priced = layers.layers(led, price_per_accelerator_hour=2.0).summary()
+    assert set(priced) == set(LayersSummary.__required_keys__) and all(set(r) == every for r in priced["layers"])
+    end = int(np.asarray(led.intervals["end_ns"]).max())
+    t = np.arange(start, end + S, S)  # one sample a second on each rank
+    samples = pa.table({"rank": pa.array(np.repeat([0, 1], t.size), pa.int32()), "time_ns": np.tile(t, 2),
+                        "metric": pa.array(["power_w"] * (2 * t.size)).dictionary_encode(),
+                        "value": np.full(2 * t.size, 300.0)})
+    tel = hardware.summary(led, samples)
+    assert tel and all(set(r) == set(TelemetryRow.__required_keys__) for r in tel)
+    ranges = {"text": ["a", "b", "a"], "start_ns": [0, 5, 10], "end_ns": [4, 7, None]}
+    assert [set(r) for r in compare.range_summary(ranges)] == [set(RangeRow.__required_keys__)] * 2
+    with pytest.raises(ArgumentTypeError, match="checkpoint_advice: expected a pau Ledger, got dict"):
+        pc.checkpoint_advice({})
+    with pytest.raises(TypeError):  # also a TypeError, as before
+        pc.cost({}, {"per_accelerator_hour": 1.0})
+
+
 def test_invalid_rows_raise_or_quarantine():
     rows = [(1, "a", 0, 100, 1000, 5, 10, "ok"), (2, "a", 500, None, 50, 5, 10, "error"),
             (3, "a", 0, 100, 1000, 5, 10, "weird")]
@@ -221,7 +288,7 @@ def test_invalid_rows_raise_or_quarantine():
     s = res.summary()
     assert (s["offered"], s["accepted"], s["quarantined"]) == (3, 1, 2)
     with pytest.raises(PauError, match="prices"):
-        E.cost(res, {"total": 1, "per_accelerator_hour": 2})
+        C.cost(res, {"total": 1, "per_accelerator_hour": 2})
     with pytest.raises(PauError, match="slo"):
         E.requests(_req(rows[:1]), slo={"latency": 5})
 
@@ -237,28 +304,28 @@ def test_prices_by_accelerator_type():
     rl = E.requests(_req(rows), busy=busy)
     prices = {"per_type_hour": {"H100": 4.0, "A100": 2.0},
               "types": {"h0": "H100", "h1": "H100", "a0": "A100", "a1": "A100"}}
-    c = E.cost(rl, prices)
+    c = C.cost(rl, prices)
     assert c["total_cost"] == pytest.approx(12.0)
     assert c["cost_by_outcome"]["accepted"] == pytest.approx(6.0)
     assert c["cost_by_outcome"]["idle"] == pytest.approx(6.0)
     assert c["cost_per_accepted_request"] == pytest.approx(6.0)
     # the same prices written per replica give the same answer
     per_rank = {"per_rank_hour": {r: prices["per_type_hour"][t] for r, t in prices["types"].items()}}
-    assert E.cost(rl, per_rank)["total_cost"] == pytest.approx(12.0)
+    assert C.cost(rl, per_rank)["total_cost"] == pytest.approx(12.0)
     # Training ledger: rank 0 (H100) accountable 1 h, rank 1 (A100) 2 h: 1 * $4 + 2 * $2 = $8
     ev = {"rank": np.array([0, 1], np.int32), "stream": np.zeros(2, np.int32),
           "start_ns": np.zeros(2, np.int64), "end_ns": np.array([H, 2 * H]),
           "kind": np.array(["compute", "compute"], object)}
     led = pc.ledger(ev)
-    cl = E.cost(led, {"per_type_hour": {"H100": 4.0, "A100": 2.0}, "types": {0: "H100", 1: "A100"}})
+    cl = C.cost(led, {"per_type_hour": {"H100": 4.0, "A100": 2.0}, "types": {0: "H100", 1: "A100"}})
     assert cl["total_cost"] == pytest.approx(8.0)
     # a rank without a type, a type without a price, types without per_type_hour: raise
     with pytest.raises(PauError, match="types has no accelerator type for rank 1"):
-        E.cost(led, {"per_type_hour": {"H100": 4.0}, "types": {0: "H100"}})
+        C.cost(led, {"per_type_hour": {"H100": 4.0}, "types": {0: "H100"}})
     with pytest.raises(PauError, match="per_type_hour has no price for type 'A100'"):
-        E.cost(led, {"per_type_hour": {"H100": 4.0}, "types": {0: "H100", 1: "A100"}})
+        C.cost(led, {"per_type_hour": {"H100": 4.0}, "types": {0: "H100", 1: "A100"}})
     with pytest.raises(PauError, match="go together"):
-        E.cost(led, {"per_accelerator_hour": 4.0, "types": {0: "H100"}})
+        C.cost(led, {"per_accelerator_hour": 4.0, "types": {0: "H100"}})
 
 
 def test_timestamp_columns_with_missing_first_token():

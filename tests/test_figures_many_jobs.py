@@ -13,7 +13,7 @@ import pau
 import pau.core as pc
 from pau import synth
 from pau.errors import ManyJobsError, OptionError
-from pau.figures import economics, goodput, hardware, idle, layers, recovery, stragglers
+from pau.figures import cost, economics, goodput, hardware, idle, layers, recovery, stragglers
 from pau.figures.compare import compare, top_kernels
 from pau.views.chrome_trace import chrome_trace
 
@@ -69,7 +69,7 @@ REFUSED = [
     ("idle cause intervals", lambda a, b, lc, ev, led: idle.idle_cause_intervals(ev, lifecycle=lc)),
     ("host of lifecycle", lambda a, b, lc, ev, led: idle.host_of_lifecycle(lc)),
     ("checkpoint advice", lambda a, b, lc, ev, led: economics.checkpoint_advice(led, checkpoint_cost_s=1)),
-    ("cost", lambda a, b, lc, ev, led: economics.cost(led, {"accelerator_hour": 1.0})),
+    ("cost", lambda a, b, lc, ev, led: cost.cost(led, {"accelerator_hour": 1.0})),
     ("cell intervals", lambda a, b, lc, ev, led: hardware.cell_intervals(led, ev)),
     ("cell metrics", lambda a, b, lc, ev, led: hardware.cell_metrics(led, SAMPLES, events=ev)),
     ("cell metrics", lambda a, b, lc, ev, led: hardware.summary(led, SAMPLES, events=ev)),

@@ -91,7 +91,7 @@ def test_trace_supplied_names_are_text(tmp_path, capsys):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # in the table and in the SVG text
     assert "<b>file</b>" not in page and "t &lt;i&gt;x&lt;/i&gt;" in page
     # mathtext is off: the dollar signs are drawn as they are
-    svg = plots.svg(plots.top_kernels(figs["top_kernels"]))
+    svg = plots.svg(plots.top_kernel_bars(figs["top_kernels"]))
     assert "$x^2$" in html.unescape(svg)
 
 

@@ -188,10 +188,10 @@ def test_cli_text_json_and_csv_agree_with_the_api(two_folders, capsys):
     cmp = pc.compare(pau.read(a), pau.read(b), labels=("a", "b"))   # the folders' names
 
     assert cli.main(["compare", a, b]) == 0
-    assert capsys.readouterr().out == text_view.render_compare(cmp, _args.TOP_KERNELS) + "\n"
+    assert capsys.readouterr().out == text_view.render_compare(cmp, kernels=_args.TOP_KERNELS) + "\n"
     assert cli.main(["compare", a, b, "--kernels", "3"]) == 0
     out = capsys.readouterr().out
-    assert out == text_view.render_compare(cmp, 3) + "\n" and f"{len(cmp.kernels.rows) - 3} more" in out
+    assert out == text_view.render_compare(cmp, kernels=3) + "\n" and f"{len(cmp.kernels.rows) - 3} more" in out
 
     assert cli.main(["compare", a, b, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -83,7 +83,9 @@ LEVELS = [
      "pau.compat.mlg_library", "pau.compat.mlg_lifecycle"},
     # figures over those: economics (telemetry's energy), the layers (FLOPs, telemetry)
     {"pau.figures.economics", "pau.figures.layers"},
-    # two runs side by side (cost from economics)
+    # cost and energy of a ledger or of requests (economics' RequestLedger)
+    {"pau.figures.cost"},
+    # two runs side by side (cost)
     {"pau.figures.compare"},
     # synthetic inputs: what the generators share; the events of a run, step by step
     {"pau.synth._common", "pau.synth.trace"},

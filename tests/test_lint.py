@@ -22,23 +22,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: (file, function) above the complexity limit today. `attribute_pass` is the Numba
 #: rollback kernel: one loop over the steps whose speed needs it whole.
 COMPLEX = {
-    ("src/pau/cli.py", "_report"),
-    ("src/pau/cli.py", "_report_figures"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/_lifecycle.py", "attribute_rows"),
-    ("src/pau/figures/economics.py", "requests"),
-    ("src/pau/figures/hardware.py", "match_devices"),
-    ("src/pau/figures/interference.py", "interference"),
-    ("src/pau/figures/recovery.py", "protection"),
-    ("src/pau/figures/recovery.py", "recovery"),
     ("src/pau/fleet/ingester.py", "ingest"),
     ("src/pau/readers/kineto.py", "_assemble"),
     ("src/pau/readers/nsys.py", "read_nsys"),
     ("src/pau/run.py", "_read_runs"),
-    ("src/pau/views/chrome_trace.py", "chrome_trace"),
-    ("src/pau/views/html.py", "render"),
-    ("src/pau/views/text.py", "render_text"),
 }
 
 

@@ -28,20 +28,11 @@ LONG = {
     ("csrc/core/attrib.hpp", "pau::core::attribute_busy"),
     ("csrc/core/life_setup.hpp", "pau::core::life::setup"),
     ("csrc/core/life_setup.hpp", "pau::core::life::setup_jobs"),
-    ("src/pau/_args.py", "parser"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
-    ("src/pau/engine/distributed.py", "classify_partitions"),
-    ("src/pau/figures/economics.py", "requests"),
-    ("src/pau/figures/hardware.py", "cell_metrics"),
-    ("src/pau/figures/interference.py", "interference"),
-    ("src/pau/figures/recovery.py", "protection"),
-    ("src/pau/figures/recovery.py", "recovery"),
     ("src/pau/fleet/ingester.py", "ingest"),
     ("src/pau/readers/kineto.py", "_assemble"),
     ("src/pau/readers/nsys.py", "read_nsys"),
-    ("src/pau/views/chrome_trace.py", "chrome_trace"),
-    ("src/pau/views/html.py", "render"),
 }
 
 #: Files above MODULE_LINES today. `_core.pyi` is generated-shaped (one stub per binding).
@@ -49,7 +40,6 @@ BIG = {
     "csrc/core/life_setup.hpp",
     "csrc/core/sweep.hpp",
     "src/pau/engine/_lifecycle.py",
-    "src/pau/figures/economics.py",
     "src/pau/readers/kineto.py",
     "src/pau/run.py",
 }

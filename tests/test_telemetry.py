@@ -27,7 +27,7 @@ from pau import cli
 from pau.figures import hardware as T
 from pau.engine.types import QUARANTINE_SCHEMA
 from pau.engine.vocab import KINDS
-from pau.figures.economics import cost
+from pau.figures.cost import cost
 from pau.errors import InvalidRowError, OptionError, PauError, SchemaError
 from pau.readers import telemetry as R
 

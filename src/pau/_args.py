@@ -36,61 +36,75 @@ BUILTIN = {"ranks": 8, "steps": 400, "seed": 0, "straggler": 3}
 
 def parser() -> argparse.ArgumentParser:
     """The command line's parser: every subcommand and option."""
-    fmts = INPUT_FORMATS
     parser = argparse.ArgumentParser(prog="pau", description="Productive accelerator utilization.",
                                      epilog=_EXIT_TABLE)
     parser.add_argument("--version", action="version", version=f"pau {_core.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    report_parser(sub)
+    convert_parser(sub)
+    compare_parser(sub)
+    ingest_parser(sub)
+    fleet_parser(sub)
+    return parser
 
-    def align_option(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--align", choices=ALIGN_METHODS, default=None,
-                       help="traces from several hosts: put every rank's clock on the lowest rank's, from the "
-                       "collectives they share (the offsets go to the run's metadata)")
 
-    def telemetry_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--samples", action="append", metavar="FILE",
-                       help="hardware telemetry of the run (nvidia-smi CSV, dcgm-exporter scrape, Prometheus JSON, "
-                       "dcgmi dmon, amd-smi CSV); repeatable. Adds each metric's mean per state and activity")
-        p.add_argument("--devices", metavar="MAP", help="how the telemetry's devices map to ranks: 'index', or "
-                       "DEVICE=RANK,... (default: by UUID, bus id, then GPU index)")
-        p.add_argument("--samples-format", dest="samples_format", choices=TELEMETRY_FORMATS,
-                       help="the telemetry's format (default: detected from the content; a CSV under a script's own "
-                       "headers needs it, or --samples-columns)")
-        p.add_argument("--samples-columns", dest="samples_columns", metavar="MAP",
-                       help="nvidia-smi CSV under other headers: HEADER=FIELD,... naming the nvidia-smi field each "
-                       "column holds (e.g. 'gpu_index=index,power_W=power.draw [W]'); or FIELD,FIELD,... in order "
-                       "for a log written with noheader (docs/telemetry.md)")
-        p.add_argument("--samples-timezone", dest="samples_timezone", metavar="TZ",
-                       help="the zone of nvidia-smi's own time stamps (local time without a zone): UTC, an offset "
-                       "such as +02:00, or a zone name such as Europe/Berlin (default UTC, with a warning)")
-        p.add_argument("--samples-time", dest="samples_time", metavar="T",
-                       help="the time of a saved dcgm-exporter scrape (which holds none): ns since the epoch, or "
-                       "an ISO-8601 time with its zone (2025-06-13T00:27:52Z)")
+def _align_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--align", choices=ALIGN_METHODS, default=None,
+                   help="traces from several hosts: put every rank's clock on the lowest rank's, from the "
+                   "collectives they share (the offsets go to the run's metadata)")
 
-    def skip_option(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--skip-bad", action="store_true", dest="skip_bad",
-                       help="a folder of traces: leave out a file the reader refuses (a warning names it and why) "
-                       "and read the rest")
 
-    def verbosity_options(p: argparse.ArgumentParser) -> None:
-        g = p.add_mutually_exclusive_group()
-        g.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr (errors still)")
-        g.add_argument("-v", "--verbose", action="count", default=0, help="also say what was read")
+def _telemetry_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--samples", action="append", metavar="FILE",
+                   help="hardware telemetry of the run (nvidia-smi CSV, dcgm-exporter scrape, Prometheus JSON, "
+                   "dcgmi dmon, amd-smi CSV); repeatable. Adds each metric's mean per state and activity")
+    p.add_argument("--devices", metavar="MAP", help="how the telemetry's devices map to ranks: 'index', or "
+                   "DEVICE=RANK,... (default: by UUID, bus id, then GPU index)")
+    p.add_argument("--samples-format", dest="samples_format", choices=TELEMETRY_FORMATS,
+                   help="the telemetry's format (default: detected from the content; a CSV under a script's own "
+                   "headers needs it, or --samples-columns)")
+    p.add_argument("--samples-columns", dest="samples_columns", metavar="MAP",
+                   help="nvidia-smi CSV under other headers: HEADER=FIELD,... naming the nvidia-smi field each "
+                   "column holds (e.g. 'gpu_index=index,power_W=power.draw [W]'); or FIELD,FIELD,... in order "
+                   "for a log written with noheader (docs/telemetry.md)")
+    p.add_argument("--samples-timezone", dest="samples_timezone", metavar="TZ",
+                   help="the zone of nvidia-smi's own time stamps (local time without a zone): UTC, an offset "
+                   "such as +02:00, or a zone name such as Europe/Berlin (default UTC, with a warning)")
+    p.add_argument("--samples-time", dest="samples_time", metavar="T",
+                   help="the time of a saved dcgm-exporter scrape (which holds none): ns since the epoch, or "
+                   "an ISO-8601 time with its zone (2025-06-13T00:27:52Z)")
 
-    def output_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--format", choices=("text", "json", "csv", "html"), default="text",
-                       help="what to print: text (default), json (every figure), csv (a table of figures), "
-                       "html (one self-contained page with plots; needs pau[report])")
-        p.add_argument("-o", "--output", default="-", help="where the report goes (default -: stdout)")
 
+def _skip_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--skip-bad", action="store_true", dest="skip_bad",
+                   help="a folder of traces: leave out a file the reader refuses (a warning names it and why) "
+                   "and read the rest")
+
+
+def _verbosity_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr (errors still)")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="also say what was read")
+
+
+def _output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("text", "json", "csv", "html"), default="text",
+                   help="what to print: text (default), json (every figure), csv (a table of figures), "
+                   "html (one self-contained page with plots; needs pau[report])")
+    p.add_argument("-o", "--output", default="-", help="where the report goes (default -: stdout)")
+
+
+def report_parser(sub: argparse._SubParsersAction) -> None:
+    """``pau report``."""
+    fmts = INPUT_FORMATS
     rep = sub.add_parser("report", help="the ledger of a run: activity, goodput, waste by cause", epilog=_EXIT_TABLE)
-    verbosity_options(rep)
-    skip_option(rep)
+    _verbosity_options(rep)
+    _skip_option(rep)
     rep.add_argument("path", nargs="?", help="a trace, log, results file, Parquet events or a pau run folder "
                      "(default: a built-in synthetic 8-rank run)")
     rep.add_argument("--input-format", choices=fmts, help="input format (default: detected from the content)")
-    output_options(rep)
-    align_option(rep)
+    _output_options(rep)
+    _align_option(rep)
     rep.add_argument("--ledger", metavar="FILE", help="also write the ledger table (.parquet, .csv, .json)")
     rep.add_argument("--lifecycle", help="Parquet lifecycle table (DESIGN 2.2) for input that has events only")
     rep.add_argument("--as-of", type=int, dest="as_of", help="the ledger as of this instant (int ns)")
@@ -101,7 +115,7 @@ def parser() -> argparse.ArgumentParser:
                      help="serving: the accelerators the server ran on; billed time = N x the benchmark window")
     rep.add_argument("--power", help="Parquet power samples (rank, time_ns, watts): adds energy (with --price); "
                      "without it, the power_w of --samples is used")
-    telemetry_options(rep)
+    _telemetry_options(rep)
     rep.add_argument("--schedule", metavar="FILE", help="sacct --parsable2 output of the job: adds the time it "
                      "queued on top of the layers (docs/layers.md)")
     rep.add_argument("--flops-per-step", type=int, dest="flops_per_step", metavar="N",
@@ -131,10 +145,14 @@ def parser() -> argparse.ArgumentParser:
                       "a terminal (default: only when it is one)")
     prog.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
+
+def convert_parser(sub: argparse._SubParsersAction) -> None:
+    """``pau convert``."""
+    fmts = INPUT_FORMATS
     conv = sub.add_parser("convert", help="write any input as a pau run folder (pau.read gives it back)",
                           epilog=_EXIT_TABLE)
-    verbosity_options(conv)
-    skip_option(conv)
+    _verbosity_options(conv)
+    _skip_option(conv)
     conv.add_argument("path")
     conv.add_argument("out", help="the run folder to write (with --to chrome-trace: the .json or .json.gz file)")
     conv.add_argument("--input-format", choices=fmts)
@@ -143,29 +161,30 @@ def parser() -> argparse.ArgumentParser:
                       "idle, waits for stragglers, failures and checkpoints) beside the device events, in the "
                       "Chrome trace JSON that Perfetto UI and chrome://tracing open")
     conv.add_argument("--overwrite", action="store_true", help="replace OUT when it exists")
-    align_option(conv)
-    telemetry_options(conv)
+    _align_option(conv)
+    _telemetry_options(conv)
     conv.add_argument("--on-invalid", choices=("raise", "quarantine"), default="raise", dest="on_invalid")
 
+
+def compare_parser(sub: argparse._SubParsersAction) -> None:
+    """``pau compare``."""
+    fmts = INPUT_FORMATS
     cmpp = sub.add_parser("compare", help="two runs side by side on the same useful-output denominators",
                           epilog=_EXIT_TABLE)
-    verbosity_options(cmpp)
-    skip_option(cmpp)
+    _verbosity_options(cmpp)
+    _skip_option(cmpp)
     cmpp.add_argument("a", help="a run in any format pau reads")
     cmpp.add_argument("b")
     cmpp.add_argument("--input-format-a", choices=fmts, dest="input_format_a")
     cmpp.add_argument("--input-format-b", choices=fmts, dest="input_format_b")
-    output_options(cmpp)
-    align_option(cmpp)
+    _output_options(cmpp)
+    _align_option(cmpp)
     cmpp.add_argument("--labels", metavar="A,B", help="the names of the two runs in the output (default: the "
                       "paths' last parts, as short as tells them apart)")
     cmpp.add_argument("--price-a", type=float, help="price per accelerator-hour of run a")
     cmpp.add_argument("--price-b", type=float, help="price per accelerator-hour of run b")
     cmpp.add_argument("--kernels", type=int, default=TOP_KERNELS, metavar="N",
                       help=f"rows of the kernel diff in text (default {TOP_KERNELS}); json and csv list every row")
-    ingest_parser(sub)
-    fleet_parser(sub)
-    return parser
 
 
 def ingest_parser(sub: argparse._SubParsersAction) -> None:

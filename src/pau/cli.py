@@ -27,7 +27,7 @@ import operator
 import os
 import re
 import sys
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from pau.engine import _jit
 from pau import core, errors, synth
+from pau.errors import UsageError
 from pau.views import html as html_report
 from pau.figures import layers
 # the outcome figures (in pau.figures.goodput, .recovery and .stragglers once the figures are split by concept)
@@ -57,12 +58,6 @@ from pau.views import fleet_html, fleet_text, openmetrics
 from pau._args import BUILTIN as _BUILTIN
 from pau._args import EXIT_BAD_INPUT, EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, parser
 from pau.run import Run, detect, read_runs, run_figures
-
-
-class UsageError(Exception):
-    """A command line that cannot be carried out as given (exit 2)."""
-
-
 
 
 
@@ -119,7 +114,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 _GATE = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(>=|<=|==|>|<)\s*(-?[0-9][0-9_.eE+\-]*)\s*$")
 
 
-def check_gates(gates: Sequence[str], figures: dict) -> list[str]:
+def check_gates(gates: Sequence[str], figures: Mapping[str, Any]) -> list[str]:
     """The gates that fail, each with its figure; a null or missing figure fails."""
     values = dict(text_view.flatten(figures))
     failed = []
@@ -411,26 +406,14 @@ def parse_slo(items: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | None]:
+def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict[str, Any], Ledger | None]:
     """The run's summary plus what the report's options add, each through the API's
     function (one figure, one path): ``cost`` (:func:`pau.core.cost`), ``overlap``
     (:func:`pau.core.overlap`), and for a lifecycle ``checkpoint_advice``
     (:func:`pau.core.checkpoint_advice`), ``straggler_scores``, ``mpg``, ``ettr``,
     ``program_goodput`` (MFU, HFU) and ``protection`` (docs/outcome.md)."""
     has_ledger = run.events is not None or run.lifecycle is not None
-    if args.as_of is not None and run.lifecycle is None:
-        raise UsageError("--as-of applies to a lifecycle, and this input has none")
-    if args.price is not None and run.lifecycle is None and run.requests is None:
-        raise UsageError("--price gives cost per useful output: per preserved step of a lifecycle, or per accepted "
-                         "request of a serving benchmark, and this input has neither. Fix: give --lifecycle FILE "
-                         "(its steps) with these events")
-    if args.accelerator_count is not None and (run.requests is None or args.price is None):
-        raise UsageError("--accelerator-count bills a serving benchmark's window (with --price); this input has no "
-                         "serving requests" if run.requests is None else "--accelerator-count goes with --price")
-    if args.power is not None and args.price is None:
-        raise UsageError("--power adds energy to the cost section: give --price too")
-    if args.ledger is not None and not has_ledger:
-        raise UsageError("--ledger: this input has no events or lifecycle, so no ledger table")
+    _check_report_options(run, args, has_ledger)
     slo = parse_slo(args.slo or [])
     if slo and run.requests is None:
         raise UsageError("--slo applies to serving requests, and this input has none")
@@ -444,16 +427,7 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | 
         figures["cost"] = _cost(run, led, args, slo)
     stack = (args.schedule, args.flops_per_step, args.peak_flops, args.accelerator)
     lifecycle_ledger = led is not None and led.intervals is not None
-    if any(x is not None for x in stack) or args.hardware_flops_per_step is not None \
-            or args.protection_bound is not None:
-        if not lifecycle_ledger:
-            raise UsageError("--schedule, --flops-per-step, --hardware-flops-per-step, --peak-flops, --accelerator and "
-                             "--protection-bound apply to the lifecycle of a training run, and this input has none")
-        if args.flops_per_step is not None and args.peak_flops is None and args.accelerator is None:
-            raise UsageError("--flops-per-step needs the peak it is measured against: --peak-flops F, or "
-                             "--accelerator NAME --dtype TYPE (docs/outcome.md)")
-        if args.hardware_flops_per_step is not None and args.flops_per_step is None:
-            raise UsageError("--hardware-flops-per-step goes with --flops-per-step (HFU beside MFU)")
+    _check_training_options(args, stack, lifecycle_ledger)
     if lifecycle_ledger:
         assert led is not None
         schedule = None
@@ -467,6 +441,38 @@ def _report_figures(run: Run, args: argparse.Namespace) -> tuple[dict, Ledger | 
                 price_per_accelerator_hour=args.price).summary()
         figures.update(_outcome_figures(run, led, args, schedule))
     return figures, led
+
+
+def _check_report_options(run: Run, args: argparse.Namespace, has_ledger: bool) -> None:
+    """Refuse ``pau report``'s options that do not apply to the input (never ignored)."""
+    if args.as_of is not None and run.lifecycle is None:
+        raise UsageError("--as-of applies to a lifecycle, and this input has none")
+    if args.price is not None and run.lifecycle is None and run.requests is None:
+        raise UsageError("--price gives cost per useful output: per preserved step of a lifecycle, or per accepted "
+                         "request of a serving benchmark, and this input has neither. Fix: give --lifecycle FILE "
+                         "(its steps) with these events")
+    if args.accelerator_count is not None and (run.requests is None or args.price is None):
+        raise UsageError("--accelerator-count bills a serving benchmark's window (with --price); this input has no "
+                         "serving requests" if run.requests is None else "--accelerator-count goes with --price")
+    if args.power is not None and args.price is None:
+        raise UsageError("--power adds energy to the cost section: give --price too")
+    if args.ledger is not None and not has_ledger:
+        raise UsageError("--ledger: this input has no events or lifecycle, so no ledger table")
+
+
+def _check_training_options(args: argparse.Namespace, stack: tuple[Any, ...], lifecycle_ledger: bool) -> None:
+    """Refuse the layers' and outcome figures' options without a lifecycle ledger, or
+    without what they go with."""
+    if any(x is not None for x in stack) or args.hardware_flops_per_step is not None \
+            or args.protection_bound is not None:
+        if not lifecycle_ledger:
+            raise UsageError("--schedule, --flops-per-step, --hardware-flops-per-step, --peak-flops, --accelerator and "
+                             "--protection-bound apply to the lifecycle of a training run, and this input has none")
+        if args.flops_per_step is not None and args.peak_flops is None and args.accelerator is None:
+            raise UsageError("--flops-per-step needs the peak it is measured against: --peak-flops F, or "
+                             "--accelerator NAME --dtype TYPE (docs/outcome.md)")
+        if args.hardware_flops_per_step is not None and args.flops_per_step is None:
+            raise UsageError("--hardware-flops-per-step goes with --flops-per-step (HFU beside MFU)")
 
 
 def _overlap_figures(ov: core.Overlap) -> dict[str, Any]:
@@ -495,7 +501,7 @@ def _power(run: Run, args: argparse.Namespace) -> pa.Table | None:
     return pa.table({"rank": pw["rank"], "time_ns": pw["time_ns"], "watts": pw["value"]})
 
 
-def _cost(run: Run, led: Ledger | None, args: argparse.Namespace, slo: dict[str, int]) -> dict[str, Any]:
+def _cost(run: Run, led: Ledger | None, args: argparse.Namespace, slo: dict[str, int]) -> core.LedgerCost | core.RequestCost:
     """``--price``: :func:`pau.core.cost` of the lifecycle ledger (per preserved step,
     energy from ``--power`` or the samples' power), or of the serving requests (per
     accepted request; billed time ``--accelerator-count`` x the window)."""
@@ -556,26 +562,7 @@ def _has_steps(lifecycle: pa.Table) -> bool:
 
 
 def _report(args: argparse.Namespace) -> int:
-    if args.path is None:
-        if args.input_format or args.lifecycle:
-            raise UsageError("--input-format and --lifecycle apply to a PATH; the built-in run has its own")
-        given = [f"--{k.replace('_', '-')}" for k in ("samples", "devices", "samples_format", "samples_columns",
-                                                        "samples_timezone", "samples_time") if getattr(args, k)]
-        if given:
-            raise UsageError(f"{', '.join(given)} add telemetry to a PATH's run; the built-in run has none. "
-                             "Fix: give the run's PATH")
-        run, title = _builtin(args)
-        runs = [run]
-    else:
-        given = [f"--{k}" for k in _BUILTIN if getattr(args, k) is not None]
-        if given:
-            raise UsageError(f"{', '.join(given)} set the built-in run and do not apply to {args.path}")
-        runs = _read(args.path, args.input_format, args)
-        title = f"pau report: {args.path} ({runs[0].metadata.get('format') or 'pau'})" if runs else ""
-        if args.lifecycle:
-            if len(runs) != 1:
-                raise UsageError("--lifecycle applies to one run; the path holds several")
-            runs = [_with_lifecycle(runs[0], args.lifecycle)]
+    runs, title = _report_runs(args)
     for run in runs:
         _warn(run, sys.stderr)
     if len(runs) != 1:
@@ -589,7 +576,7 @@ def _report(args: argparse.Namespace) -> int:
         run = runs[0]
         figures, led = _report_figures(run, args)
         table = None if led is None else led.table
-        text = text_view.render_text(run, title, figures, table, args.price)
+        text = text_view.render(run, figures, table, title=title, price=args.price)
         outside = figures["events_outside_accountable"]
         if outside and outside["events"]:
             _note(f"warning: events_outside_accountable: {text_view.count(outside['events'], 'event')} "
@@ -614,6 +601,32 @@ def _report(args: argparse.Namespace) -> int:
     for f in failed:
         print(f"pau: gate failed: {f}", file=sys.stderr)
     return EXIT_GATE if failed else EXIT_OK
+
+
+def _report_runs(args: argparse.Namespace) -> tuple[list[Run], str]:
+    """``pau report``'s runs (the built-in one, or those of PATH) and its title; options
+    that do not apply to them are refused."""
+    if args.path is None:
+        if args.input_format or args.lifecycle:
+            raise UsageError("--input-format and --lifecycle apply to a PATH; the built-in run has its own")
+        given = [f"--{k.replace('_', '-')}" for k in ("samples", "devices", "samples_format", "samples_columns",
+                                                        "samples_timezone", "samples_time") if getattr(args, k)]
+        if given:
+            raise UsageError(f"{', '.join(given)} add telemetry to a PATH's run; the built-in run has none. "
+                             "Fix: give the run's PATH")
+        run, title = _builtin(args)
+        runs = [run]
+    else:
+        given = [f"--{k}" for k in _BUILTIN if getattr(args, k) is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} set the built-in run and do not apply to {args.path}")
+        runs = _read(args.path, args.input_format, args)
+        title = f"pau report: {args.path} ({runs[0].metadata.get('format') or 'pau'})" if runs else ""
+        if args.lifecycle:
+            if len(runs) != 1:
+                raise UsageError("--lifecycle applies to one run; the path holds several")
+            runs = [_with_lifecycle(runs[0], args.lifecycle)]
+    return runs, title
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -694,7 +707,7 @@ def _compare(args: argparse.Namespace) -> int:
         _emit(html_report.render_compare(cmp, title=f"pau compare: {labels[0]} ({args.a}) against {labels[1]} ({args.b})",
                                          kernels=max(args.kernels, 30), mlperf=mlperf), args.output)
     else:
-        _emit(text_view.render_compare(cmp, args.kernels, mlperf=mlperf), args.output)
+        _emit(text_view.render_compare(cmp, kernels=args.kernels, mlperf=mlperf), args.output)
     return EXIT_OK
 
 
@@ -757,7 +770,7 @@ def _ingest(args: argparse.Namespace) -> int:
                              "'pau[dask]'")
         from distributed import Client  # the optional extra
 
-        client = Client(args.dask)
+        client = Client(args.dask)  # type: ignore[no-untyped-call, unused-ignore]
     status = _status(args.progress)
 
     def progress(p: Any) -> None:  # sources done of those found so far
@@ -775,7 +788,7 @@ def _ingest(args: argparse.Namespace) -> int:
         if status is not None:
             status.close()
         if client is not None:
-            client.close()
+            client.close()  # type: ignore[no-untyped-call, unused-ignore]
     jobs = (f"{res.jobs:,} jobs added from {res.job_sources:,} sources of scheduler records ({res.jobs_warned:,} "
             "with warnings: the jobs files' metadata), " if res.job_sources else "")
     _note(f"{args.fleet}: {jobs}{res.added:,} runs added ({res.warned:,} with warnings: the runs table's warnings "

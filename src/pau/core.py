@@ -20,19 +20,19 @@ Output tables use ``dictionary<int8, string>`` for label columns (``activity``,
 
 from __future__ import annotations
 
-from typing import Any
-
 from pau import _core
 from pau.engine.api import attribute, classify, classify_dataset, ledger, overlap
 from pau.engine.ledger import Ledger
 from pau.engine._sweep import Overlap
 from pau.engine._threads import PARALLEL_MIN_ROWS
-from pau.engine.types import LedgerSummary, OnInvalid, OutsideAccountable, Quarantined, RunSummary, TableLike
+from pau.engine.types import (
+    LedgerSummary, OnInvalid, OutsideAccountable, Quarantined, RequestSummary, RunSummary, StepFigures, TableLike,
+)
 from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
-from pau.figures import compare as _compare
-from pau.figures.compare import Comparison, KernelDiff, kernel_diff
+from pau.figures.compare import Comparison, KernelDiff, compare, kernel_diff
+from pau.figures.cost import LedgerCost, RequestCost, cost
 from pau.figures.economics import (
-    OUTCOMES, RequestLedger, checkpoint_advice, checkpoint_interval, cost, requests,
+    OUTCOMES, CheckpointAdvice, CheckpointInterval, RequestLedger, checkpoint_advice, checkpoint_interval, requests,
 )
 from pau.figures.interference import colocated, interference
 from pau.figures.stragglers import stragglers
@@ -60,10 +60,16 @@ __all__ = [
     "overlap",
     "requests",
     "RequestLedger",
+    "RequestSummary",
+    "StepFigures",
     "OUTCOMES",
     "cost",
+    "LedgerCost",
+    "RequestCost",
     "checkpoint_advice",
     "checkpoint_interval",
+    "CheckpointAdvice",
+    "CheckpointInterval",
     "stragglers",
     "compare",
     "interference",
@@ -80,25 +86,6 @@ __all__ = [
     "ingest",
     "read_fleet",
 ]
-
-
-def compare(a: Run | Ledger, b: Run | Ledger, *, prices_a: dict[str, Any] | None = None,
-            prices_b: dict[str, Any] | None = None, labels: tuple[str, str] = ("a", "b"),
-            as_of: int | None = None) -> Comparison:
-    """Two runs (or their ledgers) side by side on the same useful-output denominators.
-
-    A :class:`Run` is taken through :meth:`Run.ledger` (``as_of`` applies to runs);
-    the rest is :func:`pau.figures.compare.compare`, whose figures are those of
-    :meth:`Ledger.summary`. When both sides are runs with device events,
-    ``.kernels`` is their :func:`kernel_diff` (per preserved step of each ledger);
-    a ledger holds no events, so with a ledger on either side ``.kernels`` is None.
-    """
-    led_a = a.ledger(as_of=as_of) if isinstance(a, Run) else a
-    led_b = b.ledger(as_of=as_of) if isinstance(b, Run) else b
-    ev_a = a.events if isinstance(a, Run) else None
-    ev_b = b.events if isinstance(b, Run) else None
-    return _compare.compare(led_a, led_b, prices_a=prices_a, prices_b=prices_b, labels=labels,
-                             events_a=ev_a, events_b=ev_b)
 
 
 def release_kept_memory() -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "ServingFormatError",
     "MLLogError",
     "RulesError",
+    "UsageError",
 ]
 
 
@@ -109,12 +110,6 @@ class OptionError(PauError):
     ignored)."""
 
 
-class ArgumentTypeError(PauError, TypeError):
-    """An argument of the wrong kind (a bare number where a cost rate that carries its basis
-    is needed, a value that is neither a run nor a path). Also a ``TypeError``, so callers
-    that caught that before still catch it."""
-
-
 class ManyJobsError(OptionError):
     """A figure of one job asked of a lifecycle or ledger of many jobs (a ``job`` column
     naming more than one). Raised instead of a number that would mix the jobs (two jobs'
@@ -187,3 +182,17 @@ class MLLogError(PauError):
 class RulesError(OptionError):
     """Raised when a device rule table given as ``rules=`` (:mod:`pau.readers.devices`,
     ``docs/devices.md``) is not one: the message names the device, the field and the fix."""
+
+
+class ArgumentTypeError(PauError, TypeError):
+    """An argument of a type the function cannot use (a table where a ``Ledger`` is
+    expected). Also a ``TypeError``, so callers that caught that before still catch it."""
+
+    def __init__(self, function: str, expected: str, got: object):
+        self.function, self.expected, self.got = function, expected, type(got).__name__
+        super().__init__(f"{function}: expected {expected}, got {self.got}. Fix: pass {expected}")
+
+
+class UsageError(PauError):
+    """A command line that cannot be carried out as given (``pau`` exits 2): a malformed
+    option value, options that do not go together."""

@@ -127,11 +127,13 @@ def overlap(events: Any, *, windows: Any = None, span: Any = None, on_invalid: s
     check_on_invalid(on_invalid)
     plan = plan_of(windows, span)
     hist, quarantine, _ = hist_of_table(as_table(events, "events"), plan, on_invalid, threads)
-    return result(overlap_tables(hist, plan), quarantine, on_invalid)
+    out: Overlap | Quarantined = result(overlap_tables(hist, plan), quarantine, on_invalid)
+    return out
 
 
-def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None, progress=None,
-                    workers=None, memory_budget=None):
+def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows: int | None = None,
+                    progress: Any = None, workers: int | None = None,
+                    memory_budget: int | str | None = None) -> tuple[Any, Any, int]:
     """Sweep a Parquet path (streamed, or one partition per thread for pau's
     rank-partitioned layout) or an in-memory table-like input."""
     parts = None  # a path's files, listed once
@@ -140,10 +142,13 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
         check_job_ranks(parts)
     if _rank_partitioned(source, parts, batch_rows, workers):
         assert parts is not None  # only a listed path is rank-partitioned
-        return merged_hist(parts, plan, workers=workers, on_invalid=on_invalid, progress=progress,
-                           memory_budget=memory_budget)
+        hist, q, rows = merged_hist(parts, plan, workers=workers, on_invalid=on_invalid, progress=progress,
+                                    memory_budget=memory_budget)
+        return hist, q, rows
     if in_memory(source):
-        return hist_of_table(as_table(source, "events"), plan, on_invalid, levels=plan.levels, kernel=plan.kernel)
+        hist, q, rows = hist_of_table(as_table(source, "events"), plan, on_invalid, levels=plan.levels,
+                                      kernel=plan.kernel)
+        return hist, q, rows
     read_ahead = _io.READ_AHEAD
     if memory_budget is not None and parts is not None:
         # One stream: the row group being swept and those read ahead, as many as fit
@@ -154,7 +159,7 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
         if big:
             read_ahead = max(1, min(read_ahead, budget // big - 1))
     batches = _io.stream_events(source, batch_rows=batch_rows, progress=progress, read_ahead=read_ahead)
-    quarantine: list = []
+    quarantine: list[Any] = []
     sweep = plan.sweep()
     name = str(source) if isinstance(source, (str, os.PathLike)) else "events"
     try:
@@ -179,7 +184,7 @@ def _hist_of_source(source: Any, plan: Plan, on_invalid: str, *, batch_rows=None
     return hist, q, rows
 
 
-def _rank_partitioned(source, parts, batch_rows, workers) -> bool:
+def _rank_partitioned(source: Any, parts: Any, batch_rows: int | None, workers: int | None) -> bool:
     """Whether a dataset can be swept one partition per thread: a directory whose
     files (``parts``, as :func:`pau.engine.distributed.partitions` lists them; None for a
     source that is not a path) each hold one rank (hive ``rank=R`` folders, no rank
@@ -426,7 +431,7 @@ def ledger(
     return _ledger_of(events, att, started, act_of_mask, on_invalid, progress)
 
 
-def _ledger_of_jobs(events, att, act_of_mask, on_invalid, progress) -> Ledger:
+def _ledger_of_jobs(events: Any, att: Any, act_of_mask: Any, on_invalid: str, progress: Any) -> Ledger:
     """The ledger of a lifecycle of many jobs: the events' ranks as the attribution's
     (job, rank) ids, the ledger as of one job, then a ``job`` column beside ``rank``."""
     jobs = att.jobs
@@ -447,15 +452,19 @@ def _ledger_of_jobs(events, att, act_of_mask, on_invalid, progress) -> Ledger:
     return led
 
 
-def _state_pieces(att) -> tuple:
+def _state_pieces(att: Any) -> tuple[Any, Any, Any, Any]:
     """The state intervals' (rank, start, end, state) as the pass wrote them (ranks as
     the attribution has them), in one piece."""
     pieces = att.pieces
     assert pieces is not None  # attribute_rows always sets them
-    return pieces[0] if len(pieces) == 1 else tuple(np.concatenate([p[k] for p in pieces]) for k in range(4))
+    if len(pieces) == 1:
+        r, s, e, st = pieces[0]
+    else:
+        r, s, e, st = (np.concatenate([p[k] for p in pieces]) for k in range(4))
+    return r, s, e, st
 
 
-def _ledger_of(events, att, started, act_of_mask, on_invalid, progress) -> Ledger:
+def _ledger_of(events: Any, att: Any, started: Any, act_of_mask: Any, on_invalid: str, progress: Any) -> Ledger:
     """The ledger of events and an attribution: the early sweep's cells (``started``)
     when they resolve the states, else the exact way."""
     # The state intervals in batches of whole ranks (the pass's own arrays, joined

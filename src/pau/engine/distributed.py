@@ -29,7 +29,7 @@ import json
 import multiprocessing as mp
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from pau.engine import _parquet
 from pau.engine import io as _io
 from pau.engine._input import EVENT_COLUMNS
-from pau.engine._progress import MIN_INTERVAL, Progress, tracker
+from pau.engine._progress import MIN_INTERVAL, Progress, Tracker, tracker
 from pau.engine._sweep import (
     Plan, exclusive, feed_batches, finish, join_quarantine, merge_hists, plan_of, rows_of_ranks, stream_plan,
     wide_ranks, with_counts, without_ranks,
@@ -55,7 +55,7 @@ _HIST_COLUMNS = ("rank", "window", "mask", "duration")
 _SPAN_COLUMNS = ("span_rank", "span_start", "span_end")
 
 
-def partitions(source: Any) -> list[tuple[str, dict]]:
+def partitions(source: Any) -> list[tuple[str, dict[str, Any]]]:
     """The partitions of a source: ``(file path, hive keys)`` in path order.
 
     ``source`` is a Parquet file, a directory (hive partitions), or a list of them."""
@@ -66,10 +66,10 @@ def partitions(source: Any) -> list[tuple[str, dict]]:
     raise PauError(f"classify_partitions: expected a Parquet path or a list of paths, got {type(source).__name__}")
 
 
-def check_job_ranks(parts: list) -> None:
+def check_job_ranks(parts: list[Any]) -> None:
     """Raise when one rank number appears under two jobs (``job=A/rank=0`` and
     ``job=B/rank=0``): ranks are numbered per job, so those are two accelerators."""
-    seen: dict = {}
+    seen: dict[int, tuple[str, str]] = {}
     for path, keys in parts:
         if "rank" not in keys or "job" not in keys:
             continue
@@ -114,7 +114,7 @@ def parse_memory_budget(value: Any) -> int | None:
     return n
 
 
-def _footprints(parts: list, budget: int) -> list[int]:
+def _footprints(parts: list[Any], budget: int) -> list[int]:
     """Estimated bytes each partition holds while it is swept; raises when one row
     group alone does not fit the budget."""
     out = []
@@ -136,14 +136,14 @@ def _footprints(parts: list, budget: int) -> list[int]:
 # the per-partition work (runs on a worker; module-level so that it pickles)
 
 
-def _partition_ranks(path: str, keys: dict) -> np.ndarray:
+def _partition_ranks(path: str, keys: dict[str, Any]) -> np.ndarray:
     if "rank" in keys:
         return np.array([int(keys["rank"])], np.int32)
     return np.unique(_io.read_table(path, columns=["rank"]).column("rank").to_numpy()).astype(np.int32)
 
 
-def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise", tick=None,
-                    arenas: _parquet.Arenas | None = None) -> dict:
+def _partition_hist(path: str, keys: dict[str, Any], plan: Plan, on_invalid: str = "raise",
+                    tick: Callable[[int], None] | None = None, arenas: _parquet.Arenas | None = None) -> dict[str, Any]:
     """Sweep one partition; returns the histogram (numpy arrays) plus ``rows`` and
     ``quarantine`` (rows set aside, numbered from the partition's first row, or None).
     ``tick(rows)`` is called after each row group, and ``arenas`` lends the buffers
@@ -160,14 +160,14 @@ def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise"
     # all; not with a quarantine, which keeps rows.
     arena = arenas.take() if arenas is not None and on_invalid == "raise" else None
 
-    def batches():
+    def batches() -> Iterator[pa.RecordBatch]:
         for read, _ in _io._row_group_reads([(path, keys)], list(EVENT_COLUMNS), None, arena):
             table = read()
             yield from table.to_batches()
             if tick is not None:
                 tick(table.num_rows)
 
-    quarantine: list = []
+    quarantine: list[Any] = []
     try:
         rows = feed_batches(sweep, batches(), on_invalid, quarantine, reorder_ok=False, source=path)
     finally:
@@ -188,8 +188,8 @@ def _partition_hist(path: str, keys: dict, plan: Plan, on_invalid: str = "raise"
     return hist
 
 
-def _run_partition(path: str, keys: dict, plan: Plan, on_invalid: str = "raise", tick=None,
-                   arenas: _parquet.Arenas | None = None) -> dict:
+def _run_partition(path: str, keys: dict[str, Any], plan: Plan, on_invalid: str = "raise",
+                   tick: Callable[[int], None] | None = None, arenas: _parquet.Arenas | None = None) -> dict[str, Any]:
     # Looked up at call time so tests can count calls (thread executors).
     return _partition_hist(path, keys, plan, on_invalid, tick, arenas)
 
@@ -222,7 +222,7 @@ def _write_atomic(table: pa.Table, final: str) -> None:
     os.replace(tmp, final)
 
 
-def _save(results_dir: str, key: str, path: str, hist: dict) -> None:
+def _save(results_dir: str, key: str, path: str, hist: dict[str, Any]) -> None:
     q = hist.get("quarantine")
     nq = 0 if q is None else q.num_rows
     if nq:
@@ -239,7 +239,7 @@ def _save(results_dir: str, key: str, path: str, hist: dict) -> None:
     _write_atomic(table.replace_schema_metadata(meta), os.path.join(results_dir, f"{key}.parquet"))
 
 
-def _load(results_dir: str, key: str, on_invalid: str) -> dict | None:
+def _load(results_dir: str, key: str, on_invalid: str) -> dict[str, Any] | None:
     """A saved result, or None when it must be computed: missing, unreadable, of
     another version, or holding quarantined rows while ``on_invalid="raise"`` (the
     run must then raise on them)."""
@@ -276,7 +276,7 @@ def _load(results_dir: str, key: str, on_invalid: str) -> dict | None:
 # executors
 
 
-def _make_executor(executor: Any, workers: int | None):
+def _make_executor(executor: Any, workers: int | None) -> tuple[cf.Executor, bool]:
     """(executor, owned): an Executor to submit to, and whether we must shut it down."""
     if executor is None or executor == "thread":
         return cf.ThreadPoolExecutor(max_workers=workers or cores()), True
@@ -300,7 +300,9 @@ class _Runner:
     and handed over with ``report=False`` so they can be saved, then the interrupt
     propagates. A second Ctrl-C stops the wait."""
 
-    def __init__(self, plan, on_invalid, on_result, track, *, executor, client, workers, costs, budget):
+    def __init__(self, plan: Plan, on_invalid: str, on_result: Callable[[int, dict[str, Any], bool], None],
+                 track: Tracker, *, executor: Any, client: Any, workers: int | None, costs: list[int],
+                 budget: int | None) -> None:
         self.plan, self.on_invalid, self.on_result, self.track = plan, on_invalid, on_result, track
         self.executor, self.client, self.workers = executor, client, workers
         self.costs, self.budget = costs, budget
@@ -311,16 +313,16 @@ class _Runner:
             return False
         return self.budget is None or n == 0 or used + self.costs[i] <= self.budget
 
-    def run(self, todo: list) -> None:
+    def run(self, todo: list[Any]) -> None:
         if not todo:
             return
         if self.client is not None:
             return self._run_dask(todo)
-        slots = self.workers or cores()
+        slots: int | None = self.workers or cores()
         if self.budget is not None:
             # No more threads than partitions that can be in flight at once.
-            slots = max(1, min(slots, self.budget // max(1, min(self.costs[i] for i, _, _ in todo))))
-        slots = min(slots, len(todo))
+            slots = max(1, min(self.workers or cores(), self.budget // max(1, min(self.costs[i] for i, _, _ in todo))))
+        slots = min(slots or 1, len(todo))
         pool, owned = _make_executor(self.executor, slots)
         if not owned and self.workers is None and self.budget is None:
             slots = None  # a pool passed in: it queues what it cannot run yet
@@ -328,7 +330,7 @@ class _Runner:
         ticks = self.track.active and threads
         arenas = _parquet.Arenas() if threads else None
         queue = list(reversed(todo))
-        inflight: dict = {}
+        inflight: dict[cf.Future[dict[str, Any]], int] = {}
         used = 0
         wait_after_shutdown = True
         try:
@@ -363,18 +365,18 @@ class _Runner:
             if owned:
                 pool.shutdown(wait=wait_after_shutdown, cancel_futures=True)
 
-    def _run_dask(self, todo: list) -> None:
+    def _run_dask(self, todo: list[Any]) -> None:
         from distributed import as_completed  # optional dependency: pau[dask]
 
         client = self.client
         [plan_f] = client.scatter([self.plan], broadcast=True)
         queue = list(reversed(todo))
-        inflight: dict = {}
+        inflight: dict[Any, int] = {}
         used = 0
 
-        def fill():
+        def fill() -> list[Any]:
             nonlocal used
-            new = []
+            new: list[Any] = []
             while queue and self._fits(used, len(inflight), queue[-1][0], self.workers):
                 i, path, keys = queue.pop()
                 fut = client.submit(_run_partition, path, keys, plan_f, self.on_invalid, None, pure=False)
@@ -384,20 +386,21 @@ class _Runner:
                 new.append(fut)
             return new
 
-        stream = as_completed(fill())
+        stream = as_completed(fill())  # type: ignore[no-untyped-call, unused-ignore]
         try:
             for fut in stream:
                 i = inflight.pop(fut)
                 used -= self.costs[i] if self.budget is not None else 0
                 self.on_result(i, fut.result(), True)
                 for new in fill():
-                    stream.add(new)
+                    stream.add(new)  # type: ignore[no-untyped-call, unused-ignore]
         finally:
             client.cancel(list(inflight))
 
 
-def _histograms(parts: list, plan: Plan, *, on_invalid: str, executor, client, workers, results_dir,
-                progress, memory_budget, what: str):
+def _histograms(parts: list[Any], plan: Plan, *, on_invalid: str, executor: Any, client: Any, workers: int | None,
+                results_dir: str | os.PathLike[str] | None, progress: Any, memory_budget: int | str | None,
+                what: str) -> tuple[list[Any], int, int]:
     """Every partition's histogram (saved ones reused), computing the missing ones.
 
     Returns (histograms, partitions computed, the most partitions in flight at once)."""
@@ -411,9 +414,9 @@ def _histograms(parts: list, plan: Plan, *, on_invalid: str, executor, client, w
     if results_dir is not None:
         rdir = os.fspath(results_dir)
         os.makedirs(rdir, exist_ok=True)
-    hists: list = [None] * len(parts)
-    keys: list = [None] * len(parts)
-    todo = []
+    hists: list[Any] = [None] * len(parts)
+    keys: list[Any] = [None] * len(parts)
+    todo: list[tuple[int, str, dict[str, Any]]] = []
     for i, (path, hive) in enumerate(parts):
         if rdir is not None:
             keys[i] = _result_key(path, digest)
@@ -422,7 +425,7 @@ def _histograms(parts: list, plan: Plan, *, on_invalid: str, executor, client, w
             todo.append((i, path, hive))
     saved = [len(parts) - len(todo)]
 
-    def on_result(i, hist, report):
+    def on_result(i: int, hist: dict[str, Any], report: bool) -> None:
         if rdir is not None:
             _save(rdir, keys[i], parts[i][0], hist)
             saved[0] += 1
@@ -468,12 +471,12 @@ def classify_partitions(
     windows: Any = None,
     span: Any = None,
     priority: Sequence[str] | None = None,
-    results_dir: str | os.PathLike | None = None,
+    results_dir: str | os.PathLike[str] | None = None,
     on_invalid: str = "raise",
     progress: Any = None,
     memory_budget: int | str | None = None,
     by_job: bool = False,
-):
+) -> pa.Table | Quarantined:
     """:func:`pau.core.classify_dataset`, one partition (Parquet file) per task.
 
     Parameters
@@ -563,14 +566,7 @@ def classify_partitions(
         results_dir=results_dir, progress=progress, memory_budget=memory_budget, what="classify_partitions")
     quarantine = _quarantine(hists, parts, by_job) if on_invalid == "quarantine" else None
     if by_job:
-        tables, rows = [], 0
-        for job in sorted({str(k["job"]) for _, k in parts}):
-            idx = [i for i, (_, k) in enumerate(parts) if str(k["job"]) == job]
-            hist, n = _combine([hists[i] for i in idx], [parts[i] for i in idx], plan)
-            t = exclusive(hist, plan, priority)
-            tables.append(t.add_column(0, "job", pa.array([job] * t.num_rows, pa.string())))
-            rows += n
-        out = pa.concat_tables(tables)
+        out, rows = _exclusive_by_job(hists, parts, plan, priority)
     else:
         hist, rows = _combine(hists, parts, plan)
         out = exclusive(hist, plan, priority)
@@ -584,8 +580,22 @@ def classify_partitions(
     return Quarantined(out, quarantine) if on_invalid == "quarantine" else out
 
 
-def merged_hist(parts: list, plan: Plan, *, workers: int | None = None, on_invalid: str = "raise",
-                progress: Any = None, memory_budget: Any = None):
+def _exclusive_by_job(hists: list[Any], parts: list[Any], plan: Plan, priority: Sequence[str] | None
+                      ) -> tuple[pa.Table, int]:
+    """Exclusive time per job (each job's partitions combined apart), a ``job`` column
+    first, jobs in sorted order; and the rows read."""
+    tables, rows = [], 0
+    for job in sorted({str(k["job"]) for _, k in parts}):
+        idx = [i for i, (_, k) in enumerate(parts) if str(k["job"]) == job]
+        hist, n = _combine([hists[i] for i in idx], [parts[i] for i in idx], plan)
+        t = exclusive(hist, plan, priority)
+        tables.append(t.add_column(0, "job", pa.array([job] * t.num_rows, pa.string())))
+        rows += n
+    return pa.concat_tables(tables), rows
+
+
+def merged_hist(parts: list[Any], plan: Plan, *, workers: int | None = None, on_invalid: str = "raise",
+                progress: Any = None, memory_budget: Any = None) -> tuple[dict[str, Any], pa.Table | None, int]:
     """The histogram of a rank-partitioned source (its :func:`partitions`), one
     partition per thread, the quarantine (or None) and the number of rows read (for
     :mod:`pau.core`: classify_dataset and ledger)."""
@@ -597,7 +607,7 @@ def merged_hist(parts: list, plan: Plan, *, workers: int | None = None, on_inval
     return hist, quarantine, rows
 
 
-def _quarantine(hists: list, parts: list, by_job: bool) -> pa.Table | None:
+def _quarantine(hists: list[Any], parts: list[Any], by_job: bool) -> pa.Table | None:
     """The partitions' quarantined rows, numbered in the files concatenated in path order."""
     out = []
     offset = 0
@@ -613,12 +623,12 @@ def _quarantine(hists: list, parts: list, by_job: bool) -> pa.Table | None:
     return pa.concat_tables(out, promote_options="permissive") if out else None
 
 
-def _combine(hists: list, parts: list, plan: Plan) -> tuple[dict, int]:
+def _combine(hists: list[Any], parts: list[Any], plan: Plan) -> tuple[dict[str, Any], int]:
     """Merge per-partition histograms (disjoint ranks); sweep spans of ranks without
     events once. Returns (histogram, rows)."""
     rows = sum(int(h["rows"]) for h in hists)
     hists = [{k: v for k, v in h.items() if k not in ("rows", "quarantine")} for h in hists]
-    seen: dict = {}
+    seen: dict[str, Any] = {}
     for (path, _), h in zip(parts, hists):
         for r in h["span_rank"].tolist():
             if r in seen:

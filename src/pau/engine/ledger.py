@@ -6,6 +6,8 @@ at the edge. Ratios with a zero denominator are ``None`` (null), never NaN.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -18,7 +20,7 @@ NS_PER_HOUR = 3_600 * 10**9
 _UNKNOWN = "unknown"
 
 
-def _ratio(a: int, b: int):
+def _ratio(a: int, b: int) -> float | None:
     return a / b if b else None
 
 
@@ -44,9 +46,9 @@ class Ledger:
     in every table: a rank is an accelerator of its job.
     """
 
-    def __init__(self, table: pa.Table, accountable: pa.Table, *, attribution=None,
+    def __init__(self, table: pa.Table, accountable: pa.Table, *, attribution: Any = None,
                  quarantine: pa.Table | None = None, lifecycle_quarantine: pa.Table | None = None,
-                 has_events: bool = True):
+                 has_events: bool = True) -> None:
         self.table = table
         self.accountable = accountable
         self._att = attribution
@@ -80,14 +82,14 @@ class Ledger:
                         "duration_ns": pa.array(list(sums.values()), pa.int64())})
         return out
 
-    def state_ns(self) -> dict:
+    def state_ns(self) -> dict[str, int]:
         """ns per state (every state, zeros included), exact."""
         out = dict.fromkeys(STATES, 0)
         for (state,), v in exact_sums(self.table, ["state"], "duration_ns").items():
             out[state] += v
         return out
 
-    def activity_ns(self) -> dict:
+    def activity_ns(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for (activity,), v in exact_sums(self.table, ["activity"], "duration_ns").items():
             out[activity] = out.get(activity, 0) + v
@@ -98,7 +100,7 @@ class Ledger:
         activity that occurs on it), exact. The per-rank table of ``pau report``. With
         many jobs, per (job, rank) in that order, each entry with its ``job``."""
         if "job" in self.table.column_names:
-            per_job: dict[tuple, dict[str, int]] = {}
+            per_job: dict[tuple[Any, int], dict[str, int]] = {}
             for (job, rank, activity), v in exact_sums(self.table, ["job", "rank", "activity"],
                                                        "duration_ns").items():
                 if v:
@@ -117,7 +119,7 @@ class Ledger:
     def _cell(self, state: str, activity: str) -> int:
         return exact_sums(self.table, ["state", "activity"], "duration_ns").get((state, activity), 0)
 
-    def cause_ns(self) -> dict:
+    def cause_ns(self) -> dict[str, int]:
         """Rolled-back ns per cause (the failure that threw the work away)."""
         if self.intervals is None:
             return {}
@@ -279,7 +281,7 @@ class Ledger:
         return "\n".join(parts)
 
 
-def _cycle_rows(ckpt_steps: np.ndarray, steps: np.ndarray, dur: np.ndarray) -> list:
+def _cycle_rows(ckpt_steps: np.ndarray, steps: np.ndarray, dur: np.ndarray) -> list[tuple[int, int | None, int, int, int]]:
     """Rows ``(cycle, from_step, to_step, steps, productive_ns)`` of one lineage's cycles."""
     marks = np.unique(ckpt_steps)
     lo = np.concatenate([[np.iinfo(np.int64).min], marks[:-1]])
@@ -290,7 +292,7 @@ def _cycle_rows(ckpt_steps: np.ndarray, steps: np.ndarray, dur: np.ndarray) -> l
     return rows
 
 
-def _cycle_count(att) -> int:
+def _cycle_count(att: Any) -> int:
     """Preserved model cycles: the distinct durable checkpoints on the lineage, per job."""
     if att.lineage_ckpt_jobs is None:
         return int(np.unique(att.lineage_ckpt_steps).size)
@@ -302,7 +304,7 @@ def _cycle_count(att) -> int:
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 
-def exact_sums(table: pa.Table, keys: list, column: str) -> dict:
+def exact_sums(table: pa.Table, keys: list[str], column: str) -> dict[tuple[Any, ...], int]:
     """``{(key values): sum of column}`` as exact Python ints. Arrow sums int64 groups
     in int64 (wrapping past it: 8 accelerators x 2e18 ns); a group whose count times
     its largest magnitude could pass int64 is summed again in Python ints."""
@@ -313,7 +315,7 @@ def exact_sums(table: pa.Table, keys: list, column: str) -> dict:
         if pa.types.is_dictionary(t.schema.field(k).type):
             t = t.set_column(t.schema.get_field_index(k), k, t[k].cast(t.schema.field(k).type.value_type))
     g = t.group_by(keys).aggregate([(column, "sum"), (column, "min"), (column, "max"), (column, "count")])
-    out = {}
+    out: dict[tuple[Any, ...], int] = {}
     for r in g.to_pylist():
         key = tuple(r[k] for k in keys)
         bound = max(abs(r[f"{column}_min"] or 0), abs(r[f"{column}_max"] or 0)) * r[f"{column}_count"]
@@ -328,7 +330,7 @@ def exact_sums(table: pa.Table, keys: list, column: str) -> dict:
     return out
 
 
-def tidy(rank, state, activity, duration, window=None) -> pa.Table:
+def tidy(rank: Any, state: Any, activity: Any, duration: Any, window: Any = None) -> pa.Table:
     """Aggregate (rank, [window,] state, activity) -> duration, non-zero rows only,
     sorted; exact int64 sums."""
     rank = np.asarray(rank, np.int64)
@@ -365,7 +367,7 @@ def tidy(rank, state, activity, duration, window=None) -> pa.Table:
     return _table(uniq[0], None if window is None else uniq[1], uniq[-2], uniq[-1], sums)
 
 
-def cells_table(cells: tuple, rows: int, quarantined: int) -> pa.Table:
+def cells_table(cells: tuple[Any, Any, Any, Any], rows: int, quarantined: int) -> pa.Table:
     """The tidy table of the ledger's non-zero cells ``(rank, state, activity,
     duration)`` as the native core gives them (``CellCrossing::tidy``, in (rank,
     state, activity) order), as :func:`tidy` gives it, with the row counts of
@@ -382,7 +384,7 @@ _CELL_SCHEMA = pa.schema([("rank", pa.int32()), ("state", pa.dictionary(pa.int8(
                           ("activity", pa.dictionary(pa.int8(), pa.string())), ("duration_ns", pa.int64())])
 
 
-def _table(rank, window, state, activity, sums) -> pa.Table:
+def _table(rank: Any, window: Any, state: Any, activity: Any, sums: np.ndarray) -> pa.Table:
     keep = sums != 0
     uniq = [rank] + ([] if window is None else [window]) + [state, activity]
     # numpy arrays of the final types convert without a cast or a check

@@ -11,8 +11,9 @@ import pyarrow as pa
 
 from pau.errors import PauError
 
-__all__ = ["LedgerSummary", "OnInvalid", "QUARANTINE_SCHEMA", "RunWarning", "OutsideAccountable", "Quarantined",
-           "RunSummary", "TableLike", "check_on_invalid", "quarantine_schema", "quarantine_table"]
+__all__ = ["LedgerSummary", "Latency", "OnInvalid", "QUARANTINE_SCHEMA", "RunWarning", "OutsideAccountable",
+           "LayersSummary", "Quarantined", "RangeRow", "RecoverySummary", "RequestLatency", "RequestSummary", "RunSummary", "StepFigures", "TableLike", "TelemetryRow",
+           "check_on_invalid", "quarantine_schema", "quarantine_table"]
 
 #: What to do with input rows pau cannot use: raise (the default) or set them aside.
 OnInvalid = Literal["raise", "quarantine"]
@@ -199,6 +200,190 @@ class TopKernel(TypedDict):
     share: float
 
 
+class Latency(TypedDict):
+    """One latency of :meth:`pau.core.RequestLedger.latency` (ns): ``count`` of the
+    completed requests with a value; the rest None when it is 0. ``min``/``max`` exact
+    ints of int columns; ``mean``, ``std`` (population) and the linear percentiles floats."""
+
+    count: int
+    mean: Optional[float]
+    min: Optional[Union[int, float]]
+    max: Optional[Union[int, float]]
+    std: Optional[float]
+    p1: Optional[float]
+    p5: Optional[float]
+    p25: Optional[float]
+    p50: Optional[float]
+    p75: Optional[float]
+    p90: Optional[float]
+    p95: Optional[float]
+    p99: Optional[float]
+
+
+class RequestLatency(TypedDict):
+    """:meth:`pau.core.RequestLedger.latency`: TTFT, TPOT and E2E of the completed requests."""
+
+    ttft: Latency
+    tpot: Latency
+    e2e: Latency
+
+
+class _Requests(TypedDict):
+    offered: int
+    accepted: int
+    late: int
+    failed: int
+    rejected: int
+    cancelled: int
+    quarantined: int
+    slo_attainment: Optional[float]
+    window_ns: int
+    request_goodput_per_s: Optional[float]
+    accepted_input_tokens: int
+    accepted_output_tokens: int
+    accepted_tokens: int
+    latency: RequestLatency
+
+
+class RequestSummary(_Requests, total=False):
+    """:meth:`pau.core.RequestLedger.summary`: counts and ns exact ints, ratios floats or
+    None; the busy-time keys (``busy_ns`` ... ``inference_goodput``) only with busy
+    intervals."""
+
+    busy_ns: int
+    productive_ns: int
+    late_ns: int
+    failed_ns: int
+    cancelled_ns: int
+    idle_ns: int
+    productive_accelerator_hours: float
+    inference_goodput: Optional[float]
+
+
+class StepRank(TypedDict):
+    """One rank of :func:`pau.figures.stragglers.step_figures`: its finished step
+    executions and their time (nearest-rank median and p90, and max; exact ns)."""
+
+    rank: int
+    steps: int
+    median_ns: int
+    p90_ns: int
+    max_ns: int
+
+
+class PersistentStraggler(TypedDict):
+    rank: int
+    charged_ns: int
+
+
+class StragglerFigures(TypedDict):
+    """The stragglers of :func:`pau.figures.stragglers.step_figures`: the summary of
+    :func:`pau.figures.stragglers.stragglers`, each persistent straggler with the
+    accelerator time charged to it."""
+
+    steps: int
+    ranks: int
+    rows: int
+    in_flight: int
+    quarantined: int
+    wait_ns: int
+    wait_accelerator_seconds: float
+    persistent: List[PersistentStraggler]
+
+
+class StepFigures(TypedDict):
+    """:func:`pau.figures.stragglers.step_figures`: per rank its steps, and the stragglers."""
+
+    per_rank: List[StepRank]
+    stragglers: StragglerFigures
+
+
+class CauseFailures(TypedDict):
+    failures: int
+    per_1000_accelerator_hours: Optional[float]
+
+
+class RestartLoop(TypedDict):
+    """Consecutive attempts in a restart loop: the first and last, how many, their ns."""
+
+    first_attempt: int
+    last_attempt: int
+    attempts: int
+    ns: int
+
+
+class RecoverySummary(TypedDict):
+    """:meth:`pau.figures.recovery.Recovery.summary` (docs/outcome.md): ``per_failure_ns``
+    is ``[time_ns, to_progress_ns]`` per failure in time order (None: not recovered)."""
+
+    failures: int
+    accountable_ns: int
+    failures_per_1000_accelerator_hours: Optional[float]
+    by_cause: Dict[str, CauseFailures]
+    mean_to_first_step_s: Optional[float]
+    mean_to_progress_s: Optional[float]
+    not_recovered: int
+    per_failure_ns: List[List[Optional[int]]]
+    restart_loop_attempts: int
+    restart_loops: List[RestartLoop]
+    badput_ns: int
+    wall_ns: int
+    waste_equivalent_accelerators: Optional[float]
+
+
+class _Layer(TypedDict):
+    name: str
+    ns: Union[int, float]
+    factor: Optional[float]
+    lost_ns: Dict[str, Union[int, float]]
+    note: str
+
+
+class LayerSummary(_Layer, total=False):
+    """One layer of :meth:`pau.figures.layers.Layers.summary`: its accelerator time (an
+    int when exact), the share of the layer above left (``factor``), what was lost by
+    cause; ``cost`` and ``lost_cost`` only with a price."""
+
+    cost: float
+    lost_cost: Dict[str, float]
+
+
+class LayersSummary(TypedDict):
+    """:meth:`pau.figures.layers.Layers.summary`: the layers top down, their product and
+    the layers left out (with why)."""
+
+    layers: List[LayerSummary]
+    product: Optional[float]
+    left_out: Dict[str, str]
+
+
+class RangeRow(TypedDict):
+    """One name of :func:`pau.figures.compare.range_summary` (exact ns; ``share`` of all
+    closed ranges' time; ``open``: the ranges left open, the same on every row)."""
+
+    name: str
+    count: int
+    total_ns: int
+    mean_ns: int
+    min_ns: int
+    max_ns: int
+    share: Optional[float]
+    open: int
+
+
+class TelemetryRow(TypedDict):
+    """One group and metric of :func:`pau.figures.hardware.summary`."""
+
+    state: str
+    activity: str
+    metric: str
+    duration_ns: int
+    covered_ns: int
+    unknown_ns: int
+    mean: Optional[float]
+    energy_j: Optional[float]
+
+
 class RunSummary(TypedDict):
     """Every figure of a run (:meth:`pau.Run.summary`, ``pau report --format json``)."""
 
@@ -207,13 +392,13 @@ class RunSummary(TypedDict):
     ledger: Optional[LedgerSummary]
     per_rank: Optional[List[RankActivity]]
     top_kernels: Optional[List[TopKernel]]
-    nvtx: Optional[List[Dict[str, Any]]]
-    steps: Optional[Dict[str, Any]]
+    nvtx: Optional[List[RangeRow]]
+    steps: Optional[StepFigures]
     idle_by_cause: Optional[Dict[str, Any]]
-    layers: Optional[Dict[str, Any]]
-    recovery: Optional[Dict[str, Any]]
-    telemetry: Optional[List[Dict[str, Any]]]
-    requests: Optional[Dict[str, Any]]
+    layers: Optional[LayersSummary]
+    recovery: Optional[RecoverySummary]
+    telemetry: Optional[List[TelemetryRow]]
+    requests: Optional[RequestSummary]
     slo_ns: Dict[str, int]
     events_outside_accountable: Optional[OutsideAccountable]
     warnings: int

@@ -1,6 +1,7 @@
 """The vocabulary of DESIGN §2: kinds, activities, states."""
 
 import functools
+from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -87,7 +88,7 @@ def from_numpy(values: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(arrow_type, data.size, [None, pa.py_buffer(data)])
 
 
-def strings(values) -> pa.Array:
+def strings(values: Iterable[Any]) -> pa.Array:
     """``pa.array(list(values), pa.string())``, for Python strings built from their
     UTF-8 bytes and offsets (see :data:`NUMPY_OF`); anything else (a None) through
     pyarrow, as are more than 2 GiB of text (int32 offsets)."""
@@ -103,7 +104,7 @@ def strings(values) -> pa.Array:
 
 
 @functools.lru_cache(maxsize=64)
-def names(values: tuple) -> pa.Array:
+def names(values: tuple[str, ...]) -> pa.Array:
     """The names of a dictionary-coded column as a string array (cached: the
     vocabularies and cause lists are a few small tuples)."""
     return strings(values)
@@ -115,6 +116,6 @@ def counts_metadata(rows: int, quarantined: int) -> dict[bytes, bytes]:
     return {b"pau.rows": str(rows).encode(), b"pau.quarantined_rows": str(quarantined).encode()}
 
 
-def label(values, idx) -> pa.DictionaryArray:
+def label(values: Iterable[str], idx: Any) -> pa.DictionaryArray:
     """int8 codes `idx` into `values`, as a dictionary array."""
     return pa.DictionaryArray.from_arrays(from_numpy(np.asarray(idx, np.int8), pa.int8()), names(tuple(values)))

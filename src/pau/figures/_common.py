@@ -18,12 +18,12 @@ from pau.errors import ManyJobsError, PauError
 _NS_PER_S = 10**9
 
 
-def _ratio(a, b):
+def _ratio(a: float, b: float) -> float | None:
     """``a / b`` as a float, None when ``b`` is 0 (never NaN)."""
     return a / b if b else None
 
 
-def _fmt(v) -> str:
+def _fmt(v: Any) -> str:
     """A figure as text: ``-`` for None, floats to 6 significant digits, ints with separators."""
     if v is None:
         return "-"
@@ -46,6 +46,11 @@ def _f(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_f(v) for v in x]
     return x
+
+
+def _fd(figures: dict[str, Any]) -> dict[str, Any]:
+    """A summary's figures JSON-able (:func:`_f` of a dict)."""
+    return {k: _f(v) for k, v in figures.items()}
 
 
 def _count(value: Any, what: str, *, positive: bool = False) -> int:

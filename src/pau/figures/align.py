@@ -30,6 +30,7 @@ would leave int64 is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -55,7 +56,7 @@ class Alignment:
     reference: int | None
     names_left_out: int
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """For ``run.metadata["alignment"]`` (JSON-ready)."""
         return {"method": "collectives", "reference_rank": self.reference,
                 "names_left_out": self.names_left_out, "ranks": self.table.to_pylist()}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Optional, TypedDict
+from typing import Any, Mapping, Optional, Protocol, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -22,11 +22,11 @@ from pau.engine._format import duration
 from pau.engine._input import _column, as_table, time_values
 from pau.engine._names import TOP_KERNELS
 from pau.engine.ledger import Ledger
-from pau.engine.types import LedgerSummary, TopKernel
+from pau.engine.types import LedgerSummary, RangeRow, TopKernel
 from pau.engine.vocab import STATES
-from pau.errors import PauError
+from pau.errors import ArgumentTypeError, OptionError, PauError
 from pau.figures._common import _NS_PER_S, _fmt
-from pau.figures.economics import cost
+from pau.figures.cost import LedgerCost, cost
 
 __all__ = [
     "Comparison", "compare", "KERNEL_STATUSES", "KernelDiff", "KernelDiffRow", "kernel_diff", "top_kernels",
@@ -66,11 +66,11 @@ class Comparison:
 
     table: pa.Table
     by_cause: pa.Table
-    exact: dict
-    labels: tuple
+    exact: dict[str, Any]
+    labels: tuple[Any, ...]
     kernels: KernelDiff | None = None
 
-    def summary(self, kernels: int | None = None) -> dict:
+    def summary(self, kernels: int | None = None) -> dict[str, Any]:
         """JSON-able, what ``pau compare --format json`` prints: ``labels``,
         ``metrics`` and ``by_cause`` (their tables' rows) and ``kernels``
         (:meth:`KernelDiff.summary` with its first ``kernels`` rows, all by default;
@@ -118,27 +118,54 @@ _COST_METRICS = ("total_cost", "waste_cost", "cost_per_productive_accelerator_ho
                  "cost_per_million_preserved_tokens")
 
 
-def _side(led: Ledger, prices) -> tuple[LedgerSummary, dict | None]:
-    if not isinstance(led, Ledger):
-        raise TypeError(f"compare: expected pau Ledgers, got {type(led).__name__}")
+class _RunLike(Protocol):
+    """What :func:`compare` reads of a :class:`pau.Run`."""
+
+    events: pa.Table | None
+
+    def ledger(self, *, as_of: int | None = None) -> Ledger: ...
+
+
+def _side(side: Ledger | _RunLike, as_of: int | None, events: Any) -> tuple[Ledger, Any]:
+    """A side's ledger (a run's through ``Run.ledger``) and device events (a run's own
+    unless given)."""
+    if isinstance(side, Ledger):
+        if as_of is not None:
+            raise OptionError("as_of: the figures as of an instant are a run's (Run.ledger(as_of=...)); a Ledger "
+                              "is already as of its instant. Fix: pass the runs, or drop as_of")
+        return side, events
+    if not callable(getattr(side, "ledger", None)):
+        raise ArgumentTypeError("compare", "pau Runs or Ledgers", side)
+    return side.ledger(as_of=as_of), (side.events if events is None else events)
+
+
+def _figures(led: Ledger, prices: Mapping[str, Any] | None) -> tuple[LedgerSummary, LedgerCost | None]:
     return led.summary(), (None if prices is None else cost(led, prices))
 
 
-def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dict | None = None,
-            labels: tuple = ("a", "b"), events_a: Any = None, events_b: Any = None) -> Comparison:
-    """Two ledgers side by side on the same useful-output denominators.
+def compare(a: Ledger | _RunLike, b: Ledger | _RunLike, *, prices_a: Mapping[str, Any] | None = None,
+            prices_b: Mapping[str, Any] | None = None, labels: tuple[str, str] = ("a", "b"),
+            as_of: int | None = None, events_a: Any = None, events_b: Any = None) -> Comparison:
+    """Two runs (or their ledgers) side by side on the same useful-output denominators
+    (``pau.core.compare`` is this function).
 
     Parameters
     ----------
-    a, b : Ledger
-        Two runs, or the same work on two cluster configurations.
+    a, b : Run or Ledger
+        Two runs, or the same work on two cluster configurations. A :class:`pau.Run` is
+        taken through :meth:`pau.Run.ledger`; the figures are those of
+        :meth:`Ledger.summary`.
     prices_a, prices_b : dict, optional
-        Prices as for :func:`pau.figures.economics.cost`; cost rows appear when both are given.
+        Prices as for :func:`pau.figures.cost.cost`; cost rows appear when both are given.
     labels : (str, str)
         Names of the two sides in :meth:`Comparison.render`.
+    as_of : int, optional
+        The instant of both runs' ledgers (:meth:`pau.Run.ledger`); refused with a Ledger
+        on either side (:class:`pau.errors.OptionError`).
     events_a, events_b : table-like, optional
-        The two runs' device events: with both, ``.kernels`` is their
-        :func:`kernel_diff`, per preserved step of each ledger.
+        The two sides' device events (a run's own by default; a ledger holds none):
+        with both, ``.kernels`` is their :func:`kernel_diff`, per preserved step of
+        each ledger; else ``.kernels`` is None.
 
     Returns
     -------
@@ -159,8 +186,10 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
         raise PauError(f"labels: expected two names, got {labels!r}")
     if (prices_a is None) != (prices_b is None):
         raise PauError("compare: prices for one side only. Fix: give both prices_a and prices_b, or neither")
-    sa_t, ca = _side(a, prices_a)
-    sb_t, cb = _side(b, prices_b)
+    led_a, events_a = _side(a, as_of, events_a)
+    led_b, events_b = _side(b, as_of, events_b)
+    sa_t, ca = _figures(led_a, prices_a)
+    sb_t, cb = _figures(led_b, prices_b)
     sa: dict[str, Any] = dict(sa_t)  # looked up by the metric names of _COMPARE_METRICS
     sb: dict[str, Any] = dict(sb_t)
     names, va, vb = [], [], []
@@ -174,7 +203,7 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
             va.append(ca.get(k))
             vb.append(cb.get(k))
 
-    def fl(v):
+    def fl(v: Any) -> float | None:
         return None if v is None else float(v)
 
     diff = [None if x is None or y is None else float(x) - float(y) for x, y in zip(va, vb)]
@@ -182,15 +211,15 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
                       "b": pa.array([fl(v) for v in vb], pa.float64()), "difference": pa.array(diff, pa.float64())})
 
     na, nb = sa["preserved_steps"], sb["preserved_steps"]
-    per = na and nb
     rows, exact = [], {}
 
-    def per_step(ns, steps):
+    def per_step(ns: int, steps: int | None) -> Fraction | None:
         return Fraction(ns, steps) if steps else None
 
-    def add(cause, kind, xa_ns, xb_ns, cost_a=None, cost_b=None):
+    def add(cause: str, kind: str, xa_ns: int, xb_ns: int, cost_a: float | None = None,
+            cost_b: float | None = None) -> None:
         fa, fb = per_step(xa_ns, na), per_step(xb_ns, nb)
-        d = fa - fb if per else None
+        d = fa - fb if fa is not None and fb is not None else None
         if kind in ("state", "total"):
             exact[cause] = d
         rows.append((cause, kind, None if fa is None else float(fa) / _NS_PER_S,
@@ -205,8 +234,8 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
         if sta[st] or stb[st]:
             add(st, "state", sta[st], stb[st], cost_st_a.get(st, 0.0) if ca else None,
                 cost_st_b.get(st, 0.0) if cb else None)
-    add("total", "total", sa["accountable_ns"], sb["accountable_ns"], ca and ca["total_cost"],
-        cb and cb["total_cost"])
+    add("total", "total", sa["accountable_ns"], sb["accountable_ns"], None if ca is None else ca["total_cost"],
+        None if cb is None else cb["total_cost"])
     causes_a, causes_b = sa["badput_by_cause_ns"] or {}, sb["badput_by_cause_ns"] or {}
     wc_a = {} if ca is None else ca["waste_cost_by_cause"]
     wc_b = {} if cb is None else cb["waste_cost_by_cause"]
@@ -233,7 +262,7 @@ def compare(a: Ledger, b: Ledger, *, prices_a: dict | None = None, prices_b: dic
 # top device work
 
 
-def _device_work(events: Any) -> list[dict]:
+def _device_work(events: Any) -> list[dict[str, Any]]:
     """The one rule that groups device events by name: per (name, kind), the events'
     ``count`` and ``total_ns`` (durations ``end_ns - start_ns`` summed as written, exact
     Python ints). Events without a name (or a table without ``name``) are grouped as
@@ -255,7 +284,7 @@ def _device_work(events: Any) -> list[dict]:
     # Totals in Python ints where int64 could wrap (count x the longest, or the most negative, event)
     wide = [r for r in rows if r["ns_count"] * max(abs(r["ns_max"]), abs(r["ns_min"])) > 2**63 - 1]
     if wide:
-        exact: dict = {}
+        exact: dict[tuple[str, str], int] = {}
         for nm, kd, d in zip(name.to_pylist(), kind.to_pylist(), dur.to_pylist()):
             exact[(nm, kd)] = exact.get((nm, kd), 0) + d
         for r in wide:
@@ -308,7 +337,7 @@ class KernelDiffRow(TypedDict):
 KERNEL_STATUSES = ("appeared", "disappeared", "changed", "same")
 
 
-def _duration(ns) -> str:
+def _duration(ns: int | None) -> str:
     return "-" if ns is None else duration(ns)
 
 
@@ -327,19 +356,19 @@ class KernelDiff:
     labels : (str, str)
     """
 
-    rows: list
+    rows: list[Any]
     steps_a: Optional[int]
     steps_b: Optional[int]
-    labels: tuple = ("a", "b")
+    labels: tuple[Any, ...] = ("a", "b")
 
-    def status_counts(self) -> dict:
+    def status_counts(self) -> dict[str, Any]:
         """Rows per status: ``{"appeared": n, "disappeared": n, "changed": n, "same": n}``."""
         out = dict.fromkeys(KERNEL_STATUSES, 0)
         for r in self.rows:
             out[r["status"]] += 1
         return out
 
-    def summary(self, n: int | None = None) -> dict:
+    def summary(self, n: int | None = None) -> dict[str, Any]:
         """JSON-able: ``labels``, ``steps_a``, ``steps_b``, ``status`` (rows per
         status), ``total_ns_a``, ``total_ns_b``, ``difference_ns`` (all device events'
         time, exact), ``count`` (rows), ``left_out`` (rows not listed) and ``kernels``:
@@ -390,7 +419,7 @@ class KernelDiff:
         head.append("name")
         widths = [max(len(x[i]) for x in cells + [head]) for i in range(len(head) - 1)]
 
-        def fmt(c: list) -> str:
+        def fmt(c: list[str]) -> str:
             return "  ".join([c[0].ljust(widths[0]), c[1].ljust(widths[1])]
                              + [v.rjust(w) for v, w in zip(c[2:-1], widths[2:])]) + "  " + c[-1]
 
@@ -402,7 +431,7 @@ class KernelDiff:
         return "\n".join(lines)
 
 
-def _steps(value, side: str) -> Optional[int]:
+def _steps(value: Any, side: str) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -412,7 +441,7 @@ def _steps(value, side: str) -> Optional[int]:
 
 
 def kernel_diff(a_events: Any, b_events: Any, *, steps_a: int | None = None, steps_b: int | None = None,
-                labels: tuple = ("a", "b")) -> KernelDiff:
+                labels: tuple[Any, ...] = ("a", "b")) -> KernelDiff:
     """The device work of two runs side by side, per name and kind (HTA's trace diff).
 
     Parameters
@@ -472,7 +501,7 @@ def kernel_diff(a_events: Any, b_events: Any, *, steps_a: int | None = None, ste
 # annotation ranges by name
 
 
-def range_summary(ranges: Any, name: str = "text", n: int = TOP_KERNELS) -> list[dict[str, Any]]:
+def range_summary(ranges: Any, name: str = "text", n: int = TOP_KERNELS) -> list[RangeRow]:
     """Annotation ranges by name (Nsight's NVTX ranges, as ``nsys stats``' NVTX range
     summary gives them): the ``n`` names with the most time, each with ``name, count,
     total_ns, mean_ns`` (rounded down), ``min_ns, max_ns`` and ``share`` of all closed

@@ -1,4 +1,5 @@
-"""The economics of useful work: inference accounting, cost and energy, checkpoint advice.
+"""The economics of useful work: inference accounting and checkpoint advice (cost and
+energy are :mod:`pau.figures.cost`).
 
 DESIGN §3 and §4. Every choice this module makes where the design is silent is
 written in ``docs/economics.md``. In short:
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable, Literal, Mapping, Optional, TypedDict, Union, overload
 
 import numpy as np
 import pyarrow as pa
@@ -26,17 +27,18 @@ from pau import _core
 from pau.engine import _econ_kernels as K
 from pau.engine._input import _column, as_table, time_column
 from pau.engine.ledger import NS_PER_HOUR, Ledger
-from pau.engine.types import LedgerSummary, Quarantined, check_on_invalid
+from pau.engine.types import Latency, Quarantined, RequestLatency, RequestSummary, check_on_invalid
 from pau.engine.vocab import names as vocab_names
-from pau.errors import InvalidRowError, PauError, SchemaError
+from pau.errors import ArgumentTypeError, InvalidRowError, PauError, SchemaError
 from pau.figures._common import _NS_PER_S, _one_job, _ratio
-from pau.figures.hardware import integrate
 
 __all__ = [
     "OUTCOMES",
     "RequestLedger",
     "requests",
-    "cost",
+    "CheckpointInterval",
+    "CheckpointAdvice",
+    "MeasuredCheckpoints",
     "checkpoint_interval",
     "checkpoint_advice",
 ]
@@ -81,15 +83,15 @@ class RequestLedger:
     """
 
     table: pa.Table
-    window: tuple
-    weights: dict
-    slo: dict
+    window: tuple[Any, ...]
+    weights: dict[str, Any]
+    slo: dict[str, Any]
     replicas: pa.Table | None = None
     busy: pa.Table | None = None
     quarantined: int = 0
-    _counts: dict = field(default_factory=dict, repr=False)
+    _counts: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def latency(self) -> dict:
+    def latency(self) -> RequestLatency:
         """TTFT, TPOT and E2E latency of the completed requests (outcome ``accepted`` or
         ``late``: the ones AIPerf and LLMPerf summarise), as those tools print them:
         ``{"ttft": {...}, "tpot": {...}, "e2e": {...}}``, each with ``count``, ``mean``,
@@ -102,24 +104,23 @@ class RequestLedger:
         """
         t = self.table
         done = pc.is_in(t["outcome"].cast(pa.string()), pa.array(["accepted", "late"]))
-        out: dict[str, dict[str, Any]] = {}
-        for key, col in (("ttft", "ttft_ns"), ("tpot", "tpot_ns"), ("e2e", "e2e_ns")):
-            vals = t[col].filter(pc.and_(done, pc.is_valid(t[col])))
-            x = vals.to_numpy()
-            row: dict[str, Any] = {"count": int(x.size)}
-            if x.size == 0:
-                row.update({k: None for k in ("mean", "min", "max", "std", *_LATENCY_PERCENTILES)})
-            else:
-                exact = x.dtype.kind == "i"
-                row.update(mean=float(x.mean()), min=int(x.min()) if exact else float(x.min()),
-                           max=int(x.max()) if exact else float(x.max()), std=float(x.std()))
-                for name, q in _LATENCY_PERCENTILES.items():
-                    row[name] = float(np.percentile(x, q))
-            out[key] = row
-        return out
 
-    def summary(self) -> dict:
-        """Headline figures (counts and ns exact ints; ratios floats or ``None``).
+        def one(col: str) -> Latency:
+            x = t[col].filter(pc.and_(done, pc.is_valid(t[col]))).to_numpy()
+            if x.size == 0:
+                return {"count": 0, "mean": None, "min": None, "max": None, "std": None, "p1": None, "p5": None,
+                        "p25": None, "p50": None, "p75": None, "p90": None, "p95": None, "p99": None}
+            exact = x.dtype.kind == "i"
+            p = [float(np.percentile(x, q)) for q in _LATENCY_PERCENTILES.values()]
+            return {"count": int(x.size), "mean": float(x.mean()), "min": int(x.min()) if exact else float(x.min()),
+                    "max": int(x.max()) if exact else float(x.max()), "std": float(x.std()), "p1": p[0],
+                    "p5": p[1], "p25": p[2], "p50": p[3], "p75": p[4], "p90": p[5], "p95": p[6], "p99": p[7]}
+
+        return {"ttft": one("ttft_ns"), "tpot": one("tpot_ns"), "e2e": one("e2e_ns")}
+
+    def summary(self) -> RequestSummary:
+        """Headline figures (counts and ns exact ints; ratios floats or ``None``): a
+        :class:`pau.engine.types.RequestSummary`.
 
         Keys: offered, accepted, late, failed, rejected, cancelled, quarantined,
         slo_attainment (accepted / (offered - cancelled)), window_ns,
@@ -132,46 +133,30 @@ class RequestLedger:
         c = dict(self._counts)
         offered = sum(c[o] for o in OUTCOMES) + self.quarantined
         w0, w1 = self.window
-        out = {"offered": offered, **{o: c[o] for o in OUTCOMES}, "quarantined": self.quarantined,
-               "slo_attainment": _ratio(c["accepted"], offered - c["cancelled"]),
-               "window_ns": w1 - w0,
-               "request_goodput_per_s": (c["accepted"] * _NS_PER_S / (w1 - w0)) if w1 > w0 else None,
-               "accepted_input_tokens": c["accepted_input_tokens"],
-               "accepted_output_tokens": c["accepted_output_tokens"],
-               "accepted_tokens": c["accepted_input_tokens"] + c["accepted_output_tokens"]}
-        out["latency"] = self.latency()
+        out: RequestSummary = {
+            "offered": offered, "accepted": c["accepted"], "late": c["late"], "failed": c["failed"],
+            "rejected": c["rejected"], "cancelled": c["cancelled"], "quarantined": self.quarantined,
+            "slo_attainment": _ratio(c["accepted"], offered - c["cancelled"]),
+            "window_ns": w1 - w0,
+            "request_goodput_per_s": (c["accepted"] * _NS_PER_S / (w1 - w0)) if w1 > w0 else None,
+            "accepted_input_tokens": c["accepted_input_tokens"],
+            "accepted_output_tokens": c["accepted_output_tokens"],
+            "accepted_tokens": c["accepted_input_tokens"] + c["accepted_output_tokens"],
+            "latency": self.latency()}
         if self.replicas is not None:
             r = self.replicas
             tot = {k: int(pc.sum(r[k]).as_py() or 0) for k in
                    ("busy_ns", "accepted_ns", "late_ns", "failed_ns", "cancelled_ns", "idle_ns")}
-            out.update(busy_ns=tot["busy_ns"], productive_ns=tot["accepted_ns"], late_ns=tot["late_ns"],
-                       failed_ns=tot["failed_ns"], cancelled_ns=tot["cancelled_ns"], idle_ns=tot["idle_ns"],
-                       productive_accelerator_hours=tot["accepted_ns"] / NS_PER_HOUR,
-                       inference_goodput=_ratio(tot["accepted_ns"], tot["busy_ns"]))
+            out["busy_ns"], out["productive_ns"], out["late_ns"] = tot["busy_ns"], tot["accepted_ns"], tot["late_ns"]
+            out["failed_ns"], out["cancelled_ns"], out["idle_ns"] = tot["failed_ns"], tot["cancelled_ns"], tot["idle_ns"]
+            out["productive_accelerator_hours"] = tot["accepted_ns"] / NS_PER_HOUR
+            out["inference_goodput"] = _ratio(tot["accepted_ns"], tot["busy_ns"])
         return out
 
 
-def _int_column(t: pa.Table, name: str, table: str, *, required: bool):
-    """(values int64 with nulls as 0, null mask) of an integer column, or None."""
-    if t.schema.get_field_index(name) < 0:
-        if required:
-            _column(t, name, table)  # raises SchemaError
-        return None
-    col = _column(t, name, table)
-    if not pa.types.is_integer(col.type):
-        raise SchemaError(table, name, f"has type {col.type}, not an integer",
-                          "give token counts as integers")
-    null = np.asarray(col.is_null()) if col.null_count else np.zeros(len(col), bool)
-    vals = col.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
-    return vals, null
-
-
-def _time(t: pa.Table, name: str, table: str, *, required: bool):
-    """(int64 ns values with nulls as 0, null mask) of a time column, or None."""
-    if t.schema.get_field_index(name) < 0:
-        if required:
-            _column(t, name, table)
-        return None
+def _time(t: pa.Table, name: str, table: str) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 ns values with nulls as 0, null mask) of a time column (SchemaError when
+    it is missing)."""
     col = _column(t, name, table)
     null = np.asarray(col.is_null()) if col.null_count else np.zeros(len(col), bool)
     if col.null_count:
@@ -179,7 +164,7 @@ def _time(t: pa.Table, name: str, table: str, *, required: bool):
     return np.asarray(time_column(col, name, table), np.int64), null
 
 
-def _weights(weights) -> tuple[int, int, dict]:
+def _weights(weights: Mapping[str, Any] | None) -> tuple[int, int, dict[str, Any]]:
     """Phase weights as exact integers (a common denominator cleared)."""
     w = {"prefill": 1, "decode": 1} if weights is None else dict(weights)
     extra = set(w) - {"prefill", "decode"}
@@ -188,7 +173,7 @@ def _weights(weights) -> tuple[int, int, dict]:
                        f"{{'prefill': a, 'decode': b}}")
     w.setdefault("prefill", 1)
     w.setdefault("decode", 1)
-    fr = {}
+    fr: dict[str, Fraction] = {}
     for k, v in w.items():
         if isinstance(v, bool) or not isinstance(v, (int, float, Fraction)):
             raise PauError(f"weights: {k} = {v!r} is not a number. Fix: give a non-negative number")
@@ -216,7 +201,7 @@ _REASON_FIX = ("", "give every request its arrival time", "times are ns since an
                "give every request that ran on a replica its replica (needed with busy)")
 
 
-def _mask(col: pa.Array):
+def _mask(col: pa.Array) -> np.ndarray | None:
     """The null mask of a column as a numpy bool array, or None when it has no nulls.
 
     Read straight from the validity bitmap (a quarter of the time of ``is_null``)
@@ -227,18 +212,19 @@ def _mask(col: pa.Array):
     if valid is None:
         return np.asarray(col.is_null())
     bits = np.unpackbits(np.frombuffer(valid, np.uint8), count=col.offset + len(col), bitorder="little")
-    return bits[col.offset:] == 0
+    null: np.ndarray = bits[col.offset:] == 0
+    return null
 
 
-def _values(arr: pa.Array, dtype) -> np.ndarray:
+def _values(arr: pa.Array, dtype: Any) -> np.ndarray:
     """Zero-copy values of a fixed-width Arrow array of numpy ``dtype`` (arbitrary
     under nulls)."""
     if arr.null_count == 0:
-        return arr.to_numpy(zero_copy_only=False)
+        return np.asarray(arr.to_numpy(zero_copy_only=False))
     return np.frombuffer(arr.buffers()[1], dtype, count=len(arr) + arr.offset)[arr.offset:]
 
 
-def _int64_values(arr) -> np.ndarray:
+def _int64_values(arr: pa.Array | np.ndarray) -> np.ndarray:
     """Zero-copy int64 values of an int64 Arrow array (or a numpy array as is).
 
     Values under nulls are whatever the buffer holds: callers read them only through
@@ -246,11 +232,11 @@ def _int64_values(arr) -> np.ndarray:
     if isinstance(arr, np.ndarray):
         return arr
     if arr.null_count == 0:
-        return arr.to_numpy(zero_copy_only=False)
+        return np.asarray(arr.to_numpy(zero_copy_only=False))
     return np.frombuffer(arr.buffers()[1], np.int64, count=len(arr) + arr.offset)[arr.offset:]
 
 
-def _request_columns(t: pa.Table, *, need_replica: bool):
+def _request_columns(t: pa.Table, *, need_replica: bool) -> dict[str, Any]:
     """Zero-copy int64 columns and null masks (None: no nulls) of the requests table."""
     n = t.num_rows
     for name in ("request_id", "replica", "arrival_ns", "end_ns", "status"):
@@ -295,7 +281,8 @@ def _request_columns(t: pa.Table, *, need_replica: bool):
     return cols
 
 
-def _nullable(values: np.ndarray, typ: pa.DataType, mask, cols) -> pa.Array:
+def _nullable(values: np.ndarray, typ: pa.DataType, mask: Union[np.ndarray, Callable[[], np.ndarray], None],
+              cols: list[Any]) -> pa.Array:
     """``values`` as an Arrow array, null where ``mask`` (a bool array, a function
     returning one, or None: no nulls): zero-copy, with the validity bitmap of the
     input columns ``cols`` (null exactly where any of them is) when they have one at
@@ -314,24 +301,24 @@ def _nullable(values: np.ndarray, typ: pa.DataType, mask, cols) -> pa.Array:
     return pa.array(values, typ, mask=mask() if callable(mask) else mask)
 
 
-def _request_rows(c: dict, need_replica: bool, slo: dict) -> dict:
+def _request_rows(c: dict[str, Any], need_replica: bool, slo: Mapping[str, Any]) -> dict[str, Any]:
     """The native pass over the rows (pau._core.request_rows)."""
-    def bound(k):  # an SLO met when the figure is <= the bound: ints compare exactly
+    def bound(k: str) -> int | None:  # an SLO met when the figure is <= the bound: ints compare exactly
         if k not in slo:
             return None
         v = slo[k]
-        if k == "tpot":
-            return float(v)
         if isinstance(v, float) and not math.isfinite(v):
             return -1 if math.isnan(v) else 2**63 - 1  # NaN: never met; inf: always
         return min(int(math.floor(v)), 2**63 - 1)
 
-    return _core.request_rows(c["arr"], c["arr_null"], c["end"], c["end_null"], c["ft"], c["ft_null"],
-                              c["tin"], c["tin_null"], c["tout"], c["tout_null"], c["code"], c["st_null"],
-                              c["rep_null"], need_replica, bound("ttft"), bound("tpot"), bound("e2e"))
+    tpot = None if "tpot" not in slo else float(slo["tpot"])
+    rows: dict[str, Any] = _core.request_rows(
+        c["arr"], c["arr_null"], c["end"], c["end_null"], c["ft"], c["ft_null"], c["tin"], c["tin_null"], c["tout"],
+        c["tout_null"], c["code"], c["st_null"], c["rep_null"], need_replica, bound("ttft"), tpot, bound("e2e"))
+    return rows
 
 
-def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array):
+def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     """Common integer codes for the replica columns of requests and busy."""
     if req_rep.type != busy_rep.type:
         try:
@@ -358,11 +345,11 @@ def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array):
     return idx[: len(req_rep)], idx[len(req_rep):], enc.dictionary
 
 
-def _busy_columns(busy):
+def _busy_columns(busy: Any) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     t = as_table(busy, "busy")
     rep = _column(t, "replica", "busy")
-    s, s_null = _time(t, "start_ns", "busy", required=True)
-    e, e_null = _time(t, "end_ns", "busy", required=True)
+    s, s_null = _time(t, "start_ns", "busy")
+    e, e_null = _time(t, "end_ns", "busy")
     for name, bad, why, fix in (
         ("replica", np.asarray(rep.is_null()) if rep.null_count else np.zeros(len(rep), bool),
          "null replica", "give every busy interval its replica"),
@@ -375,14 +362,27 @@ def _busy_columns(busy):
     return rep, s, e
 
 
-def _one(col) -> pa.Array:
+def _one(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     return col
 
 
-def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weights: dict | None = None,
-             window: Any = None, on_invalid: str = "raise"):
+@overload
+def requests(requests: Any, *, slo: Mapping[str, Any] | None = ..., busy: Any = ...,
+             weights: Mapping[str, Any] | None = ..., window: Any = ...,
+             on_invalid: Literal["raise"] = ...) -> RequestLedger: ...
+@overload
+def requests(requests: Any, *, slo: Mapping[str, Any] | None = ..., busy: Any = ...,
+             weights: Mapping[str, Any] | None = ..., window: Any = ...,
+             on_invalid: Literal["quarantine"]) -> Quarantined: ...
+@overload
+def requests(requests: Any, *, slo: Mapping[str, Any] | None = ..., busy: Any = ...,
+             weights: Mapping[str, Any] | None = ..., window: Any = ...,
+             on_invalid: str = ...) -> RequestLedger | Quarantined: ...
+def requests(requests: Any, *, slo: Mapping[str, Any] | None = None, busy: Any = None,
+             weights: Mapping[str, Any] | None = None, window: Any = None,
+             on_invalid: str = "raise") -> RequestLedger | Quarantined:
     """Per-request latency, outcome and (with ``busy``) accelerator time (DESIGN §3).
 
     Parameters
@@ -439,58 +439,89 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     """
     check_on_invalid(on_invalid)
     t = as_table(requests, "requests")
-    slo = {} if slo is None else dict(slo)
-    for k, v in slo.items():
-        if k not in _SLO_KEYS:
-            raise PauError(f"slo: unknown key {k!r}. Fix: use any of {', '.join(_SLO_KEYS)} (in ns)")
-        if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise PauError(f"slo: {k} = {v!r}. Fix: give a bound in ns >= 0")
+    slo = _checked_slo(slo)
     wp, wd, wused = _weights(weights)
     need_replica = busy is not None
     c = _request_columns(t, need_replica=need_replica)
     rr = _request_rows(c, need_replica, slo)
     quarantine = None
     if rr["bad"]:
-        reasons = rr["reason"]
-        bad = reasons != 0
-        if on_invalid == "raise":
-            i = int(np.flatnonzero(bad)[0])
-            r = int(reasons[i])
-            raise InvalidRowError("requests", _REASON_COL[r], i, _REASON_REASON(r, t, i), _REASON_FIX[r],
-                                  int(rr["bad"]))
-        rows = np.flatnonzero(bad)
-        quarantine = t.take(pa.array(rows)).append_column("row", pa.array(rows, pa.int64())).append_column(
-            "reason", pa.array([_REASONS[int(x)] for x in reasons[rows]], pa.string()))
+        quarantine = _bad_requests(t, rr["reason"], int(rr["bad"]), on_invalid)
         # the valid rows, read again (a slow path: only with quarantined rows)
-        t = t.take(pa.array(np.flatnonzero(~bad)))
+        t = t.take(pa.array(np.flatnonzero(rr["reason"] == 0)))
         c = _request_columns(t, need_replica=need_replica)
         rr = _request_rows(c, need_replica, slo)
-    n = t.num_rows
+    out, tin, tout = _request_table(t, c, rr)
+    counts = dict(zip(OUTCOMES, rr["counts"]))
+    counts["accepted_input_tokens"] = rr["accepted_input_tokens"]
+    counts["accepted_output_tokens"] = rr["accepted_output_tokens"]
+    w0, w1 = _window(window, rr, t.num_rows)
+    replicas = busy_out = None
+    if busy is not None:
+        replicas, busy_out = _attribute_busy(busy, t, c, rr["outcome"], tin, tout, wp, wd, out)
+    res = RequestLedger(pa.table(out), (w0, w1), wused, slo, replicas, busy_out,
+                        0 if quarantine is None else quarantine.num_rows, counts)
+    if on_invalid == "quarantine":
+        if quarantine is None:
+            quarantine = pa.table({"row": pa.array([], pa.int64()), "reason": pa.array([], pa.string())})
+        return Quarantined(res, quarantine)
+    return res
+
+
+def _checked_slo(slo: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The SLO bounds, each key known and each bound a number of ns >= 0."""
+    out = {} if slo is None else dict(slo)
+    for k, v in out.items():
+        if k not in _SLO_KEYS:
+            raise PauError(f"slo: unknown key {k!r}. Fix: use any of {', '.join(_SLO_KEYS)} (in ns)")
+        if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise PauError(f"slo: {k} = {v!r}. Fix: give a bound in ns >= 0")
+    return out
+
+
+def _bad_requests(t: pa.Table, reasons: np.ndarray, count: int, on_invalid: str) -> pa.Table:
+    """The invalid request rows (``reasons`` not 0): raise for the first, or the
+    quarantine table (the rows, their ``row`` number and ``reason``)."""
+    bad = reasons != 0
+    if on_invalid == "raise":
+        i = int(np.flatnonzero(bad)[0])
+        r = int(reasons[i])
+        raise InvalidRowError("requests", _REASON_COL[r], i, _REASON_REASON(r, t, i), _REASON_FIX[r], count)
+    rows = np.flatnonzero(bad)
+    q: pa.Table = t.take(pa.array(rows)).append_column("row", pa.array(rows, pa.int64())).append_column(
+        "reason", pa.array([_REASONS[int(x)] for x in reasons[rows]], pa.string()))
+    return q
+
+
+def _request_table(t: pa.Table, c: dict[str, Any], rr: dict[str, Any]
+                   ) -> tuple[dict[str, pa.Array], np.ndarray, np.ndarray]:
+    """The per-request columns (latencies, outcome, tokens), and the token counts as
+    weights (null counts of requests that are not ok read 0)."""
     ft_null, end_null = c["ft_null"], c["end_null"]
     # null TPOT where either time is; computed only when no input bitmap serves
     no_tpot = ft_null if end_null is None else (end_null if ft_null is None else (lambda: ft_null | end_null))
-    # token counts as output (and as weights): null counts of requests that are not ok read 0
     tin = c["tin"] if c["tin_null"] is None else np.where(c["tin_null"], 0, c["tin"])
     tout = c["tout"] if c["tout_null"] is None else np.where(c["tout_null"], 0, c["tout"])
-    outcome = rr["outcome"]
     # TPOT is null where either time is: the validity of the columns that have nulls
     # (None, i.e. no zero-copy, when a missing column supplies the nulls)
     tpot_cols = [col for col, m in ((c["ft_col"], ft_null), (c["end_col"], end_null)) if m is not None]
     out = {
         "request_id": _one(t["request_id"]),
         "replica": _one(t["replica"]),
-        "outcome": pa.DictionaryArray.from_arrays(pa.array(outcome), vocab_names(OUTCOMES), safe=False),  # codes < 5
+        "outcome": pa.DictionaryArray.from_arrays(pa.array(rr["outcome"]), vocab_names(OUTCOMES),
+                                                  safe=False),  # codes < 5
         "ttft_ns": _nullable(rr["ttft"], pa.int64(), ft_null, [c["ft_col"]]),
         "tpot_ns": _nullable(rr["tpot"], pa.float64(), no_tpot, tpot_cols),
         "e2e_ns": _nullable(rr["e2e"], pa.int64(), end_null, [c["end_col"]]),
         "input_tokens": pa.array(tin, pa.int64()),
         "output_tokens": pa.array(tout, pa.int64()),
     }
-    counts = dict(zip(OUTCOMES, rr["counts"]))
-    counts["accepted_input_tokens"] = rr["accepted_input_tokens"]
-    counts["accepted_output_tokens"] = rr["accepted_output_tokens"]
+    return out, tin, tout
 
-    # window
+
+def _window(window: Any, rr: dict[str, Any], n: int) -> tuple[int, int]:
+    """The measurement window: given, a length from the first arrival, or first
+    arrival to last end."""
     if window is None:
         w0 = rr["arrival_min"] if n else 0
         w1 = rr["end_max"] if rr["end_max"] is not None else w0
@@ -503,52 +534,50 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     if w1 < w0:
         raise PauError(f"window: ({w0}, {w1}) ends before it starts. Fix: give (start_ns, end_ns) "
                        f"with start_ns <= end_ns")
+    return int(w0), int(w1)
 
-    replicas = busy_out = None
-    if busy is not None:
-        b_rep_arr, b_s, b_e = _busy_columns(busy)
-        r_codes, b_codes, names = _replica_codes(_one(t["replica"]), _one(b_rep_arr))
-        if n > _core.ATTRIB_MAX_ROWS:
-            raise PauError(f"requests: {n} rows; attribution handles up to {_core.ATTRIB_MAX_ROWS} at "
-                           f"once. Fix: split the requests by replica")
-        # phases: prefill [arrival, first token or end), decode [first token, end);
-        # rejected requests (the only ones that may lack an end) hold none
-        nrep = len(names)
-        a_pre, a_dec, a_tot, idle, rep_busy, rep_idle, by_outcome, overflow = _core.attribute_busy(
-            r_codes, c["arr"], c["ft"], c["end"], tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
-            outcome, len(OUTCOMES), 3, ft_null, True)  # rows checked by request_rows
-        if overflow is not None:
-            who = names[overflow[0]].as_py()
-            if overflow[2] == "weight":
-                raise PauError(f"weights: the total weight of the requests in flight on replica {who!r} "
-                               f"(at {overflow[1]} ns) exceeds {_core.ATTRIB_MAX_WEIGHT}, where exact "
-                               f"integer attribution would overflow. Fix: use smaller phase weights "
-                               f"(e.g. 1 and 1)")
-            raise PauError(f"weights: on replica {who!r} the fixed-point shares could be off by 1 ns or more "
-                           f"in total (weights x pieces too large for 64 fractional bits). Fix: use "
-                           f"smaller phase weights (e.g. 1 and 1)")
-        out["attributed_prefill_ns"] = pa.array(a_pre, pa.int64())
-        out["attributed_decode_ns"] = pa.array(a_dec, pa.int64())
-        out["attributed_ns"] = pa.array(a_tot, pa.int64())
-        # per replica, exact int64 sums from the native pass; every code of the
-        # replica dictionary occurs in requests or busy, so every replica is listed
-        cols = {"busy_ns": rep_busy, "idle_ns": rep_idle}
-        assert by_outcome is not None  # outcome was given
-        for i, o in ((0, "accepted"), (1, "late"), (2, "failed"), (4, "cancelled")):
-            cols[f"{o}_ns"] = by_outcome[:, i]
-        replicas = pa.table({"replica": names, **{
-            k: pa.array(cols[k], pa.int64()) for k in
-            ("busy_ns", "accepted_ns", "late_ns", "failed_ns", "cancelled_ns", "idle_ns")}})
-        busy_out = pa.table({"replica": _one(b_rep_arr), "start_ns": pa.array(b_s, pa.int64()),
-                             "end_ns": pa.array(b_e, pa.int64()), "idle_ns": pa.array(idle, pa.int64())})
 
-    res = RequestLedger(pa.table(out), (w0, w1), wused, slo, replicas, busy_out,
-                        0 if quarantine is None else quarantine.num_rows, counts)
-    if on_invalid == "quarantine":
-        if quarantine is None:
-            quarantine = pa.table({"row": pa.array([], pa.int64()), "reason": pa.array([], pa.string())})
-        return Quarantined(res, quarantine)
-    return res
+def _attribute_busy(busy: Any, t: pa.Table, c: dict[str, Any], outcome: np.ndarray, tin: np.ndarray,
+                    tout: np.ndarray, wp: int, wd: int, out: dict[str, pa.Array]) -> tuple[pa.Table, pa.Table]:
+    """Busy time attributed to the requests in flight (native, exact): the
+    ``attributed_*`` columns added to ``out``, and the replicas and busy tables."""
+    n = t.num_rows
+    b_rep_arr, b_s, b_e = _busy_columns(busy)
+    r_codes, b_codes, names = _replica_codes(_one(t["replica"]), _one(b_rep_arr))
+    if n > _core.ATTRIB_MAX_ROWS:
+        raise PauError(f"requests: {n} rows; attribution handles up to {_core.ATTRIB_MAX_ROWS} at "
+                       f"once. Fix: split the requests by replica")
+    # phases: prefill [arrival, first token or end), decode [first token, end);
+    # rejected requests (the only ones that may lack an end) hold none
+    nrep = len(names)
+    a_pre, a_dec, a_tot, idle, rep_busy, rep_idle, by_outcome, overflow = _core.attribute_busy(
+        r_codes, c["arr"], c["ft"], c["end"], tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
+        outcome, len(OUTCOMES), 3, c["ft_null"], True)  # rows checked by request_rows
+    if overflow is not None:
+        who = names[overflow[0]].as_py()
+        if overflow[2] == "weight":
+            raise PauError(f"weights: the total weight of the requests in flight on replica {who!r} "
+                           f"(at {overflow[1]} ns) exceeds {_core.ATTRIB_MAX_WEIGHT}, where exact "
+                           f"integer attribution would overflow. Fix: use smaller phase weights "
+                           f"(e.g. 1 and 1)")
+        raise PauError(f"weights: on replica {who!r} the fixed-point shares could be off by 1 ns or more "
+                       f"in total (weights x pieces too large for 64 fractional bits). Fix: use "
+                       f"smaller phase weights (e.g. 1 and 1)")
+    out["attributed_prefill_ns"] = pa.array(a_pre, pa.int64())
+    out["attributed_decode_ns"] = pa.array(a_dec, pa.int64())
+    out["attributed_ns"] = pa.array(a_tot, pa.int64())
+    # per replica, exact int64 sums from the native pass; every code of the
+    # replica dictionary occurs in requests or busy, so every replica is listed
+    cols = {"busy_ns": rep_busy, "idle_ns": rep_idle}
+    assert by_outcome is not None  # outcome was given
+    for i, o in ((0, "accepted"), (1, "late"), (2, "failed"), (4, "cancelled")):
+        cols[f"{o}_ns"] = by_outcome[:, i]
+    replicas = pa.table({"replica": names, **{
+        k: pa.array(cols[k], pa.int64()) for k in
+        ("busy_ns", "accepted_ns", "late_ns", "failed_ns", "cancelled_ns", "idle_ns")}})
+    busy_out = pa.table({"replica": _one(b_rep_arr), "start_ns": pa.array(b_s, pa.int64()),
+                         "end_ns": pa.array(b_e, pa.int64()), "idle_ns": pa.array(idle, pa.int64())})
+    return replicas, busy_out
 
 
 def _REASON_REASON(code: int, t: pa.Table, i: int) -> str:
@@ -559,302 +588,64 @@ def _REASON_REASON(code: int, t: pa.Table, i: int) -> str:
 
 
 # ---------------------------------------------------------------------------
-# energy
-
-
-def _power_columns(power, key: str):
-    t = as_table(power, "power")
-    k = _column(t, key, "power")
-    tm, tnull = _time(t, "time_ns", "power", required=True)
-    w = _column(t, "watts", "power")
-    if not (pa.types.is_floating(w.type) or pa.types.is_integer(w.type)):
-        raise SchemaError("power", "watts", f"has type {w.type}, not a number", "give watts as numbers")
-    wnull = np.asarray(w.is_null()) if w.null_count else np.zeros(len(w), bool)
-    knull = np.asarray(k.is_null()) if k.null_count else np.zeros(len(k), bool)
-    watts = w.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
-    for name, bad, why in ((key, knull, f"null {key}"), ("time_ns", tnull, "null time_ns"),
-                           ("watts", wnull, "null watts"),
-                           ("watts", ~np.isfinite(watts) | (watts < 0), "watts not finite and >= 0")):
-        if bad.any():
-            raise InvalidRowError("power", name, int(np.flatnonzero(bad)[0]), why,
-                                  "drop or repair the sample", int(bad.sum()))
-    return k, tm, watts
-
-
-def _energy_j(p_key, p_t, p_w, q_key, q_start, q_end) -> np.ndarray:
-    """Joules over each ``[q_start, q_end)`` of key ``q_key`` from samples (key, t, W).
-
-    Power is piecewise linear between samples (trapezoids) and held at the first /
-    last sample outside them (:func:`pau.figures.hardware.integrate`). Time differences are
-    exact int64 ns; watts x ns products are float64 W.ns, divided by 1e9 at the end.
-    """
-    p_key, p_t, p_w = np.asarray(p_key, np.int64), np.asarray(p_t, np.int64), np.asarray(p_w, np.float64)
-    q_key = np.asarray(q_key, np.int64)
-    if q_key.size == 0:
-        return np.zeros(0, np.float64)
-    missing = np.setdiff1d(np.unique(q_key), p_key)
-    if missing.size:
-        raise PauError(f"power: no samples for rank/replica {missing[0].item()!r}. Fix: give power samples "
-                       f"(rank, time_ns, watts) for every rank of the ledger")
-    # The signal: linear between consecutive samples of a key, held at the first and
-    # last sample's watts before and after them; integrated by pau.figures.hardware's one rule.
-    order = np.lexsort((p_t, p_key))
-    k, t, w = p_key[order], p_t[order], p_w[order]
-    same = k[1:] == k[:-1]
-    first = np.concatenate([[True], ~same])
-    last = np.concatenate([~same, [True]])
-    i64 = np.iinfo(np.int64)
-    seg_k = np.concatenate([k[:-1][same], k[first], k[last]])
-    seg_s = np.concatenate([t[:-1][same], np.full(int(first.sum()), i64.min), t[last]])
-    seg_e = np.concatenate([t[1:][same], t[first], np.full(int(last.sum()), i64.max)])
-    seg_a = np.concatenate([w[:-1][same], w[first], w[last]])
-    seg_b = np.concatenate([w[1:][same], w[first], w[last]])
-    integral, _ = integrate(seg_k, seg_s, seg_e, seg_a, seg_b, q_key, np.asarray(q_start, np.int64),
-                            np.asarray(q_end, np.int64))
-    return integral / 1e9
-
-
-# ---------------------------------------------------------------------------
-# cost
-
-
-def _price_per_ns(prices: dict, keys: np.ndarray, what: str):
-    """$ per ns for each key (rank or replica) from a per-hour price."""
-    if "per_accelerator_hour" in prices:
-        p = prices["per_accelerator_hour"]
-        return np.full(keys.size, float(p) / NS_PER_HOUR)
-    by_type = "per_type_hour" in prices
-    table = prices["per_type_hour"] if by_type else prices["per_rank_hour"]
-    types = prices.get("types", {})
-    out = np.empty(keys.size, np.float64)
-    for i, k in enumerate(keys.tolist()):  # one per rank or replica, not per request
-        if by_type:
-            if k not in types:
-                raise PauError(f"prices: types has no accelerator type for {what} {k!r}. Fix: map every "
-                               f"{what} to its type, e.g. types={{{k!r}: 'H100'}}")
-            k = types[k]
-        if k not in table:
-            name = "per_type_hour" if by_type else "per_rank_hour"
-            raise PauError(f"prices: {name} has no price for {'type' if by_type else what} {k!r}. "
-                           f"Fix: give a price for every {'accelerator type used' if by_type else what}, "
-                           f"or use per_accelerator_hour")
-        out[i] = float(table[k]) / NS_PER_HOUR
-    return out
-
-
-def _check_prices(prices: dict) -> None:
-    given = [k for k in ("per_accelerator_hour", "per_rank_hour", "per_type_hour", "total") if k in prices]
-    if len(given) != 1:
-        raise PauError("prices: give exactly one of per_accelerator_hour, per_rank_hour, per_type_hour "
-                       f"or total (got {sorted(prices)})")
-    extra = set(prices) - {"per_accelerator_hour", "per_rank_hour", "per_type_hour", "types", "total",
-                           "accelerators"}
-    if extra:
-        raise PauError(f"prices: unknown key {sorted(extra)[0]!r}")
-    if ("types" in prices) != ("per_type_hour" in prices):
-        raise PauError("prices: per_type_hour and types go together. Fix: give per_type_hour={type: "
-                       "price} and types={rank or replica: type}")
-    if "types" in prices and not isinstance(prices["types"], dict):
-        raise PauError("prices: types must be a dict {rank or replica: accelerator type}")
-    if given[0] in ("per_rank_hour", "per_type_hour") and not isinstance(prices[given[0]], dict):
-        raise PauError(f"prices: {given[0]} must be a dict of prices per hour")
-    v = prices[given[0]]
-    vals = list(v.values()) if isinstance(v, dict) else [v]
-    for x in vals:
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
-            raise PauError(f"prices: {given[0]} has {x!r}. Fix: prices are finite numbers >= 0")
-
-
-def _per(total, denom):
-    return total / denom if denom else None
-
-
-def cost(ledger_or_requests: Any, prices: dict, *, power: Any = None) -> dict:
-    """Cost and energy per unit of useful output (DESIGN §4).
-
-    Parameters
-    ----------
-    ledger_or_requests : Ledger or RequestLedger
-        A training ledger (:func:`pau.core.ledger`) or an inference result
-        (:func:`requests`).
-    prices : dict
-        Exactly one of ``{"per_accelerator_hour": x}``, ``{"per_rank_hour": {rank:
-        x}}`` (for a RequestLedger: keyed by replica), ``{"per_type_hour": {type: x},
-        "types": {rank: type}}`` (prices by accelerator type, with each rank's or
-        replica's type) or ``{"total": dollars}`` (a fully allocated cost for the
-        period). For a Ledger the billed time is its
-        accountable time; for a RequestLedger it is ``accelerators * window`` when
-        ``prices["accelerators"]`` is given, else the busy time.
-    power : table-like, optional
-        ``rank, time_ns, watts`` (``replica, time_ns, watts`` for a RequestLedger),
-        integrated over each ledger state interval (or busy interval):
-        piecewise-linear between samples, held flat outside them.
-
-    Returns
-    -------
-    dict
-        ``total_cost``, ``cost_by_state`` (or ``cost_by_outcome``), ``waste_cost``,
-        ``waste_cost_by_state`` / ``waste_cost_by_cause``, the cost per useful
-        output (``cost_per_productive_accelerator_hour``,
-        ``cost_per_preserved_step``, ``cost_per_preserved_model_cycle``,
-        ``cost_per_million_preserved_tokens``; or ``cost_per_accepted_request``,
-        ``cost_per_million_accepted_tokens``,
-        ``cost_per_million_accepted_output_tokens``), and with ``power`` the same
-        with ``energy_`` names in joules. Per-unit figures are the *fully
-        allocated* cost (all billed time, waste included) over the useful units;
-        ``None`` when there are none.
-    """
-    _one_job(ledger_or_requests if isinstance(ledger_or_requests, Ledger) else None, "cost")
-    if not isinstance(prices, dict):
-        raise PauError("prices: expected a dict such as {'per_accelerator_hour': 2.0}")
-    _check_prices(prices)
-    if isinstance(ledger_or_requests, RequestLedger):
-        return _cost_requests(ledger_or_requests, prices, power)
-    if isinstance(ledger_or_requests, Ledger):
-        return _cost_ledger(ledger_or_requests, prices, power)
-    raise TypeError(f"cost: expected a pau Ledger or RequestLedger, got {type(ledger_or_requests).__name__}")
-
-
-def _cost_ledger(led: Ledger, prices: dict, power) -> dict:
-    if "accelerators" in prices:
-        raise PauError("prices: 'accelerators' applies to a RequestLedger; a Ledger bills its "
-                       "accountable time")
-    s = led.summary()
-    by = led.by("rank", "state").to_pylist()
-    ranks = np.array([r["rank"] for r in by], np.int64)
-    ns = np.array([r["duration_ns"] for r in by], np.int64)
-    states = [r["state"] for r in by]
-    acc = s["accountable_ns"]
-    if "total" in prices:
-        per_ns = np.full(ranks.size, _per(float(prices["total"]), acc) or 0.0)
-    else:
-        per_ns = _price_per_ns(prices, ranks, "rank")
-    row_cost = ns * per_ns
-    cost_by_state: dict = {}
-    for st, c in zip(states, row_cost.tolist()):
-        cost_by_state[st] = cost_by_state.get(st, 0.0) + c
-    total = float(prices["total"]) if "total" in prices else float(row_cost.sum())
-    useful = ("productive", "pending")
-    waste_by_state = {k: v for k, v in cost_by_state.items() if k not in useful and v}
-    out = {"total_cost": total, "billed_ns": acc, "cost_by_state": cost_by_state,
-           "waste_cost": float(sum(waste_by_state.values())), "waste_cost_by_state": waste_by_state,
-           "waste_cost_by_cause": _by_cause(led, prices, per_rank=None if "total" in prices else True,
-                                            uniform=_per(float(prices.get("total", 0.0)), acc))}
-    denoms = _ledger_denoms(s)
-    out.update({f"cost_{k}": _per(total * m, d) for k, (d, m) in denoms.items()})
-    if power is not None:
-        if led.intervals is None:
-            raise PauError("power: energy by state needs the ledger's state intervals. Fix: build the "
-                           "ledger with a lifecycle (pau.core.ledger(events, lifecycle))")
-        iv = led.intervals
-        k, tm, w = _power_columns(power, "rank")
-        p_rank = k.cast(pa.int64()).to_numpy(zero_copy_only=False)
-        j = _energy_j(p_rank, tm, w, np.asarray(iv["rank"], np.int64), np.asarray(iv["start_ns"]),
-                      np.asarray(iv["end_ns"]))
-        st = iv["state"].combine_chunks()
-        names = st.dictionary.to_pylist()
-        idx = st.indices.to_numpy(zero_copy_only=False)
-        e_state: dict = {}
-        for i, v in zip(idx.tolist(), j.tolist()):
-            e_state[names[i]] = e_state.get(names[i], 0.0) + v
-        etot = float(j.sum())
-        out.update(energy_j=etot, energy_by_state_j=e_state,
-                   waste_energy_j=float(sum(v for kk, v in e_state.items() if kk not in useful)))
-        out.update({f"energy_{k}_j": _per(etot * m, d) for k, (d, m) in denoms.items()})
-    return out
-
-
-def _ledger_denoms(s: LedgerSummary) -> dict:
-    toks = s.get("preserved_tokens")
-    return {
-        "per_productive_accelerator_hour": (s["productive_ns"], NS_PER_HOUR),
-        "per_preserved_step": (s.get("preserved_steps"), 1),
-        "per_preserved_model_cycle": (s.get("preserved_model_cycles"), 1),
-        "per_million_preserved_tokens": (toks, 10**6),
-    }
-
-
-def _by_cause(led: Ledger, prices, *, per_rank, uniform) -> dict:
-    if led.intervals is None:
-        return {}
-    iv = led.intervals
-    rb = iv.filter(pc.equal(iv["state"], "rolled_back"))
-    if rb.num_rows == 0:
-        return {}
-    ranks = np.asarray(rb["rank"], np.int64)
-    dur = np.asarray(rb["end_ns"], np.int64) - np.asarray(rb["start_ns"], np.int64)
-    per_ns = _price_per_ns(prices, ranks, "rank") if per_rank else np.full(ranks.size, uniform or 0.0)
-    out: dict = {}
-    for c, v in zip(rb["cause"].to_pylist(), (dur * per_ns).tolist()):
-        out[c] = out.get(c, 0.0) + v
-    return out
-
-
-def _cost_requests(rl: RequestLedger, prices: dict, power) -> dict:
-    s = rl.summary()
-    busy = s.get("busy_ns")
-    if "accelerators" in prices:
-        n_acc = prices["accelerators"]
-        if isinstance(n_acc, bool) or not isinstance(n_acc, int) or n_acc < 0:
-            raise PauError(f"prices: accelerators = {n_acc!r}. Fix: give a whole number >= 0")
-        billed = n_acc * s["window_ns"]
-    else:
-        billed = busy
-    if "total" in prices:
-        total = float(prices["total"])
-        per_ns = _per(total, billed) if billed is not None else None
-    else:
-        if billed is None:
-            raise PauError("prices: a per-hour price needs billed time. Fix: give requests(..., busy=...) "
-                           "or prices['accelerators'] (billed = accelerators x window), or a 'total'")
-        if "per_rank_hour" in prices or "per_type_hour" in prices:
-            if rl.replicas is None or "accelerators" in prices:
-                raise PauError("prices: per_rank_hour / per_type_hour for requests price each replica's "
-                               "busy time. Fix: give requests(..., busy=...) and no 'accelerators'")
-            keys = np.array(rl.replicas["replica"].to_pylist(), dtype=object)
-            total = float((np.asarray(rl.replicas["busy_ns"]) * _price_per_ns(prices, keys, "replica")).sum())
-        else:
-            total = billed * float(prices["per_accelerator_hour"]) / NS_PER_HOUR
-        per_ns = _per(total, billed)
-    out = {"total_cost": total, "billed_ns": billed,
-           "cost_per_accepted_request": _per(total, s["accepted"]),
-           "cost_per_million_accepted_tokens": _per(total * 10**6, s["accepted_tokens"]),
-           "cost_per_million_accepted_output_tokens": _per(total * 10**6, s["accepted_output_tokens"])}
-    if busy is not None and per_ns is not None:
-        idle = s["idle_ns"] + (billed - busy)
-        parts = {"accepted": s["productive_ns"], "late": s["late_ns"], "failed": s["failed_ns"],
-                 "cancelled": s["cancelled_ns"], "idle": idle}
-        if "per_rank_hour" in prices or "per_type_hour" in prices:
-            r = rl.replicas
-            assert r is not None  # checked above
-            keys = np.array(r["replica"].to_pylist(), dtype=object)
-            pr = _price_per_ns(prices, keys, "replica")
-            parts_cost = {o: float((np.asarray(r[f"{o}_ns"]) * pr).sum()) for o in parts}
-        else:
-            parts_cost = {o: v * per_ns for o, v in parts.items()}
-        out["cost_by_outcome"] = parts_cost
-        out["waste_cost"] = float(sum(v for o, v in parts_cost.items() if o != "accepted"))
-        out["waste_cost_by_cause"] = {o: v for o, v in parts_cost.items() if o != "accepted"}
-        out["cost_per_productive_accelerator_hour"] = _per(total * NS_PER_HOUR, s["productive_ns"])
-    if power is not None:
-        if rl.busy is None:
-            raise PauError("power: inference energy is integrated over busy intervals. Fix: give "
-                           "requests(..., busy=...)")
-        k, tm, w = _power_columns(power, "replica")
-        b = rl.busy
-        both = pa.concat_arrays([_one(b["replica"]), _one(k).cast(_one(b["replica"]).type)])
-        codes = pc.dictionary_encode(both).indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        j = _energy_j(codes[b.num_rows:], tm, w, codes[: b.num_rows], np.asarray(b["start_ns"]),
-                      np.asarray(b["end_ns"]))
-        etot = float(j.sum())
-        out.update(energy_j=etot, energy_per_accepted_request_j=_per(etot, s["accepted"]),
-                   energy_per_million_accepted_tokens_j=_per(etot * 10**6, s["accepted_tokens"]),
-                   energy_per_productive_accelerator_hour_j=_per(etot * NS_PER_HOUR, s["productive_ns"]))
-    return out
-
-
-# ---------------------------------------------------------------------------
 # checkpoint advice
+
+
+class _Interval(TypedDict):
+    mtbf_s: float
+    checkpoint_cost_s: float
+    restart_s: float
+    young_s: float
+    daly_s: float
+    expected_goodput_young: float
+    expected_goodput_daly: float
+    current_interval_s: Optional[float]
+    expected_goodput_current: Optional[float]
+
+
+class CheckpointInterval(_Interval, total=False):
+    """:func:`checkpoint_interval`: the inputs (``mtbf_s`` M, ``checkpoint_cost_s`` C,
+    ``restart_s`` R, ``current_interval_s``), Young's and Daly's intervals (s) and the
+    expected goodput at each and at the current one (None without one); with
+    ``simulate`` also ``simulated_goodput_daly`` and ``simulated_goodput_current``."""
+
+    simulated_goodput_daly: float
+    simulated_goodput_current: Optional[float]
+
+
+class MeasuredCheckpoints(TypedDict):
+    """What :func:`checkpoint_advice` read from a ledger: ``mtbf_s``, the mean blocking
+    ``checkpoint_cost_s`` of a save, the mean ``restart_s`` of a failure and the
+    ``current_interval_s`` of work between saves (None when not measured), and the
+    ``saves`` and ``failures`` counted."""
+
+    mtbf_s: Optional[float]
+    checkpoint_cost_s: Optional[float]
+    restart_s: Optional[float]
+    current_interval_s: Optional[float]
+    saves: int
+    failures: int
+
+
+class _Advice(TypedDict):
+    mtbf_s: Optional[float]
+    checkpoint_cost_s: Optional[float]
+    restart_s: float
+    young_s: Optional[float]
+    daly_s: Optional[float]
+    expected_goodput_young: Optional[float]
+    expected_goodput_daly: Optional[float]
+    current_interval_s: Optional[float]
+    expected_goodput_current: Optional[float]
+    measured: MeasuredCheckpoints
+
+
+class CheckpointAdvice(_Advice, total=False):
+    """:func:`checkpoint_advice`: :class:`CheckpointInterval`'s keys at what the ledger
+    measured (or was given), None where neither was known, plus ``measured``."""
+
+    simulated_goodput_daly: float
+    simulated_goodput_current: Optional[float]
 
 
 def _expected_goodput(tau: float, delta: float, restart: float, mtbf: float) -> float:
@@ -873,7 +664,7 @@ def _expected_goodput(tau: float, delta: float, restart: float, mtbf: float) -> 
 
 def checkpoint_interval(mtbf_s: float, checkpoint_cost_s: float, restart_s: float = 0.0, *,
                         current_interval_s: float | None = None, simulate: int = 0,
-                        segments: int = 200, seed: int = 0) -> dict:
+                        segments: int = 200, seed: int = 0) -> CheckpointInterval:
     """Young's and Daly's optimal checkpoint intervals and the goodput they give.
 
     Parameters
@@ -893,8 +684,8 @@ def checkpoint_interval(mtbf_s: float, checkpoint_cost_s: float, restart_s: floa
 
     Returns
     -------
-    dict
-        ``young_s = sqrt(2 C M)``; ``daly_s = sqrt(2 C M) (1 + sqrt(C/(2M))/3 +
+    CheckpointInterval
+        A typed dict: ``young_s = sqrt(2 C M)``; ``daly_s = sqrt(2 C M) (1 + sqrt(C/(2M))/3 +
         (C/(2M))/9) - C`` when ``C < 2M``, else ``M``; ``expected_goodput_young``,
         ``expected_goodput_daly``, ``expected_goodput_current`` (see
         :func:`_expected_goodput`), and with ``simulate`` the simulated goodputs
@@ -909,14 +700,14 @@ def checkpoint_interval(mtbf_s: float, checkpoint_cost_s: float, restart_s: floa
     young = math.sqrt(2 * C * M)
     x = C / (2 * M)
     daly = young * (1 + math.sqrt(x) / 3 + x / 9) - C if C < 2 * M else M
-    out = {"mtbf_s": M, "checkpoint_cost_s": C, "restart_s": R, "young_s": young, "daly_s": daly,
+    out: CheckpointInterval = {"mtbf_s": M, "checkpoint_cost_s": C, "restart_s": R, "young_s": young, "daly_s": daly,
            "expected_goodput_young": _expected_goodput(young, C, R, M),
            "expected_goodput_daly": _expected_goodput(daly, C, R, M),
            "current_interval_s": current_interval_s,
            "expected_goodput_current": (None if current_interval_s is None
                                         else _expected_goodput(float(current_interval_s), C, R, M))}
     if simulate:
-        def sim(tau):
+        def sim(tau: float) -> float:
             if tau <= 0:
                 return 0.0
             wall = K.checkpoint_runs(float(tau), C, R, M, int(segments), int(simulate), int(seed))
@@ -927,7 +718,7 @@ def checkpoint_interval(mtbf_s: float, checkpoint_cost_s: float, restart_s: floa
 
 
 def checkpoint_advice(ledger: Ledger, *, mtbf_s: float | None = None, checkpoint_cost_s: float | None = None,
-                      restart_s: float | None = None, simulate: int = 0, seed: int = 0) -> dict:
+                      restart_s: float | None = None, simulate: int = 0, seed: int = 0) -> CheckpointAdvice:
     """Checkpoint interval advice from what a ledger measured.
 
     Measured (per rank, then averaged over ranks), each overridable:
@@ -939,13 +730,13 @@ def checkpoint_advice(ledger: Ledger, *, mtbf_s: float | None = None, checkpoint
     * the current interval: step-execution time (``productive``, ``pending``,
       ``rolled_back``) over saves.
 
-    Returns :func:`checkpoint_interval`'s dict plus ``measured`` (what was read);
+    Returns a :class:`CheckpointAdvice`: :func:`checkpoint_interval`'s keys plus ``measured`` (what was read);
     the intervals are ``None`` when no failure (or no checkpoint) was measured and
     none was given.
     """
     _one_job(ledger, "checkpoint advice")
     if not isinstance(ledger, Ledger):
-        raise TypeError(f"checkpoint_advice: expected a pau Ledger, got {type(ledger).__name__}")
+        raise ArgumentTypeError("checkpoint_advice", "a pau Ledger", ledger)
     s = ledger.summary()
     ranks = max(s["ranks"], 1)
     st = s["state_ns"]
@@ -959,7 +750,7 @@ def checkpoint_advice(ledger: Ledger, *, mtbf_s: float | None = None, checkpoint
     work_ns = st["productive"] + st["pending"] + st["rolled_back"]
     rec_ns = st["recovery.outage"] + st["recovery.reinit"] + st["recovery.restore"]
     fails = s["failures"] or 0
-    measured = {
+    measured: MeasuredCheckpoints = {
         "mtbf_s": s["mtbf_s"],
         "checkpoint_cost_s": (ck_ns / saves / 1e9) if saves else None,
         "restart_s": (rec_ns / ranks / fails / 1e9) if fails else None,
@@ -971,11 +762,10 @@ def checkpoint_advice(ledger: Ledger, *, mtbf_s: float | None = None, checkpoint
     C = checkpoint_cost_s if checkpoint_cost_s is not None else measured["checkpoint_cost_s"]
     R = restart_s if restart_s is not None else (measured["restart_s"] or 0.0)
     if M is None or C is None:
-        keys = ("young_s", "daly_s", "expected_goodput_young", "expected_goodput_daly",
-                "expected_goodput_current")
         return {"measured": measured, "mtbf_s": M, "checkpoint_cost_s": C, "restart_s": R,
-                "current_interval_s": measured["current_interval_s"], **dict.fromkeys(keys)}
-    out = checkpoint_interval(M, C, R, current_interval_s=measured["current_interval_s"],
-                              simulate=simulate, seed=seed)
-    out["measured"] = measured
+                "current_interval_s": measured["current_interval_s"], "young_s": None, "daly_s": None,
+                "expected_goodput_young": None, "expected_goodput_daly": None, "expected_goodput_current": None}
+    ck = checkpoint_interval(M, C, R, current_interval_s=measured["current_interval_s"],
+                             simulate=simulate, seed=seed)
+    out: CheckpointAdvice = {**ck, "measured": measured}
     return out

@@ -24,7 +24,7 @@ from pau.engine._input import as_table, int_values, time_values
 from pau.engine.ledger import Ledger
 from pau.engine.types import RunWarning
 from pau.errors import InvalidRowError, OptionError, PauError, SchemaError
-from pau.figures._common import _NS_PER_S, _count, _f, _frac, _one_job, _positive
+from pau.figures._common import _NS_PER_S, _count, _fd, _frac, _one_job, _positive
 
 __all__ = [
     "PEAK_FLOPS", "PeakFlops", "peak_flops", "ModelFlops", "model_flops", "RECOMPUTE", "ProgramGoodput",
@@ -45,7 +45,7 @@ class PeakFlops:
     flops: Fraction
     source: str
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"accelerator": self.accelerator, "dtype": self.dtype, "flops": float(self.flops),
                 "source": self.source}
 
@@ -148,7 +148,7 @@ def peak_flops(accelerator: str, dtype: str, *, peaks: Mapping[tuple[str, str], 
                       "Fix: give one of those, or the value with peak= or peaks=")
 
 
-def _peak(peak: Any, accelerator: str | None, dtype: str | None, peaks, what: str) -> PeakFlops:
+def _peak(peak: Any, accelerator: str | None, dtype: str | None, peaks: Any, what: str) -> PeakFlops:
     if peak is not None:
         if accelerator is not None or peaks is not None:
             raise OptionError(f"{what}: peak= gives the value itself; accelerator=/peaks= would look another one up. "
@@ -180,7 +180,7 @@ class ModelFlops:
     hardware_per_step: Optional[int]
     recompute: Optional[str]
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -304,10 +304,10 @@ class ProgramGoodput:
     mfu: Optional[Fraction]
     hfu: Optional[Fraction]
     program_goodput: Optional[Fraction]
-    warnings: list = field(default_factory=list)
+    warnings: list[Any] = field(default_factory=list)
 
-    def summary(self) -> dict:
-        return _f({"peak": self.peak.summary(), "basis": self.basis, "units": self.units,
+    def summary(self) -> dict[str, Any]:
+        return _fd({"peak": self.peak.summary(), "basis": self.basis, "units": self.units,
                    "model_flops": self.model_flops, "hardware_flops": self.hardware_flops,
                    "productive_ns": self.productive_ns, "accountable_ns": self.accountable_ns,
                    "mfu": self.mfu, "hfu": self.hfu, "program_goodput": self.program_goodput,
@@ -461,7 +461,7 @@ def schedule_times(schedule: Any, *, as_of: int) -> Schedule:
     return Schedule(queued, alloc, int(use.sum()), int((~use).sum()), as_of)
 
 
-def _sched_for(ledger: Ledger, schedule: Any, as_of: int | None, what: str) -> tuple[Schedule, list]:
+def _sched_for(ledger: Ledger, schedule: Any, as_of: int | None, what: str) -> tuple[Schedule, list[Any]]:
     s = ledger.summary()
     led_as_of = s["as_of"]
     if as_of is not None and led_as_of is not None and as_of != led_as_of:
@@ -503,10 +503,10 @@ class MPG:
     productive_ns: int
     schedule: Optional[Schedule]
     program_goodput: Optional[ProgramGoodput]
-    warnings: list = field(default_factory=list)
+    warnings: list[Any] = field(default_factory=list)
 
-    def summary(self) -> dict:
-        return _f({"scheduling_goodput": self.scheduling, "runtime_goodput": self.runtime,
+    def summary(self) -> dict[str, Any]:
+        return _fd({"scheduling_goodput": self.scheduling, "runtime_goodput": self.runtime,
                    "program_goodput": self.program, "mpg": self.mpg, "queued_ns": self.queued_ns,
                    "accountable_ns": self.accountable_ns, "productive_ns": self.productive_ns,
                    "schedule_allocated_ns": None if self.schedule is None else self.schedule.allocated_ns,
@@ -541,7 +541,7 @@ def mpg(ledger: Ledger, schedule: Any = None, *, flops: ModelFlops | int | None 
     if s["goodput"] is None and s["preserved_steps"] is None:
         raise PauError("mpg: the ledger has no lifecycle. Fix: build it with a lifecycle table")
     acc, prod = s["accountable_ns"], s["productive_ns"]
-    warns: list = []
+    warns: list[Any] = []
     sc = None
     scheduling = None
     if schedule is not None:
@@ -571,10 +571,10 @@ class ETTR:
     accountable_ns: int
     queued_ns: int
     available_ns: int
-    warnings: list = field(default_factory=list)
+    warnings: list[Any] = field(default_factory=list)
 
-    def summary(self) -> dict:
-        return _f({"ettr": self.ettr, "productive_ns": self.productive_ns, "pending_ns": self.pending_ns,
+    def summary(self) -> dict[str, Any]:
+        return _fd({"ettr": self.ettr, "productive_ns": self.productive_ns, "pending_ns": self.pending_ns,
                    "accountable_ns": self.accountable_ns, "queued_ns": self.queued_ns,
                    "available_ns": self.available_ns, "warnings": [str(w) for w in self.warnings]})
 
@@ -611,7 +611,7 @@ def ettr(ledger: Ledger, schedule: Any = None, *, queued_ns: int | None = None, 
     s = ledger.summary()
     if s["goodput"] is None and s["preserved_steps"] is None:
         raise PauError("ettr: the ledger has no lifecycle. Fix: build it with a lifecycle table")
-    warns: list = []
+    warns: list[Any] = []
     if schedule is not None and queued_ns is not None:
         raise OptionError("ettr: schedule= and queued_ns= both give the queue time. Fix: give one")
     if schedule is not None:

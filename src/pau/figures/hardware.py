@@ -46,16 +46,16 @@ from pau.engine import _kernels
 from pau.engine._input import as_table, event_columns, raise_first, row_reasons
 from pau.engine.ledger import Ledger, exact_sums
 from pau.engine._sweep import plan_of
-from pau.engine.types import Quarantined, RunWarning, check_on_invalid
+from pau.engine.types import Quarantined, RunWarning, TelemetryRow, check_on_invalid
 from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
-from pau.errors import OptionError, PauError
+from pau.errors import ArgumentTypeError, OptionError, PauError
 from pau.figures._common import _one_job
 from pau.readers.telemetry import (
     METRICS, QUARANTINE_SCHEMA, SAMPLES_SCHEMA, Telemetry, check_samples, normal_bus_id, normal_uuid,
 )
 
-__all__ = ["DEFAULT_MAX_GAP_NS", "Attached", "attach_samples", "cell_intervals", "cell_metrics", "integrate",
-           "match_devices", "summary"]
+__all__ = ["DEFAULT_MAX_GAP_NS", "Attached", "cell_intervals", "cell_metrics", "integrate",
+           "match_devices", "match_samples", "summary"]
 
 #: The default bound on a gap between two samples that is interpolated (60 s): a
 #: longer gap is ``unknown``. It holds nvidia-smi ``-l 1`` logs, dcgm-exporter's
@@ -149,7 +149,8 @@ def integrate(seg_key: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, s
     return out, cov
 
 
-def _segments(kind: str, t: np.ndarray, v: np.ndarray, max_gap_ns: int | None):
+def _segments(kind: str, t: np.ndarray, v: np.ndarray, max_gap_ns: int | None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The segments of one series (times strictly increasing) by its kind: ``start,
     end, v0, v1``; values per second for a counter's rate."""
     if t.size < 2:
@@ -173,7 +174,8 @@ def _segments(kind: str, t: np.ndarray, v: np.ndarray, max_gap_ns: int | None):
 # the ledger's cells as intervals
 
 
-def _cross(a_s, a_e, a_lab, b_s, b_e, b_lab, default):
+def _cross(a_s: np.ndarray, a_e: np.ndarray, a_lab: np.ndarray, b_s: np.ndarray, b_e: np.ndarray, b_lab: Any,
+           default: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pieces of intervals ``a`` (disjoint) cut by intervals ``b`` (disjoint):
     ``start, end, a's label, b's label (default where no b)``."""
     if a_s.size == 0:
@@ -214,7 +216,7 @@ def _activity(events: Any, priority: Sequence[str] | None) -> tuple[np.ndarray, 
     rank = np.asarray(cols.rank, np.int32)
     order = np.lexsort((cols.start, rank))
     r, s, e, row = _kernels.paint(rank, np.asarray(cols.start, np.int64), np.asarray(cols.end, np.int64), level,
-                                  order)
+                                  order)  # type: ignore[no-untyped-call]
     return np.asarray(r, np.int64), np.asarray(s), np.asarray(e), code[row]
 
 
@@ -246,7 +248,8 @@ def _states(ledger: Ledger, events: Any, span: Any) -> tuple[np.ndarray, ...]:
     return r, s, e, np.full(r.size, STATES.index("unattributed"), np.int64)
 
 
-def _windows(rank, start, end, windows: Any):
+def _windows(rank: np.ndarray, start: np.ndarray, end: np.ndarray, windows: Any
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pieces cut by the windows: ``(rank, start, end, window id or _NO_WINDOW, row)``."""
     if isinstance(windows, (int, np.integer)) and not isinstance(windows, bool):
         plan = plan_of(int(windows), None)
@@ -298,7 +301,7 @@ def cell_intervals(ledger: Ledger, events: Any = None, *, span: Any = None, wind
     """
     _one_job(ledger, "cell intervals (telemetry per ledger cell)")
     if not isinstance(ledger, Ledger):
-        raise TypeError(f"cell_intervals: expected a pau Ledger, got {type(ledger).__name__}")
+        raise ArgumentTypeError("cell_intervals", "a pau Ledger", ledger)
     if ledger.has_events and events is None:
         raise PauError("cell_intervals: the ledger has device activity but no events were given. Fix: pass the "
                        "events the ledger was built from (events=run.events)")
@@ -427,35 +430,7 @@ def cell_metrics(ledger: Ledger, samples: Any, *, events: Any = None, span: Any 
     g_dur = np.zeros(len(groups), np.int64)
     np.add.at(g_dur, inverse, dur)
 
-    metric = clean["metric"].combine_chunks()
-    names = [str(x) for x in metric.dictionary.to_pylist()]
-    m_code = np.asarray(metric.indices.to_numpy(zero_copy_only=False), np.int64)
-    s_rank = np.asarray(clean["rank"], np.int64)
-    s_t = np.asarray(clean["time_ns"], np.int64)
-    s_v = np.asarray(clean["value"], np.float64)
-    present = sorted({names[c] for c in np.unique(m_code).tolist()})
-    parts: list[dict[str, np.ndarray]] = []
-    for name in present:
-        spec = METRICS.get(name)
-        kind = spec.kind if spec is not None else dict(kinds or {})[name]
-        sel = m_code == names.index(name)
-        seg: list[list[np.ndarray]] = [[], [], [], [], []]
-        for r in np.unique(s_rank[sel]).tolist():
-            mine = sel & (s_rank == r)
-            s, e, a, b = _segments(kind, s_t[mine], s_v[mine], max_gap_ns)
-            for lst, v in zip(seg, (np.full(s.size, r, np.int64), s, e, a, b)):
-                lst.append(v)
-        sk, ss, se, sa, sb = (np.concatenate(x) if x else np.empty(0) for x in seg)
-        integral, covered = integrate(sk, ss, se, sa, sb, c_rank, c_s, c_e)
-        g_int = np.zeros(len(groups), np.float64)
-        g_cov = np.zeros(len(groups), np.int64)
-        np.add.at(g_int, inverse, integral)
-        np.add.at(g_cov, inverse, covered)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = g_int / g_cov
-        energy = (spec is not None and spec.unit in _ENERGY_UNITS)
-        parts.append({"metric": np.full(len(groups), name, object), "covered": g_cov, "mean": mean,
-                      "integral": g_int, "energy": np.full(len(groups), energy), "group": np.arange(len(groups))})
+    parts = _metric_parts(clean, kinds, max_gap_ns, (c_rank, c_s, c_e), inverse, len(groups))
     cat = {k: (np.concatenate([p[k] for p in parts]) if parts else np.empty(0, np.int64))
            for k in ("metric", "covered", "mean", "integral", "energy", "group")}
     gidx = cat["group"].astype(np.int64)
@@ -484,14 +459,53 @@ def cell_metrics(ledger: Ledger, samples: Any, *, events: Any = None, span: Any 
     return out
 
 
-def summary(ledger: Ledger, samples: Any, *, events: Any = None, span: Any = None) -> list[dict[str, Any]]:
+def _metric_parts(clean: pa.Table, kinds: Mapping[str, str] | None, max_gap_ns: int | None,
+                  cells: tuple[np.ndarray, np.ndarray, np.ndarray], inverse: np.ndarray,
+                  n_groups: int) -> list[dict[str, np.ndarray]]:
+    """Per metric in the samples, per group of cells (``inverse``: each cell's group):
+    the integral, the covered ns, the mean and whether the integral is energy."""
+    c_rank, c_s, c_e = cells
+    metric = clean["metric"].combine_chunks()
+    names = [str(x) for x in metric.dictionary.to_pylist()]
+    m_code = np.asarray(metric.indices.to_numpy(zero_copy_only=False), np.int64)
+    s_rank = np.asarray(clean["rank"], np.int64)
+    s_t = np.asarray(clean["time_ns"], np.int64)
+    s_v = np.asarray(clean["value"], np.float64)
+    present = sorted({names[c] for c in np.unique(m_code).tolist()})
+    parts: list[dict[str, np.ndarray]] = []
+    for name in present:
+        spec = METRICS.get(name)
+        kind = spec.kind if spec is not None else dict(kinds or {})[name]
+        sel = m_code == names.index(name)
+        seg: list[list[np.ndarray]] = [[], [], [], [], []]
+        for r in np.unique(s_rank[sel]).tolist():
+            mine = sel & (s_rank == r)
+            s, e, a, b = _segments(kind, s_t[mine], s_v[mine], max_gap_ns)
+            for lst, v in zip(seg, (np.full(s.size, r, np.int64), s, e, a, b)):
+                lst.append(v)
+        sk, ss, se, sa, sb = (np.concatenate(x) if x else np.empty(0) for x in seg)
+        integral, covered = integrate(sk, ss, se, sa, sb, c_rank, c_s, c_e)
+        g_int = np.zeros(n_groups, np.float64)
+        g_cov = np.zeros(n_groups, np.int64)
+        np.add.at(g_int, inverse, integral)
+        np.add.at(g_cov, inverse, covered)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = g_int / g_cov
+        energy = (spec is not None and spec.unit in _ENERGY_UNITS)
+        parts.append({"metric": np.full(n_groups, name, object), "covered": g_cov, "mean": mean,
+                      "integral": g_int, "energy": np.full(n_groups, energy), "group": np.arange(n_groups)})
+    return parts
+
+
+def summary(ledger: Ledger, samples: Any, *, events: Any = None, span: Any = None) -> list[TelemetryRow]:
     """The telemetry figures of a run's summary: :func:`cell_metrics` of the whole job
     by (state, activity), one dict per group and metric (``state, activity, metric,
     duration_ns, covered_ns, unknown_ns, mean, energy_j``), groups with no covered ns
     left out. ``pau report`` prints these."""
     t = cell_metrics(ledger, samples, events=events, span=span, by=("state", "activity"))
     assert isinstance(t, pa.Table)
-    return [r for r in t.to_pylist() if r["covered_ns"]]
+    rows: list[TelemetryRow] = [r for r in t.to_pylist() if r["covered_ns"]]
+    return rows
 
 
 # ---------------------------------------------------------------------------
@@ -500,7 +514,7 @@ def summary(ledger: Ledger, samples: Any, *, events: Any = None, span: Any = Non
 
 @dataclass
 class Attached:
-    """Telemetry matched to a run's ranks (:func:`attach_samples`).
+    """Telemetry matched to a run's ranks (:func:`match_samples`).
 
     ``samples``: the samples table with the run's ranks (:data:`SAMPLES_SCHEMA`);
     ``devices``: per device, what the file says of it and its ``rank`` (None when it
@@ -549,80 +563,24 @@ def match_devices(devices: pa.Table, ranks: Sequence[Mapping[str, Any]] | None, 
         An ambiguous or impossible match, naming the devices and ranks, and the fix.
     """
     devs = devices.to_pylist()
-    fix = ("pass devices={key: rank} (key: a UUID, a PCI bus id, a GPU index or (host, index)), or "
-           "devices='index' when each rank is the GPU of that index")
-
-    def unique_index() -> dict[int, int]:
-        idx: dict[int, list[int]] = {}
-        for d in devs:
-            if d["index"] is not None:
-                idx.setdefault(int(d["index"]), []).append(int(d["device"]))
-        dup = {i: v for i, v in idx.items() if len(v) > 1}
-        if dup:
-            i, v = next(iter(sorted(dup.items())))
-            raise OptionError(f"samples: GPU index {i} names {len(v)} devices ("
-                              + "; ".join(_device_label(devs[k]) for k in v)
-                              + "): several hosts or files, so an index does not say which. Fix: " + fix)
-        return {i: v[0] for i, v in idx.items()}
-
     if isinstance(mapping, str):
         if mapping != "index":
             raise OptionError(f"devices: expected a dict or 'index', got {mapping!r}")
-        return {dev: i for i, dev in unique_index().items()}, "index", []
+        return {dev: i for i, dev in _unique_index(devs).items()}, "index", []
     if mapping is not None:
-        out: dict[int, int] = {}
-        for key, rank in mapping.items():
-            if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
-                raise OptionError(f"devices: rank {rank!r} for {key!r} is not a rank (an int >= 0)")
-            if isinstance(key, tuple) and len(key) == 2:
-                hits = [d["device"] for d in devs if d["index"] == key[1] and key[0] in (
-                    d["host"], d["source_file"], os.path.basename(str(d["source_file"])))]
-            elif isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-                hits = [d["device"] for d in devs if d["index"] == int(key)]
-            elif isinstance(key, str):
-                u, bus = normal_uuid(key), normal_bus_id(key)
-                hits = [d["device"] for d in devs if (u and d["uuid"] == u) or (bus and d["bus_id"] == bus)]
-            else:
-                raise OptionError(f"devices: key {key!r} is not a UUID, a bus id, an index or (host, index)")
-            if not hits:
-                raise OptionError(f"devices: {key!r} names no device of the telemetry (it has: "
-                                  + "; ".join(_device_label(d) for d in devs) + ")")
-            if len(hits) > 1:
-                raise OptionError(f"devices: {key!r} names {len(hits)} devices ("
-                                  + "; ".join(_device_label(devs[h]) for h in hits) + "). Fix: name each by its "
-                                  "UUID, or by (host or file name, index)")
-            if hits[0] in out:
-                raise OptionError(f"devices: {_device_label(devs[hits[0]])} is given twice (ranks {out[hits[0]]} "
-                                  f"and {rank})")
-            out[hits[0]] = int(rank)
+        out = _given_mapping(mapping, devs)
         _one_device_per_rank(out, devs)
         return out, "devices", []
     rk = [r for r in (ranks or []) if r.get("rank") is not None]
     if not rk or not any(r.get(k) is not None for r in rk for k in ("uuid", "bus_id", "device")):
         raise OptionError("samples: the run names no accelerator per rank (no UUID, bus id or GPU index in "
-                          "metadata['ranks']), so the telemetry's devices cannot be matched to ranks. Fix: " + fix)
-    for key, field_ in (("uuid", "uuid"), ("bus_id", "bus_id")):
-        norm = normal_uuid if key == "uuid" else normal_bus_id
-        if all(r.get(key) for r in rk) and all(d[field_] for d in devs):
-            by: dict[str, int] = {}
-            for d in devs:
-                by[d[field_]] = int(d["device"])
-            out = {}
-            claimed: dict[int, int] = {}
-            for r in rk:
-                dev = by.get(norm(r[key]) or "")
-                if dev is None:
-                    continue
-                if dev in claimed and claimed[dev] != int(r["rank"]):
-                    raise OptionError(f"samples: ranks {claimed[dev]} and {r['rank']} both run on "
-                                      f"{_device_label(devs[dev])} (several processes on one GPU): its samples "
-                                      "would count for both. Fix: " + fix)
-                claimed[dev] = int(r["rank"])
-                out[dev] = int(r["rank"])
-            return out, key, []
-    by_index = unique_index()
+                          "metadata['ranks']), so the telemetry's devices cannot be matched to ranks. Fix: " + _FIX)
+    for key in ("uuid", "bus_id"):
+        if all(r.get(key) for r in rk) and all(d[key] for d in devs):
+            return _match_by_name(key, rk, devs), key, []
+    by_index = _unique_index(devs)
     out = {}
-    claimed = {}
+    claimed: dict[int, int] = {}
     for r in rk:
         if r.get("device") is None:
             continue
@@ -632,13 +590,86 @@ def match_devices(devices: pa.Table, ranks: Sequence[Mapping[str, Any]] | None, 
         if dev in claimed and claimed[dev] != int(r["rank"]):
             raise OptionError(f"samples: ranks {claimed[dev]} and {r['rank']} both name GPU index {r['device']} "
                               "(ranks on several hosts, or processes sharing a GPU): which one the telemetry's "
-                              f"{_device_label(devs[dev])} is cannot be told. Fix: " + fix)
+                              f"{_device_label(devs[dev])} is cannot be told. Fix: " + _FIX)
         claimed[dev] = int(r["rank"])
         out[dev] = int(r["rank"])
     note = ("telemetry matched to ranks by GPU index: a trace's device index is the CUDA ordinal of its "
             "process, which differs from nvidia-smi's index when CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER "
             "renumber the GPUs (pass devices= to match by UUID)")
     return out, "index", [note]
+
+
+_FIX = ("pass devices={key: rank} (key: a UUID, a PCI bus id, a GPU index or (host, index)), or "
+        "devices='index' when each rank is the GPU of that index")
+
+
+def _unique_index(devs: list[dict[str, Any]]) -> dict[int, int]:
+    """{GPU index: device}; an index naming several devices (several hosts) is refused."""
+    idx: dict[int, list[int]] = {}
+    for d in devs:
+        if d["index"] is not None:
+            idx.setdefault(int(d["index"]), []).append(int(d["device"]))
+    dup = {i: v for i, v in idx.items() if len(v) > 1}
+    if dup:
+        i, v = next(iter(sorted(dup.items())))
+        raise OptionError(f"samples: GPU index {i} names {len(v)} devices ("
+                          + "; ".join(_device_label(devs[k]) for k in v)
+                          + "): several hosts or files, so an index does not say which. Fix: " + _FIX)
+    return {i: v[0] for i, v in idx.items()}
+
+
+def _given_mapping(mapping: Mapping[Any, int], devs: list[dict[str, Any]]) -> dict[int, int]:
+    """{device: rank} from ``devices=``: each key must name exactly one device, once."""
+    out: dict[int, int] = {}
+    for key, rank in mapping.items():
+        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
+            raise OptionError(f"devices: rank {rank!r} for {key!r} is not a rank (an int >= 0)")
+        hits = _devices_named(key, devs)
+        if not hits:
+            raise OptionError(f"devices: {key!r} names no device of the telemetry (it has: "
+                              + "; ".join(_device_label(d) for d in devs) + ")")
+        if len(hits) > 1:
+            raise OptionError(f"devices: {key!r} names {len(hits)} devices ("
+                              + "; ".join(_device_label(devs[h]) for h in hits) + "). Fix: name each by its "
+                              "UUID, or by (host or file name, index)")
+        if hits[0] in out:
+            raise OptionError(f"devices: {_device_label(devs[hits[0]])} is given twice (ranks {out[hits[0]]} "
+                              f"and {rank})")
+        out[hits[0]] = int(rank)
+    return out
+
+
+def _devices_named(key: Any, devs: list[dict[str, Any]]) -> list[int]:
+    """The devices a ``devices=`` key names: (host or file name, index), an index, a UUID or a bus id."""
+    if isinstance(key, tuple) and len(key) == 2:
+        return [d["device"] for d in devs if d["index"] == key[1] and key[0] in (
+            d["host"], d["source_file"], os.path.basename(str(d["source_file"])))]
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return [d["device"] for d in devs if d["index"] == int(key)]
+    if isinstance(key, str):
+        u, bus = normal_uuid(key), normal_bus_id(key)
+        return [d["device"] for d in devs if (u and d["uuid"] == u) or (bus and d["bus_id"] == bus)]
+    raise OptionError(f"devices: key {key!r} is not a UUID, a bus id, an index or (host, index)")
+
+
+def _match_by_name(key: str, rk: list[Mapping[str, Any]], devs: list[dict[str, Any]]) -> dict[int, int]:
+    """{device: rank} by ``uuid`` or ``bus_id`` (both sides name every one); two ranks
+    on one device are refused."""
+    norm = normal_uuid if key == "uuid" else normal_bus_id
+    by = {d[key]: int(d["device"]) for d in devs}
+    out: dict[int, int] = {}
+    claimed: dict[int, int] = {}
+    for r in rk:
+        dev = by.get(norm(r[key]) or "")
+        if dev is None:
+            continue
+        if dev in claimed and claimed[dev] != int(r["rank"]):
+            raise OptionError(f"samples: ranks {claimed[dev]} and {r['rank']} both run on "
+                              f"{_device_label(devs[dev])} (several processes on one GPU): its samples "
+                              "would count for both. Fix: " + _FIX)
+        claimed[dev] = int(r["rank"])
+        out[dev] = int(r["rank"])
+    return out
 
 
 def _one_device_per_rank(out: Mapping[int, int], devs: list[dict[str, Any]]) -> None:
@@ -650,8 +681,8 @@ def _one_device_per_rank(out: Mapping[int, int], devs: list[dict[str, Any]]) -> 
         seen[rank] = dev
 
 
-def attach_samples(telemetry: Telemetry, ranks: Sequence[Mapping[str, Any]] | None, *,
-                   devices: Mapping[Any, int] | str | None = None) -> Attached:
+def match_samples(telemetry: Telemetry, ranks: Sequence[Mapping[str, Any]] | None, *,
+                  devices: Mapping[Any, int] | str | None = None) -> Attached:
     """The telemetry's samples with the run's ranks (see :func:`match_devices`).
 
     Devices that match no rank are left out, with the warning
@@ -688,4 +719,9 @@ def attach_samples(telemetry: Telemetry, ranks: Sequence[Mapping[str, Any]] | No
     order = np.lexsort((np.asarray(t["time_ns"]), np.asarray(t["metric"].combine_chunks().indices), new[idx]))
     t = t.take(pa.array(order)).cast(SAMPLES_SCHEMA)
     return Attached(t, infos, how, warnings, assumed)
+
+
+#: Deprecated name of :func:`match_samples` (``pau.run.attach_samples`` is the one that
+#: puts samples on a Run); kept until ``pau.run`` calls ``match_samples``.
+attach_samples = match_samples
 

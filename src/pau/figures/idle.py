@@ -44,7 +44,7 @@ from pau.engine._input import (
 )
 from pau.engine.ledger import Ledger, exact_sums
 from pau.engine.vocab import KINDS, SPANS_SCHEMA
-from pau.errors import InvalidRowError, OptionError, SchemaError
+from pau.errors import InvalidRowError, OptionError, PauError, SchemaError
 from pau.figures._common import _one_job
 from pau.readers.kineto import HOST_CAUSES, HOST_SCHEMA
 
@@ -135,7 +135,8 @@ def host_wait_intervals(rank: np.ndarray, start: np.ndarray, end: np.ndarray, la
         r = int(rank[a])
         k = int(np.searchsorted(s_rank, r))
         if k >= s_rank.size or s_rank[k] != r:
-            raise ValueError(f"host_wait_intervals: rank {r} has no span start")
+            raise PauError(f"host_wait_intervals: rank {r} has host events but no span. Fix: give rank {r} a span "
+                           "(span=, or device events)")
         lo = s_lo[k]
         s, e, L, known = start[a:b], end[a:b], launch[a:b], launched[a:b]
         reach = np.maximum.accumulate(e)
@@ -578,7 +579,7 @@ def idle_cause_intervals(events: Any, host: Any = None, *, lifecycle: Any = None
     keep = end > start
     rank, start, end, level = rank[keep].astype(np.int32), start[keep], end[keep], level[keep]
     order = np.lexsort((start, rank))
-    pr, ps, pe, row = _kernels.paint(rank, start, end, level, order)
+    pr, ps, pe, row = _kernels.paint(rank, start, end, level, order)  # type: ignore[no-untyped-call]
     lab = level[np.asarray(row, np.int64)]
     r, s, e, lb = _clip(np.asarray(pr, np.int64), np.asarray(ps, np.int64), np.asarray(pe, np.int64), lab, region)
     idle = lb < 4

@@ -11,7 +11,7 @@ Inputs are never modified.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +37,7 @@ def _jobs(t: pa.Table, table: str, fix: str) -> tuple[np.ndarray, pa.Array]:
     return _job_codes(job)
 
 
-def _job_codes(col) -> tuple[np.ndarray, pa.Array]:
+def _job_codes(col: Any) -> tuple[np.ndarray, pa.Array]:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     if pa.types.is_dictionary(col.type):
@@ -146,9 +146,9 @@ class Interference:
     """
 
     table: pa.Table
-    _summary: dict = field(default_factory=dict, repr=False)
+    _summary: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """``jobs``, ``system_throughput`` (sum of normalized progress),
         ``fairness`` (min / max normalized progress), ``lost_output`` (sum)."""
         return dict(self._summary)
@@ -178,16 +178,17 @@ def _overlap_with(s: np.ndarray, e: np.ndarray, ws: np.ndarray, we: np.ndarray) 
     me = np.maximum.reduceat(we, gs)
     cum = np.concatenate([[0], np.cumsum(me - ms)])
 
-    def covered_before(x):  # union length in (-inf, x)
+    def covered_before(x: np.ndarray) -> np.ndarray:  # union length in (-inf, x)
         i = np.searchsorted(ms, x, side="right")  # merged intervals starting at or before x
         full = cum[np.maximum(i - 1, 0)]
         part = np.where(i > 0, np.minimum(x, me[np.maximum(i - 1, 0)]) - ms[np.maximum(i - 1, 0)], 0)
         return np.where(i > 0, full + part, 0)
 
-    return covered_before(e) - covered_before(s)
+    out: np.ndarray = covered_before(e) - covered_before(s)
+    return out
 
 
-def interference(progress: Any, isolated_rate: dict | None = None, *, windows: Any = None) -> Interference:
+def interference(progress: Any, isolated_rate: Mapping[str, float] | None = None, *, windows: Any = None) -> Interference:
     """How much co-location slowed each job, and the useful output it cost.
 
     Parameters
@@ -218,6 +219,39 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
     """
     t = as_table(progress, "progress")
     jc, jobs = _jobs(t, "progress", "give every window its job")
+    s, e, prog = _progress_windows(t)
+    dur = e - s
+    co = _colocated_windows(t, windows, jc, jobs, s, e)
+    nj = len(jobs)
+    T = np.zeros(nj, np.int64)
+    np.add.at(T, jc[co], dur[co])
+    P = np.zeros(nj)
+    np.add.at(P, jc[co], prog[co])
+    Ti = np.zeros(nj, np.int64)
+    np.add.at(Ti, jc[~co], dur[~co])
+    Pi = np.zeros(nj)
+    np.add.at(Pi, jc[~co], prog[~co])
+    iso, src = _isolated_rates(jobs.to_pylist(), isolated_rate, Ti, Pi)
+    rate = [None if T[j] == 0 else P[j] * _NS_PER_S / T[j] for j in range(nj)]
+    norm = [None if (r := rate[j]) is None else _ratio(r, iso[j]) for j in range(nj)]
+    slow = [None if x is None else _ratio(1.0, x) for x in norm]
+    lost = [iso[j] * T[j] / _NS_PER_S - P[j] for j in range(nj)]
+    cols = {"job": jobs, "colocated_ns": pa.array(T, pa.int64()), "progress": pa.array(P, pa.float64()),
+            "rate_per_s": pa.array(rate, pa.float64()), "isolated_rate_per_s": pa.array(iso, pa.float64()),
+            "isolated_rate_source": pa.array(src, pa.string()),
+            "normalized_progress": pa.array(norm, pa.float64()), "slowdown": pa.array(slow, pa.float64()),
+            "lost_output": pa.array(lost, pa.float64())}
+    if "slo_attainment" in t.schema.names:
+        cols.update(_slo_attainment(t, jc, nj, dur, co))
+    vals = [x for x in norm if x is not None]
+    summary = {"jobs": nj, "system_throughput": float(sum(vals)) if vals else None,
+               "fairness": (_ratio(min(vals), max(vals)) if vals else None),
+               "lost_output": float(sum(lost))}
+    return Interference(pa.table(cols), summary)
+
+
+def _progress_windows(t: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The progress windows' start, end (int64 ns) and progress (float64), every row checked."""
     s, snull = time_values(t, "start_ns", "progress")
     e, enull = time_values(t, "end_ns", "progress")
     pcol = _column(t, "progress", "progress")
@@ -233,50 +267,53 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
             raise InvalidRowError("progress", name, int(np.flatnonzero(bad)[0]), why,
                                   "give complete windows with start_ns <= end_ns and progress >= 0",
                                   int(bad.sum()))
-    dur = e - s
+    return s, e, prog
+
+
+def _colocated_windows(t: pa.Table, windows: Any, jc: np.ndarray, jobs: pa.Array, s: np.ndarray,
+                       e: np.ndarray) -> np.ndarray:
+    """Which progress windows were co-located: the ``colocated`` column, else inside the
+    co-location ``windows`` listing the job (partly inside raises), else all of them."""
     n = t.num_rows
     if "colocated" in t.schema.names:
         cc = _column(t, "colocated", "progress")
         if not pa.types.is_boolean(cc.type) or cc.null_count:
             raise SchemaError("progress", "colocated", "is not a bool column without nulls",
                               "give True for shared windows, False for isolated ones")
-        co = cc.to_numpy(zero_copy_only=False).astype(bool)
-    elif windows is not None:
-        w = as_table(windows, "windows")
-        wl = _column(w, "jobs", "windows")
-        ws, _ = time_values(w, "start_ns", "windows")
-        we, _ = time_values(w, "end_ns", "windows")
-        lens = pc.list_value_length(wl).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        flat = pc.list_flatten(wl)
-        if flat.type != jobs.type:
-            flat = flat.cast(jobs.type)
-        fj = pc.index_in(flat, value_set=jobs).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-        fs, fe = np.repeat(ws, lens), np.repeat(we, lens)
-        covered = np.zeros(n, np.int64)
-        for j in np.unique(jc):  # one pass per job, not per row
-            rows = np.flatnonzero(jc == j)
-            sel = fj == j
-            covered[rows] = _overlap_with(s[rows], e[rows], fs[sel], fe[sel])
-        partial = (covered > 0) & (covered < dur)
-        if partial.any():
-            raise InvalidRowError("progress", "start_ns", int(np.flatnonzero(partial)[0]),
-                                  "window is partly co-located",
-                                  "cut progress windows at the co-location boundaries", int(partial.sum()))
-        co = (covered > 0) & (covered == dur)
-    else:
-        co = np.ones(n, bool)
+        co: np.ndarray = cc.to_numpy(zero_copy_only=False).astype(bool)
+        return co
+    if windows is None:
+        return np.ones(n, bool)
+    w = as_table(windows, "windows")
+    wl = _column(w, "jobs", "windows")
+    ws, _ = time_values(w, "start_ns", "windows")
+    we, _ = time_values(w, "end_ns", "windows")
+    lens = pc.list_value_length(wl).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = pc.list_flatten(wl)
+    if flat.type != jobs.type:
+        flat = flat.cast(jobs.type)
+    fj = pc.index_in(flat, value_set=jobs).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    fs, fe = np.repeat(ws, lens), np.repeat(we, lens)
+    covered = np.zeros(n, np.int64)
+    for j in np.unique(jc):  # one pass per job, not per row
+        rows = np.flatnonzero(jc == j)
+        sel = fj == j
+        covered[rows] = _overlap_with(s[rows], e[rows], fs[sel], fe[sel])
+    dur = e - s
+    partial = (covered > 0) & (covered < dur)
+    if partial.any():
+        raise InvalidRowError("progress", "start_ns", int(np.flatnonzero(partial)[0]),
+                              "window is partly co-located",
+                              "cut progress windows at the co-location boundaries", int(partial.sum()))
+    inside: np.ndarray = (covered > 0) & (covered == dur)
+    return inside
 
-    nj = len(jobs)
-    T = np.zeros(nj, np.int64)
-    np.add.at(T, jc[co], dur[co])
-    P = np.zeros(nj)
-    np.add.at(P, jc[co], prog[co])
-    Ti = np.zeros(nj, np.int64)
-    np.add.at(Ti, jc[~co], dur[~co])
-    Pi = np.zeros(nj)
-    np.add.at(Pi, jc[~co], prog[~co])
+
+def _isolated_rates(names: list[Any], isolated_rate: Mapping[str, float] | None, Ti: np.ndarray,
+                    Pi: np.ndarray) -> tuple[list[float], list[str]]:
+    """Each job's isolated rate (progress per second) and where it came from: ``given``,
+    or ``measured`` over its isolated windows (none: raises)."""
     given = {} if isolated_rate is None else dict(isolated_rate)
-    names = jobs.to_pylist()
     iso, src = [], []
     for j, name in enumerate(names):
         if name in given:
@@ -286,39 +323,29 @@ def interference(progress: Any, isolated_rate: dict | None = None, *, windows: A
             iso.append(float(v))
             src.append("given")
         elif Ti[j] > 0:
-            iso.append(Pi[j] * _NS_PER_S / Ti[j])
+            iso.append(float(Pi[j] * _NS_PER_S / Ti[j]))
             src.append("measured")
         else:
             raise PauError(f"isolated_rate: job {name!r} has no isolated rate and never ran alone. Fix: give "
                            f"isolated_rate={{{name!r}: progress per second}} or windows where it ran alone")
-    rate = [None if T[j] == 0 else P[j] * _NS_PER_S / T[j] for j in range(nj)]
-    norm = [None if rate[j] is None else _ratio(rate[j], iso[j]) for j in range(nj)]
-    slow = [None if x is None else _ratio(1.0, x) for x in norm]
-    lost = [iso[j] * T[j] / _NS_PER_S - P[j] for j in range(nj)]
-    cols = {"job": jobs, "colocated_ns": pa.array(T, pa.int64()), "progress": pa.array(P, pa.float64()),
-            "rate_per_s": pa.array(rate, pa.float64()), "isolated_rate_per_s": pa.array(iso, pa.float64()),
-            "isolated_rate_source": pa.array(src, pa.string()),
-            "normalized_progress": pa.array(norm, pa.float64()), "slowdown": pa.array(slow, pa.float64()),
-            "lost_output": pa.array(lost, pa.float64())}
-    if "slo_attainment" in t.schema.names:
-        sc = _column(t, "slo_attainment", "progress")
-        sv = sc.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
-        has = ~null_mask(sc)
+    return iso, src
 
-        def wmean(mask):
-            num = np.zeros(nj)
-            den = np.zeros(nj, np.int64)
-            np.add.at(num, jc[mask], sv[mask] * dur[mask])
-            np.add.at(den, jc[mask], dur[mask])
-            return [None if den[j] == 0 else num[j] / den[j] for j in range(nj)]
 
-        a_co, a_iso = wmean(co & has), wmean(~co & has)
-        cols["slo_attainment_colocated"] = pa.array(a_co, pa.float64())
-        cols["slo_attainment_isolated"] = pa.array(a_iso, pa.float64())
-        cols["slo_attainment_loss"] = pa.array([None if x is None or y is None else y - x
-                                                for x, y in zip(a_co, a_iso)], pa.float64())
-    vals = [x for x in norm if x is not None]
-    summary = {"jobs": nj, "system_throughput": float(sum(vals)) if vals else None,
-               "fairness": (_ratio(min(vals), max(vals)) if vals else None),
-               "lost_output": float(sum(lost))}
-    return Interference(pa.table(cols), summary)
+def _slo_attainment(t: pa.Table, jc: np.ndarray, nj: int, dur: np.ndarray, co: np.ndarray) -> dict[str, pa.Array]:
+    """SLO attainment per job, window-time weighted, co-located and isolated, and the loss."""
+    sc = _column(t, "slo_attainment", "progress")
+    sv = sc.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
+    has = ~null_mask(sc)
+
+    def wmean(mask: np.ndarray) -> list[float | None]:
+        num = np.zeros(nj)
+        den = np.zeros(nj, np.int64)
+        np.add.at(num, jc[mask], sv[mask] * dur[mask])
+        np.add.at(den, jc[mask], dur[mask])
+        return [None if den[j] == 0 else num[j] / den[j] for j in range(nj)]
+
+    a_co, a_iso = wmean(co & has), wmean(~co & has)
+    return {"slo_attainment_colocated": pa.array(a_co, pa.float64()),
+            "slo_attainment_isolated": pa.array(a_iso, pa.float64()),
+            "slo_attainment_loss": pa.array([None if x is None or y is None else y - x
+                                             for x, y in zip(a_co, a_iso)], pa.float64())}

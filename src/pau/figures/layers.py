@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any, Optional
 
 from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
+from pau.engine.types import LayerSummary, LayersSummary
 from pau.errors import PauError
 from pau.figures._common import _one_job
 from pau.figures.goodput import ModelFlops, program_goodput, schedule_times
@@ -59,9 +60,10 @@ class Layer:
     #: Money per accelerator-ns (from a price per accelerator-hour), or None.
     price_per_ns: Optional[Fraction] = None
 
-    def summary(self) -> dict[str, Any]:
-        out = {"name": self.name, "ns": _num(self.ns), "factor": None if self.factor is None else float(self.factor),
-               "lost_ns": {k: _num(v) for k, v in self.lost.items()}, "note": self.note}
+    def summary(self) -> LayerSummary:
+        out: LayerSummary = {"name": self.name, "ns": _num(self.ns),
+                             "factor": None if self.factor is None else float(self.factor),
+                             "lost_ns": {k: _num(v) for k, v in self.lost.items()}, "note": self.note}
         if self.price_per_ns is not None:
             out["cost"] = float(self.ns * self.price_per_ns)
             out["lost_cost"] = {k: float(v * self.price_per_ns) for k, v in self.lost.items()}
@@ -85,7 +87,7 @@ class Layers:
             return None
         return self.rows[-1].ns / self.rows[0].ns
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> LayersSummary:
         product = self.product
         return {"layers": [r.summary() for r in self.rows], "product": None if product is None else float(product),
                 "left_out": dict(self.left_out)}

@@ -23,8 +23,9 @@ from pau.engine._input import _column, as_table, int_values, time_values
 from pau.engine._lifecycle import NULL, Attribution
 from pau.engine.api import ledger as _ledger_of
 from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
+from pau.engine.types import RecoverySummary
 from pau.errors import OptionError, PauError
-from pau.figures._common import _NS_PER_S, _count, _f, _frac, _one_job, _positive
+from pau.figures._common import _NS_PER_S, _count, _f, _fd, _frac, _one_job, _positive
 
 __all__ = ["Recovery", "recovery", "Protection", "protection"]
 
@@ -39,7 +40,7 @@ def _intervals(led: Ledger, what: str) -> pa.Table:
 
 
 def _att(led: Ledger, what: str) -> Attribution:
-    att = led._att  # the attribution behind the ledger's figures (one path for them all)
+    att: Attribution | None = led._att  # the attribution behind the ledger's figures (one path for them all)
     if att is None:
         raise PauError(f"{what}: the ledger has no lifecycle. Fix: build it with a lifecycle table "
                        "(pau.core.ledger(events, lifecycle))")
@@ -85,10 +86,10 @@ class Recovery:
     accountable_ns: int
     failures: int
     failures_per_1000_accelerator_hours: Optional[Fraction]
-    by_cause: dict
-    per_failure: list
-    attempts: list
-    restart_loops: list
+    by_cause: dict[str, Any]
+    per_failure: list[Any]
+    attempts: list[Any]
+    restart_loops: list[Any]
     badput_ns: int
     wall_ns: int
     waste_equivalent_accelerators: Optional[Fraction]
@@ -101,21 +102,28 @@ class Recovery:
                  pa.int64(), pa.int64())
         return pa.table({c: pa.array([f[c] for f in self.per_failure], ty) for c, ty in zip(cols, types)})
 
-    def summary(self) -> dict:
+    def summary(self) -> RecoverySummary:
         ttr = [f["to_first_step_ns"] for f in self.per_failure if f["to_first_step_ns"] is not None]
         # each failure's instant and time to recover progress (None: not recovered): the
         # mean and not_recovered below are of this list (the fleet's runs table keeps it)
         pairs = [[f["time_ns"], f["to_progress_ns"]] for f in self.per_failure]
         ttp = [d for _, d in pairs if d is not None]
-        return _f({"failures": self.failures, "accountable_ns": self.accountable_ns,
-                   "failures_per_1000_accelerator_hours": self.failures_per_1000_accelerator_hours,
-                   "by_cause": self.by_cause,
-                   "mean_to_first_step_s": Fraction(sum(ttr), len(ttr) * _NS_PER_S) if ttr else None,
-                   "mean_to_progress_s": Fraction(sum(ttp), len(ttp) * _NS_PER_S) if ttp else None,
-                   "not_recovered": len(pairs) - len(ttp), "per_failure_ns": pairs,
-                   "restart_loop_attempts": sum(1 for a in self.attempts if a["restart_loop"]),
-                   "restart_loops": self.restart_loops, "badput_ns": self.badput_ns, "wall_ns": self.wall_ns,
-                   "waste_equivalent_accelerators": self.waste_equivalent_accelerators})
+        return {"failures": self.failures, "accountable_ns": self.accountable_ns,
+                "failures_per_1000_accelerator_hours": _float(self.failures_per_1000_accelerator_hours),
+                "by_cause": {c: {"failures": v["failures"], "per_1000_accelerator_hours":
+                                 _float(v["per_1000_accelerator_hours"])} for c, v in self.by_cause.items()},
+                "mean_to_first_step_s": float(Fraction(sum(ttr), len(ttr) * _NS_PER_S)) if ttr else None,
+                "mean_to_progress_s": float(Fraction(sum(ttp), len(ttp) * _NS_PER_S)) if ttp else None,
+                "not_recovered": len(pairs) - len(ttp), "per_failure_ns": pairs,
+                "restart_loop_attempts": sum(1 for a in self.attempts if a["restart_loop"]),
+                "restart_loops": [{"first_attempt": x["first_attempt"], "last_attempt": x["last_attempt"],
+                                   "attempts": x["attempts"], "ns": x["ns"]} for x in self.restart_loops],
+                "badput_ns": self.badput_ns, "wall_ns": self.wall_ns,
+                "waste_equivalent_accelerators": _float(self.waste_equivalent_accelerators)}
+
+
+def _float(x: Fraction | None) -> float | None:
+    return None if x is None else float(x)
 
 
 def _ledger_for(lifecycle: Any, ledger: Ledger | None, as_of: int | None, what: str) -> Ledger:
@@ -202,26 +210,56 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
     led = _ledger_for(lifecycle, ledger, as_of, "recovery")
     att = _att(led, "recovery")
     s = led.summary()
-    at = att.as_of
     t = as_table(lifecycle, "lifecycle")
-    A = att.attempts
-    order = np.argsort(A.start, kind="stable")
-    ids = [int(A.ids[i]) for i in order]
-    a_start = {int(A.ids[i]): int(A.start[i]) for i in order}
-    a_end = {int(A.ids[i]): int(A.end[i]) for i in order}
-    pos = {a: j for j, a in enumerate(ids)}
+    prog = _Progress(t, att.as_of)
+    iv = _intervals(led, "recovery")
+    fails = _failure_rows(att)
+    per_failure = _per_failure(att, fails, prog, _by_attempt(iv, "rolled_back"))
+    attempts = _attempt_rows(att, _by_attempt(iv, None))
+    acc = s["accountable_ns"]
+    causes: dict[str, int] = {}
+    for f in fails:
+        causes[f[2]] = causes.get(f[2], 0) + 1
 
-    # steps: completion per (attempt, step), first start per attempt
-    st = _records(t, "step")
-    sa, sa_null = _col_or_null(st, "attempt", "lifecycle")
-    sk, sk_null = _col_or_null(st, "step", "lifecycle")
-    ss, _ = _col_or_null(st, "start_ns", "lifecycle")
-    se, se_null = _col_or_null(st, "end_ns", "lifecycle")
-    live = ~sa_null & ~sk_null & (ss <= at)
-    sa, sk, ss, se, done = sa[live], sk[live], ss[live], se[live], (~se_null[live]) & (se[live] <= at)
-    first_step: dict[int, int] = {}  # attempt -> start of its first step
-    comp: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # attempt -> (steps ascending, completion), completed only
-    if sa.size:
+    def rate(c: int) -> Fraction | None:
+        return _frac(c * 1000 * NS_PER_HOUR, acc)
+
+    badput = s["badput_ns"] or 0
+    return Recovery(acc, len(fails), rate(len(fails)), {c: {"failures": v, "per_1000_accelerator_hours": rate(v)}
+                                                        for c, v in sorted(causes.items())},
+                    per_failure, attempts, _restart_loops(attempts), badput, att.wall_ns, _frac(badput, att.wall_ns))
+
+
+class _Progress:
+    """The progress each attempt made, from the lifecycle's step and restore records as
+    of ``at``: its completed steps (every rank's row ended) and its ok restores."""
+
+    def __init__(self, t: pa.Table, at: int) -> None:
+        self.first_step: dict[int, int] = {}  # attempt -> start of its first step
+        # attempt -> (steps ascending, completion), completed only
+        self.comp: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._steps(_records(t, "step"), at)
+        self.restores: dict[int, list[tuple[int, int]]] = {}  # attempt -> [(step, end)]
+        rs = _records(t, "restore")
+        ra, ra_null = _col_or_null(rs, "attempt", "lifecycle")
+        rk, rk_null = _col_or_null(rs, "step", "lifecycle")
+        re_, re_null = _col_or_null(rs, "end_ns", "lifecycle")
+        rok = np.ones(rs.num_rows, bool) if "ok" not in rs.schema.names else \
+            np.asarray(pc.fill_null(rs["ok"], True).to_numpy(zero_copy_only=False), bool)
+        r_good = ~ra_null & ~rk_null & ~re_null & rok & (re_ <= at)
+        for a_, k_, e_ in zip(ra[r_good].tolist(), rk[r_good].tolist(), re_[r_good].tolist()):
+            self.restores.setdefault(a_, []).append((k_, e_))
+
+    def _steps(self, st: pa.Table, at: int) -> None:
+        """Completion per (attempt, step), first start per attempt."""
+        sa, sa_null = _col_or_null(st, "attempt", "lifecycle")
+        sk, sk_null = _col_or_null(st, "step", "lifecycle")
+        ss, _ = _col_or_null(st, "start_ns", "lifecycle")
+        se, se_null = _col_or_null(st, "end_ns", "lifecycle")
+        live = ~sa_null & ~sk_null & (ss <= at)
+        sa, sk, ss, se, done = sa[live], sk[live], ss[live], se[live], (~se_null[live]) & (se[live] <= at)
+        if not sa.size:
+            return
         o = np.lexsort((sk, sa))
         ga, gk, gs = sa[o], sk[o], ss[o]
         ge, gd = np.where(done[o], se[o], np.iinfo(np.int64).max), done[o]
@@ -234,37 +272,30 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
         a_cut = np.flatnonzero(np.r_[True, g_att[1:] != g_att[:-1], True])
         for a0, a1 in zip(a_cut[:-1].tolist(), a_cut[1:].tolist()):  # one slice per attempt
             a_ = int(g_att[a0])
-            first_step[a_] = int(g_start[a0:a1].min())
+            self.first_step[a_] = int(g_start[a0:a1].min())
             m = g_done[a0:a1]
-            comp[a_] = (g_step[a0:a1][m], g_end[a0:a1][m])
-    rs = _records(t, "restore")
-    ra, ra_null = _col_or_null(rs, "attempt", "lifecycle")
-    rk, rk_null = _col_or_null(rs, "step", "lifecycle")
-    re_, re_null = _col_or_null(rs, "end_ns", "lifecycle")
-    rok = np.ones(rs.num_rows, bool) if "ok" not in rs.schema.names else \
-        np.asarray(pc.fill_null(rs["ok"], True).to_numpy(zero_copy_only=False), bool)
-    r_good = ~ra_null & ~rk_null & ~re_null & rok & (re_ <= at)
-    restores: dict[int, list[tuple[int, int]]] = {}  # attempt -> [(step, end)]
-    for a_, k_, e_ in zip(ra[r_good].tolist(), rk[r_good].tolist(), re_[r_good].tolist()):
-        restores.setdefault(a_, []).append((k_, e_))
+            self.comp[a_] = (g_step[a0:a1][m], g_end[a0:a1][m])
 
-    def progress(a_: int, t_f: int) -> int | None:
+    def at(self, a_: int, t_f: int) -> int | None:
+        """The progress attempt ``a_`` had made by ``t_f``: its highest step completed,
+        else the step its restore brought back (None: nothing)."""
         best = None
-        if a_ in comp:
-            steps_, ends_ = comp[a_]
+        if a_ in self.comp:
+            steps_, ends_ = self.comp[a_]
             m = ends_ <= t_f
             if m.any():
                 best = int(steps_[m].max())
-        for k_, e_ in restores.get(a_, []):
+        for k_, e_ in self.restores.get(a_, []):
             if e_ <= t_f and (best is None or k_ > best):
                 best = k_
         return best
 
-    def regained(after: list[int], p: int) -> int | None:
+    def regained(self, after: list[int], p: int) -> int | None:
+        """The first instant one of the attempts ``after`` has progress ``p`` again."""
         for b in after:  # attempts in start order: the first with a candidate holds the earliest
-            cands = [e_ for k_, e_ in restores.get(b, []) if k_ >= p]
-            if b in comp:
-                steps_, ends_ = comp[b]
+            cands = [e_ for k_, e_ in self.restores.get(b, []) if k_ >= p]
+            if b in self.comp:
+                steps_, ends_ = self.comp[b]
                 m = steps_ >= p
                 if m.any():
                     cands.append(int(ends_[m].min()))
@@ -272,23 +303,30 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
                 return min(cands)
         return None
 
-    iv = _intervals(led, "recovery")
-    lost_by_att = _by_attempt(iv, "rolled_back")
-    fails = _failure_rows(att)
+
+def _per_failure(att: Attribution, fails: list[tuple[int, int, str]], prog: _Progress,
+                 lost_by_att: dict[int, int]) -> list[dict[str, Any]]:
+    """One row per failure: the next attempt, its first step, the progress to regain and
+    when it was, and the rolled-back ns (on the attempt's first failure)."""
+    A = att.attempts
+    order = np.argsort(A.start, kind="stable")
+    ids = [int(A.ids[i]) for i in order]
+    a_start = {int(A.ids[i]): int(A.start[i]) for i in order}
+    pos = {a: j for j, a in enumerate(ids)}
     first_of_att: set[tuple[int, int, str]] = set()
     seen: set[int] = set()
     for f in fails:
         if f[0] not in seen:
             seen.add(f[0])
             first_of_att.add(f)
-    per_failure = []
+    rows = []
     for f in fails:
         a_, t_f, kind = f
         later = [b for b in ids[pos[a_] + 1:] if a_start[b] >= t_f] if a_ in pos else []
-        fs = next(((b, first_step[b]) for b in later if b in first_step), None)
-        p = progress(a_, t_f)
-        rec_at = fs[1] if (p is None and fs is not None) else (regained(later, p) if p is not None else None)
-        per_failure.append({
+        fs = next(((b, prog.first_step[b]) for b in later if b in prog.first_step), None)
+        p = prog.at(a_, t_f)
+        rec_at = fs[1] if (p is None and fs is not None) else (prog.regained(later, p) if p is not None else None)
+        rows.append({
             "attempt": a_, "time_ns": t_f, "cause": kind, "next_attempt": later[0] if later else None,
             "first_step_ns": None if fs is None else fs[1],
             "to_first_step_ns": None if fs is None else fs[1] - t_f,
@@ -296,9 +334,13 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
             "to_progress_ns": None if rec_at is None else rec_at - t_f,
             "lost_ns": lost_by_att.get(a_, 0) if f in first_of_att else 0,
         })
+    return rows
 
-    # restart loops: checkpoints durable (ok, by as_of) per attempt span
-    C = att.checkpoints
+
+def _attempt_rows(att: Attribution, ns_by_att: dict[int, int]) -> list[dict[str, Any]]:
+    """One row per attempt in start order: how it ended, the newest durable checkpoint
+    before and after it (ok, by as_of), and whether it is in a restart loop."""
+    A, C = att.attempts, att.checkpoints
     durable = np.asarray(C.durable, np.int64)
     c_ok = durable != NULL
     c_step, c_dur = np.asarray(C.step, np.int64)[c_ok], durable[c_ok]
@@ -307,20 +349,24 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
         m = c_dur <= by
         return int(c_step[m].max()) if m.any() else None
 
-    ns_by_att = _by_attempt(iv, None)
     attempts = []
-    for i in order:
+    for i in np.argsort(A.start, kind="stable"):
         a_ = int(A.ids[i])
         running, completed = bool(A.running[i]), bool(A.completed[i])
         before, after = newest(int(A.start[i]) - 1), newest(int(A.end[i]))
         moved = after is not None and (before is None or after > before)
-        attempts.append({"attempt": a_, "start_ns": a_start[a_], "end_ns": a_end[a_],
+        attempts.append({"attempt": a_, "start_ns": int(A.start[i]), "end_ns": int(A.end[i]),
                          "end": "running" if running else "completed" if completed else
                          (str(A.cause[i]) if A.cause[i] is not None else "ended"), "running": running,
                          "checkpoint_before": before, "checkpoint_after": after, "moved": moved,
                          "restart_loop": not running and not completed and not moved,
                          "ns": ns_by_att.get(a_, 0)})
-    loops: list[dict] = []
+    return attempts
+
+
+def _restart_loops(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs of consecutive attempts in a restart loop: first and last attempt, how many, ns."""
+    loops: list[dict[str, Any]] = []
     prev = None
     for x in attempts:
         if x["restart_loop"]:
@@ -331,17 +377,7 @@ def recovery(lifecycle: Any, *, ledger: Ledger | None = None, as_of: int | None 
                 loops.append({"first_attempt": x["attempt"], "last_attempt": x["attempt"], "attempts": 1,
                               "ns": x["ns"]})
         prev = x["attempt"]
-
-    acc = s["accountable_ns"]
-    nf = len(fails)
-    causes: dict[str, int] = {}
-    for f in fails:
-        causes[f[2]] = causes.get(f[2], 0) + 1
-    rate = (lambda c: _frac(c * 1000 * NS_PER_HOUR, acc))
-    badput = s["badput_ns"] or 0
-    return Recovery(acc, nf, rate(nf), {c: {"failures": v, "per_1000_accelerator_hours": rate(v)}
-                                        for c, v in sorted(causes.items())},
-                    per_failure, attempts, loops, badput, att.wall_ns, _frac(badput, att.wall_ns))
+    return loops
 
 
 # ---------------------------------------------------------------------------
@@ -376,7 +412,7 @@ class Protection:
     per: str
     bound_ns: Optional[int]
     bound_share: Optional[Fraction]
-    rows: list
+    rows: list[Any]
     breaches: int
     excess_ns: Fraction
     excess_cost: Optional[Fraction]
@@ -387,8 +423,8 @@ class Protection:
             return pa.table({})
         return pa.table({k: pa.array([_f(r[k]) for r in self.rows]) for k in self.rows[0]})
 
-    def summary(self) -> dict:
-        return _f({"per": self.per, "bound_ns": self.bound_ns, "bound_share": self.bound_share,
+    def summary(self) -> dict[str, Any]:
+        return _fd({"per": self.per, "bound_ns": self.bound_ns, "bound_share": self.bound_share,
                    "rows": len(self.rows), "breaches": self.breaches, "excess_ns": self.excess_ns,
                    "excess_accelerator_hours": self.excess_ns / NS_PER_HOUR, "excess_cost": self.excess_cost,
                    "superseded_ns": self.superseded_ns})
@@ -461,6 +497,50 @@ def protection(ledger: Ledger, *, bound_ns: int | None = None, bound_share: Numb
     productive nor pending in the period) over the period's observed length, the
     accelerators that idle for the whole period would waste as much.
     """
+    b_ns, b_sh, width, price = _protection_options(bound_ns, bound_share, per, period_ns,
+                                                   price_per_accelerator_hour)
+    _one_job(ledger, "protection")
+    att = _att(ledger, "protection")
+    iv = _intervals(ledger, "protection")
+    st = iv["state"].cast(pa.string()) if pa.types.is_dictionary(iv["state"].type) else iv["state"]
+    s_all = np.asarray(iv["start_ns"].to_numpy(zero_copy_only=False), np.int64)
+    e_all = np.asarray(iv["end_ns"].to_numpy(zero_copy_only=False), np.int64)
+    st_np = np.asarray(st.to_numpy(zero_copy_only=False), object)
+    work = np.isin(st_np, _WORK)
+    lost_by_att = _by_attempt(iv, "rolled_back")
+    fails = _failure_rows(att)
+    first: dict[int, tuple[int, int, str]] = {}
+    for f in fails:
+        first.setdefault(f[0], f)
+    superseded = {a: v for a, v in lost_by_att.items() if a not in first and v}
+    judge = _Judge(b_ns, b_sh, price)
+    rows = []
+    if width is None:  # per failure
+        ws, we = s_all[work], e_all[work]
+        for f in fails:
+            lost = lost_by_att.get(f[0], 0) if first[f[0]] == f else 0
+            w = _clipped(ws, we, np.iinfo(np.int64).min, f[1])
+            rows.append({"attempt": f[0], "time_ns": f[1], "cause": f[2], "lost_ns": lost, "work_ns": w,
+                         **judge(lost, w)})
+    else:
+        A = att.attempts
+        end_of = {int(A.ids[i]): int(A.end[i]) for i in range(A.ids.size)}
+        losses = [(first[a][1], v) for a, v in lost_by_att.items() if a in first] + \
+                 [(end_of[a], v) for a, v in superseded.items()]
+        waste = ~np.isin(st_np, ("productive", "pending"))
+        rows = _period_rows(att, width, fails, losses, (s_all[work], e_all[work]), (s_all[waste], e_all[waste]),
+                            judge)
+    breaches = sum(1 for r in rows if r["breach"])
+    excess = sum((r["excess_ns"] for r in rows), Fraction(0))
+    return Protection(per, b_ns, b_sh, rows, breaches, excess,
+                      None if price is None else excess / NS_PER_HOUR * price, sum(superseded.values()))
+
+
+def _protection_options(bound_ns: int | None, bound_share: Number | None, per: str, period_ns: int | None,
+                        price_per_accelerator_hour: Number | None
+                        ) -> tuple[int | None, Fraction | None, int | None, Fraction | None]:
+    """:func:`protection`'s options checked: the bound in ns or as a share, the period's
+    width (None: per failure) and the price."""
     if per not in ("failure", "period"):
         raise OptionError(f"protection: per = {per!r}. Fix: give 'failure' or 'period'")
     if (bound_ns is None) == (bound_share is None):
@@ -472,75 +552,61 @@ def protection(ledger: Ledger, *, bound_ns: int | None = None, bound_share: Numb
         b_sh = Fraction(0) if bound_share == 0 else _positive(bound_share, "bound_share")
         if b_sh > 1:
             raise PauError(f"protection: bound_share = {bound_share!r} is above 1. Fix: give a share in [0, 1]")
+    width = None
     if per == "period":
-        width = _count(period_ns, "period_ns", positive=True) if period_ns is not None else None
-        if width is None:
+        if period_ns is None:
             raise OptionError("protection: per='period' needs period_ns=. Fix: give the period's length in ns")
+        width = _count(period_ns, "period_ns", positive=True)
     elif period_ns is not None:
         raise OptionError("protection: period_ns= applies to per='period'. Fix: leave it out, or pass per='period'")
     price = None if price_per_accelerator_hour is None else (
         Fraction(0) if price_per_accelerator_hour == 0 else _positive(price_per_accelerator_hour,
                                                                        "price_per_accelerator_hour"))
-    _one_job(ledger, "protection")
-    att = _att(ledger, "protection")
-    iv = _intervals(ledger, "protection")
-    st = iv["state"].cast(pa.string()) if pa.types.is_dictionary(iv["state"].type) else iv["state"]
-    s_all = np.asarray(iv["start_ns"].to_numpy(zero_copy_only=False), np.int64)
-    e_all = np.asarray(iv["end_ns"].to_numpy(zero_copy_only=False), np.int64)
-    st_np = np.asarray(st.to_numpy(zero_copy_only=False), object)
-    work = np.isin(st_np, _WORK)
-    waste = ~np.isin(st_np, ("productive", "pending"))
-    lost_by_att = _by_attempt(iv, "rolled_back")
-    fails = _failure_rows(att)
-    first: dict[int, tuple[int, int, str]] = {}
-    for f in fails:
-        first.setdefault(f[0], f)
-    A = att.attempts
-    end_of = {int(A.ids[i]): int(A.end[i]) for i in range(A.ids.size)}
-    superseded = {a: v for a, v in lost_by_att.items() if a not in first and v}
+    return b_ns, b_sh, width, price
 
-    def judge(lost: int, work_ns: int) -> dict:
-        if b_ns is not None:
-            allowed = Fraction(b_ns)
+
+class _Judge:
+    """A loss against the bound: its share of the work, what was allowed, whether it is a
+    breach and by how much (priced when a price was given)."""
+
+    def __init__(self, b_ns: int | None, b_sh: Fraction | None, price: Fraction | None) -> None:
+        self.b_ns, self.b_sh, self.price = b_ns, b_sh, price
+
+    def __call__(self, lost: int, work_ns: int) -> dict[str, Any]:
+        if self.b_ns is not None:
+            allowed = Fraction(self.b_ns)
         else:
-            assert b_sh is not None
-            allowed = b_sh * work_ns
+            assert self.b_sh is not None
+            allowed = self.b_sh * work_ns
         breach = lost > allowed
         excess = Fraction(lost) - allowed if breach else Fraction(0)
         return {"share": _frac(lost, work_ns), "allowed_ns": allowed, "breach": breach, "excess_ns": excess,
-                "excess_cost": None if price is None else excess / NS_PER_HOUR * price}
+                "excess_cost": None if self.price is None else excess / NS_PER_HOUR * self.price}
 
+
+def _period_rows(att: Attribution, width: int, fails: list[tuple[int, int, str]], losses: list[tuple[int, int]],
+                 work: tuple[np.ndarray, np.ndarray], waste: tuple[np.ndarray, np.ndarray],
+                 judge: _Judge) -> list[dict[str, Any]]:
+    """One row per period of ``width`` ns (aligned to its multiples) from the first
+    accountable instant to as_of: failures, lost progress (each loss at its instant),
+    step work, the judgement, badput and the idle equivalent."""
+    lo_t, hi_t = att.as_of - att.wall_ns, att.as_of
+    base = (lo_t // width) * width
+    count = max(1, -(-(hi_t - base) // width))
+    w_b = _buckets(np.maximum(work[0], lo_t), np.minimum(work[1], hi_t), width, base, count)
+    b_b = _buckets(np.maximum(waste[0], lo_t), np.minimum(waste[1], hi_t), width, base, count)
+    nf = [0] * count
+    for f in fails:
+        j = (f[1] - base) // width
+        if 0 <= j < count:
+            nf[j] += 1
+    lost_b = [0] * count
+    for tm, v in losses:
+        j = min(max((tm - base) // width, 0), count - 1)
+        lost_b[j] += v
     rows = []
-    if per == "failure":
-        ws, we = s_all[work], e_all[work]
-        for f in fails:
-            lost = lost_by_att.get(f[0], 0) if first[f[0]] == f else 0
-            w = _clipped(ws, we, np.iinfo(np.int64).min, f[1])
-            rows.append({"attempt": f[0], "time_ns": f[1], "cause": f[2], "lost_ns": lost, "work_ns": w,
-                         **judge(lost, w)})
-    else:
-        assert width is not None
-        lo_t, hi_t = att.as_of - att.wall_ns, att.as_of
-        base = (lo_t // width) * width
-        count = max(1, -(-(hi_t - base) // width))
-        events = [(first[a][1], v) for a, v in lost_by_att.items() if a in first] + \
-                 [(end_of[a], v) for a, v in superseded.items()]
-        w_b = _buckets(np.maximum(s_all[work], lo_t), np.minimum(e_all[work], hi_t), width, base, count)
-        b_b = _buckets(np.maximum(s_all[waste], lo_t), np.minimum(e_all[waste], hi_t), width, base, count)
-        nf = [0] * count
-        for f in fails:
-            j = (f[1] - base) // width
-            if 0 <= j < count:
-                nf[j] += 1
-        lost_b = [0] * count
-        for tm, v in events:
-            j = min(max((tm - base) // width, 0), count - 1)
-            lost_b[j] += v
-        for j in range(count):
-            p0, p1 = max(base + j * width, lo_t), min(base + (j + 1) * width, hi_t)
-            rows.append({"start_ns": p0, "end_ns": p1, "failures": nf[j], "lost_ns": lost_b[j], "work_ns": w_b[j],
-                         **judge(lost_b[j], w_b[j]), "badput_ns": b_b[j], "idle_equivalent": _frac(b_b[j], p1 - p0)})
-    breaches = sum(1 for r in rows if r["breach"])
-    excess = sum((r["excess_ns"] for r in rows), Fraction(0))
-    return Protection(per, b_ns, b_sh, rows, breaches, excess,
-                      None if price is None else excess / NS_PER_HOUR * price, sum(superseded.values()))
+    for j in range(count):
+        p0, p1 = max(base + j * width, lo_t), min(base + (j + 1) * width, hi_t)
+        rows.append({"start_ns": p0, "end_ns": p1, "failures": nf[j], "lost_ns": lost_b[j], "work_ns": w_b[j],
+                     **judge(lost_b[j], w_b[j]), "badput_ns": b_b[j], "idle_equivalent": _frac(b_b[j], p1 - p0)})
+    return rows

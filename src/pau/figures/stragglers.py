@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pau.engine._input import _column, as_table, int_values, time_values
-from pau.engine.types import Quarantined, check_on_invalid
+from pau.engine.types import Quarantined, StepFigures, StepRank, StragglerFigures, check_on_invalid
 from pau.errors import InvalidRowError, OptionError, PauError
 from pau.figures._common import _NS_PER_S, _count, _fmt, _one_job, _ratio
 
@@ -38,7 +38,7 @@ def _group_starts(*sorted_keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(new)
 
 
-def _sort_order(attempt, step, rank) -> np.ndarray:
+def _sort_order(attempt: np.ndarray | None, step: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Stable order by ``(attempt, step, rank)``; no sort when already ordered (the
     usual layout of step tables)."""
     keys = [k for k in (attempt, step, rank) if k is not None]
@@ -115,7 +115,8 @@ class StepRows:
 
     @property
     def usable(self) -> np.ndarray:
-        return ~self.bad & ~self.end_null
+        out: np.ndarray = ~self.bad & ~self.end_null
+        return out
 
     @property
     def in_flight(self) -> int:
@@ -163,7 +164,7 @@ def checked_steps(table_like: Any, *, by: str = "step", need_start: bool = False
 
     reasons = np.zeros(n, np.int8)
 
-    def mark(mask, c):
+    def mark(mask: np.ndarray, c: int) -> None:
         reasons[(reasons == 0) & mask] = c
 
     mark(rank_null, 1)
@@ -226,12 +227,12 @@ class Stragglers:
 
     table: pa.Table
     ranks: pa.Table
-    persistent: list
+    persistent: list[Any]
     min_share: float
     in_flight: int = 0
     quarantine: pa.Table | None = None
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """Headline figures: steps, ranks, rows, in_flight, quarantined, wait_ns
         (exact total accelerator-ns spent waiting), wait_accelerator_seconds,
         persistent (ranks)."""
@@ -258,7 +259,7 @@ class Stragglers:
 
 
 def stragglers(events_or_steps: Any, *, by: str = "step", min_share: float = 0.2,
-               on_invalid: str = "raise"):
+               on_invalid: str = "raise") -> Stragglers | Quarantined:
     """Per step, the time each rank waited for the slowest rank, charged to it.
 
     Parameters
@@ -367,7 +368,8 @@ def stragglers(events_or_steps: Any, *, by: str = "step", min_share: float = 0.2
     })
     out = Stragglers(table, rank_table, [int(x) for x, p in zip(ranks, persistent) if p], float(min_share),
                      rows.in_flight, rows.quarantine)
-    return rows.result(out, on_invalid)
+    res: Stragglers | Quarantined = rows.result(out, on_invalid)
+    return res
 
 
 def nearest_rank(sorted_ns: np.ndarray, num: int, den: int) -> int:
@@ -394,7 +396,7 @@ def step_times(lifecycle: Any) -> dict[int, np.ndarray] | None:
     return {int(rank[lo]): dur[lo:hi] for lo, hi in zip(cut[:-1].tolist(), cut[1:].tolist())}
 
 
-def step_figures(lifecycle: Any) -> dict | None:
+def step_figures(lifecycle: Any) -> StepFigures | None:
     """Per rank, its finished step executions' count and time (median, p90 and max by
     the nearest-rank rule, exact ns), and the stragglers (:func:`stragglers`
     summary, with each persistent straggler's charged accelerator time). None when
@@ -405,7 +407,7 @@ def step_figures(lifecycle: Any) -> dict | None:
     times = step_times(t)
     if times is None:
         return None
-    per_rank = []
+    per_rank: list[StepRank] = []
     for r, d in times.items():
         per_rank.append({"rank": r, "steps": int(d.size), "median_ns": nearest_rank(d, 1, 2),
                          "p90_ns": nearest_rank(d, 9, 10), "max_ns": int(d[-1])})
@@ -413,9 +415,12 @@ def step_figures(lifecycle: Any) -> dict | None:
     s = st.result if isinstance(st, Quarantined) else st
     summ = s.summary()
     charged = {r["rank"]: int(r["charged_ns"]) for r in s.ranks.to_pylist()}
-    summ["persistent"] = [{"rank": int(r), "charged_ns": charged.get(r, 0)} for r in s.persistent]
-
-    return {"per_rank": per_rank, "stragglers": summ}
+    figures: StragglerFigures = {
+        "steps": summ["steps"], "ranks": summ["ranks"], "rows": summ["rows"], "in_flight": summ["in_flight"],
+        "quarantined": summ["quarantined"], "wait_ns": summ["wait_ns"],
+        "wait_accelerator_seconds": summ["wait_accelerator_seconds"],
+        "persistent": [{"rank": int(r), "charged_ns": charged.get(r, 0)} for r in s.persistent]}
+    return {"per_rank": per_rank, "stragglers": figures}
 
 
 # ---------------------------------------------------------------------------
@@ -440,11 +445,11 @@ class StragglerScores:
     in_flight: int = 0
     quarantine: pa.Table | None = None
 
-    def summary(self, threshold: float = 0.75) -> dict:
+    def summary(self, threshold: float = 0.75) -> dict[str, Any]:
         """Per rank the lowest scores, and the ranks below ``threshold`` (NVRx's
         default 0.75) on either score in any window."""
         rows = self.table.to_pylist()
-        ranks: dict[int, dict] = {}
+        ranks: dict[int, dict[str, Any]] = {}
         for r in rows:
             d = ranks.setdefault(r["rank"], {"rank": r["rank"], "min_relative": None, "min_individual": None})
             for k, c in (("min_relative", "relative"), ("min_individual", "individual")):
@@ -543,4 +548,5 @@ def straggler_scores(steps: Any, *, every_steps: int | None = None, every_ns: in
                 relative=pa.array([x[5] for x in out], pa.float64()),
                 individual=pa.array([x[6] for x in out], pa.float64()))
     res = StragglerScores(pa.table(cols), rows.in_flight, rows.quarantine)
-    return rows.result(res, on_invalid)
+    scores: StragglerScores | Quarantined = rows.result(res, on_invalid)
+    return scores

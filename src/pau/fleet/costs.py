@@ -352,7 +352,7 @@ def cost_model(model: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> Cost
     elif isinstance(model, Mapping):
         data, source = dict(model), "cost model"
     else:
-        raise ArgumentTypeError(f"cost_model: expected a path or a dict, got {type(model).__name__}")
+        raise ArgumentTypeError("cost_model", "a path or a dict", model)
     currency = data.pop("currency", "USD")
     if not isinstance(currency, str) or not currency:
         raise PauError(f"{source}: currency = {currency!r}. Fix: write a currency name, e.g. currency = \"USD\"")
@@ -377,8 +377,8 @@ def cost_model(model: Union[str, "os.PathLike[str]", Mapping[str, Any]]) -> Cost
 
 def _check_rate(rate: Any) -> CostRate:
     if not isinstance(rate, CostRate):
-        raise ArgumentTypeError(f"expected a CostRate (cost_model(...).rate(...)), got {type(rate).__name__}: "
-                        "a cost figure says its basis, which a bare number does not carry")
+        raise ArgumentTypeError("a cost figure", "a CostRate (cost_model(...).rate(...)): a cost figure says its basis, "
+                                "which a bare number does not carry", rate)
     return rate
 
 

@@ -171,7 +171,7 @@ def _as_runs(runs: Iterable[Any]) -> list[Run]:
         elif isinstance(r, (str, os.PathLike)):
             out.extend(read_runs(r))
         else:
-            raise ArgumentTypeError(f"placement: expected pau Runs or paths, got {type(r).__name__}")
+            raise ArgumentTypeError("placement", "pau Runs or paths", r)
     if not out:
         raise PauError("placement: no runs given. Fix: give the runs (or paths) of one benchmark on several systems")
     return out
@@ -332,8 +332,8 @@ def placement(runs: Iterable[Any], cost_model: _costs.CostModel, *, output: str 
         raise PauError(f"placement: output = {output!r}. Fix: output='trained_model' (a run to the quality "
                        "target: the one output comparable across systems)")
     if not isinstance(cost_model, _costs.CostModel):
-        raise ArgumentTypeError(f"placement: cost_model must be a pau.fleet.costs.CostModel (costs.cost_model(...)), "
-                        f"got {type(cost_model).__name__}")
+        raise ArgumentTypeError("placement", "a pau.fleet.costs.CostModel (costs.cost_model(...)) as cost_model",
+                                cost_model)
     all_runs = _as_runs(runs)
     types = dict(accelerator_types or {})
     rows = [_run_row(r, types) for r in all_runs]
@@ -465,7 +465,7 @@ def at_scale(result: Placement, accelerators: Union[int, Mapping[str, int], None
         ``e`` in (0, 1]: the parallel efficiency of the new count relative to the measured one.
     """
     if not isinstance(result, Placement):
-        raise ArgumentTypeError(f"at_scale: expected placement()'s result, got {type(result).__name__}")
+        raise ArgumentTypeError("at_scale", "placement()'s result", result)
     e = _check_what_if(scaling_efficiency, failure_rate, checkpoint_cost_s, restart_s, checkpoint_interval_s)
     rows = []
     for r in result.table.to_pylist():

@@ -283,7 +283,7 @@ class SizeAdvice:
     mttf_h: Optional[float]
     mttf_h_low: Optional[float]
     mttf_h_high: Optional[float]
-    checkpoint: Optional[dict[str, Any]]
+    checkpoint: Optional[Mapping[str, Any]]
     daly_s: Optional[float]
     expected_goodput: Optional[float]
 

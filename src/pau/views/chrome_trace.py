@@ -28,7 +28,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from typing import Any, Protocol
+from typing import Any, Dict, List, Protocol, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +41,7 @@ from pau.errors import PauError
 from pau.figures.idle import CAUSES, idle_cause_intervals
 from pau.engine.types import Quarantined
 
-__all__ = ["CHROME_TRACE_VERSION", "EXACT_OFFSET_NS", "IDLE_TRACKS", "chrome_trace", "write_chrome_trace"]
+__all__ = ["CHROME_TRACE_VERSION", "EXACT_OFFSET_NS", "IDLE_TRACKS", "ChromeTrace", "chrome_trace", "write_chrome_trace"]
 
 #: Version of the layout below (``otherData.pau.version``).
 CHROME_TRACE_VERSION = 1
@@ -66,7 +66,7 @@ class _RunLike(Protocol):
     lifecycle: pa.Table | None
     spans: pa.Table | None
     host: pa.Table | None
-    metadata: dict
+    metadata: dict[str, Any]
 
     def ledger(self) -> Ledger: ...
 
@@ -75,11 +75,12 @@ def _col(t: pa.Table, name: str) -> np.ndarray:
     return np.asarray(t[name].to_numpy(zero_copy_only=False))
 
 
-def _strings(t: pa.Table, name: str) -> list:
+def _strings(t: pa.Table, name: str) -> list[Any]:
     col = t[name]
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
-    return col.to_pylist()
+    out: list[Any] = col.to_pylist()
+    return out
 
 
 def _union_pieces(rank: np.ndarray, start: np.ndarray, end: np.ndarray, acc_rank: np.ndarray,
@@ -137,7 +138,7 @@ class _Writer:
 
     def __init__(self, origin: int) -> None:
         self.origin = origin
-        self.events: list[dict] = []
+        self.events: list[dict[str, Any]] = []
         self.threads: dict[tuple[int, int], tuple[str, int]] = {}
         self.max_offset = 0
 
@@ -149,17 +150,17 @@ class _Writer:
     def thread(self, pid: int, tid: int, name: str, sort: int) -> None:
         self.threads.setdefault((pid, tid), (name, sort))
 
-    def complete(self, pid: int, tid: int, name: str, cat: str, start: int, end: int, args: dict) -> None:
+    def complete(self, pid: int, tid: int, name: str, cat: str, start: int, end: int, args: dict[str, Any]) -> None:
         self.max_offset = max(self.max_offset, abs(end - start))
         self.events.append({"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat, "ts": self.us(start),
                             "dur": (end - start) / 1000, "args": {"start_ns": start, "end_ns": end, **args}})
 
-    def instant(self, pid: int, tid: int, name: str, cat: str, at: int, args: dict) -> None:
+    def instant(self, pid: int, tid: int, name: str, cat: str, at: int, args: dict[str, Any]) -> None:
         self.events.append({"ph": "i", "s": "t", "pid": pid, "tid": tid, "name": name, "cat": cat,
                             "ts": self.us(at), "args": {"time_ns": at, **args}})
 
 
-def _state_rows(run: _RunLike, led: Ledger) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, pa.Table | None]:
+def _state_rows(run: _RunLike, led: Ledger) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Any], pa.Table | None]:
     """``rank, start, end, state`` of every accountable interval (and the intervals table)."""
     iv = led.intervals
     if iv is not None:
@@ -210,16 +211,27 @@ def _idle_causes(run: _RunLike, led: Ledger) -> pa.Table | None:
     return got
 
 
-def _mark_rows(lc: pa.Table) -> list[dict]:
+def _mark_rows(lc: pa.Table) -> list[dict[str, Any]]:
     """Lifecycle records shown as instants: failures, checkpoint saves, restores."""
     rec = lc["record"]
     if pa.types.is_dictionary(rec.type):
         rec = rec.cast(rec.type.value_type)
     sel = lc.filter(pc.is_in(rec, pa.array(["failure", "checkpoint_save", "restore"])))
-    return sel.to_pylist()
+    rows: list[dict[str, Any]] = sel.to_pylist()
+    return rows
 
 
-def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
+class ChromeTrace(TypedDict):
+    """:func:`chrome_trace`: a Chrome Trace Event Format object (JSON-able). ``otherData``
+    holds ``{"pau": {...}}``: the version, ``origin_ns``, ``exact_ts``, the ranks of the
+    processes, the input's format and sources."""
+
+    traceEvents: List[Dict[str, Any]]
+    displayTimeUnit: str
+    otherData: Dict[str, Any]
+
+
+def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> ChromeTrace:
     """The run as a Chrome Trace Event Format object (a JSON-able dict).
 
     Parameters
@@ -232,8 +244,8 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
 
     Returns
     -------
-    dict
-        ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {"pau": {...}}}``:
+    ChromeTrace
+        A typed dict: ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {"pau": {...}}}``:
         one process per rank (``pid`` = 1 + the rank's position in rank order, named
         ``rank R``), the tracks of the module docstring (threads named by ``ph: "M"``
         ``thread_name`` events), complete events (``ph: "X"``) with ``ts``/``dur`` in float
@@ -276,8 +288,34 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
     # the earliest instant written (ends, and a checkpoint's durable time, come after starts)
     origin = min((int(t.min()) for t in starts if t.size), default=0)
     w = _Writer(origin)
+    _state_track(w, pid_of, (s_rank, s_start, s_end, s_state), iv)
+    if ev is not None and led.has_events:
+        _idle_tracks(w, pid_of, run, led, ev, (s_rank, s_start, s_end))
+    if lc is not None and lc.num_rows:
+        _wait_track(w, pid_of, lc)
+        _mark_track(w, pid_of, ranks, lc)
+    if ev is not None and ev.num_rows:
+        _device_tracks(w, pid_of, ev)
+    meta: list[dict[str, Any]] = []
+    for r in ranks:
+        pid = pid_of[r]
+        meta.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": {"name": f"rank {r}"}})
+        meta.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_sort_index", "args": {"sort_index": pid}})
+    for (pid, tid), (name, sort) in sorted(w.threads.items()):
+        meta.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}})
+        meta.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": sort}})
+    exact = w.max_offset < EXACT_OFFSET_NS
+    other = {"pau": {"version": CHROME_TRACE_VERSION, "origin_ns": origin, "exact_ts": exact,
+                     "ranks": {str(pid_of[r]): r for r in ranks}, "format": run.metadata.get("format"),
+                     "sources": [str(s) for s in run.metadata.get("sources", [])]}}
+    return {"traceEvents": meta + w.events, "displayTimeUnit": "ns", "otherData": other}
 
-    # lifecycle state
+
+def _state_track(w: _Writer, pid_of: dict[int, int], states: tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]],
+                 iv: pa.Table | None) -> None:
+    """The ``lifecycle state`` track: every accountable interval with its state (and
+    attempt, step, cause when the ledger has intervals)."""
+    s_rank, s_start, s_end, s_state = states
     attempt = step = cause = None
     if iv is not None:
         attempt, step = iv["attempt"].to_pylist(), iv["step"].to_pylist()
@@ -295,121 +333,113 @@ def chrome_trace(run: _RunLike, ledger: Ledger | None = None) -> dict:
                 args["cause"] = cause[i]
         w.complete(pid, _TID_STATE, st, "state", s, e, args)
 
-    # idle: accountable time with no device event, one track per cause when pau.figures.idle
-    # finds one (else one track)
-    if ev is not None and led.has_events:
-        by_cause = _idle_causes(run, led)
-        if by_cause is None:
-            i_rank, i_start, i_end = _union_pieces(_col(ev, "rank").astype(np.int64), _col(ev, "start_ns"),
-                                                   _col(ev, "end_ns"), s_rank, s_start, s_end)
-            for r, s, e in zip(i_rank.tolist(), i_start.tolist(), i_end.tolist()):
-                w.thread(pid_of[r], _TID_IDLE, "idle", 1)
-                w.complete(pid_of[r], _TID_IDLE, "idle", "idle", s, e, {})
+
+def _idle_tracks(w: _Writer, pid_of: dict[int, int], run: _RunLike, led: Ledger, ev: pa.Table,
+                 acc: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """Idle: accountable time with no device event, one track per cause when
+    :mod:`pau.figures.idle` finds one (else one track)."""
+    by_cause = _idle_causes(run, led)
+    if by_cause is None:
+        i_rank, i_start, i_end = _union_pieces(_col(ev, "rank").astype(np.int64), _col(ev, "start_ns"),
+                                               _col(ev, "end_ns"), *acc)
+        for r, s, e in zip(i_rank.tolist(), i_start.tolist(), i_end.tolist()):
+            w.thread(pid_of[r], _TID_IDLE, "idle", 1)
+            w.complete(pid_of[r], _TID_IDLE, "idle", "idle", s, e, {})
+        return
+    for r, s, e, c in zip(*(by_cause[n].to_pylist() for n in ("rank", "start_ns", "end_ns", "cause"))):
+        tid, label = _TID_IDLE_CAUSE[c], IDLE_TRACKS[c]
+        w.thread(pid_of[r], tid, label, 1)
+        w.complete(pid_of[r], tid, label, "idle", s, e, {"cause": c})
+
+
+def _wait_track(w: _Writer, pid_of: dict[int, int], lc: pa.Table) -> None:
+    """The stragglers' waits, when every step record names its rank."""
+    rec = lc["record"].cast(pa.string()) if pa.types.is_dictionary(lc["record"].type) else lc["record"]
+    steps = lc.filter(pc.fill_null(pc.equal(rec, "step"), False))
+    if not steps.num_rows or not pc.all(pc.greater_equal(steps["rank"], 0)).as_py():
+        return
+    got = stragglers(lc, on_invalid="quarantine")
+    stt = (got.result if isinstance(got, Quarantined) else got).table
+    has_attempt = "attempt" in stt.column_names
+    a = stt["attempt"].to_pylist() if has_attempt else [None] * stt.num_rows
+    k, rr, end = stt["step"].to_pylist(), stt["rank"].to_pylist(), stt["end_ns"].to_pylist()
+    wait, slow = stt["wait_ns"].to_pylist(), stt["slowest"].to_pylist()
+    slowest = {(a[j], k[j]): rr[j] for j in range(stt.num_rows) if slow[j]}
+    for j in range(stt.num_rows):
+        if wait[j] > 0 and rr[j] in pid_of:
+            who = slowest[(a[j], k[j])]
+            pid = pid_of[rr[j]]
+            w.thread(pid, _TID_WAIT, "waiting for the slowest rank", 2)
+            wargs: dict[str, Any] = {"step": k[j], "slowest_rank": who, "wait_ns": wait[j]}
+            if has_attempt:
+                wargs["attempt"] = a[j]
+            w.complete(pid, _TID_WAIT, f"wait for rank {who}", "wait", end[j], end[j] + wait[j], wargs)
+
+
+def _mark_track(w: _Writer, pid_of: dict[int, int], ranks: list[int], lc: pa.Table) -> None:
+    """Failures, checkpoints (and their durable instants) and restores as instants; a
+    record of every rank (``rank = -1``) on each rank."""
+    for m in _mark_rows(lc):
+        targets = ranks if m.get("rank") is None or m["rank"] == -1 else [m["rank"]]
+        rec_name = m["record"]
+        if rec_name == "failure":
+            marks = [(f"failure: {m.get('kind') or 'unknown cause'}", "failure", m["start_ns"])]
+        elif rec_name == "restore":
+            marks = [(f"restore step {m.get('step')}" + ("" if m.get("ok") is not False else " (failed)"),
+                      "restore", m["start_ns"])]
         else:
-            for r, s, e, c in zip(*(by_cause[n].to_pylist() for n in ("rank", "start_ns", "end_ns", "cause"))):
-                tid, label = _TID_IDLE_CAUSE[c], IDLE_TRACKS[c]
-                w.thread(pid_of[r], tid, label, 1)
-                w.complete(pid_of[r], tid, label, "idle", s, e, {"cause": c})
+            marks = [(f"checkpoint step {m.get('step')}" + ("" if m.get("ok") is not False else " (not ok)"),
+                      "checkpoint", m["start_ns"])]
+            if m.get("durable_ns") is not None:
+                marks.append((f"checkpoint step {m.get('step')} durable", "checkpoint", m["durable_ns"]))
+        margs = {k_: v for k_, v in m.items() if v is not None and k_ not in ("record", "start_ns")}
+        margs["record"] = rec_name
+        for r in targets:
+            if r not in pid_of:
+                continue
+            w.thread(pid_of[r], _TID_MARKS, "lifecycle events", 3)
+            for name, cat, at in marks:
+                w.instant(pid_of[r], _TID_MARKS, name, cat, at, margs)
 
-    # stragglers' waits, when every step record names its rank
-    if lc is not None and lc.num_rows:
-        rec = lc["record"].cast(pa.string()) if pa.types.is_dictionary(lc["record"].type) else lc["record"]
-        steps = lc.filter(pc.fill_null(pc.equal(rec, "step"), False))
-        if steps.num_rows and pc.all(pc.greater_equal(steps["rank"], 0)).as_py():
-            got = stragglers(lc, on_invalid="quarantine")
-            stt = (got.result if isinstance(got, Quarantined) else got).table
-            has_attempt = "attempt" in stt.column_names
-            a = stt["attempt"].to_pylist() if has_attempt else [None] * stt.num_rows
-            k, rr, end = stt["step"].to_pylist(), stt["rank"].to_pylist(), stt["end_ns"].to_pylist()
-            wait, slow = stt["wait_ns"].to_pylist(), stt["slowest"].to_pylist()
-            slowest = {(a[j], k[j]): rr[j] for j in range(stt.num_rows) if slow[j]}
-            for j in range(stt.num_rows):
-                if wait[j] > 0 and rr[j] in pid_of:
-                    who = slowest[(a[j], k[j])]
-                    pid = pid_of[rr[j]]
-                    w.thread(pid, _TID_WAIT, "waiting for the slowest rank", 2)
-                    wargs: dict[str, Any] = {"step": k[j], "slowest_rank": who, "wait_ns": wait[j]}
-                    if has_attempt:
-                        wargs["attempt"] = a[j]
-                    w.complete(pid, _TID_WAIT, f"wait for rank {who}", "wait", end[j], end[j] + wait[j], wargs)
 
-        # failures, checkpoints, restores
-        for m in _mark_rows(lc):
-            targets = ranks if m.get("rank") is None or m["rank"] == -1 else [m["rank"]]
-            rec_name = m["record"]
-            if rec_name == "failure":
-                marks = [(f"failure: {m.get('kind') or 'unknown cause'}", "failure", m["start_ns"])]
-            elif rec_name == "restore":
-                marks = [(f"restore step {m.get('step')}" + ("" if m.get("ok") is not False else " (failed)"),
-                          "restore", m["start_ns"])]
-            else:
-                marks = [(f"checkpoint step {m.get('step')}" + ("" if m.get("ok") is not False else " (not ok)"),
-                          "checkpoint", m["start_ns"])]
-                if m.get("durable_ns") is not None:
-                    marks.append((f"checkpoint step {m.get('step')} durable", "checkpoint", m["durable_ns"]))
-            margs = {k_: v for k_, v in m.items() if v is not None and k_ not in ("record", "start_ns")}
-            margs["record"] = rec_name
-            for r in targets:
-                if r not in pid_of:
-                    continue
-                w.thread(pid_of[r], _TID_MARKS, "lifecycle events", 3)
-                for name, cat, at in marks:
-                    w.instant(pid_of[r], _TID_MARKS, name, cat, at, margs)
-
-    # the device events, one track per stream (or kind), lanes where they overlap
-    if ev is not None and ev.num_rows:
-        e_rank = _col(ev, "rank").astype(np.int64)
-        e_start, e_end = _col(ev, "start_ns"), _col(ev, "end_ns")
-        kinds = _strings(ev, "kind")
-        by_stream = "stream" in ev.column_names and ev["stream"].null_count < ev.num_rows
-        if by_stream:
-            stream = ev["stream"].fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-            key = stream
-        else:
-            kind_codes = {k_: i for i, k_ in enumerate(sorted(set(kinds)))}
-            key = np.asarray([kind_codes[k_] for k_ in kinds], np.int64)
-        names = _strings(ev, "name") if "name" in ev.column_names else [None] * ev.num_rows
-        extra = [c for c in ("step", "bytes", "attempt") if c in ev.column_names]
-        extra_vals = {c: ev[c].to_pylist() for c in extra}
-        stream_vals = ev["stream"].to_pylist() if "stream" in ev.column_names else None
-        order = np.lexsort((e_end, e_start, key, e_rank))
-        cut = np.flatnonzero(np.r_[True, (e_rank[order][1:] != e_rank[order][:-1])
-                                   | (key[order][1:] != key[order][:-1]), True])
-        next_tid: dict[int, int] = {}
-        for lo, hi in zip(cut[:-1].tolist(), cut[1:].tolist()):
-            rows = order[lo:hi]
-            r = int(e_rank[rows[0]])
-            pid = pid_of[r]
-            label = (f"stream {int(key[rows[0]])}" if by_stream else f"kind {kinds[int(rows[0])]}")
-            lanes = _lanes(e_start[rows], e_end[rows])
-            base = next_tid.get(pid, _TID_DEVICE)
-            next_tid[pid] = base + int(lanes.max()) + 1
-            for lane in range(int(lanes.max()) + 1):
-                w.thread(pid, base + lane, label if lane == 0 else f"{label} (overlap {lane})", 10 + base + lane)
-            for j, lane in zip(rows.tolist(), lanes.tolist()):
-                eargs: dict[str, Any] = {"kind": kinds[j]}
-                if stream_vals is not None and stream_vals[j] is not None:
-                    eargs["stream"] = stream_vals[j]
-                for c in extra:
-                    if extra_vals[c][j] is not None:
-                        eargs[c] = extra_vals[c][j]
-                nm = names[j]
-                w.complete(pid, base + lane, kinds[j] if nm is None else nm, kinds[j], int(e_start[j]),
-                           int(e_end[j]), eargs)
-
-    meta: list[dict] = []
-    for r in ranks:
-        pid = pid_of[r]
-        meta.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_name", "args": {"name": f"rank {r}"}})
-        meta.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_sort_index", "args": {"sort_index": pid}})
-    for (pid, tid), (name, sort) in sorted(w.threads.items()):
-        meta.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}})
-        meta.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": sort}})
-    exact = w.max_offset < EXACT_OFFSET_NS
-    other = {"pau": {"version": CHROME_TRACE_VERSION, "origin_ns": origin, "exact_ts": exact,
-                     "ranks": {str(pid_of[r]): r for r in ranks}, "format": run.metadata.get("format"),
-                     "sources": [str(s) for s in run.metadata.get("sources", [])]}}
-    return {"traceEvents": meta + w.events, "displayTimeUnit": "ns", "otherData": other}
+def _device_tracks(w: _Writer, pid_of: dict[int, int], ev: pa.Table) -> None:
+    """The device events, one track per stream (or kind), lanes where they overlap."""
+    e_rank = _col(ev, "rank").astype(np.int64)
+    e_start, e_end = _col(ev, "start_ns"), _col(ev, "end_ns")
+    kinds = _strings(ev, "kind")
+    by_stream = "stream" in ev.column_names and ev["stream"].null_count < ev.num_rows
+    if by_stream:
+        key = ev["stream"].fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    else:
+        kind_codes = {k_: i for i, k_ in enumerate(sorted(set(kinds)))}
+        key = np.asarray([kind_codes[k_] for k_ in kinds], np.int64)
+    names = _strings(ev, "name") if "name" in ev.column_names else [None] * ev.num_rows
+    extra = [c for c in ("step", "bytes", "attempt") if c in ev.column_names]
+    extra_vals = {c: ev[c].to_pylist() for c in extra}
+    stream_vals = ev["stream"].to_pylist() if "stream" in ev.column_names else None
+    order = np.lexsort((e_end, e_start, key, e_rank))
+    cut = np.flatnonzero(np.r_[True, (e_rank[order][1:] != e_rank[order][:-1])
+                               | (key[order][1:] != key[order][:-1]), True])
+    next_tid: dict[int, int] = {}
+    for lo, hi in zip(cut[:-1].tolist(), cut[1:].tolist()):
+        rows = order[lo:hi]
+        pid = pid_of[int(e_rank[rows[0]])]
+        label = (f"stream {int(key[rows[0]])}" if by_stream else f"kind {kinds[int(rows[0])]}")
+        lanes = _lanes(e_start[rows], e_end[rows])
+        base = next_tid.get(pid, _TID_DEVICE)
+        next_tid[pid] = base + int(lanes.max()) + 1
+        for lane in range(int(lanes.max()) + 1):
+            w.thread(pid, base + lane, label if lane == 0 else f"{label} (overlap {lane})", 10 + base + lane)
+        for j, lane in zip(rows.tolist(), lanes.tolist()):
+            eargs: dict[str, Any] = {"kind": kinds[j]}
+            if stream_vals is not None and stream_vals[j] is not None:
+                eargs["stream"] = stream_vals[j]
+            for c in extra:
+                if extra_vals[c][j] is not None:
+                    eargs[c] = extra_vals[c][j]
+            nm = names[j]
+            w.complete(pid, base + lane, kinds[j] if nm is None else nm, kinds[j], int(e_start[j]),
+                       int(e_end[j]), eargs)
 
 
 def write_chrome_trace(run: _RunLike, path: str | os.PathLike[str], ledger: Ledger | None = None, *,

@@ -245,6 +245,27 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     sources = _sources(run.metadata.get("sources", []))
     body = [_cards(figures, run)]
     s = figures.get("ledger")
+    body += _activity_section(figures, run)
+    body += _idle_section(figures)
+    if s is not None and s["goodput"] is not None:
+        body += _goodput_section(figures, s, run, ledger)
+    body += _steps_section(figures, run)
+    body += _telemetry_section(figures)
+    req = figures.get("requests")
+    if req is not None:
+        body += _requests_section(req, figures, requests)
+    if "cost" in figures and price is not None:
+        body += ["<h2>Cost</h2>", _cost(figures["cost"], price, currency)]
+    body += _outcome_section(figures)
+    body += _warnings_section(figures, run)
+    if s is None and req is None:
+        body.append("<p>this run holds no table that gives figures</p>")
+    return _page(title, f"{fmt} · {sources}", body, figures)
+
+
+def _activity_section(figures: Mapping[str, Any], run: Run) -> list[str]:
+    """Device activity per rank, and communication with its overlap with compute."""
+    body: list[str] = []
     per_rank = figures.get("per_rank")
     if per_rank and run.events is not None:  # without events every rank's time is "unknown"
         body += ["<h2>Device activity per rank</h2>",
@@ -264,6 +285,12 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
                      "and the overlap ratio |communication ∩ compute| / |communication| (pau.core.overlap)</p>",
                      html_table(["rank", "communication", "under compute", "exposed", "overlap ratio"], rows + foot,
                                 right=range(0, 5))]
+    return body
+
+
+def _idle_section(figures: Mapping[str, Any]) -> list[str]:
+    """Idle by cause, when some idle has a cause."""
+    body: list[str] = []
     idle = figures.get("idle_by_cause")
     if idle and any(v for k, v in idle["ns"].items() if k != "idle.other"):
         causes = list(idle["ns"])
@@ -277,38 +304,48 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
                  "the causes take precedence in that order from data_wait (docs/idle.md)</p>",
                  _plot(lambda: plots.idle_bars(idle), "idle"),
                  html_table(["rank"] + causes + ["idle"], rows, right=range(1, len(causes) + 2))]
-    if s is not None and s["goodput"] is not None:
-        body += ["<h2>Goodput</h2>", _plot(lambda: plots.goodput_waterfall(s), "waterfall"), _goodput_tables(s)]
-        lay = figures.get("layers")
-        if lay and lay["layers"]:
-            u = column_unit([r["ns"] for r in lay["layers"]])
-            body += ["<h2>Layers</h2>",
-                     '<p class="note">from accountable accelerator time down; each factor is the share of the '
-                     "layer above that is left, and the factors multiply to the product</p>",
-                     html_table(["layer", "accelerator time", "factor", "lost (largest first)"],
-                                [[r["name"], in_column(r["ns"], u), "" if r["factor"] is None else f"{r['factor']:.4f}",
-                                  ", ".join(f"{k} {in_column(v, u)}" for k, v in
-                                            sorted(r["lost_ns"].items(), key=lambda kv: -kv[1]))]
-                                 for r in lay["layers"]], right=(1, 2), names=(3,)),
-                     f'<p class="note">product {lay["product"]:.4f}'
-                     + ("; left out: " + html.escape("; ".join(f"{k} ({v})" for k, v in lay["left_out"].items()))
-                        if lay["left_out"] else "") + "</p>"]
-        rec = figures.get("recovery")
-        if rec and rec["failures"]:
-            ttr, ttp = rec["mean_to_first_step_s"], rec["mean_to_progress_s"]
-            body += ["<h2>Recovery</h2>", html_table(["figure", "value"], [
-                ["failures", f"{rec['failures']:,}"],
-                ["per 1,000 accelerator-hours", f"{rec['failures_per_1000_accelerator_hours']:,.1f}"],
-                ["by cause", ", ".join(f"{k} {v['failures']}" for k, v in rec["by_cause"].items())],
-                ["mean time to the next first step", "-" if ttr is None else duration(int(ttr * 1e9))],
-                ["mean time to progress back", "-" if ttp is None else duration(int(ttp * 1e9))],
-                ["not recovered", f"{rec['not_recovered']}"],
-                ["attempts in restart loops", f"{rec['restart_loop_attempts']}"],
-                ["waste as accelerators idle the whole time", f"{rec['waste_equivalent_accelerators']:,.2f}"]],
-                right=(1,))]
-        if ledger is not None and ledger.intervals is not None:
-            body += ["<h2>Lifecycle timeline</h2>", _plot(lambda: plots.state_timeline(ledger, run.lifecycle),
-                                                         "timeline")]
+    return body
+
+
+def _goodput_section(figures: Mapping[str, Any], s: Mapping[str, Any], run: Run, ledger: Ledger | None) -> list[str]:
+    """Goodput (the waterfall and its tables), the layers, recovery and the lifecycle timeline."""
+    body = ["<h2>Goodput</h2>", _plot(lambda: plots.goodput_waterfall(s), "waterfall"), _goodput_tables(s)]
+    lay = figures.get("layers")
+    if lay and lay["layers"]:
+        u = column_unit([r["ns"] for r in lay["layers"]])
+        body += ["<h2>Layers</h2>",
+                 '<p class="note">from accountable accelerator time down; each factor is the share of the '
+                 "layer above that is left, and the factors multiply to the product</p>",
+                 html_table(["layer", "accelerator time", "factor", "lost (largest first)"],
+                            [[r["name"], in_column(r["ns"], u), "" if r["factor"] is None else f"{r['factor']:.4f}",
+                              ", ".join(f"{k} {in_column(v, u)}" for k, v in
+                                        sorted(r["lost_ns"].items(), key=lambda kv: -kv[1]))]
+                             for r in lay["layers"]], right=(1, 2), names=(3,)),
+                 f'<p class="note">product {lay["product"]:.4f}'
+                 + ("; left out: " + html.escape("; ".join(f"{k} ({v})" for k, v in lay["left_out"].items()))
+                    if lay["left_out"] else "") + "</p>"]
+    rec = figures.get("recovery")
+    if rec and rec["failures"]:
+        ttr, ttp = rec["mean_to_first_step_s"], rec["mean_to_progress_s"]
+        body += ["<h2>Recovery</h2>", html_table(["figure", "value"], [
+            ["failures", f"{rec['failures']:,}"],
+            ["per 1,000 accelerator-hours", f"{rec['failures_per_1000_accelerator_hours']:,.1f}"],
+            ["by cause", ", ".join(f"{k} {v['failures']}" for k, v in rec["by_cause"].items())],
+            ["mean time to the next first step", "-" if ttr is None else duration(int(ttr * 1e9))],
+            ["mean time to progress back", "-" if ttp is None else duration(int(ttp * 1e9))],
+            ["not recovered", f"{rec['not_recovered']}"],
+            ["attempts in restart loops", f"{rec['restart_loop_attempts']}"],
+            ["waste as accelerators idle the whole time", f"{rec['waste_equivalent_accelerators']:,.2f}"]],
+            right=(1,))]
+    if ledger is not None and ledger.intervals is not None:
+        body += ["<h2>Lifecycle timeline</h2>", _plot(lambda: plots.state_timeline(ledger, run.lifecycle),
+                                                     "timeline")]
+    return body
+
+
+def _steps_section(figures: Mapping[str, Any], run: Run) -> list[str]:
+    """Steps and stragglers, and the top device work."""
+    body: list[str] = []
     steps = figures.get("steps")
     if steps:
         slow = [p["rank"] for p in steps["stragglers"]["persistent"]]
@@ -317,7 +354,13 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
     top = figures.get("top_kernels")
     if top:
         body += ["<h2>Top device work</h2>", '<p class="note">by total time; share of all device event time</p>',
-                 _plot(lambda: plots.top_kernels(top), "top_kernels"), _top_table(top)]
+                 _plot(lambda: plots.top_kernel_bars(top), "top_kernels"), _top_table(top)]
+    return body
+
+
+def _telemetry_section(figures: Mapping[str, Any]) -> list[str]:
+    """Hardware telemetry per state and activity, and NVTX ranges."""
+    body: list[str] = []
     tel = figures.get("telemetry")
     if tel:
         body += ["<h2>Hardware telemetry</h2>",
@@ -337,34 +380,42 @@ def render(run: Run, figures: Mapping[str, Any], ledger: Ledger | None, *, title
                             unit_columns([["-" if r["share"] is None else f"{100 * r['share']:.1f}", Dur(r["total_ns"]),
                                            f"{r['count']:,}", Dur(r["mean_ns"]), Dur(r["min_ns"]), Dur(r["max_ns"]),
                                            _name(r["name"])] for r in nvtx])[0], right=(0, 1, 2, 3, 4, 5), names=(6,))]
-    req = figures.get("requests")
-    if req is not None:
-        body += ["<h2>Requests</h2>", _requests(req, figures.get("slo_ns") or {})]
-        lat = req.get("latency")
-        if requests is not None and lat and any(r["count"] for r in lat.values()):
-            body += ["<h2>Latency</h2>",
-                     '<p class="note">the completed requests (accepted, and late against the SLOs): each one a point '
-                     "of the distribution; p50, p90 and p99 marked (linear percentiles, as AIPerf and LLMPerf)</p>",
-                     _plot(lambda: plots.request_latencies(requests.table, lat), "latency"), _latency_table(lat)]
-    if "cost" in figures and price is not None:
-        body += ["<h2>Cost</h2>", _cost(figures["cost"], price, currency)]
+    return body
+
+
+def _requests_section(req: Mapping[str, Any], figures: Mapping[str, Any], requests: RequestLedger | None) -> list[str]:
+    """The serving requests, and their latency plot."""
+    body = ["<h2>Requests</h2>", _requests(req, figures.get("slo_ns") or {})]
+    lat = req.get("latency")
+    if requests is not None and lat and any(r["count"] for r in lat.values()):
+        body += ["<h2>Latency</h2>",
+                 '<p class="note">the completed requests (accepted, and late against the SLOs): each one a point '
+                 "of the distribution; p50, p90 and p99 marked (linear percentiles, as AIPerf and LLMPerf)</p>",
+                 _plot(lambda: plots.request_latencies(requests.table, lat), "latency"), _latency_table(lat)]
+    return body
+
+
+def _outcome_section(figures: Mapping[str, Any]) -> list[str]:
+    """The outcome figures, a line each."""
     outcome = render_outcome(figures).strip()
-    if outcome:
-        body += ["<h2>Outcome</h2>",
-                 '<p class="note">checkpoint advice (pau.core.checkpoint_advice), straggler scores, MFU and HFU, MPG, '
-                 "ETTR and progress protection (docs/outcome.md)</p>",
-                 "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in outcome.splitlines()) + "</ul>"]
+    if not outcome:
+        return []
+    return ["<h2>Outcome</h2>",
+            '<p class="note">checkpoint advice (pau.core.checkpoint_advice), straggler scores, MFU and HFU, MPG, '
+            "ETTR and progress protection (docs/outcome.md)</p>",
+            "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in outcome.splitlines()) + "</ul>"]
+
+
+def _warnings_section(figures: Mapping[str, Any], run: Run) -> list[str]:
+    """The run's warnings and the events outside accountable time."""
     outside = figures.get("events_outside_accountable")
     notes = [f"{w.code}: {w.message}" for w in run.warnings]
     if outside and outside["events"]:
         notes.append(f"{count(outside['events'], 'event')} ({duration(outside['ns'])}) lie outside the accountable time "
                      f"of ranks {', '.join(map(str, outside['ranks'][:20]))}: not counted in the ledger")
-    if notes:
-        body += ["<h2>Warnings</h2>", "<ul>" + "".join(f'<li class="warn">{html.escape(n)}</li>' for n in notes)
-                 + "</ul>"]
-    if s is None and req is None:
-        body.append("<p>this run holds no table that gives figures</p>")
-    return _page(title, f"{fmt} · {sources}", body, figures)
+    if not notes:
+        return []
+    return ["<h2>Warnings</h2>", "<ul>" + "".join(f'<li class="warn">{html.escape(n)}</li>' for n in notes) + "</ul>"]
 
 
 def _sources(paths: Sequence[Any], shown: int = 3) -> str:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only
     from matplotlib.figure import Figure
 
 __all__ = ["ACTIVITY_COLORS", "STATE_COLORS", "IDLE_COLORS", "MAX_RANKS", "activity_bars", "idle_bars", "state_timeline",
-           "goodput_waterfall", "step_distribution", "top_kernels", "cause_differences",
+           "goodput_waterfall", "step_distribution", "top_kernel_bars", "cause_differences",
            "kernel_changes", "request_latencies", "svg"]
 
 #: One colour per activity (colour-blind-safe Tableau 10 order; idle light grey).
@@ -113,7 +113,7 @@ def activity_bars(summary: Mapping[str, Any]) -> Figure:
     rows = [r for r in per_rank if r["rank"] in set(shown)]
     acts = [a for a in ACTIVITIES + ("unknown",) if any(r["activity_ns"].get(a) for r in rows)]
     with _style() as figure:
-        fig = figure(figsize=(8.0, 0.9 + 0.22 * len(rows)))
+        fig: Figure = figure(figsize=(8.0, 0.9 + 0.22 * len(rows)))
         ax = fig.add_subplot()
         y = np.arange(len(rows))
         left = np.zeros(len(rows))
@@ -148,7 +148,7 @@ def idle_bars(idle: Mapping[str, Any]) -> Figure:
     causes = list(idle["ns"])
     u_name, u_size = unit(max(sum(r["ns"].values()) for r in rows))
     with _style() as figure:
-        fig = figure(figsize=(8.0, 0.9 + 0.22 * len(rows)))
+        fig: Figure = figure(figsize=(8.0, 0.9 + 0.22 * len(rows)))
         ax = fig.add_subplot()
         y = np.arange(len(rows))
         left = np.zeros(len(rows))
@@ -210,7 +210,7 @@ def state_timeline(ledger: Ledger, lifecycle: Any = None) -> Figure:
     u_name, u_size = unit(t1 - t0)
     row = {r: i + 1 for i, r in enumerate(shown)}
     with _style() as figure:
-        fig = figure(figsize=(10.0, 1.4 + 0.22 * (len(shown) + 1)))
+        fig: Figure = figure(figsize=(10.0, 1.4 + 0.22 * (len(shown) + 1)))
         ax = fig.add_subplot()
         raster = rank.size > _RASTER_ABOVE
         for c in np.unique(code).tolist():
@@ -285,7 +285,7 @@ def goodput_waterfall(ledger_summary: Mapping[str, Any]) -> Figure:
             steps.append((state, int(ns), STATE_COLORS.get(state, "#BAB0AC")))
     u_name, u_size = unit(acc)
     with _style() as figure:
-        fig = figure(figsize=(max(5.0, 1.0 + 0.7 * (len(steps) + 2)), 3.8))
+        fig: Figure = figure(figsize=(max(5.0, 1.0 + 0.7 * (len(steps) + 2)), 3.8))
         ax = fig.add_subplot()
         labels = ["accountable"] + [_short(n) for n, _, _ in steps] + ["productive"]
         level = acc
@@ -318,7 +318,7 @@ def step_distribution(lifecycle: Any, stragglers: Sequence[int] = ()) -> Figure:
     data = [times[r] for r in shown]
     u_name, u_size = unit(int(np.median(np.concatenate(data)))) if data else ("ns", 1)
     with _style() as figure:
-        fig = figure(figsize=(max(5.0, 1.2 + 0.28 * len(shown)), 3.4))
+        fig: Figure = figure(figsize=(max(5.0, 1.2 + 0.28 * len(shown)), 3.4))
         ax = fig.add_subplot()
         # the report's own quantiles (nearest rank, exact ns), not matplotlib's interpolated ones
         stats = [{"med": nearest_rank(d, 1, 2) / u_size, "q1": nearest_rank(d, 1, 4) / u_size,
@@ -339,14 +339,14 @@ def step_distribution(lifecycle: Any, stragglers: Sequence[int] = ()) -> Figure:
     return fig
 
 
-def top_kernels(rows: Sequence[Mapping[str, Any]]) -> Figure:
+def top_kernel_bars(rows: Sequence[Mapping[str, Any]]) -> Figure:
     """The device work that took the most time (:func:`pau.figures.compare.top_kernels`
     rows), one bar per name, coloured by kind."""
     if not rows:
-        raise PauError("top_kernels: no device work to plot")
+        raise PauError("top_kernel_bars: no device work to plot")
     u_name, u_size = unit(int(max(r["total_ns"] for r in rows)))
     with _style() as figure:
-        fig = figure(figsize=(8.0, 0.9 + 0.26 * len(rows)))
+        fig: Figure = figure(figsize=(8.0, 0.9 + 0.26 * len(rows)))
         ax = fig.add_subplot()
         y = np.arange(len(rows))
         ax.barh(y, [r["total_ns"] / u_size for r in rows],
@@ -382,7 +382,7 @@ def request_latencies(table: pa.Table, latency: Mapping[str, Any] | None = None)
     if not panels:
         raise PauError("request_latencies: no completed request to plot")
     with _style() as figure:
-        fig = figure(figsize=(3.2 * len(panels) + 0.6, 3.0))
+        fig: Figure = figure(figsize=(3.2 * len(panels) + 0.6, 3.0))
         for i, (key, what, v, out) in enumerate(panels):
             ax = fig.add_subplot(1, len(panels), i + 1)
             u_name, u_size = unit(float(v.max()))
@@ -438,7 +438,7 @@ def cause_differences(rows: Sequence[Mapping[str, Any]], labels: tuple[str, str]
     if not rows:
         raise PauError("cause_differences: no cause to compare (neither run has preserved steps)")
     with _style() as figure:
-        fig = figure(figsize=(8.0, 0.9 + 0.26 * len(rows)))
+        fig: Figure = figure(figsize=(8.0, 0.9 + 0.26 * len(rows)))
         ax = fig.add_subplot()
         _diff_bars(ax, [_short(("failure: " if r["kind"] == "failure" else "") + str(r["cause"])) for r in rows],
                    [float(r["difference"]) * 1e9 for r in rows], labels, "accelerator time per preserved step")
@@ -455,7 +455,7 @@ def kernel_changes(rows: Sequence[Mapping[str, Any]], labels: tuple[str, str] = 
     if not rows:
         raise PauError("kernel_changes: no kernel or copy changed its total time")
     with _style() as figure:
-        fig = figure(figsize=(8.0, 0.9 + 0.26 * len(rows)))
+        fig: Figure = figure(figsize=(8.0, 0.9 + 0.26 * len(rows)))
         ax = fig.add_subplot()
         _diff_bars(ax, [f"{_short(str(r['name']))} ({r['kind']})" for r in rows],
                    [float(r["difference_ns"]) for r in rows], labels, "total time")

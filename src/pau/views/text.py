@@ -25,9 +25,9 @@ from pau.run import Run
 from pau.engine.types import RunSummary
 from pau.views import console as _console
 
-__all__ = ["Dur", "metric_row", "column_unit", "count", "in_column", "unit_columns", "flatten", "render_activity", "render_compare", "render_compare_csv", "render_cost", "render_csv",
+__all__ = ["Dur", "metric_row", "column_unit", "count", "in_column", "unit_columns", "flatten", "render", "render_activity", "render_compare", "render_compare_csv", "render_cost", "render_csv",
            "render_goodput", "render_idle", "render_layers", "render_nvtx", "render_recovery", "render_requests",
-           "render_runs", "render_steps", "render_telemetry", "render_text", "render_top_kernels", "to_json"]
+           "render_runs", "render_steps", "render_telemetry", "render_top_kernels", "to_json"]
 
 
 # Columns of the report: (heading, activity). Every activity that occurs gets its
@@ -107,7 +107,7 @@ def _hours(ns: int) -> str:
     return duration(ns)
 
 
-def render_activity(per_rank: list, title: str) -> str:
+def render_activity(per_rank: list[Any], title: str) -> str:
     """The per-rank activity table of a ledger (:meth:`Ledger.rank_activity`), as text."""
     per: dict[int, dict[str, int]] = {r["rank"]: r["activity_ns"] for r in per_rank}
     uniq = np.asarray(sorted(per), np.int64)
@@ -128,7 +128,7 @@ def render_activity(per_rank: list, title: str) -> str:
         "exposed communication is communication not hidden under compute")
 
 
-def render_goodput(s: dict) -> str:
+def render_goodput(s: dict[str, Any]) -> str:
     """The goodput section of a ledger summary: time per state, waste by cause, headline figures."""
     acc = s["accountable_ns"]
     items: list[Any] = ["", f"goodput {100 * s['goodput']:.1f} % of {_hours(acc)} accountable accelerator time"
@@ -151,7 +151,7 @@ def render_goodput(s: dict) -> str:
     return _console.render(*items)
 
 
-def render_cost(c: dict, price: float) -> str:
+def render_cost(c: dict[str, Any], price: float) -> str:
     """Cost (and energy) per useful output at a price per accelerator-hour: per preserved
     step of a lifecycle, or per accepted request of a serving benchmark."""
     waste = c.get("waste_cost")
@@ -192,13 +192,13 @@ LATENCY_STATS = ("mean", "min", "p1", "p5", "p25", "p50", "p75", "p90", "p95", "
 _LATENCY_NAMES = {"ttft": "time to first token", "tpot": "time per output token", "e2e": "request latency"}
 
 
-def latency_unit(row: dict) -> tuple[str, int]:
+def latency_unit(row: dict[str, Any]) -> tuple[str, int]:
     """The unit of one latency row: the one its largest statistic fits (AIPerf prints
     each metric in one unit, e.g. ``Time to First Token (ms)``)."""
     return column_unit([row[k] for k in LATENCY_STATS if row.get(k) is not None])
 
 
-def render_latency(lat: dict | None) -> str:
+def render_latency(lat: dict[str, Any] | None) -> str:
     """TTFT, TPOT and E2E of the completed requests (``RequestLedger.latency``): one row
     each, its unit in the metric's name and bare numbers, as AIPerf prints them."""
     if not lat or not any(r["count"] for r in lat.values()):
@@ -220,7 +220,7 @@ def _name(name: str) -> str:
     return name if len(name) <= 70 else name[:67] + "..."
 
 
-def render_top_kernels(rows: list) -> str:
+def render_top_kernels(rows: list[Any]) -> str:
     """The device work that took the most time (``nsys stats``' kernel summary)."""
     if not rows:
         return ""
@@ -231,7 +231,7 @@ def render_top_kernels(rows: list) -> str:
                            _console.table(head, cells, justify="rrrrll"))
 
 
-def render_nvtx(rows: list | None) -> str:
+def render_nvtx(rows: list[Any] | None) -> str:
     """NVTX ranges by name (``nsys stats``' NVTX range summary)."""
     if not rows:
         return ""
@@ -245,7 +245,7 @@ def render_nvtx(rows: list | None) -> str:
                            _console.table(head, cells, justify="rrrrrrl"))
 
 
-def render_steps(steps: dict | None) -> str:
+def render_steps(steps: dict[str, Any] | None) -> str:
     """Step time per rank (median, p90, max) and the stragglers, named."""
     if not steps:
         return ""
@@ -260,7 +260,7 @@ def render_steps(steps: dict | None) -> str:
                            f"{duration(s['wait_ns'])} of accelerator time")
 
 
-def render_idle(idle: dict | None) -> str:
+def render_idle(idle: dict[str, Any] | None) -> str:
     """Idle split by cause per rank (docs/idle.md); nothing when no idle has a cause
     (then every idle ns is idle.other, which the activity table shows as idle)."""
     if not idle or not any(v for k, v in idle["ns"].items() if k != "idle.other"):
@@ -277,7 +277,7 @@ def render_idle(idle: dict | None) -> str:
                            _console.table(head, cells, justify="r" * len(head), total=[foot]))
 
 
-def render_layers(lay: dict | None, mfu: float | None = None) -> str:
+def render_layers(lay: dict[str, Any] | None, mfu: float | None = None) -> str:
     """The stack from accountable time down (pau.figures.layers): each layer, its factor and
     what the step to it lost (the four largest causes). With ``mfu`` (the report's
     ``program_goodput.mfu``) the product is named: program goodput, MFU x goodput."""
@@ -306,7 +306,7 @@ def render_layers(lay: dict | None, mfu: float | None = None) -> str:
                            + (f" (left out: {left})" if left else ""))
 
 
-def render_overlap(ov: dict | None) -> str:
+def render_overlap(ov: dict[str, Any] | None) -> str:
     """All communication per rank (exposed or under compute), the part under compute and
     the overlap ratio |communication ∩ compute| / |communication| (``pau.core.overlap``)."""
     if not ov or not ov["communication_ns"]:
@@ -336,7 +336,7 @@ def render_outcome(figures: Mapping[str, Any]) -> str:
     those that need more input are named on one line with what they need."""
     if figures.get("outcome_left_out"):  # a lifecycle of many jobs: none of them is defined
         return ("\nnot computed: checkpoint advice, straggler scores, MFU and HFU, MPG, ETTR, progress protection ("
-                + figures["outcome_left_out"] + ")")
+                + str(figures["outcome_left_out"]) + ")")
     lines: list[str] = []
     missing: list[str] = []
     ck = figures.get("checkpoint_advice")
@@ -396,7 +396,7 @@ def render_outcome(figures: Mapping[str, Any]) -> str:
     return "\n".join([""] + lines) if lines else ""
 
 
-def render_recovery(rec: dict | None) -> str:
+def render_recovery(rec: dict[str, Any] | None) -> str:
     """Failures and recovery (pau.figures.recovery.recovery), in one paragraph."""
     if not rec or not rec["failures"]:
         return ""
@@ -412,7 +412,7 @@ def render_recovery(rec: dict | None) -> str:
             + f"waste equals {rec['waste_equivalent_accelerators']:,.2f} accelerators idle the whole time")
 
 
-def render_telemetry(rows: list | None) -> str:
+def render_telemetry(rows: list[Any] | None) -> str:
     """Hardware telemetry per state and activity: each metric's time-weighted mean over
     the time its samples cover, and energy for power."""
     if not rows:
@@ -441,54 +441,14 @@ def _render_meta(run: Run) -> str:
             + _mlperf.verdict_text(ev) + src)
 
 
-def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, price: float | None) -> str:
-    """The whole text report of one run."""
-    parts = []
-    led = figures["ledger"]
-    if figures.get("per_rank") and run.events is not None:
-        parts.append(render_activity(figures["per_rank"], title))
-    else:
-        parts.append(title)
-    meta = _render_meta(run)
-    if meta:
-        parts.append(meta)
-    idle = render_idle(figures.get("idle_by_cause"))
-    if idle:
-        parts.append(idle)
-    top = render_top_kernels(figures.get("top_kernels") or [])
-    if top:
-        parts.append(top)
-    nvtx = render_nvtx(figures.get("nvtx"))
-    if nvtx:
-        parts.append(nvtx)
-    ov = render_overlap(figures.get("overlap"))
-    if ov:
-        parts.append(ov)
-    steps = render_steps(figures.get("steps"))
-    if steps:
-        parts.append(steps)
-    if led is not None and led["goodput"] is not None:
-        parts.append(render_goodput(led))
-        for extra in (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"), (figures.get("program_goodput") or {}).get("mfu")),
-                      render_outcome(figures)):
-            if extra:
-                parts.append(extra)
-    elif led is not None and run.lifecycle is not None:  # a lifecycle ledger as of an instant before every record
-        parts.append(f"\nnothing is accountable as of {led['as_of']} ns: it is before the lifecycle's first "
-                     "record, so goodput and the layers' shares are not defined")
-    elif led is not None and run.events is not None:
-        parts.append("\nno lifecycle (no step records): goodput needs one; the table is device activity only")
-    outside = figures["events_outside_accountable"]
-    if outside and outside["events"]:
-        parts.append(f"\n{count(outside['events'], 'event')} ({duration(outside['ns'])}) lie outside the accountable "
-                     f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
-    tel = render_telemetry(figures.get("telemetry"))
-    if tel:
-        parts.append(tel)
-    elif run.samples is not None and run.samples.num_rows and led is not None:
-        parts.append(f"\nhardware telemetry: {count(run.samples.num_rows, 'sample')}, none covering an instant of the "
-                     "ledger's time (samples outside the run's time, or one instant per device, as a single scrape holds, which "
-                     "covers no time; the warnings say which)")
+def render(run: Run, figures: dict[str, Any], table: pa.Table | None, *, title: str, price: float | None = None) -> str:
+    """The whole text report of one run: its sections in order, those with something to say."""
+    head = render_activity(figures["per_rank"], title) if figures.get("per_rank") and run.events is not None else title
+    optional = [_render_meta(run), render_idle(figures.get("idle_by_cause")),
+                render_top_kernels(figures.get("top_kernels") or []), render_nvtx(figures.get("nvtx")),
+                render_overlap(figures.get("overlap")), render_steps(figures.get("steps"))]
+    parts = [head, *(p for p in optional if p), *_goodput_parts(run, figures)]
+    parts += [p for p in (_outside(figures["events_outside_accountable"]), _telemetry_part(run, figures)) if p]
     if figures["requests"] is not None:
         parts.append(render_requests(figures["requests"], figures.get("slo_ns", {})))
     if "cost" in figures and price is not None:
@@ -496,7 +456,45 @@ def render_text(run: Run, title: str, figures: dict, table: pa.Table | None, pri
     return "\n".join(parts)
 
 
-def _reached(m: dict) -> str:
+def _goodput_parts(run: Run, figures: Mapping[str, Any]) -> list[str]:
+    """Goodput, recovery, the layers and the outcome figures; or why there is no goodput."""
+    led = figures["ledger"]
+    if led is None:
+        return []
+    if led["goodput"] is not None:
+        mfu = (figures.get("program_goodput") or {}).get("mfu")
+        extra = (render_recovery(figures.get("recovery")), render_layers(figures.get("layers"), mfu),
+                 render_outcome(figures))
+        return [render_goodput(led), *(x for x in extra if x)]
+    if run.lifecycle is not None:  # a lifecycle ledger as of an instant before every record
+        return [f"\nnothing is accountable as of {led['as_of']} ns: it is before the lifecycle's first "
+                "record, so goodput and the layers' shares are not defined"]
+    if run.events is not None:
+        return ["\nno lifecycle (no step records): goodput needs one; the table is device activity only"]
+    return []
+
+
+def _outside(outside: Mapping[str, Any] | None) -> str:
+    """The events outside accountable time, when there are any."""
+    if not outside or not outside["events"]:
+        return ""
+    return (f"\n{count(outside['events'], 'event')} ({duration(outside['ns'])}) lie outside the accountable "
+            f"time of ranks {', '.join(map(str, outside['ranks']))}: not counted in the ledger")
+
+
+def _telemetry_part(run: Run, figures: Mapping[str, Any]) -> str:
+    """Telemetry per state and activity; or why samples gave none."""
+    tel = render_telemetry(figures.get("telemetry"))
+    if tel:
+        return tel
+    if run.samples is not None and run.samples.num_rows and figures["ledger"] is not None:
+        return (f"\nhardware telemetry: {count(run.samples.num_rows, 'sample')}, none covering an instant of the "
+                "ledger's time (samples outside the run's time, or one instant per device, as a single scrape holds, "
+                "which covers no time; the warnings say which)")
+    return ""
+
+
+def _reached(m: dict[str, Any]) -> str:
     """Whether a run's eval metric reached its MLCommons target (pau.readers.mlperf_rules.judge):
     ``yes``, ``no``, ``-`` when no target is known or the log has no eval."""
     ev = m.get("eval") or {}
@@ -630,7 +628,7 @@ def render_mlperf_compare(mlperf: Mapping[str, Any], la: str, lb: str) -> str:
                            _console.table(["", la, lb, "difference"], mlperf_rows(mlperf)))
 
 
-def render_compare(cmp: Comparison, kernels: int, *, mlperf: Mapping[str, Any] | None = None) -> str:
+def render_compare(cmp: Comparison, *, kernels: int, mlperf: Mapping[str, Any] | None = None) -> str:
     """The text of ``pau compare``, formatted as ``pau report`` is: the metrics (times in
     one unit per column, shares as percentages), the difference by cause and, with
     events, the ``kernels`` rows of the kernel diff that differ most. The columns are
@@ -688,21 +686,21 @@ def _flat(prefix: str, value: Any, out: list[tuple[str, Any]]) -> None:
         out.append((prefix, value))
 
 
-def flatten(figures: dict) -> list[tuple[str, Any]]:
+def flatten(figures: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """``(dotted.metric, value)`` for every leaf of a summary."""
     out: list[tuple[str, Any]] = []
     _flat("", figures, out)
     return out
 
 
-def render_csv(figures: dict) -> str:
+def render_csv(figures: dict[str, Any]) -> str:
     rows = flatten(figures)
     t = pa.table({"metric": pa.array([r[0] for r in rows], pa.string()),
                   "value": pa.array(["" if r[1] is None else (repr(r[1]) if isinstance(r[1], float) else str(r[1]))
                                      for r in rows], pa.string())})
     sink = pa.BufferOutputStream()
     pcsv.write_csv(t, sink)
-    return sink.getvalue().to_pybytes().decode()
+    return str(sink.getvalue().to_pybytes().decode())
 
 
 def to_json(value: Any) -> str:
@@ -748,5 +746,5 @@ def render_compare_csv(cmp: Comparison, mlperf: Mapping[str, Any] | None = None)
                   for i, n in enumerate(names)})
     sink = pa.BufferOutputStream()
     pcsv.write_csv(t, sink)
-    return sink.getvalue().to_pybytes().decode()
+    return str(sink.getvalue().to_pybytes().decode())
 
