@@ -695,8 +695,8 @@ def _compare(args: argparse.Namespace) -> int:
         # MLPerf's useful output is a trained model (blocks hold unequal samples across submissions)
         leds = [r.ledger() for r in sides]
         cmp = core.compare(leds[0], leds[1], prices_a=pa_, prices_b=pb_, labels=labels)
-        mlperf = {"a": _mlperf.per_trained_model(leds[0].summary(), sides[0].metadata),
-                  "b": _mlperf.per_trained_model(leds[1].summary(), sides[1].metadata)}
+        mlperf = {"a": _mlperf.time_per_trained_model(leds[0].summary(), sides[0].metadata),
+                  "b": _mlperf.time_per_trained_model(leds[1].summary(), sides[1].metadata)}
     else:
         cmp = core.compare(sides[0], sides[1], prices_a=pa_, prices_b=pb_, labels=labels)
     if args.format == "json":  # every row of the kernel diff (a file for tools)

@@ -51,7 +51,7 @@ from pau.engine.vocab import ACTIVITIES, DEFAULT_PRIORITY, KINDS, STATES
 from pau.errors import ArgumentTypeError, OptionError, PauError
 from pau.figures._common import _one_job
 from pau.readers.telemetry import (
-    METRICS, QUARANTINE_SCHEMA, SAMPLES_SCHEMA, Telemetry, check_samples, normal_bus_id, normal_uuid,
+    METRICS, SAMPLES_SCHEMA, Telemetry, check_samples, normal_bus_id, normal_uuid,
 )
 
 __all__ = ["DEFAULT_MAX_GAP_NS", "Attached", "cell_intervals", "cell_metrics", "integrate",
@@ -455,7 +455,7 @@ def cell_metrics(ledger: Ledger, samples: Any, *, events: Any = None, span: Any 
     cols["energy_j"] = pa.array(cat["integral"].astype(np.float64) / 1e9, pa.float64(), mask=~en)
     out = pa.table(cols)
     if on_invalid == "quarantine":
-        return Quarantined(out, quarantine if quarantine is not None else QUARANTINE_SCHEMA.empty_table())
+        return Quarantined(out, quarantine)
     return out
 
 

@@ -205,7 +205,7 @@ def _run_row(run: Run, accelerator_types: Mapping[str, str]) -> dict[str, Any]:
     led = run.summary()["ledger"]
     if led is None:
         raise PauError(f"placement: {src}: no ledger. Fix: give MLPerf result logs")
-    per = _mlperf.per_trained_model(led, md)
+    per = _mlperf.time_per_trained_model(led, md)
     ev = md.get("eval") or {}
     return {
         "source": src, "benchmark": md.get("benchmark"), "submitter": md.get("submitter"),

@@ -455,8 +455,3 @@ def time_per_trained_model(ledger: Mapping[str, Any], metadata: Mapping[str, Any
             "reached": (metadata.get("eval") or {}).get("reached"), "status": metadata.get("status"),
             "benchmark": metadata.get("benchmark")}
 
-
-#: Deprecated name of :func:`time_per_trained_model` (it collided with
-#: ``pau.fleet.costs.per_trained_model``, a cost): kept until ``pau.cli`` and
-#: ``pau.fleet.place`` call the new name, then removed.
-per_trained_model = time_per_trained_model

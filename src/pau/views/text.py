@@ -593,7 +593,7 @@ MLPERF_COMPARE_NOTE = ("per trained model (a run to its quality target: the usef
 
 
 def mlperf_rows(mlperf: Mapping[str, Any]) -> list[list[str]]:
-    """Two MLPerf runs per trained model (``pau.readers.mlperf_rules.per_trained_model``),
+    """Two MLPerf runs per trained model (``pau.readers.mlperf_rules.time_per_trained_model``),
     as rows ``[figure, a, b, difference]``: trained models, time to train, accelerator
     time per trained model and by lifecycle state (one unit per row)."""
     a, b = mlperf["a"], mlperf["b"]
