@@ -300,7 +300,8 @@ class ExclusiveSweep {
     }
 
     Rank* find(int32_t r) { return ranks_.find(r); }
-    Rank& create(int32_t r) { return ranks_.create(r); }
+    // A new rank's state (out of line, as advance: the vector kernels flatten what they call).
+    __attribute__((noinline)) Rank& create(int32_t r) { return ranks_.create(r); }
     Rank& state(int32_t r) {
         Rank* s = find(r);
         return s != nullptr ? *s : create(r);
@@ -324,13 +325,6 @@ class ExclusiveSweep {
             if (!s.fixed) s.span_start = st;
             if (windows_) enter(s, window_of(st));
         }
-    }
-
-    // Rank r's state, begun at st, out of line (for the vector kernels, as advance).
-    __attribute__((noinline)) Rank& take_rank(int32_t r, int64_t st) {
-        Rank& s = state(r);
-        begin(s, st);
-        return s;
     }
 
     // Kernel K with its template flags taken from the order, the clipping and the
@@ -561,7 +555,8 @@ class ExclusiveSweep {
                     L::spill(c.v, c.s->top, c.s->u);
                     c.s->last_start = c.last;
                 }
-                c.s = &take_rank(r, st);
+                c.s = &state(r);
+                begin(*c.s, st);
                 L::fill(c.v, c.s->top, c.s->u, c.s->lo, c.s->hi, true);
                 c.cur = r;
                 c.last = c.s->last_start;
