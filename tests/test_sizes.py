@@ -25,9 +25,6 @@ MODULE_LINES = 900
 #: (file, function) above FUNCTION_LINES today.
 LONG = {
     ("csrc/bindings/lifecycle.cpp", "bind_lifecycle"),
-    ("csrc/core/attrib.hpp", "pau::core::attribute_busy"),
-    ("csrc/core/life_setup.hpp", "pau::core::life::setup"),
-    ("csrc/core/life_setup.hpp", "pau::core::life::setup_jobs"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/fleet/ingester.py", "ingest"),
@@ -37,8 +34,6 @@ LONG = {
 
 #: Files above MODULE_LINES today. `_core.pyi` is generated-shaped (one stub per binding).
 BIG = {
-    "csrc/core/life_setup.hpp",
-    "csrc/core/sweep.hpp",
     "src/pau/engine/_lifecycle.py",
     "src/pau/readers/kineto.py",
     "src/pau/run.py",

@@ -565,6 +565,63 @@ class Sweeper {
     }
 };
 
+// Busy rows grouped by replica, each group by start: as given when they already
+// are (no copy), else through a permutation (counting sort, then a sort per group).
+// Checks each row (replica code, end >= start) and sums each replica's busy time
+// (busy_total) without overflow; sets each replica's cursor over its rows.
+inline BusyRows group_busy(std::vector<Replica>& reps, const int32_t* b_rep, const int64_t* b_start,
+                           const int64_t* b_end, int64_t nb, int32_t n_rep) {
+    BusyRows busy{b_start, b_end, {}};
+    std::vector<int64_t> off(static_cast<size_t>(n_rep) + 1, 0);
+    bool grouped = true;
+    // a run of rows of one replica sums in locals (busy rows usually come grouped)
+    int32_t cur = -1;
+    int64_t cur_total = 0, cur_rows = 0;
+    for (int64_t j = 0; j < nb; ++j) {
+        const int32_t r = b_rep[j];
+        if (r < 0 || r >= n_rep)
+            throw std::invalid_argument("busy row " + std::to_string(j) + ": replica code out of range");
+        if (b_end[j] < b_start[j])
+            throw std::invalid_argument("busy row " + std::to_string(j) + ": end_ns before start_ns");
+        if (j > 0 && (r < b_rep[j - 1] || (r == b_rep[j - 1] && b_start[j] < b_start[j - 1]))) grouped = false;
+        if (r != cur) {
+            if (cur >= 0) {
+                reps[static_cast<size_t>(cur)].busy_total = cur_total;
+                off[static_cast<size_t>(cur) + 1] += cur_rows;
+            }
+            cur = r;
+            cur_total = reps[static_cast<size_t>(r)].busy_total;
+            cur_rows = 0;
+        }
+        int64_t len;
+        if (__builtin_sub_overflow(b_end[j], b_start[j], &len) || __builtin_add_overflow(cur_total, len, &cur_total))
+            throw std::invalid_argument("busy row " + std::to_string(j) +
+                                        ": the busy time of its replica sums past 2^63 - 1 ns");
+        ++cur_rows;
+    }
+    if (cur >= 0) {
+        reps[static_cast<size_t>(cur)].busy_total = cur_total;
+        off[static_cast<size_t>(cur) + 1] += cur_rows;
+    }
+    for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) off[r + 1] += off[r];
+    if (!grouped) {
+        busy.perm.resize(static_cast<size_t>(nb));
+        std::vector<int64_t> fill(off.begin(), off.end() - 1);
+        for (int64_t j = 0; j < nb; ++j) busy.perm[static_cast<size_t>(fill[static_cast<size_t>(b_rep[j])]++)] = j;
+        auto by_start = [&](int64_t x, int64_t y) { return b_start[x] < b_start[y]; };
+        for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
+            auto b = busy.perm.begin() + off[r], e = busy.perm.begin() + off[r + 1];
+            if (!std::is_sorted(b, e, by_start)) std::sort(b, e, by_start);
+        }
+    }
+    for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
+        reps[r].busy_next = off[r];
+        reps[r].busy_stop = off[r + 1];
+        reps[r].busy_start = reps[r].busy_ev = off[r] < off[r + 1] ? b_start[busy.row(off[r])] : kMax;
+    }
+    return busy;
+}
+
 }  // namespace attrib_detail
 
 // Attribute the busy intervals (b_rep, b_start, b_end; nb rows) of each replica to
@@ -640,58 +697,7 @@ inline AttribResult attribute_busy(const int32_t* rep, const int64_t* arrival, c
             off += 2 * count[r];
         }
     }
-    // Busy rows grouped by replica, each group by start: as given when they already
-    // are (no copy), else through a permutation (counting sort, then a sort per group).
-    BusyRows busy{b_start, b_end, {}};
-    {
-        std::vector<int64_t> off(static_cast<size_t>(n_rep) + 1, 0);
-        bool grouped = true;
-        // a run of rows of one replica sums in locals (busy rows usually come grouped)
-        int32_t cur = -1;
-        int64_t cur_total = 0, cur_rows = 0;
-        for (int64_t j = 0; j < nb; ++j) {
-            const int32_t r = b_rep[j];
-            if (r < 0 || r >= n_rep)
-                throw std::invalid_argument("busy row " + std::to_string(j) + ": replica code out of range");
-            if (b_end[j] < b_start[j])
-                throw std::invalid_argument("busy row " + std::to_string(j) + ": end_ns before start_ns");
-            if (j > 0 && (r < b_rep[j - 1] || (r == b_rep[j - 1] && b_start[j] < b_start[j - 1]))) grouped = false;
-            if (r != cur) {
-                if (cur >= 0) {
-                    reps[static_cast<size_t>(cur)].busy_total = cur_total;
-                    off[static_cast<size_t>(cur) + 1] += cur_rows;
-                }
-                cur = r;
-                cur_total = reps[static_cast<size_t>(r)].busy_total;
-                cur_rows = 0;
-            }
-            int64_t len;
-            if (__builtin_sub_overflow(b_end[j], b_start[j], &len) || __builtin_add_overflow(cur_total, len, &cur_total))
-                throw std::invalid_argument("busy row " + std::to_string(j) +
-                                            ": the busy time of its replica sums past 2^63 - 1 ns");
-            ++cur_rows;
-        }
-        if (cur >= 0) {
-            reps[static_cast<size_t>(cur)].busy_total = cur_total;
-            off[static_cast<size_t>(cur) + 1] += cur_rows;
-        }
-        for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) off[r + 1] += off[r];
-        if (!grouped) {
-            busy.perm.resize(static_cast<size_t>(nb));
-            std::vector<int64_t> fill(off.begin(), off.end() - 1);
-            for (int64_t j = 0; j < nb; ++j) busy.perm[static_cast<size_t>(fill[static_cast<size_t>(b_rep[j])]++)] = j;
-            auto by_start = [&](int64_t x, int64_t y) { return b_start[x] < b_start[y]; };
-            for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
-                auto b = busy.perm.begin() + off[r], e = busy.perm.begin() + off[r + 1];
-                if (!std::is_sorted(b, e, by_start)) std::sort(b, e, by_start);
-            }
-        }
-        for (size_t r = 0; r < static_cast<size_t>(n_rep); ++r) {
-            reps[r].busy_next = off[r];
-            reps[r].busy_stop = off[r + 1];
-            reps[r].busy_start = reps[r].busy_ev = off[r] < off[r + 1] ? b_start[busy.row(off[r])] : kMax;
-        }
-    }
+    BusyRows busy = group_busy(reps, b_rep, b_start, b_end, nb, n_rep);
     std::vector<int64_t> order;
     if (!in_order) {
         std::vector<std::pair<int64_t, int64_t>> keyed;

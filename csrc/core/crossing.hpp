@@ -20,14 +20,11 @@
 #include <vector>
 
 #include "arrow_c.hpp"
+#include "life_checks.hpp"
 #include "split.hpp"
 #include "sweep.hpp"
 
 namespace pau::core {
-
-// A null time of the lifecycle (and "no as_of"): the least int64, as pau.engine._lifecycle's
-// NULL. Times are any other int64.
-constexpr int64_t kNullTime = std::numeric_limits<int64_t>::min();
 
 // The lifecycle columns the cuts need, of one batch.
 struct LifeBatch {
@@ -62,10 +59,10 @@ struct LifeBatch {
     // Row i's times, rank and step number.
     Row fields(int64_t i) const {
         Row r{};
-        r.s = start.get(i, kNullTime);  // nulls and absent columns: no time
-        r.e = end.get(i, kNullTime);
-        r.b = block_end.get(i, kNullTime);
-        r.d = durable.get(i, kNullTime);
+        r.s = start.get(i, life::kNull);  // nulls and absent columns: no time
+        r.e = end.get(i, life::kNull);
+        r.b = block_end.get(i, life::kNull);
+        r.d = durable.get(i, life::kNull);
         r.rank = !rank.values ? -1 : !rank.valid(i) ? -2 : rank.get(i, 0);
         r.numbered = number(i, r.number);
         return r;
@@ -80,7 +77,7 @@ struct LifeBatch {
 // order; one that ends where it starts), and the end of each step row that its
 // rank's next step row does not continue; the end of each step row whose number a
 // row that is not a step names (a checkpoint save or a restore: where preserved
-// work may end); and `as_of` unless it is kNullTime. No null time is a cut. A step
+// work may end); and `as_of` unless it is life::kNull. No null time is a cut. A step
 // row's rank is its key as written (-1, all ranks, is a key of its own; a null
 // rank, -2, too). Rows run on from one batch into the next.
 inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int64_t as_of) {
@@ -163,10 +160,10 @@ inline std::vector<int64_t> cut_times(const std::vector<LifeBatch>& batches, int
     for (size_t k = 0; k < open.size(); ++k)
         if (open[k]) out.push_back(open_end[k]);
     for (const auto& kv : open_far) out.push_back(kv.second);
-    if (as_of != kNullTime) out.push_back(as_of);
+    if (as_of != life::kNull) out.push_back(as_of);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
-    if (!out.empty() && out.front() == kNullTime) out.erase(out.begin());  // nulls sort first
+    if (!out.empty() && out.front() == life::kNull) out.erase(out.begin());  // nulls sort first
     return out;
 }
 

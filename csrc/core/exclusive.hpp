@@ -24,8 +24,9 @@
 // branch that depends on the data; the row checks run on 8 rows at once, and a
 // block of 8 with any problem is taken again row by row, which finds the first.
 // Without AVX-512, the AVX2 kernel (checked at run time) keeps the lanes in a 256-bit
-// and a 128-bit vector and takes a masked maximum as a compare, an AND and a blend;
-// its blocks and checks are the same. The scalar kernel computes the same lanes one
+// and a 128-bit vector and takes a masked maximum as a compare, an AND and a blend.
+// Both are one loop (feed_lanes) over the lanes of an instruction set (lanes.hpp), so
+// their blocks and checks are the same. The scalar kernel computes the same lanes one
 // by one; it is the twin the tests compare on any machine.
 //
 // Output: the Histogram of sweep.hpp with one row per (rank, winning kind) of
@@ -52,16 +53,11 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define PAU_HAVE_X86_KERNELS 1
-#else
-#define PAU_HAVE_X86_KERNELS 0
-#endif
-
+#include "lanes.hpp"
 #include "split.hpp"
 #include "sweep.hpp"
 
@@ -274,8 +270,9 @@ class ExclusiveSweep {
             if (w + 1 >= n_cuts_ || cuts_[w + 1] > t) return w;
         return (std::upper_bound(cuts_ + w + 1, cuts_ + n_cuts_, t) - cuts_) - 1;
     }
-    // An event starting at st >= s.next_cut: move the rank on to st's window.
-    void advance(Rank& s, int64_t st) const {
+    // An event starting at st >= s.next_cut: move the rank on to st's window (out of
+    // line: the vector kernels' entry points flatten what they call).
+    __attribute__((noinline)) void advance(Rank& s, int64_t st) const {
         const int64_t to = window_after(s.w, st);
         pass_windows(s, to);
         enter(s, to);
@@ -303,7 +300,8 @@ class ExclusiveSweep {
     }
 
     Rank* find(int32_t r) { return ranks_.find(r); }
-    Rank& create(int32_t r) { return ranks_.create(r); }
+    // A new rank's state (out of line, as advance: the vector kernels flatten what they call).
+    __attribute__((noinline)) Rank& create(int32_t r) { return ranks_.create(r); }
     Rank& state(int32_t r) {
         Rank* s = find(r);
         return s != nullptr ? *s : create(r);
@@ -394,134 +392,113 @@ class ExclusiveSweep {
     static int64_t clip(const Rank& s, int64_t x) { return std::min(std::max(x, s.lo), s.hi); }
 
 #if PAU_HAVE_X86_KERNELS
-    // The vector cursor of the rank being swept.
-    struct Lanes {
-        __m512i top, u, lo, hi;
-        int64_t lo_s, hi_s;  // lo and hi, as scalars
-    };
-    // One event [st, en) of the lanes in `m` (levels k..5). An event inside the
-    // clip bounds needs no clipping: its pieces lie in [st, en) or are empty.
-    template <bool Clip>
-    __attribute__((target("avx512f"), always_inline)) static inline void add_event(Lanes& c, __mmask8 m, int64_t st,
-                                                                                  int64_t en) {
-        const __m512i b = _mm512_mask_max_epi64(c.top, m, c.top, _mm512_set1_epi64(en));
-        const __m512i a = _mm512_mask_max_epi64(c.top, m, c.top, _mm512_set1_epi64(st));
-        if (Clip && __builtin_expect(!(st >= c.lo_s && en <= c.hi_s), 0)) {
-            const __m512i cb = _mm512_min_epi64(_mm512_max_epi64(b, c.lo), c.hi);
-            const __m512i ca = _mm512_min_epi64(_mm512_max_epi64(a, c.lo), c.hi);
-            c.u = _mm512_add_epi64(c.u, _mm512_sub_epi64(cb, ca));
-        } else {
-            c.u = _mm512_add_epi64(c.u, _mm512_sub_epi64(b, a));  // 0 outside m: a = b = top there
-        }
-        c.top = b;
-    }
+    // The vector kernels: one loop over the lanes of an instruction set (L: lanes::Avx512
+    // or lanes::Avx2, lanes.hpp). Its entry points, feed_avx512 and feed_avx2 (and the
+    // row-by-row path's, checked_avx512 and checked_avx2), carry the instruction set's
+    // target and flatten the loop and the lanes' operations into themselves.
+    template <typename L>
     struct Cursor {
-        Lanes v;
+        typename L::Lanes v;
         Rank* s;
         int32_t cur;
         int64_t last;  // the start of the last event taken (its rank is cur)
         FeedResult res;
         const int64_t* order = nullptr;
     };
-    // Leave the rank swept so far (its last event started at `last`), if any, and
-    // take rank r, whose first event here starts at st.
-    __attribute__((target("avx512f"), always_inline)) inline Rank* switch_rank(Lanes& c, Rank* s, int64_t last, int32_t r, int64_t st) {
-        if (s != nullptr) {
-            _mm512_store_si512(s->top, c.top);
-            _mm512_store_si512(s->u, c.u);
-            s->last_start = last;
-        }
-        s = &state(r);
-        begin(*s, st);
-        c.top = _mm512_load_si512(s->top);
-        c.u = _mm512_load_si512(s->u);
-        c.lo = _mm512_set1_epi64(s->lo);
-        c.hi = _mm512_set1_epi64(s->hi);
-        c.lo_s = s->lo;
-        c.hi_s = s->hi;
-        return s;
+
+    template <typename IdxT, bool Ordered, bool Clip, bool Windows>
+    __attribute__((target("avx512f,avx512vl"), flatten)) FeedResult feed_avx512(
+        const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx, const int8_t* lv,
+        int64_t map_size, int64_t n, const int64_t* order) {
+        return feed_lanes<lanes::Avx512, IdxT, Ordered, Clip, Windows>(rank, start, end, kind_idx, lv, map_size, n,
+                                                                       order);
+    }
+    template <typename IdxT, bool Ordered, bool Clip, bool Windows>
+    __attribute__((target("avx2"), flatten)) FeedResult feed_avx2(const int32_t* rank, const int64_t* start,
+                                                                  const int64_t* end, const IdxT* kind_idx,
+                                                                  const int8_t* lv, int64_t map_size, int64_t n,
+                                                                  const int64_t* order) {
+        return feed_lanes<lanes::Avx2, IdxT, Ordered, Clip, Windows>(rank, start, end, kind_idx, lv, map_size, n,
+                                                                     order);
+    }
+    template <typename IdxT, bool Ordered, bool Clip, bool Windows>
+    __attribute__((target("avx512f,avx512vl"), flatten, noinline)) bool checked_avx512(
+        Cursor<lanes::Avx512>& c, const lanes::Avx512::Mask* mask, const int32_t* rank, const int64_t* start,
+        const int64_t* end, const IdxT* kind_idx, const int8_t* lv, int64_t map_size, int64_t from, int64_t to) {
+        return checked_rows<lanes::Avx512, IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv,
+                                                                         map_size, from, to);
+    }
+    template <typename IdxT, bool Ordered, bool Clip, bool Windows>
+    __attribute__((target("avx2"), flatten, noinline)) bool checked_avx2(
+        Cursor<lanes::Avx2>& c, const lanes::Avx2::Mask* mask, const int32_t* rank, const int64_t* start,
+        const int64_t* end, const IdxT* kind_idx, const int8_t* lv, int64_t map_size, int64_t from, int64_t to) {
+        return checked_rows<lanes::Avx2, IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv,
+                                                                       map_size, from, to);
+    }
+    // Rows [from, to) with every check, one by one (away from the loop of blocks):
+    // false (and c.res set) when one fails.
+    template <typename L, typename IdxT, bool Ordered, bool Clip, bool Windows>
+    bool checked(Cursor<L>& c, const typename L::Mask* mask, const int32_t* rank, const int64_t* start,
+                 const int64_t* end, const IdxT* kind_idx, const int8_t* lv, int64_t map_size, int64_t from,
+                 int64_t to) {
+        if constexpr (std::is_same_v<L, lanes::Avx512>)
+            return checked_avx512<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size,
+                                                                from, to);
+        else
+            return checked_avx2<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, from,
+                                                              to);
     }
 
-    // Spill the lanes into the rank, move it on to the window of st, reload.
-    __attribute__((target("avx512f"), always_inline)) inline void advance_lanes(Lanes& c, Rank* s, int64_t st) {
-        _mm512_store_si512(s->top, c.top);
-        _mm512_store_si512(s->u, c.u);
-        advance(*s, st);
-        c.u = _mm512_load_si512(s->u);
-        c.lo = _mm512_set1_epi64(s->lo);
-        c.hi = _mm512_set1_epi64(s->hi);
-        c.lo_s = s->lo;
-        c.hi_s = s->hi;
-    }
-
-    template <typename IdxT, bool Ordered, bool Clip, bool Windows = false>
-    __attribute__((target("avx512f,avx512vl"))) FeedResult feed_avx512(const int32_t* rank, const int64_t* start,
-                                                                       const int64_t* end, const IdxT* kind_idx,
-                                                                       const int8_t* lv, int64_t map_size, int64_t n,
-                                                                       const int64_t* order) {
-        __mmask8 mask[kNumKinds];  // mask[k]: the lanes of levels k..5
-        for (int k = 0; k < kNumKinds; ++k) mask[k] = static_cast<__mmask8>((0x3Fu << k) & 0x3Fu);
-        // Byte indices into a dictionary of at most 16 kinds (the usual case): the
-        // lane masks of a block's 8 rows come from one byte shuffle of a 16-entry
-        // table (mask 0: an unknown kind, or an index past the dictionary) instead of
-        // two dependent loads per row; a block with a zero mask goes row by row.
+    // The loop. Blocks of 8 rows are checked at once: rank >= 0, end >= start, end -
+    // start within int64, start not below the previous row's of the same rank (the
+    // first row of a rank here is checked against its state on the switch). Kinds are
+    // checked row by row (a table look-up each row makes anyway), or for byte indices
+    // into a dictionary of at most 16 kinds (the usual case) by one byte shuffle of a
+    // 16-entry table (lanes::byte_entries); a block with an unknown kind goes row by row.
+    template <typename L, typename IdxT, bool Ordered, bool Clip, bool Windows>
+    FeedResult feed_lanes(const int32_t* rank, const int64_t* start, const int64_t* end, const IdxT* kind_idx,
+                          const int8_t* lv, int64_t map_size, int64_t n, const int64_t* order) {
+        alignas(32) typename L::Mask mask[kNumKinds + 1];  // mask[k + 1]: the lanes of levels k..5
+        L::masks(mask);
         const bool byte_masks = sizeof(IdxT) == 1 && map_size <= 16;
         alignas(16) uint8_t mtab[16] = {0};
         if (byte_masks)
-            for (int64_t q = 0; q < map_size; ++q) mtab[q] = lv[q] >= 0 ? mask[lv[q]] : 0;
+            for (int64_t q = 0; q < map_size; ++q) mtab[q] = lv[q] >= 0 ? L::byte_of(mask, lv[q]) : 0;
         const __m128i mtab16 = _mm_load_si128(reinterpret_cast<const __m128i*>(mtab));
-        Cursor c{{_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_set1_epi64(kMin), _mm512_set1_epi64(kMax), kMin, kMax},
-                 nullptr, -1, kMin, {}};
-        FeedResult& res = c.res;
+        Cursor<L> c{};
+        L::init(c.v);
+        c.s = nullptr;
+        c.cur = -1;
+        c.last = kMin;
         c.order = order;
+        FeedResult& res = c.res;
         int64_t j = 0;
         if (!Ordered) {
-            // Blocks of 8 rows checked at once: rank >= 0, end >= start, end - start
-            // within int64, start not below the previous row's of the same rank (the
-            // first row of a rank here is checked against its state on the switch).
-            // Kinds are checked row by row (a table look-up each row makes anyway).
-            const __m512i zero = _mm512_setzero_si512();
-            if (n > 0 && !checked<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, 0, 1))
+            if (n > 0 && !checked<L, IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size,
+                                                                  0, 1))
                 return res;
             // The lanes in locals (registers) here; in c around the calls that take c.
-            Lanes v = c.v;
+            typename L::Lanes v = c.v;
             int32_t cur = c.cur;
             Rank* rs = c.s;
             int64_t next = Windows && rs != nullptr ? rs->next_cut : kMax;  // the rank's next cut
             for (j = 1; j + 8 <= n; j += 8) {
                 prefetch_rows(rank, start, end, kind_idx, j, n);
-                const __m256i r8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j));
-                const __m256i rp = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j - 1));
-                const __m512i s8 = _mm512_loadu_si512(start + j), sp = _mm512_loadu_si512(start + j - 1);
-                const __m512i e8 = _mm512_loadu_si512(end + j);
-                __mmask8 bad = _mm256_cmplt_epi32_mask(r8, _mm256_setzero_si256());
-                bad |= _mm512_cmplt_epi64_mask(e8, s8);
-                bad |= _mm512_cmplt_epi64_mask(_mm512_sub_epi64(e8, s8), zero);
-                bad |= _mm256_cmpeq_epi32_mask(r8, rp) & _mm512_cmplt_epi64_mask(s8, sp);
-                // The common block: no problem, all 8 rows of the rank being swept,
-                // all starting in its window (starts do not decrease within the
-                // block: checked above) and, when clipping, all inside its clip
-                // bounds, so that no row needs a test but its kind's.
-                const bool plain = __builtin_expect(bad == 0, 1) &&
-                                   _mm256_cmpeq_epi32_mask(r8, _mm256_set1_epi32(cur)) == 0xFF &&
+                // The common block: no problem, all 8 rows of the rank being swept, all
+                // starting in its window (starts do not decrease within the block:
+                // checked) and, when clipping, all inside its clip bounds, so that no
+                // row needs a test but its kind's.
+                const bool plain = __builtin_expect(L::rows_ok(rank, start, end, j), 1) && L::one_rank(rank, j, cur) &&
                                    (!Windows || start[j + 7] < next) &&
-                                   (!Clip || (start[j] >= v.lo_s && _mm512_cmpgt_epi64_mask(e8, v.hi) == 0));
+                                   (!Clip || (start[j] >= v.lo_s && L::inside(end, j, v)));
                 if constexpr (sizeof(IdxT) == 1) {
-                    if (byte_masks && plain) {
-                        // pshufb reads an index's low 4 bits (0 when its top bit is
-                        // set): an index of 16 to 127 is caught by its bits 4-6.
-                        const __m128i idx8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kind_idx + j));
-                        const __m128i m8 = _mm_shuffle_epi8(mtab16, idx8);
-                        const __m128i over = _mm_and_si128(idx8, _mm_set1_epi8(0x70));
-                        const int zero_mask = _mm_movemask_epi8(_mm_cmpeq_epi8(m8, _mm_setzero_si128())) |
-                                              ~_mm_movemask_epi8(_mm_cmpeq_epi8(over, _mm_setzero_si128()));
-                        if (__builtin_expect((zero_mask & 0xFF) == 0, 1)) {
-                            uint64_t mm = static_cast<uint64_t>(_mm_cvtsi128_si64(m8));
-                            for (int64_t i = j; i < j + 8; ++i, mm >>= 8)
-                                add_event<false>(v, static_cast<__mmask8>(mm), start[i], end[i]);
-                            c.last = start[j + 7];
-                            continue;
-                        }
+                    uint64_t mm = 0;
+                    if (byte_masks && plain && lanes::byte_entries(mtab16, kind_idx + j, mm)) {
+#pragma GCC unroll 8  // as GCC unrolled each kernel's copy before: the loop carries no branch
+                        for (int64_t i = j; i < j + 8; ++i, mm >>= 8)
+                            L::template add_event<false>(v, L::of_byte(mask, mm & 0xFF), start[i], end[i]);
+                        c.last = start[j + 7];
+                        continue;
                     }
                 }
                 if (plain && !byte_masks) {
@@ -531,18 +508,19 @@ class ExclusiveSweep {
                             res = {Code::unknown_kind, i};
                             return res;
                         }
-                        add_event<false>(v, mask[k], start[i], end[i]);
+                        L::template add_event<false>(v, mask[k + 1], start[i], end[i]);
                     }
                     c.last = start[j + 7];
                     continue;
                 }
-                // Any other block (a problem in it, a rank or a window begins in it,
-                // a row reaches past the clip bounds): row by row with every check,
-                // away from this loop; a problem is found there, at its first row.
+                // Any other block (a problem in it, a rank or a window begins in it, a
+                // row reaches past the clip bounds): row by row with every check, away
+                // from this loop; a problem is found there, at its first row.
                 c.v = v;
                 c.cur = cur;
                 c.s = rs;
-                if (!checked<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, j + 8))
+                if (!checked<L, IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j,
+                                                              j + 8))
                     return res;
                 v = c.v;
                 cur = c.cur;
@@ -553,256 +531,33 @@ class ExclusiveSweep {
             c.cur = cur;
             c.s = rs;
         }
-        if (!checked<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, n)) return res;
+        if (!checked<L, IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, n))
+            return res;
         if (c.s != nullptr) {
-            _mm512_store_si512(c.s->top, c.v.top);
-            _mm512_store_si512(c.s->u, c.v.u);
+            L::spill(c.v, c.s->top, c.s->u);
             c.s->last_start = c.last;
         }
         return res;
     }
 
-    // Rows [from, to) with every check, one by one: false (and c.res set) when one
-    // fails.
-    template <typename IdxT, bool Ordered, bool Clip, bool Windows>
-    __attribute__((target("avx512f"), noinline)) bool checked(Cursor& c, const __mmask8* mask, const int32_t* rank,
-                                                    const int64_t* start, const int64_t* end, const IdxT* kind_idx,
-                                                    const int8_t* lv, int64_t map_size, int64_t from, int64_t to) {
+    template <typename L, typename IdxT, bool Ordered, bool Clip, bool Windows>
+    bool checked_rows(Cursor<L>& c, const typename L::Mask* mask, const int32_t* rank, const int64_t* start,
+                      const int64_t* end, const IdxT* kind_idx, const int8_t* lv, int64_t map_size, int64_t from,
+                      int64_t to) {
         for (int64_t j = from; j < to; ++j) {
             const int64_t i = Ordered ? c.order[j] : j;
             const int32_t r = rank[i];
             const int64_t st = start[i], en = end[i];
             const int64_t k = level_at(kind_idx, i, lv, map_size);
             if (!row_ok(r, st, en, k, i, c.res)) return false;
-            if (c.s == nullptr || r != c.cur) {
-                c.s = switch_rank(c.v, c.s, c.last, r, st);
-                c.cur = r;
-                c.last = c.s->last_start;
-            }
-            if (st < c.last) {
-                c.res = {Code::unsorted, i};
-                return false;
-            }
-            c.last = st;
-            if (Windows && st >= c.s->next_cut) advance_lanes(c.v, c.s, st);
-            add_event<Clip>(c.v, mask[k], st, en);
-        }
-        return true;
-    }
-    // The AVX2 kernel: the same lanes, 0-3 in a 256-bit vector and 4-5 in a 128-bit
-    // one (on CPUs that split 256-bit operations in two, 6 lanes cost 3 halves, not
-    // 4). AVX2 has no 64-bit maximum and no mask registers: a masked maximum is a
-    // compare, an AND with the level's lanes and a blend. The blocks, their checks
-    // and the row-by-row path are those of the AVX-512 kernel.
-    struct Lanes2 {
-        __m256i top, u, lo, hi;      // lanes 0-3 (lo and hi: the clip bounds, broadcast)
-        __m128i top2, u2, lo2, hi2;  // lanes 4-5
-        int64_t lo_s, hi_s;
-    };
-    struct LaneMask2 {  // all ones in the lanes of levels k..5
-        __m256i m;
-        __m128i m2;
-    };
-    __attribute__((target("avx2"), always_inline)) static inline __m256i max4(__m256i x, __m256i y) {
-        return _mm256_blendv_epi8(x, y, _mm256_cmpgt_epi64(y, x));
-    }
-    __attribute__((target("avx2"), always_inline)) static inline __m256i min4(__m256i x, __m256i y) {
-        return _mm256_blendv_epi8(x, y, _mm256_cmpgt_epi64(x, y));
-    }
-    __attribute__((target("avx2"), always_inline)) static inline __m128i max2(__m128i x, __m128i y) {
-        return _mm_blendv_epi8(x, y, _mm_cmpgt_epi64(y, x));
-    }
-    __attribute__((target("avx2"), always_inline)) static inline __m128i min2(__m128i x, __m128i y) {
-        return _mm_blendv_epi8(x, y, _mm_cmpgt_epi64(x, y));
-    }
-    // add_event with AVX2.
-    template <bool Clip>
-    __attribute__((target("avx2"), always_inline)) static inline void add_event2(Lanes2& c, const LaneMask2& m,
-                                                                                int64_t st, int64_t en) {
-        const __m256i e4 = _mm256_set1_epi64x(en), s4 = _mm256_set1_epi64x(st);
-        const __m128i e2 = _mm256_castsi256_si128(e4), s2 = _mm256_castsi256_si128(s4);
-        const __m256i b = _mm256_blendv_epi8(c.top, e4, _mm256_and_si256(_mm256_cmpgt_epi64(e4, c.top), m.m));
-        const __m256i a = _mm256_blendv_epi8(c.top, s4, _mm256_and_si256(_mm256_cmpgt_epi64(s4, c.top), m.m));
-        const __m128i b2 = _mm_blendv_epi8(c.top2, e2, _mm_and_si128(_mm_cmpgt_epi64(e2, c.top2), m.m2));
-        const __m128i a2 = _mm_blendv_epi8(c.top2, s2, _mm_and_si128(_mm_cmpgt_epi64(s2, c.top2), m.m2));
-        if (Clip && __builtin_expect(!(st >= c.lo_s && en <= c.hi_s), 0)) {
-            c.u = _mm256_add_epi64(c.u, _mm256_sub_epi64(min4(max4(b, c.lo), c.hi), min4(max4(a, c.lo), c.hi)));
-            c.u2 = _mm_add_epi64(c.u2, _mm_sub_epi64(min2(max2(b2, c.lo2), c.hi2), min2(max2(a2, c.lo2), c.hi2)));
-        } else {
-            c.u = _mm256_add_epi64(c.u, _mm256_sub_epi64(b, a));
-            c.u2 = _mm_add_epi64(c.u2, _mm_sub_epi64(b2, a2));
-        }
-        c.top = b;
-        c.top2 = b2;
-    }
-    struct Cursor2 {
-        Lanes2 v;
-        Rank* s;
-        int32_t cur;
-        int64_t last;
-        FeedResult res;
-        const int64_t* order = nullptr;
-    };
-    __attribute__((target("avx2"), always_inline)) static inline void spill2(const Lanes2& c, Rank* s) {
-        _mm256_store_si256(reinterpret_cast<__m256i*>(s->top), c.top);
-        _mm_store_si128(reinterpret_cast<__m128i*>(s->top + 4), c.top2);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(s->u), c.u);
-        _mm_store_si128(reinterpret_cast<__m128i*>(s->u + 4), c.u2);
-    }
-    // Load u and the clip bounds (and top, with `top`) from the rank.
-    __attribute__((target("avx2"), always_inline)) static inline void fill2(Lanes2& c, const Rank* s, bool top) {
-        if (top) {
-            c.top = _mm256_load_si256(reinterpret_cast<const __m256i*>(s->top));
-            c.top2 = _mm_load_si128(reinterpret_cast<const __m128i*>(s->top + 4));
-        }
-        c.u = _mm256_load_si256(reinterpret_cast<const __m256i*>(s->u));
-        c.u2 = _mm_load_si128(reinterpret_cast<const __m128i*>(s->u + 4));
-        c.lo = _mm256_set1_epi64x(s->lo);
-        c.hi = _mm256_set1_epi64x(s->hi);
-        c.lo2 = _mm256_castsi256_si128(c.lo);
-        c.hi2 = _mm256_castsi256_si128(c.hi);
-        c.lo_s = s->lo;
-        c.hi_s = s->hi;
-    }
-    // 4 bits: the sign of each 64-bit lane.
-    __attribute__((target("avx2"), always_inline)) static inline unsigned signs4(__m256i x) {
-        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(x)));
-    }
-
-    template <typename IdxT, bool Ordered, bool Clip, bool Windows = false>
-    __attribute__((target("avx2"))) FeedResult feed_avx2(const int32_t* rank, const int64_t* start,
-                                                         const int64_t* end, const IdxT* kind_idx, const int8_t* lv,
-                                                         int64_t map_size, int64_t n, const int64_t* order) {
-        // mask[k + 1]: the lanes of levels k..5; mask[0]: none
-        alignas(32) LaneMask2 mask[kNumKinds + 1];
-        for (int k = -1; k < kNumKinds; ++k) {
-            alignas(32) int64_t lanes[8];
-            for (int l = 0; l < 8; ++l) lanes[l] = k >= 0 && l >= k && l < kNumKinds ? -1 : 0;
-            mask[k + 1].m = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
-            mask[k + 1].m2 = _mm_load_si128(reinterpret_cast<const __m128i*>(lanes + 4));
-        }
-        // Byte indices into at most 16 kinds: level + 1 of a block's 8 rows from one
-        // byte shuffle (0: unknown), as in the AVX-512 kernel.
-        const bool byte_masks = sizeof(IdxT) == 1 && map_size <= 16;
-        alignas(16) uint8_t mtab[16] = {0};
-        if (byte_masks)
-            for (int64_t q = 0; q < map_size; ++q) mtab[q] = lv[q] >= 0 ? static_cast<uint8_t>(lv[q] + 1) : 0;
-        const __m128i mtab16 = _mm_load_si128(reinterpret_cast<const __m128i*>(mtab));
-        Cursor2 c{};
-        c.v.top = _mm256_set1_epi64x(kMin);
-        c.v.top2 = _mm256_castsi256_si128(c.v.top);
-        c.v.lo = c.v.top;
-        c.v.lo2 = c.v.top2;
-        c.v.hi = _mm256_set1_epi64x(kMax);
-        c.v.hi2 = _mm256_castsi256_si128(c.v.hi);
-        c.v.lo_s = kMin;
-        c.v.hi_s = kMax;
-        c.s = nullptr;
-        c.cur = -1;
-        c.last = kMin;
-        FeedResult& res = c.res;
-        c.order = order;
-        int64_t j = 0;
-        if (!Ordered) {
-            if (n > 0 && !checked2<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, 0, 1))
-                return res;
-            Lanes2 v = c.v;
-            int32_t cur = c.cur;
-            Rank* rs = c.s;
-            int64_t next = Windows && rs != nullptr ? rs->next_cut : kMax;
-            for (j = 1; j + 8 <= n; j += 8) {
-                prefetch_rows(rank, start, end, kind_idx, j, n);
-                const __m256i r8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j));
-                const __m256i rp = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rank + j - 1));
-                const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(start + j));
-                const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(start + j + 4));
-                const __m256i p0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(start + j - 1));
-                const __m256i p1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(start + j + 3));
-                const __m256i e0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(end + j));
-                const __m256i e1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(end + j + 4));
-                // rank < 0, end < start, end - start past int64, a start below the
-                // previous row's of the same rank: as in the AVX-512 kernel
-                unsigned bad = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(r8)));
-                bad |= signs4(_mm256_cmpgt_epi64(s0, e0)) | signs4(_mm256_cmpgt_epi64(s1, e1)) << 4;
-                bad |= signs4(_mm256_sub_epi64(e0, s0)) | signs4(_mm256_sub_epi64(e1, s1)) << 4;
-                bad |= static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(r8, rp)))) &
-                       (signs4(_mm256_cmpgt_epi64(p0, s0)) | signs4(_mm256_cmpgt_epi64(p1, s1)) << 4);
-                const bool plain =
-                    __builtin_expect(bad == 0, 1) &&
-                    _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(r8, _mm256_set1_epi32(cur)))) == 0xFF &&
-                    (!Windows || start[j + 7] < next) &&
-                    (!Clip || (start[j] >= v.lo_s &&
-                               (signs4(_mm256_cmpgt_epi64(e0, v.hi)) | signs4(_mm256_cmpgt_epi64(e1, v.hi))) == 0));
-                if constexpr (sizeof(IdxT) == 1) {
-                    if (byte_masks && plain) {
-                        const __m128i idx8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kind_idx + j));
-                        const __m128i m8 = _mm_shuffle_epi8(mtab16, idx8);
-                        const __m128i over = _mm_and_si128(idx8, _mm_set1_epi8(0x70));
-                        const int zero_mask = _mm_movemask_epi8(_mm_cmpeq_epi8(m8, _mm_setzero_si128())) |
-                                              ~_mm_movemask_epi8(_mm_cmpeq_epi8(over, _mm_setzero_si128()));
-                        if (__builtin_expect((zero_mask & 0xFF) == 0, 1)) {
-                            uint64_t mm = static_cast<uint64_t>(_mm_cvtsi128_si64(m8));
-                            for (int64_t i = j; i < j + 8; ++i, mm >>= 8)
-                                add_event2<false>(v, mask[mm & 0xFF], start[i], end[i]);
-                            c.last = start[j + 7];
-                            continue;
-                        }
-                    }
-                }
-                if (plain && !byte_masks) {
-                    for (int64_t i = j; i < j + 8; ++i) {
-                        const int64_t k = level_at(kind_idx, i, lv, map_size);
-                        if (__builtin_expect(k < 0, 0)) {
-                            res = {Code::unknown_kind, i};
-                            return res;
-                        }
-                        add_event2<false>(v, mask[k + 1], start[i], end[i]);
-                    }
-                    c.last = start[j + 7];
-                    continue;
-                }
-                c.v = v;
-                c.cur = cur;
-                c.s = rs;
-                if (!checked2<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, j + 8))
-                    return res;
-                v = c.v;
-                cur = c.cur;
-                rs = c.s;
-                if (Windows) next = rs->next_cut;
-            }
-            c.v = v;
-            c.cur = cur;
-            c.s = rs;
-        }
-        if (!checked2<IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j, n)) return res;
-        if (c.s != nullptr) {
-            spill2(c.v, c.s);
-            c.s->last_start = c.last;
-        }
-        return res;
-    }
-
-    // checked() of the AVX2 kernel.
-    template <typename IdxT, bool Ordered, bool Clip, bool Windows>
-    __attribute__((target("avx2"), noinline)) bool checked2(Cursor2& c, const LaneMask2* mask, const int32_t* rank,
-                                                           const int64_t* start, const int64_t* end,
-                                                           const IdxT* kind_idx, const int8_t* lv, int64_t map_size,
-                                                           int64_t from, int64_t to) {
-        for (int64_t j = from; j < to; ++j) {
-            const int64_t i = Ordered ? c.order[j] : j;
-            const int32_t r = rank[i];
-            const int64_t st = start[i], en = end[i];
-            const int64_t k = level_at(kind_idx, i, lv, map_size);
-            if (!row_ok(r, st, en, k, i, c.res)) return false;
-            if (c.s == nullptr || r != c.cur) {
+            if (c.s == nullptr || r != c.cur) {  // leave the rank swept so far, take rank r
                 if (c.s != nullptr) {
-                    spill2(c.v, c.s);
+                    L::spill(c.v, c.s->top, c.s->u);
                     c.s->last_start = c.last;
                 }
                 c.s = &state(r);
                 begin(*c.s, st);
-                fill2(c.v, c.s, true);
+                L::fill(c.v, c.s->top, c.s->u, c.s->lo, c.s->hi, true);
                 c.cur = r;
                 c.last = c.s->last_start;
             }
@@ -811,12 +566,12 @@ class ExclusiveSweep {
                 return false;
             }
             c.last = st;
-            if (Windows && st >= c.s->next_cut) {
-                spill2(c.v, c.s);
+            if (Windows && st >= c.s->next_cut) {  // spill, move the rank on to st's window, reload
+                L::spill(c.v, c.s->top, c.s->u);
                 advance(*c.s, st);
-                fill2(c.v, c.s, false);
+                L::fill(c.v, c.s->top, c.s->u, c.s->lo, c.s->hi, false);
             }
-            add_event2<Clip>(c.v, mask[k + 1], st, en);
+            L::template add_event<Clip>(c.v, mask[k + 1], st, en);
         }
         return true;
     }

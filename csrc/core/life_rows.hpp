@@ -25,12 +25,13 @@
 #include <vector>
 
 #include "arrow_c.hpp"
+#include "life_checks.hpp"
 
 namespace pau::core {
 
 class LifeRows {
   public:
-    static constexpr int64_t kNull = std::numeric_limits<int64_t>::min();
+    static constexpr int64_t kNull = life::kNull;  // a null time, as everywhere in the lifecycle
 
     // Rows in table order as int64 columns (nulls and absent columns: kNull, but
     // rank -1 and tokens 0): the columns of every record (row: the position in the
