@@ -213,7 +213,8 @@ class Run:
 
         ``path/pau-run.json`` (metadata, warnings, the tables' columns), ``events/``
         (:func:`pau.engine.io.write_dataset`: ``job=run/rank=R/part-0.parquet``) and one
-        ``<table>.parquet`` per other table. Returns the folder's path."""
+        ``<table>.parquet`` per other table. Events with a ``job`` column (a run of many
+        jobs) or none are one file, ``events.parquet``, as written. Returns the folder's path."""
         out = os.fspath(path)
         if out.endswith((".parquet", ".json", ".gz")):
             raise PauError(f"run.write: {out!r}: a run is written as a folder (several tables). Fix: give "
@@ -234,9 +235,10 @@ class Run:
         for name in self.tables():
             table = getattr(self, name)
             columns[name] = table.column_names
-            if name == "events" and table.num_rows:
+            if name == "events" and table.num_rows and "job" not in table.column_names:
                 _io.write_dataset(table, os.path.join(out, "events"), job="run")
-            else:  # an empty events table has no rank to partition by: one file keeps its schema
+            else:  # empty events have no rank to partition by, events of many jobs their own job
+                # column (the folder job=run would contradict it): one file keeps the schema and rows
                 _io.write_table(table, os.path.join(out, f"{name}.parquet"))
         doc = {"pau_run_layout": RUN_LAYOUT_VERSION, "tables": columns, "metadata": self.metadata,
                "warnings": [{"code": w.code, "message": w.message} for w in self.warnings]}

@@ -309,7 +309,8 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
     are the ledger's state intervals cut at the hours, over each rank's accountable
     span, so each cell gets the exact activity time inside it; with events only, the
     run's spans in buckets of an hour; with a lifecycle alone, the intervals cut at the
-    hours (activity ``unknown``). Per run the cells sum exactly to the ledger's."""
+    hours (activity ``unknown``). A run of many jobs (a ``job`` column): each job's
+    intervals over its own events. Per run the cells sum exactly to the ledger's."""
     iv = led.intervals
     if iv is None:  # events only: the engine's hour buckets
         assert run.events is not None
@@ -320,6 +321,27 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
         act = np.asarray(t["activity"].cast(pa.string()), object)
         dur = np.asarray(t["duration_ns"], np.int64)
         return _cells(hour, state, act, dur)
+    events = run.events if led.has_events else None
+    if "job" not in iv.column_names:
+        return _cells(*_lifecycle_cells(iv, events))
+    # a run of many jobs: each job's intervals over its own events (its ranks are its own)
+    parts = []
+    for job in iv["job"].cast(pa.string()).unique().to_pylist():
+        parts.append(_lifecycle_cells(_of_job(iv, job), None if events is None else _of_job(events, job)))
+    return _cells(*(np.concatenate([p[k] for p in parts]) for k in range(4)))
+
+
+def _of_job(t: pa.Table, job: str | None) -> pa.Table:
+    """The rows of one job (None: the unnamed one's) without the ``job`` column."""
+    col = t["job"].cast(pa.string())
+    mask = pc.is_null(col) if job is None else pc.fill_null(pc.equal(col, job), False)
+    return t.filter(mask).drop_columns(["job"])
+
+
+def _lifecycle_cells(iv: pa.Table, events: pa.Table | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``hour, state, activity, duration`` of one job's state intervals cut at the
+    hours, over its events (activity ``unknown`` without them)."""
     rank = np.asarray(iv["rank"], np.int64)
     start, end = np.asarray(iv["start_ns"], np.int64), np.asarray(iv["end_ns"], np.int64)
     states = np.asarray(iv["state"].cast(pa.string()), object)
@@ -330,8 +352,8 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
     offset = np.arange(idx.size) - np.repeat(np.cumsum(n) - n, n)
     hour = (first[idx] + offset) * NS_PER_HOUR
     w_start, w_end = np.maximum(start[idx], hour), np.minimum(end[idx], hour + NS_PER_HOUR)
-    if run.events is None or not led.has_events:
-        return _cells(hour, states[idx], np.full(idx.size, "unknown", object), w_end - w_start)
+    if events is None:
+        return hour, states[idx], np.full(idx.size, "unknown", object), w_end - w_start
     w_rank = rank[idx]
     windows = pa.table({"rank": pa.array(w_rank, pa.int32()), "start_ns": w_start, "end_ns": w_end,
                         "window": np.arange(idx.size, dtype=np.int64)})
@@ -340,11 +362,11 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
     span = pa.table({"rank": pa.array(ranks, pa.int32()),
                      "start_ns": np.minimum.reduceat(w_start[order], first_of),
                      "end_ns": np.maximum.reduceat(w_end[order], first_of)})
-    t = _engine.ledger(run.events, windows=windows, span=span).table
+    t = _engine.ledger(events, windows=windows, span=span).table
     t = t.filter(pc.is_valid(t["window"]))  # outside every accountable interval: not counted
     win = np.asarray(t["window"], np.int64)
-    return _cells(hour[win], states[idx][win], np.asarray(t["activity"].cast(pa.string()), object),
-                  np.asarray(t["duration_ns"], np.int64))
+    return (hour[win], states[idx][win], np.asarray(t["activity"].cast(pa.string()), object),
+            np.asarray(t["duration_ns"], np.int64))
 
 
 def _cells(hour: np.ndarray, state: np.ndarray, activity: np.ndarray, dur: np.ndarray) -> pa.Table:
