@@ -541,3 +541,17 @@ def test_a_run_of_many_jobs_writes_and_reads_back_equal(tmp_path, job_type):
                                    pa.compute.is_null(run.lifecycle["job"]))]]
     assert want["ledger"]["productive_ns"] == sum(s["productive_ns"] for s in alone) > 0
     assert want["ledger"]["accountable_ns"] == sum(s["accountable_ns"] for s in alone)
+
+
+def test_run_figures_of_some_keys_are_those_of_all():
+    """``keys=`` computes the figures named (a fleet ingest's runs table), each equal to the
+    full summary's, and leaves the others None."""
+    run = pau.read(_trace("param-dlrm-8ranks"))
+    full = pau.run.run_figures(run)
+    keys = {"ledger", "recovery", "events_outside_accountable"}
+    some = pau.run.run_figures(run, keys=keys)
+    assert list(some) == list(full)
+    always = {"format", "tables", "nvtx", "slo_ns", "warnings", "quarantined"}
+    for k, v in some.items():
+        assert v == (full[k] if k in keys | always else None), k
+    assert full["top_kernels"] and full["idle_by_cause"] and full["ledger"]  # the others were there to leave out

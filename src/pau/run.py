@@ -25,7 +25,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence, cast
 
 import numpy as np
 import pyarrow as pa
@@ -263,7 +263,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | None = None,
-                ledger: Ledger | None = None) -> RunSummary:
+                ledger: Ledger | None = None, keys: Collection[str] | None = None) -> RunSummary:
     """The figures of a run, JSON-able: what ``pau report --format json`` prints.
 
     Keys: ``format``, ``tables`` (rows per table), ``ledger`` (:meth:`Ledger.summary`
@@ -291,7 +291,9 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     ``eval``: the eval metric against its quality target; None for other formats).
 
     ``ledger``: the run's ledger when the caller has it already (``run.ledger(as_of=...)``),
-    so that it is not computed twice.
+    so that it is not computed twice. ``keys``: the figures to compute (the others are
+    None; ``format``, ``tables``, ``nvtx``, ``slo_ns``, ``warnings`` and ``quarantined``
+    always are); all by default. A fleet ingest asks for those its runs table holds.
 
     A lifecycle of many jobs (a ``job`` column naming more than one): ``ledger`` and
     ``per_rank`` are the jobs' own, side by side and summed (:meth:`Ledger.summary`),
@@ -307,7 +309,6 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
                           "the run's lifecycle")
     led = ledger if ledger is not None else (
         run.ledger(as_of=as_of) if (run.events is not None or run.lifecycle is not None) else None)
-    req = _request_ledger(run.requests, slo=slo).summary() if run.requests is not None else None
     left_out: list[str] = []
 
     def one_job(key: str, figure: Callable[[], Any]) -> Any:
@@ -319,30 +320,29 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
             left_out.append(key)
             return None
 
-    out: RunSummary = {
-        "format": run.metadata.get("format"),
-        "tables": {n: getattr(run, n).num_rows for n in run.tables()},
-        "ledger": None if led is None else led.summary(),
-        "per_rank": None if led is None else led.rank_activity(),
-        "top_kernels": None if run.events is None else top_kernels(run.events),
-        "nvtx": run.metadata.get("nvtx_summary"),
-        "steps": None if run.lifecycle is None else one_job("steps", lambda: step_figures(run.lifecycle)),
-        "idle_by_cause": one_job("idle_by_cause", lambda: _idle_figures(run, led)),
-        "layers": (None if led is None or led.intervals is None else
-                   one_job("layers", lambda: _layers.layers(led, samples=run.samples, events=run.events).summary())),
-        "recovery": (None if led is None or led.intervals is None or run.lifecycle is None else
-                     one_job("recovery", lambda: _recovery.recovery(run.lifecycle, ledger=led).summary())),
-        "telemetry": (None if run.samples is None or led is None else
-                      one_job("telemetry", lambda: _telemetry.summary(
-                          led, run.samples, events=run.events, span=run.spans if run.lifecycle is None else None))),
-        "requests": req,
-        "slo_ns": dict(slo or {}),
-        "events_outside_accountable": one_job("events_outside_accountable",
-                                              lambda: outside_accountable(run.events, led)),
-        "warnings": len(run.warnings),
-        "quarantined": 0 if run.quarantine is None else run.quarantine.num_rows,
-        "mlperf": _mlperf_figures(run),
+    figures: dict[str, Callable[[], Any]] = {
+        "ledger": lambda: None if led is None else led.summary(),
+        "per_rank": lambda: None if led is None else led.rank_activity(),
+        "top_kernels": lambda: None if run.events is None else top_kernels(run.events),
+        "steps": lambda: None if run.lifecycle is None else one_job("steps", lambda: step_figures(run.lifecycle)),
+        "idle_by_cause": lambda: one_job("idle_by_cause", lambda: _idle_figures(run, led)),
+        "layers": lambda: (None if led is None or led.intervals is None else one_job(
+            "layers", lambda: _layers.layers(led, samples=run.samples, events=run.events).summary())),
+        "recovery": lambda: (None if led is None or led.intervals is None or run.lifecycle is None else
+                             one_job("recovery", lambda: _recovery.recovery(run.lifecycle, ledger=led).summary())),
+        "telemetry": lambda: (None if run.samples is None or led is None else one_job(
+            "telemetry", lambda: _telemetry.summary(led, run.samples, events=run.events,
+                                                    span=run.spans if run.lifecycle is None else None))),
+        "requests": lambda: None if run.requests is None else _request_ledger(run.requests, slo=slo).summary(),
+        "events_outside_accountable": lambda: one_job("events_outside_accountable",
+                                                      lambda: outside_accountable(run.events, led)),
+        "mlperf": lambda: _mlperf_figures(run),
     }
+    got = {k: (f() if keys is None or k in keys else None) for k, f in figures.items()}
+    got.update({"format": run.metadata.get("format"), "tables": {n: getattr(run, n).num_rows for n in run.tables()},
+                "nvtx": run.metadata.get("nvtx_summary"), "slo_ns": dict(slo or {}), "warnings": len(run.warnings),
+                "quarantined": 0 if run.quarantine is None else run.quarantine.num_rows})
+    out = cast(RunSummary, {k: got[k] for k in RunSummary.__annotations__})
     if left_out:
         w = RunWarning("figures.many_jobs", (
             f"the lifecycle holds many jobs (its 'job' column): {', '.join(left_out)} left out (None), being figures "

@@ -301,6 +301,10 @@ def _extent(run: Run, led: Ledger | None) -> tuple[int | None, int | None]:
     return None, None
 
 
+#: The figures of :func:`pau.run.run_figures` the runs table holds (:func:`pau.fleet.archive.figure_values`).
+ROW_FIGURES = frozenset({path[0] for _, path, _ in _archive.FIGURES} | {"ledger", "recovery", "telemetry"})
+
+
 def hourly_cells(run: Run, led: Ledger) -> pa.Table:
     """``hour_ns, state, activity, duration_ns``: the run's ledger cut at UTC hour
     boundaries (multiples of 3,600 s since the epoch), non-zero cells, summed over ranks.
@@ -467,7 +471,11 @@ def _stage(key: str, src: Source, run: Run, s: _Settings) -> tuple[pa.Table, pa.
     if s.cluster is not None and run.metadata.get("cluster") in (None, ""):
         run.metadata["cluster"] = s.cluster
     led = run.ledger() if (run.events is not None or run.lifecycle is not None) else None
-    summary = run_figures(run, ledger=led)
+    # the figures the runs table holds; a run with a job column gets them all, so that its
+    # warning (figures.many_jobs, stored with it) names every figure left out, as run.summary()'s
+    many = any(t is not None and "job" in t.column_names for t in (run.events, run.lifecycle))
+    keys = None if many else ROW_FIGURES
+    summary = run_figures(run, ledger=led, keys=keys)
     cells = None if led is None else hourly_cells(run, led)
     row = run_row(key, src, run, led, summary, s.labels, s.labels_path)
     if cells is not None:

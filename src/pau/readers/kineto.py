@@ -72,9 +72,11 @@ are set aside in :attr:`KinetoTrace.quarantine` with a reason and counted in
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
+import threading
 import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -216,6 +218,10 @@ HOST_CATEGORIES = frozenset({
 })
 
 
+#: Entries of a Rules' memo of matches before it starts again.
+_MEMO_MAX = 1 << 16
+
+
 @dataclass(frozen=True)
 class Rules:
     """How Kineto events become pau kinds.
@@ -259,6 +265,7 @@ class Rules:
             raise ValueError(f"rules: bad regular expression {exc.pattern!r}: {exc}") from None
         object.__setattr__(self, "_comm", comm)
         object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_memo", {})  # (category, name) -> match(): names repeat across files and runs
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, Mapping[str, Any]], *, defaults: bool = True) -> "Rules":
@@ -287,6 +294,16 @@ class Rules:
         """``(kind, classified)`` of one event: kind None when the category is not device
         activity; ``classified`` False when a by-name category's event matched no rule
         (its kind is then ``other``)."""
+        memo: dict[tuple[str, str], tuple[str | None, bool]] = self._memo  # type: ignore[attr-defined]
+        got = memo.get((category, name))
+        if got is None:
+            got = self._match(category, name)
+            if len(memo) >= _MEMO_MAX:  # a bound on memory for an ingest of many distinct names
+                memo.clear()
+            memo[(category, name)] = got
+        return got
+
+    def _match(self, category: str, name: str) -> tuple[str | None, bool]:
         if category not in self.categories:
             return None, True
         base = self.categories[category]
@@ -440,8 +457,51 @@ def _parse_all(paths: list[str], device_categories: list[str], threads: int | No
     workers = threads or min(len(paths), cores())
     if workers <= 1:
         return [_parse_file(p, device_categories) for p in paths]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda p: _parse_file(p, device_categories), paths))
+    if threads is not None:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(lambda p: _parse_file(p, device_categories), paths))
+    return _parse_shared(paths, device_categories, workers)
+
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _parse_pool() -> ThreadPoolExecutor:
+    """Threads kept between reads (a fleet ingest reads thousands of runs: starting
+    threads for each cost about 5 % of its time); a new pool in a forked child."""
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=max(1, cores() - 1), thread_name_prefix="pau-kineto"))
+    return _POOL[1]
+
+
+def _parse_shared(paths: list[str], device_categories: list[str], workers: int) -> list[_File]:
+    """The files parsed by the calling thread and ``workers - 1`` threads of the kept
+    pool, each taking the next file as it comes free; the first error in the files'
+    order is raised once every file is done."""
+    got: list[_File | BaseException | None] = [None] * len(paths)
+    lock = threading.Lock()
+    order = iter(range(len(paths)))
+
+    def take() -> None:
+        while True:
+            with lock:
+                i = next(order, None)
+            if i is None:
+                return
+            try:
+                got[i] = _parse_file(paths[i], device_categories)
+            except BaseException as exc:  # raised below, in the files' order
+                got[i] = exc
+
+    helpers = [_parse_pool().submit(take) for _ in range(workers - 1)]
+    take()
+    for h in helpers:
+        h.result()
+    for g in got:
+        if isinstance(g, BaseException):
+            raise g
+    return [g for g in got if isinstance(g, _File)]
 
 
 _RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")
@@ -713,6 +773,7 @@ def host_table(rank: np.ndarray, start: np.ndarray, end: np.ndarray, cause: np.n
     }, schema=HOST_SCHEMA)
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def host_cause(name: str) -> int:
     """The :data:`HOST_CAUSES` index of a host event named ``name`` (a synchronize call
     or a DataLoader span), or -1."""
