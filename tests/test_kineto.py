@@ -25,12 +25,11 @@ import pyarrow.compute as pc
 import pytest
 
 import pau.core
-from pau.errors import OptionError, PauError
-from pau.readers import kineto
-from pau.readers.kineto import (
-    DuplicateRankError, InvalidEventError, KinetoTrace, NameRule, NoDeviceEventsError, Rules, TraceError,
-    TraceFormatError, read_kineto,
+from pau.errors import (
+    DuplicateRankError, InvalidEventError, NoDeviceEventsError, OptionError, PauError, TraceError, TraceFormatError,
 )
+from pau.readers import kineto
+from pau.readers.kineto import KinetoTrace, NameRule, Rules, read_kineto
 
 from shared_data import shared  # noqa: E402
 

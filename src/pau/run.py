@@ -53,7 +53,7 @@ from pau.figures._common import _one_job
 from pau.figures.compare import range_summary, top_kernels
 from pau.figures.stragglers import step_figures
 from pau.figures.economics import requests as _request_ledger
-from pau.errors import ManyJobsError, OptionError, PauError, SchemaError
+from pau.errors import ManyJobsError, MultipleRunsError, OptionError, OptionTypeError, PauError, SchemaError
 from pau.readers.detect import detect_format
 from pau.readers.kineto import KinetoTrace, read_kineto, trace_files
 from pau.readers.mllog import MLLogRun, read_mllog
@@ -72,10 +72,6 @@ TABLES = ("events", "lifecycle", "spans", "requests", "samples", "host", "quaran
 RUN_FILE = "pau-run.json"
 RUN_LAYOUT_VERSION = 1
 
-
-
-class MultipleRunsError(PauError):
-    """A path holds several runs; :func:`read` reads one."""
 
 
 def _tables_equal(a: pa.Table | None, b: pa.Table | None) -> bool:
@@ -242,16 +238,20 @@ class Run:
                 _io.write_table(table, os.path.join(out, f"{name}.parquet"))
         doc = {"pau_run_layout": RUN_LAYOUT_VERSION, "tables": columns, "metadata": self.metadata,
                "warnings": [{"code": w.code, "message": w.message} for w in self.warnings]}
+        # one line per top-level key, each value by json's C encoder (json.dump, and any
+        # indent, take its pure-Python one: a few ms a run, which a fleet ingest feels)
+        text = ",\n".join(f" {json.dumps(k)}: {json.dumps(doc[k], sort_keys=True, default=_json_default)}"
+                           for k in sorted(doc))
         with open(os.path.join(out, RUN_FILE), "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=True, default=_json_default)
-            f.write("\n")
+            f.write("{\n" + text + "\n}\n")
         return out
 
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
-    raise TypeError(f"metadata: {type(value).__name__} is not JSON-able")
+    raise OptionTypeError(f"metadata: {type(value).__name__} {value!r} is not JSON-able. Fix: give metadata of JSON "
+                          "types (str, int, float, bool, None, and lists and dicts of them)")
 
 
 def _jsonable(value: Any) -> Any:

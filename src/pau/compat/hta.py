@@ -38,7 +38,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from pau.readers.kineto import NoDeviceEventsError, _File, _load_files
+from pau.errors import NoDeviceEventsError
+from pau.readers.kineto import _File, _load_files
 
 __all__ = ["comm_comp_overlap", "idle_time_breakdown", "temporal_breakdown"]
 

@@ -28,7 +28,7 @@ from pau.engine import api as _engine
 from pau.engine._progress import tracker
 from pau.engine._threads import cores
 from pau.engine.ledger import NS_PER_HOUR, Ledger
-from pau.errors import NoInputError, OptionError, PauError
+from pau.errors import IngestError, NoInputError, OptionError, PauError
 import pau.fleet.archive as _archive
 import pau.fleet.records as _records
 from pau.readers.detect import UnknownFormatError, detect_format
@@ -50,17 +50,6 @@ _TRACE_FORMATS = {"kineto": trace_files, "nsys": nsys_files}
 PROMOTED = ("job", "cluster", "accelerator_type", "accelerators", "team", "project", "user")
 #: Facts of a run's metadata kept as labels (what the records say), when they are text.
 RECORD_LABELS = ("benchmark", "submitter", "system", "division", "tool", "model", "team", "project", "user")
-
-
-class IngestError(PauError):
-    """A source that its reader refuses, met without ``skip_bad``: ingest stops there."""
-
-    def __init__(self, source: str, format: str | None, reason: str):
-        self.source, self.format, self.reason = source, format, reason
-        end = "" if reason.endswith(".") else "."
-        super().__init__(f"ingest stopped at {source} ({format or 'no format pau reads'}): {reason}{end} Runs "
-                         "read before it are in the archive; to refuse such sources into the refusals table and "
-                         "go on, pass skip_bad=True (pau ingest --skip-bad)")
 
 
 @dataclass(frozen=True)

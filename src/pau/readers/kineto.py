@@ -94,7 +94,10 @@ from pau.readers.devices import DATA_WAIT_SPANS, DEVICE_TABLES, DEVICES, check_t
 from pau.engine.vocab import KINDS
 from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from pau.engine.types import RunWarning
-from pau.errors import OptionError, PauError
+from pau.errors import (
+    DuplicateRankError, InvalidEventError, NoDeviceEventsError, OptionError, OptionTypeError, TraceError,
+    TraceFormatError,
+)
 from pau.readers._files import expand, files_in
 
 _fast_gzip_error: type[Exception]
@@ -110,62 +113,17 @@ __all__ = [
     "DEFAULT_RULES",
     "HOST_CAUSES",
     "HOST_SCHEMA",
-    "DuplicateRankError",
-    "InvalidEventError",
     "KinetoTrace",
     "NameRule",
-    "NoDeviceEventsError",
     "QUARANTINE_SCHEMA",
     "Rules",
-    "TraceError",
-    "TraceFormatError",
+    "TraceError",  # lives in pau.errors; named here by docs/kineto.md
     "read_kineto",
 ]
 
 #: Bytes of decompressed JSON handed to the native parser at a time (small enough to
 #: stay in cache while it is parsed: measured faster than 8 MB chunks).
 CHUNK_BYTES = 1 << 20
-
-
-# ---------------------------------------------------------------------------
-# errors
-
-
-class TraceError(PauError):
-    """A trace file pau cannot use as it is.
-
-    Attributes: ``path``, ``offset`` (byte offset in the decompressed JSON, or None),
-    ``line`` (1-based, or None), ``problem`` and ``fix``.
-    """
-
-    def __init__(self, path: str, problem: str, fix: str, offset: int | None = None,
-                 line: int | None = None):
-        self.path = path
-        self.offset = offset
-        self.line = line
-        self.problem = problem
-        self.fix = fix
-        where = ""
-        if offset is not None:
-            where = f", byte {offset}" + (f" (line {line})" if line is not None else "")
-        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
-
-
-class TraceFormatError(TraceError):
-    """Not readable as a Kineto trace: empty, truncated, corrupt, malformed JSON, or
-    another format."""
-
-
-class InvalidEventError(TraceError):
-    """A device event (or a step annotation) without a usable ``ts`` or ``dur``."""
-
-
-class NoDeviceEventsError(TraceError):
-    """A trace with no device activity (a CPU-only profile, or unknown categories)."""
-
-
-class DuplicateRankError(TraceError):
-    """Two files claim the same rank."""
 
 
 # ---------------------------------------------------------------------------
@@ -253,16 +211,16 @@ class Rules:
         object.__setattr__(self, "names", tuple(NameRule(*r) for r in self.names))
         for cat, kind in self.categories.items():
             if kind is not None and kind not in KINDS:
-                raise ValueError(f"rules.categories[{cat!r}] = {kind!r}: expected one of {', '.join(KINDS)}, "
+                raise OptionError(f"rules.categories[{cat!r}] = {kind!r}: expected one of {', '.join(KINDS)}, "
                                  "or None (by name only)")
         for rule in self.names:
             if rule.kind not in KINDS:
-                raise ValueError(f"rules.names: {rule}: kind must be one of {', '.join(KINDS)}")
+                raise OptionError(f"rules.names: {rule}: kind must be one of {', '.join(KINDS)}")
         try:
             comm = [re.compile(p) for p in self.communication]
             names = [(r.category, re.compile(r.pattern), r.kind) for r in self.names]
         except re.error as exc:
-            raise ValueError(f"rules: bad regular expression {exc.pattern!r}: {exc}") from None
+            raise OptionError(f"rules: bad regular expression {exc.pattern!r}: {exc}") from None
         object.__setattr__(self, "_comm", comm)
         object.__setattr__(self, "_names", names)
         object.__setattr__(self, "_memo", {})  # (category, name) -> match(): names repeat across files and runs
@@ -273,7 +231,7 @@ class Rules:
         field of a given device's table replaces that field of the default table, the
         fields not given are kept (``defaults=False``: only the given tables)."""
         if not isinstance(tables, Mapping):
-            raise TypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables, "
+            raise OptionTypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables, "
                             f"got {type(tables).__name__}")
         merged: dict[str, Mapping[str, Any]] = dict(DEVICE_TABLES) if defaults else {}
         for device, table in tables.items():
@@ -1248,7 +1206,7 @@ def _rules(rules: Any) -> Rules:
         except ValueError as exc:
             raise OptionError(f"{exc}. Fix: give tables as in pau.readers.devices.DEVICE_TABLES (device -> "
                               "{categories, names, communication})") from None
-    raise TypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables "
+    raise OptionTypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables "
                     f"(device -> {{categories, names, communication}}), got {type(rules).__name__}")
 
 

@@ -20,7 +20,7 @@ table                               kind
 
 Nsight creates a table only when that activity was captured, so every table is
 optional; a file with none of them (a CPU-only or CUDA-API-only capture) raises
-:class:`~pau.readers.kineto.NoDeviceEventsError`. Names come from ``StringIds``:
+:class:`~pau.errors.NoDeviceEventsError`. Names come from ``StringIds``:
 kernels use ``shortName`` (``kernel_names="demangled"`` for ``demangledName``),
 memcpy/memset/sync events are named by their copy kind or sync type
 (``"memcpy HtoD"``, ``"sync Stream wait sync"``...).
@@ -92,10 +92,8 @@ from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from pau.engine.vocab import SPANS_SCHEMA as _SPANS_SCHEMA
 from pau.engine.types import RunWarning
 from pau.readers._files import expand, files_in
-from pau.readers.kineto import (
-    DEFAULT_RULES, HOST_CAUSES, HOST_SCHEMA, InvalidEventError, NoDeviceEventsError, Rules, TraceFormatError,
-    host_cause, host_table,
-)
+from pau.errors import InvalidEventError, NoDeviceEventsError, OptionError, OptionTypeError, TraceFormatError
+from pau.readers.kineto import DEFAULT_RULES, HOST_CAUSES, HOST_SCHEMA, Rules, host_cause, host_table
 
 __all__ = ["DEFAULT_STEP_PATTERN", "NsysTrace", "QUARANTINE_SCHEMA", "read_nsys"]
 
@@ -576,19 +574,20 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
     """
     check_on_invalid(on_invalid)
     if kernel_names not in ("short", "demangled"):
-        raise ValueError(f"kernel_names: expected 'short' or 'demangled', got {kernel_names!r}")
+        raise OptionError(f"kernel_names: expected 'short' or 'demangled', got {kernel_names!r}")
     rules = DEFAULT_RULES if rules is None else rules
     if not isinstance(rules, Rules):
-        raise TypeError(f"rules: expected a pau.readers.kineto.Rules, got {type(rules).__name__}")
+        raise OptionTypeError(f"rules: expected a pau.readers.kineto.Rules, got {type(rules).__name__}")
     phases = dict(phase_patterns or {})
     for k in phases:
         if k not in _PHASE_KINDS:
-            raise ValueError(f"phase_patterns: key {k!r} is not a phase kind ({', '.join(_PHASE_KINDS)})")
+            raise OptionError(f"phase_patterns: key {k!r} is not a phase kind ({', '.join(_PHASE_KINDS)})")
     try:
         step_re = re.compile(step_pattern) if step_pattern else None
         phase_re = [(k, re.compile(p)) for k, p in phases.items()]
     except re.error as exc:
-        raise ValueError(f"bad regular expression {exc.pattern!r}: {exc}") from None
+        raise OptionError(f"step_pattern or phase_patterns: bad regular expression {exc.pattern!r}: {exc}. Fix: give "
+                          "a Python regular expression (re module)") from None
     paths = expand(path, nsys_files, "read_nsys")
 
     warnings: list[str] = []
