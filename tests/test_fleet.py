@@ -19,7 +19,7 @@ import pytest
 import pau
 import pau.core
 from pau import synth
-from pau.errors import PauError
+from pau.errors import NoDeviceEventsError, PauError
 from pau.fleet import archive
 from pau.fleet.ingester import IngestError, hourly_cells
 from shared_data import shared
@@ -553,3 +553,34 @@ def test_a_run_of_many_jobs_is_stored_with_its_jobs(tmp_path):
         for k, v in _ledger_cells(led).items():
             summed[k] = summed.get(k, 0) + v
     assert got == {k: v for k, v in summed.items() if v}
+
+
+def test_an_nsight_export_without_device_activity_is_refused_alone(tmp_path):
+    """The ICON folder holds three Nsight exports, two without device activity (a CPU-only
+    profile, one with runtime calls but no kernel or copy): with skip_bad each is a row
+    of the refusals table (its own path and the reader's reason) and the run is the one
+    export with device work; without it ingest stops naming the file. pau.read of the
+    folder, or of the file, still refuses it."""
+    folder = shared("nsys", "icon_isc25")
+    bad = {str(folder / "cpu.sqlite"), str(folder / "rank_.sqlite")}
+    with pytest.raises(IngestError, match="cpu.sqlite: no device activity"):
+        pau.fleet.ingest([folder], tmp_path / "stop", workers=1, progress=False)
+    with pytest.raises(NoDeviceEventsError):
+        pau.read(folder)
+    with pytest.raises(NoDeviceEventsError):
+        pau.read(folder / "cpu.sqlite")
+    res = pau.fleet.ingest([folder], tmp_path / "fleet", workers=1, progress=False, skip_bad=True)
+    assert (res.added, res.refused, res.warned) == (1, 2, 1)
+    fl = pau.fleet.Fleet(tmp_path / "fleet")
+    refused = {r["source"]: r for r in fl.refusals.filter(pc.is_valid(fl.refusals["format"])).to_pylist()}
+    assert set(refused) == bad
+    for path, row in refused.items():
+        assert row["format"] == "nsys" and row["reason"].startswith(f"{path}: no device activity")
+    (key,) = fl.keys()
+    run, alone = fl.run(key), pau.read(folder / "gpu.sqlite")
+    assert run.events.equals(alone.events)
+    assert sorted(run.metadata["skipped_files"]) == sorted(bad)
+    assert fl.runs["ranks"].to_pylist() == [alone.summary()["ledger"]["ranks"]]
+    again = pau.fleet.ingest([folder], tmp_path / "fleet", workers=1, progress=False, skip_bad=True)
+    assert (again.added, again.present) == (0, 1)
+    assert pau.fleet.Fleet(tmp_path / "fleet").refusals.equals(fl.refusals)

@@ -739,8 +739,9 @@ def read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_inv
     """Every run at ``path`` (several for a folder of MLPerf result logs, else one).
     Parameters as for :func:`read`."""
     samples, devices = options.pop("samples", None), options.pop("devices", None)
-    runs = _read_runs(path, format=format, on_invalid=on_invalid, skip_bad=bool(options.pop("skip_bad", False)),
-                      **options)
+    skip = options.pop("skip_bad", False)
+    runs = _read_runs(path, format=format, on_invalid=on_invalid,
+                      skip_bad=skip if isinstance(skip, tuple) else (PauError,) if skip else (), **options)
     if samples is None and devices is None:
         for run in runs:   # an Nsight export captured with GPU metrics brings its own samples
             if run.metadata.get("format") == "nsys" and run.samples is None:
@@ -898,7 +899,7 @@ def _nsys_gpu_metrics(run: Run, on_invalid: str) -> None:
 
 
 def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_invalid: str = "raise",
-               skip_bad: bool = False, **options: Any) -> list[Run]:
+               skip_bad: tuple[type[PauError], ...] = (), **options: Any) -> list[Run]:
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"nothing at {p!r}")
@@ -932,20 +933,23 @@ def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_in
         if not skip_bad or not os.path.isdir(p):
             return [_from_trace(reader(p, on_invalid=on_invalid, **options), fmt, p, align)]
         files = (trace_files if fmt == "kineto" else nsys_files)(p)
-        refused: list[RunWarning] = []
+        refused: list[tuple[str, str]] = []
         while True:  # a file the reader refuses is named in its error: leave it out and read the rest
             try:
                 run = _from_trace(reader(files, on_invalid=on_invalid, **options), fmt, p, align)
-            except PauError as exc:
-                bad = next((f for f in files if f in str(exc)), None)
+            except skip_bad as exc:
+                named = getattr(exc, "path", None)
+                bad = named if named in files else next((f for f in files if f in str(exc)), None)
                 if bad is None or len(files) == 1:
                     raise
                 files = [f for f in files if f != bad]
-                refused.append(RunWarning("read.skipped_file", f"{bad}: skipped (--skip-bad): {exc}"))
+                refused.append((bad, str(exc)))
                 continue
-            run.warnings[:0] = refused
+            run.warnings[:0] = [RunWarning("read.skipped_file", f"{f}: skipped (--skip-bad): {why}")
+                                for f, why in refused]
             if refused:
-                run.metadata["skipped_files"] = [w.message.split(": skipped", 1)[0] for w in refused]
+                run.metadata["skipped_files"] = [f for f, _ in refused]
+                run.metadata["skipped_reasons"] = [why for _, why in refused]
             return [run]
     if fmt == "mllog":
         got = read_mllog(p, **options)
@@ -984,7 +988,9 @@ def read(path: str | os.PathLike[str], *, format: str | None = None, on_invalid:
         index, ``docs/telemetry.md``). An Nsight export with a GPU_METRICS table
         brings its samples without ``samples=``. ``skip_bad`` (a folder of Kineto
         traces or Nsight exports): a file the reader refuses is left out, with a
-        ``read.skipped_file`` warning naming it and why, and the rest is read.
+        ``read.skipped_file`` warning naming it and why, and the rest is read (the
+        files left out and why in ``metadata["skipped_files"]``, ``["skipped_reasons"]``);
+        a tuple of error classes leaves out only the files refused with one of them.
 
     Raises
     ------

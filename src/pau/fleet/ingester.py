@@ -28,7 +28,7 @@ from pau.engine import api as _engine
 from pau.engine._progress import tracker
 from pau.engine._threads import cores
 from pau.engine.ledger import NS_PER_HOUR, Ledger
-from pau.errors import IngestError, NoInputError, OptionError, PauError
+from pau.errors import IngestError, NoDeviceEventsError, NoInputError, OptionError, PauError
 import pau.fleet.archive as _archive
 import pau.fleet.records as _records
 from pau.readers.detect import UnknownFormatError, detect_format
@@ -436,7 +436,10 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         if _archive.in_store(s.out, key):
             _archive.drop_refusal(s.out, key)  # a kill between the commit and this may have left it
             return "present", key, None
-        runs = read_runs(src.root, format=src.format)
+        # an Nsight export without device activity (a CPU-only profile) among others adds
+        # nothing to their figures: with skip_bad it is refused alone and the rest read
+        skip = (NoDeviceEventsError,) if s.skip_bad and src.format == "nsys" and os.path.isdir(src.root) else ()
+        runs = read_runs(src.root, format=src.format, skip_bad=skip)
         if len(runs) != 1:
             raise PauError(f"{len(runs)} runs where one was expected")
         run = runs[0]
@@ -449,9 +452,21 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         return "refused", key, reason
     added = _archive.commit_run(s.out, key, run, *staged)
     _archive.drop_refusal(s.out, key)  # refused before, read now (a newer pau): no longer a refusal
+    files_refused = _refuse_files(s, src, run)
     if not added:
         return "present", key, None
+    if files_refused:
+        return "records", key, {"added": 1, "warned": 1, "refused": files_refused}
     return ("added_warned" if run.warnings else "added"), key, None
+
+
+def _refuse_files(s: _Settings, src: Source, run: Run) -> int:
+    """The files the reader left out of ``run`` (``metadata["skipped_files"]``), each a
+    row of the refusals table under the key it has as a source of its own."""
+    skipped = run.metadata.get("skipped_files") or []
+    for f, why in zip(skipped, run.metadata.get("skipped_reasons") or []):
+        _refuse(s, _archive.run_key(str(src.format), f, (f,)), Source(f, src.format, (f,)), why)
+    return len(skipped)
 
 
 def _stage(key: str, src: Source, run: Run, s: _Settings) -> tuple[pa.Table, pa.Table | None]:

@@ -95,7 +95,7 @@ def _lifecycle_run(lifecycle: Optional[pa.Table], meta: dict[str, Any], warnings
     if lifecycle is None:  # pragma: no cover - the lifecycle readers always give one
         raise PauError(f"{meta['sources'][0]}: its reader gave no lifecycle")
     if "job" in lifecycle.column_names:
-        if lifecycle["job"].unique().length() > 1:  # many jobs: each its own lineage (docs/fleet.md)
+        if len(lifecycle["job"].unique()) > 1:  # many jobs: each its own lineage (docs/fleet.md)
             return Run(lifecycle=lifecycle.cast(JOB_LIFECYCLE_SCHEMA), metadata=meta, warnings=list(warnings))
         lifecycle = lifecycle.drop(["job"])
     return Run(lifecycle=lifecycle.cast(LIFECYCLE_SCHEMA), metadata=meta, warnings=list(warnings))
