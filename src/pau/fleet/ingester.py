@@ -416,7 +416,7 @@ def _refuse(s: _Settings, key: str, src: Source, reason: str) -> None:
     _archive.publish_refusal(s.out, key, rows)
 
 
-def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | None]:
+def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
     """Ingest one run's sources: ``(outcome, key, reason)`` with outcome ``added``,
     ``present``, ``refused``, ``passed_over`` or ``bad`` (refused without ``skip_bad``:
     nothing written), ``added_warned`` for a run added with warnings. Runs in a worker:
@@ -530,7 +530,8 @@ def ingest_records(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
     return "records", key, counts
 
 
-def _commit_runs(s: _Settings, runs: list, counts: dict[str, int]) -> None:
+def _commit_runs(s: _Settings, runs: list[tuple[str, Run, tuple[pa.Table, pa.Table | None]]],
+                 counts: dict[str, int]) -> None:
     for rkey, run, staged in runs:
         if _archive.commit_run(s.out, rkey, run, *staged):
             counts["added"] += 1
@@ -539,7 +540,7 @@ def _commit_runs(s: _Settings, runs: list, counts: dict[str, int]) -> None:
             counts["present"] += 1
 
 
-def _run_chunk(chunk: list[Source], s: _Settings) -> list[tuple[Source, tuple[str, str | None, str | None]]]:
+def _run_chunk(chunk: list[Source], s: _Settings) -> list[tuple[Source, tuple[str, str | None, Any]]]:
     """Several sources in one task (fewer round trips); stops after a ``bad`` one."""
     out = []
     for src in chunk:
@@ -723,10 +724,10 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
 
 
 def _drive(submit: Callable[[list[Source]], Any], tasks: Iterator[list[Source]], in_flight: int,
-           done: Callable[..., None], cancel: Callable[[set], Any]) -> None:
+           done: Callable[..., None], cancel: Callable[[set[Any]], Any]) -> None:
     """Keep ``in_flight`` tasks running; hand each result to ``done`` (which may raise:
     then the tasks not started are cancelled and the running ones end, whole)."""
-    pending: set = set()
+    pending: set[Any] = set()
     try:
         for c in tasks:
             pending.add(submit(c))
@@ -747,11 +748,13 @@ def _drive(submit: Callable[[list[Source]], Any], tasks: Iterator[list[Source]],
 
 def _drive_dask(client: Any, tasks: Iterator[list[Source]], s: _Settings, workers: int | None,
                 done: Callable[..., None]) -> None:
-    from distributed import as_completed, wait  # the optional extra: only with a client
+    import distributed  # the optional extra: only with a client
+
+    dist: Any = distributed
 
     n = workers or max(1, sum(client.nthreads().values()))
-    pending = as_completed()
-    active: list = []
+    pending = dist.as_completed()
+    active: list[Any] = []
     try:
         for c in tasks:
             fut = client.submit(_run_chunk, c, s, pure=False)
@@ -771,5 +774,5 @@ def _drive_dask(client: Any, tasks: Iterator[list[Source]], s: _Settings, worker
     except BaseException:
         for f in active:
             f.cancel()
-        wait(active)  # a task that had started ends (whole) before the tables are compacted
+        dist.wait(active)  # a task that had started ends (whole) before the tables are compacted
         raise

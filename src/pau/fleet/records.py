@@ -91,7 +91,7 @@ def run_key_of(key: str, suffix: Optional[str]) -> str:
                            digest_size=16).hexdigest()
 
 
-def _lifecycle_run(lifecycle: Optional[pa.Table], meta: dict[str, Any], warnings: list) -> Run:
+def _lifecycle_run(lifecycle: Optional[pa.Table], meta: dict[str, Any], warnings: Sequence[RunWarning]) -> Run:
     if lifecycle is None:  # pragma: no cover - the lifecycle readers always give one
         raise PauError(f"{meta['sources'][0]}: its reader gave no lifecycle")
     if "job" in lifecycle.column_names:

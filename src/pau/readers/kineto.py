@@ -81,7 +81,7 @@ import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -139,7 +139,8 @@ class NameRule(NamedTuple):
     kind: str
 
 
-def _tables_union(tables: Mapping[str, Mapping[str, Any]]) -> tuple[dict, tuple, tuple]:
+def _tables_union(tables: Mapping[str, Mapping[str, Any]]
+                  ) -> tuple[dict[str, str | None], tuple[str, ...], tuple[NameRule, ...]]:
     """(categories, communication, names) of device tables merged in DEVICES order (then
     any other device the caller adds). A name rule for ``"*"`` applies to its own
     table's categories only, so one vendor's names never reach another's events."""
@@ -205,7 +206,7 @@ class Rules:
     communication: Sequence[str] = DEFAULT_COMMUNICATION
     names: Sequence[NameRule] = DEFAULT_NAME_RULES
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "categories", dict(self.categories))
         object.__setattr__(self, "communication", tuple(self.communication))
         object.__setattr__(self, "names", tuple(NameRule(*r) for r in self.names))
@@ -291,30 +292,30 @@ class _File:
     """One parsed file: raw columns from the native parser, before rank assignment."""
 
     path: str
-    rows: dict
+    rows: dict[str, np.ndarray]
     order: np.ndarray          # device rows sorted by (device, ts)
-    aside: dict
-    meta: dict
-    strings: list
+    aside: dict[str, np.ndarray]
+    meta: dict[str, Any]
+    strings: list[str]
     rank: int = -1
     rank_source: str = ""
     keep: np.ndarray = field(default_factory=lambda: np.empty(0, bool))      # rows pau can use (_screen)
     is_step: np.ndarray = field(default_factory=lambda: np.empty(0, bool))   # usable ProfilerStep rows
     time_ok: np.ndarray = field(default_factory=lambda: np.empty(0, bool))   # absolute time within int64
 
-    def cat_counts(self) -> Counter:
+    def cat_counts(self) -> Counter[str]:
         counts = self.meta["cat_counts"]
         return Counter({self.strings[i]: int(counts[i]) for i in np.flatnonzero(counts)})
 
 
-def trace_files(path: str | os.PathLike) -> list[str]:
+def trace_files(path: str | os.PathLike[str]) -> list[str]:
     """The trace files of ``path``: itself, or the ``.json``/``.gz`` files of a directory
     (not recursive), in name order."""
     return files_in(path, (".json", ".gz"), missing="no Kineto trace file or directory at {p}",
                     empty="no trace files (*.json, *.json.gz) in {p}")
 
 
-def _chunks(f, size: int, gzipped: bool, prefetch: bool):
+def _chunks(f: Any, size: int, gzipped: bool, prefetch: bool) -> Iterator[Any]:
     """Successive chunks of ``f`` as buffers.
 
     A plain file is read into one reused buffer. A gzip stream is read with
@@ -467,7 +468,7 @@ _RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")
 _RANK_MAX = np.iinfo(np.int32).max
 
 
-def _assign_ranks(files: list[_File], warnings: list[str]) -> None:
+def _assign_ranks(files: list[_File], warnings: list[RunWarning]) -> None:
     """Set ``rank`` and ``rank_source`` of every file (see the module docstring)."""
     claimed: dict[int, _File] = {}
     pending = []
@@ -529,7 +530,7 @@ _BEYOND_INT64 = "\"ts\" + baseTimeNanoseconds (+ \"dur\") is beyond the int64 na
 _STEP_BEYOND_INT64 = "the ProfilerStep# number is beyond int64"
 
 
-def _screen(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None:
+def _screen(f: _File, on_invalid: str, quarantine: list[pa.Table], warnings: list[RunWarning]) -> None:
     """Absolute times of every kept row, and the rows pau cannot use.
 
     Sets ``f.rows["start_abs"]``/``["end_abs"]`` (``ts`` + ``baseTimeNanoseconds`` and
@@ -742,7 +743,7 @@ def host_cause(name: str) -> int:
     return -1
 
 
-def _host_waits(f: _File, device_cats: Mapping[str, Any], warnings: list) -> tuple[np.ndarray, ...]:
+def _host_waits(f: _File, device_cats: Mapping[str, Any], warnings: list[RunWarning]) -> tuple[np.ndarray, ...]:
     """(start, end, cause) of the file's host events that explain device idle time:
     synchronize calls and DataLoader spans (absolute times; after :func:`_screen`).
     A host event whose absolute time is beyond int64 is left out, with a warning
@@ -889,7 +890,7 @@ class KinetoTrace:
     events: pa.Table
     lifecycle: pa.Table
     ranks: pa.Table
-    warnings: list = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
     host: pa.Table = field(default_factory=lambda: HOST_SCHEMA.empty_table())
 
@@ -928,7 +929,7 @@ def _check_on_invalid(on_invalid: str) -> None:
     check_on_invalid(on_invalid)
 
 
-def _set_aside(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None:
+def _set_aside(f: _File, on_invalid: str, quarantine: list[pa.Table], warnings: list[RunWarning]) -> None:
     a = f.aside
     if a["offset"].size == 0:
         return
@@ -948,7 +949,7 @@ def _set_aside(f: _File, on_invalid: str, quarantine: list, warnings: list) -> N
                     ", ".join(f"{k} {r}" for r, k in reasons.most_common()) + "); see .quarantine"))
 
 
-def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[str]) -> KinetoTrace:
+def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[RunWarning]) -> KinetoTrace:
     quarantine: list[pa.Table] = []
     usable: list[_File] = []
     for f in files:
@@ -1124,7 +1125,7 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
     return trace
 
 
-def _coverage_warnings(trace: KinetoTrace, warnings: list) -> None:
+def _coverage_warnings(trace: KinetoTrace, warnings: list[RunWarning]) -> None:
     """Warn for each rank whose device events cover less than COVERAGE_WARN of its
     span: its figures are then mostly idle time, which is worth a second look (a step
     annotation or a capture window far longer than the device work, a device whose
@@ -1145,7 +1146,7 @@ def _coverage_warnings(trace: KinetoTrace, warnings: list) -> None:
                 "window are not far longer than the work"))
 
 
-def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: Rules | None = None,
+def read_kineto(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, rules: Rules | None = None,
                 on_invalid: str = "raise", threads: int | None = None) -> KinetoTrace:
     """Read PyTorch profiler (Kineto) traces into pau's tables.
 
@@ -1188,7 +1189,7 @@ def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules:
     _check_on_invalid(on_invalid)
     rules = _rules(rules)
     paths = expand(path, trace_files, "read_kineto")
-    warnings: list[str] = []
+    warnings: list[RunWarning] = []
     files = _parse_all(paths, sorted(rules.categories), threads)
     _assign_ranks(files, warnings)
     return _assemble(files, rules, on_invalid, warnings)

@@ -161,7 +161,7 @@ class NsysTrace:
     lifecycle: pa.Table
     ranks: pa.Table
     nvtx: pa.Table
-    warnings: list = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
     span: pa.Table = field(default_factory=lambda: _SPANS_SCHEMA.empty_table())
     host: pa.Table = field(default_factory=lambda: HOST_SCHEMA.empty_table())
@@ -180,7 +180,7 @@ class NsysTrace:
                 f"warnings={len(self.warnings)})")
 
 
-def nsys_files(path: str | os.PathLike) -> list[str]:
+def nsys_files(path: str | os.PathLike[str]) -> list[str]:
     """``path`` itself, or the ``*.sqlite`` files of a directory (not recursive), in name order."""
     return files_in(path, (".sqlite", ".sqlite3", ".db"),
                     missing="no Nsight Systems SQLite file or directory at {p}",
@@ -209,7 +209,7 @@ class _Db:
             raise TraceFormatError(path, "a SQLite database but not an Nsight Systems export (no StringIds "
                                    "table)", _FIX_EXPORT)
 
-    def query(self, sql: str, args: Sequence = ()) -> list:
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         try:
             return self.con.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -232,7 +232,7 @@ class _Rows:
     session start pushes beyond int64) is marked bad with the column and the reason, so
     it is raised or set aside by its rowid, never converted into a wrong number."""
 
-    def __init__(self, table: str, rows: list, rowid: np.ndarray):
+    def __init__(self, table: str, rows: list[Any], rowid: np.ndarray):
         self.table, self.rows = table, rows
         self.rowid = rowid
         self.bad = np.zeros(len(rows), bool)
@@ -308,7 +308,7 @@ _TABLES = (
 )
 
 
-def _set_aside(db: _Db, rows: _Rows, on_invalid: str, warnings: list, quarantine: list) -> None:
+def _set_aside(db: _Db, rows: _Rows, on_invalid: str, warnings: list[RunWarning], quarantine: list[pa.Table]) -> None:
     """Raise on the first bad row (``on_invalid="raise"``) or put them in the quarantine."""
     idx = np.flatnonzero(rows.bad)
     if not idx.size:
@@ -328,8 +328,9 @@ def _set_aside(db: _Db, rows: _Rows, on_invalid: str, warnings: list, quarantine
                                f"(first: rowid {int(rows.rowid[first])}, {rows.reason[first]}); see .quarantine"))
 
 
-def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules, strings: dict,
-                on_invalid: str, warnings: list, quarantine: list, base: int) -> dict | None:
+def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules, strings: dict[str, int],
+                on_invalid: str, warnings: list[RunWarning], quarantine: list[pa.Table], base: int
+                ) -> dict[str, np.ndarray] | None:
     """Columns of one activity table: device, pid, stream, start, end (``base`` added),
     kind code, name, bytes."""
     if table not in db.tables:
@@ -407,7 +408,8 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
 _RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 
 
-def _runtime(db: _Db, base: int, on_invalid: str, warnings: list, quarantine: list) -> dict[str, np.ndarray]:
+def _runtime(db: _Db, base: int, on_invalid: str, warnings: list[RunWarning], quarantine: list[pa.Table]
+             ) -> dict[str, np.ndarray]:
     """The runtime API calls: ``pid, corr, start, end`` (``base`` added) and ``cause``
     (a :data:`HOST_CAUSES` index for a synchronize call, else -1). Empty when the
     export has no runtime table (or one without ``correlationId``/``nameId``)."""
@@ -463,8 +465,8 @@ def _launches(rt: dict[str, np.ndarray], pid: np.ndarray, corr: np.ndarray) -> t
     return out, found
 
 
-def _nvtx(db: _Db, base: int, on_invalid: str, warnings: list,
-          quarantine: list) -> list[tuple[int, int, int, int, str]]:
+def _nvtx(db: _Db, base: int, on_invalid: str, warnings: list[RunWarning],
+          quarantine: list[pa.Table]) -> list[tuple[int, int, int, int, str]]:
     """(pid, tid, start, end, text) of the file's NVTX ranges, ``base`` added."""
     if "NVTX_EVENTS" not in db.tables:
         return []
@@ -495,7 +497,7 @@ def _nvtx(db: _Db, base: int, on_invalid: str, warnings: list,
             for k, r in enumerate(raw) if not rows.bad[k]]
 
 
-def _session(db: _Db, fpath: str, absolute: bool, warnings: list) -> tuple[int, tuple[int, int] | None]:
+def _session(db: _Db, fpath: str, absolute: bool, warnings: list[RunWarning]) -> tuple[int, tuple[int, int] | None]:
     """(the session start to add, the capture window in the times read).
 
     Nsight writes times relative to the session start (``TARGET_INFO_SESSION_START_TIME``),
@@ -536,7 +538,7 @@ def _session(db: _Db, fpath: str, absolute: bool, warnings: list) -> tuple[int, 
 MIN_COVERAGE = 0.10
 
 
-def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: Rules | None = None,
+def read_nsys(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, rules: Rules | None = None,
               kernel_names: str = "short", step_pattern: str | None = DEFAULT_STEP_PATTERN,
               phase_patterns: Mapping[str, str] | None = None, absolute: bool = True,
               on_invalid: str = "raise") -> NsysTrace:
@@ -590,7 +592,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
                           "a Python regular expression (re module)") from None
     paths = expand(path, nsys_files, "read_nsys")
 
-    warnings: list[str] = []
+    warnings: list[RunWarning] = []
     quarantine: list[pa.Table] = []
     strings: dict[str, int] = {}
     life: list[dict[str, Any]]
@@ -674,7 +676,7 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
             warnings.append(RunWarning("nsys.host_waits_unmatched", f"{fpath}: {no_rank} synchronize calls or "
                                        "DataLoader ranges come from processes without device events; they wait "
                                        "for no rank and are left out of the idle split"))
-        ordinal: Counter = Counter()
+        ordinal: Counter[int] = Counter()
         unmatched = 0
         for pid, tid, s, e, text in ranges:
             nvtx_rows.append({"source_file": fpath, "pid": pid, "tid": tid, "start_ns": s,
