@@ -65,7 +65,7 @@ LEVELS = [
     {"pau.engine.api"},
     # readers' data tables and shared parts
     {"pau.readers.devices", "pau.readers.mlperf_rules", "pau.readers._files", "pau.readers.detect",
-     "pau.readers.scheduler"},
+     "pau.readers.scheduler", "pau.readers._kineto_rules", "pau.readers._kineto_parse"},
     # readers: other tools' files in
     {"pau.readers", "pau.readers.kineto", "pau.readers.nsys", "pau.readers.mllog", "pau.readers.serving",
      "pau.readers.slurm", "pau.readers.telemetry", "pau.readers.kubernetes", "pau.readers.megatron",

@@ -40,7 +40,6 @@ COMPLEX = {
     ("src/pau/fleet/place.py", "at_scale"),
     ("src/pau/fleet/rollup.py", "rollup"),
     ("src/pau/readers/detect.py", "_detect_file"),
-    ("src/pau/readers/kineto.py", "_assemble"),
     ("src/pau/readers/megatron.py", "_records"),
     ("src/pau/readers/megatron.py", "read_megatron"),
     ("src/pau/readers/mllog.py", "_read_one"),

@@ -39,7 +39,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from pau.errors import NoDeviceEventsError
-from pau.readers.kineto import _File, _load_files
+from pau.readers._kineto_parse import _File
+from pau.readers.kineto import _load_files
 
 __all__ = ["comm_comp_overlap", "idle_time_breakdown", "temporal_breakdown"]
 
