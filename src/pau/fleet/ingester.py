@@ -656,17 +656,7 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
         Counts of runs added, present, refused and files passed over.
     """
     outp = os.fspath(out)
-    if chunk < 1:
-        raise OptionError(f"chunk: expected at least 1, got {chunk}")
-    if workers is not None and workers < 1:
-        raise OptionError(f"workers: expected at least 1, got {workers}")
-    if tz is not None:
-        _zone(tz, "ingest", "", [])  # a zone that is none: refused before any work
-    if cluster is not None and (not isinstance(cluster, str) or not cluster):
-        raise OptionError(f"cluster: expected a name, got {cluster!r}")
-    if origin_ns is not None and (isinstance(origin_ns, bool) or not isinstance(origin_ns, int)
-                                  or not -2**63 < origin_ns < 2**63):
-        raise OptionError(f"origin_ns: expected int64 ns since the epoch, got {origin_ns!r}")
+    _check_options(chunk, workers, tz, cluster, origin_ns)
     static, labels_path = _split_labels(labels)
     walk = sources_of(sources)
     first = next(walk, None)  # the sources exist before the archive is made
@@ -721,6 +711,22 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
         return result
     finally:
         lock.close()
+
+
+def _check_options(chunk: int, workers: int | None, tz: str | None, cluster: str | None,
+                   origin_ns: int | None) -> None:
+    """:func:`ingest`'s options, refused before any work."""
+    if chunk < 1:
+        raise OptionError(f"chunk: expected at least 1, got {chunk}")
+    if workers is not None and workers < 1:
+        raise OptionError(f"workers: expected at least 1, got {workers}")
+    if tz is not None:
+        _zone(tz, "ingest", "", [])  # a zone that is none
+    if cluster is not None and (not isinstance(cluster, str) or not cluster):
+        raise OptionError(f"cluster: expected a name, got {cluster!r}")
+    if origin_ns is not None and (isinstance(origin_ns, bool) or not isinstance(origin_ns, int)
+                                  or not -2**63 < origin_ns < 2**63):
+        raise OptionError(f"origin_ns: expected int64 ns since the epoch, got {origin_ns!r}")
 
 
 def _drive(submit: Callable[[list[Source]], Any], tasks: Iterator[list[Source]], in_flight: int,
