@@ -27,7 +27,7 @@ TIERS = [
     ("engine", {"pau.engine"}),       # columns in, exact ledgers out: no files of other tools, no figures
     ("readers", {"pau.readers"}),     # other tools' files in
     ("figures", {"pau.figures", "pau.compat"}),  # figures over ledgers and runs; other tools' definitions
-    ("run", {"pau.run", "pau.synth"}),  # one in-memory run from every reader; synthetic runs
+    ("run", {"pau.run", "pau._run_tables", "pau.synth"}),  # one in-memory run from every reader; synthetic runs
     ("fleet", {"pau.fleet"}),         # many runs over time: the archive, rollups, changes, cost basis
     ("views", {"pau.views"}),         # text, plots, the HTML page, the Chrome trace, the console
     ("facade", {"pau.core"}),
@@ -80,6 +80,8 @@ LEVELS = [
     {"pau.figures.economics", "pau.figures.layers"},
     # two runs side by side (cost from economics)
     {"pau.figures.compare"},
+    # a run's tables from the readers' output and its files
+    {"pau._run_tables"},
     # the run: one in-memory form of a run from every reader; synthetic runs
     {"pau.run", "pau.synth"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive

@@ -62,7 +62,6 @@ BIG = {
     "src/pau/figures/economics.py",
     "src/pau/fleet/rollup.py",
     "src/pau/readers/telemetry.py",
-    "src/pau/run.py",
     "src/pau/synth.py",
 }
 
