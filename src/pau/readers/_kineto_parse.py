@@ -52,6 +52,7 @@ class _File:
     keep: np.ndarray = field(default_factory=lambda: np.empty(0, bool))      # rows pau can use (_screen)
     is_step: np.ndarray = field(default_factory=lambda: np.empty(0, bool))   # usable ProfilerStep rows
     time_ok: np.ndarray = field(default_factory=lambda: np.empty(0, bool))   # absolute time within int64
+    step_ids: dict[int, int | None] | None = None   # string id -> ProfilerStep number (kineto._step_names)
 
     def cat_counts(self) -> Counter[str]:
         counts = self.meta["cat_counts"]

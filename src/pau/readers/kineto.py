@@ -273,6 +273,12 @@ def _lines_at(path: str, offsets: np.ndarray) -> np.ndarray:
 
 def _step_names(f: _File) -> dict[int, int | None]:
     """String id -> step number of the file's ``ProfilerStep#N`` names (None: N beyond int64)."""
+    if f.step_ids is None:
+        f.step_ids = _find_step_names(f)
+    return f.step_ids
+
+
+def _find_step_names(f: _File) -> dict[int, int | None]:
     host = f.rows["is_device"] == 0
     ids = np.unique(f.rows["name"][host]) if host.any() else np.empty(0, np.int32)
     out: dict[int, int | None] = {}
@@ -515,13 +521,18 @@ class KinetoTrace:
     warnings: list[RunWarning] = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
     host: pa.Table = field(default_factory=lambda: HOST_SCHEMA.empty_table())
+    # spans() of the tables it was computed from (tables are immutable: another table, another answer)
+    _spans: tuple[pa.Table, pa.Table, pa.Table] | None = field(default=None, init=False, repr=False, compare=False)
 
     def spans(self) -> pa.Table:
         """``rank, start_ns, end_ns``: the profiled window of each rank, from the first
         to the last instant covered by its device events or its steps. Pass it as
         ``span=`` to :func:`pau.core.classify` to count the idle time at the edges
         (the default span is first to last device event)."""
-        return spans_of(self.events, self.lifecycle)
+        got = self._spans
+        if got is None or got[0] is not self.events or got[1] is not self.lifecycle:
+            got = self._spans = (self.events, self.lifecycle, spans_of(self.events, self.lifecycle))
+        return got[2]
 
     def __repr__(self) -> str:
         return (f"KinetoTrace(ranks={self.ranks.num_rows}, events={self.events.num_rows}, "
