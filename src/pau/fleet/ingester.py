@@ -408,6 +408,7 @@ class _Settings:
     cluster: str | None = None
     tz: str | None = None
     origin_ns: int | None = None
+    threads: int | None = None   # a Kineto read's parse threads (1 when runs are read by several processes)
 
 
 def _refuse(s: _Settings, key: str, src: Source, reason: str) -> None:
@@ -439,7 +440,8 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
         # an Nsight export without device activity (a CPU-only profile) among others adds
         # nothing to their figures: with skip_bad it is refused alone and the rest read
         skip = (NoDeviceEventsError,) if s.skip_bad and src.format == "nsys" and os.path.isdir(src.root) else ()
-        runs = read_runs(src.root, format=src.format, skip_bad=skip)
+        opts: dict[str, Any] = {"threads": s.threads} if src.format == "kineto" and s.threads else {}
+        runs = read_runs(src.root, format=src.format, skip_bad=skip, **opts)
         if len(runs) != 1:
             raise PauError(f"{len(runs)} runs where one was expected")
         run = runs[0]
@@ -665,7 +667,9 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
     try:
         _clean_tmp(outp)
         _archive.compact(outp)  # what a killed ingest committed, into the tables
-        s = _Settings(os.path.abspath(outp), static, labels_path, skip_bad, cluster, tz, origin_ns)
+        # several readers at once share the cores already: each parses its files on one thread
+        threads = None if client is None and (workers or cores()) == 1 else 1
+        s = _Settings(os.path.abspath(outp), static, labels_path, skip_bad, cluster, tz, origin_ns, threads)
         result = IngestResult(outp)
         track = tracker(progress, 0, None)
 
