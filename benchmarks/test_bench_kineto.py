@@ -229,8 +229,8 @@ def big_trace(request, big_json, tmp_path_factory):
 
 
 def _isal() -> bool:
-    from pau.readers import kineto
-    return kineto._fast_gzip is not None
+    from pau.readers import _kineto_parse
+    return _kineto_parse._fast_gzip is not None
 
 
 def _mb(x: int) -> str:

@@ -19,7 +19,7 @@ import pytest
 import pau
 import pau.core
 from pau import synth
-from pau.errors import PauError
+from pau.errors import NoDeviceEventsError, PauError
 from pau.fleet import archive
 from pau.fleet.ingester import IngestError, hourly_cells
 from shared_data import shared
@@ -518,3 +518,69 @@ def test_one_ingest_at_a_time(tmp_path):
         with pytest.raises(PauError, match="another ingest is writing to this archive"):
             pau.core.ingest([src], tmp_path / "fleet", workers=1)
     assert pau.core.ingest([src], tmp_path / "fleet", workers=1).present == 1
+
+
+def test_a_run_of_many_jobs_is_stored_with_its_jobs(tmp_path):
+    """A run whose events and lifecycle have a ``job`` column (two jobs on the same ranks and
+    hours): ingested, stored in pau's layout with the column, its row the run's summary and
+    its cells summing to its ledger, each job's intervals over its own events."""
+    jobs = [synth.training_job(ranks=2, steps=20, seed=s, mtbf_s=600, checkpoint_every=5, step_time_s=60,
+                               kernels_per_step=3, buckets=1) for s in (1, 2)]
+
+    def named(t, name):
+        return t.append_column("job", pa.array([name] * t.num_rows, pa.string()))
+
+    run = pau.Run(events=pa.concat_tables([named(j.events, n) for j, n in zip(jobs, "AB")]),
+                  lifecycle=pa.concat_tables([named(j.lifecycle, n) for j, n in zip(jobs, "AB")]),
+                  metadata={"format": "pau"})
+    src = run.write(tmp_path / "run")
+    res = pau.fleet.ingest([src], tmp_path / "fleet", progress=False)
+    assert res.added == 1 and res.refused == 0
+    fl = pau.fleet.Fleet(tmp_path / "fleet")
+    (key,) = fl.keys()
+    stored = fl.run(key)
+    assert stored.events.equals(run.events) and stored.lifecycle.equals(run.lifecycle)
+    want = run.summary()["ledger"]
+    row = fl.runs.to_pylist()[0]
+    assert (row["productive_ns"], row["accountable_ns"]) == (want["productive_ns"], want["accountable_ns"])
+    cells = fl.cells
+    got: dict = {}
+    for s, a, v in zip(cells["state"].to_pylist(), cells["activity"].to_pylist(), cells["duration_ns"].to_pylist()):
+        got[(s, a)] = got.get((s, a), 0) + v
+    alone = [pau.core.ledger(j.events, j.lifecycle) for j in jobs]
+    summed: dict = {}
+    for led in alone:
+        for k, v in _ledger_cells(led).items():
+            summed[k] = summed.get(k, 0) + v
+    assert got == {k: v for k, v in summed.items() if v}
+
+
+def test_an_nsight_export_without_device_activity_is_refused_alone(tmp_path):
+    """The ICON folder holds three Nsight exports, two without device activity (a CPU-only
+    profile, one with runtime calls but no kernel or copy): with skip_bad each is a row
+    of the refusals table (its own path and the reader's reason) and the run is the one
+    export with device work; without it ingest stops naming the file. pau.read of the
+    folder, or of the file, still refuses it."""
+    folder = shared("nsys", "icon_isc25")
+    bad = {str(folder / "cpu.sqlite"), str(folder / "rank_.sqlite")}
+    with pytest.raises(IngestError, match="cpu.sqlite: no device activity"):
+        pau.fleet.ingest([folder], tmp_path / "stop", workers=1, progress=False)
+    with pytest.raises(NoDeviceEventsError):
+        pau.read(folder)
+    with pytest.raises(NoDeviceEventsError):
+        pau.read(folder / "cpu.sqlite")
+    res = pau.fleet.ingest([folder], tmp_path / "fleet", workers=1, progress=False, skip_bad=True)
+    assert (res.added, res.refused, res.warned) == (1, 2, 1)
+    fl = pau.fleet.Fleet(tmp_path / "fleet")
+    refused = {r["source"]: r for r in fl.refusals.filter(pc.is_valid(fl.refusals["format"])).to_pylist()}
+    assert set(refused) == bad
+    for path, row in refused.items():
+        assert row["format"] == "nsys" and row["reason"].startswith(f"{path}: no device activity")
+    (key,) = fl.keys()
+    run, alone = fl.run(key), pau.read(folder / "gpu.sqlite")
+    assert run.events.equals(alone.events)
+    assert sorted(run.metadata["skipped_files"]) == sorted(bad)
+    assert fl.runs["ranks"].to_pylist() == [alone.summary()["ledger"]["ranks"]]
+    again = pau.fleet.ingest([folder], tmp_path / "fleet", workers=1, progress=False, skip_bad=True)
+    assert (again.added, again.present) == (0, 1)
+    assert pau.fleet.Fleet(tmp_path / "fleet").refusals.equals(fl.refusals)

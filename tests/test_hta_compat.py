@@ -23,7 +23,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 
 from pau.compat import hta  # noqa: E402
-from pau.readers.kineto import NoDeviceEventsError  # noqa: E402
+from pau.errors import NoDeviceEventsError  # noqa: E402
 
 from shared_data import shared  # noqa: E402
 

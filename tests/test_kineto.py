@@ -25,12 +25,11 @@ import pyarrow.compute as pc
 import pytest
 
 import pau.core
-from pau.errors import OptionError, PauError
-from pau.readers import kineto
-from pau.readers.kineto import (
-    DuplicateRankError, InvalidEventError, KinetoTrace, NameRule, NoDeviceEventsError, Rules, TraceError,
-    TraceFormatError, read_kineto,
+from pau.errors import (
+    DuplicateRankError, InvalidEventError, NoDeviceEventsError, OptionError, PauError, TraceError, TraceFormatError,
 )
+from pau.readers import _kineto_parse, kineto
+from pau.readers.kineto import KinetoTrace, NameRule, Rules, read_kineto
 
 from shared_data import shared  # noqa: E402
 
@@ -275,9 +274,9 @@ def test_mtia_events_by_name_rules():
 def test_tiny_chunks_give_the_same_columns():
     path = _files(sample("hta-nccl_parser_config"))[0]
     cats = sorted(kineto.DEFAULT_RULES.categories)
-    whole = kineto._parse_file(str(path), cats)
+    whole = _kineto_parse._parse_file(str(path), cats)
     for size in (1 << 16, 4099, 61):
-        part = kineto._parse_file(str(path), cats, chunk_bytes=size)
+        part = _kineto_parse._parse_file(str(path), cats, chunk_bytes=size)
         for col in whole.rows:
             assert np.array_equal(whole.rows[col], part.rows[col]), (size, col)
         assert whole.strings == part.strings
@@ -500,8 +499,8 @@ def test_gzip_with_and_without_isal_agree(tmp_path):
     p = tmp_path / "t.json.gz"
     p.write_bytes(gzip.compress(_valid_doc()))
     cats = sorted(kineto.DEFAULT_RULES.categories)
-    fast = kineto._parse_file(str(p), cats, fast_gzip=True)
-    slow = kineto._parse_file(str(p), cats, fast_gzip=False)
+    fast = _kineto_parse._parse_file(str(p), cats, fast_gzip=True)
+    slow = _kineto_parse._parse_file(str(p), cats, fast_gzip=False)
     for col in fast.rows:
         assert np.array_equal(fast.rows[col], slow.rows[col])
 

@@ -27,7 +27,7 @@ TIERS = [
     ("engine", {"pau.engine"}),       # columns in, exact ledgers out: no files of other tools, no figures
     ("readers", {"pau.readers"}),     # other tools' files in
     ("figures", {"pau.figures", "pau.compat"}),  # figures over ledgers and runs; other tools' definitions
-    ("run", {"pau.run", "pau.synth"}),  # one in-memory run from every reader; synthetic runs
+    ("run", {"pau.run", "pau._run_tables", "pau.synth"}),  # one in-memory run from every reader; synthetic runs
     ("fleet", {"pau.fleet"}),         # many runs over time: the archive, rollups, changes, cost basis
     ("views", {"pau.views"}),         # text, plots, the HTML page, the Chrome trace, the console
     ("facade", {"pau.core"}),
@@ -65,7 +65,7 @@ LEVELS = [
     {"pau.engine.api"},
     # readers' data tables and shared parts
     {"pau.readers.devices", "pau.readers.mlperf_rules", "pau.readers._files", "pau.readers.detect",
-     "pau.readers.scheduler"},
+     "pau.readers.scheduler", "pau.readers._kineto_rules", "pau.readers._kineto_parse"},
     # the telemetry samples table and what its readers share
     {"pau.readers.samples"},
     # telemetry readers, one per tool (the Nsight one, beside the Nsight reader, below)
@@ -91,6 +91,8 @@ LEVELS = [
     {"pau.synth._common", "pau.synth.trace"},
     # synthetic inputs: events to Parquet, a job's lifecycle, big lifecycle tables, fleets
     {"pau.synth.parquet", "pau.synth.job", "pau.synth.records", "pau.synth.fleets"},
+    # a run's tables from the readers' output and its files
+    {"pau._run_tables"},
     # the run: one in-memory form of a run from every reader; synthetic inputs' front
     {"pau.run", "pau.synth"},
     # a fleet rollup's parts: periods, exact sums, group keys and filters

@@ -25,9 +25,6 @@ COMPLEX = {
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/_lifecycle.py", "attribute_rows"),
-    ("src/pau/fleet/ingester.py", "ingest"),
-    ("src/pau/readers/kineto.py", "_assemble"),
-    ("src/pau/readers/nsys.py", "read_nsys"),
     ("src/pau/run.py", "_read_runs"),
 }
 

@@ -22,7 +22,7 @@ import pau
 import pau.core
 from pau import cli
 from pau.errors import PauError
-from pau.readers.kineto import InvalidEventError, NoDeviceEventsError, TraceFormatError
+from pau.errors import InvalidEventError, NoDeviceEventsError, TraceFormatError
 from pau.readers.nsys import read_nsys
 
 from shared_data import shared

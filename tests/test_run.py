@@ -505,3 +505,53 @@ def test_the_engines_quarantine_is_the_input_rows_with_row_and_reason(tmp_path):
     assert run.quarantine.to_pylist() == [{"source_file": str(tmp_path / "e.parquet"), "location": "events row 1",
                                            "reason": "end_ns before start_ns", "rank": 0, "start_ns": 9, "end_ns": 3,
                                            "kind": "compute"}]
+
+
+def _two_jobs_run(job_type=pa.string()) -> Run:
+    """Two synthetic jobs on the same ranks and times, each its own lineage (a ``job`` column)."""
+    jobs = [synth.training_job(ranks=2, steps=20, seed=s, mtbf_s=600, checkpoint_every=5, step_time_s=60,
+                               kernels_per_step=3, buckets=1) for s in (1, 2)]
+
+    def named(t: pa.Table, name) -> pa.Table:
+        return t.append_column("job", pa.array([name] * t.num_rows, pa.string()).cast(job_type))
+
+    # one chunk: one dictionary (Arrow's equality compares a dictionary column's chunks' dictionaries)
+    return Run(events=pa.concat_tables([named(j.events, n) for j, n in zip(jobs, ("A", None))]).combine_chunks(),
+               lifecycle=pa.concat_tables([named(j.lifecycle, n) for j, n in zip(jobs, ("A", None))]).combine_chunks(),
+               metadata={"format": "pau"})
+
+
+@pytest.mark.parametrize("job_type", [pa.string(), pa.dictionary(pa.int32(), pa.string())])
+def test_a_run_of_many_jobs_writes_and_reads_back_equal(tmp_path, job_type):
+    """Events and lifecycle with a ``job`` column go through the run layout: the column and
+    its type are kept, the run reads back equal and so do its figures; each job's figures
+    are its own (the summed ledger is the two jobs' ledgers side by side)."""
+    run = _two_jobs_run(job_type)
+    out = run.write(tmp_path / "run")
+    assert os.path.isfile(os.path.join(out, "events.parquet"))  # one file: no job=run folder to contradict it
+    back = pau.read(out)
+    assert back.events.schema.field("job").type == job_type
+    assert back == run
+    want = run.summary()
+    assert back.summary() == want
+    alone = [pc.ledger(t.filter(m).drop_columns(["job"]), lc.filter(m2).drop_columns(["job"])).summary()
+             for t, lc, m, m2 in [(run.events, run.lifecycle, pa.compute.equal(run.events["job"].cast(pa.string()), "A"),
+                                   pa.compute.equal(run.lifecycle["job"].cast(pa.string()), "A")),
+                                  (run.events, run.lifecycle, pa.compute.is_null(run.events["job"]),
+                                   pa.compute.is_null(run.lifecycle["job"]))]]
+    assert want["ledger"]["productive_ns"] == sum(s["productive_ns"] for s in alone) > 0
+    assert want["ledger"]["accountable_ns"] == sum(s["accountable_ns"] for s in alone)
+
+
+def test_run_figures_of_some_keys_are_those_of_all():
+    """``keys=`` computes the figures named (a fleet ingest's runs table), each equal to the
+    full summary's, and leaves the others None."""
+    run = pau.read(_trace("param-dlrm-8ranks"))
+    full = pau.run.run_figures(run)
+    keys = {"ledger", "recovery", "events_outside_accountable"}
+    some = pau.run.run_figures(run, keys=keys)
+    assert list(some) == list(full)
+    always = {"format", "tables", "nvtx", "slo_ns", "warnings", "quarantined"}
+    for k, v in some.items():
+        assert v == (full[k] if k in keys | always else None), k
+    assert full["top_kernels"] and full["idle_by_cause"] and full["ledger"]  # the others were there to leave out

@@ -27,16 +27,11 @@ LONG = {
     ("csrc/bindings/lifecycle.cpp", "bind_lifecycle"),
     ("src/pau/engine/_kernels.py", "attribute_pass"),
     ("src/pau/engine/_lifecycle.py", "_attribute"),
-    ("src/pau/fleet/ingester.py", "ingest"),
-    ("src/pau/readers/kineto.py", "_assemble"),
-    ("src/pau/readers/nsys.py", "read_nsys"),
 }
 
 #: Files above MODULE_LINES today. `_core.pyi` is generated-shaped (one stub per binding).
 BIG = {
     "src/pau/engine/_lifecycle.py",
-    "src/pau/readers/kineto.py",
-    "src/pau/run.py",
 }
 
 

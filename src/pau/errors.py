@@ -22,6 +22,7 @@ __all__ = [
     "OptionError",
     "ArgumentTypeError",
     "ManyJobsError",
+    "OptionTypeError",
     "NoInputError",
     "UnknownFormatError",
     "TelemetryFormatError",
@@ -29,6 +30,13 @@ __all__ = [
     "MLLogError",
     "RulesError",
     "UsageError",
+    "TraceError",
+    "TraceFormatError",
+    "InvalidEventError",
+    "NoDeviceEventsError",
+    "DuplicateRankError",
+    "MultipleRunsError",
+    "IngestError",
 ]
 
 
@@ -108,6 +116,10 @@ class Interrupted(KeyboardInterrupt):
 class OptionError(PauError):
     """An option that does not apply to the input it was given with (refused, never
     ignored)."""
+
+
+class OptionTypeError(OptionError, TypeError):
+    """An option of a type pau does not take (also a ``TypeError``)."""
 
 
 class ManyJobsError(OptionError):
@@ -196,3 +208,53 @@ class ArgumentTypeError(PauError, TypeError):
 class UsageError(PauError):
     """A command line that cannot be carried out as given (``pau`` exits 2): a malformed
     option value, options that do not go together."""
+class TraceError(PauError):
+    """A trace file (Kineto JSON, Nsight Systems export) pau cannot use as it is.
+
+    Attributes: ``path``, ``offset`` (byte offset in the decompressed JSON, or None),
+    ``line`` (1-based, or None), ``problem`` and ``fix``.
+    """
+
+    def __init__(self, path: str, problem: str, fix: str, offset: int | None = None,
+                 line: int | None = None):
+        self.path = path
+        self.offset = offset
+        self.line = line
+        self.problem = problem
+        self.fix = fix
+        where = ""
+        if offset is not None:
+            where = f", byte {offset}" + (f" (line {line})" if line is not None else "")
+        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
+
+
+class TraceFormatError(TraceError):
+    """Not readable as a trace: empty, truncated, corrupt, malformed JSON, or another
+    format."""
+
+
+class InvalidEventError(TraceError):
+    """A device event (or a step annotation) without a usable ``ts`` or ``dur``."""
+
+
+class NoDeviceEventsError(TraceError):
+    """A trace with no device activity (a CPU-only profile, or unknown categories)."""
+
+
+class DuplicateRankError(TraceError):
+    """Two files claim the same rank."""
+
+
+class MultipleRunsError(PauError):
+    """A path holds several runs; :func:`pau.read` reads one."""
+
+
+class IngestError(PauError):
+    """A source that its reader refuses, met without ``skip_bad``: ingest stops there."""
+
+    def __init__(self, source: str, format: str | None, reason: str):
+        self.source, self.format, self.reason = source, format, reason
+        end = "" if reason.endswith(".") else "."
+        super().__init__(f"ingest stopped at {source} ({format or 'no format pau reads'}): {reason}{end} Runs "
+                         "read before it are in the archive; to refuse such sources into the refusals table and "
+                         "go on, pass skip_bad=True (pau ingest --skip-bad)")

@@ -25,7 +25,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence, cast
 
 import numpy as np
 import pyarrow as pa
@@ -42,40 +42,32 @@ from pau.figures import hardware as _telemetry
 from pau.engine._format import html_table
 from pau.engine._names import INPUT_FORMATS
 from pau.engine._input import REASONS, as_table, raise_first, row_reasons, spans_of
-from pau.engine._sweep import SPAN_REASON, wide_ranks
-from pau.engine.types import (
-    QUARANTINE_SCHEMA, OutsideAccountable, RunSummary, RunWarning, check_on_invalid, quarantine_schema,
-    quarantine_table,
-)
+from pau.engine._sweep import SPAN_REASON
+from pau.engine.types import RunSummary, RunWarning, check_on_invalid, quarantine_schema, quarantine_table
 from pau.engine.ledger import Ledger
-from pau.engine.vocab import LIFECYCLE_SCHEMA
-from pau.figures._common import _one_job
 from pau.figures.compare import range_summary, top_kernels
 from pau.figures.stragglers import step_figures
 from pau.figures.economics import requests as _request_ledger
-from pau.errors import ManyJobsError, OptionError, PauError, SchemaError
+from pau.errors import ManyJobsError, MultipleRunsError, OptionError, OptionTypeError, PauError, SchemaError
 from pau.readers.detect import detect_format
 from pau.readers.kineto import KinetoTrace, read_kineto, trace_files
 from pau.readers.mllog import MLLogRun, read_mllog
 from pau.readers.nsys import NsysTrace, nsys_files, read_nsys
 from pau.readers.serving import ServingResults, read_serving
 from pau.readers import telemetry as _readers_telemetry
+from pau._run_tables import (
+    _ASSUMED_TRACE, CLOCK_SKEW_NS, TABLES, _clock_skew, _quarantine, _rank_list, _read_events, _reader_warnings,
+    _table_files, _trace_lifecycle, _wide_rank_rows, outside_accountable,
+)
 
-__all__ = ["FORMATS", "TABLES", "MultipleRunsError", "Run", "RunWarning", "attach_samples", "detect", "read", "read_runs",
-           "run_figures", "spans_of"]
+__all__ = ["CLOCK_SKEW_NS", "FORMATS", "TABLES", "MultipleRunsError", "Run", "RunWarning", "attach_samples", "detect",
+           "outside_accountable", "read", "read_runs", "run_figures", "spans_of"]
 
 #: The formats :func:`read` knows; ``pau`` is pau's own run layout (a folder).
 FORMATS = INPUT_FORMATS
-#: The tables of a run, in the order they are written.
-TABLES = ("events", "lifecycle", "spans", "requests", "samples", "host", "quarantine")
 #: The file naming a folder as a pau run, and its version.
 RUN_FILE = "pau-run.json"
 RUN_LAYOUT_VERSION = 1
-
-
-
-class MultipleRunsError(PauError):
-    """A path holds several runs; :func:`read` reads one."""
 
 
 def _tables_equal(a: pa.Table | None, b: pa.Table | None) -> bool:
@@ -213,7 +205,8 @@ class Run:
 
         ``path/pau-run.json`` (metadata, warnings, the tables' columns), ``events/``
         (:func:`pau.engine.io.write_dataset`: ``job=run/rank=R/part-0.parquet``) and one
-        ``<table>.parquet`` per other table. Returns the folder's path."""
+        ``<table>.parquet`` per other table. Events with a ``job`` column (a run of many
+        jobs) or none are one file, ``events.parquet``, as written. Returns the folder's path."""
         out = os.fspath(path)
         if out.endswith((".parquet", ".json", ".gz")):
             raise PauError(f"run.write: {out!r}: a run is written as a folder (several tables). Fix: give "
@@ -234,22 +227,27 @@ class Run:
         for name in self.tables():
             table = getattr(self, name)
             columns[name] = table.column_names
-            if name == "events" and table.num_rows:
+            if name == "events" and table.num_rows and "job" not in table.column_names:
                 _io.write_dataset(table, os.path.join(out, "events"), job="run")
-            else:  # an empty events table has no rank to partition by: one file keeps its schema
+            else:  # empty events have no rank to partition by, events of many jobs their own job
+                # column (the folder job=run would contradict it): one file keeps the schema and rows
                 _io.write_table(table, os.path.join(out, f"{name}.parquet"))
         doc = {"pau_run_layout": RUN_LAYOUT_VERSION, "tables": columns, "metadata": self.metadata,
                "warnings": [{"code": w.code, "message": w.message} for w in self.warnings]}
+        # one line per top-level key, each value by json's C encoder (json.dump, and any
+        # indent, take its pure-Python one: a few ms a run, which a fleet ingest feels)
+        text = ",\n".join(f" {json.dumps(k)}: {json.dumps(doc[k], sort_keys=True, default=_json_default)}"
+                           for k in sorted(doc))
         with open(os.path.join(out, RUN_FILE), "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=True, default=_json_default)
-            f.write("\n")
+            f.write("{\n" + text + "\n}\n")
         return out
 
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
-    raise TypeError(f"metadata: {type(value).__name__} is not JSON-able")
+    raise OptionTypeError(f"metadata: {type(value).__name__} {value!r} is not JSON-able. Fix: give metadata of JSON "
+                          "types (str, int, float, bool, None, and lists and dicts of them)")
 
 
 def _jsonable(value: Any) -> Any:
@@ -261,7 +259,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | None = None,
-                ledger: Ledger | None = None) -> RunSummary:
+                ledger: Ledger | None = None, keys: Collection[str] | None = None) -> RunSummary:
     """The figures of a run, JSON-able: what ``pau report --format json`` prints.
 
     Keys: ``format``, ``tables`` (rows per table), ``ledger`` (:meth:`Ledger.summary`
@@ -289,7 +287,9 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
     ``eval``: the eval metric against its quality target; None for other formats).
 
     ``ledger``: the run's ledger when the caller has it already (``run.ledger(as_of=...)``),
-    so that it is not computed twice.
+    so that it is not computed twice. ``keys``: the figures to compute (the others are
+    None; ``format``, ``tables``, ``nvtx``, ``slo_ns``, ``warnings`` and ``quarantined``
+    always are); all by default. A fleet ingest asks for those its runs table holds.
 
     A lifecycle of many jobs (a ``job`` column naming more than one): ``ledger`` and
     ``per_rank`` are the jobs' own, side by side and summed (:meth:`Ledger.summary`),
@@ -305,7 +305,6 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
                           "the run's lifecycle")
     led = ledger if ledger is not None else (
         run.ledger(as_of=as_of) if (run.events is not None or run.lifecycle is not None) else None)
-    req = _request_ledger(run.requests, slo=slo).summary() if run.requests is not None else None
     left_out: list[str] = []
 
     def one_job(key: str, figure: Callable[[], Any]) -> Any:
@@ -317,30 +316,29 @@ def run_figures(run: Run, *, as_of: int | None = None, slo: dict[str, Any] | Non
             left_out.append(key)
             return None
 
-    out: RunSummary = {
-        "format": run.metadata.get("format"),
-        "tables": {n: getattr(run, n).num_rows for n in run.tables()},
-        "ledger": None if led is None else led.summary(),
-        "per_rank": None if led is None else led.rank_activity(),
-        "top_kernels": None if run.events is None else top_kernels(run.events),
-        "nvtx": run.metadata.get("nvtx_summary"),
-        "steps": None if run.lifecycle is None else one_job("steps", lambda: step_figures(run.lifecycle)),
-        "idle_by_cause": one_job("idle_by_cause", lambda: _idle_figures(run, led)),
-        "layers": (None if led is None or led.intervals is None else
-                   one_job("layers", lambda: _layers.layers(led, samples=run.samples, events=run.events).summary())),
-        "recovery": (None if led is None or led.intervals is None or run.lifecycle is None else
-                     one_job("recovery", lambda: _recovery.recovery(run.lifecycle, ledger=led).summary())),
-        "telemetry": (None if run.samples is None or led is None else
-                      one_job("telemetry", lambda: _telemetry.summary(
-                          led, run.samples, events=run.events, span=run.spans if run.lifecycle is None else None))),
-        "requests": req,
-        "slo_ns": dict(slo or {}),
-        "events_outside_accountable": one_job("events_outside_accountable",
-                                              lambda: outside_accountable(run.events, led)),
-        "warnings": len(run.warnings),
-        "quarantined": 0 if run.quarantine is None else run.quarantine.num_rows,
-        "mlperf": _mlperf_figures(run),
+    figures: dict[str, Callable[[], Any]] = {
+        "ledger": lambda: None if led is None else led.summary(),
+        "per_rank": lambda: None if led is None else led.rank_activity(),
+        "top_kernels": lambda: None if run.events is None else top_kernels(run.events),
+        "steps": lambda: None if run.lifecycle is None else one_job("steps", lambda: step_figures(run.lifecycle)),
+        "idle_by_cause": lambda: one_job("idle_by_cause", lambda: _idle_figures(run, led)),
+        "layers": lambda: (None if led is None or led.intervals is None else one_job(
+            "layers", lambda: _layers.layers(led, samples=run.samples, events=run.events).summary())),
+        "recovery": lambda: (None if led is None or led.intervals is None or run.lifecycle is None else
+                             one_job("recovery", lambda: _recovery.recovery(run.lifecycle, ledger=led).summary())),
+        "telemetry": lambda: (None if run.samples is None or led is None else one_job(
+            "telemetry", lambda: _telemetry.summary(led, run.samples, events=run.events,
+                                                    span=run.spans if run.lifecycle is None else None))),
+        "requests": lambda: None if run.requests is None else _request_ledger(run.requests, slo=slo).summary(),
+        "events_outside_accountable": lambda: one_job("events_outside_accountable",
+                                                      lambda: outside_accountable(run.events, led)),
+        "mlperf": lambda: _mlperf_figures(run),
     }
+    got = {k: (f() if keys is None or k in keys else None) for k, f in figures.items()}
+    got.update({"format": run.metadata.get("format"), "tables": {n: getattr(run, n).num_rows for n in run.tables()},
+                "nvtx": run.metadata.get("nvtx_summary"), "slo_ns": dict(slo or {}), "warnings": len(run.warnings),
+                "quarantined": 0 if run.quarantine is None else run.quarantine.num_rows})
+    out = cast(RunSummary, {k: got[k] for k in RunSummary.__annotations__})
     if left_out:
         w = RunWarning("figures.many_jobs", (
             f"the lifecycle holds many jobs (its 'job' column): {', '.join(left_out)} left out (None), being figures "
@@ -383,120 +381,8 @@ def _idle_figures(run: Run, led: Ledger | None) -> dict[str, Any] | None:
     return {"ns": dict(res.summary), "per_rank": [{"rank": k, "ns": v} for k, v in sorted(per.items())]}
 
 
-def outside_accountable(events: pa.Table | None, led: Ledger | None) -> OutsideAccountable | None:
-    """Events of a lifecycle ledger that lie (partly) outside their rank's accountable
-    time: their count, the ns outside, and the ranks. The ledger counts only
-    accountable time, so this is what it left out. None without both tables."""
-    if events is None or led is None or led.intervals is None:
-        return None
-    iv = led.intervals
-    _one_job(iv, "events outside accountable time")  # matched by rank: two jobs' rank 0 would be one
-    rank = np.asarray(events["rank"], np.int64)
-    start = np.asarray(events["start_ns"], np.int64)
-    end = np.asarray(events["end_ns"], np.int64)
-    i_rank = np.asarray(iv["rank"], np.int64)
-    i_start = np.asarray(iv["start_ns"], np.int64)
-    i_end = np.asarray(iv["end_ns"], np.int64)
-    n_events, n_ns, ranks = 0, 0, []
-    for r in np.unique(rank).tolist():
-        sel = rank == r
-        s, e = start[sel], end[sel]
-        mine = i_rank == r
-        # The rank's accountable time: disjoint intervals, in start order.
-        a_s, a_e = i_start[mine], i_end[mine]
-        order = np.argsort(a_s, kind="stable")
-        a_s, a_e = a_s[order], a_e[order]
-        prefix = np.concatenate([[0], np.cumsum(a_e - a_s)])
-
-        def covered_before(t: np.ndarray) -> np.ndarray:
-            """Accountable ns of this rank before each instant t (exact)."""
-            k = np.searchsorted(a_s, t, "right")  # intervals starting at or before t
-            last = np.maximum(k - 1, 0)
-            partial = np.where(k > 0, np.minimum(t, a_e[last]) - a_s[last], 0) if a_s.size else 0
-            return prefix[np.maximum(k - 1, 0)] * (k > 0) + partial
-
-        outside = (e - s) - (covered_before(e) - covered_before(s)) if a_s.size else (e - s)
-        # A zero-length event covers no time; it is outside when no interval holds it.
-        point = e == s
-        if point.any():
-            k = np.searchsorted(a_s, s[point], "right") - 1
-            held = (k >= 0) & (s[point] < a_e[np.maximum(k, 0)]) if a_s.size else np.zeros(k.size, bool)
-            flag = np.asarray(outside > 0)
-            flag[np.flatnonzero(point)] = ~held
-        else:
-            flag = np.asarray(outside > 0)
-        if flag.any():
-            n_events += int(flag.sum())
-            n_ns += int(np.asarray(outside)[flag].sum())
-            ranks.append(int(r))
-    return {"events": n_events, "ns": n_ns, "ranks": ranks}
-
-
 # ---------------------------------------------------------------------------
 # from each reader to a Run
-
-
-def _trace_lifecycle(steps: pa.Table, spans: pa.Table) -> pa.Table | None:
-    """A profiler trace's steps made into a lifecycle the ledger accepts: each rank is
-    accountable over its span, which is one completed attempt (attempt 0) of it."""
-    if steps is None or steps.num_rows == 0:
-        return None
-    n = spans.num_rows
-    null64 = pa.nulls(n, pa.int64())
-    rank = spans["rank"].combine_chunks()
-    start, end = spans["start_ns"].combine_chunks(), spans["end_ns"].combine_chunks()
-
-    def records(record: str, kind: pa.Array) -> pa.Table:
-        return pa.table({
-            "record": pa.array([record] * n, pa.string()), "attempt": pa.array(np.zeros(n, np.int32)),
-            "rank": rank, "start_ns": start, "end_ns": end, "step": null64, "block_end_ns": null64,
-            "durable_ns": null64, "ok": pa.nulls(n, pa.bool_()), "kind": kind, "tokens": null64,
-        }, schema=LIFECYCLE_SCHEMA)
-
-    head = [records("accountable", pa.nulls(n, pa.string())),
-            records("attempt", pa.array(["completed"] * n, pa.string()))]
-    return pa.concat_tables(head + [steps.cast(LIFECYCLE_SCHEMA)])
-
-
-_ASSUMED_TRACE = ("each rank is accountable over its profiled window (spans), one completed attempt: "
-                  "every profiled step counts as preserved work (a profiler trace records no "
-                  "checkpoints or failures)")
-
-
-def _reader_warnings(fmt: str, messages: Sequence[str]) -> list[RunWarning]:
-    """The reader's warnings (each a RunWarning with its code; a plain message gets
-    the format's generic code)."""
-    return [m if isinstance(m, RunWarning) else RunWarning(f"{fmt}.reader", str(m)) for m in messages]
-
-
-#: Ranks whose collectives end this far apart, read without ``align=``, are on clocks
-#: that disagree (docs/align.md). A collective ends on all its ranks within a kernel's
-#: tail of each other (the real 8-host DLRM sample: within 5 µs), whoever arrived late,
-#: so the ends' offset measures the clocks and not straggling; NTP keeps hosts of one
-#: cluster within about a millisecond, PTP within a microsecond. 10 ms is ten times
-#: NTP's error and far below the seconds of unsynchronised hosts, whose offsets the
-#: ledger would count as waits for stragglers.
-CLOCK_SKEW_NS = 10_000_000
-
-
-def _clock_skew(events: pa.Table, path: str) -> RunWarning | None:
-    """``align.clocks_apart`` when some rank's collectives end more than
-    :data:`CLOCK_SKEW_NS` (and more than the anchors' own spread) from the lowest
-    rank's: its clock is off, and ``align`` would put it right."""
-    if pc.count_distinct(events["rank"]).as_py() < 2:
-        return None
-    a = _align.offsets(events)
-    far = [r for r in a.table.to_pylist() if r["offset_ns"] is not None and abs(r["offset_ns"]) > CLOCK_SKEW_NS
-           and abs(r["offset_ns"]) > r["uncertainty_ns"]]
-    if not far:
-        return None
-    worst = max(far, key=lambda r: abs(r["offset_ns"]))
-    shown = ", ".join(f"rank {r['rank']} {r['offset_ns'] / 1e9:+.3f} s" for r in far[:8])
-    return RunWarning("align.clocks_apart", f"{path}: the collectives the ranks share end up to "
-                      f"{abs(worst['offset_ns']) / 1e9:.3f} s apart on their clocks ({shown}{' ...' if len(far) > 8 else ''}, "
-                      f"against rank {a.reference}; a collective ends together on every rank, so their clocks "
-                      f"differ by that much): read as it is, the offsets count as waits for stragglers. Fix: "
-                      "read with align='collectives' (pau report --align collectives)")
 
 
 def _from_trace(trace: KinetoTrace | NsysTrace, fmt: str, path: str, align: str | None = None) -> Run:
@@ -560,30 +446,6 @@ def _from_serving(s: ServingResults, path: str) -> Run:
                quarantine=_quarantine(s.quarantine))
 
 
-def _quarantine(table: pa.Table) -> pa.Table | None:
-    """A reader's quarantine as the run keeps it: the reader's table as it is (it begins
-    with :data:`pau.engine.types.QUARANTINE_SCHEMA`, ``source_file, location, reason``, then
-    the reader's own columns); None when nothing was set aside."""
-    if table.num_rows == 0:
-        return None
-    if table.schema.names[:3] != QUARANTINE_SCHEMA.names:
-        raise PauError(f"quarantine with columns {table.column_names}: a run's quarantine begins with "
-                       "source_file, location, reason. Fix: build it with pau.engine.types.quarantine_table")
-    return table
-
-
-def _table_files(path: str) -> dict[str, str]:
-    """The tables of a run folder, by the names pau writes: ``events/`` (or
-    ``events.parquet``) and ``<table>.parquet``."""
-    out = {}
-    for name in TABLES:
-        for cand in ((name, f"{name}.parquet") if name == "events" else (f"{name}.parquet",)):
-            if os.path.exists(os.path.join(path, cand)):
-                out[name] = os.path.join(path, cand)
-                break
-    return out
-
-
 def _is_run_folder(path: str) -> bool:
     """A folder in pau's run layout: ``pau-run.json``, or (written by hand or by an
     older pau) only tables named as pau names them, a lifecycle among them."""
@@ -622,22 +484,6 @@ def _read_run_folder(path: str, progress: Any) -> Run:
             tables[name] = _io.read_table(files[name])
     warnings = [RunWarning(w["code"], w["message"]) for w in doc.get("warnings", [])]
     return Run(**tables, metadata=doc.get("metadata", {}), warnings=warnings)
-
-
-def _read_events(path: str, progress: Any) -> pa.Table:
-    """Every column of a Parquet events file or folder (hive keys fill ``rank``), read
-    row group by row group (with ``progress``), in numeric rank order."""
-    files = _io.parquet_files(path)
-    names = list(_io.read_schema(files[0][0]).names)
-    columns = names + [k for k in ("rank",) if k not in names and k in files[0][1]]
-    for f, _ in files:
-        _io.layout_version(f)
-    batches = list(_io.stream_events(path, columns=columns, progress=progress))
-    events = pa.Table.from_batches(batches) if batches else _io.read_dataset(path).select(columns)
-    events = events.replace_schema_metadata(None)
-    if "rank" in events.column_names and events.num_rows:
-        events = events.take(pc.sort_indices(events, [("rank", "ascending")]))  # stable
-    return events
 
 
 def _read_parquet(path: str, progress: Any) -> Run:
@@ -706,23 +552,6 @@ def _screened(run: Run, path: str, on_invalid: str, where: Any) -> Run:
     return run
 
 
-def _wide_rank_rows(table: pa.Table, reasons: np.ndarray, spans: pa.Table | None) -> np.ndarray:
-    """The usable rows (``reasons`` 0) of the ranks without a given span whose span
-    (first start to last end of those rows) int64 cannot hold."""
-    ok = reasons == 0
-    sp = spans_of(table.filter(pa.array(ok)))
-    got = {"span_rank": np.asarray(sp["rank"]), "span_start": np.asarray(sp["start_ns"]),
-           "span_end": np.asarray(sp["end_ns"])}
-    wide = wide_ranks(got)
-    if spans is not None:
-        wide = wide[~np.isin(wide, np.asarray(spans["rank"]))]
-    if not wide.size:
-        return np.zeros(table.num_rows, bool)
-    rank = table["rank"]
-    rows: np.ndarray = ok & np.isin(np.asarray(rank.fill_null(-1) if rank.null_count else rank, np.int64), wide)
-    return rows
-
-
 def detect(path: str | os.PathLike[str]) -> str:
     """The format of ``path`` (one of :data:`FORMATS`), from its content: a folder with
     ``pau-run.json`` is ``pau``; anything else as :func:`pau.readers.detect.detect_format`."""
@@ -737,8 +566,9 @@ def read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_inv
     """Every run at ``path`` (several for a folder of MLPerf result logs, else one).
     Parameters as for :func:`read`."""
     samples, devices = options.pop("samples", None), options.pop("devices", None)
-    runs = _read_runs(path, format=format, on_invalid=on_invalid, skip_bad=bool(options.pop("skip_bad", False)),
-                      **options)
+    skip = options.pop("skip_bad", False)
+    runs = _read_runs(path, format=format, on_invalid=on_invalid,
+                      skip_bad=skip if isinstance(skip, tuple) else (PauError,) if skip else (), **options)
     if samples is None and devices is None:
         for run in runs:   # an Nsight export captured with GPU metrics brings its own samples
             if run.metadata.get("format") == "nsys" and run.samples is None:
@@ -865,10 +695,6 @@ def _check_sample_ranks(run: Run, samples: pa.Table) -> None:
                                            "time zone (timezone= of the reader, --samples-timezone)?"))
 
 
-def _rank_list(ranks: list[int]) -> str:
-    return ", ".join(map(str, ranks[:20])) + (f" ... ({len(ranks)} in all)" if len(ranks) > 20 else "")
-
-
 def _add_quarantine(run: Run, q: pa.Table | None) -> None:
     """Add a reader's quarantine ``q`` (checked by :func:`_quarantine`) to ``run.quarantine``,
     after the rows there; columns of one reader and not the other are null in the other's
@@ -896,7 +722,7 @@ def _nsys_gpu_metrics(run: Run, on_invalid: str) -> None:
 
 
 def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_invalid: str = "raise",
-               skip_bad: bool = False, **options: Any) -> list[Run]:
+               skip_bad: tuple[type[PauError], ...] = (), **options: Any) -> list[Run]:
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"nothing at {p!r}")
@@ -930,20 +756,23 @@ def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_in
         if not skip_bad or not os.path.isdir(p):
             return [_from_trace(reader(p, on_invalid=on_invalid, **options), fmt, p, align)]
         files = (trace_files if fmt == "kineto" else nsys_files)(p)
-        refused: list[RunWarning] = []
+        refused: list[tuple[str, str]] = []
         while True:  # a file the reader refuses is named in its error: leave it out and read the rest
             try:
                 run = _from_trace(reader(files, on_invalid=on_invalid, **options), fmt, p, align)
-            except PauError as exc:
-                bad = next((f for f in files if f in str(exc)), None)
+            except skip_bad as exc:
+                named = getattr(exc, "path", None)
+                bad = named if named in files else next((f for f in files if f in str(exc)), None)
                 if bad is None or len(files) == 1:
                     raise
                 files = [f for f in files if f != bad]
-                refused.append(RunWarning("read.skipped_file", f"{bad}: skipped (--skip-bad): {exc}"))
+                refused.append((bad, str(exc)))
                 continue
-            run.warnings[:0] = refused
+            run.warnings[:0] = [RunWarning("read.skipped_file", f"{f}: skipped (--skip-bad): {why}")
+                                for f, why in refused]
             if refused:
-                run.metadata["skipped_files"] = [w.message.split(": skipped", 1)[0] for w in refused]
+                run.metadata["skipped_files"] = [f for f, _ in refused]
+                run.metadata["skipped_reasons"] = [why for _, why in refused]
             return [run]
     if fmt == "mllog":
         got = read_mllog(p, **options)
@@ -982,7 +811,9 @@ def read(path: str | os.PathLike[str], *, format: str | None = None, on_invalid:
         index, ``docs/telemetry.md``). An Nsight export with a GPU_METRICS table
         brings its samples without ``samples=``. ``skip_bad`` (a folder of Kineto
         traces or Nsight exports): a file the reader refuses is left out, with a
-        ``read.skipped_file`` warning naming it and why, and the rest is read.
+        ``read.skipped_file`` warning naming it and why, and the rest is read (the
+        files left out and why in ``metadata["skipped_files"]``, ``["skipped_reasons"]``);
+        a tuple of error classes leaves out only the files refused with one of them.
 
     Raises
     ------

@@ -39,7 +39,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from pau.readers.kineto import NoDeviceEventsError, _File, _load_files
+from pau.errors import NoDeviceEventsError
+from pau.readers._kineto_parse import _File
+from pau.readers.kineto import _load_files
 
 if TYPE_CHECKING:  # pandas is an optional extra (pau[pandas]): imported when a function runs
     import pandas

@@ -28,7 +28,7 @@ from pau.engine import _parquet
 from pau.engine._input import EVENT_COLUMNS, as_table, iter_batches
 from pau.engine._progress import tracker
 from pau.engine.types import RunWarning
-from pau.errors import NoInputError, PauError
+from pau.errors import NoInputError, OptionError, PauError, SchemaError
 
 __all__ = ["stream_events", "parquet_files", "write_dataset", "read_dataset", "layout_version", "LAYOUT_VERSION",
            "row_group_bytes", "read_table", "read_schema", "write_table", "skipped_files"]
@@ -474,14 +474,16 @@ def write_dataset(events: Any, root: str | os.PathLike[str], *, job: str = "job0
         Number of rows written.
     """
     if isinstance(row_group_size, bool) or not isinstance(row_group_size, int) or row_group_size < 1:
-        raise ValueError(f"row_group_size must be a positive int, got {row_group_size!r}")
+        raise OptionError(f"row_group_size must be a positive int, got {row_group_size!r}")
     if not isinstance(job, str) or not job or "/" in job or "=" in job:
-        raise ValueError(f"job: expected a non-empty name without '/' or '=', got {job!r}")
+        raise OptionError(f"job: expected a non-empty name without '/' or '=', got {job!r}")
     table = as_table(events, "events")
     if "rank" not in table.column_names:
-        raise ValueError("events: no column 'rank'. Fix: the archive is partitioned by rank")
+        raise SchemaError("events", "rank", "is missing", "the archive is partitioned by rank: give the events' rank")
     if table.column("rank").null_count:
-        raise ValueError("events: column 'rank' has nulls. Fix: give every event its rank")
+        first = int(pc.index(pc.is_null(table.column("rank")), True).as_py())
+        raise SchemaError("events", "rank", f"is null at row {first} ({table.column('rank').null_count} rows in all)",
+                          "give every event its rank (the archive is partitioned by rank)")
     job_dir = os.path.join(os.fspath(root), f"job={job}")
     if os.path.exists(job_dir):
         if not overwrite:

@@ -28,7 +28,7 @@ from pau.engine import api as _engine
 from pau.engine._progress import tracker
 from pau.engine._threads import cores
 from pau.engine.ledger import NS_PER_HOUR, Ledger
-from pau.errors import NoInputError, OptionError, PauError
+from pau.errors import IngestError, NoDeviceEventsError, NoInputError, OptionError, PauError
 import pau.fleet.archive as _archive
 import pau.fleet.records as _records
 from pau.readers.detect import UnknownFormatError, detect_format
@@ -50,17 +50,6 @@ _TRACE_FORMATS = {"kineto": trace_files, "nsys": nsys_files}
 PROMOTED = ("job", "cluster", "accelerator_type", "accelerators", "team", "project", "user")
 #: Facts of a run's metadata kept as labels (what the records say), when they are text.
 RECORD_LABELS = ("benchmark", "submitter", "system", "division", "tool", "model", "team", "project", "user")
-
-
-class IngestError(PauError):
-    """A source that its reader refuses, met without ``skip_bad``: ingest stops there."""
-
-    def __init__(self, source: str, format: str | None, reason: str):
-        self.source, self.format, self.reason = source, format, reason
-        end = "" if reason.endswith(".") else "."
-        super().__init__(f"ingest stopped at {source} ({format or 'no format pau reads'}): {reason}{end} Runs "
-                         "read before it are in the archive; to refuse such sources into the refusals table and "
-                         "go on, pass skip_bad=True (pau ingest --skip-bad)")
 
 
 @dataclass(frozen=True)
@@ -301,6 +290,10 @@ def _extent(run: Run, led: Ledger | None) -> tuple[int | None, int | None]:
     return None, None
 
 
+#: The figures of :func:`pau.run.run_figures` the runs table holds (:func:`pau.fleet.archive.figure_values`).
+ROW_FIGURES = frozenset({path[0] for _, path, _ in _archive.FIGURES} | {"ledger", "recovery", "telemetry"})
+
+
 def hourly_cells(run: Run, led: Ledger) -> pa.Table:
     """``hour_ns, state, activity, duration_ns``: the run's ledger cut at UTC hour
     boundaries (multiples of 3,600 s since the epoch), non-zero cells, summed over ranks.
@@ -309,7 +302,8 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
     are the ledger's state intervals cut at the hours, over each rank's accountable
     span, so each cell gets the exact activity time inside it; with events only, the
     run's spans in buckets of an hour; with a lifecycle alone, the intervals cut at the
-    hours (activity ``unknown``). Per run the cells sum exactly to the ledger's."""
+    hours (activity ``unknown``). A run of many jobs (a ``job`` column): each job's
+    intervals over its own events. Per run the cells sum exactly to the ledger's."""
     iv = led.intervals
     if iv is None:  # events only: the engine's hour buckets
         assert run.events is not None
@@ -320,6 +314,27 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
         act = np.asarray(t["activity"].cast(pa.string()), object)
         dur = np.asarray(t["duration_ns"], np.int64)
         return _cells(hour, state, act, dur)
+    events = run.events if led.has_events else None
+    if "job" not in iv.column_names:
+        return _cells(*_lifecycle_cells(iv, events))
+    # a run of many jobs: each job's intervals over its own events (its ranks are its own)
+    parts = []
+    for job in iv["job"].cast(pa.string()).unique().to_pylist():
+        parts.append(_lifecycle_cells(_of_job(iv, job), None if events is None else _of_job(events, job)))
+    return _cells(*(np.concatenate([p[k] for p in parts]) for k in range(4)))
+
+
+def _of_job(t: pa.Table, job: str | None) -> pa.Table:
+    """The rows of one job (None: the unnamed one's) without the ``job`` column."""
+    col = t["job"].cast(pa.string())
+    mask = pc.is_null(col) if job is None else pc.fill_null(pc.equal(col, job), False)
+    return t.filter(mask).drop_columns(["job"])
+
+
+def _lifecycle_cells(iv: pa.Table, events: pa.Table | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``hour, state, activity, duration`` of one job's state intervals cut at the
+    hours, over its events (activity ``unknown`` without them)."""
     rank = np.asarray(iv["rank"], np.int64)
     start, end = np.asarray(iv["start_ns"], np.int64), np.asarray(iv["end_ns"], np.int64)
     states = np.asarray(iv["state"].cast(pa.string()), object)
@@ -330,8 +345,8 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
     offset = np.arange(idx.size) - np.repeat(np.cumsum(n) - n, n)
     hour = (first[idx] + offset) * NS_PER_HOUR
     w_start, w_end = np.maximum(start[idx], hour), np.minimum(end[idx], hour + NS_PER_HOUR)
-    if run.events is None or not led.has_events:
-        return _cells(hour, states[idx], np.full(idx.size, "unknown", object), w_end - w_start)
+    if events is None:
+        return hour, states[idx], np.full(idx.size, "unknown", object), w_end - w_start
     w_rank = rank[idx]
     windows = pa.table({"rank": pa.array(w_rank, pa.int32()), "start_ns": w_start, "end_ns": w_end,
                         "window": np.arange(idx.size, dtype=np.int64)})
@@ -340,11 +355,11 @@ def hourly_cells(run: Run, led: Ledger) -> pa.Table:
     span = pa.table({"rank": pa.array(ranks, pa.int32()),
                      "start_ns": np.minimum.reduceat(w_start[order], first_of),
                      "end_ns": np.maximum.reduceat(w_end[order], first_of)})
-    t = _engine.ledger(run.events, windows=windows, span=span).table
+    t = _engine.ledger(events, windows=windows, span=span).table
     t = t.filter(pc.is_valid(t["window"]))  # outside every accountable interval: not counted
     win = np.asarray(t["window"], np.int64)
-    return _cells(hour[win], states[idx][win], np.asarray(t["activity"].cast(pa.string()), object),
-                  np.asarray(t["duration_ns"], np.int64))
+    return (hour[win], states[idx][win], np.asarray(t["activity"].cast(pa.string()), object),
+            np.asarray(t["duration_ns"], np.int64))
 
 
 def _cells(hour: np.ndarray, state: np.ndarray, activity: np.ndarray, dur: np.ndarray) -> pa.Table:
@@ -394,6 +409,7 @@ class _Settings:
     cluster: str | None = None
     tz: str | None = None
     origin_ns: int | None = None
+    threads: int | None = None   # a Kineto read's parse threads (1 when runs are read by several processes)
 
 
 def _refuse(s: _Settings, key: str, src: Source, reason: str) -> None:
@@ -402,7 +418,7 @@ def _refuse(s: _Settings, key: str, src: Source, reason: str) -> None:
     _archive.publish_refusal(s.out, key, rows)
 
 
-def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | None]:
+def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
     """Ingest one run's sources: ``(outcome, key, reason)`` with outcome ``added``,
     ``present``, ``refused``, ``passed_over`` or ``bad`` (refused without ``skip_bad``:
     nothing written), ``added_warned`` for a run added with warnings. Runs in a worker:
@@ -422,7 +438,11 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         if _archive.in_store(s.out, key):
             _archive.drop_refusal(s.out, key)  # a kill between the commit and this may have left it
             return "present", key, None
-        runs = read_runs(src.root, format=src.format)
+        # an Nsight export without device activity (a CPU-only profile) among others adds
+        # nothing to their figures: with skip_bad it is refused alone and the rest read
+        skip = (NoDeviceEventsError,) if s.skip_bad and src.format == "nsys" and os.path.isdir(src.root) else ()
+        opts: dict[str, Any] = {"threads": s.threads} if src.format == "kineto" and s.threads else {}
+        runs = read_runs(src.root, format=src.format, skip_bad=skip, **opts)
         if len(runs) != 1:
             raise PauError(f"{len(runs)} runs where one was expected")
         run = runs[0]
@@ -435,9 +455,21 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, str | Non
         return "refused", key, reason
     added = _archive.commit_run(s.out, key, run, *staged)
     _archive.drop_refusal(s.out, key)  # refused before, read now (a newer pau): no longer a refusal
+    files_refused = _refuse_files(s, src, run)
     if not added:
         return "present", key, None
+    if files_refused:
+        return "records", key, {"added": 1, "warned": 1, "refused": files_refused}
     return ("added_warned" if run.warnings else "added"), key, None
+
+
+def _refuse_files(s: _Settings, src: Source, run: Run) -> int:
+    """The files the reader left out of ``run`` (``metadata["skipped_files"]``), each a
+    row of the refusals table under the key it has as a source of its own."""
+    skipped = run.metadata.get("skipped_files") or []
+    for f, why in zip(skipped, run.metadata.get("skipped_reasons") or []):
+        _refuse(s, _archive.run_key(str(src.format), f, (f,)), Source(f, src.format, (f,)), why)
+    return len(skipped)
 
 
 def _stage(key: str, src: Source, run: Run, s: _Settings) -> tuple[pa.Table, pa.Table | None]:
@@ -446,7 +478,11 @@ def _stage(key: str, src: Source, run: Run, s: _Settings) -> tuple[pa.Table, pa.
     if s.cluster is not None and run.metadata.get("cluster") in (None, ""):
         run.metadata["cluster"] = s.cluster
     led = run.ledger() if (run.events is not None or run.lifecycle is not None) else None
-    summary = run_figures(run, ledger=led)
+    # the figures the runs table holds; a run with a job column gets them all, so that its
+    # warning (figures.many_jobs, stored with it) names every figure left out, as run.summary()'s
+    many = any(t is not None and "job" in t.column_names for t in (run.events, run.lifecycle))
+    keys = None if many else ROW_FIGURES
+    summary = run_figures(run, ledger=led, keys=keys)
     cells = None if led is None else hourly_cells(run, led)
     row = run_row(key, src, run, led, summary, s.labels, s.labels_path)
     if cells is not None:
@@ -497,7 +533,8 @@ def ingest_records(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
     return "records", key, counts
 
 
-def _commit_runs(s: _Settings, runs: list, counts: dict[str, int]) -> None:
+def _commit_runs(s: _Settings, runs: list[tuple[str, Run, tuple[pa.Table, pa.Table | None]]],
+                 counts: dict[str, int]) -> None:
     for rkey, run, staged in runs:
         if _archive.commit_run(s.out, rkey, run, *staged):
             counts["added"] += 1
@@ -506,7 +543,7 @@ def _commit_runs(s: _Settings, runs: list, counts: dict[str, int]) -> None:
             counts["present"] += 1
 
 
-def _run_chunk(chunk: list[Source], s: _Settings) -> list[tuple[Source, tuple[str, str | None, str | None]]]:
+def _run_chunk(chunk: list[Source], s: _Settings) -> list[tuple[Source, tuple[str, str | None, Any]]]:
     """Several sources in one task (fewer round trips); stops after a ``bad`` one."""
     out = []
     for src in chunk:
@@ -622,17 +659,7 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
         Counts of runs added, present, refused and files passed over.
     """
     outp = os.fspath(out)
-    if chunk < 1:
-        raise OptionError(f"chunk: expected at least 1, got {chunk}")
-    if workers is not None and workers < 1:
-        raise OptionError(f"workers: expected at least 1, got {workers}")
-    if tz is not None:
-        _zone(tz, "ingest", "", [])  # a zone that is none: refused before any work
-    if cluster is not None and (not isinstance(cluster, str) or not cluster):
-        raise OptionError(f"cluster: expected a name, got {cluster!r}")
-    if origin_ns is not None and (isinstance(origin_ns, bool) or not isinstance(origin_ns, int)
-                                  or not -2**63 < origin_ns < 2**63):
-        raise OptionError(f"origin_ns: expected int64 ns since the epoch, got {origin_ns!r}")
+    _check_options(chunk, workers, tz, cluster, origin_ns)
     static, labels_path = _split_labels(labels)
     walk = sources_of(sources)
     first = next(walk, None)  # the sources exist before the archive is made
@@ -641,7 +668,9 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
     try:
         _clean_tmp(outp)
         _archive.compact(outp)  # what a killed ingest committed, into the tables
-        s = _Settings(os.path.abspath(outp), static, labels_path, skip_bad, cluster, tz, origin_ns)
+        # several readers at once share the cores already: each parses its files on one thread
+        threads = None if client is None and (workers or cores()) == 1 else 1
+        s = _Settings(os.path.abspath(outp), static, labels_path, skip_bad, cluster, tz, origin_ns, threads)
         result = IngestResult(outp)
         track = tracker(progress, 0, None)
 
@@ -689,11 +718,27 @@ def ingest(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], o
         lock.close()
 
 
+def _check_options(chunk: int, workers: int | None, tz: str | None, cluster: str | None,
+                   origin_ns: int | None) -> None:
+    """:func:`ingest`'s options, refused before any work."""
+    if chunk < 1:
+        raise OptionError(f"chunk: expected at least 1, got {chunk}")
+    if workers is not None and workers < 1:
+        raise OptionError(f"workers: expected at least 1, got {workers}")
+    if tz is not None:
+        _zone(tz, "ingest", "", [])  # a zone that is none
+    if cluster is not None and (not isinstance(cluster, str) or not cluster):
+        raise OptionError(f"cluster: expected a name, got {cluster!r}")
+    if origin_ns is not None and (isinstance(origin_ns, bool) or not isinstance(origin_ns, int)
+                                  or not -2**63 < origin_ns < 2**63):
+        raise OptionError(f"origin_ns: expected int64 ns since the epoch, got {origin_ns!r}")
+
+
 def _drive(submit: Callable[[list[Source]], Any], tasks: Iterator[list[Source]], in_flight: int,
-           done: Callable[..., None], cancel: Callable[[set], Any]) -> None:
+           done: Callable[..., None], cancel: Callable[[set[Any]], Any]) -> None:
     """Keep ``in_flight`` tasks running; hand each result to ``done`` (which may raise:
     then the tasks not started are cancelled and the running ones end, whole)."""
-    pending: set = set()
+    pending: set[Any] = set()
     try:
         for c in tasks:
             pending.add(submit(c))
@@ -714,11 +759,13 @@ def _drive(submit: Callable[[list[Source]], Any], tasks: Iterator[list[Source]],
 
 def _drive_dask(client: Any, tasks: Iterator[list[Source]], s: _Settings, workers: int | None,
                 done: Callable[..., None]) -> None:
-    from distributed import as_completed, wait  # the optional extra: only with a client
+    import distributed  # the optional extra: only with a client
+
+    dist: Any = distributed
 
     n = workers or max(1, sum(client.nthreads().values()))
-    pending = as_completed()
-    active: list = []
+    pending = dist.as_completed()
+    active: list[Any] = []
     try:
         for c in tasks:
             fut = client.submit(_run_chunk, c, s, pure=False)
@@ -738,5 +785,5 @@ def _drive_dask(client: Any, tasks: Iterator[list[Source]], s: _Settings, worker
     except BaseException:
         for f in active:
             f.cancel()
-        wait(active)  # a task that had started ends (whole) before the tables are compacted
+        dist.wait(active)  # a task that had started ends (whole) before the tables are compacted
         raise

@@ -36,7 +36,7 @@ from pau.readers import detect as _detect
 from pau.readers.kubernetes import read_alibaba_pods, read_pods
 from pau.readers.megatron import read_megatron
 from pau.readers.nvrx import read_nvrx
-from pau.readers.scheduler import JOBS_SCHEMA, read_philly
+from pau.readers.scheduler import JOB_LIFECYCLE_SCHEMA, JOBS_SCHEMA, read_philly
 from pau.readers.slurm import read_sacct_jobs
 from pau.run import Run
 
@@ -90,10 +90,12 @@ def run_key_of(key: str, suffix: Optional[str]) -> str:
                            digest_size=16).hexdigest()
 
 
-def _lifecycle_run(lifecycle: Optional[pa.Table], meta: dict[str, Any], warnings: list) -> Run:
+def _lifecycle_run(lifecycle: Optional[pa.Table], meta: dict[str, Any], warnings: Sequence[RunWarning]) -> Run:
     if lifecycle is None:  # pragma: no cover - the lifecycle readers always give one
         raise PauError(f"{meta['sources'][0]}: its reader gave no lifecycle")
     if "job" in lifecycle.column_names:
+        if len(lifecycle["job"].unique()) > 1:  # many jobs: each its own lineage (docs/fleet.md)
+            return Run(lifecycle=lifecycle.cast(JOB_LIFECYCLE_SCHEMA), metadata=meta, warnings=list(warnings))
         lifecycle = lifecycle.drop(["job"])
     return Run(lifecycle=lifecycle.cast(LIFECYCLE_SCHEMA), metadata=meta, warnings=list(warnings))
 

@@ -43,6 +43,14 @@ import zlib
 
 from pau.errors import NoInputError, UnknownFormatError
 
+_fast_gzip_error: type[Exception]
+try:  # optional: ISA-L inflates gzip about 3x faster than zlib
+    from isal import igzip as _fast_gzip
+    from isal.isal_zlib import error as _fast_gzip_error  # type: ignore[assignment]
+except ImportError:  # pragma: no cover - depends on the environment
+    _fast_gzip = None  # type: ignore[assignment]
+    _fast_gzip_error = zlib.error
+
 __all__ = ["FORMATS", "UnknownFormatError", "detect_format"]
 
 FORMATS = ("parquet", "kineto", "nsys", "mllog", "serving", "csv")
@@ -62,9 +70,18 @@ def _unknown(path: str, problem: str) -> UnknownFormatError:
 
 
 def _head(path: str) -> bytes:
+    """The first ``_HEAD`` bytes of the file, decompressed when it is gzip (ISA-L when
+    installed, about 3x faster than zlib; a stream it refuses is read again by zlib,
+    whose error is the one reported)."""
     with open(path, "rb") as f:
         raw = f.read(_HEAD)
     if raw[:2] == b"\x1f\x8b":
+        if _fast_gzip is not None:
+            try:
+                with _fast_gzip.open(path, "rb") as g:
+                    return bytes(g.read(_HEAD))
+            except (OSError, EOFError, _fast_gzip_error):
+                pass
         try:
             with gzip.open(path, "rb") as g:
                 return g.read(_HEAD)

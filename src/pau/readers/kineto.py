@@ -75,373 +75,48 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import zlib
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from pau import _core
-from pau.engine._threads import cores
 from pau.engine._input import spans_of
-from pau.engine.types import check_on_invalid, quarantine_schema, quarantine_table
-from pau.readers.devices import DATA_WAIT_SPANS, DEVICE_TABLES, DEVICES, check_table, sync_call
+from pau.engine.types import RunWarning, check_on_invalid, quarantine_schema, quarantine_table
 from pau.engine.vocab import KINDS
 from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
-from pau.engine.types import RunWarning
-from pau.errors import OptionError, PauError
-from pau.readers._files import expand, files_in
-
-_fast_gzip_error: type[Exception]
-try:  # optional: ISA-L inflates gzip about 3x faster than zlib (pip install isal)
-    from isal import igzip as _fast_gzip
-    # isal's stub declares `error: Exception` (an instance); it is the exception class
-    from isal.isal_zlib import error as _fast_gzip_error  # type: ignore[assignment]
-except ImportError:  # pragma: no cover - depends on the environment
-    _fast_gzip = None  # type: ignore[assignment]  # None: the zlib path (checked where used)
-    _fast_gzip_error = zlib.error
+from pau.errors import DuplicateRankError, InvalidEventError, NoDeviceEventsError, OptionError, OptionTypeError
+from pau.errors import TraceError, TraceFormatError
+from pau.readers._files import expand
+from pau.readers._kineto_parse import CHUNK_BYTES, _File, _parse_all, trace_files
+from pau.readers._kineto_rules import (
+    DEFAULT_CATEGORIES, DEFAULT_COMMUNICATION, DEFAULT_NAME_RULES, DEFAULT_RULES, HOST_CATEGORIES, HOST_CAUSES,
+    HOST_SCHEMA, NameRule, Rules, host_cause, host_table,
+)
 
 __all__ = [
+    "DEFAULT_CATEGORIES",
+    "DEFAULT_COMMUNICATION",
+    "DEFAULT_NAME_RULES",
     "DEFAULT_RULES",
+    "HOST_CATEGORIES",
     "HOST_CAUSES",
     "HOST_SCHEMA",
-    "DuplicateRankError",
-    "InvalidEventError",
     "KinetoTrace",
     "NameRule",
-    "NoDeviceEventsError",
     "QUARANTINE_SCHEMA",
     "Rules",
-    "TraceError",
-    "TraceFormatError",
+    "TraceError",  # lives in pau.errors; named here by docs/kineto.md
+    "host_cause",
+    "host_table",
     "read_kineto",
+    "trace_files",
 ]
 
-#: Bytes of decompressed JSON handed to the native parser at a time (small enough to
-#: stay in cache while it is parsed: measured faster than 8 MB chunks).
-CHUNK_BYTES = 1 << 20
 
 
-# ---------------------------------------------------------------------------
-# errors
-
-
-class TraceError(PauError):
-    """A trace file pau cannot use as it is.
-
-    Attributes: ``path``, ``offset`` (byte offset in the decompressed JSON, or None),
-    ``line`` (1-based, or None), ``problem`` and ``fix``.
-    """
-
-    def __init__(self, path: str, problem: str, fix: str, offset: int | None = None,
-                 line: int | None = None):
-        self.path = path
-        self.offset = offset
-        self.line = line
-        self.problem = problem
-        self.fix = fix
-        where = ""
-        if offset is not None:
-            where = f", byte {offset}" + (f" (line {line})" if line is not None else "")
-        super().__init__(f"{path}{where}: {problem}. Fix: {fix}")
-
-
-class TraceFormatError(TraceError):
-    """Not readable as a Kineto trace: empty, truncated, corrupt, malformed JSON, or
-    another format."""
-
-
-class InvalidEventError(TraceError):
-    """A device event (or a step annotation) without a usable ``ts`` or ``dur``."""
-
-
-class NoDeviceEventsError(TraceError):
-    """A trace with no device activity (a CPU-only profile, or unknown categories)."""
-
-
-class DuplicateRankError(TraceError):
-    """Two files claim the same rank."""
-
-
-# ---------------------------------------------------------------------------
-# classification rules
-
-
-class NameRule(NamedTuple):
-    """``kind`` for device events of ``category`` (``"*"``: any) whose name matches
-    ``pattern`` (:func:`re.search`)."""
-
-    category: str
-    pattern: str
-    kind: str
-
-
-def _tables_union(tables: Mapping[str, Mapping[str, Any]]) -> tuple[dict, tuple, tuple]:
-    """(categories, communication, names) of device tables merged in DEVICES order (then
-    any other device the caller adds). A name rule for ``"*"`` applies to its own
-    table's categories only, so one vendor's names never reach another's events."""
-    order = [d for d in DEVICES if d in tables] + sorted(d for d in tables if d not in DEVICES)
-    cats: dict[str, str | None] = {}
-    comm: list[str] = []
-    names: list[NameRule] = []
-    for device in order:
-        t = check_table(device, tables[device])
-        cats.update(t["categories"])
-        comm.extend(p for p in t["communication"] if p not in comm)
-        for cat, pattern, kind in t["names"]:
-            for c in (t["categories"] if cat == "*" else [cat]):
-                names.append(NameRule(c, pattern, kind))
-    return cats, tuple(comm), tuple(names)
-
-
-_DEFAULT_CATS, _DEFAULT_COMM, _DEFAULT_NAMES = _tables_union(DEVICE_TABLES)
-
-#: Trace category -> kind (None: by name only). Categories not listed are host activity.
-DEFAULT_CATEGORIES: Mapping[str, str | None] = _DEFAULT_CATS
-#: Kernel names that are communication (matched with re.search).
-DEFAULT_COMMUNICATION: tuple[str, ...] = _DEFAULT_COMM
-#: Name rules tried before the category's default kind.
-DEFAULT_NAME_RULES: tuple[NameRule, ...] = _DEFAULT_NAMES
-
-#: Categories known to be host activity (not reported as unknown).
-HOST_CATEGORIES = frozenset({
-    "cpu_op", "Operator", "user_annotation", "gpu_user_annotation", "cuda_runtime", "Runtime",
-    "cuda_driver", "Driver", "python_function", "Python", "Trace", "mtia_runtime",
-    "cpu_instant_event", "overhead", "Overhead", "cuda_profiler_range", "fwdbwd", "ac2g",
-    "async", "async_gpu", "python", "xpu_runtime", "xpu_driver", "privateuse1_runtime",
-    "privateuse1_driver",
-})
-
-
-@dataclass(frozen=True)
-class Rules:
-    """How Kineto events become pau kinds.
-
-    A complete event is device activity when its category is a key of ``categories``.
-    Its kind is then, in order: the kind of the first :class:`NameRule` in ``names``
-    that applies; ``communication`` when the category's kind is ``compute`` and the
-    name matches a pattern of ``communication``; else ``categories[category]``. A
-    category whose kind is ``None`` is classified by name only: an event no name rule
-    matches is ``other`` and *unclassified*, which :func:`read_kineto` reports with its
-    top names (warning ``kineto.unclassified_device_time``).
-
-    The defaults are the device tables of :data:`pau.readers.devices.DEVICE_TABLES` (one per
-    device type: CUDA, ROCm, XPU, HPU, MTIA, XLA), merged. Replace or add a device's
-    table with :meth:`from_tables` (data, e.g. from a JSON file; ``read_kineto(path,
-    rules={"mtia": {...}})`` does the same), or extend the rules::
-
-        rules = Rules().extend(communication=[r"^my_allreduce"],
-                               categories={"xpu_kernel": "compute"})
-    """
-
-    categories: Mapping[str, str | None] = field(default_factory=lambda: dict(DEFAULT_CATEGORIES))
-    communication: Sequence[str] = DEFAULT_COMMUNICATION
-    names: Sequence[NameRule] = DEFAULT_NAME_RULES
-
-    def __post_init__(self):
-        object.__setattr__(self, "categories", dict(self.categories))
-        object.__setattr__(self, "communication", tuple(self.communication))
-        object.__setattr__(self, "names", tuple(NameRule(*r) for r in self.names))
-        for cat, kind in self.categories.items():
-            if kind is not None and kind not in KINDS:
-                raise ValueError(f"rules.categories[{cat!r}] = {kind!r}: expected one of {', '.join(KINDS)}, "
-                                 "or None (by name only)")
-        for rule in self.names:
-            if rule.kind not in KINDS:
-                raise ValueError(f"rules.names: {rule}: kind must be one of {', '.join(KINDS)}")
-        try:
-            comm = [re.compile(p) for p in self.communication]
-            names = [(r.category, re.compile(r.pattern), r.kind) for r in self.names]
-        except re.error as exc:
-            raise ValueError(f"rules: bad regular expression {exc.pattern!r}: {exc}") from None
-        object.__setattr__(self, "_comm", comm)
-        object.__setattr__(self, "_names", names)
-
-    @classmethod
-    def from_tables(cls, tables: Mapping[str, Mapping[str, Any]], *, defaults: bool = True) -> "Rules":
-        """Rules from device tables (see :mod:`pau.readers.devices` for their fields): each
-        field of a given device's table replaces that field of the default table, the
-        fields not given are kept (``defaults=False``: only the given tables)."""
-        if not isinstance(tables, Mapping):
-            raise TypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables, "
-                            f"got {type(tables).__name__}")
-        merged: dict[str, Mapping[str, Any]] = dict(DEVICE_TABLES) if defaults else {}
-        for device, table in tables.items():
-            # A field given replaces that field of the default table; the others stay.
-            base = merged.get(device, {})
-            merged[device] = {**base, **table} if isinstance(table, Mapping) else table
-        return cls(*_tables_union(merged))
-
-    def extend(self, *, categories: Mapping[str, str | None] | None = None,
-               communication: Iterable[str] = (), names: Iterable[Sequence[str]] = ()) -> "Rules":
-        """A copy with more rules; the new ones take precedence."""
-        cats = dict(self.categories)
-        cats.update(categories or {})
-        return Rules(cats, tuple(communication) + tuple(self.communication),
-                     tuple(NameRule(*r) for r in names) + tuple(self.names))
-
-    def match(self, category: str, name: str) -> tuple[str | None, bool]:
-        """``(kind, classified)`` of one event: kind None when the category is not device
-        activity; ``classified`` False when a by-name category's event matched no rule
-        (its kind is then ``other``)."""
-        if category not in self.categories:
-            return None, True
-        base = self.categories[category]
-        for cat, pattern, kind in self._names:  # type: ignore[attr-defined]
-            if (cat == "*" or cat == category) and pattern.search(name):
-                return kind, True
-        if base is None:
-            return "other", False
-        if base == "compute" and any(p.search(name) for p in self._comm):  # type: ignore[attr-defined]
-            return "communication", True
-        return base, True
-
-    def classify(self, category: str, name: str) -> str | None:
-        """The kind of one event, or None when its category is not device activity."""
-        return self.match(category, name)[0]
-
-
-DEFAULT_RULES = Rules()
-
-
-# ---------------------------------------------------------------------------
-# parsing files
-
-
-@dataclass
-class _File:
-    """One parsed file: raw columns from the native parser, before rank assignment."""
-
-    path: str
-    rows: dict
-    order: np.ndarray          # device rows sorted by (device, ts)
-    aside: dict
-    meta: dict
-    strings: list
-    rank: int = -1
-    rank_source: str = ""
-    keep: np.ndarray = field(default_factory=lambda: np.empty(0, bool))      # rows pau can use (_screen)
-    is_step: np.ndarray = field(default_factory=lambda: np.empty(0, bool))   # usable ProfilerStep rows
-    time_ok: np.ndarray = field(default_factory=lambda: np.empty(0, bool))   # absolute time within int64
-
-    def cat_counts(self) -> Counter:
-        counts = self.meta["cat_counts"]
-        return Counter({self.strings[i]: int(counts[i]) for i in np.flatnonzero(counts)})
-
-
-def trace_files(path: str | os.PathLike) -> list[str]:
-    """The trace files of ``path``: itself, or the ``.json``/``.gz`` files of a directory
-    (not recursive), in name order."""
-    return files_in(path, (".json", ".gz"), missing="no Kineto trace file or directory at {p}",
-                    empty="no trace files (*.json, *.json.gz) in {p}")
-
-
-def _chunks(f, size: int, gzipped: bool, prefetch: bool):
-    """Successive chunks of ``f`` as buffers.
-
-    A plain file is read into one reused buffer. A gzip stream is read with
-    ``read1`` (what one decompression step yields), so that a truncated stream is
-    reported at the byte where it ends rather than at the start of a buffer; with
-    ``prefetch`` the next chunk is decompressed on a second thread while the caller
-    parses this one (zlib and the native parser both release the GIL).
-    """
-    if not gzipped:
-        buf = bytearray(size)
-        view = memoryview(buf)
-        while n := f.readinto(buf):
-            yield view[:n]
-        return
-    if not prefetch:
-        while data := f.read1(size):
-            yield data
-        return
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(f.read1, size)
-        while data := pending.result():
-            pending = pool.submit(f.read1, size)
-            yield data
-
-
-def _gzip_break(path: str, piece: int = 256) -> tuple[int, int]:
-    """(byte of the file, bytes of JSON decompressed before it) where a gzip stream
-    stops being readable. Only called once a read has failed: it inflates the file
-    again ``piece`` compressed bytes at a time, so both numbers are exact to a piece
-    (a decompressor keeps no output of the call that fails)."""
-    out = 0
-    d = zlib.decompressobj(wbits=31)
-    with open(path, "rb") as f:
-        packed = 0
-        while data := f.read(piece):
-            while data:
-                try:
-                    out += len(d.decompress(data))
-                except zlib.error:
-                    return packed, out
-                data = d.unused_data  # a next gzip member (concatenated files) starts here
-                if d.eof:
-                    d = zlib.decompressobj(wbits=31)
-                    if not data:
-                        break
-                else:
-                    data = b""
-            packed = f.tell()
-    return packed, out
-
-
-def _parse_file(path: str, device_categories: list[str], prefetch: bool = False,
-                chunk_bytes: int = CHUNK_BYTES, fast_gzip: bool = True) -> _File:
-    parser = _core.KinetoParser(device_categories)
-    fix_gzip = "re-copy or re-export the trace; a truncated file usually means the profiler was interrupted"
-    with open(path, "rb") as raw:
-        is_gzip = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
-        fast = is_gzip and fast_gzip and _fast_gzip is not None
-        f = (_fast_gzip if fast else gzip).GzipFile(fileobj=raw, mode="rb") if is_gzip else raw
-        try:
-            # Prefetching pays only when decompression costs as much as parsing.
-            for chunk in _chunks(f, chunk_bytes, is_gzip, prefetch):
-                if not parser.feed(chunk):
-                    break
-        except (EOFError, zlib.error, _fast_gzip_error, gzip.BadGzipFile) as exc:
-            if fast:
-                # ISA-L fails a whole block at a time; the standard module says at
-                # which byte the stream breaks.
-                return _parse_file(path, device_categories, prefetch, chunk_bytes, fast_gzip=False)
-            # The parser has seen only whole chunks; the decompressor had produced more
-            # when it failed. Find where the stream breaks, in both coordinates.
-            packed, json_bytes = _gzip_break(path)
-            raise TraceFormatError(
-                path, f"the gzip stream is truncated or corrupt at byte {packed} of the file, after "
-                f"{json_bytes} bytes of JSON ({exc})", fix_gzip, offset=json_bytes) from None
-        parser.finish()
-    if parser.error is not None:
-        message, offset, line = parser.error
-        if message.startswith("unexpected end of input"):
-            fix = fix_gzip
-        elif message.startswith("the file is empty"):
-            fix = "the profiler wrote nothing: check that the trace handler ran (prof.export_chrome_trace)"
-        else:
-            fix = "give a PyTorch profiler trace (Chrome trace JSON, plain or .gz)"
-        raise TraceFormatError(path, message, fix, offset=offset, line=line)
-    res = parser.result()
-    meta = res["meta"]
-    if meta["format"] == 1 and not meta["has_events_key"]:
-        raise TraceFormatError(path, "not a Kineto trace: a JSON object without a \"traceEvents\" array",
-                               "give a PyTorch profiler trace (Chrome trace JSON, plain or .gz)")
-    return _File(path, res["rows"], res["device_order"], res["set_aside"], meta, res["strings"])
-
-
-def _parse_all(paths: list[str], device_categories: list[str], threads: int | None = None) -> list[_File]:
-    if len(paths) == 1:
-        return [_parse_file(paths[0], device_categories, prefetch=True)]
-    workers = threads or min(len(paths), cores())
-    if workers <= 1:
-        return [_parse_file(p, device_categories) for p in paths]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda p: _parse_file(p, device_categories), paths))
 
 
 _RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")
@@ -449,7 +124,7 @@ _RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)")
 _RANK_MAX = np.iinfo(np.int32).max
 
 
-def _assign_ranks(files: list[_File], warnings: list[str]) -> None:
+def _assign_ranks(files: list[_File], warnings: list[RunWarning]) -> None:
     """Set ``rank`` and ``rank_source`` of every file (see the module docstring)."""
     claimed: dict[int, _File] = {}
     pending = []
@@ -511,7 +186,7 @@ _BEYOND_INT64 = "\"ts\" + baseTimeNanoseconds (+ \"dur\") is beyond the int64 na
 _STEP_BEYOND_INT64 = "the ProfilerStep# number is beyond int64"
 
 
-def _screen(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None:
+def _screen(f: _File, on_invalid: str, quarantine: list[pa.Table], warnings: list[RunWarning]) -> None:
     """Absolute times of every kept row, and the rows pau cannot use.
 
     Sets ``f.rows["start_abs"]``/``["end_abs"]`` (``ts`` + ``baseTimeNanoseconds`` and
@@ -598,6 +273,12 @@ def _lines_at(path: str, offsets: np.ndarray) -> np.ndarray:
 
 def _step_names(f: _File) -> dict[int, int | None]:
     """String id -> step number of the file's ``ProfilerStep#N`` names (None: N beyond int64)."""
+    if f.step_ids is None:
+        f.step_ids = _find_step_names(f)
+    return f.step_ids
+
+
+def _find_step_names(f: _File) -> dict[int, int | None]:
     host = f.rows["is_device"] == 0
     ids = np.unique(f.rows["name"][host]) if host.any() else np.empty(0, np.int32)
     out: dict[int, int | None] = {}
@@ -690,40 +371,7 @@ def _launch_times(f: _File, dev_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return out, ok
 
 
-#: The causes a host interval can give device idle time (docs/idle.md), in the order of
-#: the ``cause`` dictionary of :data:`HOST_SCHEMA`.
-HOST_CAUSES = ("data_wait", "sync_wait")
-#: The host table of a trace: intervals in which the host waited (rank -1: every rank).
-HOST_SCHEMA = pa.schema([("rank", pa.int32()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
-                         ("cause", pa.dictionary(pa.int8(), pa.string()))])
-_DATA_WAIT = [re.compile(p) for p in DATA_WAIT_SPANS]
-
-
-def host_table(rank: np.ndarray, start: np.ndarray, end: np.ndarray, cause: np.ndarray) -> pa.Table:
-    """A :data:`HOST_SCHEMA` table from columns (``cause``: indices into
-    :data:`HOST_CAUSES`), sorted by (rank, start, end)."""
-    rank, start, end = (np.asarray(rank, np.int32), np.asarray(start, np.int64), np.asarray(end, np.int64))
-    cause = np.asarray(cause, np.int8)
-    order = np.lexsort((end, start, rank))
-    return pa.table({
-        "rank": pa.array(rank[order], pa.int32()), "start_ns": pa.array(start[order], pa.int64()),
-        "end_ns": pa.array(end[order], pa.int64()),
-        "cause": pa.DictionaryArray.from_arrays(pa.array(cause[order], pa.int8()),
-                                                pa.array(HOST_CAUSES, pa.string())),
-    }, schema=HOST_SCHEMA)
-
-
-def host_cause(name: str) -> int:
-    """The :data:`HOST_CAUSES` index of a host event named ``name`` (a synchronize call
-    or a DataLoader span), or -1."""
-    if any(p.search(name) for p in _DATA_WAIT):
-        return HOST_CAUSES.index("data_wait")
-    if sync_call(name):
-        return HOST_CAUSES.index("sync_wait")
-    return -1
-
-
-def _host_waits(f: _File, device_cats: Mapping[str, Any], warnings: list) -> tuple[np.ndarray, ...]:
+def _host_waits(f: _File, device_cats: Mapping[str, Any], warnings: list[RunWarning]) -> tuple[np.ndarray, ...]:
     """(start, end, cause) of the file's host events that explain device idle time:
     synchronize calls and DataLoader spans (absolute times; after :func:`_screen`).
     A host event whose absolute time is beyond int64 is left out, with a warning
@@ -870,16 +518,21 @@ class KinetoTrace:
     events: pa.Table
     lifecycle: pa.Table
     ranks: pa.Table
-    warnings: list = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
     host: pa.Table = field(default_factory=lambda: HOST_SCHEMA.empty_table())
+    # spans() of the tables it was computed from (tables are immutable: another table, another answer)
+    _spans: tuple[pa.Table, pa.Table, pa.Table] | None = field(default=None, init=False, repr=False, compare=False)
 
     def spans(self) -> pa.Table:
         """``rank, start_ns, end_ns``: the profiled window of each rank, from the first
         to the last instant covered by its device events or its steps. Pass it as
         ``span=`` to :func:`pau.core.classify` to count the idle time at the edges
         (the default span is first to last device event)."""
-        return spans_of(self.events, self.lifecycle)
+        got = self._spans
+        if got is None or got[0] is not self.events or got[1] is not self.lifecycle:
+            got = self._spans = (self.events, self.lifecycle, spans_of(self.events, self.lifecycle))
+        return got[2]
 
     def __repr__(self) -> str:
         return (f"KinetoTrace(ranks={self.ranks.num_rows}, events={self.events.num_rows}, "
@@ -909,7 +562,7 @@ def _check_on_invalid(on_invalid: str) -> None:
     check_on_invalid(on_invalid)
 
 
-def _set_aside(f: _File, on_invalid: str, quarantine: list, warnings: list) -> None:
+def _set_aside(f: _File, on_invalid: str, quarantine: list[pa.Table], warnings: list[RunWarning]) -> None:
     a = f.aside
     if a["offset"].size == 0:
         return
@@ -929,8 +582,11 @@ def _set_aside(f: _File, on_invalid: str, quarantine: list, warnings: list) -> N
                     ", ".join(f"{k} {r}" for r, k in reasons.most_common()) + "); see .quarantine"))
 
 
-def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[str]) -> KinetoTrace:
-    quarantine: list[pa.Table] = []
+def _usable(files: list[_File], rules: Rules, on_invalid: str, warnings: list[RunWarning],
+            quarantine: list[pa.Table]) -> list[_File]:
+    """The files with their rows screened (events set aside, times checked), each with
+    the warnings of what was not counted; a file without device events raises, or with
+    ``on_invalid="quarantine"`` is set aside (it still gives its rank's row)."""
     usable: list[_File] = []
     for f in files:
         _set_aside(f, on_invalid, quarantine, warnings)
@@ -947,139 +603,154 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
             warnings.append(RunWarning("kineto.sub_ns_rounded", f"{f.path}: some times have digits below the nanosecond; rounded to the "
                             "nearest nanosecond (half away from zero)"))
         if f.order.size == 0:
-            counts = f.cat_counts()
-            detail = ", ".join(f"{c or '(none)'} {n}" for c, n in counts.most_common(6)) or "none"
-            problem = (f"no device events: {f.meta['complete_events']} complete events, none of a device "
-                       f"category ({detail})")
-            fix = ("profile with the device activity on (torch.profiler ProfilerActivity.CUDA, or the "
-                   "device's activity), add the device's category to Rules.categories, or pass "
-                   "on_invalid='quarantine' to skip such files")
-            if on_invalid == "raise":
-                raise NoDeviceEventsError(f.path, problem, fix)
-            warnings.append(RunWarning("kineto.no_device_events", f"{f.path}: {problem}; skipped"))
-            quarantine.append(quarantine_table(QUARANTINE_SCHEMA, f.path, ["file"], ["no device events"],
-                                               offset=[None], line=[None], category=[None], name=[None]))
+            _no_device_events(f, on_invalid, warnings, quarantine)
         usable.append(f)
+    return usable
 
-    # Ranks: one per file, or one per (file, device) when a file holds several devices.
-    devices = {id(f): np.unique(f.rows["device"][f.order]) for f in usable}
-    multi = any(d.size > 1 for d in devices.values())
-    if multi:
-        pairs = sorted((f.rank, int(d), k) for k, f in enumerate(usable) for d in devices[id(f)])
-        rank_of = {(k, d): r for r, (_, d, k) in enumerate(pairs)}
-        shown = ", ".join(f"{os.path.basename(usable[k].path)} device {d} -> rank {r}"
-                          for (k, d), r in list(rank_of.items())[:8])
-        warnings.append(RunWarning("kineto.several_devices_per_file", "a file holds several devices: every (file, device) pair is a rank, numbered in "
-                        f"order of (file rank, device id): {shown}" + (" ..." if len(rank_of) > 8 else "")))
-    else:
-        rank_of = {(k, int(d)): f.rank for k, f in enumerate(usable) for d in devices[id(f)]}
 
-    names: dict[str, int] = {}
-    blocks, life, rank_rows = [], [], []
-    host_parts: list[tuple[np.ndarray, ...]] = []
-    for k, f in enumerate(usable):
-        rows, idx = f.rows, f.order
-        st_s, st_e, st_n = _steps(f)
-        window = _window(f)
-        dev = rows["device"][idx]
-        start, end = rows["start_abs"][idx], rows["end_abs"][idx]
-        launch, launched = _launch_times(f, idx)
-        when = np.where(launched, launch, start)
-        # Device events are dated by the steps as annotated; the steps' records are
-        # then clipped to what the profiler captured.
-        step = _step_of(when, st_s, st_e, st_n)
-        st_s, st_e, clipped = _clip_steps(st_s, st_e, window)
-        if clipped and window is not None:
-            warnings.append(RunWarning(
-                "kineto.steps_clipped_to_window",
-                f"{f.path}: {clipped} ProfilerStep annotations reach beyond the profiler's capture window "
-                f"[{window[0]}, {window[1]}) ns (its 'PyTorch Profiler' event); their records are clipped to it, "
-                "since nothing outside it was captured"))
-        if window is not None and idx.size:
-            outside = int(((start < window[0]) | (end > window[1])).sum())
-            if outside:
-                warnings.append(RunWarning(
-                    "kineto.events_outside_window",
-                    f"{f.path}: {outside} device events reach outside the profiler's capture window "
-                    f"[{window[0]}, {window[1]}) ns; they are kept, and the rank's span covers them"))
-        kinds, unclassified = _kinds(f, idx, rules)
-        w = _unclassified_warning(f, idx, unclassified)
-        if w is not None:
-            warnings.append(w)
-        local = rows["name"][idx]
-        uniq_local, inv = np.unique(local, return_inverse=True)
-        glob = np.array([names.setdefault(f.strings[i], len(names)) for i in uniq_local.tolist()], np.int32)
-        name_ids = glob[inv.reshape(-1)] if uniq_local.size else np.empty(0, np.int32)
-        stream = rows["stream"][idx]
-        nbytes = rows["bytes"][idx]
-        dev_names = _device_names(f)
-        pid = _host_pid(f)
-        res = "ns" if f.meta["sub_us"] else "us"
-        fmt = {1: "traceEvents", 2: "array"}.get(f.meta["format"], "unknown")
-        split = np.flatnonzero(np.diff(dev)) + 1 if dev.size else np.empty(0, np.int64)
-        bounds = [0, *split.tolist(), dev.size]
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            if a == b:
-                continue
-            d = int(dev[a])
-            r = rank_of[(k, d)]
-            blocks.append((r, {
-                "stream": stream[a:b], "start_ns": start[a:b], "end_ns": end[a:b], "kind": kinds[a:b],
-                "name": name_ids[a:b], "step": step[a:b], "bytes": nbytes[a:b],
-                "launch_ns": launch[a:b], "launched": launched[a:b]}))
-            if st_s.size:
-                life.append((r, st_s, st_e, st_n))
-            rank_rows.append({
-                "rank": r, "file_rank": f.rank, "rank_source": f.rank_source, "device": d,
-                "device_name": dev_names.get(d), "world_size": f.meta["world_size"],
-                "backend": f.meta["backend"] or None, "pid": pid, "source_file": f.path, "format": fmt,
-                "time_resolution": res, "base_time_ns": f.meta["base_time_ns"], "events": b - a,
-                "steps": int(st_s.size), "window_start_ns": window and window[0],
-                "window_end_ns": window and window[1]})
-        # Host waits belong to every rank of the file (one host process drives them).
-        h_start, h_end, h_cause = _host_waits(f, rules.categories, warnings)
-        file_ranks = sorted({rank_of[(k, int(d))] for d in np.unique(dev)}) if dev.size else [f.rank]
-        for r in file_ranks:
-            host_parts.append((np.full(h_start.size, r, np.int32), h_start, h_end, h_cause))
-        if dev.size == 0:
-            rank_rows.append({
-                "rank": f.rank, "file_rank": f.rank, "rank_source": f.rank_source, "device": None,
-                "device_name": None, "world_size": f.meta["world_size"], "backend": f.meta["backend"] or None,
-                "pid": pid, "source_file": f.path, "format": fmt, "time_resolution": res,
-                "base_time_ns": f.meta["base_time_ns"], "events": 0, "steps": int(st_s.size),
-                "window_start_ns": window and window[0], "window_end_ns": window and window[1]})
+def _no_device_events(f: _File, on_invalid: str, warnings: list[RunWarning], quarantine: list[pa.Table]) -> None:
+    counts = f.cat_counts()
+    detail = ", ".join(f"{c or '(none)'} {n}" for c, n in counts.most_common(6)) or "none"
+    problem = (f"no device events: {f.meta['complete_events']} complete events, none of a device "
+               f"category ({detail})")
+    fix = ("profile with the device activity on (torch.profiler ProfilerActivity.CUDA, or the "
+           "device's activity), add the device's category to Rules.categories, or pass "
+           "on_invalid='quarantine' to skip such files")
+    if on_invalid == "raise":
+        raise NoDeviceEventsError(f.path, problem, fix)
+    warnings.append(RunWarning("kineto.no_device_events", f"{f.path}: {problem}; skipped"))
+    quarantine.append(quarantine_table(QUARANTINE_SCHEMA, f.path, ["file"], ["no device events"],
+                                       offset=[None], line=[None], category=[None], name=[None]))
 
-    blocks.sort(key=lambda x: x[0])
+
+def _rank_map(usable: list[_File], warnings: list[RunWarning]) -> dict[tuple[int, int], int]:
+    """``(file index, device) -> rank``: one rank per file, or one per (file, device)
+    when a file holds several devices."""
+    devices = [np.unique(f.rows["device"][f.order]) for f in usable]
+    if not any(d.size > 1 for d in devices):
+        return {(k, int(d)): f.rank for k, f in enumerate(usable) for d in devices[k]}
+    pairs = sorted((f.rank, int(d), k) for k, f in enumerate(usable) for d in devices[k])
+    rank_of = {(k, d): r for r, (_, d, k) in enumerate(pairs)}
+    shown = ", ".join(f"{os.path.basename(usable[k].path)} device {d} -> rank {r}"
+                      for (k, d), r in list(rank_of.items())[:8])
+    warnings.append(RunWarning("kineto.several_devices_per_file", "a file holds several devices: every (file, device) pair is a rank, numbered in "
+                    f"order of (file rank, device id): {shown}" + (" ..." if len(rank_of) > 8 else "")))
+    return rank_of
+
+
+@dataclass
+class _Parts:
+    """What the files give, file by file, before the tables are made."""
+
+    names: dict[str, int] = field(default_factory=dict)     # event name -> id of the events' dictionary
+    blocks: list[tuple[int, dict[str, np.ndarray]]] = field(default_factory=list)   # (rank, device columns)
+    life: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)  # (rank, steps)
+    rank_rows: list[dict[str, Any]] = field(default_factory=list)
+    host: list[tuple[np.ndarray, ...]] = field(default_factory=list)
+
+
+def _window_warnings(f: _File, window: tuple[int, int] | None, clipped: int, start: np.ndarray, end: np.ndarray,
+                     warnings: list[RunWarning]) -> None:
+    if window is None:
+        return
+    if clipped:
+        warnings.append(RunWarning(
+            "kineto.steps_clipped_to_window",
+            f"{f.path}: {clipped} ProfilerStep annotations reach beyond the profiler's capture window "
+            f"[{window[0]}, {window[1]}) ns (its 'PyTorch Profiler' event); their records are clipped to it, "
+            "since nothing outside it was captured"))
+    outside = int(((start < window[0]) | (end > window[1])).sum()) if start.size else 0
+    if outside:
+        warnings.append(RunWarning(
+            "kineto.events_outside_window",
+            f"{f.path}: {outside} device events reach outside the profiler's capture window "
+            f"[{window[0]}, {window[1]}) ns; they are kept, and the rank's span covers them"))
+
+
+def _add_file(k: int, f: _File, rank_of: dict[tuple[int, int], int], rules: Rules, parts: _Parts,
+              warnings: list[RunWarning]) -> None:
+    """File ``k``'s device events by rank, its steps, its ranks' rows and host waits."""
+    rows, idx = f.rows, f.order
+    st_s, st_e, st_n = _steps(f)
+    window = _window(f)
+    dev = rows["device"][idx]
+    start, end = rows["start_abs"][idx], rows["end_abs"][idx]
+    launch, launched = _launch_times(f, idx)
+    # Device events are dated by the steps as annotated; the steps' records are
+    # then clipped to what the profiler captured.
+    step = _step_of(np.where(launched, launch, start), st_s, st_e, st_n)
+    st_s, st_e, clipped = _clip_steps(st_s, st_e, window)
+    _window_warnings(f, window, clipped, start, end, warnings)
+    kinds, unclassified = _kinds(f, idx, rules)
+    w = _unclassified_warning(f, idx, unclassified)
+    if w is not None:
+        warnings.append(w)
+    uniq_local, inv = np.unique(rows["name"][idx], return_inverse=True)
+    glob = np.array([parts.names.setdefault(f.strings[i], len(parts.names)) for i in uniq_local.tolist()], np.int32)
+    name_ids = glob[inv.reshape(-1)] if uniq_local.size else np.empty(0, np.int32)
+    cols = {"stream": rows["stream"][idx], "start_ns": start, "end_ns": end, "kind": kinds, "name": name_ids,
+            "step": step, "bytes": rows["bytes"][idx], "launch_ns": launch, "launched": launched}
+    dev_names = _device_names(f)
+    common = {"file_rank": f.rank, "rank_source": f.rank_source, "world_size": f.meta["world_size"],
+              "backend": f.meta["backend"] or None, "pid": _host_pid(f), "source_file": f.path,
+              "format": {1: "traceEvents", 2: "array"}.get(f.meta["format"], "unknown"),
+              "time_resolution": "ns" if f.meta["sub_us"] else "us", "base_time_ns": f.meta["base_time_ns"],
+              "steps": int(st_s.size), "window_start_ns": window and window[0], "window_end_ns": window and window[1]}
+    split = np.flatnonzero(np.diff(dev)) + 1 if dev.size else np.empty(0, np.int64)
+    bounds = [0, *split.tolist(), dev.size]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if a == b:
+            continue
+        d = int(dev[a])
+        r = rank_of[(k, d)]
+        parts.blocks.append((r, {c: v[a:b] for c, v in cols.items()}))
+        if st_s.size:
+            parts.life.append((r, st_s, st_e, st_n))
+        parts.rank_rows.append({"rank": r, "device": d, "device_name": dev_names.get(d), "events": b - a, **common})
+    # Host waits belong to every rank of the file (one host process drives them).
+    h_start, h_end, h_cause = _host_waits(f, rules.categories, warnings)
+    file_ranks = sorted({rank_of[(k, int(d))] for d in np.unique(dev)}) if dev.size else [f.rank]
+    for r in file_ranks:
+        parts.host.append((np.full(h_start.size, r, np.int32), h_start, h_end, h_cause))
+    if dev.size == 0:
+        parts.rank_rows.append({"rank": f.rank, "device": None, "device_name": None, "events": 0, **common})
+
+
+_EMPTY_COLUMNS = {"stream": np.int64, "start_ns": np.int64, "end_ns": np.int64, "kind": np.int8, "name": np.int32,
+                  "step": np.int64, "bytes": np.int64, "launch_ns": np.int64, "launched": bool}
+
+
+def _events_table(parts: _Parts) -> pa.Table:
+    """The device events of every rank, in rank order (each rank's in its file's order)."""
+    blocks = sorted(parts.blocks, key=lambda x: x[0])
     if blocks:
         cat = {c: np.concatenate([b[c] for _, b in blocks]) for c in blocks[0][1]}
         rank = np.concatenate([np.full(b["start_ns"].size, r, np.int32) for r, b in blocks])
     else:
-        cat = {"stream": np.empty(0, np.int64), "start_ns": np.empty(0, np.int64),
-               "end_ns": np.empty(0, np.int64), "kind": np.empty(0, np.int8),
-               "name": np.empty(0, np.int32), "step": np.empty(0, np.int64), "bytes": np.empty(0, np.int64),
-               "launch_ns": np.empty(0, np.int64), "launched": np.empty(0, bool)}
+        cat = {c: np.empty(0, t) for c, t in _EMPTY_COLUMNS.items()}
         rank = np.empty(0, np.int32)
     if (cat["kind"] < 0).any():  # pragma: no cover - every device category maps to a kind
         raise AssertionError("unclassified device event")
     stream = cat["stream"]
     if stream.size and (stream.max() > np.iinfo(np.int32).max or stream.min() < np.iinfo(np.int32).min):
         stream = np.where((stream > np.iinfo(np.int32).max) | (stream < np.iinfo(np.int32).min), -1, stream)
-    name_dict = pa.array(list(names), pa.string())
-    events = pa.table({
+    return pa.table({
         "rank": pa.array(rank, pa.int32()),
         "stream": pa.array(stream.astype(np.int32), pa.int32()),
         "start_ns": pa.array(cat["start_ns"], pa.int64()),
         "end_ns": pa.array(cat["end_ns"], pa.int64()),
         "kind": pa.DictionaryArray.from_arrays(pa.array(cat["kind"], pa.int8()), pa.array(KINDS, pa.string())),
-        "name": pa.DictionaryArray.from_arrays(pa.array(cat["name"], pa.int32()), name_dict),
+        "name": pa.DictionaryArray.from_arrays(pa.array(cat["name"], pa.int32()),
+                                               pa.array(list(parts.names), pa.string())),
         "step": pa.array(cat["step"], pa.int64(), mask=cat["step"] < 0),
         "bytes": pa.array(cat["bytes"], pa.int64(), mask=cat["bytes"] < 0),
         "launch_ns": pa.array(cat["launch_ns"], pa.int64(), mask=~cat["launched"]),
     })
-    host = host_table(*(np.concatenate([p[j] for p in host_parts]) if host_parts else np.empty(0)
-                        for j in range(4)))
 
-    life.sort(key=lambda x: x[0])
+
+def _lifecycle_table(parts: _Parts) -> pa.Table:
+    """One ``step`` record per ProfilerStep annotation and rank (attempt 0), by rank."""
+    life = sorted(parts.life, key=lambda x: x[0])
     if life:
         lr = np.concatenate([np.full(s.size, r, np.int32) for r, s, _, _ in life])
         ls = np.concatenate([s for _, s, _, _ in life])
@@ -1090,22 +761,33 @@ def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[
                           np.empty(0, np.int64))
     n = lr.size
     null64 = pa.nulls(n, pa.int64())
-    lifecycle = pa.table({
+    return pa.table({
         "record": pa.array(["step"] * n, pa.string()), "attempt": pa.array(np.zeros(n, np.int32)),
         "rank": pa.array(lr, pa.int32()), "start_ns": pa.array(ls, pa.int64()),
         "end_ns": pa.array(le, pa.int64()), "step": pa.array(ln, pa.int64()),
         "block_end_ns": null64, "durable_ns": null64, "ok": pa.nulls(n, pa.bool_()),
         "kind": pa.nulls(n, pa.string()), "tokens": null64}, schema=_LIFECYCLE_SCHEMA)
 
-    rank_rows.sort(key=lambda r: (r["rank"], r["device"] is None))
-    ranks = pa.Table.from_pylist(rank_rows, schema=_RANKS_SCHEMA)
+
+def _assemble(files: list[_File], rules: Rules, on_invalid: str, warnings: list[RunWarning]) -> KinetoTrace:
+    """The trace's tables from its parsed files (ranks assigned)."""
+    quarantine: list[pa.Table] = []
+    usable = _usable(files, rules, on_invalid, warnings, quarantine)
+    rank_of = _rank_map(usable, warnings)
+    parts = _Parts()
+    for k, f in enumerate(usable):
+        _add_file(k, f, rank_of, rules, parts, warnings)
+    host = host_table(*(np.concatenate([p[j] for p in parts.host]) if parts.host else np.empty(0)
+                        for j in range(4)))
+    parts.rank_rows.sort(key=lambda r: (r["rank"], r["device"] is None))
+    ranks = pa.Table.from_pylist(parts.rank_rows, schema=_RANKS_SCHEMA)
     q = pa.concat_tables(quarantine) if quarantine else QUARANTINE_SCHEMA.empty_table()
-    trace = KinetoTrace(events, lifecycle, ranks, warnings, q, host)
+    trace = KinetoTrace(_events_table(parts), _lifecycle_table(parts), ranks, warnings, q, host)
     _coverage_warnings(trace, warnings)
     return trace
 
 
-def _coverage_warnings(trace: KinetoTrace, warnings: list) -> None:
+def _coverage_warnings(trace: KinetoTrace, warnings: list[RunWarning]) -> None:
     """Warn for each rank whose device events cover less than COVERAGE_WARN of its
     span: its figures are then mostly idle time, which is worth a second look (a step
     annotation or a capture window far longer than the device work, a device whose
@@ -1126,7 +808,7 @@ def _coverage_warnings(trace: KinetoTrace, warnings: list) -> None:
                 "window are not far longer than the work"))
 
 
-def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: Rules | None = None,
+def read_kineto(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, rules: Rules | None = None,
                 on_invalid: str = "raise", threads: int | None = None) -> KinetoTrace:
     """Read PyTorch profiler (Kineto) traces into pau's tables.
 
@@ -1169,7 +851,7 @@ def read_kineto(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules:
     _check_on_invalid(on_invalid)
     rules = _rules(rules)
     paths = expand(path, trace_files, "read_kineto")
-    warnings: list[str] = []
+    warnings: list[RunWarning] = []
     files = _parse_all(paths, sorted(rules.categories), threads)
     _assign_ranks(files, warnings)
     return _assemble(files, rules, on_invalid, warnings)
@@ -1187,7 +869,7 @@ def _rules(rules: Any) -> Rules:
         except ValueError as exc:
             raise OptionError(f"{exc}. Fix: give tables as in pau.readers.devices.DEVICE_TABLES (device -> "
                               "{categories, names, communication})") from None
-    raise TypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables "
+    raise OptionTypeError(f"rules: expected a pau.readers.kineto.Rules or a mapping of device tables "
                     f"(device -> {{categories, names, communication}}), got {type(rules).__name__}")
 
 

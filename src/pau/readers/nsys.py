@@ -20,7 +20,7 @@ table                               kind
 
 Nsight creates a table only when that activity was captured, so every table is
 optional; a file with none of them (a CPU-only or CUDA-API-only capture) raises
-:class:`~pau.readers.kineto.NoDeviceEventsError`. Names come from ``StringIds``:
+:class:`~pau.errors.NoDeviceEventsError`. Names come from ``StringIds``:
 kernels use ``shortName`` (``kernel_names="demangled"`` for ``demangledName``),
 memcpy/memset/sync events are named by their copy kind or sync type
 (``"memcpy HtoD"``, ``"sync Stream wait sync"``...).
@@ -92,10 +92,8 @@ from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from pau.engine.vocab import SPANS_SCHEMA as _SPANS_SCHEMA
 from pau.engine.types import RunWarning
 from pau.readers._files import expand, files_in
-from pau.readers.kineto import (
-    DEFAULT_RULES, HOST_CAUSES, HOST_SCHEMA, InvalidEventError, NoDeviceEventsError, Rules, TraceFormatError,
-    host_cause, host_table,
-)
+from pau.errors import InvalidEventError, NoDeviceEventsError, OptionError, OptionTypeError, TraceFormatError
+from pau.readers.kineto import DEFAULT_RULES, HOST_CAUSES, HOST_SCHEMA, Rules, host_cause, host_table
 
 __all__ = ["DEFAULT_STEP_PATTERN", "NsysTrace", "QUARANTINE_SCHEMA", "read_nsys"]
 
@@ -163,7 +161,7 @@ class NsysTrace:
     lifecycle: pa.Table
     ranks: pa.Table
     nvtx: pa.Table
-    warnings: list = field(default_factory=list)
+    warnings: list[RunWarning] = field(default_factory=list)
     quarantine: pa.Table = field(default_factory=lambda: QUARANTINE_SCHEMA.empty_table())
     span: pa.Table = field(default_factory=lambda: _SPANS_SCHEMA.empty_table())
     host: pa.Table = field(default_factory=lambda: HOST_SCHEMA.empty_table())
@@ -182,7 +180,7 @@ class NsysTrace:
                 f"warnings={len(self.warnings)})")
 
 
-def nsys_files(path: str | os.PathLike) -> list[str]:
+def nsys_files(path: str | os.PathLike[str]) -> list[str]:
     """``path`` itself, or the ``*.sqlite`` files of a directory (not recursive), in name order."""
     return files_in(path, (".sqlite", ".sqlite3", ".db"),
                     missing="no Nsight Systems SQLite file or directory at {p}",
@@ -211,7 +209,7 @@ class _Db:
             raise TraceFormatError(path, "a SQLite database but not an Nsight Systems export (no StringIds "
                                    "table)", _FIX_EXPORT)
 
-    def query(self, sql: str, args: Sequence = ()) -> list:
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         try:
             return self.con.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -234,7 +232,7 @@ class _Rows:
     session start pushes beyond int64) is marked bad with the column and the reason, so
     it is raised or set aside by its rowid, never converted into a wrong number."""
 
-    def __init__(self, table: str, rows: list, rowid: np.ndarray):
+    def __init__(self, table: str, rows: list[Any], rowid: np.ndarray):
         self.table, self.rows = table, rows
         self.rowid = rowid
         self.bad = np.zeros(len(rows), bool)
@@ -310,7 +308,7 @@ _TABLES = (
 )
 
 
-def _set_aside(db: _Db, rows: _Rows, on_invalid: str, warnings: list, quarantine: list) -> None:
+def _set_aside(db: _Db, rows: _Rows, on_invalid: str, warnings: list[RunWarning], quarantine: list[pa.Table]) -> None:
     """Raise on the first bad row (``on_invalid="raise"``) or put them in the quarantine."""
     idx = np.flatnonzero(rows.bad)
     if not idx.size:
@@ -330,8 +328,9 @@ def _set_aside(db: _Db, rows: _Rows, on_invalid: str, warnings: list, quarantine
                                f"(first: rowid {int(rows.rowid[first])}, {rows.reason[first]}); see .quarantine"))
 
 
-def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules, strings: dict,
-                on_invalid: str, warnings: list, quarantine: list, base: int) -> dict | None:
+def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules, strings: dict[str, int],
+                on_invalid: str, warnings: list[RunWarning], quarantine: list[pa.Table], base: int
+                ) -> dict[str, np.ndarray] | None:
     """Columns of one activity table: device, pid, stream, start, end (``base`` added),
     kind code, name, bytes."""
     if table not in db.tables:
@@ -409,7 +408,8 @@ def _read_table(db: _Db, table: str, kind: str, kernel_names: str, rules: Rules,
 _RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 
 
-def _runtime(db: _Db, base: int, on_invalid: str, warnings: list, quarantine: list) -> dict[str, np.ndarray]:
+def _runtime(db: _Db, base: int, on_invalid: str, warnings: list[RunWarning], quarantine: list[pa.Table]
+             ) -> dict[str, np.ndarray]:
     """The runtime API calls: ``pid, corr, start, end`` (``base`` added) and ``cause``
     (a :data:`HOST_CAUSES` index for a synchronize call, else -1). Empty when the
     export has no runtime table (or one without ``correlationId``/``nameId``)."""
@@ -465,8 +465,8 @@ def _launches(rt: dict[str, np.ndarray], pid: np.ndarray, corr: np.ndarray) -> t
     return out, found
 
 
-def _nvtx(db: _Db, base: int, on_invalid: str, warnings: list,
-          quarantine: list) -> list[tuple[int, int, int, int, str]]:
+def _nvtx(db: _Db, base: int, on_invalid: str, warnings: list[RunWarning],
+          quarantine: list[pa.Table]) -> list[tuple[int, int, int, int, str]]:
     """(pid, tid, start, end, text) of the file's NVTX ranges, ``base`` added."""
     if "NVTX_EVENTS" not in db.tables:
         return []
@@ -497,7 +497,7 @@ def _nvtx(db: _Db, base: int, on_invalid: str, warnings: list,
             for k, r in enumerate(raw) if not rows.bad[k]]
 
 
-def _session(db: _Db, fpath: str, absolute: bool, warnings: list) -> tuple[int, tuple[int, int] | None]:
+def _session(db: _Db, fpath: str, absolute: bool, warnings: list[RunWarning]) -> tuple[int, tuple[int, int] | None]:
     """(the session start to add, the capture window in the times read).
 
     Nsight writes times relative to the session start (``TARGET_INFO_SESSION_START_TIME``),
@@ -538,7 +538,7 @@ def _session(db: _Db, fpath: str, absolute: bool, warnings: list) -> tuple[int, 
 MIN_COVERAGE = 0.10
 
 
-def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: Rules | None = None,
+def read_nsys(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, rules: Rules | None = None,
               kernel_names: str = "short", step_pattern: str | None = DEFAULT_STEP_PATTERN,
               phase_patterns: Mapping[str, str] | None = None, absolute: bool = True,
               on_invalid: str = "raise") -> NsysTrace:
@@ -575,183 +575,13 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
         :class:`pau.errors.PauError` subclasses naming the file, table and row.
     """
     check_on_invalid(on_invalid)
-    if kernel_names not in ("short", "demangled"):
-        raise ValueError(f"kernel_names: expected 'short' or 'demangled', got {kernel_names!r}")
-    rules = DEFAULT_RULES if rules is None else rules
-    if not isinstance(rules, Rules):
-        raise TypeError(f"rules: expected a pau.readers.kineto.Rules, got {type(rules).__name__}")
-    phases = dict(phase_patterns or {})
-    for k in phases:
-        if k not in _PHASE_KINDS:
-            raise ValueError(f"phase_patterns: key {k!r} is not a phase kind ({', '.join(_PHASE_KINDS)})")
-    try:
-        step_re = re.compile(step_pattern) if step_pattern else None
-        phase_re = [(k, re.compile(p)) for k, p in phases.items()]
-    except re.error as exc:
-        raise ValueError(f"bad regular expression {exc.pattern!r}: {exc}") from None
-    paths = expand(path, nsys_files, "read_nsys")
-
-    warnings: list[str] = []
-    quarantine: list[pa.Table] = []
-    strings: dict[str, int] = {}
-    life: list[dict[str, Any]]
-    blocks, rank_rows, nvtx_rows, life = [], [], [], []
-    host_rows: list[tuple[int, int, int, int]] = []
-    next_rank = 0
-    captures: dict[int, tuple[int, int]] = {}   # rank -> capture window (absolute when base is added)
-    for fpath in paths:
-        db = _Db(fpath)
-        try:
-            version = dict((r[0], r[1]) for r in db.query("SELECT name, value FROM META_DATA_EXPORT")).get(
-                "EXPORT_SCHEMA_VERSION") if "META_DATA_EXPORT" in db.tables else None
-            base, capture = _session(db, fpath, absolute, warnings)
-            parts = [p for t, k in _TABLES
-                     if (p := _read_table(db, t, k, kernel_names, rules, strings, on_invalid, warnings,
-                                          quarantine, base)) is not None]
-            gpu_names: dict[int, str] = {}
-            if "TARGET_INFO_GPU" in db.tables and {"id", "name"} <= db.columns("TARGET_INFO_GPU"):
-                gpu_names = {i: n for i, n in db.query("SELECT id, name FROM TARGET_INFO_GPU")
-                             if type(i) is int and isinstance(n, str)}
-            procs: dict[int, str] = {}
-            if "PROCESSES" in db.tables and {"pid", "name"} <= db.columns("PROCESSES"):
-                procs = {p: n for p, n in db.query("SELECT pid, name FROM PROCESSES")
-                         if type(p) is int and isinstance(n, str)}
-            ranges = _nvtx(db, base, on_invalid, warnings, quarantine)
-            runtime = _runtime(db, base, on_invalid, warnings, quarantine)
-        finally:
-            db.close()
-        n_events = sum(p["start_ns"].size for p in parts)
-        if n_events == 0:
-            captured = sorted(t for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "NVTX_EVENTS")
-                              if t in db.tables)
-            problem = ("no device activity: none of the tables " + ", ".join(t for t, _ in _TABLES) +
-                       " has rows" + (f" (captured: {', '.join(captured)})" if captured else ""))
-            fix = ("profile with CUDA tracing on (nsys profile --trace=cuda,nvtx), or pass "
-                   "on_invalid='quarantine' to skip such files")
-            if on_invalid == "raise":
-                raise NoDeviceEventsError(fpath, problem, fix)
-            warnings.append(RunWarning("nsys.no_device_events", f"{fpath}: {problem}; skipped"))
-            quarantine.append(quarantine_table(QUARANTINE_SCHEMA, fpath, ["file"], ["no device events"],
-                                               table=[None], rowid=[None]))
-            continue
-        cat = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
-        cat["launch_ns"], cat["launched"] = _launches(runtime, cat["pid"], cat["corr"])
-        if (cat["pid"] < 0).any():
-            warnings.append(RunWarning("nsys.no_global_pid", f"{fpath}: {int((cat['pid'] < 0).sum())} device events without globalPid; "
-                            "their process is taken as pid -1"))
-        pairs = np.unique(np.stack([cat["device"], cat["pid"]], axis=1), axis=0)
-        ranks_of_pid: dict[int, list[int]] = {}
-        for dev, pid in pairs.tolist():
-            r = next_rank
-            next_rank += 1
-            sel = (cat["device"] == dev) & (cat["pid"] == pid)
-            idx = np.flatnonzero(sel)
-            idx = idx[np.lexsort((cat["end_ns"][idx], cat["start_ns"][idx]))]
-            blocks.append((r, {c: cat[c][idx] for c in ("stream", "start_ns", "end_ns", "kind", "name",
-                                                          "bytes", "launch_ns", "launched")}))
-            ranks_of_pid.setdefault(pid, []).append(r)
-            if capture is not None:
-                captures[r] = capture
-            rank_rows.append({"rank": r, "device": dev, "device_name": gpu_names.get(dev),
-                              "pid": None if pid < 0 else pid, "process": procs.get(pid),
-                              "source_file": fpath, "schema_version": None if version is None else str(version),
-                              "session_start_ns": base if base else None, "events": int(idx.size)})
-        # Host waits: the process's synchronize calls and DataLoader ranges, on each of
-        # its ranks.
-        sync = runtime["cause"] >= 0
-        waits = [(int(p), int(s), int(e), int(c)) for p, s, e, c in zip(
-            runtime["pid"][sync].tolist(), runtime["start"][sync].tolist(), runtime["end"][sync].tolist(),
-            runtime["cause"][sync].tolist())]
-        data = HOST_CAUSES.index("data_wait")
-        waits += [(pid, s, e, data) for pid, _, s, e, text in ranges if host_cause(text) == data]
-        no_rank = 0
-        for pid, s, e, c in waits:
-            targets = ranks_of_pid.get(pid)
-            if not targets:
-                no_rank += 1
-            for r in targets or ():
-                host_rows.append((r, s, e, c))
-        if no_rank:
-            warnings.append(RunWarning("nsys.host_waits_unmatched", f"{fpath}: {no_rank} synchronize calls or "
-                                       "DataLoader ranges come from processes without device events; they wait "
-                                       "for no rank and are left out of the idle split"))
-        ordinal: Counter = Counter()
-        unmatched = 0
-        for pid, tid, s, e, text in ranges:
-            nvtx_rows.append({"source_file": fpath, "pid": pid, "tid": tid, "start_ns": s,
-                              "end_ns": e, "text": text})
-            rec: tuple[str, int | None, str | None] | None = None
-            m = step_re.search(text) if step_re else None
-            if m:
-                ordinal[pid] += 1
-                g = m.group(1) if m.groups() else None
-                # a number too large for int64 is no step number: the ordinal stands in
-                step = int(g) if g is not None and g.isdigit() and len(g) < 19 else ordinal[pid]
-                rec = ("step", step, None)
-            else:
-                for k, rx in phase_re:
-                    if rx.search(text):
-                        rec = ("phase", None, k)
-                        break
-            if rec is None:
-                continue
-            targets = ranks_of_pid.get(pid)
-            if not targets:
-                unmatched += 1
-                continue
-            for r in targets:
-                life.append({"record": rec[0], "attempt": 0, "rank": r, "start_ns": s,
-                             "end_ns": e, "step": rec[1], "kind": rec[2]})
-        if unmatched:
-            warnings.append(RunWarning("nsys.nvtx_unmatched", f"{fpath}: {unmatched} NVTX step/phase ranges come from processes without "
-                            "device events; left out of the lifecycle (see .nvtx)"))
-
-    if not blocks:
-        events = pa.table({
-            "rank": pa.array([], pa.int32()), "stream": pa.array([], pa.int32()),
-            "start_ns": pa.array([], pa.int64()), "end_ns": pa.array([], pa.int64()),
-            "kind": pa.DictionaryArray.from_arrays(pa.array([], pa.int8()), pa.array(KINDS, pa.string())),
-            "name": pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string())),
-            "bytes": pa.array([], pa.int64()), "launch_ns": pa.array([], pa.int64())})
-    else:
-        col = {c: np.concatenate([b[c] for _, b in blocks]) for c in blocks[0][1]}
-        rank = np.concatenate([np.full(b["start_ns"].size, r, np.int32) for r, b in blocks])
-        events = pa.table({
-            "rank": pa.array(rank, pa.int32()),
-            "stream": pa.array(col["stream"].astype(np.int32), pa.int32()),
-            "start_ns": pa.array(col["start_ns"], pa.int64()),
-            "end_ns": pa.array(col["end_ns"], pa.int64()),
-            "kind": pa.DictionaryArray.from_arrays(pa.array(col["kind"], pa.int8()),
-                                                   pa.array(KINDS, pa.string())),
-            "name": pa.DictionaryArray.from_arrays(pa.array(col["name"], pa.int32()),
-                                                   pa.array(list(strings), pa.string())),
-            "bytes": pa.array(col["bytes"], pa.int64(), mask=col["bytes"] < 0),
-            "launch_ns": pa.array(col["launch_ns"], pa.int64(), mask=~col["launched"]),
-        })
-    # Each rank's span: its capture window (the Nsight session), grown to any event or
-    # NVTX record outside it. Without the capture, a file with one memset would span
-    # that memset alone and hide the rest of the session.
-    ev_lo = {r: int(b["start_ns"].min()) for r, b in blocks}
-    ev_hi = {r: int(b["end_ns"].max()) for r, b in blocks}
-    lo, hi = dict(ev_lo), dict(ev_hi)
-    for x in life:
-        lo[x["rank"]] = min(lo[x["rank"]], x["start_ns"])
-        hi[x["rank"]] = max(hi[x["rank"]], x["end_ns"])
-    for r, (c0, c1) in captures.items():
-        if lo[r] < c0 or hi[r] > c1:
-            warnings.append(RunWarning("nsys.outside_capture", f"{rank_rows[r]['source_file']}: rank {r}: "
-                                       f"events or NVTX ranges lie outside the capture window "
-                                       f"[{c0}, {c1}) (by {max(c0 - lo[r], 0) + max(hi[r] - c1, 0)} ns in "
-                                       "all): the span is grown to hold them"))
-        lo[r], hi[r] = min(lo[r], c0), max(hi[r], c1)
-    for r in sorted(lo):
-        span, covered = hi[r] - lo[r], ev_hi[r] - ev_lo[r]
-        if span > 0 and covered < MIN_COVERAGE * span:
-            warnings.append(RunWarning(
-                "nsys.sparse_span", f"{rank_rows[r]['source_file']}: rank {r}: device activity (first to last "
-                f"event, {covered} ns) covers {covered / span:.2%} of its span ({span} ns, the capture): the "
-                "rest of the span is idle; classify a narrower span (span=) to leave it out"))
+    parts = _Parts(*_options(rules, kernel_names, step_pattern, phase_patterns), kernel_names, on_invalid, absolute)
+    for fpath in expand(path, nsys_files, "read_nsys"):
+        _read_file(fpath, parts)
+    events = _events_table(parts)
+    lo, hi = _spans(parts)
     span_rows = [{"rank": r, "start_ns": lo[r], "end_ns": hi[r]} for r in sorted(lo)]
+    life = parts.life
     if life:
         # Make the lifecycle usable on its own (pau.core.ledger needs accountable time and an
         # attempt): each rank with NVTX records is accountable, and one completed attempt 0,
@@ -766,9 +596,238 @@ def read_nsys(path: str | os.PathLike | Sequence[str | os.PathLike], *, rules: R
     lifecycle = pa.Table.from_pylist(
         [{**x, "block_end_ns": None, "durable_ns": None, "ok": None, "tokens": None} for x in life],
         schema=_LIFECYCLE_SCHEMA)
-    q = pa.concat_tables(quarantine) if quarantine else QUARANTINE_SCHEMA.empty_table()
-    hr = np.array(host_rows, np.int64).reshape(-1, 4)
+    q = pa.concat_tables(parts.quarantine) if parts.quarantine else QUARANTINE_SCHEMA.empty_table()
+    hr = np.array(parts.host_rows, np.int64).reshape(-1, 4)
     host = host_table(hr[:, 0], hr[:, 1], hr[:, 2], hr[:, 3])
-    return NsysTrace(events, lifecycle, pa.Table.from_pylist(rank_rows, schema=_RANKS_SCHEMA),
-                     pa.Table.from_pylist(nvtx_rows, schema=_NVTX_SCHEMA), warnings, q,
+    return NsysTrace(events, lifecycle, pa.Table.from_pylist(parts.rank_rows, schema=_RANKS_SCHEMA),
+                     pa.Table.from_pylist(parts.nvtx_rows, schema=_NVTX_SCHEMA), parts.warnings, q,
                      pa.Table.from_pylist(span_rows, schema=_SPANS_SCHEMA), host)
+
+
+def _options(rules: Rules | None, kernel_names: str, step_pattern: str | None,
+             phase_patterns: Mapping[str, str] | None
+             ) -> tuple[Rules, re.Pattern[str] | None, list[tuple[str, re.Pattern[str]]]]:
+    """:func:`read_nsys`' options checked: the rules, the step and phase patterns compiled."""
+    if kernel_names not in ("short", "demangled"):
+        raise OptionError(f"kernel_names: expected 'short' or 'demangled', got {kernel_names!r}")
+    rules = DEFAULT_RULES if rules is None else rules
+    if not isinstance(rules, Rules):
+        raise OptionTypeError(f"rules: expected a pau.readers.kineto.Rules, got {type(rules).__name__}")
+    phases = dict(phase_patterns or {})
+    for k in phases:
+        if k not in _PHASE_KINDS:
+            raise OptionError(f"phase_patterns: key {k!r} is not a phase kind ({', '.join(_PHASE_KINDS)})")
+    try:
+        step_re = re.compile(step_pattern) if step_pattern else None
+        phase_re = [(k, re.compile(p)) for k, p in phases.items()]
+    except re.error as exc:
+        raise OptionError(f"step_pattern or phase_patterns: bad regular expression {exc.pattern!r}: {exc}. Fix: give "
+                          "a Python regular expression (re module)") from None
+    return rules, step_re, phase_re
+
+
+@dataclass
+class _Parts:
+    """The options of a read and what its files give, file by file."""
+
+    rules: Rules
+    step_re: re.Pattern[str] | None
+    phase_re: list[tuple[str, re.Pattern[str]]]
+    kernel_names: str
+    on_invalid: str
+    absolute: bool
+    warnings: list[RunWarning] = field(default_factory=list)
+    quarantine: list[pa.Table] = field(default_factory=list)
+    strings: dict[str, int] = field(default_factory=dict)   # kernel name -> id of the events' dictionary
+    blocks: list[tuple[int, dict[str, np.ndarray]]] = field(default_factory=list)   # (rank, device columns)
+    rank_rows: list[dict[str, Any]] = field(default_factory=list)
+    nvtx_rows: list[dict[str, Any]] = field(default_factory=list)
+    life: list[dict[str, Any]] = field(default_factory=list)
+    host_rows: list[tuple[int, int, int, int]] = field(default_factory=list)
+    captures: dict[int, tuple[int, int]] = field(default_factory=dict)   # rank -> capture window
+
+
+@dataclass
+class _Export:
+    """What one export holds, read before its connection closes."""
+
+    version: Any
+    base: int
+    capture: tuple[int, int] | None
+    tables: list[dict[str, np.ndarray]]
+    gpu_names: dict[int, str]
+    procs: dict[int, str]
+    ranges: list[tuple[int, int, int, int, str]]
+    runtime: dict[str, np.ndarray]
+    db_tables: set[str]
+
+
+def _read_db(fpath: str, parts: _Parts) -> _Export:
+    db = _Db(fpath)
+    try:
+        version = dict((r[0], r[1]) for r in db.query("SELECT name, value FROM META_DATA_EXPORT")).get(
+            "EXPORT_SCHEMA_VERSION") if "META_DATA_EXPORT" in db.tables else None
+        base, capture = _session(db, fpath, parts.absolute, parts.warnings)
+        tables = [p for t, k in _TABLES
+                  if (p := _read_table(db, t, k, parts.kernel_names, parts.rules, parts.strings, parts.on_invalid,
+                                       parts.warnings, parts.quarantine, base)) is not None]
+        gpu_names: dict[int, str] = {}
+        if "TARGET_INFO_GPU" in db.tables and {"id", "name"} <= db.columns("TARGET_INFO_GPU"):
+            gpu_names = {i: n for i, n in db.query("SELECT id, name FROM TARGET_INFO_GPU")
+                         if type(i) is int and isinstance(n, str)}
+        procs: dict[int, str] = {}
+        if "PROCESSES" in db.tables and {"pid", "name"} <= db.columns("PROCESSES"):
+            procs = {p: n for p, n in db.query("SELECT pid, name FROM PROCESSES")
+                     if type(p) is int and isinstance(n, str)}
+        ranges = _nvtx(db, base, parts.on_invalid, parts.warnings, parts.quarantine)
+        runtime = _runtime(db, base, parts.on_invalid, parts.warnings, parts.quarantine)
+    finally:
+        db.close()
+    return _Export(version, base, capture, tables, gpu_names, procs, ranges, runtime, set(db.tables))
+
+
+def _read_file(fpath: str, parts: _Parts) -> None:
+    """One export's device events as ranks (one per device and process), its host waits
+    and NVTX records; an export without device activity raises, or is set aside."""
+    got = _read_db(fpath, parts)
+    if sum(p["start_ns"].size for p in got.tables) == 0:
+        captured = sorted(t for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "NVTX_EVENTS") if t in got.db_tables)
+        problem = ("no device activity: none of the tables " + ", ".join(t for t, _ in _TABLES) +
+                   " has rows" + (f" (captured: {', '.join(captured)})" if captured else ""))
+        fix = ("profile with CUDA tracing on (nsys profile --trace=cuda,nvtx), or pass "
+               "on_invalid='quarantine' to skip such files")
+        if parts.on_invalid == "raise":
+            raise NoDeviceEventsError(fpath, problem, fix)
+        parts.warnings.append(RunWarning("nsys.no_device_events", f"{fpath}: {problem}; skipped"))
+        parts.quarantine.append(quarantine_table(QUARANTINE_SCHEMA, fpath, ["file"], ["no device events"],
+                                                 table=[None], rowid=[None]))
+        return
+    cat = {c: np.concatenate([p[c] for p in got.tables]) for c in got.tables[0]}
+    cat["launch_ns"], cat["launched"] = _launches(got.runtime, cat["pid"], cat["corr"])
+    if (cat["pid"] < 0).any():
+        parts.warnings.append(RunWarning("nsys.no_global_pid", f"{fpath}: {int((cat['pid'] < 0).sum())} device events without globalPid; "
+                              "their process is taken as pid -1"))
+    ranks_of_pid: dict[int, list[int]] = {}
+    for dev, pid in np.unique(np.stack([cat["device"], cat["pid"]], axis=1), axis=0).tolist():
+        r = len(parts.rank_rows)
+        idx = np.flatnonzero((cat["device"] == dev) & (cat["pid"] == pid))
+        idx = idx[np.lexsort((cat["end_ns"][idx], cat["start_ns"][idx]))]
+        parts.blocks.append((r, {c: cat[c][idx] for c in ("stream", "start_ns", "end_ns", "kind", "name",
+                                                            "bytes", "launch_ns", "launched")}))
+        ranks_of_pid.setdefault(pid, []).append(r)
+        if got.capture is not None:
+            parts.captures[r] = got.capture
+        parts.rank_rows.append({"rank": r, "device": dev, "device_name": got.gpu_names.get(dev),
+                                "pid": None if pid < 0 else pid, "process": got.procs.get(pid),
+                                "source_file": fpath,
+                                "schema_version": None if got.version is None else str(got.version),
+                                "session_start_ns": got.base if got.base else None, "events": int(idx.size)})
+    _host_waits(fpath, got, ranks_of_pid, parts)
+    _nvtx_records(fpath, got.ranges, ranks_of_pid, parts)
+
+
+def _host_waits(fpath: str, got: _Export, ranks_of_pid: dict[int, list[int]], parts: _Parts) -> None:
+    """The process's synchronize calls and DataLoader ranges, on each of its ranks."""
+    runtime, sync = got.runtime, got.runtime["cause"] >= 0
+    waits = [(int(p), int(s), int(e), int(c)) for p, s, e, c in zip(
+        runtime["pid"][sync].tolist(), runtime["start"][sync].tolist(), runtime["end"][sync].tolist(),
+        runtime["cause"][sync].tolist())]
+    data = HOST_CAUSES.index("data_wait")
+    waits += [(pid, s, e, data) for pid, _, s, e, text in got.ranges if host_cause(text) == data]
+    no_rank = 0
+    for pid, s, e, c in waits:
+        targets = ranks_of_pid.get(pid)
+        if not targets:
+            no_rank += 1
+        for r in targets or ():
+            parts.host_rows.append((r, s, e, c))
+    if no_rank:
+        parts.warnings.append(RunWarning("nsys.host_waits_unmatched", f"{fpath}: {no_rank} synchronize calls or "
+                                         "DataLoader ranges come from processes without device events; they wait "
+                                         "for no rank and are left out of the idle split"))
+
+
+def _nvtx_records(fpath: str, ranges: list[tuple[int, int, int, int, str]], ranks_of_pid: dict[int, list[int]],
+                  parts: _Parts) -> None:
+    """The NVTX ranges (``.nvtx``) and the step and phase records they make on their
+    process's ranks."""
+    ordinal: Counter[int] = Counter()
+    unmatched = 0
+    for pid, tid, s, e, text in ranges:
+        parts.nvtx_rows.append({"source_file": fpath, "pid": pid, "tid": tid, "start_ns": s,
+                                "end_ns": e, "text": text})
+        rec: tuple[str, int | None, str | None] | None = None
+        m = parts.step_re.search(text) if parts.step_re else None
+        if m:
+            ordinal[pid] += 1
+            g = m.group(1) if m.groups() else None
+            # a number too large for int64 is no step number: the ordinal stands in
+            step = int(g) if g is not None and g.isdigit() and len(g) < 19 else ordinal[pid]
+            rec = ("step", step, None)
+        else:
+            rec = next((("phase", None, k) for k, rx in parts.phase_re if rx.search(text)), None)
+        if rec is None:
+            continue
+        targets = ranks_of_pid.get(pid)
+        if not targets:
+            unmatched += 1
+            continue
+        for r in targets:
+            parts.life.append({"record": rec[0], "attempt": 0, "rank": r, "start_ns": s,
+                               "end_ns": e, "step": rec[1], "kind": rec[2]})
+    if unmatched:
+        parts.warnings.append(RunWarning("nsys.nvtx_unmatched", f"{fpath}: {unmatched} NVTX step/phase ranges come from processes without "
+                              "device events; left out of the lifecycle (see .nvtx)"))
+
+
+def _events_table(parts: _Parts) -> pa.Table:
+    if not parts.blocks:
+        return pa.table({
+            "rank": pa.array([], pa.int32()), "stream": pa.array([], pa.int32()),
+            "start_ns": pa.array([], pa.int64()), "end_ns": pa.array([], pa.int64()),
+            "kind": pa.DictionaryArray.from_arrays(pa.array([], pa.int8()), pa.array(KINDS, pa.string())),
+            "name": pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string())),
+            "bytes": pa.array([], pa.int64()), "launch_ns": pa.array([], pa.int64())})
+    blocks = parts.blocks
+    col = {c: np.concatenate([b[c] for _, b in blocks]) for c in blocks[0][1]}
+    rank = np.concatenate([np.full(b["start_ns"].size, r, np.int32) for r, b in blocks])
+    return pa.table({
+        "rank": pa.array(rank, pa.int32()),
+        "stream": pa.array(col["stream"].astype(np.int32), pa.int32()),
+        "start_ns": pa.array(col["start_ns"], pa.int64()),
+        "end_ns": pa.array(col["end_ns"], pa.int64()),
+        "kind": pa.DictionaryArray.from_arrays(pa.array(col["kind"], pa.int8()),
+                                               pa.array(KINDS, pa.string())),
+        "name": pa.DictionaryArray.from_arrays(pa.array(col["name"], pa.int32()),
+                                               pa.array(list(parts.strings), pa.string())),
+        "bytes": pa.array(col["bytes"], pa.int64(), mask=col["bytes"] < 0),
+        "launch_ns": pa.array(col["launch_ns"], pa.int64(), mask=~col["launched"]),
+    })
+
+
+def _spans(parts: _Parts) -> tuple[dict[int, int], dict[int, int]]:
+    """Each rank's span: its capture window (the Nsight session), grown to any event or
+    NVTX record outside it. Without the capture, a file with one memset would span
+    that memset alone and hide the rest of the session."""
+    ev_lo = {r: int(b["start_ns"].min()) for r, b in parts.blocks}
+    ev_hi = {r: int(b["end_ns"].max()) for r, b in parts.blocks}
+    lo, hi = dict(ev_lo), dict(ev_hi)
+    for x in parts.life:
+        lo[x["rank"]] = min(lo[x["rank"]], x["start_ns"])
+        hi[x["rank"]] = max(hi[x["rank"]], x["end_ns"])
+    rows = parts.rank_rows
+    for r, (c0, c1) in parts.captures.items():
+        if lo[r] < c0 or hi[r] > c1:
+            parts.warnings.append(RunWarning("nsys.outside_capture", f"{rows[r]['source_file']}: rank {r}: "
+                                             f"events or NVTX ranges lie outside the capture window "
+                                             f"[{c0}, {c1}) (by {max(c0 - lo[r], 0) + max(hi[r] - c1, 0)} ns in "
+                                             "all): the span is grown to hold them"))
+        lo[r], hi[r] = min(lo[r], c0), max(hi[r], c1)
+    for r in sorted(lo):
+        span, covered = hi[r] - lo[r], ev_hi[r] - ev_lo[r]
+        if span > 0 and covered < MIN_COVERAGE * span:
+            parts.warnings.append(RunWarning(
+                "nsys.sparse_span", f"{rows[r]['source_file']}: rank {r}: device activity (first to last "
+                f"event, {covered} ns) covers {covered / span:.2%} of its span ({span} ns, the capture): the "
+                "rest of the span is idle; classify a narrower span (span=) to leave it out"))
+    return lo, hi
