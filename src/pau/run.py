@@ -627,7 +627,7 @@ def attach_samples(run: Run, samples: Any, *, devices: Any = None, on_invalid: s
         run.samples = clean
         _add_quarantine(run, q)
         return run
-    att = _telemetry.attach_samples(tel, _rank_devices(run), devices=devices)
+    att = _telemetry.match_samples(tel, _rank_devices(run), devices=devices)
     out = att.samples
     if run.metadata.get("alignment") and out.num_rows:   # the traces' clocks moved: the samples' with them
         al = run.metadata["alignment"]

@@ -719,9 +719,3 @@ def match_samples(telemetry: Telemetry, ranks: Sequence[Mapping[str, Any]] | Non
     order = np.lexsort((np.asarray(t["time_ns"]), np.asarray(t["metric"].combine_chunks().indices), new[idx]))
     t = t.take(pa.array(order)).cast(SAMPLES_SCHEMA)
     return Attached(t, infos, how, warnings, assumed)
-
-
-#: Deprecated name of :func:`match_samples` (``pau.run.attach_samples`` is the one that
-#: puts samples on a Run); kept until ``pau.run`` calls ``match_samples``.
-attach_samples = match_samples
-

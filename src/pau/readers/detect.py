@@ -78,7 +78,7 @@ def _head(path: str) -> bytes:
     if raw[:2] == b"\x1f\x8b":
         if _fast_gzip is not None:
             try:
-                with _fast_gzip.open(path, "rb") as g:
+                with _fast_gzip.open(path, "rb") as g:  # type: ignore[no-untyped-call]  # isal: open() unannotated
                     return bytes(g.read(_HEAD))
             except (OSError, EOFError, _fast_gzip_error):
                 pass
