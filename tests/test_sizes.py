@@ -30,8 +30,6 @@ LONG = {
     ("csrc/core/life_setup.hpp", "pau::core::life::setup_jobs"),
     ("src/pau/_args.py", "parser"),
     ("src/pau/compat/ml_goodput.py", "_records"),
-    ("src/pau/engine/_kernels.py", "attribute_pass"),
-    ("src/pau/engine/_lifecycle.py", "_attribute"),
     ("src/pau/engine/distributed.py", "classify_partitions"),
     ("src/pau/figures/economics.py", "requests"),
     ("src/pau/figures/hardware.py", "cell_metrics"),
