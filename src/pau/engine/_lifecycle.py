@@ -6,9 +6,9 @@ lineage rule to decide which step executions survived, and paints the states wit
 their precedence into disjoint intervals per rank. The checks of the rows, the scan
 of the step columns and the set-up (attempts, membership, checkpoints, the painted
 layers, and the relational errors of the input, which :func:`_setup` names) run in
-the native core (``csrc/core/life_checks.hpp``, ``life_setup.hpp``); the rollback
-attribution in the Numba kernels of :mod:`pau.engine._kernels`: ``lineage`` for the lineage
-rule, ``attribute_pass`` for the steps. Their slow twins are in ``tests/``.
+the native core (``csrc/core/life_checks.hpp``, ``life_setup.hpp``, the lineage rule
+too); the rollback attribution's pass over the steps in :mod:`pau.engine._life_attrib`
+(the Numba kernel ``attribute_pass``). Their slow twins are in ``tests/``.
 
 Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
