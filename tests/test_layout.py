@@ -55,6 +55,8 @@ LEVELS = [
     {"pau.engine._input", "pau.engine._search", "pau.engine._jit", "pau.engine._threads", "pau.engine._progress"},
     # kernels (the native pau._core is compiled, not listed)
     {"pau.engine._kernels", "pau.engine._econ_kernels"},
+    # the rollback attribution's pass over the steps, given the set-up
+    {"pau.engine._life_attrib"},
     # the engine's parts: sweep planning, lifecycle attribution, crossing, the ledger
     {"pau.engine._sweep", "pau.engine._lifecycle", "pau.engine._crossing", "pau.engine.ledger"},
     # pau's archive layout: Parquet streaming and the native page decoder's row groups

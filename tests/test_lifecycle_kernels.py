@@ -219,11 +219,11 @@ def test_expand_ordered_matches_the_reference(case, int32):
     dt = np.int32 if int32 else np.int64
     attempt, start = np.array(attempt, np.int64), np.array(start, np.int64)
 
-    got = _kernels.expand_ordered(np.array(rank, dt), attempt, start, m.ids, m.offsets, m.ranks, rank_lo, rank_lut,
-                                  n_ranks, False)
+    got = _kernels.expand_ordered(np.array(rank, dt), attempt, start, _kernels.Membership(m.ids, m.offsets, m.ranks),
+                                  _kernels.Lut(rank_lo, rank_lut), n_ranks, False)
     want = ref.expand_ordered(rank, attempt.tolist(), start.tolist(), m.ids.tolist(), m.offsets.tolist(),
                               m.ranks.tolist(), rank_lo, lut, False)
-    row, out_rank, copy, ok = got
+    (row, out_rank, copy, _), ok = got
     assert (row.tolist(), out_rank.tolist(), copy.tolist(), bool(ok)) == want
     # the visits are those of expand_ranks, reordered
     assert sorted(zip(row.tolist(), out_rank.tolist(), copy.tolist())) == \
@@ -232,12 +232,12 @@ def test_expand_ordered_matches_the_reference(case, int32):
     # dense: the caller maps rank (>= 0) and member ranks to dense ranks itself
     d_rank = [lut[r - rank_lo] if r >= 0 else r for r in rank]
     d_members = [lut[r - rank_lo] for r in m.ranks.tolist()]
-    got = _kernels.expand_ordered(np.array(d_rank, dt), attempt, start, m.ids, m.offsets,
-                                  np.array(d_members, np.int64), 0, np.arange(n_ranks, dtype=np.int64), n_ranks,
-                                  True)
+    (row, out_rank, copy, _), ok = _kernels.expand_ordered(
+        np.array(d_rank, dt), attempt, start, _kernels.Membership(m.ids, m.offsets, np.array(d_members, np.int64)),
+        _kernels.Lut(0, np.arange(n_ranks, dtype=np.int64)), n_ranks, True)
     d_want = ref.expand_ordered(d_rank, attempt.tolist(), start.tolist(), m.ids.tolist(), m.offsets.tolist(),
                                 d_members, 0, list(range(n_ranks)), True)
-    assert (got[0].tolist(), got[1].tolist(), got[2].tolist(), bool(got[3])) == d_want
+    assert (row.tolist(), out_rank.tolist(), copy.tolist(), bool(ok)) == d_want
     assert d_want == (want[0], [lut[r - rank_lo] for r in want[1]], want[2], want[3])
 
 
@@ -248,9 +248,9 @@ def test_expand_ordered_examples():
     lut = np.array([0, -1, -1, 1], np.int64)  # ranks 2..5
 
     def run(rank, attempt, start):
-        row, out_rank, copy, ok = _kernels.expand_ordered(
-            np.array(rank, np.int64), np.array(attempt, np.int64), np.array(start, np.int64), m.ids, m.offsets,
-            m.ranks, 2, lut, 2, False)
+        (row, out_rank, copy, _), ok = _kernels.expand_ordered(
+            np.array(rank, np.int64), np.array(attempt, np.int64), np.array(start, np.int64),
+            _kernels.Membership(m.ids, m.offsets, m.ranks), _kernels.Lut(2, lut), 2, False)
         return row.tolist(), out_rank.tolist(), copy.tolist(), bool(ok)
 
     assert run([], [], []) == ([], [], [], True)
@@ -488,7 +488,7 @@ def check_pass(t, as_of):
 
     def spy(*a):
         a = list(a)
-        a[29] = a[29].copy()  # pres: the kernel marks it
+        a[6] = a[6]._replace(pres=a[6].pres.copy())  # out.pres: the kernel marks it
         res = real(*a)
         calls.append((a, res))
         return res
@@ -499,22 +499,21 @@ def check_pass(t, as_of):
             lifecycle.attribute_rows(t, as_of=as_of)
         except lifecycle.InvalidLifecycleError:
             pass
+    states = np.array([lifecycle.S[k] for k in ("productive", "pending", "rolled_back")], np.int8)
     for a, res in calls:
-        (b_rank, b_start, b_end, b_state, b_att, b_step, order, rank, att, start, end, step, tokens,
-         x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, m_row, base, head, on, pend, att_cause, states,
-         _pres_off, pres, o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, all_ranks, first_member,
-         *out) = a
-        want = ref.attribute_pass((b_rank, b_start, b_end, b_state, b_att, b_step), order, rank, att, start, end,
-                                  step, tokens, x_rank, x_copy, rank_lo, rank_lut, att_lo, att_lut, mstart, mend, m_row, base,
-                                  head, on, pend, att_cause, states, pres.size > 0,
-                                  (o_rank, o_start, o_end, o_state, o_att, o_step), att_ids, null,
-                                  all_ranks, first_member)
-        m, _, acc_rank, acc_ns, tok, npres, code, row, other, bad_rank = res
+        back, over, rows, visits, ranks, atts, out = a
+        want = ref.attribute_pass(tuple(back), visits.order, *rows, visits.rank, visits.copy, ranks.lo, ranks.table,
+                                  atts.lut.lo, atts.lut.table, atts.m_start, atts.m_end, atts.m_row, atts.base,
+                                  atts.head, atts.on, atts.pend, atts.cause, states, out.pres.size > 0, tuple(over),
+                                  atts.ids, lifecycle.NULL, visits.all_ranks, atts.first_member)
+        tally, error = res
+        m, nr, tok, npres = tally
         if "error" in want:
-            assert (code, row, other, bad_rank) == want["error"]
+            assert tuple(error) == want["error"]
             continue
-        assert code == 0
-        r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause, _, _ = out
+        assert error.code == 0
+        r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause = out[:10]
+        acc_rank, acc_ns = out.acc_rank[:nr], out.acc_ns[:nr]
         ka, ks, kc = _bits(v_att, m), _bits(v_step, m), _bits(v_cause, m)
         got = [(int(r_rank[i]), int(r_start[i]), int(r_end[i]), int(r_state[i]),
                 int(r_att[i]) if ka[i] else None, int(r_step[i]) if ks[i] else None,
@@ -549,7 +548,7 @@ def test_attribute_pass_reports_step_errors_like_the_reference():
                 setv("step", si[2], 1),                                    # step numbers go down
                 setv("rank", si[3], 5)):                                   # not a member
         calls = check_pass(bad, None)
-        assert calls and calls[-1][1][6] != 0
+        assert calls and calls[-1][1][1].code != 0
 
 
 # --------------------------------------------------------------------------- the set-up and the lineage
@@ -719,7 +718,7 @@ def test_attribute_pass_by_rank_matches_the_reference(case):
     conv = steps_for_all_ranks(rows)
     calls = check_pass(table(conv), None if as_of is None else as_of * S)
     if calls and any(r["record"] == "step" and (as_of is None or r["start"] <= as_of) for r in conv):
-        assert calls[0][0][38].size > 0  # all_ranks: the pass made the visits
+        assert calls[0][0][3].all_ranks.size > 0  # visits.all_ranks: the pass made the visits
 
 
 # --------------------------------------------------------------------------- the native reader

@@ -25,8 +25,6 @@ MODULE_LINES = 900
 #: (file, function) above FUNCTION_LINES today.
 LONG = {
     ("csrc/bindings/lifecycle.cpp", "bind_lifecycle"),
-    ("src/pau/engine/_kernels.py", "attribute_pass"),
-    ("src/pau/engine/_lifecycle.py", "_attribute"),
 }
 
 #: Files above MODULE_LINES today. `_core.pyi` is generated-shaped (one stub per binding).

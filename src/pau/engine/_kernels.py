@@ -18,14 +18,28 @@ are kept few and small: no string work (errors are codes the caller names), no
 slice assignment (Numba formats a shape-mismatch message for it), one return
 statement, and in the one that every attribution runs (:func:`attribute_pass`) no
 allocation: the caller passes the arrays it writes.
+
+The boundary with Python is narrow (``tests/test_boundary_numba.py``): a kernel takes at
+most 8 positional parameters and returns no anonymous tuple of more than 3. Arrays
+cross grouped in named tuples (:class:`StepRows`, :class:`Visits`, :class:`Attempts`,
+:class:`Pieces`, :class:`PassOut`, ...), which Numba types as heterogeneous named tuples
+and reads by field: passing one costs what passing its arrays does. Results come back
+as named tuples too (:class:`Tally`, :class:`StepError`, :class:`StepLabels`). Inside,
+the ``@helper`` functions (inlined) take scalars and small named tuples of scalars only:
+an array passed to a helper, even an inlined one, costs a reference count per array
+and call, which made the pass about 15x slower; the kernels read their arrays in their
+own bodies.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from pau import _core
 from pau.engine._jit import helper, kernel
+from pau.engine.vocab import STATES
 
 #: Ranks spread wider than this pass through attribution as dense positions (a
 #: lookup table by value would not fit): the set-up's ``kRankLutMax``.
@@ -35,6 +49,174 @@ _DONE = 9223372036854775807
 #: An index masked with this is known to be >= 0, so Numba's wraparound of negative
 #: indices (a shift, an AND and a load of the shape per access) folds away.
 _POS = 0x7FFFFFFFFFFFFFFF
+#: The lifecycle's null time (the least int64: a missing end, no base, no membership).
+_NULL = -9223372036854775808
+#: The states a step takes (codes of vocab.STATES).
+_PRODUCTIVE, _PENDING, _ROLLED_BACK = (STATES.index(k) for k in ("productive", "pending", "rolled_back"))
+
+
+# ---------------------------------------------------------------------------
+# What crosses into the kernels: named tuples of arrays (Numba types each as a
+# heterogeneous named tuple and reads its fields by name; passing one costs what
+# passing its arrays one by one does).
+
+
+class Lut(NamedTuple):
+    """Values to dense positions: ``table[value - lo]`` (-1: not a known value)."""
+
+    lo: int
+    table: np.ndarray
+
+
+class Membership(NamedTuple):
+    """The member ranks of attempt ``ids[p]`` (sorted ids): ``ranks[offsets[p]:offsets[p + 1]]``."""
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    ranks: np.ndarray
+
+
+class StepRows(NamedTuple):
+    """Step rows' columns as a pass reads them. For :func:`attribute_pass`, ``rank``
+    and ``att`` are the table's values (through :class:`Lut`); for :func:`steps_pass`
+    dense ranks and dense attempts."""
+
+    rank: np.ndarray
+    att: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    step: np.ndarray
+    tokens: np.ndarray
+
+
+class Visits(NamedTuple):
+    """How a pass visits the step rows, in (rank, start) order."""
+
+    order: np.ndarray      # the row of each visit; empty: the rows in order, one visit each
+    rank: np.ndarray       # the rank of each visit (a row of rank -1 runs on each member rank); empty: the row's
+    copy: np.ndarray       # visits whose tokens do not count (all but one per row); empty: none
+    all_ranks: np.ndarray  # the rank of each dense rank when the pass makes the visits itself; empty: not so
+
+
+class Attempts(NamedTuple):
+    """What a pass needs per dense attempt ``a``; the membership interval of (a, dense
+    rank r) is at ``m_row[a] + r`` of ``m_start``/``m_end`` (``_NULL``: not a member)."""
+
+    lut: Lut                 # attempt ids to dense attempts
+    ids: np.ndarray          # the id written for each dense attempt (int32)
+    m_start: np.ndarray
+    m_end: np.ndarray
+    m_row: np.ndarray
+    base: np.ndarray         # the lineage: steps (base, head] survive when ``on``
+    head: np.ndarray
+    on: np.ndarray
+    pend: np.ndarray         # the last attempt of its job, still running: its steps are pending
+    cause: np.ndarray        # the cause code of a rolled-back step (int16)
+    pres_off: np.ndarray     # step k of attempt a is preserved-step mark k - pres_off[a]
+    first_member: np.ndarray  # by rank (Visits.all_ranks): the dense rank that counts a row's tokens
+
+
+class Pieces(NamedTuple):
+    """Disjoint labelled pieces sorted by (rank, start) (from :func:`paint`): a layer."""
+
+    rank: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    state: np.ndarray
+    att: np.ndarray
+    step: np.ndarray
+
+
+class PassOut(NamedTuple):
+    """The arrays :func:`attribute_pass` writes. The interval columns have capacity
+    ``2 * (pieces + visits) + 1``; ``v_*`` are their Arrow validity bitmaps (bit set:
+    valid; whole bytes written); ``acc_rank``/``acc_ns`` (capacity: background pieces,
+    ``acc_ns`` zeroed) the ranks with accountable time and their ns; ``pres`` (zeroed,
+    or empty: not counted) the marks of preserved step numbers."""
+
+    rank: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    state: np.ndarray
+    att: np.ndarray
+    step: np.ndarray
+    cause: np.ndarray
+    v_att: np.ndarray
+    v_step: np.ndarray
+    v_cause: np.ndarray
+    acc_rank: np.ndarray
+    acc_ns: np.ndarray
+    pres: np.ndarray
+
+
+class Tally(NamedTuple):
+    """What :func:`attribute_pass` counted: output rows, ranks with accountable time,
+    the token sum and the distinct step numbers of productive steps."""
+
+    pieces: int
+    ranks: int
+    tokens: int
+    preserved: int
+
+
+class StepError(NamedTuple):
+    """The first step error in (rank, start) order: ``code`` 0 none, 1 not a member,
+    2 starts outside the attempt, 3 overlaps the previous step (``other``), 4 step
+    number does not increase (after ``other``); the row and the rank of the visit."""
+
+    code: int
+    row: int
+    other: int
+    rank: int
+
+
+class StepLabels(NamedTuple):
+    """Step executions checked, cut and labelled, in (rank, start) order."""
+
+    rank: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    state: np.ndarray
+    att: np.ndarray
+    step: np.ndarray
+    cause: np.ndarray
+
+
+# Inside the kernels: what a step's (rank, attempt) decides, the steps a check
+# remembers, the step under the cursor.
+class _Run(NamedTuple):
+    rank: int
+    att_id: int
+    rd: int     # dense rank
+    a: int      # dense attempt
+    ms: int     # membership interval [ms, me]
+    me: int
+    po: int     # pres_off[a]
+    base: int
+    head: int
+    on: bool    # on the lineage, with a head
+    pend: bool
+    cause: int
+
+
+class _Seen(NamedTuple):
+    p_row: int   # the previous step
+    p_rank: int
+    p_att: int
+    p_step: int
+    f_row: int   # the last non-empty step
+    f_rank: int
+    f_end: int
+
+
+class _Cursor(NamedTuple):
+    rank: int
+    start: int
+    end: int
+    state: int
+    att: int
+    step: int
+    cause: int
 
 
 def paint(rank, start, end, level, order):
@@ -47,6 +229,29 @@ def paint(rank, start, end, level, order):
     covered by no interval give no piece.
     """
     return _core.paint(rank, start, end, level, order)
+
+
+def dense_lut(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Position of each value in the sorted unique `keys`, -1 if absent."""
+    if keys.size == 0:
+        return np.full(values.shape, -1, np.int64)
+    lo, hi = int(keys[0]), int(keys[-1])
+    if hi - lo < 1 << 24:
+        lut = np.full(hi - lo + 1, -1, np.int64)
+        lut[keys - lo] = np.arange(keys.size)
+        return _core.lut_map(np.asarray(values), lo, lut)
+    pos = np.minimum(np.searchsorted(keys, values), keys.size - 1)
+    return np.where(keys[pos] == values, pos, -1)
+
+
+def present(values: np.ndarray) -> np.ndarray:
+    """Sorted unique non-negative values (bincount when the range is small)."""
+    v = values[values >= 0] if (values < 0).any() else values
+    if v.size == 0:
+        return np.empty(0, np.int64)
+    if int(v.max()) < 1 << 24:
+        return np.flatnonzero(np.bincount(v)).astype(np.int64)
+    return np.unique(v)
 
 
 @helper
@@ -91,11 +296,11 @@ def rank_order(rdense, start, n_ranks):
 
 
 @helper
-def _cut_step(s, e, me, null):
+def _cut_step(s, e, me):
     """A step's end cut at its attempt's end on its rank (``me``): a step still in
     flight (no end) or one past the attempt is cut there and flagged in flight;
     never before its start. Returns ``(end, in_flight)``."""
-    flight = e == null or e > me
+    flight = e == _NULL or e > me
     if flight:
         e = me
     if e < s:
@@ -103,100 +308,113 @@ def _cut_step(s, e, me, null):
     return e, flight
 
 
+@helper
+def _check(seen, q, i, s, e, sn):
+    """The step check of row ``i`` (start ``s``, cut end ``e``, step number ``sn``)
+    against its membership and the steps before it on its rank: ``(code, other row)``
+    as :class:`StepError` names them."""
+    if q.ms == _NULL:
+        return 1, -1
+    if s < q.ms or s > q.me:
+        return 2, -1
+    # Half-open: an empty step overlaps nothing, and it does not hide the
+    # previous non-empty step from the next one.
+    if e > s and seen.f_row >= 0 and seen.f_rank == q.rd and s < seen.f_end:
+        return 3, seen.f_row
+    if seen.p_row >= 0 and seen.p_rank == q.rd and seen.p_att == q.a and sn <= seen.p_step:
+        return 4, seen.p_row
+    return 0, -1
+
+
+@helper
+def _seen(seen, q, i, s, e, sn):
+    """What the checks remember after row ``i`` passed them."""
+    if e > s:
+        return _Seen(np.int64(i), q.rd, q.a, np.int64(sn), np.int64(i), q.rd, np.int64(e))
+    return _Seen(np.int64(i), q.rd, q.a, np.int64(sn), seen.f_row, seen.f_rank, seen.f_end)
+
+
+@helper
+def _label(q, s, e, sn, flight):
+    """The step under the cursor: productive (a lineage step, done), pending (the
+    last attempt still running) or rolled back (charged to its attempt's cause)."""
+    if q.on and (q.base == _NULL or sn > q.base) and sn <= q.head and not flight:
+        return _Cursor(q.rank, np.int64(s), np.int64(e), np.int64(_PRODUCTIVE), q.a, np.int64(sn), np.int64(-1))
+    if q.pend:
+        return _Cursor(q.rank, np.int64(s), np.int64(e), np.int64(_PENDING), q.a, np.int64(sn), np.int64(-1))
+    return _Cursor(q.rank, np.int64(s), np.int64(e), np.int64(_ROLLED_BACK), q.a, np.int64(sn), q.cause)
+
+
+@helper
+def _run(rank, att_id, rd, a, ms, me, po, base, head, on, pend, cause):
+    """What the steps of one (rank, attempt) share (:class:`_Run`), from its loads."""
+    h = np.int64(head)
+    return _Run(np.int64(rank), np.int64(att_id), np.int64(rd), np.int64(a), np.int64(ms), np.int64(me),
+                np.int64(po), np.int64(base), h, on and h != _NULL, pend != 0, np.int64(cause))
+
+
+_NO_SEEN = _Seen(-1, -1, -1, 0, -1, -1, 0)
+_NO_RUN = _Run(-2, _NULL, 0, 0, _NULL, _NULL, 0, _NULL, _NULL, False, False, -1)  # no (rank, attempt) yet
+_NO_CURSOR = _Cursor(-1, 0, 0, 0, 0, 0, -1)  # nothing loaded yet: the first turn loads visit 0
+
+
 @kernel
-def steps_pass(order, rdense, att, start, end, step, tokens, mstart, mend, m_row,
-               base, head, on, pend, null, rank_values, att_cause, states):
-    """Check, cut and label step executions, in (rank, start) order.
-
-    Per row i (visited through ``order``): its member interval ``[ms, me]`` of
-    (attempt, rank), at ``m_row[attempt] + rank`` of ``mstart``/``mend``, must contain
-    its start; a missing or late end is cut at ``me`` (the step was in flight); steps
-    of one rank must not overlap and step numbers must increase within an attempt.
-    The state is productive (lineage step, done), pending (last attempt still
-    running) or rolled back (charged to the cause of its attempt); ``states`` gives
-    their codes.
-
-    Returns sorted columns (rank, start, end, state, attempt, step, cause), the token
-    sum of productive rows, and an error ``(code, row, other row)``: 0 none, 1 not a
-    member, 2 starts outside the attempt, 3 overlaps the previous step, 4 step
-    number does not increase.
+def steps_pass(order, rows, atts, rank_values):
+    """Check, cut and label step executions, in (rank, start) order (``order``;
+    empty: the rows are in order), by the rules of :func:`attribute_pass`.
+    ``rows.rank`` and ``rows.att`` are dense; the output's ranks are
+    ``rank_values[dense rank]``. Returns ``(StepLabels, tokens of productive rows,
+    StepError)``; after an error the labels stop before it.
     """
-    n = order.size if order.size else rdense.size  # an empty order: rows already in order
-    o_rank = np.empty(n, np.int32)
-    o_start = np.empty(n, np.int64)
-    o_end = np.empty(n, np.int64)
-    o_state = np.empty(n, np.int8)
-    o_att = np.empty(n, np.int32)
-    o_step = np.empty(n, np.int64)
-    o_cause = np.empty(n, np.int16)
+    n = order.size if order.size else rows.rank.size
+    lab = StepLabels(np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int8),
+                     np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int16))
     tok = 0
-    prev = -1
-    last_full = -1
-    last_full_end = 0
+    seen = _NO_SEEN
     code = 0
     bad = -1
     other = -1
     for j in range(n):
         i = order[j] if order.size else j
-        r = rdense[i]
-        a = att[i]
-        k = m_row[a] + r
-        ms = mstart[k]
-        me = mend[k]
-        s = start[i]
-        if ms == null:
-            code, bad = 1, i
+        r = np.int64(rows.rank[i])
+        a = np.int64(rows.att[i])
+        k = atts.m_row[a] + r
+        q = _run(r, a, r, a, atts.m_start[k], atts.m_end[k], 0, atts.base[a], atts.head[a], atts.on[a], atts.pend[a],
+                 atts.cause[a])
+        s = rows.start[i]
+        e, flight = _cut_step(s, rows.end[i], q.me)
+        sn = rows.step[i]
+        code, other = _check(seen, q, i, s, e, sn)
+        if code:
+            bad = i
             break
-        if s < ms or s > me:
-            code, bad = 2, i
-            break
-        e, flight = _cut_step(s, end[i], me, null)
-        st = step[i]
-        # Half-open: an empty step overlaps nothing, and it does not hide the
-        # previous non-empty step from the next one.
-        if e > s:
-            if last_full >= 0 and rdense[last_full] == r and s < last_full_end:
-                code, bad, other = 3, i, last_full
-                break
-            last_full = i
-            last_full_end = e
-        if prev >= 0 and rdense[prev] == r and att[prev] == a and st <= step[prev]:
-            code, bad, other = 4, i, prev
-            break
-        b = base[a]
-        h = head[a]
-        c = -1
-        if on[a] and h != null and (b == null or st > b) and st <= h and not flight:
-            state = states[0]
-            tok += tokens[i]
-        elif pend[a]:
-            state = states[1]
-        else:
-            state = states[2]
-            c = att_cause[a]
-        o_rank[j] = rank_values[r]
-        o_start[j] = s
-        o_end[j] = e
-        o_state[j] = state
-        o_att[j] = a
-        o_step[j] = st
-        o_cause[j] = c
-        prev = i
-    return o_rank, o_start, o_end, o_state, o_att, o_step, o_cause, tok, code, bad, other
+        seen = _seen(seen, q, i, s, e, sn)
+        c = _label(q, s, e, sn, flight)
+        if c.state == _PRODUCTIVE:
+            tok += rows.tokens[i]
+        lab.rank[j] = rank_values[q.rd]
+        lab.start[j] = s
+        lab.end[j] = e
+        lab.state[j] = c.state
+        lab.att[j] = q.a
+        lab.step[j] = sn
+        lab.cause[j] = c.cause
+    return lab, tok, StepError(code, bad, other, rank_values[rows.rank[bad]] if code else -1)
 
 
 @kernel
-def expand_ordered(rank, attempt, start, m_ids, m_off, m_ranks, rank_lo, rank_lut, n_ranks, dense):
+def expand_ordered(rank, attempt, start, members, ranks, n_ranks, dense):
     """The visits of step rows in rank order: a row with a rank once, a row of rank
-    -1 once per member rank of its attempt (all but the first such visit a copy), sorted
-    by dense rank, stably).
+    -1 once per member rank of its attempt (``members``; all but the first such visit
+    a copy), sorted by dense rank, stably.
 
-    Ranks map to dense ranks (below ``n_ranks``) by ``rank_lut[rank - rank_lo]``
-    (``dense``: ranks are dense already). Returns ``(row, rank, copy, ok)``: the row of each visit, its
-    rank (dense if ``dense``), whether it is a copy whose tokens do not count (all
-    but the first visit of a row), and whether the visits of each rank then come
-    in non-decreasing start order (if not, the caller sorts them).
+    Ranks map to dense ranks (below ``n_ranks``) through ``ranks`` (``dense``: ranks
+    are dense already). Returns ``(Visits, ok)``: the row, the rank (dense if
+    ``dense``) and whether it is a copy whose tokens do not count, of each visit; and
+    whether the visits of each rank then come in non-decreasing start order (if not,
+    the caller sorts them).
     """
+    m_ids, m_off, m_ranks, rank_lo, rank_lut = members.ids, members.offsets, members.ranks, ranks.lo, ranks.table
     n = rank.size
     pos = np.full(n, -1, np.int64)
     count = np.zeros(n_ranks + 1, np.int64)
@@ -240,319 +458,159 @@ def expand_ordered(rank, attempt, start, m_ids, m_off, m_ranks, rank_lo, rank_lu
         if out_rank[k] == out_rank[k - 1] and start[row[k]] < start[row[k - 1]]:
             ok = False
             break
-    return row, out_rank, copy, ok
+    return Visits(row, out_rank, copy, np.empty(0, np.int64)), ok
+
+
+@helper
+def _layer(cur, o_here, o_start, o_end, r, t, be):
+    """The top layer at (rank ``r``, ``t``) and until when: ``(end, layer)``, layer 2 the
+    overlay piece (``o_here``: one of rank ``r`` not before ``t``), 1 the step under the
+    cursor, 0 the background piece (which ends at ``be``)."""
+    nxt = be
+    in_s = False
+    in_o = False
+    if cur.rank == r:
+        if cur.start <= t:
+            in_s = True
+            if cur.end < nxt:
+                nxt = cur.end
+        elif cur.start < nxt:
+            nxt = cur.start
+    if o_here:
+        if o_start <= t:
+            in_o = True
+            if o_end < nxt:
+                nxt = o_end
+        elif o_start < nxt:
+            nxt = o_start
+    return nxt, 2 if in_o else 1 if in_s else 0
+
+
+@helper
+def _background(r, t, piece_rank, piece_start):
+    """Where the layering stands on a new background piece: ``(rank, t, new rank)``."""
+    if piece_rank != r:
+        return piece_rank, piece_start, True
+    return r, max(t, piece_start), False
+
+
+@helper
+def _valid(bits, bit, att, step, cause):
+    """The validity bytes (attempt, step, cause) with ``bit`` set where each is valid."""
+    ba, bs, bc = bits
+    return ba | (bit if att else np.uint8(0)), bs | (bit if step else np.uint8(0)), bc | (bit if cause else np.uint8(0))
 
 
 @kernel
-def attribute_pass(b_rank, b_start, b_end, b_state, b_att, b_step,
-                   order, rank, att, start, end, step, tokens, x_rank, x_copy,
-                   rank_lo, rank_lut, att_lo, att_lut, mstart, mend, m_row,
-                   base, head, on, pend, att_cause, states, pres_off, pres,
-                   o_rank, o_start, o_end, o_state, o_att, o_step, att_ids, null, all_ranks, first_member,
-                   r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause, acc_rank, acc_ns):
-    """Steps checked and labelled (:func:`steps_pass`) and layered in one pass, writing the output columns.
+def attribute_pass(back, over, rows, visits, ranks, atts, out):
+    """Steps checked, cut and labelled (:func:`steps_pass`' rules) and layered in one
+    pass, writing ``out`` (:class:`PassOut`); returns ``(Tally, StepError)`` (after an
+    error the outputs are incomplete and the tally zero). The step rows are read where
+    they are, in the order of ``visits`` (with ``all_ranks``: every row on every rank
+    it is a member on, tokens counted on its attempt's ``first_member``), each checked
+    when the layering reaches it, so no step array is written and read back. The output
+    covers ``back``, labelled by the top layer (``over`` > step > ``back``); touching
+    pieces of one row merge. Arrow counts the nulls from the bitmaps when asked.
 
-    The step rows are read where they are (``order`` visits them by rank and start;
-    empty = already in order). A row of rank -1 runs on every member rank of its
-    attempt: then ``order`` visits it once per rank, ``x_rank`` gives the rank of
-    each visit (empty: the row's own rank) and ``x_copy`` marks the visits whose
-    tokens do not count (all but one per row). With ``all_ranks`` (the rank of each
-    dense rank; empty: not this way) every row has rank -1 and the rows come in start
-    order: rank by rank, every row is visited on that rank when it is a member of
-    the row's attempt (others are skipped), without an ``order``, and the tokens
-    count on the attempt's ``first_member`` (dense rank). Their dense rank and attempt come from the lookup
-    tables ``rank_lut[rank - rank_lo]`` and ``att_lut[att - att_lo]``, its membership
-    interval is at ``m_row[attempt] + rank`` of ``mstart``/``mend``, and each is
-    checked, cut and labelled (the rules of :func:`steps_pass`) when the layering
-    reaches it, so no step array is written and read back. Background ``b`` and
-    overlay ``o`` are disjoint labelled pieces sorted by (rank, start) (from :func:`paint`):
-    the output covers ``b``, labelled by the top layer there (overlay > step >
-    background); touching pieces of one row merge. Outputs go to the ``r_*``
-    arrays (capacity ``2 * (nb + ns + no) + 1``) and the Arrow validity bitmaps
-    ``v_*`` (zeroed; bit set = valid), the ranks with accountable time and their ns
-    to ``acc_rank`` and ``acc_ns`` (capacity ``nb``, ``acc_ns`` zeroed). ``pres``
-    (zeroed, or empty to skip) marks the productive step numbers: step ``k`` of dense
-    attempt ``a`` at ``k - pres_off[a]`` (one offset per job keeps jobs apart).
-
-    Returns ``(m, nr, acc_rank, acc_ns, tokens, preserved, code, row, other, rank)``:
-    output rows, the ranks with accountable time and their ns, the token sum and the
-    distinct step numbers of productive rows, and the first step error in (rank, start)
-    order as in :func:`steps_pass` (then the outputs are incomplete) and the rank of the
-    visit that failed. The null counts of the three nullable columns are left to Arrow,
-    which counts a bitmap's bits when asked.
-
-    One flat loop, one output piece per turn, so that the step code exists once:
-    a helper called per step would pay a reference count per array argument.
+    One flat loop, one output piece per turn; its helpers take scalars only (a helper
+    taking arrays, even inlined, pays a reference count per array and call).
     """
-    nb = b_rank.size
-    no = o_rank.size
+    b_rank, b_start, b_end, b_state, b_att, b_step = back
+    o_rank, o_start, o_end, o_state, o_att, o_step = over
+    rank, att, start, end, step, tokens = rows
+    order, x_rank, x_copy, all_ranks = visits
+    _, att_ids, m_start, m_end, m_row, base, head, on, pend, cause, pres_off, first_member = atts
+    r_rank, r_start, r_end, r_state, r_att, r_step, r_cause, v_att, v_step, v_cause, acc_rank, acc_ns, pres = out
+    nb, no, n_rows = b_rank.size, o_rank.size, rank.size
     by_rank = all_ranks.size > 0
-    ns = order.size if order.size else rank.size
-    if by_rank:
-        ns = all_ranks.size * rank.size
-    n_rows = rank.size
-    vd = 0  # by_rank: the dense rank and row of visit j
-    vi = -1
-    done = _DONE  # the cursor's rank when no step is left
-    err = 0  # the first step error
-    e_row = -1
-    e_other = -1
-    e_rank = np.int64(-1)
-    # the current step (the cursor) and what its checks remember
-    c_rank = done
-    c_start = 0
-    c_end = 0
-    c_state = 0
-    c_att = 0
-    c_step = 0
-    c_cause = -1
-    p_row = -1      # the previous step
-    p_rank = -1
-    p_att = -1
-    p_step = 0
-    f_row = -1                  # the last non-empty step
-    f_rank = -1
-    f_end = 0
-    tok = 0
-    npres = 0
-    nr = 0
-    m = 0
-    j = -1  # position of the cursor in order
-    jo = 0
-    ib = 0
-    last_layer = -1
-    last_row = -1
-    last_rank = np.int64(-1)
-    last_end = np.int64(0)
-    ba = np.uint8(0)
-    bs = np.uint8(0)
-    bc = np.uint8(0)
-    if nb:
-        r = np.int64(b_rank[0])
-        t = b_start[0]
-        be = b_end[0]
-        acc_rank[0] = r
-        nr = 1
-        if be > t:
-            acc_ns[0] += be - t
-    else:
-        r = done
-        t = done
-        be = done
-    c_rank = -1  # nothing loaded yet: the first turn loads step 0
-    q_rv = np.int64(-2)
-    q_ra = np.int64(null)
-    rd = np.int64(0)
-    a = np.int64(0)
-    ms = null
-    me = null
-    q_b = null
-    q_h = null
-    q_on = False
-    q_pend = False
-    q_cause = np.int16(-1)
-    q_po = np.int64(0)
+    ns = all_ranks.size * n_rows if by_rank else order.size if order.size else n_rows
+    cur, q, seen = _NO_CURSOR, _NO_RUN, _NO_SEEN  # the step under the cursor, its (rank, attempt), the checks'
+    j, vi, vd = -1, -1, 0  # the cursor's visit; by rank, its row vi on dense rank vd
+    code, e_row, e_other, e_rank = 0, -1, -1, np.int64(-1)  # the first step error
+    tok, npres, m, nr, jo = 0, 0, 0, 0, 0  # tokens, preserved steps, output pieces, ranks, overlay piece
+    last_layer, last_row, last_rank, last_end = -1, -1, np.int64(-1), np.int64(0)  # the last output piece
+    bits = (np.uint8(0), np.uint8(0), np.uint8(0))
+    ib, r, t, be = -1, np.int64(-1), np.int64(0), np.int64(0)  # background piece ib ends at be; on rank r at t
     while True:
-        # Move the cursor past steps before (r, t); with r = done, past all.
-        while c_rank < r or (c_rank == r and c_rank != done and c_end <= t):
-            j += 1
-            if j >= ns:
-                c_rank = done
-                break
-            if by_rank:
-                vi += 1
-                if vi == n_rows:
-                    vi = 0
-                    vd += 1
-                i = vi & _POS
-                rv = np.int64(all_ranks[vd & _POS])
-            else:
-                jj = j & _POS
-                i = (order[jj] if order.size else j) & _POS
-                rv = np.int64(x_rank[jj]) if x_rank.size else np.int64(rank[i])
-            ra = np.int64(att[i])
-            if rv != q_rv or ra != q_ra:  # what the step's (rank, attempt) decides, once per run
-                q_rv = rv
-                q_ra = ra
-                rd = rank_lut[rv - rank_lo]
-                a = att_lut[ra - att_lo]
-                k = m_row[a] + rd
-                ms = mstart[k]
-                me = mend[k]
-                q_po = pres_off[a] if pres.size else np.int64(0)
-                q_b = base[a]
-                q_h = head[a]
-                q_on = on[a] and q_h != null
-                q_pend = pend[a]
-                q_cause = att_cause[a]
-            s = start[i]
-            if ms == null:
-                if by_rank:
-                    continue  # not a member rank of this row's attempt: no visit
-                err = 1
-                e_row = i
-                e_rank = rv
-                break
-            if s < ms or s > me:
-                err = 2
-                e_row = i
-                e_rank = rv
-                break
-            e, flight = _cut_step(s, end[i], me, null)
-            sn = step[i]
-            # Half-open: an empty step overlaps nothing, and it does not hide the
-            # previous non-empty step from the next one.
-            if e > s:
-                if f_row >= 0 and f_rank == rd and s < f_end:
-                    err = 3
-                    e_row = i
-                    e_other = f_row
-                    e_rank = rv
-                    break
-                f_row = i
-                f_rank = rd
-                f_end = e
-            if p_row >= 0 and p_rank == rd and p_att == a and sn <= p_step:
-                err = 4
-                e_row = i
-                e_other = p_row
-                e_rank = rv
-                break
-            p_row = i
-            p_rank = rd
-            p_att = a
-            p_step = sn
-            b = q_b
-            h = q_h
-            c_cause = -1
-            if q_on and (b == null or sn > b) and sn <= h and not flight:
-                c_state = states[0]
-                if not ((x_copy.size and x_copy[j & _POS]) or (by_rank and rd != first_member[a])):
-                    tok += tokens[i]
-                if pres.size:
-                    q = sn - q_po
-                    if pres[q] == 0:
-                        pres[q] = 1
-                        npres += 1
-            elif q_pend:
-                c_state = states[1]
-            else:
-                c_state = states[2]
-                c_cause = q_cause
-            c_rank = rv
-            c_start = s
-            c_end = e
-            c_att = a
-            c_step = sn
-        if err or ib >= nb:
-            break
-        while jo < no and (o_rank[jo & _POS] < r or (o_rank[jo & _POS] == r and o_end[jo & _POS] <= t)):
-            jo += 1
-        jp = jo & _POS
-        if t < be:
-            nxt = be
-            in_s = False
-            in_o = False
-            if c_rank == r:
-                if c_start <= t:
-                    in_s = True
-                    if c_end < nxt:
-                        nxt = c_end
-                elif c_start < nxt:
-                    nxt = c_start
-            if jo < no and o_rank[jp] == r:
-                if o_start[jp] <= t:
-                    in_o = True
-                    if o_end[jp] < nxt:
-                        nxt = o_end[jp]
-                elif o_start[jp] < nxt:
-                    nxt = o_start[jp]
-            if in_o:
-                lay = 2
-                row = jo
-            elif in_s:
-                lay = 1
-                row = j
-            else:
-                lay = 0
-                row = ib
-            if last_layer == lay and last_row == row and last_end == t and last_rank == r:
-                r_end[(m - 1) & _POS] = nxt
-            else:
-                mu = m & _POS
-                row = row & _POS
-                if lay == 2:
-                    sv = np.int64(o_state[row])
-                    av = np.int64(o_att[row])
-                    pv = o_step[row]
-                    cv = -1
-                elif lay == 1:
-                    sv = np.int64(c_state)
-                    av = c_att
-                    pv = c_step
-                    cv = np.int64(c_cause)
-                else:
-                    sv = np.int64(b_state[row])
-                    av = np.int64(b_att[row])
-                    pv = b_step[row]
-                    cv = -1
-                r_rank[mu] = r
-                r_start[mu] = t
-                r_end[mu] = nxt
-                r_state[mu] = sv
-                # validity bits gather in a byte, stored when it is full
-                bit = np.uint8(1 << (m & 7))
-                if av >= 0:
-                    r_att[mu] = att_ids[av]
-                    ba |= bit
-                else:
-                    r_att[mu] = 0
-                r_step[mu] = pv
-                if pv != null:
-                    bs |= bit
-                if cv >= 0:
-                    r_cause[mu] = cv
-                    bc |= bit
-                else:
-                    r_cause[mu] = 0
-                if m & 7 == 7:
-                    v_att[mu >> 3] = ba
-                    v_step[mu >> 3] = bs
-                    v_cause[mu >> 3] = bc
-                    ba = np.uint8(0)
-                    bs = np.uint8(0)
-                    bc = np.uint8(0)
-                last_layer = lay
-                last_row = row
-                last_rank = r
-                m += 1
-            last_end = nxt
-            t = nxt
         if t >= be:  # the next background piece, maybe of the next rank
             ib += 1
             if ib < nb:
                 ip = ib & _POS
-                if np.int64(b_rank[ip]) != r:
-                    r = np.int64(b_rank[ip])
-                    t = b_start[ip]
+                r, t, new = _background(r, t, np.int64(b_rank[ip]), np.int64(b_start[ip]))
+                if new:
                     acc_rank[nr & _POS] = r
                     nr += 1
-                elif t < b_start[ip]:
-                    t = b_start[ip]
-                be = b_end[ip]
+                be = np.int64(b_end[ip])
                 if be > t:
                     acc_ns[(nr - 1) & _POS] += be - t
             else:
-                r = done  # check the steps the layering never reached
-                t = done
+                r, t = np.int64(_DONE), np.int64(_DONE)  # check the steps the layering never reached
+        # Move the cursor past steps before (r, t); with r = _DONE, past all.
+        while cur.rank < r or (cur.rank == r and cur.rank != _DONE and cur.end <= t):
+            j += 1
+            if j >= ns:
+                cur = _Cursor(np.int64(_DONE), cur.start, cur.end, cur.state, cur.att, cur.step, cur.cause)
+                break
+            if by_rank:
+                vi, vd = (0, vd + 1) if vi + 1 == n_rows else (vi + 1, vd)
+                i, rv = vi & _POS, np.int64(all_ranks[vd & _POS])
+            else:
+                i = (order[j & _POS] if order.size else j) & _POS
+                rv = np.int64(x_rank[j & _POS]) if x_rank.size else np.int64(rank[i])
+            ra = np.int64(att[i])
+            if rv != q.rank or ra != q.att_id:  # what the step's (rank, attempt) decides, once per run
+                rd, a = ranks.table[rv - ranks.lo], atts.lut.table[ra - atts.lut.lo]
+                k = m_row[a] + rd
+                q = _run(rv, ra, rd, a, m_start[k], m_end[k], pres_off[a] if pres.size else 0, base[a], head[a], on[a],
+                         pend[a], cause[a])
+            if q.ms == _NULL and by_rank:
+                continue  # not a member rank of this row's attempt: no visit
+            s, sn = start[i], step[i]
+            e, flight = _cut_step(s, end[i], q.me)
+            code, e_other = _check(seen, q, i, s, e, sn)
+            if code:
+                e_row, e_rank = i, rv
+                break
+            seen = _seen(seen, q, i, s, e, sn)
+            cur = _label(q, s, e, sn, flight)
+            if cur.state == _PRODUCTIVE:
+                if not ((x_copy.size and x_copy[j & _POS]) or (by_rank and q.rd != first_member[q.a])):
+                    tok += tokens[i]
+                if pres.size and pres[sn - q.po] == 0:
+                    pres[sn - q.po] = 1
+                    npres += 1
+        if code or ib >= nb:
+            break
+        while jo < no and (o_rank[jo & _POS] < r or (o_rank[jo & _POS] == r and o_end[jo & _POS] <= t)):
+            jo += 1
+        if t < be:
+            jp = jo & _POS
+            o_here = jo < no and o_rank[jp] == r
+            nxt, lay = _layer(cur, o_here, o_start[jp] if o_here else 0, o_end[jp] if o_here else 0, r, t, be)
+            row = jo if lay == 2 else j if lay == 1 else ib
+            if last_layer == lay and last_row == row and last_end == t and last_rank == r:
+                r_end[(m - 1) & _POS] = nxt  # touching pieces of one row merge
+            else:
+                mu, ro = m & _POS, row & _POS
+                if lay == 2:
+                    sv, av, pv, cv = np.int64(o_state[ro]), np.int64(o_att[ro]), np.int64(o_step[ro]), np.int64(-1)
+                elif lay == 1:
+                    sv, av, pv, cv = cur.state, cur.att, cur.step, cur.cause
+                else:
+                    sv, av, pv, cv = np.int64(b_state[ro]), np.int64(b_att[ro]), np.int64(b_step[ro]), np.int64(-1)
+                r_rank[mu], r_start[mu], r_end[mu], r_state[mu] = r, t, nxt, sv
+                r_att[mu] = att_ids[av] if av >= 0 else 0
+                r_step[mu] = pv
+                r_cause[mu] = cv if cv >= 0 else 0
+                bits = _valid(bits, np.uint8(1 << (m & 7)), av >= 0, pv != _NULL, cv >= 0)
+                if m & 7 == 7:  # validity bits gather in a byte, stored when it is full
+                    v_att[mu >> 3], v_step[mu >> 3], v_cause[mu >> 3] = bits
+                    bits = (np.uint8(0), np.uint8(0), np.uint8(0))
+                last_layer, last_row, last_rank = lay, row, r
+                m += 1
+            last_end, t = nxt, nxt
     if m & 7:
-        v_att[m >> 3] = ba
-        v_step[m >> 3] = bs
-        v_cause[m >> 3] = bc
-    if err:  # the outputs are incomplete: none
-        m = 0
-        nr = 0
-        tok = 0
-        npres = 0
-    return (m, nr, acc_rank[:nr], acc_ns[:nr], tok, npres, err, e_row, e_other, e_rank)
-
+        v_att[m >> 3], v_step[m >> 3], v_cause[m >> 3] = bits
+    if code:  # the outputs are incomplete: none
+        m, nr, tok, npres = 0, 0, 0, 0
+    return Tally(m, nr, tok, npres), StepError(code, e_row, e_other, e_rank)

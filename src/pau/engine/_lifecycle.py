@@ -6,9 +6,9 @@ lineage rule to decide which step executions survived, and paints the states wit
 their precedence into disjoint intervals per rank. The checks of the rows, the scan
 of the step columns and the set-up (attempts, membership, checkpoints, the painted
 layers, and the relational errors of the input, which :func:`_setup` names) run in
-the native core (``csrc/core/life_checks.hpp``, ``life_setup.hpp``); the rollback
-attribution in the Numba kernels of :mod:`pau.engine._kernels`: ``lineage`` for the lineage
-rule, ``attribute_pass`` for the steps. Their slow twins are in ``tests/``.
+the native core (``csrc/core/life_checks.hpp``, ``life_setup.hpp``, the lineage rule
+too); the rollback attribution's pass over the steps in :mod:`pau.engine._life_attrib`
+(the Numba kernel ``attribute_pass``). Their slow twins are in ``tests/``.
 
 Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 
@@ -42,18 +42,16 @@ Rules pau applies where DESIGN is silent (also in docs/lifecycle.md):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # pa.compute
 
 from pau import _core
-from pau.engine import _kernels
-from pau.engine._search import lower_bound
 from pau.engine._input import _column, as_table, rank_column, time_column
-from pau.engine._threads import run_parts, thread_count
-from pau.engine.vocab import STATES, names
+from pau.engine._kernels import dense_lut as _dense_lut, present as _present
+from pau.engine._life_attrib import Attribution, _attribute, _pool_empty
+from pau.engine.vocab import STATES
 from pau.errors import InvalidRowError, PauError, SchemaError, SpanOverflowError
 
 RECORDS = ("accountable", "attempt", "phase", "step", "checkpoint_save", "restore", "failure")
@@ -237,7 +235,6 @@ class _Steps:
 
 
 _INT64, _INT32, _INT16, _INT8 = pa.int64(), pa.int32(), pa.int16(), pa.int8()
-_INTERVAL_COLUMNS = ["rank", "start_ns", "end_ns", "state", "attempt", "step", "cause"]
 
 
 def _num_array(col, name: str, fill=NULL) -> np.ndarray:
@@ -312,29 +309,6 @@ def _wide(st: _Steps) -> _Steps:
 
     return _Steps(wide("row"), wide("attempt"), wide("rank"), wide("start"), wide("end"), wide("step"),
                   wide("tokens"))
-
-
-def _dense_lut(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Position of each value in the sorted unique `keys`, -1 if absent."""
-    if keys.size == 0:
-        return np.full(values.shape, -1, np.int64)
-    lo, hi = int(keys[0]), int(keys[-1])
-    if hi - lo < 1 << 24:
-        lut = np.full(hi - lo + 1, -1, np.int64)
-        lut[keys - lo] = np.arange(keys.size)
-        return _core.lut_map(np.asarray(values), lo, lut)
-    pos = np.minimum(np.searchsorted(keys, values), keys.size - 1)
-    return np.where(keys[pos] == values, pos, -1)
-
-
-def _present(values: np.ndarray) -> np.ndarray:
-    """Sorted unique non-negative values (bincount when the range is small)."""
-    v = values[values >= 0] if (values < 0).any() else values
-    if v.size == 0:
-        return np.empty(0, np.int64)
-    if int(v.max()) < 1 << 24:
-        return np.flatnonzero(np.bincount(v)).astype(np.int64)
-    return np.unique(v)
 
 
 @dataclass
@@ -510,84 +484,6 @@ def _by_job(x: _Rows, st: _Steps, row_job: np.ndarray, names: list) -> tuple:
 
 # ---------------------------------------------------------------------------
 # attribution
-
-
-class _StepLabels:
-    """The labelled step executions in (rank, start) order, computed on first use:
-    only :meth:`Ledger.cycles` needs them, and attribution itself labels steps while
-    it layers them without writing these arrays."""
-
-    def __init__(self, compute):
-        self._compute = compute
-        self._arrays = None
-
-    def get(self):
-        if self._arrays is None:
-            self._arrays = self._compute()
-            self._compute = None
-        return self._arrays
-
-
-@dataclass
-class Attribution:
-    """Everything :func:`attribute_rows` knows: the state intervals and what led to them."""
-
-    intervals_of: Any          # () -> the intervals table (built on first use of .intervals)
-    as_of: int
-    attempts: _Attempts
-    lineage: Lineage
-    checkpoints: _Checkpoints
-    steps: _StepLabels         # step executions in (rank, start) order (see the properties)
-    lineage_ckpt_steps: np.ndarray
-    failures_all: list         # failure records, plus attempts that failed without one
-    wall_ns: int               # as_of minus the earliest accountable start (many jobs: _jobs_wall's sum)
-    preserved_steps: int
-    preserved_tokens: int
-    accountable: pa.Table      # rank, accountable_ns
-    quarantine: pa.Table | None = None
-    pieces: list | None = None  # the intervals' (rank, start, end, state) as numpy arrays, per batch
-    # many jobs (a job column): the ids' map (pieces keep its internal rank ids; every table
-    # has the table's ranks and a job column), the job of each lineage checkpoint and attempt
-    jobs: "_Jobs | None" = None
-    acc_ranks: np.ndarray | None = None  # the ranks of ``accountable`` as the pieces have them
-    # as_of minus the earliest accountable instant of any rank (one job: wall_ns; many
-    # jobs: wall_ns sums the jobs', this is the longest any rank's accountable time can be)
-    span_ns: int = 0
-    lineage_ckpt_jobs: np.ndarray | None = None
-    attempt_jobs: np.ndarray | None = None
-
-    @property
-    def intervals(self) -> pa.Table:
-        """The state intervals (``rank, start_ns, end_ns, state, attempt, step, cause``):
-        built from the pass's output on first use (the full ledger sums them without
-        the table)."""
-        if not isinstance(self.intervals_of, pa.Table):
-            self.intervals_of = self.intervals_of()
-        return self.intervals_of
-
-    @property
-    def step_num(self) -> np.ndarray:
-        """Step number of each step execution, in (rank, start) order."""
-        return self.steps.get()[0]
-
-    @property
-    def step_start(self) -> np.ndarray:
-        return self.steps.get()[1]
-
-    @property
-    def step_end(self) -> np.ndarray:
-        """End, cut at the attempt end / as_of."""
-        return self.steps.get()[2]
-
-    @property
-    def step_state(self) -> np.ndarray:
-        """Index in STATES."""
-        return self.steps.get()[3]
-
-    @property
-    def step_job(self) -> np.ndarray | None:
-        """Many jobs: the job code of each step execution (index in ``jobs.names``)."""
-        return None if self.jobs is None else self.steps.get()[4]
 
 
 @dataclass
@@ -791,7 +687,8 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
             x = replace(x, ok=x.ok & ~never)
     while True:
         strict: list = []
-        res = _attribute(x, st, sc, as_of, ranks, strict, threads, jobs)
+        P = _setup(x, st, sc, as_of, ranks, strict) if jobs is None else _setup(x, st, sc, as_of, ranks, strict, jobs)
+        res = None if P is None else _attribute(P, st, sc, as_of, strict, threads, jobs)
         if not strict:
             break
         if on_invalid != "quarantine":
@@ -803,6 +700,7 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         x = x.take(np.flatnonzero(~np.isin(x.row, drop)))
         st = st.take(np.flatnonzero(~np.isin(st.row, drop)))
         sc = _scan(st, x, cut)
+    assert res is not None  # no contradiction left: the pass gave its attribution
     if res.span_ns > NULL_MAX:  # accountable time lies in [its earliest start, as_of]: below, no rank overflows
         _check_spans(res)
     res.quarantine = _quarantine_table(table, quarantine) if on_invalid == "quarantine" else None
@@ -836,70 +734,11 @@ def _check_spans(res: Attribution) -> None:
                 "unit or sign error), or pass as_of to end the ledger earlier")
 
 
-_STEP_ERRORS = {
-    1: ("rank", "step on rank {r}, which is not a member of attempt {a}",
-        "give the attempt a row for that rank, or fix the step's rank"),
-    2: ("start_ns", "step starts at {s}, outside attempt {a} on rank {r} [{ms}, {me}]",
-        "records must start inside their attempt on that rank"),
-    3: ("start_ns", "step {k} overlaps step {k2} (row {row2}) on rank {r}",
-        "steps of one rank must not overlap"),
-    4: ("step", "step {k} does not come after step {k2} (row {row2}) in attempt {a} on rank {r}",
-        "record each optimizer step once per rank and attempt, numbered upwards"),
-}
-
-
 def _lut(keys: np.ndarray, lo: int, size: int) -> np.ndarray:
     """A lookup table: ``lut[keys[j] - lo] = j``, -1 elsewhere."""
     lut = np.full(size, -1, np.int64)
     lut[keys - lo] = np.arange(keys.size)
     return lut
-
-
-#: Step visits from which the pass runs on several threads (one range of ranks each).
-PARALLEL_MIN_VISITS = 50_000
-#: Rows of rank -1 in start order (one row for every member rank) are visited by the
-#: pass itself, rank by rank, on one thread; over several threads the pass needs the
-#: list of visits in rank order first (expand_ordered). With the default threads and
-#: at most this many cores, one thread by rank is used at any size: on 2 cores it was
-#: 20-29 % faster than two threads with the list, from 100k to 3M step visits.
-BY_RANK_MAX_CORES = 2
-
-
-def _rank_ranges(parts: int, ns: int, b_rank, o_rank, visit_rank) -> list:
-    """Up to `parts` ranges of ranks with about as many step visits each, as
-    ``((b_lo, b_hi), (o_lo, o_hi), (v_lo, v_hi))`` slices of the background pieces,
-    the overlay pieces and the visits (each sorted by rank)."""
-    if parts <= 1 or ns < parts:
-        return [((0, b_rank.size), (0, o_rank.size), (0, ns))]
-
-    def first_visit(r: int) -> int:  # the first visit of a rank >= r
-        return lower_bound(ns, visit_rank, r)
-
-    cut_ranks = sorted({visit_rank((k * ns) // parts) for k in range(1, parts)})
-    cuts = [(0, 0, 0)]
-    for r in cut_ranks:
-        c = (int(np.searchsorted(b_rank, r)), int(np.searchsorted(o_rank, r)), first_visit(r))
-        if c[2] > cuts[-1][2]:
-            cuts.append(c)
-    cuts.append((b_rank.size, o_rank.size, ns))
-    return [tuple(zip(lo, hi)) for lo, hi in zip(cuts[:-1], cuts[1:])]
-
-
-def _pool_empty(n: int, dtype) -> np.ndarray:
-    """An uninitialized array in Arrow's memory pool. The pool keeps the pages of
-    freed buffers, so the next attribution writes into memory that is already
-    mapped instead of faulting in hundreds of MB of fresh pages. Small arrays come
-    from numpy (cheaper to allocate)."""
-    if n < 1 << 16:
-        return np.empty(n, dtype)
-    return np.frombuffer(pa.allocate_buffer(n * np.dtype(dtype).itemsize), dtype)
-
-
-def _bits(values: np.ndarray, valid: np.ndarray, typ) -> pa.Array:
-    """An Arrow array over `values` (zero-copy) with the kernel-written validity bitmap;
-    its null count is left unknown, so Arrow counts the bitmap's bits when asked (the
-    pass does not count them: a counter per column costs it about 6 %)."""
-    return pa.Array.from_buffers(typ, values.size, [pa.py_buffer(valid), pa.py_buffer(values)], null_count=-1)
 
 
 @dataclass
@@ -1118,264 +957,6 @@ def _tabled_steps(st: _Steps, jobs: _Jobs) -> _Steps:
 _NO_JOBS = np.empty(0, np.int64)
 _ATT_CODE = {k: i for i, k in enumerate(ATTEMPT_KINDS)}
 _PHASE_CODE = {k: i for i, k in enumerate(PHASE_KINDS)}
-_NO_RANKS = np.empty(0, np.int64)
-_NO_COPY = np.empty(0, bool)
-
-
-def _attribute(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, threads=1,
-               jobs: _Jobs | None = None):
-    """One pass of attribution; returns None after appending to `strict` when a
-    relational problem (a row that contradicts others) is found. With ``jobs``, attempts
-    and ranks are internal ids (see :class:`_Jobs`), mapped back in the output."""
-    P = _setup(x, st, sc, as_of, ranks, strict) if jobs is None else _setup(x, st, sc, as_of, ranks, strict, jobs)
-    if P is None:
-        return None
-    A, C, L, members, rank_values, dense = P.A, P.C, P.L, P.members, P.rank_values, P.dense
-    r_lo, rank_lut, rank_src, m_start, m_end, m_row = P.r_lo, P.rank_lut, P.rank_src, P.m_start, P.m_end, P.m_row
-    att_lo, att_lut, att_src = P.att_lo, P.att_lut, P.att_src
-    nA, nR = A.ids.size, max(rank_values.size, 1)
-
-    def step_att():
-        return att_lut[np.asarray(att_src, np.int64) - att_lo] if len(st) else np.empty(0, np.int64)
-
-    pend = np.zeros(nA, bool)
-    lasts = P.job_att[1:][np.diff(P.job_att) > 0] - 1  # each job's last attempt
-    pend[lasts] = A.running[lasts]
-    # Visits of the step rows in (rank, start) order; a row of rank -1 is visited
-    # once per member rank of its attempt (x_rank: the rank of each visit). When
-    # every row has rank -1 and they come in start order, the pass makes the visits
-    # itself, rank by rank (all_ranks), on one thread.
-    def visit_order():
-        if not sc.neg_rank:
-            if sc.ordered:
-                return np.empty(0, np.int64), _NO_RANKS, _NO_COPY  # already in (rank, start) order
-            s_rd = _core.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut)
-            order, ok = _kernels.rank_order(s_rd, st.start, nR)
-            return (order if ok else np.lexsort((st.start, s_rd))), _NO_RANKS, _NO_COPY
-        m_ranks = _dense_lut(members.ranks, rank_values) if dense else members.ranks
-        order, x_rank, x_copy, ok = _kernels.expand_ordered(
-            rank_src, np.asarray(st.attempt, np.int64), st.start, members.ids, members.offsets, m_ranks,
-            r_lo, rank_lut, nR, dense)
-        if not ok:
-            pos = np.lexsort((st.start[order], _core.lut_map(x_rank, r_lo, rank_lut)))
-            order, x_rank, x_copy = order[pos], x_rank[pos], x_copy[pos]
-        return order, x_rank, x_copy
-
-    # One thread by rank, or the visit list split over threads: on BY_RANK_MAX_CORES
-    # cores or fewer the first is faster at any size, unless threads are asked for.
-    parts = thread_count(threads, nR * len(st), PARALLEL_MIN_VISITS)
-    # (not with many jobs: by rank, the pass looks every row up on every rank, and the
-    # membership of an attempt on another job's rank is in no job's block)
-    by_rank = (len(st) > 0 and sc.neg_rank == len(st) and sc.ordered and not dense and jobs is None
-               and (parts == 1 or (threads is None and parts <= BY_RANK_MAX_CORES)))
-    all_ranks, first_member = _NO_RANKS, _NO_RANKS
-    if by_rank:
-        order, x_rank, x_copy = np.empty(0, np.int64), _NO_RANKS, _NO_COPY
-        all_ranks = rank_values
-        first_member = _lowest_member(members, A.ids, rank_lut, r_lo)  # counts the tokens of its rows
-    else:
-        order, x_rank, x_copy = visit_order()
-    # Causes as codes into a small dictionary.
-    cause_names = sorted({c for c in A.cause if c is not None} | {"superseded"})
-    cause_code = {c: i for i, c in enumerate(cause_names)}
-    att_cause = np.array([cause_code[c if c is not None else "superseded"] for c in A.cause], np.int16)
-    s_states = np.array([S["productive"], S["pending"], S["rolled_back"]], np.int8)
-
-    # Distinct productive step numbers, counted by the kernel in a byte map over the
-    # range lineage steps can take (base, head] (a numpy pass when that is huge).
-    # Jobs apart: job j's steps from its lowest lineage step lo_j at offset off_j, so
-    # step k of attempt a is at k - pres_off[a], pres_off[a] = lo_j - off_j.
-    heads = np.flatnonzero(L.on & (L.head != NULL))
-    pres_off, pres = np.zeros(nA, np.int64), np.zeros(0, np.uint8)
-    if heads.size and len(st):
-        lows = np.where(L.base[heads] == NULL, sc.step_min, L.base[heads] + 1)
-        a_job = np.repeat(np.arange(P.job_att.size - 1), np.diff(P.job_att))
-        h_job = a_job[heads]
-        lo_j = np.full(P.job_att.size - 1, NULL_MAX, np.int64)
-        hi_j = np.full(P.job_att.size - 1, NULL, np.int64)
-        np.minimum.at(lo_j, h_job, lows)
-        np.maximum.at(hi_j, h_job, L.head[heads])
-        has = lo_j <= hi_j
-        if (hi_j[has] - lo_j[has] < 1 << 26).all():
-            size = np.where(has, hi_j - lo_j + 1, 0)
-            if int(size.sum()) < 1 << 26:
-                off_j = np.cumsum(size) - size
-                pres_off = np.where(has, lo_j - off_j, 0)[a_job]
-                pres = np.zeros(int(size.sum()), np.uint8)
-        count_pres = pres.size > 0
-    else:
-        count_pres = True  # nothing can be productive
-
-    # The pass, over ranges of ranks on several threads when there are many step
-    # visits: background, overlay and visits are all sorted by rank, so a range is
-    # one slice of each (see _rank_ranges); each writes its own output columns.
-    b_cols, o_cols = P.b_cols, P.o_cols
-    step_cols = (rank_src, att_src, st.start, st.end, st.step, st.tokens)
-    ns = nR * len(st) if by_rank else order.size if order.size else len(st)
-
-    def visit_rank(j: int) -> int:
-        if order.size:
-            return int(x_rank[j]) if x_rank.size else int(rank_src[order[j]])
-        return int(rank_src[j])
-
-    ranges = _rank_ranges(1 if by_rank else thread_count(threads, ns, PARALLEL_MIN_VISITS), ns, b_cols[0], o_cols[0],
-                          visit_rank)
-    att_ids32 = (A.ids if jobs is None else jobs.att_orig[A.ids]).astype(np.int32)
-
-    def run(part):
-        (b_lo, b_hi), (o_lo, o_hi), (v_lo, v_hi) = part
-        cap = 2 * ((b_hi - b_lo) + (v_hi - v_lo) + (o_hi - o_lo)) + 1
-        out = tuple(_pool_empty(cap, t) for t in (np.int32, np.int64, np.int64, np.int8, np.int32, np.int64,
-                                                  np.int16))
-        valid = tuple(_pool_empty((cap + 7) // 8, np.uint8) for _ in range(3))  # the kernel writes whole bytes
-        marks = pres if len(ranges) == 1 else np.zeros_like(pres)
-        if order.size:  # visits index the rows: the rows stay whole
-            visits, rows, shift = (order[v_lo:v_hi], x_rank[v_lo:v_hi], x_copy[v_lo:v_hi]), step_cols, 0
-        else:  # the rows are the visits
-            visits, rows, shift = (order, x_rank, x_copy), tuple(c[v_lo:v_hi] for c in step_cols), v_lo
-        res = _kernels.attribute_pass(
-            *(c[b_lo:b_hi] for c in b_cols), visits[0], *rows, visits[1], visits[2],
-            r_lo, rank_lut, att_lo, att_lut, m_start, m_end, m_row,
-            L.base, L.head, L.on, pend, att_cause, s_states, pres_off, marks,
-            *(c[o_lo:o_hi] for c in o_cols), att_ids32, NULL, all_ranks, first_member, *out, *valid,
-            np.empty(b_hi - b_lo, np.int32), np.zeros(b_hi - b_lo, np.int64))
-        return res, out, valid, marks, shift
-
-    results = run_parts(run, [(part,) for part in ranges])
-    for (m, _, ur, acc_ns, tokens, n_pres, code, i, i2, bad_rank), _, _, _, shift in results:
-        if not code:
-            continue
-        # the first error in (rank, start) order: ranges come in rank order
-        i, i2 = int(i) + shift, int(i2) + shift if i2 >= 0 else -1
-        a_i = int(att_lut[int(att_src[i]) - att_lo])
-        if dense:
-            bad_rank = rank_values[bad_rank]
-        r_i = int(_dense_lut(np.array([bad_rank], np.int64), rank_values)[0])
-        col, why, fix = _STEP_ERRORS[int(code)]
-        why = why.format(
-            r=int(bad_rank if jobs is None else jobs.rank_orig[bad_rank]),
-            a=int(A.ids[a_i] if jobs is None else jobs.att_orig[A.ids[a_i]]), s=st.start[i],
-            ms=m_start[m_row[a_i] + r_i], me=m_end[m_row[a_i] + r_i], k=st.step[i],
-            k2=st.step[i2] if i2 >= 0 else None, row2=st.row[i2] if i2 >= 0 else None)
-        if jobs is not None:
-            why = f"{jobs.name(jobs.att_job[A.ids[a_i]])}: {why}"
-        strict.append((st.row[i], col, why, fix))
-        return None
-    pieces = []
-    for (m, *_), out, _, _, _ in results:
-        pr, ps, pe, state = (c[:m] for c in out[:4])
-        pieces.append((rank_values[pr].astype(np.int32) if dense else pr, ps, pe, state))
-
-    def intervals():
-        causes = names(tuple(cause_names))
-        batches = []
-        for (pr, ps, pe, state), ((m, *_), out, valid, _, _) in zip(pieces, results):
-            att_id, step, cause = (c[:m] for c in out[4:])
-            batches.append(pa.RecordBatch.from_arrays([
-                pa.Array.from_buffers(_INT32, m, [None, pa.py_buffer(pr)]),
-                pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(ps)]),
-                pa.Array.from_buffers(_INT64, m, [None, pa.py_buffer(pe)]),
-                pa.DictionaryArray.from_arrays(pa.Array.from_buffers(_INT8, m, [None, pa.py_buffer(state)]),
-                                               names(STATES), safe=False),
-                _bits(att_id, valid[0], _INT32),
-                _bits(step, valid[1], _INT64),
-                pa.DictionaryArray.from_arrays(_bits(cause, valid[2], _INT16), causes, safe=False),
-            ], names=_INTERVAL_COLUMNS))
-        out = pa.Table.from_batches(batches)
-        return out if jobs is None else jobs.with_job(out)
-
-    ur = np.concatenate([r[0][2] for r in results])
-    acc_ns = np.concatenate([r[0][3] for r in results])
-    if dense:
-        ur = rank_values[ur]
-    tokens = sum(int(r[0][4]) for r in results)
-    if len(results) == 1:
-        n_pres = int(results[0][0][5])
-    else:  # a step is preserved once, whichever ranges it was productive in
-        n_pres = int(np.count_nonzero(np.logical_or.reduce([r[3] for r in results]))) if pres.size else 0
-
-    def labels():
-        """The step executions as :func:`_kernels.steps_pass` labels them."""
-        sa = step_att()
-        walk, w_rank, w_copy = visit_order() if by_rank else (order, x_rank, x_copy)
-        if w_rank.size:  # the visits as rows of their own, in order
-            visits = np.empty(0, np.int64)
-            s_rd = _core.lut_map(w_rank, r_lo, rank_lut)
-            cols = (sa[walk], st.start[walk], st.end[walk], st.step[walk], np.where(w_copy, 0, st.tokens[walk]))
-        else:
-            visits = walk
-            s_rd = _core.lut_map(np.asarray(rank_src, np.int64), r_lo, rank_lut) if len(st) else sa
-            cols = (sa, st.start, st.end, st.step, st.tokens)
-        res = _kernels.steps_pass(visits, s_rd, *cols, m_start, m_end, m_row, L.base, L.head, L.on, pend, NULL,
-                                  rank_values.astype(np.int32), att_cause, s_states)
-        if jobs is not None:  # and the job of each
-            return res[5], res[1], res[2], res[3], jobs.rank_job[res[0]]
-        return res[5], res[1], res[2], res[3]
-
-    steps = _StepLabels(labels)
-    if count_pres:
-        preserved_steps = int(n_pres)
-    else:
-        s_step, _, _, s_state, *s_job = steps.get()
-        prod = s_state == S["productive"]
-        if s_job:  # distinct per job
-            preserved_steps = int(np.unique(np.stack([s_job[0][prod], s_step[prod]]), axis=1).shape[1])
-        else:
-            preserved_steps = int(_present(s_step[prod] - s_step[prod].min()).size) if prod.any() else 0
-
-    fail_ids = {f[0] for f in A.failures}
-    failures_all = list(A.failures) + [
-        (int(A.ids[a]), int(A.end[a]), A.cause[a]) for a in range(nA)
-        if not A.running[a] and A.cause[a] in ("failed", "preempted") and int(A.ids[a]) not in fail_ids]
-    accountable = pa.Table.from_arrays([pa.array(np.asarray(ur, np.int32)), pa.array(np.asarray(acc_ns, np.int64))],
-                                       names=["rank", "accountable_ns"])
-    if jobs is not None:  # the table's ids, the job beside each rank
-        orig = jobs.att_orig
-        failures_all = [(int(orig[a]), t, k) for a, t, k in failures_all]
-        A = _Attempts(orig[A.ids], A.start, A.end, A.running, A.cause,
-                      [(int(orig[a]), t, k) for a, t, k in A.failures], A.completed)
-        accountable = jobs.with_job(accountable)
-    wall = P.wall if jobs is None or P.job_acc_min is None else _jobs_wall(P.job_acc_min, as_of, pieces, jobs,
-                                                                            A.running, P.A.ids)
-    return Attribution(intervals, as_of, A, L, C, steps, P.lineage_ckpts,
-                       failures_all, wall, preserved_steps, int(tokens), accountable, pieces=pieces, jobs=jobs,
-                       lineage_ckpt_jobs=P.lineage_ckpt_jobs,
-                       attempt_jobs=None if jobs is None else jobs.att_job[P.A.ids], acc_ranks=np.asarray(ur),
-                       span_ns=int(as_of) - int(P.acc_min) if P.acc_min is not None else 0)
-
-
-def _jobs_wall(acc_min: np.ndarray, as_of: int, pieces: list, jobs: _Jobs, running: np.ndarray,
-               att_ids: np.ndarray) -> int:
-    """The MTBF's wall time of many jobs: per job, from its first accountable instant to
-    ``as_of``, or to its last accountable instant when it has ended (no running attempt):
-    a job that ended long before ``as_of`` adds its own span, not the time up to it."""
-    n = acc_min.size
-    last = np.full(n, -NULL_MAX - 1, np.int64)
-    for pr, _, pe, _ in pieces:
-        if pe.size:
-            np.maximum.at(last, jobs.rank_job[np.asarray(pr, np.int64)], pe)
-    live = np.zeros(n, bool)
-    if att_ids.size:
-        live[jobs.att_job[att_ids[np.asarray(running, bool)]]] = True
-    wall = 0
-    for j in range(n):
-        first = int(acc_min[j])
-        if first == NULL_MAX:
-            continue
-        end = as_of if live[j] else min(as_of, max(int(last[j]), first))
-        wall += end - first
-    return wall
-
-
-def _lowest_member(members: _Members, ids: np.ndarray, rank_lut: np.ndarray, r_lo: int) -> np.ndarray:
-    """Per attempt id, the dense rank (``rank_lut[rank - r_lo]``) of its lowest member
-    rank; -1 for an attempt without members."""
-    out = np.full(ids.size, -1, np.int64)
-    p = np.searchsorted(members.ids, ids)
-    hit = p < members.ids.size
-    hit[hit] = members.ids[p[hit]] == ids[hit]
-    out[hit] = rank_lut[members.ranks[members.offsets[p[hit]]] - r_lo]
-    return out
 
 
 def _quarantine_table(table: pa.Table, quarantine: list) -> pa.Table:
