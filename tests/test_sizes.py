@@ -24,7 +24,6 @@ MODULE_LINES = 900
 
 #: (file, function) above FUNCTION_LINES today.
 LONG = {
-    ("csrc/bindings/lifecycle.cpp", "bind_lifecycle"),
     ("csrc/core/attrib.hpp", "pau::core::attribute_busy"),
     ("csrc/core/life_setup.hpp", "pau::core::life::setup"),
     ("csrc/core/life_setup.hpp", "pau::core::life::setup_jobs"),
@@ -61,7 +60,6 @@ BIG = {
     "csrc/core/life_setup.hpp",
     "csrc/core/sweep.hpp",
     "src/pau/compat/ml_goodput.py",
-    "src/pau/engine/_lifecycle.py",
     "src/pau/figures/economics.py",
     "src/pau/fleet/rollup.py",
     "src/pau/readers/kineto.py",

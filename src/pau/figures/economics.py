@@ -314,7 +314,7 @@ def _nullable(values: np.ndarray, typ: pa.DataType, mask, cols) -> pa.Array:
     return pa.array(values, typ, mask=mask() if callable(mask) else mask)
 
 
-def _request_rows(c: dict, need_replica: bool, slo: dict) -> dict:
+def _request_rows(c: dict, need_replica: bool, slo: dict) -> _core.RequestRows:
     """The native pass over the rows (pau._core.request_rows)."""
     def bound(k):  # an SLO met when the figure is <= the bound: ints compare exactly
         if k not in slo:
@@ -326,9 +326,12 @@ def _request_rows(c: dict, need_replica: bool, slo: dict) -> dict:
             return -1 if math.isnan(v) else 2**63 - 1  # NaN: never met; inf: always
         return min(int(math.floor(v)), 2**63 - 1)
 
-    return _core.request_rows(c["arr"], c["arr_null"], c["end"], c["end_null"], c["ft"], c["ft_null"],
-                              c["tin"], c["tin_null"], c["tout"], c["tout_null"], c["code"], c["st_null"],
-                              c["rep_null"], need_replica, bound("ttft"), bound("tpot"), bound("e2e"))
+    return _core.request_rows(c["arr"], arrival_null=c["arr_null"], end=c["end"], end_null=c["end_null"],
+                              first_token=c["ft"], first_token_null=c["ft_null"], input_tokens=c["tin"],
+                              input_tokens_null=c["tin_null"], output_tokens=c["tout"],
+                              output_tokens_null=c["tout_null"], status=c["code"], status_null=c["st_null"],
+                              replica_null=c["rep_null"], need_replica=need_replica, slo_ttft=bound("ttft"),
+                              slo_tpot=bound("tpot"), slo_e2e=bound("e2e"))
 
 
 def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array):
@@ -450,14 +453,14 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     c = _request_columns(t, need_replica=need_replica)
     rr = _request_rows(c, need_replica, slo)
     quarantine = None
-    if rr["bad"]:
-        reasons = rr["reason"]
+    if rr.bad:
+        reasons = rr.reason
         bad = reasons != 0
         if on_invalid == "raise":
             i = int(np.flatnonzero(bad)[0])
             r = int(reasons[i])
             raise InvalidRowError("requests", _REASON_COL[r], i, _REASON_REASON(r, t, i), _REASON_FIX[r],
-                                  int(rr["bad"]))
+                                  int(rr.bad))
         rows = np.flatnonzero(bad)
         quarantine = t.take(pa.array(rows)).append_column("row", pa.array(rows, pa.int64())).append_column(
             "reason", pa.array([_REASONS[int(x)] for x in reasons[rows]], pa.string()))
@@ -472,7 +475,7 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
     # token counts as output (and as weights): null counts of requests that are not ok read 0
     tin = c["tin"] if c["tin_null"] is None else np.where(c["tin_null"], 0, c["tin"])
     tout = c["tout"] if c["tout_null"] is None else np.where(c["tout_null"], 0, c["tout"])
-    outcome = rr["outcome"]
+    outcome = rr.outcome
     # TPOT is null where either time is: the validity of the columns that have nulls
     # (None, i.e. no zero-copy, when a missing column supplies the nulls)
     tpot_cols = [col for col, m in ((c["ft_col"], ft_null), (c["end_col"], end_null)) if m is not None]
@@ -480,23 +483,23 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         "request_id": _one(t["request_id"]),
         "replica": _one(t["replica"]),
         "outcome": pa.DictionaryArray.from_arrays(pa.array(outcome), vocab_names(OUTCOMES), safe=False),  # codes < 5
-        "ttft_ns": _nullable(rr["ttft"], pa.int64(), ft_null, [c["ft_col"]]),
-        "tpot_ns": _nullable(rr["tpot"], pa.float64(), no_tpot, tpot_cols),
-        "e2e_ns": _nullable(rr["e2e"], pa.int64(), end_null, [c["end_col"]]),
+        "ttft_ns": _nullable(rr.ttft, pa.int64(), ft_null, [c["ft_col"]]),
+        "tpot_ns": _nullable(rr.tpot, pa.float64(), no_tpot, tpot_cols),
+        "e2e_ns": _nullable(rr.e2e, pa.int64(), end_null, [c["end_col"]]),
         "input_tokens": pa.array(tin, pa.int64()),
         "output_tokens": pa.array(tout, pa.int64()),
     }
-    counts = dict(zip(OUTCOMES, rr["counts"]))
-    counts["accepted_input_tokens"] = rr["accepted_input_tokens"]
-    counts["accepted_output_tokens"] = rr["accepted_output_tokens"]
+    counts = dict(zip(OUTCOMES, rr.counts))
+    counts["accepted_input_tokens"] = rr.accepted_input_tokens
+    counts["accepted_output_tokens"] = rr.accepted_output_tokens
 
     # window
     if window is None:
-        w0 = rr["arrival_min"] if n else 0
-        w1 = rr["end_max"] if rr["end_max"] is not None else w0
-        w1 = max(w1, rr["arrival_max"] if n else w0)
+        w0 = rr.arrival_min if n else 0
+        w1 = rr.end_max if rr.end_max is not None else w0
+        w1 = max(w1, rr.arrival_max if n else w0)
     elif isinstance(window, (int, np.integer)) and not isinstance(window, bool):
-        w0 = rr["arrival_min"] if n else 0
+        w0 = rr.arrival_min if n else 0
         w1 = w0 + int(window)
     else:
         w0, w1 = (int(x) for x in window)
@@ -514,9 +517,12 @@ def requests(requests: Any, *, slo: dict | None = None, busy: Any = None, weight
         # phases: prefill [arrival, first token or end), decode [first token, end);
         # rejected requests (the only ones that may lack an end) hold none
         nrep = len(names)
-        a_pre, a_dec, a_tot, idle, rep_busy, rep_idle, by_outcome, overflow = _core.attribute_busy(
-            r_codes, c["arr"], c["ft"], c["end"], tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
-            outcome, len(OUTCOMES), 3, ft_null, True)  # rows checked by request_rows
+        at = _core.attribute_busy(
+            r_codes, c["arr"], c["ft"], c["end"], tin, tout, prefill_weight=wp, decode_weight=wd, busy_replica=b_codes,
+            busy_start=b_s, busy_end=b_e, n_replicas=nrep, outcome=outcome, n_outcomes=len(OUTCOMES), skip_outcome=3,
+            first_token_null=ft_null, rows_checked=True)  # rows checked by request_rows
+        a_pre, a_dec, a_tot, idle = at.prefill_ns, at.decode_ns, at.attributed_ns, at.idle_ns
+        rep_busy, rep_idle, by_outcome, overflow = at.replica_busy_ns, at.replica_idle_ns, at.by_outcome, at.overflow
         if overflow is not None:
             who = names[overflow[0]].as_py()
             if overflow[2] == "weight":
