@@ -13,9 +13,14 @@ import ast
 import pathlib
 import re
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 import pau._core
+from pau.engine import _native, _sweep
+from pau.engine._input import event_columns
+from pau.errors import InvalidRowError, InvalidWindowsError, PauError, UnsortedInputError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STUB = ROOT / "src" / "pau" / "_core.pyi"
@@ -153,9 +158,8 @@ def _compiled_signature(obj, name: str) -> tuple[list[str], list[str]]:
     """(positional, keyword-only) parameter names of a pybind11 function, from the
     signature line of its docstring (the first overload's for overloaded ones)."""
     doc = obj.__doc__ or ""
-    match = re.search(rf"^(?:\d+\. )?{re.escape(name)}\((.*)\) ->", doc, re.M)
-    if "Overloaded function" in doc.split("\n", 2)[1] if "\n" in doc else False:
-        match = re.search(rf"^1\. {re.escape(name)}\((.*)\) ->", doc, re.M)
+    overloaded = "Overloaded function." in doc.splitlines()[1:2]
+    match = re.search(rf"^{'1. ' if overloaded else ''}{re.escape(name)}\((.*)\) ->", doc, re.M)
     assert match, f"{name}: no signature in its docstring"
     positional: list[str] = []
     keyword: list[str] = []
@@ -200,3 +204,41 @@ def test_the_gate_catches_a_wide_function():
     assert max(_tuple_sizes(fns["f"].returns, aliases)) == 4
     assert max(_tuple_sizes(fns["g"].returns, aliases)) == 4
     assert max(_tuple_sizes(fns["h"].returns, aliases)) == float("inf")
+
+
+def _events(rank, start, end, kind):
+    return pa.table({"rank": pa.array(rank, pa.int32()), "start_ns": pa.array(start, pa.int64()),
+                     "end_ns": pa.array(end, pa.int64()), "kind": pa.array(kind).dictionary_encode()})
+
+
+def test_a_feed_error_carries_code_row_and_batch():
+    """The core raises (no error triple); the one translation point names the row."""
+    ok = _events([0], [0], [4], ["compute"])
+    bad = _events([1, 1, 1], [0, 5, 3], [1, 6, 4], ["compute"] * 3)  # row 2 starts before row 1
+    cols = [event_columns(b) for b in ok.to_batches() + bad.to_batches()]
+    plan = _sweep.Plan()
+    with pytest.raises(pau._core.FeedError) as raw:
+        pau._core.sweep_batches(plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.span_rank,
+                                plan.span_start, plan.span_end, bucket=0, batches=_sweep.batch_arrays(cols), parts=1)
+    assert isinstance(raw.value, ValueError)
+    assert (raw.value.code, raw.value.row, raw.value.batch) == (_native.UNSORTED, 2, 1)
+    with pytest.raises(UnsortedInputError, match=r"row 3: start_ns decreases within rank 1"):
+        _sweep.sweep_parts(plan, cols, 1, batches=ok.to_batches() + bad.to_batches())
+    with pytest.raises(PauError, match=r"row 2 of batch 1: the native sweep could not take it \(code 5\)"):
+        _sweep.sweep_parts(plan, cols, 1)  # without the batches, the error still names the row
+    # the in-memory path sweeps such input again in (rank, start) order
+    got = _sweep.hist_of_table(pa.concat_tables([ok, bad]), plan, "raise", threads=1)[0]
+    ordered = _events([0, 1, 1, 1], [0, 0, 3, 5], [4, 1, 4, 6], ["compute"] * 4)
+    want = _sweep.hist_of_table(ordered, plan, "raise", threads=1)[0]
+    assert set(got) == set(want) and all(np.array_equal(got[k], want[k]) for k in want)
+
+
+def test_window_errors_become_invalid_windows():
+    def boom():
+        raise ValueError("windows.start_ns: expected a 1-d array of the same length as rank")
+
+    with pytest.raises(InvalidWindowsError, match="windows.start_ns"):
+        _native.call(boom)
+    with pytest.raises(ValueError, match="levels") as other:
+        _native.call(lambda: (_ for _ in ()).throw(ValueError("levels: expected")))
+    assert not isinstance(other.value, InvalidRowError)

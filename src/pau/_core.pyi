@@ -609,6 +609,20 @@ def first_seen_codes(
     """Codes of int32/int64 values in order of first appearance (a, then b); None when
     max - min > max_range."""
 
+class KinetoResult:
+    """KinetoParser.result's columns (numpy arrays by name), metadata and strings."""
+
+    @property
+    def rows(self) -> dict[str, np.ndarray]: ...  # the kept events: ts_ns, dur_ns, cat, name, device, ...
+    @property
+    def device_order(self) -> npt.NDArray[np.int64]: ...  # device rows sorted by (device, ts)
+    @property
+    def set_aside(self) -> dict[str, np.ndarray]: ...  # offset, line, reason, cat, name
+    @property
+    def meta(self) -> dict[str, Any]: ...  # the trace's metadata (ints, strings, lists, None where absent)
+    @property
+    def strings(self) -> list[str]: ...
+
 class KinetoParser:
     """Streaming Chrome-trace (Kineto) tokenizer; see pau.readers.kineto."""
 
@@ -619,7 +633,7 @@ class KinetoParser:
     def error(self) -> tuple[str, int, int] | None: ...  # (message, byte offset, line) once failed
     @property
     def bytes_seen(self) -> int: ...
-    def result(self) -> dict[str, Any]: ...
+    def result(self) -> KinetoResult: ...
 
 def kineto_invalid_reasons() -> dict[int, str]: ...
 

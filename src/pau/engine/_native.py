@@ -51,7 +51,7 @@ def _feed_error(exc: _core.FeedError, batches: Sequence[pa.RecordBatch | pa.Tabl
         return PauError(f"{source}: row {row} of batch {b}: the native sweep could not take it (code {code})")
     row0 = sum(x.num_rows for x in batches[:b])
     batch = batches[b]
-    if code == UNSORTED:
+    if code == UNSORTED and 0 <= row < batch.num_rows:
         rank = batch.column("rank")[row].as_py()
         return UnsortedInputError(
             f"{source}: column 'start_ns', row {row0 + row}: start_ns decreases within rank {rank}. "
