@@ -4,6 +4,7 @@
 namespace py = pybind11;
 
 void bind_crossing(py::module_& m);
+void bind_errors(py::module_& m);
 void bind_econ(py::module_& m);
 void bind_sweep(py::module_& m);
 void bind_kineto(py::module_& m);
@@ -15,6 +16,7 @@ PYBIND11_MODULE(_core, m) {
 #ifdef PAU_VERSION
     m.attr("__version__") = PAU_VERSION;
 #endif
+    bind_errors(m);
     bind_sweep(m);
     bind_crossing(m);
     bind_econ(m);

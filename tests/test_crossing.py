@@ -236,7 +236,11 @@ def test_crossed_cells_match_the_reference(case):
     masks = np.full(64, idle, np.int8)  # the masks drawn are 0..7
     masks[:8] = act_of_mask
     c = np.array(cuts, np.int64)
-    ok, cells = _core.crossed_cells(*cols, c[:-1], c[1:], np.array(ranks, np.int32), *iv, masks, idle, n_states, n_act)
+    i_rank, i_start, i_end, i_state = iv
+    ok, cells_ = _core.crossed_cells(*cols, w_start=c[:-1], w_end=c[1:], ranks=np.array(ranks, np.int32),
+                                     i_rank=i_rank, i_start=i_start, i_end=i_end, i_state=i_state,
+                                     act_of_mask=masks, idle=idle, n_states=n_states, n_act=n_act)
+    cells = (cells_.rank, cells_.state, cells_.activity, cells_.duration)
     want_ok, want = ref.crossed_cells(rows, cuts, ranks, intervals, act_of_mask, idle, n_states, n_act)
     assert ok == want_ok
     if ok:
@@ -475,14 +479,14 @@ def test_cuts_that_miss_a_change_fall_back(small_chunks, taken, monkeypatch):
     sweep = _core.CrossingSweep
 
     class Missed:  # the sweep's job, as if the crossing had found a run boundary inside a window
-        def __init__(self, *a):
-            self.job = sweep(*a)
+        def __init__(self, *a, **kw):
+            self.job = sweep(*a, **kw)
 
         def start(self, helpers):
             self.job.start(helpers)
 
-        def wait(self, *a):
-            calls.append(self.job.wait(*a) is not None)
+        def wait(self, *a, **kw):
+            calls.append(self.job.wait(*a, **kw) is not None)
             return None
 
     monkeypatch.setattr(_core, "CrossingSweep", Missed)

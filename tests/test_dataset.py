@@ -341,7 +341,7 @@ from hypothesis import strategies as st  # noqa: E402
 import pau.engine.io  # noqa: E402
 import reference as ref  # noqa: E402
 from pau import _core
-from pau.engine import _sweep  # noqa: E402
+from pau.engine import _native, _sweep  # noqa: E402
 from pau.errors import UnsortedInputError  # noqa: E402
 from test_properties import KERNELS, SETTINGS, _span_arg, cases, events_table  # noqa: E402
 
@@ -351,14 +351,14 @@ def test_in_memory_classify_reads_best_kernel_at_each_call(monkeypatch, kernel):
     """``BEST_KERNEL`` is read when ``classify`` sweeps, not when pau is imported: the
     zoo benchmark times each kernel through it, as the tests here do for streams."""
     seen = []
-    native = _sweep._native
+    native = _native.call
 
-    def spy(call, *args):
+    def spy(call, *args, **kwargs):
         if call is _core.exclusive_batches:
-            seen.append(args[-1])
-        return native(call, *args)
+            seen.append(kwargs["kernel"])
+        return native(call, *args, **kwargs)
 
-    monkeypatch.setattr(_sweep, "_native", spy)
+    monkeypatch.setattr(_native, "call", spy)
     monkeypatch.setattr(_sweep, "_VECTOR", True)
     monkeypatch.setattr(_sweep, "BEST_KERNEL", kernel)
     rows = [(0, 0, 10, "compute", 0), (0, 5, 20, "communication", 1), (1, 3, 4, "memcpy", 0)]
@@ -402,7 +402,7 @@ def test_exclusive_stream_by_hand():
         sw.feed(np.array([3], np.int32), np.array([7], np.int64), np.array([9], np.int64), np.array([0], np.int8),
                 codes)
         assert sw.feed(np.array([3, 3], np.int32), np.array([8, 6], np.int64), np.array([9, 9], np.int64),
-                       np.array([0, 0], np.int8), codes) == (_sweep._UNSORTED, 1)
+                       np.array([0, 0], np.int8), codes) == (_native.UNSORTED, 1)
 
 
 def test_exclusive_sweep_kernel_codes():

@@ -205,8 +205,8 @@ def test_native_sweep_rejects_bad_codes_and_overflow():
 
     one = np.array([0], np.int64)
     with pytest.raises(ValueError, match="replica code out of range"):
-        _core.attribute_busy(np.array([3], np.int32), one, one, one + 5, one, one, 1, 1,
-                             np.array([0], np.int32), one, one + 5, 1)
+        _core.attribute_busy(np.array([3], np.int32), one, one, one + 5, one, one, prefill_weight=1, decode_weight=1,
+                             busy_replica=np.array([0], np.int32), busy_start=one, busy_end=one + 5, n_replicas=1)
     # two requests of 2**62 tokens in flight together: W = 2**63 > ATTRIB_MAX_WEIGHT, raise, never round
     assert _core.ATTRIB_MAX_WEIGHT == 2**63 - 1
     rows = [{"request_id": i, "replica": 0, "arrival_ns": 0, "first_token_ns": 0, "end_ns": 10,

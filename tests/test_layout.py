@@ -53,8 +53,10 @@ LEVELS = [
     {"pau.engine", "pau.engine.vocab", "pau.engine.types", "pau.engine._format", "pau.engine._names"},
     # input adapters and process-wide helpers
     {"pau.engine._input", "pau.engine._search", "pau.engine._jit", "pau.engine._threads", "pau.engine._progress"},
-    # kernels (the native pau._core is compiled, not listed)
-    {"pau.engine._kernels", "pau.engine._econ_kernels"},
+    # kernels (the native pau._core is compiled, not listed) and the one translation of its errors
+    {"pau.engine._kernels", "pau.engine._econ_kernels", "pau.engine._native"},
+    # lifecycle attribution's set-up: reading the table, its checks, the native set-up
+    {"pau.engine._life_setup"},
     # the rollback attribution's pass over the steps, given the set-up
     {"pau.engine._life_attrib"},
     # the engine's parts: sweep planning, lifecycle attribution, crossing, the ledger

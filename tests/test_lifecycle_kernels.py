@@ -70,6 +70,12 @@ small = st.integers(-3, 6)
 maybe_null = st.one_of(st.just(NULL), st.integers(-2, 30))
 
 
+def _scan_tuple(sc) -> tuple:
+    """A StepScan's figures in the order the checks below read them."""
+    return (sc.bad, sc.after, sc.max_start, sc.max_end, sc.ordered, sc.neg_rank, sc.step_min, sc.rank_seen,
+            sc.rank_over, sc.att_count, sc.att_max_step, sc.att_max_end, sc.att_out)
+
+
 @settings(max_examples=examples(300), **SETTINGS)
 @given(rows=st.lists(st.tuples(maybe_null, maybe_null, small, st.one_of(st.just(NULL), small),
                                st.one_of(st.just(NULL), st.integers(-5, 9)), st.integers(-2, 5)), max_size=30),
@@ -82,8 +88,8 @@ def test_scan_steps_matches_the_reference(rows, cut, att_lo, att_n, big_rank, in
     if int32:
         rank, attempt = rank.astype(np.int32), np.where(attempt == NULL, 0, attempt).astype(np.int32)
     no_bits = np.zeros(0, np.uint8)
-    got = _core.scan_steps(start, end, rank, attempt, step, tokens, cut, att_lo, att_n, no_bits, 0,
-                           np.zeros(0, np.int64))
+    got = _scan_tuple(_core.scan_steps(start, end, rank, attempt, step, tokens, cut=cut, att_lo=att_lo, att_n=att_n,
+                                       end_bits=no_bits, end_off=0, end_out=np.zeros(0, np.int64)))
     codes = _core.step_codes(start, end, rank, attempt, step, tokens)
     assert [None if c == 0 else lifecycle._STEP_CHECKS[c - 1] for c in codes.tolist()] == [
         ref.step_reason(*(int(v) for v in r), NULL) for r in zip(start, end, rank, attempt, step, tokens)]
@@ -92,8 +98,9 @@ def test_scan_steps_matches_the_reference(rows, cut, att_lo, att_n, big_rank, in
     validity, data = arr.buffers()[:2]
     bits = np.frombuffer(validity, np.uint8) if validity is not None else np.full(len(arr) // 8 + 2, 255, np.uint8)
     filled = np.full(end.size, 7, np.int64)
-    got_bits = _core.scan_steps(start, np.frombuffer(data, np.int64, end.size, 8), rank, attempt, step, tokens,
-                                cut, att_lo, att_n, bits, arr.offset, filled)
+    got_bits = _scan_tuple(_core.scan_steps(start, np.frombuffer(data, np.int64, end.size, 8), rank, attempt, step,
+                                            tokens, cut=cut, att_lo=att_lo, att_n=att_n, end_bits=bits,
+                                            end_off=arr.offset, end_out=filled))
     assert filled.tolist() == end.tolist()
     assert all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b for a, b in zip(got, got_bits))
     want = ref.scan_steps(start.tolist(), end.tolist(), rank.tolist(), attempt.tolist(), step.tolist(),
@@ -307,7 +314,10 @@ def test_crossed_cells_over_the_state_runs_match_the_reference(case):
     ranks = np.arange(n_ranks, dtype=np.int32)
     w = [np.array([r[k] for r in runs], dt) for k, dt in enumerate((np.int32, np.int64, np.int64, np.int8))]
     h = [np.array([r[k] for r in rows], dt) for k, dt in enumerate((np.int32, np.int64, np.uint8, np.int64))]
-    ok, got = _core.crossed_cells(*h, w[1], w[2], ranks, *w, np.array(act_of_mask, np.int8), idle, n_states, n_act)
+    ok, cells = _core.crossed_cells(*h, w_start=w[1], w_end=w[2], ranks=ranks, i_rank=w[0], i_start=w[1], i_end=w[2],
+                                    i_state=w[3], act_of_mask=np.array(act_of_mask, np.int8), idle=idle,
+                                    n_states=n_states, n_act=n_act)
+    got = (cells.rank, cells.state, cells.activity, cells.duration)
     want = ref.state_cells([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
                            [r[0] for r in runs], [r[3] for r in runs], act_of_mask, n_ranks, n_states, n_act)
     assert ok
@@ -363,7 +373,7 @@ def check_rows(rows):
     rows, called as ``lifecycle._row_codes`` calls the kernel; the codes."""
     rec = np.array([r[0] for r in rows], np.int8)
     cols = [np.array([r[k] for r in rows], np.int64) for k in range(1, 8)]
-    got = _core.row_checks(rec, *cols, lifecycle._ACC, lifecycle._NEEDS_STEP)
+    got = _core.row_checks(rec, *cols, acc=lifecycle._ACC, needs_step=lifecycle._NEEDS_STEP)
     want = ref.row_checks(rec.tolist(), *(c.tolist() for c in cols), NULL, lifecycle._ACC,
                           lifecycle._NEEDS_STEP.tolist())
     want = [0 if w is None else 1 + lifecycle._ROW_CHECKS.index(w) for w in want]
@@ -470,7 +480,8 @@ def test_state_runs_match_the_reference(pieces):
         state.append(k)
         t[r] = s + length
     cols = (np.array(rank, np.int32), np.array(start, np.int64), np.array(end, np.int64), np.array(state, np.int8))
-    got = _core.state_runs(*cols)
+    runs = _core.state_runs(*cols)
+    got = (runs.rank, runs.start, runs.end, runs.state)
     assert list(zip(*(c.tolist() for c in got))) == ref.state_runs(*cols)
 
 

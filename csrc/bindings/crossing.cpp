@@ -32,11 +32,21 @@ void check_codes(int64_t n_states, int64_t n_act) {
         throw std::invalid_argument("n_states and n_act: expected 1 to 127 (int8 codes)");
 }
 
-// The ledger's tidy rows (CellCrossing::tidy) as numpy arrays (rank, state, activity, duration).
-py::tuple tidy_tuple(CellCrossing::Tidy&& t) {
-    return py::make_tuple(to_numpy(std::move(t.rank)), to_numpy(std::move(t.state)), to_numpy(std::move(t.activity)),
-                          to_numpy(std::move(t.duration)));
+// The ledger's tidy rows (CellCrossing::tidy), bound as pau._core.Cells: numpy arrays
+// that own the core's vectors (no copy).
+struct Cells {
+    py::array rank, state, activity, duration;
+};
+
+Cells tidy_cells(CellCrossing::Tidy&& t) {
+    return {to_numpy(std::move(t.rank)), to_numpy(std::move(t.state)), to_numpy(std::move(t.activity)),
+            to_numpy(std::move(t.duration))};
 }
+
+// state_runs' result, bound as pau._core.StateRuns.
+struct Runs {
+    py::array rank, start, end, state;
+};
 
 std::vector<LifeBatch> read_lifecycle(const Exported& life, bool& ok) {
     std::vector<LifeBatch> out(life.batches.size());
@@ -127,7 +137,7 @@ class CrossingSweep {
             if (ok) cells = cross.tidy();
         }
         if (!ok) return py::none();
-        return tidy_tuple(std::move(cells));
+        return py::cast(tidy_cells(std::move(cells)));
     }
 
     int64_t parts() const { return static_cast<int64_t>(parts_.size()); }
@@ -263,6 +273,16 @@ class CrossingSweep {
 }  // namespace
 
 void bind_crossing(py::module_& m) {
+    py::class_<Cells>(m, "Cells", "The ledger's non-zero cells in (rank, state, activity) order.")
+        .def_readonly("rank", &Cells::rank)
+        .def_readonly("state", &Cells::state)
+        .def_readonly("activity", &Cells::activity)
+        .def_readonly("duration", &Cells::duration);
+    py::class_<Runs>(m, "StateRuns", "Runs of state intervals (state_runs).")
+        .def_readonly("rank", &Runs::rank)
+        .def_readonly("start", &Runs::start)
+        .def_readonly("end", &Runs::end)
+        .def_readonly("state", &Runs::state);
     m.def(
         "set_pool_cores", [](unsigned cores) { return Workers::set_cores(cores); }, py::arg("cores"),
         "Size the native helper pool for this many cores (before its first use): True when applied.");
@@ -270,14 +290,14 @@ void bind_crossing(py::module_& m) {
     py::class_<CrossingSweep>(m, "CrossingSweep")
         .def(py::init<const py::list&, const std::vector<std::string>&, const py::list&, int64_t, int64_t, int64_t,
                       int64_t, int64_t, int64_t, double, const py::object&, int>(),
-             py::arg("events"), py::arg("kinds"), py::arg("lifecycle"), py::arg("as_of"), py::arg("parts"),
+             py::arg("events"), py::arg("kinds"), py::arg("lifecycle"), py::kw_only(), py::arg("as_of"), py::arg("parts"),
              py::arg("chunk_rows"), py::arg("min_chunk_rows"), py::arg("threads"), py::arg("head_rows"),
              py::arg("max_crossings_per_event"), py::arg("levels") = py::none(), py::arg("kernel") = 0,
              "Events and lifecycle as lists of exported batches (__arrow_c_array__); as_of -2**63 (the least int64) for none.")
         .def("start", &CrossingSweep::start, py::arg("helpers"), "Ask helper threads to start; returns at once.")
         .def("wait", &CrossingSweep::wait, py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"),
-             py::arg("i_end"), py::arg("i_state"), py::arg("act_of_mask"), py::arg("idle"), py::arg("n_states"),
-             py::arg("n_act"),
+             py::arg("i_end"), py::arg("i_state"), py::kw_only(), py::arg("act_of_mask"), py::arg("idle"),
+             py::arg("n_states"), py::arg("n_act"),
              "Help, then the ledger's cells from the state intervals, or None when the exact way must run "
              "instead.")
         .def_property_readonly("parts", &CrossingSweep::parts);
@@ -309,10 +329,10 @@ void bind_crossing(py::module_& m) {
                      cross.add(h_rank.data(), h_window.data(), h_mask.data(), h_duration.data(), nh);
                 if (ok) cells = cross.tidy();
             }
-            return py::make_tuple(ok, tidy_tuple(std::move(cells)));
+            return py::make_tuple(ok, tidy_cells(std::move(cells)));
         },
-        py::arg("h_rank"), py::arg("h_window"), py::arg("h_mask"), py::arg("h_duration"), py::arg("w_start"),
-        py::arg("w_end"), py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"), py::arg("i_end"),
+        py::arg("h_rank"), py::arg("h_window"), py::arg("h_mask"), py::arg("h_duration"), py::kw_only(),
+        py::arg("w_start"), py::arg("w_end"), py::arg("ranks"), py::arg("i_rank"), py::arg("i_start"), py::arg("i_end"),
         py::arg("i_state"), py::arg("act_of_mask"), py::arg("idle"), py::arg("n_states"), py::arg("n_act"),
         "The ledger's cells from a histogram over windows [w_start, w_end) (the cuts, or the state runs) "
         "and the state intervals (CellCrossing): (ok, cells); ok is False when the windows do not resolve "
@@ -331,8 +351,8 @@ void bind_crossing(py::module_& m) {
                 py::gil_scoped_release release;
                 r = state_runs(rank.data(), start.data(), end.data(), state.data(), n);
             }
-            return py::make_tuple(to_numpy(std::move(r.rank)), to_numpy(std::move(r.start)),
-                                  to_numpy(std::move(r.end)), to_numpy(std::move(r.state)));
+            return Runs{to_numpy(std::move(r.rank)), to_numpy(std::move(r.start)), to_numpy(std::move(r.end)),
+                        to_numpy(std::move(r.state))};
         },
         py::arg("rank"), py::arg("start"), py::arg("end"), py::arg("state"),
         "The runs of state intervals sorted by rank and start (intervals of one rank and one state that "

@@ -29,7 +29,21 @@ const uint8_t* mask_ptr(const py::object& obj, carray<bool>& keep, py::ssize_t n
     return reinterpret_cast<const uint8_t*>(keep.data());
 }
 
-py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arrival,
+// attribute_busy's result, bound as pau._core.Attribution (arrays own the core's vectors).
+struct Attribution {
+    py::array prefill_ns, decode_ns, attributed_ns, idle_ns, replica_busy_ns, replica_idle_ns;
+    py::object by_outcome, overflow;  // None, or the (replica, outcome) matrix / (replica, time_ns, kind)
+};
+
+// request_rows' result, bound as pau._core.RequestRows.
+struct Requests {
+    py::array reason, outcome, ttft, e2e, tpot;
+    int64_t bad = 0, accepted_input_tokens = 0, accepted_output_tokens = 0, arrival_min = 0, arrival_max = 0;
+    py::list counts;
+    py::object end_max;
+};
+
+Attribution attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arrival,
                          const carray<int64_t>& first_token, const carray<int64_t>& end,
                          const carray<int64_t>& input_tokens, const carray<int64_t>& output_tokens,
                          int64_t prefill_weight, int64_t decode_weight, const carray<int32_t>& b_rep,
@@ -74,14 +88,14 @@ py::tuple attribute_busy(const carray<int32_t>& rep, const carray<int64_t>& arri
         auto a = to_numpy(std::move(res.rep_outcome));
         by_outcome = a.reshape({static_cast<py::ssize_t>(n_replicas), static_cast<py::ssize_t>(n_outcomes)});
     }
-    return py::make_tuple(to_numpy(std::move(res.prefill)), to_numpy(std::move(res.decode)),
-                          to_numpy(std::move(res.total)), to_numpy(std::move(res.idle)),
-                          to_numpy(std::move(res.rep_busy)), to_numpy(std::move(res.rep_idle)), by_outcome,
-                          overflow);
+    return {to_numpy(std::move(res.prefill)),  to_numpy(std::move(res.decode)),
+            to_numpy(std::move(res.total)),    to_numpy(std::move(res.idle)),
+            to_numpy(std::move(res.rep_busy)), to_numpy(std::move(res.rep_idle)),
+            by_outcome,                        overflow};
 }
 
 
-py::dict request_rows(const carray<int64_t>& arrival, const py::object& arrival_null, const carray<int64_t>& end,
+Requests request_rows(const carray<int64_t>& arrival, const py::object& arrival_null, const carray<int64_t>& end,
                       const py::object& end_null, const carray<int64_t>& first_token,
                       const py::object& first_token_null, const carray<int64_t>& tin, const py::object& tin_null,
                       const carray<int64_t>& tout, const py::object& tout_null, const carray<int8_t>& status,
@@ -112,19 +126,19 @@ py::dict request_rows(const carray<int64_t>& arrival, const py::object& arrival_
         r = pau::core::request_rows(n, arrival.data(), an, end.data(), en, first_token.data(), fn, tin.data(),
                                     tin_n, tout.data(), tout_n, status.data(), sn, rn, need_replica, slo);
     }
-    py::dict d;
-    d["reason"] = to_numpy(std::move(r.reason));
-    d["outcome"] = to_numpy(std::move(r.outcome));
-    d["ttft"] = to_numpy(std::move(r.ttft));
-    d["e2e"] = to_numpy(std::move(r.e2e));
-    d["tpot"] = to_numpy(std::move(r.tpot));
-    d["bad"] = r.bad;
-    d["counts"] = py::make_tuple(r.counts[0], r.counts[1], r.counts[2], r.counts[3], r.counts[4]);
-    d["accepted_input_tokens"] = r.accepted_in;
-    d["accepted_output_tokens"] = r.accepted_out;
-    d["arrival_min"] = r.arrival_min;
-    d["arrival_max"] = r.arrival_max;
-    d["end_max"] = r.any_end ? py::object(py::int_(r.end_max)) : py::object(py::none());
+    Requests d;
+    d.reason = to_numpy(std::move(r.reason));
+    d.outcome = to_numpy(std::move(r.outcome));
+    d.ttft = to_numpy(std::move(r.ttft));
+    d.e2e = to_numpy(std::move(r.e2e));
+    d.tpot = to_numpy(std::move(r.tpot));
+    d.bad = r.bad;
+    for (const auto c : r.counts) d.counts.append(c);
+    d.accepted_input_tokens = r.accepted_in;
+    d.accepted_output_tokens = r.accepted_out;
+    d.arrival_min = r.arrival_min;
+    d.arrival_max = r.arrival_max;
+    d.end_max = r.any_end ? py::object(py::int_(r.end_max)) : py::object(py::none());
     return d;
 }
 
@@ -163,19 +177,41 @@ void bind_econ(py::module_& m) {
     m.attr("ATTRIB_MAX_WEIGHT") = pau::core::kAttribMaxWeight;
     m.attr("ATTRIB_MAX_ROWS") = pau::core::kAttribMaxRows;
     m.attr("ATTRIB_KEY_BITS") = pau::core::kAttribKeyBits;
+    py::class_<Attribution>(m, "Attribution", "attribute_busy's result (see csrc/core/attrib.hpp).")
+        .def_readonly("prefill_ns", &Attribution::prefill_ns)
+        .def_readonly("decode_ns", &Attribution::decode_ns)
+        .def_readonly("attributed_ns", &Attribution::attributed_ns)
+        .def_readonly("idle_ns", &Attribution::idle_ns)
+        .def_readonly("replica_busy_ns", &Attribution::replica_busy_ns)
+        .def_readonly("replica_idle_ns", &Attribution::replica_idle_ns)
+        .def_readonly("by_outcome", &Attribution::by_outcome)
+        .def_readonly("overflow", &Attribution::overflow);
+    py::class_<Requests>(m, "RequestRows", "request_rows' result (see csrc/core/requests.hpp).")
+        .def_readonly("reason", &Requests::reason)
+        .def_readonly("outcome", &Requests::outcome)
+        .def_readonly("ttft", &Requests::ttft)
+        .def_readonly("e2e", &Requests::e2e)
+        .def_readonly("tpot", &Requests::tpot)
+        .def_readonly("bad", &Requests::bad)
+        .def_readonly("counts", &Requests::counts)
+        .def_readonly("accepted_input_tokens", &Requests::accepted_input_tokens)
+        .def_readonly("accepted_output_tokens", &Requests::accepted_output_tokens)
+        .def_readonly("arrival_min", &Requests::arrival_min)
+        .def_readonly("arrival_max", &Requests::arrival_max)
+        .def_readonly("end_max", &Requests::end_max);
     m.def("attribute_busy", &attribute_busy, py::arg("replica"), py::arg("arrival"), py::arg("first_token"),
-          py::arg("end"), py::arg("input_tokens"), py::arg("output_tokens"), py::arg("prefill_weight"),
+          py::arg("end"), py::arg("input_tokens"), py::arg("output_tokens"), py::kw_only(), py::arg("prefill_weight"),
           py::arg("decode_weight"), py::arg("busy_replica"), py::arg("busy_start"), py::arg("busy_end"),
           py::arg("n_replicas"), py::arg("outcome") = py::none(), py::arg("n_outcomes") = 1,
           py::arg("skip_outcome") = -1, py::arg("first_token_null") = py::none(), py::arg("rows_checked") = false,
           "Attribution of busy time to the request phases in flight: exact rational shares, "
-          "rounded once per phase with per-replica largest remainder; returns (prefill_ns, "
-          "decode_ns, attributed_ns per request, idle_ns per busy row, busy_ns and idle_ns per "
-          "replica, attributed ns per (replica, outcome) or None without outcome, overflow) with "
-          "overflow None or (replica, time_ns, kind), kind 'weight' or 'precision'. Rows whose "
+          "rounded once per phase with per-replica largest remainder; returns an Attribution: "
+          "prefill_ns, decode_ns, attributed_ns per request, idle_ns per busy row, replica_busy_ns and "
+          "replica_idle_ns, by_outcome (attributed ns per (replica, outcome); None without outcome) and "
+          "overflow, None or (replica, time_ns, kind), kind 'weight' or 'precision'. Rows whose "
           "outcome is skip_outcome (>= 0) run nowhere; first_token_null (bool mask) marks rows "
           "without a first token, like first_token == -1.");
-    m.def("request_rows", &request_rows, py::arg("arrival"), py::arg("arrival_null"), py::arg("end"),
+    m.def("request_rows", &request_rows, py::arg("arrival"), py::kw_only(), py::arg("arrival_null"), py::arg("end"),
           py::arg("end_null"), py::arg("first_token"), py::arg("first_token_null"), py::arg("input_tokens"),
           py::arg("input_tokens_null"), py::arg("output_tokens"), py::arg("output_tokens_null"), py::arg("status"),
           py::arg("status_null"), py::arg("replica_null"), py::arg("need_replica"), py::arg("slo_ttft"),

@@ -42,7 +42,16 @@ bool feed(Parser& p, const py::buffer& chunk) {
     return p.feed(data, n);
 }
 
-py::dict result(Parser& p) {
+// The parser's result, bound as pau._core.KinetoResult: the kept events' columns,
+// the device rows' order, the set-aside events' columns, the metadata and the strings.
+struct KinetoResult {
+    py::dict rows;
+    py::array device_order;
+    py::dict set_aside, meta;
+    py::list strings;
+};
+
+KinetoResult result(Parser& p) {
     std::vector<int64_t> order;
     {
         py::gil_scoped_release release;
@@ -97,18 +106,18 @@ py::dict result(Parser& p) {
     py::list strings;
     for (const auto& s : p.strings().strings()) strings.append(decode(s));
 
-    py::dict out;
-    out["rows"] = rows;
-    out["device_order"] = to_numpy(std::move(order));
-    out["set_aside"] = aside;
-    out["meta"] = meta;
-    out["strings"] = strings;
-    return out;
+    return {rows, to_numpy(std::move(order)), aside, meta, strings};
 }
 
 }  // namespace
 
 void bind_kineto(py::module_& m) {
+    py::class_<KinetoResult>(m, "KinetoResult", "KinetoParser.result's columns, metadata and strings.")
+        .def_readonly("rows", &KinetoResult::rows)
+        .def_readonly("device_order", &KinetoResult::device_order)
+        .def_readonly("set_aside", &KinetoResult::set_aside)
+        .def_readonly("meta", &KinetoResult::meta)
+        .def_readonly("strings", &KinetoResult::strings);
     py::class_<Parser>(m, "KinetoParser")
         .def(py::init<const std::vector<std::string>&>(), py::arg("device_categories"))
         .def("feed", &feed, py::arg("chunk"),

@@ -93,8 +93,6 @@ void read_batches(const py::list& batches, std::vector<BatchArrays>& held, std::
     }
 }
 
-// sweep_split over batches of (rank, start, end, kind indices, kind map) arrays:
-// the histogram as a dict, or (code, row, batch) of the first problem a feed met.
 // The permutation the one batch is read through, or nullptr (`order_obj` None); `held`
 // keeps the array alive.
 const int64_t* batch_order(const py::object& order_obj, const std::vector<pau::core::EventBatch>& ev,
@@ -106,7 +104,9 @@ const int64_t* batch_order(const py::object& order_obj, const std::vector<pau::c
     return held.data();
 }
 
-py::object sweep_batches(const carray<int32_t>& wr, const carray<int64_t>& ws, const carray<int64_t>& we,
+// sweep_split over batches of (rank, start, end, kind indices, kind map) arrays: the
+// histogram as a dict; a FeedError names the first problem a feed met.
+py::dict sweep_batches(const carray<int32_t>& wr, const carray<int64_t>& ws, const carray<int64_t>& we,
                          const carray<int64_t>& wrow, const carray<int32_t>& sr, const carray<int64_t>& ss,
                          const carray<int64_t>& se, int64_t bucket, const py::list& batches, int64_t parts,
                          const py::object& order_obj, int64_t max_buckets) {
@@ -129,14 +129,14 @@ py::object sweep_batches(const carray<int32_t>& wr, const carray<int64_t>& ws, c
         py::gil_scoped_release release;
         r = pau::core::sweep_split(plan, ev, parts, order);
     }
-    if (!r.ok) return py::make_tuple(static_cast<int>(r.code), r.row, r.batch);
+    if (!r.ok) throw pau::bindings::FeedError(static_cast<int>(r.code), r.row, r.batch);
     return hist_dict(std::move(r.hist));
 }
 
 // exclusive_split over batches as sweep_batches takes them, without windows: the
-// histogram of winning kinds (one bit per mask, 0 for idle) as a dict, or (code,
-// row, batch) of the first problem a feed met.
-py::object exclusive_batches(const carray<int32_t>& sr, const carray<int64_t>& ss, const carray<int64_t>& se,
+// histogram of winning kinds (one bit per mask, 0 for idle) as a dict; a FeedError
+// names the first problem a feed met.
+py::dict exclusive_batches(const carray<int32_t>& sr, const carray<int64_t>& ss, const carray<int64_t>& se,
                              const carray<int8_t>& levels, const py::list& batches, int64_t parts,
                              const py::object& order_obj, int kernel) {
     const py::ssize_t ns = sr.shape(0);
@@ -157,7 +157,7 @@ py::object exclusive_batches(const carray<int32_t>& sr, const carray<int64_t>& s
         r = pau::core::exclusive_split(plan, levels.data(), static_cast<pau::core::LeanKernel>(kernel), ev, parts,
                                        order);
     }
-    if (!r.ok) return py::make_tuple(static_cast<int>(r.code), r.row, r.batch);
+    if (!r.ok) throw pau::bindings::FeedError(static_cast<int>(r.code), r.row, r.batch);
     return hist_dict(std::move(r.hist));
 }
 
@@ -218,7 +218,7 @@ void bind_sweep(py::module_& m) {
                  return sw;
              }),
              py::arg("win_rank"), py::arg("win_start"), py::arg("win_end"), py::arg("win_row"),
-             py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("bucket") = 0,
+             py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::kw_only(), py::arg("bucket") = 0,
              py::arg("max_buckets") = 0)
         .def("feed", &feed, py::arg("rank"), py::arg("start"), py::arg("end"), py::arg("kind_idx"),
              py::arg("kind_map"), py::arg("order") = py::none(),
@@ -266,17 +266,18 @@ void bind_sweep(py::module_& m) {
         .def_property_readonly("simd", &pau::core::ExclusiveSweep::simd);
 
     m.def("sweep_batches", &sweep_batches, py::arg("win_rank"), py::arg("win_start"), py::arg("win_end"),
-          py::arg("win_row"), py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::arg("bucket"),
-          py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(), py::arg("max_buckets") = 0,
+          py::arg("win_row"), py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"), py::kw_only(),
+          py::arg("bucket"), py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(),
+          py::arg("max_buckets") = 0,
           "Sweep in-memory batches of (rank, start, end, kind indices, kind map) on up to `parts` threads of "
-          "the native pool: the histogram, or (code, row, batch) of the first problem met.");
+          "the native pool: the histogram; FeedError (code, row, batch) names the first problem met.");
 
     m.def("exclusive_batches", &exclusive_batches, py::arg("span_rank"), py::arg("span_start"), py::arg("span_end"),
-          py::arg("levels"), py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(),
+          py::arg("levels"), py::kw_only(), py::arg("batches"), py::arg("parts"), py::arg("order") = py::none(),
           py::arg("kernel") = 0,
           "Exclusive time by nested priority unions (csrc/core/exclusive.hpp) over in-memory batches, no windows: "
-          "a histogram whose masks are the winning kind's bit (0: idle), or (code, row, batch) of the first "
-          "problem met. levels[c]: the priority level of kind code c (0 highest).");
+          "a histogram whose masks are the winning kind's bit (0: idle); FeedError (code, row, batch) names the "
+          "first problem met. levels[c]: the priority level of kind code c (0 highest).");
     m.def("avx512_available", &pau::core::avx512_available,
           "Whether this CPU runs the AVX-512 kernel of exclusive_batches.");
     m.def("avx2_available", &pau::core::avx2_available,

@@ -110,9 +110,10 @@ def start(events, lifecycle, as_of: int | None, priority=None) -> Started | None
         return None
     cap = max(CHUNK_MIN_ROWS, n // (CHUNKS_PER_CORE * _CORES))
     job = _core.CrossingSweep(_exported(table), list(KINDS), _exported(as_table(lifecycle, "lifecycle")),
-                              _NO_AS_OF if as_of is None else as_of, min(64, 4 * _CORES), cap, min(cap, CHUNK_TAIL_ROWS),
-                              _CORES, HEAD_ROWS, MAX_CROSSINGS_PER_EVENT,
-                              None if LEAN_KERNEL is None else levels_of(priority), LEAN_KERNEL or 0)
+                              as_of=_NO_AS_OF if as_of is None else as_of, parts=min(64, 4 * _CORES),
+                              chunk_rows=cap, min_chunk_rows=min(cap, CHUNK_TAIL_ROWS), threads=_CORES,
+                              head_rows=HEAD_ROWS, max_crossings_per_event=MAX_CROSSINGS_PER_EVENT,
+                              levels=None if LEAN_KERNEL is None else levels_of(priority), kernel=LEAN_KERNEL or 0)
     job.start(_CORES - 1)
     return Started(job, n)
 
@@ -127,4 +128,5 @@ def finish(started: Started, intervals: tuple, ranks: np.ndarray, act_of_mask: n
     the intervals into runs while its helpers still sweep, then crosses each part's
     histogram with them (``CellCrossing`` in ``csrc/core/crossing.hpp``)."""
     i_rank, i_start, i_end, i_state = intervals
-    return started.job.wait(ranks, i_rank, i_start, i_end, i_state, act_of_mask, idle, n_states, n_act)
+    return started.job.wait(ranks, i_rank, i_start, i_end, i_state, act_of_mask=act_of_mask, idle=idle,
+                            n_states=n_states, n_act=n_act)

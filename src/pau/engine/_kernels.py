@@ -228,7 +228,8 @@ def paint(rank, start, end, level, order):
     the later row). Returns ``(rank, start, end, row)`` of maximal pieces; instants
     covered by no interval give no piece.
     """
-    return _core.paint(rank, start, end, level, order)
+    p = _core.paint(rank, start, end, level, order)
+    return p.rank, p.start, p.end, p.row
 
 
 def dense_lut(values: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -21,15 +21,12 @@ from pau import _core
 from pau.engine import _kernels
 from pau.engine._kernels import Attempts, Lut, Membership, PassOut, Pieces, StepError, StepRows, Tally, Visits
 from pau.engine._kernels import dense_lut, present
+from pau.engine._life_setup import _INTERVAL_COLUMNS, NULL, NULL_MAX, S, _pool_empty
 from pau.engine._search import lower_bound
 from pau.engine._threads import run_parts, thread_count
 from pau.engine.vocab import STATES, names
 
-S = {name: i for i, name in enumerate(STATES)}
-NULL = np.iinfo(np.int64).min  # the lifecycle's null time, as in _lifecycle
-NULL_MAX = np.iinfo(np.int64).max
 _INT64, _INT32, _INT16, _INT8 = pa.int64(), pa.int32(), pa.int16(), pa.int8()
-_INTERVAL_COLUMNS = ["rank", "start_ns", "end_ns", "state", "attempt", "step", "cause"]
 
 
 class _StepLabels:
@@ -151,16 +148,6 @@ def _rank_ranges(parts: int, ns: int, b_rank, o_rank, visit_rank) -> list:
             cuts.append(c)
     cuts.append((b_rank.size, o_rank.size, ns))
     return [tuple(zip(lo, hi)) for lo, hi in zip(cuts[:-1], cuts[1:])]
-
-
-def _pool_empty(n: int, dtype) -> np.ndarray:
-    """An uninitialized array in Arrow's memory pool. The pool keeps the pages of
-    freed buffers, so the next attribution writes into memory that is already
-    mapped instead of faulting in hundreds of MB of fresh pages. Small arrays come
-    from numpy (cheaper to allocate)."""
-    if n < 1 << 16:
-        return np.empty(n, dtype)
-    return np.frombuffer(pa.allocate_buffer(n * np.dtype(dtype).itemsize), dtype)
 
 
 def _bits(values: np.ndarray, valid: np.ndarray, typ) -> pa.Array:

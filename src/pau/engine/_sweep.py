@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from pau import _core
+from pau.engine import _native
 from pau.engine._input import (
     INT64_MAX, KINDS, REASONS, _column, as_table, event_columns, raise_first, rank_column, row_reasons,
     time_column,
@@ -30,7 +31,6 @@ from pau.errors import InvalidWindowsError, PauError, SpanOverflowError, Unsorte
 IDLE = len(KINDS)
 _COMPUTE_BIT = 1 << KINDS.index("compute")
 _COMM_BIT = 1 << KINDS.index("communication")
-_UNSORTED = 5
 _MASK_NAMES = tuple(
     "+".join(k for i, k in enumerate(KINDS) if m >> i & 1) or "idle" for m in range(1 << len(KINDS))
 )
@@ -112,14 +112,12 @@ class Plan:
         """A native sweep to feed batches to: the full one, or with :attr:`levels` the
         exclusive-time one (same ``feed`` and ``finish``; its histogram's masks are
         the winning kind's bit, 0 for idle)."""
-        try:
-            if self.levels is not None:
-                return _core.ExclusiveSweep(self.span_rank, self.span_start, self.span_end, self.levels,
-                                            self.kernel)
-            return _core.Sweep(self.win_rank, self.win_start, self.win_end, self.win_row,
-                               self.span_rank, self.span_start, self.span_end, self.bucket, self.max_windows)
-        except ValueError as exc:
-            raise InvalidWindowsError(str(exc)) from None
+        if self.levels is not None:
+            return _native.call(_core.ExclusiveSweep, self.span_rank, self.span_start, self.span_end, self.levels,
+                                self.kernel)
+        return _native.call(_core.Sweep, self.win_rank, self.win_start, self.win_end, self.win_row,
+                            self.span_rank, self.span_start, self.span_end, bucket=self.bucket,
+                            max_buckets=self.max_windows)
 
 
 def _interval_columns(obj: Any, what: str):
@@ -279,25 +277,14 @@ class Reorder(Exception):
 def _feed(sweep, *args):
     """Sweep.feed; windows are checked when a rank is first met, so their errors
     surface here."""
-    return _native(sweep.feed, *args)
-
-
-def _native(call, *args):
-    """A call into the native sweep: the core's errors about the windows or spans
-    (its messages start with "windows:" or "span:") as InvalidWindowsError."""
-    try:
-        return call(*args)
-    except ValueError as exc:
-        if str(exc).startswith(("windows:", "span:")):
-            raise InvalidWindowsError(str(exc)) from None
-        raise
+    return _native.call(sweep.feed, *args)
 
 
 def finish(sweep, table: str = "events", *, keep_wide: bool = False) -> dict:
     """Sweep.finish, whose closing of the last buckets may reach the window bound; a
     rank whose span int64 cannot hold raises (:func:`check_spans`), unless
     ``keep_wide`` (the caller sets such ranks aside: :func:`wide_ranks`)."""
-    hist = _native(sweep.finish)
+    hist = _native.call(sweep.finish)
     return hist if keep_wide else check_spans(hist, table)
 
 
@@ -332,7 +319,7 @@ def feed_batches(sweep, batches: Iterable, on_invalid: str, quarantine: list, *,
         if cols is None:
             raise_first(batch, row_reasons(batch), row0)
         code, row = _feed(sweep, cols.rank, cols.start, cols.end, cols.kind.indices, cols.kind.codes)
-        if code == _UNSORTED:
+        if code == _native.UNSORTED:
             if reorder_ok:
                 raise Reorder()
             raise UnsortedInputError(
@@ -405,11 +392,14 @@ def stream_plan(plan: Plan, priority: Sequence[str] | None) -> Plan:
     return dataclasses.replace(plan, levels=levels_of(priority), kernel=BEST_KERNEL)
 
 
-def sweep_parts(plan: Plan, cols: list, parts: int, order=None, levels=None, kernel: int | None = None):
+def sweep_parts(plan: Plan, cols: list, parts: int, order=None, levels=None, kernel: int | None = None,
+                batches: Sequence[pa.RecordBatch | pa.Table] | None = None) -> dict:
     """Sweep in-memory column batches on up to ``parts`` threads of the native pool
     (``sweep_split`` in ``csrc/core/split.hpp``): input sorted by rank is split into
     row ranges at rank boundaries, other input runs on one thread. Returns the
-    merged histogram, or (code, row, batch index) of the first problem met.
+    merged histogram; the first problem met raises (:func:`pau.engine._native.call`:
+    ``batches``, the tables ``cols`` are of, name its row), rows out of start order
+    within a rank as :class:`pau.errors.UnsortedInputError`.
 
     With ``levels`` (see :func:`levels_of`; no windows), the exclusive-time sweep
     runs instead (``exclusive_split`` in ``csrc/core/exclusive.hpp``): its histogram
@@ -417,10 +407,12 @@ def sweep_parts(plan: Plan, cols: list, parts: int, order=None, levels=None, ker
     :func:`exclusive` reads as it reads the full one; ``kernel``: its kernel
     (default :data:`BEST_KERNEL`, read at the call)."""
     if levels is not None:
-        return _native(_core.exclusive_batches, plan.span_rank, plan.span_start, plan.span_end, levels,
-                       batch_arrays(cols), parts, order, BEST_KERNEL if kernel is None else kernel)
-    return _native(_core.sweep_batches, plan.win_rank, plan.win_start, plan.win_end, plan.win_row, plan.span_rank,
-                   plan.span_start, plan.span_end, plan.bucket, batch_arrays(cols), parts, order, plan.max_windows)
+        return _native.call(_core.exclusive_batches, plan.span_rank, plan.span_start, plan.span_end, levels,
+                            fed=batches, batches=batch_arrays(cols), parts=parts, order=order,
+                            kernel=BEST_KERNEL if kernel is None else kernel)
+    return _native.call(_core.sweep_batches, plan.win_rank, plan.win_start, plan.win_end, plan.win_row,
+                        plan.span_rank, plan.span_start, plan.span_end, fed=batches, bucket=plan.bucket,
+                        batches=batch_arrays(cols), parts=parts, order=order, max_buckets=plan.max_windows)
 
 
 def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | None = None, levels=None,
@@ -440,16 +432,13 @@ def hist_of_table(table: pa.Table, plan: Plan, on_invalid: str, threads: int | N
         cols.append(c)
         row0 += batch.num_rows
     parts = thread_count(threads, table.num_rows)
-    out = sweep_parts(plan, cols, parts, None, levels, kernel)
-    if isinstance(out, tuple) and out[0] == _UNSORTED:
+    try:
+        out = sweep_parts(plan, cols, parts, None, levels, kernel, batches)
+    except UnsortedInputError:
         # Unsorted within a rank: sweep once more through a (rank, start) permutation.
         cols = [event_columns(table.combine_chunks())]
         order = _core.order_by_rank_start(cols[0].rank, cols[0].start)
-        out = sweep_parts(plan, cols, parts, order, levels, kernel)
-        batches = [table]
-    if isinstance(out, tuple):
-        b = out[2]
-        raise_first(batches[b], row_reasons(batches[b]), sum(x.num_rows for x in batches[:b]))
+        out = sweep_parts(plan, cols, parts, order, levels, kernel, [table])
     wide = wide_ranks(out)
     if wide.size:
         if on_invalid != "quarantine":

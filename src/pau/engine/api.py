@@ -482,7 +482,8 @@ def _ledger_of(events: Any, att: Any, started: Any, act_of_mask: Any, on_invalid
     # so this changes nothing but the number of window boundaries the sweep crosses).
     # A rank's accounted span runs from its first to its last run; time in gaps (not
     # accountable) falls outside every window and is not counted.
-    w_rank, w_start, w_end, w_state = _core.state_runs(*cols)
+    runs = _core.state_runs(*cols)
+    w_rank, w_start, w_end, w_state = runs.rank, runs.start, runs.end, runs.state
     plan = Plan(mode="list", win_rank=w_rank, win_start=w_start, win_end=w_end,
                 win_row=np.arange(w_rank.size, dtype=np.int64))
     plan.win_id = plan.win_row
@@ -498,9 +499,10 @@ def _ledger_of(events: Any, att: Any, started: Any, act_of_mask: Any, on_invalid
     nq = 0 if quarantine is None else quarantine.num_rows
     # One pass over the histogram into (accountable rank, state, activity) cells, by
     # the same rule as the early sweep's (CellCrossing); here each window is one run.
-    ok, cells = _core.crossed_cells(hist["rank"], hist["window"], hist["mask"], hist["duration"], w_start, w_end,
-                                    ranks.astype(np.int32), w_rank, w_start, w_end, w_state, act_of_mask, IDLE,
-                                    len(STATES), n_act)
+    ok, cells = _core.crossed_cells(hist["rank"], hist["window"], hist["mask"], hist["duration"], w_start=w_start,
+                                    w_end=w_end, ranks=ranks.astype(np.int32), i_rank=w_rank, i_start=w_start,
+                                    i_end=w_end, i_state=w_state, act_of_mask=act_of_mask, idle=IDLE,
+                                    n_states=len(STATES), n_act=n_act)
     assert ok, "the state runs as windows always resolve the states"
     return Ledger(cells_table(cells, rows, nq), att.accountable, attribution=att,
                   quarantine=quarantine, lifecycle_quarantine=att.quarantine)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pau import _core
 from pau.engine._format import duration, html_table, pct
 from pau.engine.types import LedgerSummary, RankActivity
 from pau.errors import PauError
@@ -367,12 +368,12 @@ def tidy(rank: Any, state: Any, activity: Any, duration: Any, window: Any = None
     return _table(uniq[0], None if window is None else uniq[1], uniq[-2], uniq[-1], sums)
 
 
-def cells_table(cells: tuple[Any, Any, Any, Any], rows: int, quarantined: int) -> pa.Table:
-    """The tidy table of the ledger's non-zero cells ``(rank, state, activity,
-    duration)`` as the native core gives them (``CellCrossing::tidy``, in (rank,
+def cells_table(cells: _core.Cells, rows: int, quarantined: int) -> pa.Table:
+    """The tidy table of the ledger's non-zero cells (``pau._core.Cells``: rank, state,
+    activity, duration) as the native core gives them (``CellCrossing::tidy``, in (rank,
     state, activity) order), as :func:`tidy` gives it, with the row counts of
     ``counts_metadata`` in its metadata."""
-    rank, state, activity, duration = cells
+    rank, state, activity, duration = cells.rank, cells.state, cells.activity, cells.duration
     return pa.Table.from_arrays(
         [pa.array(rank), pa.DictionaryArray.from_arrays(pa.array(state), names(STATES), safe=False),
          pa.DictionaryArray.from_arrays(pa.array(activity), names(ACTIVITIES + (_UNKNOWN,)), safe=False),

@@ -301,7 +301,7 @@ def _nullable(values: np.ndarray, typ: pa.DataType, mask: Union[np.ndarray, Call
     return pa.array(values, typ, mask=mask() if callable(mask) else mask)
 
 
-def _request_rows(c: dict[str, Any], need_replica: bool, slo: Mapping[str, Any]) -> dict[str, Any]:
+def _request_rows(c: dict[str, Any], need_replica: bool, slo: Mapping[str, Any]) -> _core.RequestRows:
     """The native pass over the rows (pau._core.request_rows)."""
     def bound(k: str) -> int | None:  # an SLO met when the figure is <= the bound: ints compare exactly
         if k not in slo:
@@ -312,10 +312,12 @@ def _request_rows(c: dict[str, Any], need_replica: bool, slo: Mapping[str, Any])
         return min(int(math.floor(v)), 2**63 - 1)
 
     tpot = None if "tpot" not in slo else float(slo["tpot"])
-    rows: dict[str, Any] = _core.request_rows(
-        c["arr"], c["arr_null"], c["end"], c["end_null"], c["ft"], c["ft_null"], c["tin"], c["tin_null"], c["tout"],
-        c["tout_null"], c["code"], c["st_null"], c["rep_null"], need_replica, bound("ttft"), tpot, bound("e2e"))
-    return rows
+    return _core.request_rows(c["arr"], arrival_null=c["arr_null"], end=c["end"], end_null=c["end_null"],
+                              first_token=c["ft"], first_token_null=c["ft_null"], input_tokens=c["tin"],
+                              input_tokens_null=c["tin_null"], output_tokens=c["tout"],
+                              output_tokens_null=c["tout_null"], status=c["code"], status_null=c["st_null"],
+                              replica_null=c["rep_null"], need_replica=need_replica, slo_ttft=bound("ttft"),
+                              slo_tpot=tpot, slo_e2e=bound("e2e"))
 
 
 def _replica_codes(req_rep: pa.Array, busy_rep: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -445,20 +447,20 @@ def requests(requests: Any, *, slo: Mapping[str, Any] | None = None, busy: Any =
     c = _request_columns(t, need_replica=need_replica)
     rr = _request_rows(c, need_replica, slo)
     quarantine = None
-    if rr["bad"]:
-        quarantine = _bad_requests(t, rr["reason"], int(rr["bad"]), on_invalid)
+    if rr.bad:
+        quarantine = _bad_requests(t, rr.reason, int(rr.bad), on_invalid)
         # the valid rows, read again (a slow path: only with quarantined rows)
-        t = t.take(pa.array(np.flatnonzero(rr["reason"] == 0)))
+        t = t.take(pa.array(np.flatnonzero(rr.reason == 0)))
         c = _request_columns(t, need_replica=need_replica)
         rr = _request_rows(c, need_replica, slo)
     out, tin, tout = _request_table(t, c, rr)
-    counts = dict(zip(OUTCOMES, rr["counts"]))
-    counts["accepted_input_tokens"] = rr["accepted_input_tokens"]
-    counts["accepted_output_tokens"] = rr["accepted_output_tokens"]
+    counts = dict(zip(OUTCOMES, rr.counts))
+    counts["accepted_input_tokens"] = rr.accepted_input_tokens
+    counts["accepted_output_tokens"] = rr.accepted_output_tokens
     w0, w1 = _window(window, rr, t.num_rows)
     replicas = busy_out = None
     if busy is not None:
-        replicas, busy_out = _attribute_busy(busy, t, c, rr["outcome"], tin, tout, wp, wd, out)
+        replicas, busy_out = _attribute_busy(busy, t, c, rr.outcome, tin, tout, wp, wd, out)
     res = RequestLedger(pa.table(out), (w0, w1), wused, slo, replicas, busy_out,
                         0 if quarantine is None else quarantine.num_rows, counts)
     if on_invalid == "quarantine":
@@ -493,7 +495,7 @@ def _bad_requests(t: pa.Table, reasons: np.ndarray, count: int, on_invalid: str)
     return q
 
 
-def _request_table(t: pa.Table, c: dict[str, Any], rr: dict[str, Any]
+def _request_table(t: pa.Table, c: dict[str, Any], rr: _core.RequestRows
                    ) -> tuple[dict[str, pa.Array], np.ndarray, np.ndarray]:
     """The per-request columns (latencies, outcome, tokens), and the token counts as
     weights (null counts of requests that are not ok read 0)."""
@@ -508,26 +510,26 @@ def _request_table(t: pa.Table, c: dict[str, Any], rr: dict[str, Any]
     out = {
         "request_id": _one(t["request_id"]),
         "replica": _one(t["replica"]),
-        "outcome": pa.DictionaryArray.from_arrays(pa.array(rr["outcome"]), vocab_names(OUTCOMES),
+        "outcome": pa.DictionaryArray.from_arrays(pa.array(rr.outcome), vocab_names(OUTCOMES),
                                                   safe=False),  # codes < 5
-        "ttft_ns": _nullable(rr["ttft"], pa.int64(), ft_null, [c["ft_col"]]),
-        "tpot_ns": _nullable(rr["tpot"], pa.float64(), no_tpot, tpot_cols),
-        "e2e_ns": _nullable(rr["e2e"], pa.int64(), end_null, [c["end_col"]]),
+        "ttft_ns": _nullable(rr.ttft, pa.int64(), ft_null, [c["ft_col"]]),
+        "tpot_ns": _nullable(rr.tpot, pa.float64(), no_tpot, tpot_cols),
+        "e2e_ns": _nullable(rr.e2e, pa.int64(), end_null, [c["end_col"]]),
         "input_tokens": pa.array(tin, pa.int64()),
         "output_tokens": pa.array(tout, pa.int64()),
     }
     return out, tin, tout
 
 
-def _window(window: Any, rr: dict[str, Any], n: int) -> tuple[int, int]:
+def _window(window: Any, rr: _core.RequestRows, n: int) -> tuple[int, int]:
     """The measurement window: given, a length from the first arrival, or first
     arrival to last end."""
     if window is None:
-        w0 = rr["arrival_min"] if n else 0
-        w1 = rr["end_max"] if rr["end_max"] is not None else w0
-        w1 = max(w1, rr["arrival_max"] if n else w0)
+        w0 = rr.arrival_min if n else 0
+        w1 = rr.end_max if rr.end_max is not None else w0
+        w1 = max(w1, rr.arrival_max if n else w0)
     elif isinstance(window, (int, np.integer)) and not isinstance(window, bool):
-        w0 = rr["arrival_min"] if n else 0
+        w0 = rr.arrival_min if n else 0
         w1 = w0 + int(window)
     else:
         w0, w1 = (int(x) for x in window)
@@ -550,9 +552,12 @@ def _attribute_busy(busy: Any, t: pa.Table, c: dict[str, Any], outcome: np.ndarr
     # phases: prefill [arrival, first token or end), decode [first token, end);
     # rejected requests (the only ones that may lack an end) hold none
     nrep = len(names)
-    a_pre, a_dec, a_tot, idle, rep_busy, rep_idle, by_outcome, overflow = _core.attribute_busy(
-        r_codes, c["arr"], c["ft"], c["end"], tin, tout, wp, wd, b_codes, b_s, b_e, nrep,
-        outcome, len(OUTCOMES), 3, c["ft_null"], True)  # rows checked by request_rows
+    at = _core.attribute_busy(
+        r_codes, c["arr"], c["ft"], c["end"], tin, tout, prefill_weight=wp, decode_weight=wd, busy_replica=b_codes,
+        busy_start=b_s, busy_end=b_e, n_replicas=nrep, outcome=outcome, n_outcomes=len(OUTCOMES), skip_outcome=3,
+        first_token_null=c["ft_null"], rows_checked=True)  # rows checked by request_rows
+    a_pre, a_dec, a_tot, idle = at.prefill_ns, at.decode_ns, at.attributed_ns, at.idle_ns
+    rep_busy, rep_idle, by_outcome, overflow = at.replica_busy_ns, at.replica_idle_ns, at.by_outcome, at.overflow
     if overflow is not None:
         who = names[overflow[0]].as_py()
         if overflow[2] == "weight":

@@ -154,11 +154,11 @@ def _parse_file(path: str, device_categories: list[str], prefetch: bool = False,
             fix = "give a PyTorch profiler trace (Chrome trace JSON, plain or .gz)"
         raise TraceFormatError(path, message, fix, offset=offset, line=line)
     res = parser.result()
-    meta = res["meta"]
+    meta = res.meta
     if meta["format"] == 1 and not meta["has_events_key"]:
         raise TraceFormatError(path, "not a Kineto trace: a JSON object without a \"traceEvents\" array",
                                "give a PyTorch profiler trace (Chrome trace JSON, plain or .gz)")
-    return _File(path, res["rows"], res["device_order"], res["set_aside"], meta, res["strings"])
+    return _File(path, res.rows, res.device_order, res.set_aside, meta, res.strings)
 
 
 def _parse_all(paths: list[str], device_categories: list[str], threads: int | None = None) -> list[_File]:
