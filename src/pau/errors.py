@@ -14,6 +14,7 @@ __all__ = [
     "PauError",
     "SchemaError",
     "InvalidRowError",
+    "InvalidLifecycleError",
     "InvalidWindowsError",
     "UnsortedInputError",
     "SpanOverflowError",
@@ -70,6 +71,12 @@ class InvalidRowError(PauError):
             f"{table}: column '{column}', row {row}: {reason}{more}. Fix: {fix}, "
             f"or pass on_invalid='quarantine' to set such rows aside."
         )
+
+
+class InvalidLifecycleError(InvalidRowError):
+    """A lifecycle row that cannot be accounted for (:func:`pau.core.attribute`,
+    :func:`pau.core.ledger`): the row's own checks, or how it relates to the others
+    (a failure after its attempt ended, steps that overlap on a rank)."""
 
 
 class InvalidWindowsError(PauError):

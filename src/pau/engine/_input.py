@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pau.engine.vocab import KINDS, NUMPY_OF, SPANS_SCHEMA
-from pau.errors import InvalidRowError, SchemaError
+from pau.errors import ArgumentTypeError, InvalidRowError, SchemaError
 
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 INT64_MAX = np.iinfo(np.int64).max
@@ -43,10 +43,8 @@ def as_table(obj: Any, what: str) -> pa.Table:
     mod = type(obj).__module__
     if mod.startswith("pandas"):
         return pa.Table.from_pandas(obj, preserve_index=False)
-    raise TypeError(
-        f"{what}: expected a pyarrow.Table, an object with __arrow_c_stream__, a pandas "
-        f"DataFrame or a dict of numpy arrays, got {type(obj).__name__}"
-    )
+    raise ArgumentTypeError(what, "a pyarrow.Table, an object with __arrow_c_stream__, a pandas DataFrame or a "
+                                  "dict of numpy arrays", obj)
 
 
 def iter_batches(obj: Any, what: str) -> Iterator[pa.RecordBatch]:

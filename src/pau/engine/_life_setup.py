@@ -19,7 +19,7 @@ from pau import _core
 from pau.engine._kernels import dense_lut as _dense_lut, present as _present
 from pau.engine._input import _column, as_table, rank_column, time_column
 from pau.engine.vocab import STATES
-from pau.errors import InvalidRowError, PauError, SchemaError
+from pau.errors import InvalidLifecycleError, PauError, SchemaError
 
 RECORDS = ("accountable", "attempt", "phase", "step", "checkpoint_save", "restore", "failure")
 PHASE_KINDS = ("init", "compile", "data_warmup", "data_wait", "eval", "custom")
@@ -30,10 +30,6 @@ S = {name: i for i, name in enumerate(STATES)}
 NULL = np.iinfo(np.int64).min
 NULL_MAX = np.iinfo(np.int64).max
 _ACC, _ATT, _PHASE, _STEP, _CKPT, _REST, _FAIL = range(7)
-
-
-class InvalidLifecycleError(InvalidRowError):
-    """A lifecycle row that cannot be accounted for."""
 
 
 def _err(column: str, row: int, reason: str, fix: str, count: int = 1):
