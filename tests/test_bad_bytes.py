@@ -18,7 +18,7 @@ import pytest
 import pau
 import pau.core
 from pau import _core
-from pau.engine import _parquet
+from pau.engine import _input, _parquet
 from pau.errors import InvalidRowError, PauError
 
 import parquet_reference as ref
@@ -281,3 +281,18 @@ def test_a_page_header_without_its_required_fields_is_refused():
         return b"\x15" + zigzag(v)
     missing = (i32(0) + i32(len(values)) + i32(len(values)) + b"\x2c" + i32(n) + i32(0) + b"\x00\x00") + values
     assert _core.parquet_ints(missing, 64, n, True, out, 0, False) is False
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"])
+@pytest.mark.parametrize("n", [1, 5, 127, 128, 129, 200, 40_000])
+def test_kind_index_outside_the_dictionary_is_seen_in_one_pass(dtype, n):
+    """`pau.engine._input._outside` (the one-pass check of a dictionary column's indices) against the
+    plain rule: some index < 0 or >= n."""
+    info = np.iinfo(dtype)
+    candidates = sorted({0, n - 1, n, n + 1, info.max, info.min, -1, -100, -(n // 2) - 1, 1 << 15, -(1 << 15)})
+    for v in candidates:
+        if not info.min <= v <= info.max:
+            continue
+        idx = np.array([0, v, 0], dtype=dtype)
+        want = bool((idx.astype(np.int64) < 0).any() or (idx.astype(np.int64) >= n).any())
+        assert _input._outside(idx, n) == want, (dtype, n, v)

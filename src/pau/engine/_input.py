@@ -190,6 +190,7 @@ class KindColumn:
 
 def kind_column(arr: pa.Array, table: str) -> KindColumn:
     t = arr.type
+    encoded = False  # indices from pyarrow's own dictionary_encode: within the dictionary
     if pa.types.is_dictionary(t):
         if not (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)
                 or pa.types.is_string_view(t.value_type)):
@@ -199,6 +200,7 @@ def kind_column(arr: pa.Array, table: str) -> KindColumn:
             arr = pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(pa.string()))
     elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         arr = pc.dictionary_encode(arr.cast(pa.string()) if pa.types.is_string_view(t) else arr)
+        encoded = True
     else:
         raise SchemaError(table, "kind", f"has type {t}, not dictionary<string> or string",
                           "give kinds as strings: " + ", ".join(KINDS))
@@ -211,7 +213,7 @@ def kind_column(arr: pa.Array, table: str) -> KindColumn:
         indices = indices.cast(pa.int64())
     idx = as_numpy(indices)
     n = len(dictionary)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
+    if not encoded and idx.size and _outside(idx, n):
         # An index outside the dictionary (pyarrow reads a Parquet file's without a
         # check): an unknown kind, through a code of its own past the dictionary's, so
         # that the row is refused or set aside by its number (raise_first names it).
@@ -221,6 +223,15 @@ def kind_column(arr: pa.Array, table: str) -> KindColumn:
         idx = idx.astype(np.int32)
         codes = np.append(codes, np.int8(-1))
     return KindColumn(idx, dictionary, codes)
+
+
+def _outside(idx: np.ndarray, n: int) -> bool:
+    """Whether an index is outside a dictionary of ``n`` strings: one pass over the
+    indices read as unsigned (a negative one reads as at least 2**(bits-1)), two where
+    the dictionary is longer than that."""
+    if idx.dtype.kind == "i" and n > 1 << (8 * idx.dtype.itemsize - 1):
+        return bool(idx.min() < 0 or idx.max() >= n)
+    return bool(idx.view(np.dtype(f"u{idx.dtype.itemsize}")).max() >= n)
 
 
 def _outside_dictionary(arr: pa.Array | pa.ChunkedArray, row: int) -> str | None:
