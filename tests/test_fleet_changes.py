@@ -220,13 +220,13 @@ def test_cusum_detects_after_the_change_and_given_sigma():
 
 def test_capacity_in_accelerators_worth():
     # 1,680 productive accelerator-hours more in a 168-hour week: ten accelerators' worth
-    assert C.capacity(10_000, 11_680, 168) == pytest.approx(10.0)
-    assert C.capacity(11_680, 10_000, 168) == pytest.approx(-10.0)
-    np.testing.assert_allclose(C.capacity([0, 24], [24, 0], 24), [1.0, -1.0])
+    assert C.accelerators_gained(10_000, 11_680, 168) == pytest.approx(10.0)
+    assert C.accelerators_gained(11_680, 10_000, 168) == pytest.approx(-10.0)
+    np.testing.assert_allclose(C.accelerators_gained([0, 24], [24, 0], 24), [1.0, -1.0])
     with pytest.raises(PauError, match="period_hours"):
-        C.capacity(1, 2, 0)
+        C.accelerators_gained(1, 2, 0)
     with pytest.raises(PauError, match="productive_hours_a"):
-        C.capacity(-1, 2, 24)
+        C.accelerators_gained(-1, 2, 24)
 
 
 @pytest.mark.parametrize("call, match", [

@@ -13,7 +13,7 @@ Each change point reports its period index, the means of the segments before and
 it, and, given a weight per period (allocated accelerator-hours for a ratio metric such
 as goodput), the accelerator-hours the change won (positive) or lost (negative):
 ``(after - before) * sum(weights over the segment after the change)``.
-:func:`capacity` turns productive accelerator-hours gained between two periods into
+:func:`accelerators_gained` turns productive accelerator-hours gained between two periods into
 accelerators' worth. ``docs/fleet.md`` ("Change points") has the formulas and the
 choices made where the design is silent.
 """
@@ -32,7 +32,7 @@ from pau.engine._input import as_table
 from pau.errors import PauError, SchemaError
 
 __all__ = ["PENALTY_BIC_FACTOR", "ChangePoint", "Changes", "pelt", "cusum", "noise_sd", "bic_penalty",
-           "default_penalty", "group_changes", "capacity"]
+           "default_penalty", "group_changes", "accelerators_gained"]
 
 #: 1 / Phi^-1(3/4): makes the median absolute deviation a consistent estimate of a
 #: Gaussian standard deviation.
@@ -565,7 +565,7 @@ def group_changes(table: Any, metric: str, *, by: Any = (), period: str = "perio
 # efficiency as capacity
 
 
-def capacity(productive_hours_a: Any, productive_hours_b: Any, period_hours: Any) -> Any:
+def accelerators_gained(productive_hours_a: Any, productive_hours_b: Any, period_hours: Any) -> Any:
     """Efficiency as capacity: productive accelerator-hours gained from period a to
     period b, over the hours in a period, in accelerators' worth.
 

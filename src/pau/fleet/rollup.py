@@ -17,7 +17,7 @@ accepted requests) are counted in the period holding the run's last ns (``end_ns
 the runs table holds them per run, not per hour.
 
 :func:`changes` and :func:`capacity` take a rollup's table to
-:func:`pau.fleet.changes.group_changes` and :func:`pau.fleet.changes.capacity`.
+:func:`pau.fleet.changes.group_changes` and :func:`pau.fleet.changes.accelerators_gained`.
 """
 
 from __future__ import annotations
@@ -853,7 +853,7 @@ def changes(r: Rollup, metric: str, *, method: str = "pelt", **options: Any) -> 
 def capacity(r: Rollup, period_a: Any, period_b: Any) -> pa.Table:
     """Efficiency as capacity per group: productive accelerator-hours gained from period
     ``a`` to period ``b`` (each named as in the ``period`` column, or by a time in it)
-    over the hours of ``b``, in accelerators' worth (:func:`pau.fleet.changes.capacity`).
+    over the hours of ``b``, in accelerators' worth (:func:`pau.fleet.changes.accelerators_gained`).
     A group without time in a period has 0 productive hours there."""
     t = r.table
 
@@ -879,6 +879,6 @@ def capacity(r: Rollup, period_a: Any, period_b: Any) -> pa.Table:
     out: dict[str, list[Any]] = {k: [g[i] for g in prod] for i, k in enumerate(r.by)}
     out["productive_h_a"] = [pa_[g] / NS_PER_HOUR for g in prod]
     out["productive_h_b"] = [pb[g] / NS_PER_HOUR for g in prod]
-    out["accelerators"] = [_changes.capacity(x, y, hours) for x, y in zip(out["productive_h_a"], out["productive_h_b"])]
+    out["accelerators"] = [_changes.accelerators_gained(x, y, hours) for x, y in zip(out["productive_h_a"], out["productive_h_b"])]
     return pa.table(out)
 

@@ -136,14 +136,7 @@ class Acc:
         if size <= 4 * len(values) + (1 << 16):
             sums = sum_by(code, values, size)
             if self.dense is not None:
-                table = sums.reshape(len(ps), gc)
-                for i in np.flatnonzero(table.any(axis=1)).tolist():
-                    cur = self.dense.get(int(ps[i]))
-                    if cur is None:
-                        self.dense[int(ps[i])] = table[i].copy()
-                    else:
-                        refuse_overflow(cur, table[i])
-                        cur += table[i]
+                self._add_dense(ps, sums.reshape(len(ps), gc))
                 return
             keys = np.flatnonzero(sums)
             vals = sums[keys]
@@ -156,6 +149,22 @@ class Acc:
         self.pending += len(vals)
         if self.pending > max(self.COMPACT, 2 * self.compacted):
             self._compact()
+
+    def _add_dense(self, ps: np.ndarray, table: np.ndarray) -> None:
+        """The rows of ``table`` (one per period start of ``ps``) added to the dense
+        periods: one overflow check for the periods already there, then in place."""
+        rows = np.flatnonzero(table.any(axis=1)).tolist()
+        dense = self.dense
+        assert dense is not None
+        cur = [dense.get(int(ps[i])) for i in rows]
+        old = [(c, i) for c, i in zip(cur, rows) if c is not None]
+        if old:
+            refuse_overflow(np.stack([c for c, _ in old]), table[[i for _, i in old]])
+            for c, i in old:
+                c += table[i]
+        for found, i in zip(cur, rows):
+            if found is None:
+                dense[int(ps[i])] = table[i].copy()
 
     def _compact(self) -> None:
         if len(self.parts) <= 1:
