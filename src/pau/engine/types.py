@@ -331,6 +331,152 @@ class RecoverySummary(TypedDict):
     waste_equivalent_accelerators: Optional[float]
 
 
+class StragglersSummary(TypedDict):
+    """:meth:`pau.figures.stragglers.Stragglers.summary`: steps, ranks, rows, the ns
+    waited for the slowest rank (exact) and the persistent stragglers' ranks."""
+
+    steps: int
+    ranks: int
+    rows: int
+    in_flight: int
+    quarantined: int
+    wait_ns: int
+    wait_accelerator_seconds: float
+    persistent: List[int]
+
+
+class RankScore(TypedDict):
+    """One rank of :meth:`pau.figures.stragglers.StragglerScores.summary`: its lowest scores."""
+
+    rank: int
+    min_relative: Optional[float]
+    min_individual: Optional[float]
+
+
+class StragglerScoresSummary(TypedDict):
+    """:meth:`pau.figures.stragglers.StragglerScores.summary`: the windows, the ranks
+    below ``threshold`` on either score, and per rank its lowest scores."""
+
+    windows: int
+    ranks: int
+    in_flight: int
+    threshold: float
+    stragglers: List[int]
+    per_rank: List[RankScore]
+    quarantined: int
+
+
+class ProtectionSummary(TypedDict):
+    """:meth:`pau.figures.recovery.Protection.summary` (Fractions as floats)."""
+
+    per: str
+    bound_ns: Optional[int]
+    bound_share: Optional[float]
+    rows: int
+    breaches: int
+    excess_ns: float
+    excess_accelerator_hours: float
+    excess_cost: Optional[float]
+    superseded_ns: int
+
+
+class PeakFlopsSummary(TypedDict):
+    """:meth:`pau.figures.goodput.PeakFlops.summary`."""
+
+    accelerator: str
+    dtype: str
+    flops: float
+    source: str
+
+
+class ModelFlopsSummary(TypedDict):
+    """:meth:`pau.figures.goodput.ModelFlops.summary` (None: not known)."""
+
+    per_token: Optional[int]
+    hardware_per_token: Optional[int]
+    tokens_per_step: Optional[int]
+    per_step: Optional[int]
+    hardware_per_step: Optional[int]
+    recompute: Optional[str]
+
+
+class ProgramGoodputSummary(TypedDict):
+    """:meth:`pau.figures.goodput.ProgramGoodput.summary` (Fractions as floats; warnings as text)."""
+
+    peak: PeakFlopsSummary
+    basis: str
+    units: int
+    model_flops: int
+    hardware_flops: Optional[int]
+    productive_ns: int
+    accountable_ns: int
+    mfu: Optional[float]
+    hfu: Optional[float]
+    program_goodput: Optional[float]
+    warnings: List[str]
+
+
+class MPGSummary(TypedDict):
+    """:meth:`pau.figures.goodput.MPG.summary` (Fractions as floats; warnings as text)."""
+
+    scheduling_goodput: Optional[float]
+    runtime_goodput: Optional[float]
+    program_goodput: Optional[float]
+    mpg: Optional[float]
+    queued_ns: Optional[int]
+    accountable_ns: int
+    productive_ns: int
+    schedule_allocated_ns: Optional[int]
+    program: Optional[ProgramGoodputSummary]
+    warnings: List[str]
+
+
+class ETTRSummary(TypedDict):
+    """:meth:`pau.figures.goodput.ETTR.summary` (``ettr`` as a float; warnings as text)."""
+
+    ettr: Optional[float]
+    productive_ns: int
+    pending_ns: int
+    accountable_ns: int
+    queued_ns: int
+    available_ns: int
+    warnings: List[str]
+
+
+class InterferenceSummary(TypedDict):
+    """:meth:`pau.figures.interference.Interference.summary`."""
+
+    jobs: int
+    system_throughput: Optional[float]
+    fairness: Optional[float]
+    lost_output: float
+
+
+class KernelDiffSummary(TypedDict):
+    """:meth:`pau.figures.compare.KernelDiff.summary`: ``kernels`` holds its first rows
+    (each a :class:`pau.figures.compare.KernelDiffRow`)."""
+
+    labels: List[Any]
+    steps_a: Optional[int]
+    steps_b: Optional[int]
+    status: Dict[str, int]
+    total_ns_a: int
+    total_ns_b: int
+    difference_ns: int
+    count: int
+    left_out: int
+    kernels: List[Dict[str, Any]]
+
+
+class ComparisonSummary(TypedDict):
+    """:meth:`pau.figures.compare.Comparison.summary` (``pau compare --format json``)."""
+
+    labels: List[Any]
+    metrics: List[Dict[str, Any]]
+    by_cause: List[Dict[str, Any]]
+    kernels: Optional[KernelDiffSummary]
+
+
 class _Layer(TypedDict):
     name: str
     ns: Union[int, float]

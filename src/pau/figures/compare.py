@@ -22,7 +22,7 @@ from pau.engine._format import duration
 from pau.engine._input import _column, as_table, time_values
 from pau.engine._names import TOP_KERNELS
 from pau.engine.ledger import Ledger
-from pau.engine.types import LedgerSummary, RangeRow, TopKernel
+from pau.engine.types import ComparisonSummary, KernelDiffSummary, LedgerSummary, RangeRow, TopKernel
 from pau.engine.vocab import STATES
 from pau.errors import ArgumentTypeError, OptionError, PauError
 from pau.figures._common import _NS_PER_S, _fmt
@@ -70,7 +70,7 @@ class Comparison:
     labels: tuple[Any, ...]
     kernels: KernelDiff | None = None
 
-    def summary(self, kernels: int | None = None) -> dict[str, Any]:
+    def summary(self, kernels: int | None = None) -> ComparisonSummary:
         """JSON-able, what ``pau compare --format json`` prints: ``labels``,
         ``metrics`` and ``by_cause`` (their tables' rows) and ``kernels``
         (:meth:`KernelDiff.summary` with its first ``kernels`` rows, all by default;
@@ -368,7 +368,7 @@ class KernelDiff:
             out[r["status"]] += 1
         return out
 
-    def summary(self, n: int | None = None) -> dict[str, Any]:
+    def summary(self, n: int | None = None) -> KernelDiffSummary:
         """JSON-able: ``labels``, ``steps_a``, ``steps_b``, ``status`` (rows per
         status), ``total_ns_a``, ``total_ns_b``, ``difference_ns`` (all device events'
         time, exact), ``count`` (rows), ``left_out`` (rows not listed) and ``kernels``:

@@ -16,13 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 
 import numpy as np
 
 from pau.engine._input import as_table, int_values, time_values
 from pau.engine.ledger import Ledger
-from pau.engine.types import RunWarning
+from pau.engine.types import (ETTRSummary, ModelFlopsSummary, MPGSummary, PeakFlopsSummary,
+                              ProgramGoodputSummary, RunWarning)
 from pau.errors import InvalidRowError, OptionError, PauError, SchemaError
 from pau.figures._common import _NS_PER_S, _count, _fd, _frac, _one_job, _positive
 
@@ -45,7 +46,7 @@ class PeakFlops:
     flops: Fraction
     source: str
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> PeakFlopsSummary:
         return {"accelerator": self.accelerator, "dtype": self.dtype, "flops": float(self.flops),
                 "source": self.source}
 
@@ -180,8 +181,8 @@ class ModelFlops:
     hardware_per_step: Optional[int]
     recompute: Optional[str]
 
-    def summary(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def summary(self) -> ModelFlopsSummary:
+        return cast(ModelFlopsSummary, dict(self.__dict__))
 
 
 RECOMPUTE = ("none", "selective", "full")
@@ -306,12 +307,12 @@ class ProgramGoodput:
     program_goodput: Optional[Fraction]
     warnings: list[Any] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
-        return _fd({"peak": self.peak.summary(), "basis": self.basis, "units": self.units,
+    def summary(self) -> ProgramGoodputSummary:
+        return cast(ProgramGoodputSummary, _fd({"peak": self.peak.summary(), "basis": self.basis, "units": self.units,
                    "model_flops": self.model_flops, "hardware_flops": self.hardware_flops,
                    "productive_ns": self.productive_ns, "accountable_ns": self.accountable_ns,
                    "mfu": self.mfu, "hfu": self.hfu, "program_goodput": self.program_goodput,
-                   "warnings": [str(w) for w in self.warnings]})
+                   "warnings": [str(w) for w in self.warnings]}))
 
 
 def program_goodput(ledger: Ledger, flops: ModelFlops | int, *, accelerator: str | None = None,
@@ -505,13 +506,13 @@ class MPG:
     program_goodput: Optional[ProgramGoodput]
     warnings: list[Any] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
-        return _fd({"scheduling_goodput": self.scheduling, "runtime_goodput": self.runtime,
+    def summary(self) -> MPGSummary:
+        return cast(MPGSummary, _fd({"scheduling_goodput": self.scheduling, "runtime_goodput": self.runtime,
                    "program_goodput": self.program, "mpg": self.mpg, "queued_ns": self.queued_ns,
                    "accountable_ns": self.accountable_ns, "productive_ns": self.productive_ns,
                    "schedule_allocated_ns": None if self.schedule is None else self.schedule.allocated_ns,
                    "program": None if self.program_goodput is None else self.program_goodput.summary(),
-                   "warnings": [str(w) for w in self.warnings]})
+                   "warnings": [str(w) for w in self.warnings]}))
 
 
 def mpg(ledger: Ledger, schedule: Any = None, *, flops: ModelFlops | int | None = None,
@@ -573,10 +574,10 @@ class ETTR:
     available_ns: int
     warnings: list[Any] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
-        return _fd({"ettr": self.ettr, "productive_ns": self.productive_ns, "pending_ns": self.pending_ns,
+    def summary(self) -> ETTRSummary:
+        return cast(ETTRSummary, _fd({"ettr": self.ettr, "productive_ns": self.productive_ns, "pending_ns": self.pending_ns,
                    "accountable_ns": self.accountable_ns, "queued_ns": self.queued_ns,
-                   "available_ns": self.available_ns, "warnings": [str(w) for w in self.warnings]})
+                   "available_ns": self.available_ns, "warnings": [str(w) for w in self.warnings]}))
 
 
 def ettr(ledger: Ledger, schedule: Any = None, *, queued_ns: int | None = None, as_of: int | None = None) -> ETTR:

@@ -11,13 +11,14 @@ Inputs are never modified.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pau.engine._input import _column, as_table, int_values, null_mask, time_values
+from pau.engine.types import InterferenceSummary
 from pau.errors import InvalidRowError, PauError, SchemaError
 from pau.figures._common import _NS_PER_S, _fmt, _ratio
 
@@ -148,10 +149,10 @@ class Interference:
     table: pa.Table
     _summary: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> InterferenceSummary:
         """``jobs``, ``system_throughput`` (sum of normalized progress),
         ``fairness`` (min / max normalized progress), ``lost_output`` (sum)."""
-        return dict(self._summary)
+        return cast(InterferenceSummary, dict(self._summary))
 
     def render(self) -> str:
         s = self.summary()

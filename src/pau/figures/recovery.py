@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +23,7 @@ from pau.engine._input import _column, as_table, int_values, time_values
 from pau.engine._lifecycle import NULL, Attribution
 from pau.engine.api import ledger as _ledger_of
 from pau.engine.ledger import NS_PER_HOUR, Ledger, exact_sums
-from pau.engine.types import RecoverySummary
+from pau.engine.types import ProtectionSummary, RecoverySummary
 from pau.errors import OptionError, PauError
 from pau.figures._common import _NS_PER_S, _count, _f, _fd, _frac, _one_job, _positive
 
@@ -423,11 +423,11 @@ class Protection:
             return pa.table({})
         return pa.table({k: pa.array([_f(r[k]) for r in self.rows]) for k in self.rows[0]})
 
-    def summary(self) -> dict[str, Any]:
-        return _fd({"per": self.per, "bound_ns": self.bound_ns, "bound_share": self.bound_share,
+    def summary(self) -> ProtectionSummary:
+        return cast(ProtectionSummary, _fd({"per": self.per, "bound_ns": self.bound_ns, "bound_share": self.bound_share,
                    "rows": len(self.rows), "breaches": self.breaches, "excess_ns": self.excess_ns,
                    "excess_accelerator_hours": self.excess_ns / NS_PER_HOUR, "excess_cost": self.excess_cost,
-                   "superseded_ns": self.superseded_ns})
+                   "superseded_ns": self.superseded_ns}))
 
 
 _WORK = ("productive", "pending", "rolled_back")

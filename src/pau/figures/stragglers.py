@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pau.engine._input import _column, as_table, int_values, time_values
-from pau.engine.types import Quarantined, StepFigures, StepRank, StragglerFigures, check_on_invalid
+from pau.engine.types import (Quarantined, RankScore, StepFigures, StepRank, StragglerFigures,
+                              StragglerScoresSummary, StragglersSummary, check_on_invalid)
 from pau.errors import InvalidRowError, OptionError, PauError
 from pau.figures._common import _NS_PER_S, _count, _fmt, _one_job, _ratio
 
@@ -232,7 +233,7 @@ class Stragglers:
     in_flight: int = 0
     quarantine: pa.Table | None = None
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> StragglersSummary:
         """Headline figures: steps, ranks, rows, in_flight, quarantined, wait_ns
         (exact total accelerator-ns spent waiting), wait_accelerator_seconds,
         persistent (ranks)."""
@@ -445,22 +446,26 @@ class StragglerScores:
     in_flight: int = 0
     quarantine: pa.Table | None = None
 
-    def summary(self, threshold: float = 0.75) -> dict[str, Any]:
+    def summary(self, threshold: float = 0.75) -> StragglerScoresSummary:
         """Per rank the lowest scores, and the ranks below ``threshold`` (NVRx's
         default 0.75) on either score in any window."""
         rows = self.table.to_pylist()
-        ranks: dict[int, dict[str, Any]] = {}
+        ranks: dict[int, RankScore] = {}
         for r in rows:
             d = ranks.setdefault(r["rank"], {"rank": r["rank"], "min_relative": None, "min_individual": None})
-            for k, c in (("min_relative", "relative"), ("min_individual", "individual")):
-                if r[c] is not None and (d[k] is None or r[c] < d[k]):
-                    d[k] = r[c]
+            d["min_relative"] = _lower_of(d["min_relative"], r["relative"])
+            d["min_individual"] = _lower_of(d["min_individual"], r["individual"])
         below = sorted(k for k, d in ranks.items() if any(v is not None and v < threshold
                                                             for v in (d["min_relative"], d["min_individual"])))
         return {"windows": len({(r.get("attempt"), r["window"]) for r in rows}), "ranks": len(ranks),
                 "in_flight": self.in_flight, "threshold": threshold, "stragglers": below,
                 "per_rank": [ranks[k] for k in sorted(ranks)],
                 "quarantined": 0 if self.quarantine is None else self.quarantine.num_rows}
+
+
+def _lower_of(low: float | None, x: float | None) -> float | None:
+    """The lower of a running minimum and a score (None: no value yet / no score)."""
+    return x if x is not None and (low is None or x < low) else low
 
 
 def _lower_median(sorted_vals: np.ndarray) -> int:
