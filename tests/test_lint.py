@@ -25,8 +25,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: reference count per array and call, about 15x on the pass).
 COMPLEX = {
     ("src/pau/engine/_kernels.py", "attribute_pass"),
-    ("src/pau/engine/_lifecycle.py", "attribute_rows"),
-    ("src/pau/run.py", "_read_runs"),
 }
 
 

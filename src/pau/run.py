@@ -721,14 +721,9 @@ def _nsys_gpu_metrics(run: Run, on_invalid: str) -> None:
                                        f"attached: {exc}"))
 
 
-def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_invalid: str = "raise",
-               skip_bad: tuple[type[PauError], ...] = (), **options: Any) -> list[Run]:
-    p = os.fspath(path)
-    if not os.path.exists(p):
-        raise FileNotFoundError(f"nothing at {p!r}")
-    fmt = format or detect(p)
-    if fmt not in FORMATS:
-        raise PauError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+def _check_read_options(fmt: str, options: dict[str, Any], on_invalid: str) -> None:
+    """:class:`OptionError` for an option or an ``on_invalid`` the reader of ``fmt`` does
+    not take (checked before anything is read)."""
     accepts = {"kineto": {"rules", "threads", "align"}, "nsys": {"rules", "align"}, "mllog": {"system"},
                "pau": {"progress"}, "parquet": {"progress"}}.get(fmt, set())
     unknown = sorted(set(options) - accepts)
@@ -739,41 +734,69 @@ def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_in
     if on_invalid == "quarantine" and fmt == "mllog":
         raise OptionError(f"on_invalid='quarantine' does not apply to {fmt} input: its reader sets nothing "
                        "aside (it raises on what it cannot use)")
+
+
+def _read_pau_or_parquet(p: str, fmt: str, on_invalid: str, options: dict[str, Any]) -> Run:
+    """A run in pau's layout or plain Parquet events; the files of a dataset that are not
+    Parquet become warnings, and with ``on_invalid="quarantine"`` the events' rows are
+    checked now."""
+    with _io.skipped_files() as skipped:  # files of a dataset that are not Parquet
+        run = (_read_run_folder if fmt == "pau" else _read_parquet)(p, options.get("progress"))
+    run.warnings.extend(skipped)
+    if on_invalid == "quarantine" and run.events is not None:  # the events' rows, checked now
+        run = _screened(run, p, on_invalid, lambda i: f"events row {i}")
+    return run
+
+
+def _read_trace_folder_skipping(p: str, fmt: str, on_invalid: str, skip_bad: tuple[type[PauError], ...],
+                                align: str | None, options: dict[str, Any]) -> Run:
+    """A folder of Kineto traces or Nsight exports read without the files its reader
+    refuses with one of ``skip_bad``: each is left out (named in the error) and the rest
+    read again, with a ``read.skipped_file`` warning and ``metadata["skipped_files"]``,
+    ``["skipped_reasons"]``. The last file, or one the error does not name, re-raises."""
+    reader = read_kineto if fmt == "kineto" else read_nsys
+    files = (trace_files if fmt == "kineto" else nsys_files)(p)
+    refused: list[tuple[str, str]] = []
+    while True:  # a file the reader refuses is named in its error: leave it out and read the rest
+        try:
+            run = _from_trace(reader(files, on_invalid=on_invalid, **options), fmt, p, align)
+        except skip_bad as exc:
+            named = getattr(exc, "path", None)
+            bad = named if named in files else next((f for f in files if f in str(exc)), None)
+            if bad is None or len(files) == 1:
+                raise
+            files = [f for f in files if f != bad]
+            refused.append((bad, str(exc)))
+            continue
+        run.warnings[:0] = [RunWarning("read.skipped_file", f"{f}: skipped (--skip-bad): {why}")
+                            for f, why in refused]
+        if refused:
+            run.metadata["skipped_files"] = [f for f, _ in refused]
+            run.metadata["skipped_reasons"] = [why for _, why in refused]
+        return run
+
+
+def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_invalid: str = "raise",
+               skip_bad: tuple[type[PauError], ...] = (), **options: Any) -> list[Run]:
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise FileNotFoundError(f"nothing at {p!r}")
+    fmt = format or detect(p)
+    if fmt not in FORMATS:
+        raise PauError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    _check_read_options(fmt, options, on_invalid)
     if fmt in ("pau", "parquet"):
-        with _io.skipped_files() as skipped:  # files of a dataset that are not Parquet
-            run = (_read_run_folder if fmt == "pau" else _read_parquet)(p, options.get("progress"))
-        run.warnings.extend(skipped)
-        if on_invalid == "quarantine" and run.events is not None:  # the events' rows, checked now
-            run = _screened(run, p, on_invalid, lambda i: f"events row {i}")
-        return [run]
+        return [_read_pau_or_parquet(p, fmt, on_invalid, options)]
     if fmt == "csv":
         return [_read_csv(p, on_invalid)]
     align = options.pop("align", None)
     if align is not None and align not in _align.METHODS:
         raise OptionError(f"align: expected one of {', '.join(_align.METHODS)}, got {align!r}")
     if fmt in ("kineto", "nsys"):
+        if skip_bad and os.path.isdir(p):
+            return [_read_trace_folder_skipping(p, fmt, on_invalid, skip_bad, align, options)]
         reader = read_kineto if fmt == "kineto" else read_nsys
-        if not skip_bad or not os.path.isdir(p):
-            return [_from_trace(reader(p, on_invalid=on_invalid, **options), fmt, p, align)]
-        files = (trace_files if fmt == "kineto" else nsys_files)(p)
-        refused: list[tuple[str, str]] = []
-        while True:  # a file the reader refuses is named in its error: leave it out and read the rest
-            try:
-                run = _from_trace(reader(files, on_invalid=on_invalid, **options), fmt, p, align)
-            except skip_bad as exc:
-                named = getattr(exc, "path", None)
-                bad = named if named in files else next((f for f in files if f in str(exc)), None)
-                if bad is None or len(files) == 1:
-                    raise
-                files = [f for f in files if f != bad]
-                refused.append((bad, str(exc)))
-                continue
-            run.warnings[:0] = [RunWarning("read.skipped_file", f"{f}: skipped (--skip-bad): {why}")
-                                for f, why in refused]
-            if refused:
-                run.metadata["skipped_files"] = [f for f, _ in refused]
-                run.metadata["skipped_reasons"] = [why for _, why in refused]
-            return [run]
+        return [_from_trace(reader(p, on_invalid=on_invalid, **options), fmt, p, align)]
     if fmt == "mllog":
         got = read_mllog(p, **options)
         return [_from_mllog(r) for r in (got if isinstance(got, list) else [got])]

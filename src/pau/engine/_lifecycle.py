@@ -68,6 +68,29 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
     """Validate a lifecycle table and attribute every accountable ns (see module doc).
     ``threads``: for the pass over the steps (None: all cores from
     PARALLEL_MIN_VISITS step visits on, but see BY_RANK_MAX_CORES)."""
+    table, job_col, x, st = _read_lifecycle(lifecycle, ranks)
+    quarantine: list = []  # (original rows, reasons)
+    if as_of is not None and not NULL <= int(as_of) <= NULL_MAX:
+        raise PauError(f"as_of: {int(as_of)} does not fit in int64 nanoseconds. Fix: give an instant of the run, "
+                       "in int64 ns")
+    cut = NULL_MAX if as_of is None else int(as_of)
+    x, st, sc = _screen_rows(table, x, st, cut, on_invalid, quarantine)
+    jobs = None
+    if job_col is not None:  # each job its own lineage: attempts and ranks as (job, id) pairs
+        x, st, jobs = _by_job(x, st, *job_col)
+        sc = _scan(st, x, cut)
+    as_of, x, st, sc = _cut_at_as_of(x, st, sc, as_of, cut)
+    res = _attribute_strict(x, st, sc, as_of, cut, ranks, threads, jobs, on_invalid, quarantine)
+    if res.span_ns > NULL_MAX:  # accountable time lies in [its earliest start, as_of]: below, no rank overflows
+        _check_spans(res)
+    res.quarantine = _quarantine_table(table, quarantine) if on_invalid == "quarantine" else None
+    return res
+
+
+def _read_lifecycle(lifecycle, ranks):
+    """The lifecycle as a table in the native layout, its job column (None without one),
+    and its rows and steps as the native reader gives them. A table of many jobs takes
+    no ``ranks``."""
     table = as_table(lifecycle, "lifecycle")
     if table.schema.get_field_index("start_ns") < 0:
         _column(table, "start_ns", "lifecycle")  # raises: the column is missing
@@ -84,49 +107,61 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
                            "please report this with the table's schema")
     x, n_step, first, steps = native
     st = _read_step_range(table, max(first, 0), n_step) if steps is None else _Steps(*steps)
+    return table, job_col, x, st
 
-    quarantine = []  # (original rows, reasons)
+
+def _screen_rows(table, x, st, cut: int, on_invalid: str, quarantine: list):
+    """The row checks and the step checks: the first bad row raised as an
+    :class:`InvalidLifecycleError`, or with ``on_invalid="quarantine"`` the bad rows and
+    their reasons appended to ``quarantine`` and left out. Returns the rows, the steps
+    and their scan."""
+    sc = _scan(st, x, cut)
     x_code = _row_codes(x)
     x_bad = x_code > 0
-    if as_of is not None and not NULL <= int(as_of) <= NULL_MAX:
-        raise PauError(f"as_of: {int(as_of)} does not fit in int64 nanoseconds. Fix: give an instant of the run, "
-                       "in int64 ns")
-    cut = NULL_MAX if as_of is None else int(as_of)
-    sc = _scan(st, x, cut)
-    if x_bad.any() or sc.bad:
-        st = _wide(st)
-        s_code = (_core.step_codes(st.start, st.end, st.rank, st.attempt, st.step, st.tokens) if sc.bad
-                  else np.zeros(len(st), np.int8))
-        s_bad = s_code > 0
-        s_idx = np.flatnonzero(s_bad)
-        s_reasons = np.array(_STEP_CHECKS, dtype=object)[s_code[s_idx] - 1]
-        rows_bad = np.concatenate([x.row[x_bad], st.row[s_idx]])
-        why_bad = np.concatenate([_row_reasons(x_code[x_bad]), s_reasons])
-        if on_invalid != "quarantine":
-            k = int(np.argmin(rows_bad))
-            r, row = why_bad[k], int(rows_bad[k])
-            detail = r
-            if k < int(x_bad.sum()):
-                xi = np.flatnonzero(x_bad)[k]
-                if r == "unknown record":
-                    detail = f"unknown record {_record_name(table, row)!r}"
-                elif r in ("unknown phase kind", "unknown attempt kind"):
-                    detail = f"{r} {x.kind[xi]!r}"
-            fix = _ROW_FIX[r]
-            if r == "null start_ns" and table.column("start_ns")[row].is_valid:
-                # the least int64 is the lifecycle's null time: say so, not "null"
-                detail = f"start_ns = {NULL}, the least int64, which the lifecycle reads as no time"
-                fix = "store times above -2**63 ns"
-            raise _err(_REASON_COLUMN[r], row, detail, fix, int(rows_bad.size))
-        quarantine.append((rows_bad, why_bad))
-        x = x.take(np.flatnonzero(~x_bad))
-        if sc.bad:
-            st = st.take(np.flatnonzero(~s_bad))
-        sc = _scan(st, x, cut)
-    jobs = None
-    if job_col is not None:  # each job its own lineage: attempts and ranks as (job, id) pairs
-        x, st, jobs = _by_job(x, st, *job_col)
-        sc = _scan(st, x, cut)
+    if not (x_bad.any() or sc.bad):
+        return x, st, sc
+    st = _wide(st)
+    s_code = (_core.step_codes(st.start, st.end, st.rank, st.attempt, st.step, st.tokens) if sc.bad
+              else np.zeros(len(st), np.int8))
+    s_bad = s_code > 0
+    s_idx = np.flatnonzero(s_bad)
+    s_reasons = np.array(_STEP_CHECKS, dtype=object)[s_code[s_idx] - 1]
+    rows_bad = np.concatenate([x.row[x_bad], st.row[s_idx]])
+    why_bad = np.concatenate([_row_reasons(x_code[x_bad]), s_reasons])
+    if on_invalid != "quarantine":
+        _raise_first_bad(table, x, x_bad, rows_bad, why_bad)
+    quarantine.append((rows_bad, why_bad))
+    x = x.take(np.flatnonzero(~x_bad))
+    if sc.bad:
+        st = st.take(np.flatnonzero(~s_bad))
+    return x, st, _scan(st, x, cut)
+
+
+def _raise_first_bad(table, x, x_bad, rows_bad, why_bad) -> None:
+    """The :class:`InvalidLifecycleError` of the first bad row (of the rows, then the
+    steps, ``x_bad`` the rows' mask): the record or kind it names, and the least int64
+    read as no time said so."""
+    k = int(np.argmin(rows_bad))
+    r, row = why_bad[k], int(rows_bad[k])
+    detail = r
+    if k < int(x_bad.sum()):
+        xi = np.flatnonzero(x_bad)[k]
+        if r == "unknown record":
+            detail = f"unknown record {_record_name(table, row)!r}"
+        elif r in ("unknown phase kind", "unknown attempt kind"):
+            detail = f"{r} {x.kind[xi]!r}"
+    fix = _ROW_FIX[r]
+    if r == "null start_ns" and table.column("start_ns")[row].is_valid:
+        # the least int64 is the lifecycle's null time: say so, not "null"
+        detail = f"start_ns = {NULL}, the least int64, which the lifecycle reads as no time"
+        fix = "store times above -2**63 ns"
+    raise _err(_REASON_COLUMN[r], row, detail, fix, int(rows_bad.size))
+
+
+def _cut_at_as_of(x, st, sc, as_of, cut: int):
+    """``as_of`` (the latest instant of the table by default), and the rows and steps
+    without those that start after it; at the int64 maximum, a save never durable does
+    not count. Returns ``as_of``, the rows, the steps and their scan."""
     as_of = _as_of(x, sc, as_of)
     if (x.start > as_of).any():
         x = x.take(np.flatnonzero(x.start <= as_of))
@@ -139,6 +174,14 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         never = (x.rec == _CKPT) & (x.durable == NULL)
         if never.any():
             x = replace(x, ok=x.ok & ~never)
+    return as_of, x, st, sc
+
+
+def _attribute_strict(x, st, sc, as_of, cut: int, ranks, threads, jobs, on_invalid: str,
+                      quarantine: list) -> Attribution:
+    """The set-up and the pass, until the set-up names no relational error: the first
+    raised, or with ``on_invalid="quarantine"`` the rows it names appended to
+    ``quarantine``, left out, and the set-up run again."""
     while True:
         strict: list = []
         P = _setup(x, st, sc, as_of, ranks, strict) if jobs is None else _setup(x, st, sc, as_of, ranks, strict, jobs)
@@ -155,9 +198,6 @@ def attribute_rows(lifecycle, *, as_of=None, on_invalid: str = "raise", ranks=No
         st = st.take(np.flatnonzero(~np.isin(st.row, drop)))
         sc = _scan(st, x, cut)
     assert res is not None  # no contradiction left: the pass gave its attribution
-    if res.span_ns > NULL_MAX:  # accountable time lies in [its earliest start, as_of]: below, no rank overflows
-        _check_spans(res)
-    res.quarantine = _quarantine_table(table, quarantine) if on_invalid == "quarantine" else None
     return res
 
 
