@@ -395,15 +395,7 @@ def _add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, ru
                 fix = ("no run of the runs table. Fix: read the archive with pau.read_fleet" if what == "run"
                        else f"not a lifecycle state. Fix: one of {', '.join(STATES)}")
                 raise PauError(f"cells: column '{what}': {bad!r} ({int((arr < 0).sum())} rows): {fix}")
-        hcol, dcol = b.column(names.index("hour_ns")), b.column(names.index("duration_ns"))
-        if hcol.null_count or dcol.null_count:
-            raise PauError("cells: a null hour_ns or duration_ns. Fix: every cell has an hour and a duration")
-        hour = np.asarray(hcol.to_numpy(zero_copy_only=False), dtype=np.int64)
-        d = np.asarray(dcol.to_numpy(zero_copy_only=False), dtype=np.int64)
-        if (d < 0).any():
-            raise PauError(f"cells: column 'duration_ns': negative ({int(d[d < 0][0])}). Fix: durations are >= 0")
-        if (hour % NS_PER_HOUR).any():
-            raise PauError("cells: column 'hour_ns': not on an hour. Fix: cells start on the hour (pau.fleet.ingest)")
+        hour, d = _hours_durations(b)
         keep = run_keep[r]
         if lo is not None:
             keep &= hour >= lo
@@ -413,13 +405,29 @@ def _add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, ru
             r, s, d, hour = r[keep], s[keep], d[keep], hour[keep]
         fine = g.run[r]
         start = period_starts(hour, p)
-        acc.add(fine, start, s, d)
         alone = ~runs_with_job[r]
-        if alone.any():  # a run with no job stands on its own: its accountable time is allocated
+        every = bool(alone.all())  # a run with no job stands on its own: its accountable time is allocated
+        acc.add(fine, start, s, d, total=alloc_col if every else None)
+        if not every:
             acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col), d[alone])
-            if measured is not None:
-                alone &= ~measured[r]
-                acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col + 1), d[alone])
+        if measured is not None:
+            alone &= ~measured[r]
+            acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col + 1), d[alone])
+
+
+def _hours_durations(b: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+    """A batch of cells' ``hour_ns`` and ``duration_ns``, refused when null, negative or
+    (the hour) not on an hour."""
+    hcol, dcol = b.column("hour_ns"), b.column("duration_ns")
+    if hcol.null_count or dcol.null_count:
+        raise PauError("cells: a null hour_ns or duration_ns. Fix: every cell has an hour and a duration")
+    hour = np.asarray(hcol.to_numpy(zero_copy_only=False), dtype=np.int64)
+    d = np.asarray(dcol.to_numpy(zero_copy_only=False), dtype=np.int64)
+    if (d < 0).any():
+        raise PauError(f"cells: column 'duration_ns': negative ({int(d[d < 0][0])}). Fix: durations are >= 0")
+    if (hour % NS_PER_HOUR).any():
+        raise PauError("cells: column 'hour_ns': not on an hour. Fix: cells start on the hour (pau.fleet.ingest)")
+    return hour, d
 
 
 def _add_jobs(acc: _sums.Acc, queue: _sums.Acc, jobs: pa.Table, g: _groups.Groups, job_run: np.ndarray,
