@@ -16,6 +16,9 @@ from hypothesis import strategies as st
 
 import pau
 import pau.core
+import pau.fleet.groups as fleet_groups
+import pau.fleet.periods as fleet_periods
+import pau.fleet.sums as fleet_sums
 from pau import synth
 from pau.engine.vocab import STATES
 from pau.errors import PauError
@@ -600,3 +603,34 @@ def test_exact_sums_by_code_against_python_integers(pairs):
             sum_by(codes, values, 10)
     else:
         assert sum_by(codes, values, 10).tolist() == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 30), chunk=st.integers(1, 30), picks=st.lists(st.integers(-3, 32), min_size=1, max_size=40),
+       data=st.data())
+def test_cell_runs_are_found_as_a_slice_or_one_by_one(n, chunk, picks, data):
+    """pau.fleet.groups.positions against a list's index: the dictionary a slice of the
+    runs (its offset), another order, or holding keys of no run (-1)."""
+    keys = [f"r{i:03d}" for i in range(n)]
+    runs = pa.chunked_array([keys[i:i + chunk] for i in range(0, n, chunk)], pa.string())
+    off = data.draw(st.integers(0, n - 1))
+    slice_ = data.draw(st.booleans())
+    cells = ([keys[off + i % (n - off)] for i in range(len(picks))] if slice_
+             else [keys[p] if 0 <= p < n else f"x{p}" for p in picks])
+    col = pa.array(cells, pa.string()).dictionary_encode()
+    got = fleet_groups.positions(col, runs, {k: i for i, k in enumerate(keys)})
+    assert got.tolist() == [keys.index(c) if c in keys else -1 for c in cells]
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 4), st.integers(0, 10**12)),
+                     min_size=1, max_size=50), dense=st.booleans())
+def test_a_total_column_is_the_sum_a_second_add_gives(rows, dense):
+    """Acc.add(total=) against adding the values again into the total column."""
+    g, w, c, v = (np.array(x, np.int64) for x in zip(*rows))
+    start = 1_704_067_200 * 10**9 + w * 7 * 24 * 3_600 * 10**9
+    one, two = (fleet_sums.Acc(4, 7, fleet_periods.parse_every("1w"), 8 if dense else 10**9) for _ in range(2))
+    one.add(g, start, c, v, total=5)
+    two.add(g, start, c, v)
+    two.add(g, start, np.full(len(v), 5), v)
+    assert [x.tolist() for x in one.result()] == [x.tolist() for x in two.result()]

@@ -1,6 +1,6 @@
 """Group keys and filters of a fleet rollup (``docs/fleet.md``, "Rollups"): ``where``
-terms, a group key's values in the runs or jobs table (a column or ``labels.K``), and the
-fine groups of runs and jobs."""
+terms, a group key's values in the runs or jobs table (a column or ``labels.K``), the
+fine groups of runs and jobs, and the run (row of the runs table) of each cell."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from pau.errors import PauError, SchemaError
 
-__all__ = ["Groups", "groups", "key_column", "mask", "parse_where"]
+__all__ = ["Groups", "groups", "key_column", "mask", "parse_where", "positions"]
 
 # ---------------------------------------------------------------------------
 # where
@@ -124,3 +124,23 @@ def groups(runs: pa.Table, jobs: pa.Table | None, job_run: np.ndarray, keys: lis
     return Groups(len(uniq), run_fine, job_fine, values)
 
 
+def positions(col: pa.Array, values: pa.Array | pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
+    """The index of each of ``col``'s values in ``values`` (-1: absent). A dictionary
+    column whose dictionary is a run of ``values`` in order (the cells of a batch of runs,
+    written with that batch of the runs table) is its indices plus that run's offset;
+    else its distinct values are looked up once, in ``position`` (value -> index, built
+    once for every batch: ``pc.index_in`` would hash all of ``values`` on each call)."""
+    if pa.types.is_dictionary(col.type):
+        if col.null_count:
+            return np.asarray(pc.index_in(col.cast(pa.string()), value_set=values).fill_null(-1), dtype=np.int64)
+        dic = col.dictionary
+        indices = np.asarray(col.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        off = position.get(dic[0].as_py(), -1) if len(dic) else -1
+        if 0 <= off and off + len(dic) <= len(values):
+            run = values.slice(off, len(dic))
+            if run.equals(pa.chunked_array([dic]) if isinstance(run, pa.ChunkedArray) else dic):
+                return indices + off
+        found = np.array([position.get(v, -1) for v in dic.to_pylist()], dtype=np.int64)
+        return found[indices]
+    return np.asarray(pc.index_in(col, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False),
+                      dtype=np.int64)

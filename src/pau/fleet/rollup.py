@@ -25,8 +25,9 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -275,28 +276,43 @@ def _cell_batches(cells: Any) -> Iterator[pa.RecordBatch]:
     elif isinstance(cells, pa.RecordBatch):
         yield cells
     elif isinstance(cells, str):
-        # row group by row group, the next one read on a helper thread while this one is
-        # summed (Parquet decoding releases the GIL), nothing more ahead; run and state as
-        # dictionaries: a batch's few distinct keys are looked up once
-        parts = []
-        for name in sorted(n for n in os.listdir(cells) if n.endswith(".parquet")):
-            path = os.path.join(cells, name)
-            parts += [(path, i) for i in range(pq.read_metadata(path).num_row_groups)]
-        columns = ["run", "hour_ns", "state", "duration_ns"]
-        with ThreadPoolExecutor(max_workers=1) as ex:
-            ahead = ex.submit(_read_group, *parts[0], columns) if parts else None
-            for k in range(len(parts)):
-                assert ahead is not None
-                table = ahead.result()
-                ahead = ex.submit(_read_group, *parts[k + 1], columns) if k + 1 < len(parts) else None
-                yield from table.to_batches(max_chunksize=BATCH_ROWS)
+        yield from _folder_batches(cells)
     else:
         yield from cells
 
 
-def _read_group(path: str, i: int, columns: list[str]) -> pa.Table:
+#: Row groups of a folder of cells read ahead, on as many helper threads.
+READ_AHEAD = 2
+
+
+def _folder_batches(folder: str) -> Iterator[pa.RecordBatch]:
+    """The cells of a folder of Parquet files, row group by row group in order, the next
+    :data:`READ_AHEAD` read on helper threads while this one is summed (Parquet decoding
+    releases the GIL); a file's row groups are counted by the thread that reads its first
+    (no pass over the files first). Run and state as dictionaries: a batch's few
+    distinct keys are looked up once."""
+    paths = [os.path.join(folder, n) for n in sorted(n for n in os.listdir(folder) if n.endswith(".parquet"))]
+    with ThreadPoolExecutor(max_workers=READ_AHEAD) as ex:
+        ahead: deque[tuple[str, int, Future[tuple[pa.Table, int]]]] = deque()
+        files = iter(paths)
+        while True:
+            while len(ahead) < READ_AHEAD and (path := next(files, None)) is not None:
+                ahead.append((path, 0, ex.submit(_read_group, path, 0)))
+            if not ahead:
+                return
+            path, i, done = ahead.popleft()
+            table, groups = done.result()
+            if i + 1 < groups:  # the file's next row group before the next file's
+                ahead.appendleft((path, i + 1, ex.submit(_read_group, path, i + 1)))
+            yield from table.to_batches(max_chunksize=BATCH_ROWS)
+
+
+def _read_group(path: str, i: int) -> tuple[pa.Table, int]:
+    """Row group ``i`` of a cells file (none past its last) and its number of row groups."""
     with pq.ParquetFile(path, read_dictionary=["run", "state"]) as f:
-        return f.read_row_group(i, columns=columns)
+        n = f.num_row_groups
+        columns = ["run", "hour_ns", "state", "duration_ns"]
+        return (f.read_row_group(i, columns=columns) if i < n else pa.table({c: [] for c in columns})), n
 
 
 def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
@@ -314,20 +330,8 @@ def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
         else:
             want.append(k[len("labels."):] if k[len("labels."):] in names else "labels")
     columns = [c for c in dict.fromkeys(want) if c in names]
-    return pa.concat_tables([pq.ParquetFile(f).read(columns=columns) for f in files])
-
-
-def _lookup(col: pa.Array, values: pa.Array | pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
-    """The index of each of ``col``'s values in ``values`` (-1: absent). A dictionary
-    column's distinct values are looked up once, in ``position`` (value -> index, built
-    once for every batch: ``pc.index_in`` would hash all of ``values`` on each call)."""
-    if pa.types.is_dictionary(col.type):
-        if col.null_count:
-            return np.asarray(pc.index_in(col.cast(pa.string()), value_set=values).fill_null(-1), dtype=np.int64)
-        found = np.array([position.get(v, -1) for v in col.dictionary.to_pylist()], dtype=np.int64)
-        return found[np.asarray(col.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
-    return np.asarray(pc.index_in(col, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False),
-                      dtype=np.int64)
+    with ThreadPoolExecutor(max_workers=READ_AHEAD) as ex:  # in order, on helper threads (decoding releases the GIL)
+        return pa.concat_tables(list(ex.map(lambda f: pq.ParquetFile(f).read(columns=columns), files)))
 
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -383,23 +387,15 @@ def _add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, ru
             if c not in names:
                 raise SchemaError("cells", c, "is missing", "give the fleet's hourly cells (pau.fleet.CELLS_SCHEMA)")
         rcol, scol = b.column(names.index("run")), b.column(names.index("state"))
-        r = _lookup(rcol, run_keys, run_position)
-        s = _lookup(scol, state_names, state_position)
+        r = _groups.positions(rcol, run_keys, run_position)
+        s = _groups.positions(scol, state_names, state_position)
         for what, arr, src in (("run", r, rcol), ("state", s, scol)):
             if (arr < 0).any():
                 bad = src[int(np.flatnonzero(arr < 0)[0])].as_py()
                 fix = ("no run of the runs table. Fix: read the archive with pau.read_fleet" if what == "run"
                        else f"not a lifecycle state. Fix: one of {', '.join(STATES)}")
                 raise PauError(f"cells: column '{what}': {bad!r} ({int((arr < 0).sum())} rows): {fix}")
-        hcol, dcol = b.column(names.index("hour_ns")), b.column(names.index("duration_ns"))
-        if hcol.null_count or dcol.null_count:
-            raise PauError("cells: a null hour_ns or duration_ns. Fix: every cell has an hour and a duration")
-        hour = np.asarray(hcol.to_numpy(zero_copy_only=False), dtype=np.int64)
-        d = np.asarray(dcol.to_numpy(zero_copy_only=False), dtype=np.int64)
-        if (d < 0).any():
-            raise PauError(f"cells: column 'duration_ns': negative ({int(d[d < 0][0])}). Fix: durations are >= 0")
-        if (hour % NS_PER_HOUR).any():
-            raise PauError("cells: column 'hour_ns': not on an hour. Fix: cells start on the hour (pau.fleet.ingest)")
+        hour, d = _hours_durations(b)
         keep = run_keep[r]
         if lo is not None:
             keep &= hour >= lo
@@ -409,13 +405,29 @@ def _add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, ru
             r, s, d, hour = r[keep], s[keep], d[keep], hour[keep]
         fine = g.run[r]
         start = period_starts(hour, p)
-        acc.add(fine, start, s, d)
         alone = ~runs_with_job[r]
-        if alone.any():  # a run with no job stands on its own: its accountable time is allocated
+        every = bool(alone.all())  # a run with no job stands on its own: its accountable time is allocated
+        acc.add(fine, start, s, d, total=alloc_col if every else None)
+        if not every:
             acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col), d[alone])
-            if measured is not None:
-                alone &= ~measured[r]
-                acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col + 1), d[alone])
+        if measured is not None:
+            alone &= ~measured[r]
+            acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col + 1), d[alone])
+
+
+def _hours_durations(b: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+    """A batch of cells' ``hour_ns`` and ``duration_ns``, refused when null, negative or
+    (the hour) not on an hour."""
+    hcol, dcol = b.column("hour_ns"), b.column("duration_ns")
+    if hcol.null_count or dcol.null_count:
+        raise PauError("cells: a null hour_ns or duration_ns. Fix: every cell has an hour and a duration")
+    hour = np.asarray(hcol.to_numpy(zero_copy_only=False), dtype=np.int64)
+    d = np.asarray(dcol.to_numpy(zero_copy_only=False), dtype=np.int64)
+    if (d < 0).any():
+        raise PauError(f"cells: column 'duration_ns': negative ({int(d[d < 0][0])}). Fix: durations are >= 0")
+    if (hour % NS_PER_HOUR).any():
+        raise PauError("cells: column 'hour_ns': not on an hour. Fix: cells start on the hour (pau.fleet.ingest)")
+    return hour, d
 
 
 def _add_jobs(acc: _sums.Acc, queue: _sums.Acc, jobs: pa.Table, g: _groups.Groups, job_run: np.ndarray,

@@ -126,7 +126,10 @@ class Acc:
         ps, inv = np.unique(start, return_inverse=True)
         return ps, inv.reshape(-1)
 
-    def add(self, group: np.ndarray, start: np.ndarray, column: np.ndarray, values: np.ndarray) -> None:
+    def add(self, group: np.ndarray, start: np.ndarray, column: np.ndarray, values: np.ndarray,
+            total: int | None = None) -> None:
+        """Each value into its (group, period, column); with ``total``, also into that
+        column of its group and period (no value's own column): one pass when dense."""
         if len(values) == 0:
             return
         ps, pi = self._index(start)
@@ -136,6 +139,10 @@ class Acc:
         if size <= 4 * len(values) + (1 << 16):
             sums = sum_by(code, values, size)
             if self.dense is not None:
+                if total is not None:  # the group and period's sum over its columns, refused past int64
+                    per = sums.reshape(-1, self.C)
+                    refuse_overflow(per)
+                    per[:, total] = per.sum(axis=1)
                 self._add_dense(ps, sums.reshape(len(ps), gc))
                 return
             keys = np.flatnonzero(sums)
@@ -149,6 +156,8 @@ class Acc:
         self.pending += len(vals)
         if self.pending > max(self.COMPACT, 2 * self.compacted):
             self._compact()
+        if total is not None:
+            self.add(group, start, np.full(len(values), total), values)
 
     def _add_dense(self, ps: np.ndarray, table: np.ndarray) -> None:
         """The rows of ``table`` (one per period start of ``ps``) added to the dense
