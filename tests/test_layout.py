@@ -145,6 +145,10 @@ def _targets(module: str, path: pathlib.Path, node: ast.AST) -> set[str]:
         # `from X import a`: the module X.a when there is one, else X itself
         names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES or f"{base}.{a.name}" == "pau._core"
                  else base for a in node.names]
+        # `from pkg import sub` inside pkg itself goes through pkg's front (its __init__,
+        # which may import this module): an edge to the package, so such a cycle shows
+        if base != "pau" and base in MODULES and MODULES[base].name == "__init__.py" and module.startswith(base + "."):
+            names.append(base)
     else:
         names = [a.name for a in node.names]
     out = set()

@@ -63,7 +63,7 @@ from typing import Any, Dict, List, Tuple, cast
 
 import pyarrow as pa
 
-from pau.readers import mlperf_rules as _mlperf
+import pau.readers.mlperf_rules as _mlperf
 from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
 from pau.engine.types import RunWarning
 from pau.errors import MLLogError, NoInputError, PauError
