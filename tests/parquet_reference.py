@@ -22,6 +22,21 @@ class Unsupported(Exception):
     """A chunk this reading does not cover (or a malformed one)."""
 
 
+def uleb_bytes(v: int) -> bytes:
+    """``v`` (>= 0) as an unsigned LEB128 varint: the encoder the damaged-file tests write with."""
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def zigzag_bytes(v: int) -> bytes:
+    """``v`` (a signed 64-bit value) zigzag-encoded, as a varint."""
+    return uleb_bytes(((v << 1) ^ (v >> 63)) & (2**64 - 1))
+
+
 def uleb(buf: bytes, pos: int) -> tuple[int, int]:
     value = shift = 0
     while True:

@@ -26,17 +26,7 @@ import parquet_reference as ref
 N = 200
 
 
-def uleb(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, v = v & 0x7F, v >> 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
-def zigzag(v: int) -> bytes:
-    return uleb((v << 1) ^ (v >> 63))
+uleb, zigzag = ref.uleb_bytes, ref.zigzag_bytes
 
 
 def _events(path, *, delta: bool = False, kinds: tuple[str, ...] = ("compute", "communication", "memcpy")):

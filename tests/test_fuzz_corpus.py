@@ -50,17 +50,8 @@ def _ids(files: list[pathlib.Path]) -> list[str]:
     return [f.name for f in files]
 
 
-def _uleb(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, v = v & 0x7F, v >> 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
 def _i32(v: int) -> bytes:
-    return b"\x15" + _uleb(((v << 1) ^ (v >> 63)) & (2**64 - 1))
+    return b"\x15" + ref.zigzag_bytes(v)
 
 
 def _page(kind: int, n: int, encoding: int, values: bytes) -> bytes:

@@ -448,11 +448,7 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
         run = runs[0]
         staged = _stage(key, src, run, s)
     except (PauError, OSError) as exc:
-        reason = str(exc) or type(exc).__name__
-        if not s.skip_bad:
-            return "bad", key, reason
-        _refuse(s, key, src, reason)
-        return "refused", key, reason
+        return _failed(s, key, src, exc)
     added = _archive.commit_run(s.out, key, run, *staged)
     _archive.drop_refusal(s.out, key)  # refused before, read now (a newer pau): no longer a refusal
     files_refused = _refuse_files(s, src, run)
@@ -461,6 +457,16 @@ def ingest_source(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
     if files_refused:
         return "records", key, {"added": 1, "warned": 1, "refused": files_refused}
     return ("added_warned" if run.warnings else "added"), key, None
+
+
+def _failed(s: _Settings, key: str, src: Source, exc: Exception) -> tuple[str, str, str]:
+    """A source that could not be read: ``bad`` (the ingest stops), or with ``skip_bad`` a
+    row of the refusals table and ``refused``."""
+    reason = str(exc) or type(exc).__name__
+    if not s.skip_bad:
+        return "bad", key, reason
+    _refuse(s, key, src, reason)
+    return "refused", key, reason
 
 
 def _refuse_files(s: _Settings, src: Source, run: Run) -> int:
@@ -518,11 +524,7 @@ def ingest_records(src: Source, s: _Settings) -> tuple[str, str | None, Any]:
                 _commit_runs(s, runs, counts)
                 runs = []
     except (PauError, OSError) as exc:
-        reason = str(exc) or type(exc).__name__
-        if not s.skip_bad:
-            return "bad", key, reason
-        _refuse(s, key, src, reason)
-        return "refused", key, reason
+        return _failed(s, key, src, exc)
     _commit_runs(s, runs, counts)
     if has_jobs and got.jobs is not None:
         _archive.publish_jobs(s.out, key, _records.jobs_file_table(got.jobs, got.warnings))
