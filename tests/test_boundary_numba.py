@@ -1,9 +1,10 @@
 """The Python↔Numba boundary stays narrow (issue 39): no kernel takes more than 8
 positional parameters or returns a tuple of more than 3.
 
-Which functions are the boundary: every ``@kernel`` of :mod:`pau.engine._kernels` and
-:mod:`pau.engine._econ_kernels` (``pau.engine._jit.kernel``: compiled to be called from
-Python), whether or not code outside the two modules calls it today. The ``@helper``
+Which functions are the boundary: every ``@kernel`` of :mod:`pau.engine._kernels`,
+:mod:`pau.engine._econ_kernels` and :mod:`pau.fleet._cells` (``pau.engine._jit.kernel``:
+compiled to be called from Python), whether or not code outside the modules calls it
+today. The ``@helper``
 functions are inlined into the kernels (``inline="always"``) and called only by them:
 inside the boundary, free to pass what they like; they are private (a leading
 underscore), the kernels public, so a name says which side it is on. Counting every
@@ -22,20 +23,22 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 import pytest
 
 from lifecycle_cases import table
 from pau.engine import _econ_kernels, _jit, _kernels
 from pau.engine import _lifecycle as lifecycle
 from pau.figures import economics
+from pau.fleet import _cells
 
 MAX_POSITIONAL = 8
 MAX_TUPLE = 3
-MODULES = {_kernels.__name__, _econ_kernels.__name__}
+MODULES = {_kernels.__name__, _econ_kernels.__name__, _cells.__name__}
 
 
 def _registered() -> list:
-    """Every kernel and helper of the two modules, as pau.engine._jit registered them."""
+    """Every kernel and helper of the modules, as pau.engine._jit registered them."""
     return [lazy for lazy in _jit._LAZY if lazy.fn.__module__ in MODULES]
 
 
@@ -51,7 +54,7 @@ def _positional(fn) -> int:
 
 def test_there_are_kernels_and_helpers():
     names = {lazy.fn.__name__ for lazy in _kernels_only()}
-    assert {"attribute_pass", "steps_pass", "expand_ordered", "rank_order", "checkpoint_runs"} <= names
+    assert {"attribute_pass", "steps_pass", "expand_ordered", "rank_order", "checkpoint_runs", "add_cells"} <= names
     assert any(lazy.extra for lazy in _registered())
 
 
@@ -100,6 +103,12 @@ def _typical_calls() -> None:
     # the checkpoint Monte Carlo
     out = economics.checkpoint_interval(3600.0, 60.0, 30.0, simulate=2, seed=0)
     assert 0 < out["simulated_goodput_daly"] <= 1
+    # a fleet rollup's cells (the kernel as the rollup calls it: dictionary indices, int32)
+    i32, i64 = np.zeros(1, np.int32), np.zeros(1, np.int64)
+    sums = np.zeros((1, 3), np.int64)
+    got = _cells.add_cells(_cells.Cells(i32, i32, i64, np.array([5], np.int64)),
+                           _cells.Lookup(i64, np.ones(1, np.int8), i64), _cells.Hours(0, i64), sums, 3)
+    assert tuple(got) == (0, 0, 0) and sums[0, 0] == 5
 
 
 def _anonymous_tuples_too_long(t, where: str) -> list[str]:

@@ -609,8 +609,9 @@ def test_exact_sums_by_code_against_python_integers(pairs):
 @given(n=st.integers(1, 30), chunk=st.integers(1, 30), picks=st.lists(st.integers(-3, 32), min_size=1, max_size=40),
        data=st.data())
 def test_cell_runs_are_found_as_a_slice_or_one_by_one(n, chunk, picks, data):
-    """pau.fleet.groups.positions against a list's index: the dictionary a slice of the
-    runs (its offset), another order, or holding keys of no run (-1)."""
+    """pau.fleet.groups.KeyIndex against a list's index: the dictionary a slice of the
+    runs (its offset), another order, or holding keys of no run (-1); a dictionary, its
+    plain values, and again (the guesses the last lookup left)."""
     keys = [f"r{i:03d}" for i in range(n)]
     runs = pa.chunked_array([keys[i:i + chunk] for i in range(0, n, chunk)], pa.string())
     off = data.draw(st.integers(0, n - 1))
@@ -618,8 +619,13 @@ def test_cell_runs_are_found_as_a_slice_or_one_by_one(n, chunk, picks, data):
     cells = ([keys[off + i % (n - off)] for i in range(len(picks))] if slice_
              else [keys[p] if 0 <= p < n else f"x{p}" for p in picks])
     col = pa.array(cells, pa.string()).dictionary_encode()
-    got = fleet_groups.positions(col, runs, {k: i for i, k in enumerate(keys)})
-    assert got.tolist() == [keys.index(c) if c in keys else -1 for c in cells]
+    want = [keys.index(c) if c in keys else -1 for c in cells]
+    index = fleet_groups.KeyIndex(runs)
+    assert index.rows(col).tolist() == want
+    assert index.rows(col.cast(pa.string())).tolist() == want
+    assert index.rows(col).tolist() == want
+    assert index.entries(col.dictionary).tolist() == [keys.index(c) if c in keys else -1
+                                                      for c in col.dictionary.to_pylist()]
 
 
 @settings(max_examples=40, deadline=None)

@@ -99,8 +99,10 @@ LEVELS = [
     {"pau._run_tables"},
     # the run: one in-memory form of a run from every reader; synthetic inputs' front
     {"pau.run", "pau.synth"},
-    # a fleet rollup's parts: periods, exact sums, group keys and filters
-    {"pau.fleet.periods", "pau.fleet.sums", "pau.fleet.groups"},
+    # a fleet rollup's parts: periods, exact sums, group keys and filters, the cells' kernel
+    {"pau.fleet.periods", "pau.fleet.sums", "pau.fleet.groups", "pau.fleet._cells"},
+    # the hourly cells read and summed
+    {"pau.fleet.cellsums"},
     # fleets: figures over many runs' periods (pure functions of arrays and tables); the archive
     {"pau.fleet.changes", "pau.fleet.costs", "pau.fleet.reliability", "pau.fleet.pricing", "pau.fleet.rollup",
      "pau.fleet.archive"},

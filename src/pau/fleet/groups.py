@@ -4,6 +4,7 @@ fine groups of runs and jobs, and the run (row of the runs table) of each cell."
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ import pyarrow.compute as pc
 
 from pau.errors import PauError, SchemaError
 
-__all__ = ["Groups", "groups", "key_column", "mask", "parse_where", "positions"]
+__all__ = ["Groups", "KeyIndex", "groups", "key_column", "mask", "parse_where"]
 
 # ---------------------------------------------------------------------------
 # where
@@ -112,35 +113,73 @@ def groups(runs: pa.Table, jobs: pa.Table | None, job_run: np.ndarray, keys: lis
         if jobs is not None:
             parts += key_column(jobs, k, "jobs", strict=False).chunks
         cols.append(pa.concat_arrays(parts) if parts else pa.array([], pa.string()))
-    codes = np.stack([np.asarray(pc.dictionary_encode(a).indices.fill_null(-1)) for a in cols], axis=1)
-    uniq, inverse = np.unique(codes, axis=0, return_inverse=True)
-    fine = inverse.reshape(-1).astype(np.int64)
-    first = np.zeros(len(uniq), np.int64)
+    count, fine = _combined(cols)
+    first = np.zeros(count, np.int64)
     first[fine[::-1]] = np.arange(n_all)[::-1]
     values = [a.take(pa.array(first)).to_pylist() for a in cols]
     run_fine = fine[:n_runs]
     own = fine[n_runs:]
     job_fine = np.where(job_run >= 0, run_fine[np.maximum(job_run, 0)] if n_runs else 0, own)
-    return Groups(len(uniq), run_fine, job_fine, values)
+    return Groups(count, run_fine, job_fine, values)
 
 
-def positions(col: pa.Array, values: pa.Array | pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
-    """The index of each of ``col``'s values in ``values`` (-1: absent). A dictionary
-    column whose dictionary is a run of ``values`` in order (the cells of a batch of runs,
-    written with that batch of the runs table) is its indices plus that run's offset;
-    else its distinct values are looked up once, in ``position`` (value -> index, built
-    once for every batch: ``pc.index_in`` would hash all of ``values`` on each call)."""
-    if pa.types.is_dictionary(col.type):
+def _combined(cols: list[pa.Array]) -> tuple[int, np.ndarray]:
+    """The distinct tuples of the key columns' values (each column's codes by first
+    appearance, null first) and each row's index among them, in the order of the code
+    tuples. One int64 code per row (the columns' codes in mixed radix) when the radix
+    product fits, the tuples sorted once; with 2**22 tuples or fewer a table lookup
+    instead of the sort."""
+    codes = [np.asarray(pc.dictionary_encode(a).indices.fill_null(-1), np.int64) + 1 for a in cols]
+    radix = [int(c.max()) + 1 if len(c) else 1 for c in codes]
+    if math.prod(radix) >= 1 << 62:  # mixed radix would overflow: sort the tuples
+        uniq, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        return len(uniq), inverse.reshape(-1).astype(np.int64)
+    code = codes[0]
+    for c, r in zip(codes[1:], radix[1:]):
+        code = code * r + c
+    size = math.prod(radix)
+    if size <= 1 << 22:
+        present = np.zeros(size, bool)
+        present[code] = True
+        lookup = np.cumsum(present) - 1
+        return int(present.sum()), lookup[code]
+    uniq, inverse = np.unique(code, return_inverse=True)
+    return len(uniq), inverse.reshape(-1).astype(np.int64)
+
+
+class KeyIndex:
+    """The row of each value of a table's key column (the runs' ``run``), looked up a
+    dictionary at a time. A dictionary that is a run of the keys in order (the cells of
+    a batch of runs, written with that batch of the runs table) is found as a slice:
+    where the last one was, or just after it; else its values are looked up one by one
+    in a dict of every key, built on the first such miss (``pc.index_in`` would hash
+    every key on each call)."""
+
+    def __init__(self, keys: pa.Array | pa.ChunkedArray):
+        self.keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        self.position: dict[Any, int] | None = None
+        self.at = self.next = 0
+
+    def entries(self, dic: pa.Array) -> np.ndarray:
+        """The row of each value of ``dic`` (-1: absent)."""
+        n = len(dic)
+        guesses = [self.at, self.next]
+        if self.position is not None and n:
+            guesses.append(self.position.get(dic[0].as_py(), -1))
+        for off in guesses:
+            if 0 <= off and off + n <= len(self.keys) and self.keys.slice(off, n).equals(dic):
+                self.at, self.next = off, off + n
+                return np.arange(off, off + n, dtype=np.int64)
+        if self.position is None:
+            self.position = {k: i for i, k in enumerate(self.keys.to_pylist())}
+            return self.entries(dic)
+        return np.array([self.position.get(v, -1) for v in dic.to_pylist()], dtype=np.int64)
+
+    def rows(self, col: pa.Array) -> np.ndarray:
+        """The row of each of ``col``'s values (-1: absent)."""
+        if not pa.types.is_dictionary(col.type):
+            col = pc.dictionary_encode(col)
         if col.null_count:
-            return np.asarray(pc.index_in(col.cast(pa.string()), value_set=values).fill_null(-1), dtype=np.int64)
-        dic = col.dictionary
-        indices = np.asarray(col.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        off = position.get(dic[0].as_py(), -1) if len(dic) else -1
-        if 0 <= off and off + len(dic) <= len(values):
-            run = values.slice(off, len(dic))
-            if run.equals(pa.chunked_array([dic]) if isinstance(run, pa.ChunkedArray) else dic):
-                return indices + off
-        found = np.array([position.get(v, -1) for v in dic.to_pylist()], dtype=np.int64)
-        return found[indices]
-    return np.asarray(pc.index_in(col, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False),
-                      dtype=np.int64)
+            return np.asarray(pc.index_in(col.cast(col.type.value_type), value_set=self.keys).fill_null(-1),
+                              dtype=np.int64)
+        return self.entries(col.dictionary)[np.asarray(col.indices.to_numpy(zero_copy_only=False), np.int64)]

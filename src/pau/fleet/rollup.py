@@ -25,9 +25,8 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +39,7 @@ from pau.engine.vocab import STATES
 from pau.errors import PauError, SchemaError
 import pau.fleet.changes as _changes
 import pau.fleet.costs as _costs
+import pau.fleet.cellsums as _cellsums
 import pau.fleet.groups as _groups
 import pau.fleet.pricing as _pricing
 import pau.fleet.sums as _sums
@@ -70,9 +70,6 @@ __all__ = [
 ]
 # the group filter, also reachable from here as the periods are (``pau.fleet.rollup.parse_every``)
 parse_where = _groups.parse_where
-
-#: Cells per batch read from the archive.
-BATCH_ROWS = 1 << 20
 
 _STATE_COLS = tuple(f"{s.replace('.', '_')}_ns" for s in STATES)
 _FACTS = ("job", "cluster", "accelerator_type", "accelerators", "team", "project", "user")
@@ -270,51 +267,6 @@ def _failure_rows(runs: pa.Table, keep: np.ndarray) -> tuple[np.ndarray, np.ndar
     return parent[k], flat_f[k], rec[k]
 
 
-def _cell_batches(cells: Any) -> Iterator[pa.RecordBatch]:
-    if isinstance(cells, pa.Table):
-        yield from cells.to_batches(max_chunksize=BATCH_ROWS)
-    elif isinstance(cells, pa.RecordBatch):
-        yield cells
-    elif isinstance(cells, str):
-        yield from _folder_batches(cells)
-    else:
-        yield from cells
-
-
-#: Row groups of a folder of cells read ahead, on as many helper threads.
-READ_AHEAD = 2
-
-
-def _folder_batches(folder: str) -> Iterator[pa.RecordBatch]:
-    """The cells of a folder of Parquet files, row group by row group in order, the next
-    :data:`READ_AHEAD` read on helper threads while this one is summed (Parquet decoding
-    releases the GIL); a file's row groups are counted by the thread that reads its first
-    (no pass over the files first). Run and state as dictionaries: a batch's few
-    distinct keys are looked up once."""
-    paths = [os.path.join(folder, n) for n in sorted(n for n in os.listdir(folder) if n.endswith(".parquet"))]
-    with ThreadPoolExecutor(max_workers=READ_AHEAD) as ex:
-        ahead: deque[tuple[str, int, Future[tuple[pa.Table, int]]]] = deque()
-        files = iter(paths)
-        while True:
-            while len(ahead) < READ_AHEAD and (path := next(files, None)) is not None:
-                ahead.append((path, 0, ex.submit(_read_group, path, 0)))
-            if not ahead:
-                return
-            path, i, done = ahead.popleft()
-            table, groups = done.result()
-            if i + 1 < groups:  # the file's next row group before the next file's
-                ahead.appendleft((path, i + 1, ex.submit(_read_group, path, i + 1)))
-            yield from table.to_batches(max_chunksize=BATCH_ROWS)
-
-
-def _read_group(path: str, i: int) -> tuple[pa.Table, int]:
-    """Row group ``i`` of a cells file (none past its last) and its number of row groups."""
-    with pq.ParquetFile(path, read_dictionary=["run", "state"]) as f:
-        n = f.num_row_groups
-        columns = ["run", "hour_ns", "state", "duration_ns"]
-        return (f.read_row_group(i, columns=columns) if i < n else pa.table({c: [] for c in columns})), n
-
-
 def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
     """The columns of the runs table (a folder of Parquet files) a rollup needs: the
     run, its extent, its counts, the group keys (``labels`` for ``labels.K``), and with
@@ -330,7 +282,7 @@ def read_runs(path: str, by: Sequence[str], cost: bool) -> pa.Table:
         else:
             want.append(k[len("labels."):] if k[len("labels."):] in names else "labels")
     columns = [c for c in dict.fromkeys(want) if c in names]
-    with ThreadPoolExecutor(max_workers=READ_AHEAD) as ex:  # in order, on helper threads (decoding releases the GIL)
+    with ThreadPoolExecutor(max_workers=_cellsums.READ_AHEAD) as ex:  # in order, on helper threads (decoding releases the GIL)
         return pa.concat_tables(list(ex.map(lambda f: pq.ParquetFile(f).read(columns=columns), files)))
 
 
@@ -367,67 +319,6 @@ def _check_columns(table: pa.Table, name: str, needed: Sequence[str], fix: str) 
     for c in needed:
         if c not in table.column_names:
             raise SchemaError(name, c, "is missing", fix)
-
-
-def _add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray,
-               runs_with_job: np.ndarray, measured: np.ndarray | None, p: Period, lo: int | None,
-               hi: int | None) -> None:
-    """The cells, a batch at a time, into ``acc`` (columns: the states, allocated, and
-    with ``measured`` (whether each run's energy was) allocated of runs not measured)."""
-    run_keys = runs["run"]
-    run_position = {k: i for i, k in enumerate(run_keys.to_pylist())}
-    state_names = pa.array(list(STATES), pa.string())
-    state_position = {k: i for i, k in enumerate(STATES)}
-    alloc_col = len(STATES)
-    for b in _cell_batches(cells):
-        if b.num_rows == 0:
-            continue
-        names = b.schema.names
-        for c in ("run", "hour_ns", "state", "duration_ns"):
-            if c not in names:
-                raise SchemaError("cells", c, "is missing", "give the fleet's hourly cells (pau.fleet.CELLS_SCHEMA)")
-        rcol, scol = b.column(names.index("run")), b.column(names.index("state"))
-        r = _groups.positions(rcol, run_keys, run_position)
-        s = _groups.positions(scol, state_names, state_position)
-        for what, arr, src in (("run", r, rcol), ("state", s, scol)):
-            if (arr < 0).any():
-                bad = src[int(np.flatnonzero(arr < 0)[0])].as_py()
-                fix = ("no run of the runs table. Fix: read the archive with pau.read_fleet" if what == "run"
-                       else f"not a lifecycle state. Fix: one of {', '.join(STATES)}")
-                raise PauError(f"cells: column '{what}': {bad!r} ({int((arr < 0).sum())} rows): {fix}")
-        hour, d = _hours_durations(b)
-        keep = run_keep[r]
-        if lo is not None:
-            keep &= hour >= lo
-        if hi is not None:
-            keep &= hour < hi
-        if not keep.all():
-            r, s, d, hour = r[keep], s[keep], d[keep], hour[keep]
-        fine = g.run[r]
-        start = period_starts(hour, p)
-        alone = ~runs_with_job[r]
-        every = bool(alone.all())  # a run with no job stands on its own: its accountable time is allocated
-        acc.add(fine, start, s, d, total=alloc_col if every else None)
-        if not every:
-            acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col), d[alone])
-        if measured is not None:
-            alone &= ~measured[r]
-            acc.add(fine[alone], start[alone], np.full(int(alone.sum()), alloc_col + 1), d[alone])
-
-
-def _hours_durations(b: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
-    """A batch of cells' ``hour_ns`` and ``duration_ns``, refused when null, negative or
-    (the hour) not on an hour."""
-    hcol, dcol = b.column("hour_ns"), b.column("duration_ns")
-    if hcol.null_count or dcol.null_count:
-        raise PauError("cells: a null hour_ns or duration_ns. Fix: every cell has an hour and a duration")
-    hour = np.asarray(hcol.to_numpy(zero_copy_only=False), dtype=np.int64)
-    d = np.asarray(dcol.to_numpy(zero_copy_only=False), dtype=np.int64)
-    if (d < 0).any():
-        raise PauError(f"cells: column 'duration_ns': negative ({int(d[d < 0][0])}). Fix: durations are >= 0")
-    if (hour % NS_PER_HOUR).any():
-        raise PauError("cells: column 'hour_ns': not on an hour. Fix: cells start on the hour (pau.fleet.ingest)")
-    return hour, d
 
 
 def _add_jobs(acc: _sums.Acc, queue: _sums.Acc, jobs: pa.Table, g: _groups.Groups, job_run: np.ndarray,
@@ -540,7 +431,7 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     # the states, allocated, and allocated whose energy no run measured (priced at nominal power)
     acc = _sums.Acc(g.count, len(STATES) + 2, p, n_periods)
     measured = _measured(runs) if model is not None else None
-    _add_cells(acc, cells, runs, g, run_keep, runs_with_job, measured, p, lo, hi)
+    _cellsums.add_cells(acc, cells, runs, g, run_keep, runs_with_job, measured, p, lo, hi)
     queue = _sums.Acc(g.count, 2, p, n_periods)  # queue ns, jobs started
     if jobs is not None:
         job_measured = None
@@ -626,7 +517,7 @@ def _add_counts(runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray, p: Peri
     if (run_keep & ~has_end).any():
         warnings.append(f"{int((run_keep & ~has_end).sum())} runs with no extent (no end_ns) are in no period")
     last = np.maximum(_ints(runs["end_ns"]) - 1, _ints(runs["start_ns"]))
-    rk = run_keep & has_end & _inside(last, lo, hi)
+    rk = run_keep & has_end & _cellsums.inside(last, lo, hi)
     r_idx = np.flatnonzero(rk)
     r_ps = period_starts(last[r_idx], p)
     for j, c in enumerate(_COUNTS):
@@ -634,7 +525,7 @@ def _add_counts(runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray, p: Peri
             cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), j), _ints(runs[c])[r_idx])
     cnt.add(g.run[r_idx], r_ps, np.full(len(r_idx), len(_COUNTS)), np.ones(len(r_idx), np.int64))
     f_run, f_ns, f_rec = _failure_rows(runs, run_keep)
-    f_in = _inside(f_ns, lo, hi)
+    f_in = _cellsums.inside(f_ns, lo, hi)
     f_run, f_ns, f_rec = f_run[f_in], f_ns[f_in], f_rec[f_in]
     f_ps = period_starts(f_ns, p) if len(f_ns) else f_ns
     cnt.add(g.run[f_run], f_ps, np.full(len(f_run), _COUNTS.index("failures")), np.ones(len(f_run), np.int64))
@@ -642,16 +533,6 @@ def _add_counts(runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray, p: Peri
     cnt.add(g.run[f_run[lost]], f_ps[lost], np.full(int(lost.sum()), _COUNTS.index("not_recovered")),
             np.ones(int(lost.sum()), np.int64))
     return cnt, _Ends(r_idx, r_ps), _Fails(f_run, f_ps, f_rec)
-
-
-def _inside(t: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
-    """``lo <= t < hi`` (either end open when None)."""
-    keep = np.ones(len(t), bool)
-    if lo is not None:
-        keep &= t >= lo
-    if hi is not None:
-        keep &= t < hi
-    return keep
 
 
 def _assemble(keys: list[str], g: _groups.Groups, p: Period, lo: int | None, hi: int | None, runs: pa.Table,

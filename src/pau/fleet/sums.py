@@ -96,7 +96,9 @@ class Acc:
         self.G, self.C, self.period = groups, columns, period
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (period start, g * C + c, sum)
         self.pending = self.compacted = 0
-        self.dense: dict[int, np.ndarray] | None = {} if periods * groups * columns <= self.DENSE else None
+        # dense: a row of G * C sums per period (``rows``: period start -> row of ``table``)
+        self.rows: dict[int, int] | None = {} if periods * groups * columns <= self.DENSE else None
+        self.table = np.zeros((0, groups * columns), np.int64)
 
     def _index(self, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The period starts present (a superset, in order) and each value's index there:
@@ -138,7 +140,7 @@ class Acc:
         code = pi.reshape(-1) * gc + group * self.C + column
         if size <= 4 * len(values) + (1 << 16):
             sums = sum_by(code, values, size)
-            if self.dense is not None:
+            if self.rows is not None:
                 if total is not None:  # the group and period's sum over its columns, refused past int64
                     per = sums.reshape(-1, self.C)
                     refuse_overflow(per)
@@ -159,21 +161,26 @@ class Acc:
         if total is not None:
             self.add(group, start, np.full(len(values), total), values)
 
+    def dense_rows(self, starts: np.ndarray) -> np.ndarray:
+        """The dense table's row of each period start (new ones zero; the table grows)."""
+        rows = self.rows
+        assert rows is not None
+        out = np.array([rows.setdefault(s, len(rows)) for s in starts.tolist()], np.int64)
+        if len(rows) > len(self.table):
+            grown = np.zeros((max(len(rows), 2 * len(self.table)), self.table.shape[1]), np.int64)
+            grown[:len(self.table)] = self.table
+            self.table = grown
+        return out
+
     def _add_dense(self, ps: np.ndarray, table: np.ndarray) -> None:
         """The rows of ``table`` (one per period start of ``ps``) added to the dense
-        periods: one overflow check for the periods already there, then in place."""
-        rows = np.flatnonzero(table.any(axis=1)).tolist()
-        dense = self.dense
-        assert dense is not None
-        cur = [dense.get(int(ps[i])) for i in rows]
-        old = [(c, i) for c, i in zip(cur, rows) if c is not None]
-        if old:
-            refuse_overflow(np.stack([c for c, _ in old]), table[[i for _, i in old]])
-            for c, i in old:
-                c += table[i]
-        for found, i in zip(cur, rows):
-            if found is None:
-                dense[int(ps[i])] = table[i].copy()
+        periods: one overflow check, then in place."""
+        present = np.flatnonzero(table.any(axis=1))
+        if not len(present):
+            return
+        rows = self.dense_rows(ps[present])
+        refuse_overflow(self.table[rows], table[present])
+        self.table[rows] += table[present]
 
     def _compact(self) -> None:
         if len(self.parts) <= 1:
@@ -190,11 +197,12 @@ class Acc:
 
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(period start, fine group, column, sum), each key once, sums non-zero."""
-        if self.dense:  # the dense periods as sparse entries, with those added sparse
-            for p_, arr in self.dense.items():
-                nz = np.flatnonzero(arr)
-                self.parts.append((np.full(len(nz), p_, np.int64), nz, arr[nz]))
-            self.dense = {}
+        if self.rows:  # the dense periods as sparse entries, with those added sparse
+            for p_, r in self.rows.items():
+                nz = np.flatnonzero(self.table[r])
+                self.parts.append((np.full(len(nz), p_, np.int64), nz, self.table[r][nz]))
+            self.rows = {}
+            self.table = np.zeros((0, self.table.shape[1]), np.int64)
         self._compact()
         if not self.parts:
             z = np.zeros(0, np.int64)
