@@ -43,7 +43,8 @@ from pau.engine._format import html_table
 from pau.engine._names import INPUT_FORMATS
 from pau.engine._input import REASONS, as_table, raise_first, row_reasons, spans_of
 from pau.engine._sweep import SPAN_REASON
-from pau.engine.types import RunSummary, RunWarning, check_on_invalid, quarantine_schema, quarantine_table
+from pau.engine.types import (IdleFigures, MLPerfFigures, RankIdle, RunSummary, RunWarning, check_on_invalid,
+                              quarantine_schema, quarantine_table)
 from pau.engine.ledger import Ledger
 from pau.figures.compare import range_summary, top_kernels
 from pau.figures.stragglers import step_figures
@@ -356,17 +357,16 @@ _MLPERF_KEYS = ("benchmark", "division", "submitter", "system", "status", "accel
                 "time_to_train_s", "epochs", "blocks", "step_unit", "epoch_count", "first_epoch_num", "evals", "eval")
 
 
-def _mlperf_figures(run: Run) -> dict[str, Any] | None:
+def _mlperf_figures(run: Run) -> MLPerfFigures | None:
     """An MLPerf log's result: status, time to train, epochs and blocks, the eval metric
     against its quality target (``metadata["eval"]``, ``pau.readers.mlperf_rules.judge``); None for
-    other formats."""
+    other formats. JSON-able, its keys (and the eval's) in alphabetical order."""
     if run.metadata.get("format") != "mllog":
         return None
-    out: dict[str, Any] = _jsonable({k: run.metadata.get(k) for k in _MLPERF_KEYS})
-    return out
+    return cast(MLPerfFigures, _jsonable({k: run.metadata.get(k) for k in _MLPERF_KEYS}))
 
 
-def _idle_figures(run: Run, led: Ledger | None) -> dict[str, Any] | None:
+def _idle_figures(run: Run, led: Ledger | None) -> IdleFigures | None:
     """Idle by cause over the ledger's time: within the lifecycle's state intervals, or
     over the spans of an events-only ledger; None without events."""
     if led is None or run.events is None:
@@ -378,7 +378,8 @@ def _idle_figures(run: Run, led: Ledger | None) -> dict[str, Any] | None:
     per: dict[int, dict[str, int]] = {}
     for r in res.table.to_pylist():
         per.setdefault(int(r["rank"]), {})[r["cause"]] = int(r["duration_ns"])
-    return {"ns": dict(res.summary), "per_rank": [{"rank": k, "ns": v} for k, v in sorted(per.items())]}
+    per_rank: list[RankIdle] = [{"rank": k, "ns": v} for k, v in sorted(per.items())]
+    return {"ns": dict(res.summary), "per_rank": per_rank}
 
 
 # ---------------------------------------------------------------------------

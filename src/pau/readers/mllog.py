@@ -65,7 +65,7 @@ import pyarrow as pa
 
 import pau.readers.mlperf_rules as _mlperf
 from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
-from pau.engine.types import RunWarning
+from pau.engine.types import MLPerfEval, RunWarning
 from pau.errors import MLLogError, NoInputError, PauError
 
 __all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
@@ -145,7 +145,7 @@ class MLLogRun:
     first_epoch_num: Any = None
     epoch_spans: list[dict[str, Any]] = field(default_factory=list)
     block_spans: list[dict[str, Any]] = field(default_factory=list)
-    eval: dict[str, Any] = field(default_factory=dict)
+    eval: MLPerfEval = field(default_factory=lambda: cast(MLPerfEval, {}))
 
     @property
     def accelerator_hours(self) -> float:
@@ -377,7 +377,7 @@ def _attempt(path: str, recs: _Recs, keys: _Keys, warnings: list[RunWarning]) ->
 
 
 def _eval(path: str, recs: _Recs, keys: _Keys, status: str, mlperf_round: str | None,
-          warnings: list[RunWarning]) -> dict[str, Any]:
+          warnings: list[RunWarning]) -> MLPerfEval:
     """The eval metric's values judged against the quality target (:func:`mlperf_rules.judge`)."""
     division, benchmark = _text(keys.value("submission_division")), _text(keys.value("submission_benchmark"))
     run_start = keys.times("run_start")[0]
