@@ -52,7 +52,7 @@ from pau.figures.economics import requests as _request_ledger
 from pau.errors import ManyJobsError, MultipleRunsError, OptionError, OptionTypeError, PauError, SchemaError
 from pau.readers.detect import detect_format
 from pau.readers.kineto import KinetoTrace, read_kineto, trace_files
-from pau.readers.mllog import MLLogRun, read_mllog
+from pau.readers.mllog import MLLogRun, read_mllog_runs
 from pau.readers.nsys import NsysTrace, nsys_files, read_nsys
 from pau.readers.serving import ServingResults, read_serving
 from pau.readers import telemetry as _readers_telemetry
@@ -438,7 +438,8 @@ def _from_mllog(r: MLLogRun) -> Run:
             + list(r.eval.get("assumed", []))}
     lc = r.lifecycle
     acc = lc.filter(pc.equal(lc["record"], "accountable"))
-    return Run(lifecycle=lc, spans=spans_of(acc), metadata=meta, warnings=_reader_warnings("mllog", r.warnings))
+    return Run(lifecycle=lc, spans=spans_of(acc), metadata=meta, warnings=_reader_warnings("mllog", r.warnings),
+               quarantine=_quarantine(r.quarantine))
 
 
 def _from_serving(s: ServingResults, path: str) -> Run:
@@ -732,9 +733,6 @@ def _check_read_options(fmt: str, options: dict[str, Any], on_invalid: str) -> N
         raise OptionError(f"read: option {', '.join(unknown)} does not apply to {fmt} input (it takes "
                        f"{', '.join(sorted(accepts)) or 'no option'})")
     check_on_invalid(on_invalid)
-    if on_invalid == "quarantine" and fmt == "mllog":
-        raise OptionError(f"on_invalid='quarantine' does not apply to {fmt} input: its reader sets nothing "
-                       "aside (it raises on what it cannot use)")
 
 
 def _read_pau_or_parquet(p: str, fmt: str, on_invalid: str, options: dict[str, Any]) -> Run:
@@ -799,8 +797,7 @@ def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_in
         reader = read_kineto if fmt == "kineto" else read_nsys
         return [_from_trace(reader(p, on_invalid=on_invalid, **options), fmt, p, align)]
     if fmt == "mllog":
-        got = read_mllog(p, **options)
-        return [_from_mllog(r) for r in (got if isinstance(got, list) else [got])]
+        return [_from_mllog(r) for r in read_mllog_runs(p, on_invalid=on_invalid, **options)]
     got_s = read_serving(p, on_invalid=on_invalid)
     return [_from_serving(got_s, p)]
 
@@ -818,7 +815,7 @@ def read(path: str | os.PathLike[str], *, format: str | None = None, on_invalid:
     format : str, optional
         One of :data:`FORMATS`; detected from the content by default.
     on_invalid : {"raise", "quarantine"}
-        For readers that can set rows aside (Kineto, Nsight, serving): ``"quarantine"``
+        For readers that can set rows aside (Kineto, Nsight, MLPerf, serving): ``"quarantine"``
         keeps the usable rows and puts the others in :attr:`Run.quarantine`.
     **options
         Reader options: ``rules``, ``threads`` (Kineto), ``rules`` (Nsight),
