@@ -724,8 +724,9 @@ def _nsys_gpu_metrics(run: Run, on_invalid: str) -> None:
 
 
 def _check_read_options(fmt: str, options: dict[str, Any], on_invalid: str) -> None:
-    """:class:`OptionError` for an option or an ``on_invalid`` the reader of ``fmt`` does
-    not take (checked before anything is read)."""
+    """:class:`OptionError` for an option the reader of ``fmt`` does not take, a
+    :class:`PauError` for an ``on_invalid`` that is not one (checked before anything is
+    read)."""
     accepts = {"kineto": {"rules", "threads", "align"}, "nsys": {"rules", "align"}, "mllog": {"system"},
                "pau": {"progress"}, "parquet": {"progress"}}.get(fmt, set())
     unknown = sorted(set(options) - accepts)
