@@ -182,7 +182,7 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 def _time_ns(v: Any) -> int | None:
     """``time_ms`` in ns, or None when it is not a number whose ns fit int64 (the line is
-    then malformed: counted and named in a warning, as a line of bad JSON is)."""
+    then malformed, as a line of bad JSON is: refused, or set aside with its reason)."""
     if isinstance(v, bool) or v is None:
         return None
     if isinstance(v, int):
