@@ -10,7 +10,8 @@ SQLite cell set to a value of the wrong type) with a seed of its own, reads it w
   ledger's states sum to accountable time; no record is lost (rows read plus rows set
   aside equal the rows of the input, where the mutation kept the count); and for
   pau's Parquet layout, whose pages carry checksums, the very figures of the
-  unmutated run.
+  unmutated run; for an MLPerf log, the line ``on_invalid="raise"`` refuses is the
+  first that ``"quarantine"`` sets aside (none, and the same figures, when it reads).
 
 ``PAU_FUZZ_CASES=N`` runs N cases per test instead of :data:`fuzz.DEFAULT_CASES`.
 The Kineto reader's fuzz test is ``tests/test_fuzz_kineto.py``.
@@ -28,6 +29,7 @@ import pytest
 
 import pau
 import pau.core
+from pau.errors import MLLogError, PauError
 from pau.readers.nsys import read_nsys
 
 import fuzz
@@ -135,6 +137,32 @@ def test_mllog(tmp_path):
         run = fuzz.run_case(name, lambda: pau.read(log), names=str(log))
         if run is not None:
             _conserves(run, name)
+        _same_lines_either_way(name, log, run)
+
+
+def _same_lines_either_way(name: str, log, run) -> None:
+    """The malformed lines that ``on_invalid="raise"`` refuses are the ones
+    ``"quarantine"`` sets aside: the first raises naming the first set aside; a log read
+    whole sets nothing aside and gives the same figures."""
+    try:
+        pau.read(log)
+        first = None
+    except MLLogError as exc:
+        first = exc.line if "malformed :::MLLOG line" in exc.problem else "whole file"
+    except PauError:
+        first = "whole file"
+    kept = fuzz.run_case(name, lambda: pau.read(log, on_invalid="quarantine"), names=str(log))
+    if first == "whole file" or kept is None:   # refused in both modes (no run left), or a malformed line
+        assert kept is None or first == "whole file", name
+        return
+    lines = [] if kept.quarantine is None else kept.quarantine["line"].to_pylist()
+    assert lines == sorted(lines), name
+    if first is None:
+        assert not lines and run is not None, name
+        assert fuzz.run_case(name, kept.summary) == fuzz.run_case(name, run.summary), name
+    else:
+        assert lines and lines[0] == first, name
+        assert any(w.code == "mllog.malformed_lines" and f"{len(lines)} malformed" in w for w in kept.warnings), name
 
 
 # --- serving --------------------------------------------------------------------------

@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 import pytest
 
 import pau.core
-from pau.readers.mllog import MLLogError, MLLogRun, mllog_summary, read_mllog
+from pau.errors import MultipleRunsError, PauError
+from pau.readers.mllog import QUARANTINE_SCHEMA, MLLogError, MLLogRun, mllog_summary, read_mllog, read_mllog_runs
 
 from shared_data import ROOT, shared
 
@@ -55,7 +56,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def runs(data):
-    return {str(pathlib.Path(r.path).relative_to(data)): r for r in read_mllog(data)}
+    return {str(pathlib.Path(r.path).relative_to(data)): r for r in read_mllog_runs(data)}
 
 
 def test_every_sample(runs, data):
@@ -154,14 +155,18 @@ def test_prefixes_system_argument_and_epochs(tmp_path):
         _line("run_start", 2000), _line("epoch_start", 2100, epoch_num=1), _line("epoch_stop", 2600),
         _line("epoch_start", 2600), _line("eval_start", 2900), _line("eval_stop", 3000),
         _line("run_stop", 3100, status="success"), _line("run_start", "x")])
-    r = read_mllog(p, system={"number_of_nodes": "2", "accelerators_per_node": "4"})
+    r = read_mllog(p, system={"number_of_nodes": "2", "accelerators_per_node": "4"}, on_invalid="quarantine")
     assert isinstance(r, MLLogRun) and r.accelerators == 8 and r.accelerators_source == "argument"
     assert r.time_to_train_ns == 1100 * 10**6 and r.init_ns == 1000 * 10**6
     steps = [(x["step"], x["start_ns"], x["end_ns"]) for x in r.lifecycle.to_pylist() if x["record"] == "step"]
     # the second epoch has no stop: it ends at run_stop
     assert steps == [(1, 2100 * 10**6, 2600 * 10**6), (2, 2600 * 10**6, 3100 * 10**6)]
     assert any("1 malformed" in w for w in r.warnings)
-    r2 = read_mllog(p)
+    assert r.quarantine.to_pylist() == [{"source_file": str(p), "location": "line 11", "reason": "time_ms is not a "
+                                         "finite number of ms whose ns fit int64 ('x')", "line": 11, "key": "run_start"}]
+    with pytest.raises(MLLogError, match="line 11: malformed :::MLLOG line: time_ms"):
+        read_mllog(p)
+    r2 = read_mllog(p, on_invalid="quarantine")
     assert r2.accelerators == 1 and any("one accelerator assumed" in w for w in r2.warnings)
 
 
@@ -180,8 +185,13 @@ def test_bad_logs(tmp_path):
         read_mllog(empty)
     with pytest.raises(MLLogError, match="no :::MLLOG lines"):
         read_mllog(_log(tmp_path, ["hello", '{"traceEvents": []}'], "other.txt"))
-    with pytest.raises(MLLogError, match="malformed"):
+    with pytest.raises(MLLogError, match="trunc.txt, line 1: malformed :::MLLOG line: the JSON after :::MLLOG "
+                       "does not parse"):
         read_mllog(_log(tmp_path, [':::MLLOG {"key": "run_start", "time_'], "trunc.txt"))
+    with pytest.raises(MLLogError, match="trunc.txt, line 1: all 1 :::MLLOG lines are malformed"):
+        read_mllog(tmp_path / "trunc.txt", on_invalid="quarantine")   # no line left: no run
+    with pytest.raises(PauError, match="on_invalid: expected 'raise' or 'quarantine'"):
+        read_mllog(tmp_path / "trunc.txt", on_invalid="skip")
     with pytest.raises(MLLogError, match="no run_start"):
         read_mllog(_log(tmp_path, [_line("init_start", 1)], "norun.txt"))
     with pytest.raises(FileNotFoundError):
@@ -201,10 +211,15 @@ def _ok_run(tmp_path, extra, name="r.txt"):
     ':::MLLOG {"key": "eval_start", "time_ms": -1e30, "metadata": {}}',
     ':::MLLOG {"key": "eval_start", "time_ms": 1000, "value": ' + "[" * 100_000 + "]" * 100_000 + "}",
 ])
-def test_a_line_beyond_int64_or_nested_too_deep_is_malformed_and_counted(tmp_path, bad):
-    r = read_mllog(_ok_run(tmp_path, [bad]), system={"number_of_nodes": 1, "accelerators_per_node": 1})
+def test_a_line_beyond_int64_or_nested_too_deep_is_malformed(tmp_path, bad):
+    p = _ok_run(tmp_path, [bad])
+    with pytest.raises(MLLogError, match=r"r.txt, line 2: malformed :::MLLOG line: .*Fix: correct or delete the line"):
+        read_mllog(p, system={"number_of_nodes": 1, "accelerators_per_node": 1})
+    r = read_mllog(p, system={"number_of_nodes": 1, "accelerators_per_node": 1}, on_invalid="quarantine")
     assert r.time_to_train_ns == 2000 * 10**6 and r.evals == 0
     assert any(w.code == "mllog.malformed_lines" and "first at line 2" in w for w in r.warnings)
+    assert r.quarantine.schema == QUARANTINE_SCHEMA and r.quarantine["line"].to_pylist() == [2]
+    assert r.quarantine["key"].to_pylist() == [None if "[[" in bad else "eval_start"]
 
 
 def test_a_system_description_that_is_not_one_is_refused_or_ignored(tmp_path):
@@ -233,6 +248,110 @@ def test_an_empty_folder_is_a_pau_error(tmp_path):
         read_mllog(tmp_path)
     with pytest.raises(NoInputError):   # also a FileNotFoundError, as before
         read_mllog(tmp_path / "nothing")
+
+
+# --- issue 39: one type per reader, on_invalid on each ------------------------------------
+
+HABANA = ("Intel-HabanaLabs", "results", "HLS-Gaudi2-PT", "llama2_70b_lora", "result_0.txt")
+
+
+def test_read_mllog_is_one_run_and_read_mllog_runs_a_list(data, tmp_path):
+    one = data.joinpath(*HABANA)
+    r = read_mllog(one)
+    assert isinstance(r, MLLogRun) and r.path == str(one)
+    assert r.quarantine.schema == QUARANTINE_SCHEMA and r.quarantine.num_rows == 0
+    got = read_mllog_runs(one)
+    assert isinstance(got, list) and len(got) == 1 and got[0].lifecycle == r.lifecycle
+    # a folder holding one log is that log; one holding several is refused before any is read
+    assert read_mllog(data.joinpath(*HABANA[:-1])).lifecycle == r.lifecycle
+    folder = data / "ASUSTeK"
+    with pytest.raises(MultipleRunsError, match=r"3 MLPerf result logs .*Fix: .*read_mllog_runs\(path\)"):
+        read_mllog(folder)
+    runs = read_mllog_runs(folder)
+    assert [pathlib.Path(x.path).relative_to(folder).as_posix() for x in runs] == sorted(
+        name[len("ASUSTeK/"):] for name in EXPECTED if name.startswith("ASUSTeK/") and (data / name).exists())
+
+
+# Damage done to lines of the real Habana log (1-based line -> (new text, the key the
+# quarantine names, a word of the reason)).
+_DAMAGE = {
+    10: (':::MLLOG {"namespace": "", "time_ms": 1715240631569, "event_type": "POINT_IN_TIME", "key": "global_b',
+         None, "does not parse"),
+    14: (':::MLLOG ["opt_learning_rate_warmup_factor", 1715240631569]', None, "not an object (a list)"),
+    16: (':::MLLOG {"time_ms": 1715240631569, "value": 0.0001}', None, "no key"),
+    24: (':::MLLOG {"key": "train_loss", "value": 3.2219}', "train_loss", "no time_ms"),
+    25: (':::MLLOG {"key": "train_loss", "time_ms": "1715241367915", "value": 1.3738}', "train_loss",
+         "time_ms is not a finite number"),
+    26: (':::MLLOG {"key": "train_loss", "time_ms": 1.5e300, "value": 1.3224}', "train_loss",
+         "whose ns fit int64 (1.5E+300)"),
+    27: (':::MLLOG {"key": 7, "time_ms": 1715242450389}', None, "key is not a string (7)"),
+}
+
+
+def _damaged(tmp_path, src: pathlib.Path, damage: dict) -> tuple[pathlib.Path, pathlib.Path]:
+    """A copy of ``src`` with lines replaced as ``damage`` says, and one with them deleted,
+    in the MLPerf layout (the system JSON found beside the results)."""
+    lines = src.read_text().splitlines()
+    out = []
+    for name, keep in (("damaged", True), ("deleted", False)):
+        root = tmp_path / name / "Intel-HabanaLabs"
+        (root / "systems").mkdir(parents=True)
+        (root / "systems" / "HLS-Gaudi2-PT.json").write_bytes(
+            src.parents[3].joinpath("systems", "HLS-Gaudi2-PT.json").read_bytes())
+        p = root.joinpath(*HABANA[1:])
+        p.parent.mkdir(parents=True)
+        text = [damage[i][0] if i in damage else x for i, x in enumerate(lines, 1) if keep or i not in damage]
+        p.write_text("\n".join(text) + "\n")
+        out.append(p)
+    return out[0], out[1]
+
+
+def test_malformed_lines_of_a_real_log_raise_or_are_set_aside(data, tmp_path):
+    src = data.joinpath(*HABANA)
+    damaged, deleted = _damaged(tmp_path, src, _DAMAGE)
+    # raise: the first malformed line, named with its file and the fix
+    with pytest.raises(MLLogError) as exc:
+        read_mllog(damaged)
+    assert (exc.value.path, exc.value.line) == (str(damaged), 10)
+    assert str(exc.value).startswith(f"{damaged}, line 10: malformed :::MLLOG line: the JSON after :::MLLOG "
+                                     "does not parse") and "on_invalid='quarantine'" in exc.value.fix
+    # quarantine: every damaged line, one row each with its reason; the rest read as if the
+    # lines were not there
+    r = read_mllog(damaged, on_invalid="quarantine")
+    q = r.quarantine.to_pylist()
+    assert [x["line"] for x in q] == sorted(_DAMAGE) and [x["location"] for x in q] == [f"line {i}" for i in sorted(_DAMAGE)]
+    assert {x["source_file"] for x in q} == {str(damaged)}
+    for x in q:
+        text, key, why = _DAMAGE[x["line"]]
+        assert x["key"] == key and why in x["reason"], x
+    w = [w for w in r.warnings if w.code == "mllog.malformed_lines"]
+    assert len(w) == 1 and f"{len(_DAMAGE)} malformed :::MLLOG lines set aside" in w[0] and "first at line 10" in w[0]
+    clean = read_mllog(deleted)
+    assert r.lifecycle == clean.lifecycle and r.eval == clean.eval
+    assert (r.status, r.time_to_train_ns, r.init_ns, r.blocks, r.accelerators) == (
+        clean.status, clean.time_to_train_ns, clean.init_ns, clean.blocks, clean.accelerators)
+    assert [x for x in r.warnings if x.code != "mllog.malformed_lines"] == [
+        x.__class__(x.code, x.message.replace(str(deleted), str(damaged))) for x in clean.warnings]
+
+
+def test_pau_read_and_the_cli_quarantine_mllog_lines(data, tmp_path, capsys):
+    damaged, deleted = _damaged(tmp_path, data.joinpath(*HABANA), {24: _DAMAGE[24], 25: _DAMAGE[25]})
+    with pytest.raises(MLLogError, match="line 24"):
+        pau.read(damaged)
+    run = pau.read(damaged, on_invalid="quarantine")
+    assert run.quarantine is not None and run.quarantine["line"].to_pylist() == [24, 25]
+    assert run.quarantine.column_names == QUARANTINE_SCHEMA.names
+    assert any(w.code == "mllog.malformed_lines" for w in run.warnings)
+    s = run.summary()
+    assert s["quarantined"] == 2 and s["ledger"] == pau.read(deleted).summary()["ledger"]
+    out = run.write(tmp_path / "run")
+    assert pau.read(out) == run   # the quarantine kept in pau's layout
+    assert cli.main(["report", str(damaged)]) == 1
+    err = capsys.readouterr().err
+    assert f"{damaged}, line 24: malformed :::MLLOG line: no time_ms" in err
+    assert cli.main(["report", str(damaged), "--on-invalid", "quarantine", "--format", "json", "-o", "-"]) == 0
+    got = capsys.readouterr()
+    assert json.loads(got.out)["quarantined"] == 2 and "mllog.malformed_lines" in got.err
 
 
 # --- issue 16: the eval metric against its quality target, epochs and blocks, time to train -----

@@ -3,13 +3,19 @@ keys of its type, in the type's order, nested summaries included."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pytest
 
 import pau
-from pau import synth
+from pau import cli, synth
 from pau.engine import types as T
 from pau.figures import compare, goodput, interference, recovery, stragglers
+from pau.figures.idle import CAUSES
+from pau.readers.mllog import read_mllog
+
+from shared_data import shared
 
 S = 10**9
 
@@ -93,3 +99,32 @@ def test_comparison_and_kernel_diff_summaries(job):
     _keys(s["kernels"], T.KernelDiffSummary)
     assert s["kernels"]["left_out"] == s["kernels"]["count"] - 3
     _keys(compare.compare(led, led).summary(), T.ComparisonSummary)
+
+
+def test_run_summary_idle_by_cause_and_mlperf(capsys):
+    """``pau report --format json``'s ``idle_by_cause`` and ``mlperf``, key for key their
+    types' (the keys they always had: the output is byte for byte what it was before
+    the types, checked by hand on the built-in run, an MLPerf log and a Kineto trace)."""
+    assert cli.main(["report", "--format", "json"]) == 0   # the built-in run
+    got = json.loads(capsys.readouterr().out)
+    idle = got["idle_by_cause"]
+    _keys(idle, T.IdleFigures)
+    assert list(idle["ns"]) == list(CAUSES) and [r["rank"] for r in idle["per_rank"]] == list(range(8))
+    for r in idle["per_rank"]:
+        _keys(r, T.RankIdle)
+    assert {c: sum(r["ns"][c] for r in idle["per_rank"]) for c in CAUSES} == idle["ns"]
+    assert got["mlperf"] is None
+    path = shared("mlperf", "training_v4.0", "ASUSTeK", "results", "ESC_N8A-E12", "ssd", "result_0.txt")
+    assert cli.main(["report", str(path), "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    m = got["mlperf"]
+    _keys(m, T.MLPerfFigures)
+    assert list(m) == sorted(m) and got["idle_by_cause"] is None   # no events: no idle
+    assert m["eval"] is not None and sorted(m["eval"]) == sorted(T.MLPerfEval.__annotations__)
+    for p in m["eval"]["parts"]:
+        assert sorted(p) == sorted(T.MLPerfTargetPart.__annotations__)
+    ev = read_mllog(path).eval   # the reader's, in judge's order
+    _keys(ev, T.MLPerfEval)
+    for p in ev["parts"]:
+        _keys(p, T.MLPerfTargetPart)
+    assert json.loads(json.dumps(ev)) == m["eval"]

@@ -189,7 +189,8 @@ class ServingFormatError(PauError):
 
 class MLLogError(PauError):
     """Raised by :func:`pau.readers.read_mllog` for an MLPerf log it cannot use (empty,
-    no well-formed ``:::MLLOG`` lines, no ``run_start``, a bad system description).
+    no well-formed ``:::MLLOG`` lines, no ``run_start``, a bad system description), or for
+    a malformed ``:::MLLOG`` line with ``on_invalid="raise"``.
     Attributes: ``path``, ``line`` (1-based or None), ``problem``, ``fix``."""
 
     def __init__(self, path: str, problem: str, fix: str, line: Optional[int] = None):

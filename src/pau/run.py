@@ -43,7 +43,8 @@ from pau.engine._format import html_table
 from pau.engine._names import INPUT_FORMATS
 from pau.engine._input import REASONS, as_table, raise_first, row_reasons, spans_of
 from pau.engine._sweep import SPAN_REASON
-from pau.engine.types import RunSummary, RunWarning, check_on_invalid, quarantine_schema, quarantine_table
+from pau.engine.types import (IdleFigures, MLPerfFigures, RankIdle, RunSummary, RunWarning, check_on_invalid,
+                              quarantine_schema, quarantine_table)
 from pau.engine.ledger import Ledger
 from pau.figures.compare import range_summary, top_kernels
 from pau.figures.stragglers import step_figures
@@ -51,7 +52,7 @@ from pau.figures.economics import requests as _request_ledger
 from pau.errors import ManyJobsError, MultipleRunsError, OptionError, OptionTypeError, PauError, SchemaError
 from pau.readers.detect import detect_format
 from pau.readers.kineto import KinetoTrace, read_kineto, trace_files
-from pau.readers.mllog import MLLogRun, read_mllog
+from pau.readers.mllog import MLLogRun, read_mllog_runs
 from pau.readers.nsys import NsysTrace, nsys_files, read_nsys
 from pau.readers.serving import ServingResults, read_serving
 from pau.readers import telemetry as _readers_telemetry
@@ -356,17 +357,16 @@ _MLPERF_KEYS = ("benchmark", "division", "submitter", "system", "status", "accel
                 "time_to_train_s", "epochs", "blocks", "step_unit", "epoch_count", "first_epoch_num", "evals", "eval")
 
 
-def _mlperf_figures(run: Run) -> dict[str, Any] | None:
+def _mlperf_figures(run: Run) -> MLPerfFigures | None:
     """An MLPerf log's result: status, time to train, epochs and blocks, the eval metric
     against its quality target (``metadata["eval"]``, ``pau.readers.mlperf_rules.judge``); None for
-    other formats."""
+    other formats. JSON-able, its keys (and the eval's) in alphabetical order."""
     if run.metadata.get("format") != "mllog":
         return None
-    out: dict[str, Any] = _jsonable({k: run.metadata.get(k) for k in _MLPERF_KEYS})
-    return out
+    return cast(MLPerfFigures, _jsonable({k: run.metadata.get(k) for k in _MLPERF_KEYS}))
 
 
-def _idle_figures(run: Run, led: Ledger | None) -> dict[str, Any] | None:
+def _idle_figures(run: Run, led: Ledger | None) -> IdleFigures | None:
     """Idle by cause over the ledger's time: within the lifecycle's state intervals, or
     over the spans of an events-only ledger; None without events."""
     if led is None or run.events is None:
@@ -378,7 +378,8 @@ def _idle_figures(run: Run, led: Ledger | None) -> dict[str, Any] | None:
     per: dict[int, dict[str, int]] = {}
     for r in res.table.to_pylist():
         per.setdefault(int(r["rank"]), {})[r["cause"]] = int(r["duration_ns"])
-    return {"ns": dict(res.summary), "per_rank": [{"rank": k, "ns": v} for k, v in sorted(per.items())]}
+    per_rank: list[RankIdle] = [{"rank": k, "ns": v} for k, v in sorted(per.items())]
+    return {"ns": dict(res.summary), "per_rank": per_rank}
 
 
 # ---------------------------------------------------------------------------
@@ -437,7 +438,8 @@ def _from_mllog(r: MLLogRun) -> Run:
             + list(r.eval.get("assumed", []))}
     lc = r.lifecycle
     acc = lc.filter(pc.equal(lc["record"], "accountable"))
-    return Run(lifecycle=lc, spans=spans_of(acc), metadata=meta, warnings=_reader_warnings("mllog", r.warnings))
+    return Run(lifecycle=lc, spans=spans_of(acc), metadata=meta, warnings=_reader_warnings("mllog", r.warnings),
+               quarantine=_quarantine(r.quarantine))
 
 
 def _from_serving(s: ServingResults, path: str) -> Run:
@@ -722,8 +724,9 @@ def _nsys_gpu_metrics(run: Run, on_invalid: str) -> None:
 
 
 def _check_read_options(fmt: str, options: dict[str, Any], on_invalid: str) -> None:
-    """:class:`OptionError` for an option or an ``on_invalid`` the reader of ``fmt`` does
-    not take (checked before anything is read)."""
+    """:class:`OptionError` for an option the reader of ``fmt`` does not take, a
+    :class:`PauError` for an ``on_invalid`` that is not one (checked before anything is
+    read)."""
     accepts = {"kineto": {"rules", "threads", "align"}, "nsys": {"rules", "align"}, "mllog": {"system"},
                "pau": {"progress"}, "parquet": {"progress"}}.get(fmt, set())
     unknown = sorted(set(options) - accepts)
@@ -731,9 +734,6 @@ def _check_read_options(fmt: str, options: dict[str, Any], on_invalid: str) -> N
         raise OptionError(f"read: option {', '.join(unknown)} does not apply to {fmt} input (it takes "
                        f"{', '.join(sorted(accepts)) or 'no option'})")
     check_on_invalid(on_invalid)
-    if on_invalid == "quarantine" and fmt == "mllog":
-        raise OptionError(f"on_invalid='quarantine' does not apply to {fmt} input: its reader sets nothing "
-                       "aside (it raises on what it cannot use)")
 
 
 def _read_pau_or_parquet(p: str, fmt: str, on_invalid: str, options: dict[str, Any]) -> Run:
@@ -798,8 +798,7 @@ def _read_runs(path: str | os.PathLike[str], *, format: str | None = None, on_in
         reader = read_kineto if fmt == "kineto" else read_nsys
         return [_from_trace(reader(p, on_invalid=on_invalid, **options), fmt, p, align)]
     if fmt == "mllog":
-        got = read_mllog(p, **options)
-        return [_from_mllog(r) for r in (got if isinstance(got, list) else [got])]
+        return [_from_mllog(r) for r in read_mllog_runs(p, on_invalid=on_invalid, **options)]
     got_s = read_serving(p, on_invalid=on_invalid)
     return [_from_serving(got_s, p)]
 
@@ -817,7 +816,7 @@ def read(path: str | os.PathLike[str], *, format: str | None = None, on_invalid:
     format : str, optional
         One of :data:`FORMATS`; detected from the content by default.
     on_invalid : {"raise", "quarantine"}
-        For readers that can set rows aside (Kineto, Nsight, serving): ``"quarantine"``
+        For readers that can set rows aside (Kineto, Nsight, MLPerf, serving): ``"quarantine"``
         keeps the usable rows and puts the others in :attr:`Run.quarantine`.
     **options
         Reader options: ``rules``, ``threads`` (Kineto), ``rules`` (Nsight),

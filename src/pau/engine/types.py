@@ -11,8 +11,8 @@ import pyarrow as pa
 
 from pau.errors import PauError
 
-__all__ = ["LedgerSummary", "Latency", "OnInvalid", "QUARANTINE_SCHEMA", "RunWarning", "OutsideAccountable",
-           "LayersSummary", "Quarantined", "RangeRow", "RecoverySummary", "RequestLatency", "RequestSummary", "RunSummary", "StepFigures", "TableLike", "TelemetryRow",
+__all__ = ["IdleFigures", "LedgerSummary", "Latency", "MLPerfEval", "MLPerfFigures", "MLPerfTargetPart", "OnInvalid",
+           "QUARANTINE_SCHEMA", "RankIdle", "RunWarning", "OutsideAccountable", "LayersSummary", "Quarantined", "RangeRow", "RecoverySummary", "RequestLatency", "RequestSummary", "RunSummary", "StepFigures", "TableLike", "TelemetryRow",
            "check_on_invalid", "quarantine_schema", "quarantine_table"]
 
 #: What to do with input rows pau cannot use: raise (the default) or set them aside.
@@ -276,10 +276,10 @@ class PersistentStraggler(TypedDict):
     charged_ns: int
 
 
-class StragglerFigures(TypedDict):
-    """The stragglers of :func:`pau.figures.stragglers.step_figures`: the summary of
-    :func:`pau.figures.stragglers.stragglers`, each persistent straggler with the
-    accelerator time charged to it."""
+class _StragglerCounts(TypedDict):
+    """What both straggler summaries hold (:class:`StragglersSummary`,
+    :class:`StragglerFigures`): steps, ranks, rows, steps in flight, rows set aside, the
+    ns waited for the slowest rank (exact) and those ns in accelerator-seconds."""
 
     steps: int
     ranks: int
@@ -288,6 +288,13 @@ class StragglerFigures(TypedDict):
     quarantined: int
     wait_ns: int
     wait_accelerator_seconds: float
+
+
+class StragglerFigures(_StragglerCounts):
+    """The stragglers of :func:`pau.figures.stragglers.step_figures`: the summary of
+    :func:`pau.figures.stragglers.stragglers`, each persistent straggler with the
+    accelerator time charged to it."""
+
     persistent: List[PersistentStraggler]
 
 
@@ -331,17 +338,10 @@ class RecoverySummary(TypedDict):
     waste_equivalent_accelerators: Optional[float]
 
 
-class StragglersSummary(TypedDict):
+class StragglersSummary(_StragglerCounts):
     """:meth:`pau.figures.stragglers.Stragglers.summary`: steps, ranks, rows, the ns
     waited for the slowest rank (exact) and the persistent stragglers' ranks."""
 
-    steps: int
-    ranks: int
-    rows: int
-    in_flight: int
-    quarantined: int
-    wait_ns: int
-    wait_accelerator_seconds: float
     persistent: List[int]
 
 
@@ -530,6 +530,83 @@ class TelemetryRow(TypedDict):
     energy_j: Optional[float]
 
 
+class RankIdle(TypedDict):
+    """One rank of :class:`IdleFigures`: its idle ns by cause (exact)."""
+
+    rank: int
+    ns: Dict[str, int]
+
+
+class IdleFigures(TypedDict):
+    """A run's idle by cause (``RunSummary["idle_by_cause"]``): the ns of each cause of
+    :data:`pau.figures.idle.CAUSES` over the ranks (the summary of
+    :func:`pau.figures.idle.idle_by_cause`), and per rank in rank order."""
+
+    ns: Dict[str, int]
+    per_rank: List[RankIdle]
+
+
+class MLPerfTargetPart(TypedDict):
+    """One metric of :class:`MLPerfEval` (``parts``): its last value at the last eval
+    point and its best, the quality target, its direction (``>=``, ``<=``), the
+    checker's bound (``[op, value]``) and whether the last value reaches the target
+    (None: no target known)."""
+
+    name: Optional[str]
+    measure: Optional[str]
+    last: Optional[float]
+    best: Optional[float]
+    target: Optional[float]
+    direction: Optional[str]
+    bound: Optional[List[Any]]
+    reached: Optional[bool]
+
+
+class MLPerfEval(TypedDict):
+    """:func:`pau.readers.mlperf_rules.judge`: a run's eval metric against its
+    benchmark's quality target (``MLLogRun.eval``, ``MLPerfFigures["eval"]``). ``values``
+    are the eval records as given (``value``, ``time_ns``, ``run_time_ns`` and the
+    line's progress metadata); ``last``, ``best``, ``target``, ``direction`` are the one
+    metric's (None with several: see ``parts``)."""
+
+    metric: str
+    values: List[Dict[str, Any]]
+    last: Optional[float]
+    best: Optional[float]
+    target: Optional[float]
+    direction: Optional[str]
+    reached: Optional[bool]
+    target_source: Optional[str]
+    round: str
+    division: Optional[str]
+    parts: List[MLPerfTargetPart]
+    assumed: List[str]
+    note: Optional[str]
+
+
+class MLPerfFigures(TypedDict):
+    """An MLPerf log's result (``RunSummary["mlperf"]``), from the run's metadata
+    (:class:`pau.readers.mllog.MLLogRun`): its keys in alphabetical order, as
+    ``pau report --format json`` writes them (the ``eval``'s keys too); a key the
+    metadata lacks (a run folder written by hand) is None."""
+
+    accelerators: Optional[int]
+    benchmark: Optional[str]
+    blocks: Optional[int]
+    division: Optional[str]
+    epoch_count: Any
+    epochs: Optional[int]
+    eval: Optional[MLPerfEval]
+    evals: Optional[int]
+    first_epoch_num: Any
+    status: Optional[str]
+    step_unit: Optional[str]
+    submitter: Optional[str]
+    system: Optional[str]
+    time_to_train_ns: Optional[int]
+    time_to_train_s: Optional[float]
+
+
 class RunSummary(TypedDict):
     """Every figure of a run (:meth:`pau.Run.summary`, ``pau report --format json``)."""
 
@@ -540,7 +617,7 @@ class RunSummary(TypedDict):
     top_kernels: Optional[List[TopKernel]]
     nvtx: Optional[List[RangeRow]]
     steps: Optional[StepFigures]
-    idle_by_cause: Optional[Dict[str, Any]]
+    idle_by_cause: Optional[IdleFigures]
     layers: Optional[LayersSummary]
     recovery: Optional[RecoverySummary]
     telemetry: Optional[List[TelemetryRow]]
@@ -549,4 +626,4 @@ class RunSummary(TypedDict):
     events_outside_accountable: Optional[OutsideAccountable]
     warnings: int
     quarantined: int
-    mlperf: Optional[Dict[str, Any]]
+    mlperf: Optional[MLPerfFigures]

@@ -30,7 +30,7 @@ would leave int64 is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import List, Optional, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -39,10 +39,28 @@ import pyarrow.compute as pc
 from pau.engine._names import ALIGN_METHODS
 from pau.errors import PauError
 
-__all__ = ["Alignment", "offsets", "apply", "METHODS"]
+__all__ = ["AlignedRank", "Alignment", "AlignmentMetadata", "offsets", "apply", "METHODS"]
 
 #: The ways ``pau.read(..., align=...)`` knows.
 METHODS = ALIGN_METHODS
+
+
+class AlignedRank(TypedDict):
+    """One rank of :class:`AlignmentMetadata`: a row of :attr:`Alignment.table`."""
+
+    rank: int
+    offset_ns: Optional[int]
+    uncertainty_ns: Optional[int]
+    anchors: int
+
+
+class AlignmentMetadata(TypedDict):
+    """:meth:`Alignment.as_dict`: ``run.metadata["alignment"]``."""
+
+    method: str
+    reference_rank: Optional[int]
+    names_left_out: int
+    ranks: List[AlignedRank]
 
 
 @dataclass(frozen=True)
@@ -56,10 +74,12 @@ class Alignment:
     reference: int | None
     names_left_out: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> AlignmentMetadata:
         """For ``run.metadata["alignment"]`` (JSON-ready)."""
-        return {"method": "collectives", "reference_rank": self.reference,
-                "names_left_out": self.names_left_out, "ranks": self.table.to_pylist()}
+        ranks: list[AlignedRank] = [{"rank": r["rank"], "offset_ns": r["offset_ns"], "uncertainty_ns": r["uncertainty_ns"],
+                                     "anchors": r["anchors"]} for r in self.table.to_pylist()]
+        return {"method": "collectives", "reference_rank": self.reference, "names_left_out": self.names_left_out,
+                "ranks": ranks}
 
 
 def offsets(events: pa.Table) -> Alignment:

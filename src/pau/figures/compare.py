@@ -361,7 +361,7 @@ class KernelDiff:
     steps_b: Optional[int]
     labels: tuple[Any, ...] = ("a", "b")
 
-    def status_counts(self) -> dict[str, Any]:
+    def status_counts(self) -> dict[str, int]:
         """Rows per status: ``{"appeared": n, "disappeared": n, "changed": n, "same": n}``."""
         out = dict.fromkeys(KERNEL_STATUSES, 0)
         for r in self.rows:

@@ -12,7 +12,7 @@ edge; a ratio with a zero denominator is None, never NaN. Inputs are never modif
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +28,8 @@ __all__ = [
     "Stragglers", "stragglers", "StragglerScores", "straggler_scores", "StepRows", "checked_steps", "step_rows",
     "step_figures", "step_times", "nearest_rank",
 ]
+
+_R = TypeVar("_R")
 
 
 def _group_starts(*sorted_keys: np.ndarray) -> np.ndarray:
@@ -123,7 +125,7 @@ class StepRows:
     def in_flight(self) -> int:
         return int((~self.bad & self.end_null).sum())
 
-    def result(self, out: Any, on_invalid: str) -> Any:
+    def result(self, out: _R, on_invalid: str) -> _R | Quarantined:
         """``out``, or ``Quarantined(out, rows set aside)`` with ``on_invalid="quarantine"``."""
         if on_invalid != "quarantine":
             return out

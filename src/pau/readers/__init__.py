@@ -29,7 +29,7 @@ from pau.readers.detect import FORMATS, detect_format
 from pau.readers.kineto import KinetoTrace, Rules, read_kineto
 from pau.readers.kubernetes import read_alibaba_pods, read_pods
 from pau.readers.megatron import read_megatron
-from pau.readers.mllog import MLLogRun, mllog_summary, read_mllog
+from pau.readers.mllog import MLLogRun, mllog_summary, read_mllog, read_mllog_runs
 from pau.readers.nsys import NsysTrace, read_nsys
 from pau.readers.nvrx import read_nvrx
 from pau.readers.scheduler import JOB_LIFECYCLE_SCHEMA, JOBS_SCHEMA, Records, read_philly
@@ -39,6 +39,6 @@ from pau.readers.slurm import read_sacct_jobs
 __all__ = [
     "FORMATS", "JOBS_SCHEMA", "JOB_LIFECYCLE_SCHEMA", "KinetoTrace", "MLLogError", "MLLogRun", "NsysTrace", "REQUESTS_SCHEMA", "Records", "Rules",
     "ServingFormatError", "ServingResults", "UnknownFormatError", "detect_format", "mllog_summary",
-    "read_alibaba_pods", "read_kineto", "read_megatron", "read_mllog", "read_nsys", "read_nvrx", "read_philly",
+    "read_alibaba_pods", "read_kineto", "read_megatron", "read_mllog", "read_mllog_runs", "read_nsys", "read_nvrx", "read_philly",
     "read_pods", "read_sacct_jobs", "read_serving",
 ]

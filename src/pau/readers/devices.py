@@ -35,12 +35,12 @@ in which it waits for the next batch of data.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict
 
 from pau.engine.vocab import KINDS
 from pau.errors import RulesError
 
-__all__ = ["DATA_WAIT_SPANS", "DEVICE_TABLES", "DEVICES", "SYNC_CALLS", "check_table", "sync_call"]
+__all__ = ["DATA_WAIT_SPANS", "DEVICE_TABLES", "DEVICES", "RuleTable", "SYNC_CALLS", "check_table", "sync_call"]
 
 #: The device types pau has a table for, in the order their rules are tried.
 DEVICES = ("cuda", "rocm", "xpu", "hpu", "mtia", "xla")
@@ -122,7 +122,17 @@ DEVICE_TABLES: Mapping[str, Mapping[str, Any]] = {
 }
 
 
-def check_table(device: str, table: Any) -> dict[str, Any]:
+class RuleTable(TypedDict):
+    """One device's rule table as :func:`check_table` returns it: kind per category
+    (None: by name only), ``(category, pattern, kind)`` name rules, communication
+    patterns."""
+
+    categories: Dict[str, Optional[str]]
+    names: List[Tuple[str, ...]]
+    communication: List[str]
+
+
+def check_table(device: str, table: Any) -> RuleTable:
     """A validated copy of one table (:class:`pau.errors.RulesError` naming the device,
     the field and the fix)."""
     if not isinstance(table, Mapping):
@@ -137,7 +147,7 @@ def check_table(device: str, table: Any) -> dict[str, Any]:
         if kind is not None and kind not in KINDS:
             raise RulesError(f"rules[{device!r}].categories[{cat!r}] = {kind!r}: expected one of "
                              f"{', '.join(KINDS)}. Fix: give one of them, or None (by name only)")
-    names = []
+    names: list[tuple[str, ...]] = []
     for i, rule in enumerate(table.get("names") or ()):
         if isinstance(rule, str) or len(rule) != 3:
             raise RulesError(f"rules[{device!r}].names[{i}]: expected [category, pattern, kind], got {rule!r}. "

@@ -48,8 +48,14 @@ What becomes what (DESIGN §2.2, all records attempt 0)
 Time is ``time_ms`` (epoch milliseconds) times 10**6, exact (integers; a fractional
 ``time_ms`` is converted from its decimal text, not a float).
 
-A directory is read as one run per result file: every ``result_*.txt`` below it
-(recursively), else every ``*.txt``/``*.log`` with an MLLOG line, in path order.
+A malformed ``:::MLLOG`` line (JSON that does not parse, not an object, no ``key`` or
+``time_ms``, a ``time_ms`` that is not a finite number whose ns fit int64) raises
+:class:`pau.errors.MLLogError` naming the file and the line, or with
+``on_invalid="quarantine"`` is set aside in ``MLLogRun.quarantine`` with its reason.
+
+:func:`read_mllog` reads one log; :func:`read_mllog_runs` a log or a directory, one run
+per result file: every ``result_*.txt`` below it (recursively), else every
+``*.txt``/``*.log`` with an MLLOG line, in path order.
 """
 
 from __future__ import annotations
@@ -59,21 +65,29 @@ import json
 import os
 import pathlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Tuple, cast
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import pyarrow as pa
 
 import pau.readers.mlperf_rules as _mlperf
 from pau.engine.vocab import LIFECYCLE_SCHEMA as _LIFECYCLE_SCHEMA
-from pau.engine.types import RunWarning
-from pau.errors import MLLogError, NoInputError, PauError
+from pau.engine.types import MLPerfEval, RunWarning, check_on_invalid, quarantine_schema, quarantine_table
+from pau.errors import MLLogError, MultipleRunsError, NoInputError, PauError
 
-__all__ = ["MLLogError", "MLLogRun", "read_mllog", "mllog_summary"]
+__all__ = ["MLLogError", "MLLogRun", "QUARANTINE_SCHEMA", "read_mllog", "read_mllog_runs", "mllog_summary"]
 
 
 _MARK = ":::MLLOG"
 _SYSMARK = ":::SYSJSON"
 
+#: The lines :func:`read_mllog` sets aside with ``on_invalid="quarantine"``
+#: (docs/bad-input.md): ``source_file, location`` (``line N``), ``reason``, then the
+#: line number and the line's ``key`` (null when the line has none).
+QUARANTINE_SCHEMA = quarantine_schema(pa.field("line", pa.int64()), pa.field("key", pa.string()))
+
+
+def _no_quarantine() -> pa.Table:
+    return QUARANTINE_SCHEMA.empty_table()
 
 
 @dataclass
@@ -103,7 +117,11 @@ class MLLogRun:
         ``block_start`` lines (0 when the log has no blocks).
     evals : int
         ``eval_start`` lines (eval phases).
-    warnings : list of str
+    eval : MLPerfEval
+        :func:`pau.readers.mlperf_rules.judge` of the ``eval_accuracy`` values: ``metric, values, last,
+        best, target, direction, reached, target_source, round, division, parts, assumed,
+        note``.
+    warnings : list of RunWarning
     division : str or None
         ``submission_division`` (``closed``, ``open``).
     epochs : int
@@ -116,10 +134,10 @@ class MLLogRun:
         Each epoch (block): ``start_ns``, ``end_ns`` (paired in order; one left open ends
         at the attempt's end) and its start line's ``epoch_num``, ``first_epoch_num``,
         ``epoch_count``, ``samples_count``, ``step_num`` where written.
-    eval : dict
-        :func:`pau.readers.mlperf_rules.judge` of the ``eval_accuracy`` values: ``metric, values, last,
-        best, target, direction, reached, target_source, round, division, parts, assumed,
-        note``.
+    quarantine : pyarrow.Table
+        The malformed ``:::MLLOG`` lines set aside with ``on_invalid="quarantine"``, one row
+        each with its reason (:data:`QUARANTINE_SCHEMA`); empty when none was (always with
+        ``on_invalid="raise"``, which raises at the first).
     """
 
     lifecycle: pa.Table
@@ -137,6 +155,7 @@ class MLLogRun:
     end_ns: int
     blocks: int
     evals: int
+    eval: MLPerfEval
     warnings: list[RunWarning] = field(default_factory=list)
     division: str | None = None
     epochs: int = 0
@@ -145,7 +164,7 @@ class MLLogRun:
     first_epoch_num: Any = None
     epoch_spans: list[dict[str, Any]] = field(default_factory=list)
     block_spans: list[dict[str, Any]] = field(default_factory=list)
-    eval: dict[str, Any] = field(default_factory=dict)
+    quarantine: pa.Table = field(default_factory=_no_quarantine)
 
     @property
     def accelerator_hours(self) -> float:
@@ -163,7 +182,7 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 def _time_ns(v: Any) -> int | None:
     """``time_ms`` in ns, or None when it is not a number whose ns fit int64 (the line is
-    then malformed: counted and named in a warning, as a line of bad JSON is)."""
+    then malformed, as a line of bad JSON is: refused, or set aside with its reason)."""
     if isinstance(v, bool) or v is None:
         return None
     if isinstance(v, int):
@@ -232,13 +251,61 @@ def _system_json(path: pathlib.Path) -> pathlib.Path | None:
     return None
 
 
-def _parse(path: str) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, Any] | None, dict[str, Any]]:
-    """(line number, record) of the distinct MLLOG lines, the SYSJSON object, counts."""
+def _shown(v: Any) -> str:
+    """A value of a malformed line as a reason shows it (at most 40 characters)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 128:
+        return f"an integer of {v.bit_length()} bits"
+    t = str(v) if isinstance(v, (decimal.Decimal, int)) else repr(v) if isinstance(v, str) else type(v).__name__
+    return t if len(t) <= 40 else t[:37] + "..."
+
+
+def _record(dec: json.JSONDecoder, text: str) -> tuple[dict[str, Any] | None, str | None, str]:
+    """The record of an ``:::MLLOG`` line's text, or None, the line's key (None when it
+    has none) and why it cannot be used."""
+    try:
+        obj, _ = dec.raw_decode(text)
+    except RecursionError:
+        return None, None, "the JSON after :::MLLOG is nested deeper than Python's stack"
+    except json.JSONDecodeError as exc:
+        return None, None, f"the JSON after :::MLLOG does not parse ({exc.msg}, column {exc.colno})"
+    except ValueError as exc:   # an integer past Python's digit limit
+        return None, None, f"the JSON after :::MLLOG does not parse ({exc})"
+    if not isinstance(obj, dict):
+        return None, None, f"the JSON after :::MLLOG is not an object (a {type(obj).__name__})"
+    key = obj.get("key")
+    if not isinstance(key, str):
+        return None, None, "no key (a string)" if key is None else f"key is not a string ({_shown(key)})"
+    if "time_ms" not in obj:
+        return None, key, "no time_ms"
+    if _time_ns(obj["time_ms"]) is None:
+        return None, key, (f"time_ms is not a finite number of ms whose ns fit int64 "
+                           f"({_shown(obj['time_ms'])})")
+    return obj, key, ""
+
+
+#: A malformed line: its number, its key (or None) and why.
+_Bad = Tuple[int, Optional[str], str]
+
+
+def _sysjson(dec: json.JSONDecoder, line: str, j: int) -> dict[str, Any] | None:
+    """The system description of a ``:::SYSJSON`` line (None: not a JSON object)."""
+    try:
+        obj, _ = dec.raw_decode(line[j + len(_SYSMARK):].lstrip())
+    except (ValueError, RecursionError):   # nested past Python's stack: not a system
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _parse(path: str, on_invalid: str = "raise") -> tuple[list[tuple[int, dict[str, Any]]], dict[str, Any] | None,
+                                                          dict[str, Any], list[_Bad]]:
+    """(line number, record) of the distinct MLLOG lines, the SYSJSON object, counts, and
+    the malformed lines (``on_invalid="raise"``: :class:`MLLogError` at the first)."""
     dec = json.JSONDecoder(parse_float=decimal.Decimal)
     seen: set[str] = set()
     out: list[tuple[int, dict[str, Any]]] = []
+    bad: list[_Bad] = []
     sysjson = None
-    counts: dict[str, Any] = {"lines": 0, "mllog": 0, "duplicate": 0, "malformed": 0, "first_malformed": None}
+    counts: dict[str, Any] = {"lines": 0, "mllog": 0, "duplicate": 0}
     with open(path, "r", encoding="utf-8", errors="replace") as f:
         for no, line in enumerate(f, 1):
             counts["lines"] += 1
@@ -246,28 +313,23 @@ def _parse(path: str) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, Any] 
             if i < 0:
                 j = line.find(_SYSMARK)
                 if j >= 0 and sysjson is None:
-                    try:
-                        obj, _ = dec.raw_decode(line[j + len(_SYSMARK):].lstrip())
-                        sysjson = obj if isinstance(obj, dict) else None
-                    except (ValueError, RecursionError):   # nested past Python's stack: not a system
-                        pass
+                    sysjson = _sysjson(dec, line, j)
                 continue
             counts["mllog"] += 1
             text = line[i + len(_MARK):].strip()
-            try:
-                obj, _ = dec.raw_decode(text)
-            except (ValueError, RecursionError):   # bad JSON, or nested past Python's stack
-                obj = None
-            if not isinstance(obj, dict) or not isinstance(obj.get("key"), str) or _time_ns(obj.get("time_ms")) is None:
-                counts["malformed"] += 1
-                counts["first_malformed"] = counts["first_malformed"] or no
-                continue
-            if text in seen:
+            obj, key, why = _record(dec, text)
+            if obj is None:
+                if on_invalid == "raise":
+                    raise MLLogError(path, f"malformed :::MLLOG line: {why}", "correct or delete the line (an "
+                                     "intact MLPerf log has none), or read with on_invalid='quarantine' to set "
+                                     "such lines aside", line=no)
+                bad.append((no, key, why))
+            elif text in seen:
                 counts["duplicate"] += 1
-                continue
-            seen.add(text)
-            out.append((no, obj))
-    return out, sysjson, counts
+            else:
+                seen.add(text)
+                out.append((no, obj))
+    return out, sysjson, counts, bad
 
 
 def _plain(v: Any) -> Any:
@@ -332,20 +394,27 @@ class _Keys:
         return self.by_key[key][0][1].get("value") if key in self.by_key else None
 
 
-def _check_lines(path: str, recs: _Recs, counts: dict[str, Any], warnings: list[RunWarning]) -> None:
-    """Raise when no line is usable; warn of malformed and repeated lines."""
+def _check_lines(path: str, recs: _Recs, counts: dict[str, Any], bad: list[_Bad],
+                 warnings: list[RunWarning]) -> None:
+    """Raise when no line is usable; warn of the malformed lines set aside and of
+    repeated lines."""
     if not recs:
-        if counts["malformed"]:
-            raise MLLogError(path, f"all {counts['malformed']} :::MLLOG lines are malformed (bad JSON, or no "
-                             "key/time_ms)", "give an intact MLPerf log; a truncated copy loses its lines",
-                             line=counts["first_malformed"])
+        if bad:
+            raise MLLogError(path, f"all {len(bad)} :::MLLOG lines are malformed (first: {bad[0][2]})",
+                             "give an intact MLPerf log; a truncated copy loses its lines", line=bad[0][0])
         raise MLLogError(path, f"no :::MLLOG lines in {counts['lines']} lines: not an MLPerf result log",
                          "give an MLPerf training result log (result_N.txt)")
-    if counts["malformed"]:
-        warnings.append(RunWarning("mllog.malformed_lines", f"{path}: {counts['malformed']} malformed :::MLLOG lines ignored (first at line "
-                        f"{counts['first_malformed']})"))
+    if bad:
+        warnings.append(RunWarning("mllog.malformed_lines", f"{path}: {len(bad)} malformed :::MLLOG lines set aside "
+                                   f"in the quarantine (first at line {bad[0][0]}: {bad[0][2]})"))
     if counts["duplicate"]:
         warnings.append(RunWarning("mllog.repeated_lines", f"{path}: {counts['duplicate']} repeated :::MLLOG lines (one per rank) counted once"))
+
+
+def _quarantine(path: str, bad: list[_Bad]) -> pa.Table:
+    """The malformed lines as :data:`QUARANTINE_SCHEMA` rows."""
+    return quarantine_table(QUARANTINE_SCHEMA, path, [f"line {no}" for no, _, _ in bad], [why for _, _, why in bad],
+                            line=[no for no, _, _ in bad], key=[k for _, k, _ in bad])
 
 
 def _attempt(path: str, recs: _Recs, keys: _Keys, warnings: list[RunWarning]) -> tuple[int, int, str]:
@@ -377,7 +446,7 @@ def _attempt(path: str, recs: _Recs, keys: _Keys, warnings: list[RunWarning]) ->
 
 
 def _eval(path: str, recs: _Recs, keys: _Keys, status: str, mlperf_round: str | None,
-          warnings: list[RunWarning]) -> dict[str, Any]:
+          warnings: list[RunWarning]) -> MLPerfEval:
     """The eval metric's values judged against the quality target (:func:`mlperf_rules.judge`)."""
     division, benchmark = _text(keys.value("submission_division")), _text(keys.value("submission_benchmark"))
     run_start = keys.times("run_start")[0]
@@ -489,12 +558,12 @@ def _lifecycle(path: str, keys: _Keys, n_acc: int, start: int, end: int, status:
     return table, unit, len(evals)
 
 
-def _read_one(path: str, system: Any, mlperf_round: str | None = None) -> MLLogRun:
+def _read_one(path: str, system: Any, mlperf_round: str | None, on_invalid: str) -> MLLogRun:
     if os.path.getsize(path) == 0:
         raise MLLogError(path, "the file is empty", "give an MLPerf result log (result_N.txt)")
-    recs, sysjson, counts = _parse(path)
+    recs, sysjson, counts, bad = _parse(path, on_invalid)
     warnings: list[RunWarning] = []
-    _check_lines(path, recs, counts, warnings)
+    _check_lines(path, recs, counts, bad, warnings)
     keys = _Keys(recs)
     start, end, status = _attempt(path, recs, keys, warnings)
     ev = _eval(path, recs, keys, status, mlperf_round, warnings)
@@ -515,7 +584,7 @@ def _read_one(path: str, system: Any, mlperf_round: str | None = None) -> MLLogR
         start_ns=start, end_ns=end, blocks=len(block_spans), evals=evals, warnings=warnings,
         division=_text(keys.value("submission_division")), epochs=len(epoch_spans), step_unit=unit,
         epoch_count=_plain(keys.value("epoch_count")), first_epoch_num=_plain(keys.value("first_epoch_num")),
-        epoch_spans=epoch_spans, block_spans=block_spans, eval=ev)
+        epoch_spans=epoch_spans, block_spans=block_spans, eval=ev, quarantine=_quarantine(path, bad))
 
 
 def mllog_files(path: str | os.PathLike[str]) -> list[str]:
@@ -531,15 +600,14 @@ def mllog_files(path: str | os.PathLike[str]) -> list[str]:
     return [os.fspath(p) for p in found]
 
 
-def read_mllog(path: str | os.PathLike[str], *, system: Any = None,
-               mlperf_round: str | None = None) -> MLLogRun | list[MLLogRun]:
-    """Read MLPerf ``:::MLLOG`` result logs into lifecycle tables.
+def read_mllog_runs(path: str | os.PathLike[str], *, system: Any = None, mlperf_round: str | None = None,
+                    on_invalid: str = "raise") -> list[MLLogRun]:
+    """Read MLPerf ``:::MLLOG`` result logs into lifecycle tables, one run per log.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A result log (one run), or a directory (one run per result file, see the module
-        docstring).
+        A result log, or a directory (one run per result file, see the module docstring).
     system : path, mapping or None
         The system description (``number_of_nodes``, ``accelerators_per_node``...); by
         default found beside the results in the MLPerf layout or in a ``:::SYSJSON`` line.
@@ -547,22 +615,63 @@ def read_mllog(path: str | os.PathLike[str], *, system: Any = None,
         The MLPerf Training round whose quality targets apply (``"4.0"``); by default
         the round the path names (``training_v4.0``), else the latest round pau's table
         holds (written in ``eval["assumed"]``).
+    on_invalid : {"raise", "quarantine"}
+        A malformed ``:::MLLOG`` line (its JSON does not parse or is nested past Python's
+        stack, it is not an object, it has no ``key`` or ``time_ms``, or ``time_ms`` is not
+        a finite number of ms whose ns fit int64): ``"raise"`` raises :class:`MLLogError`
+        naming the file and the line; ``"quarantine"`` sets it aside in the run's
+        ``quarantine`` with its reason, and the warning ``mllog.malformed_lines`` counts them.
 
     Returns
     -------
-    MLLogRun, or a list of them (one per file, in path order) for a directory.
+    list of MLLogRun
+        One per log, in path order (one for a file).
 
     Raises
     ------
     MLLogError
-        Empty file, no (well-formed) ``:::MLLOG`` lines, no ``run_start``.
+        An empty log, one without (well-formed) ``:::MLLOG`` lines or without ``run_start``
+        (whatever ``on_invalid`` says: such a log has no run), a malformed line with
+        ``on_invalid="raise"``, a bad system description.
+    NoInputError
+        Nothing at ``path``, or a directory without result logs.
     """
+    check_on_invalid(on_invalid)
     p = os.fspath(path)
     if os.path.isdir(p):
-        return [_read_one(f, system, mlperf_round) for f in mllog_files(p)]
+        return [_read_one(f, system, mlperf_round, on_invalid) for f in mllog_files(p)]
     if not os.path.isfile(p):
         raise NoInputError(f"no MLPerf result log or directory at {p!r}")
-    return _read_one(p, system, mlperf_round)
+    return [_read_one(p, system, mlperf_round, on_invalid)]
+
+
+def read_mllog(path: str | os.PathLike[str], *, system: Any = None, mlperf_round: str | None = None,
+               on_invalid: str = "raise") -> MLLogRun:
+    """Read one MLPerf ``:::MLLOG`` result log into a lifecycle table.
+
+    Parameters and errors as :func:`read_mllog_runs`; ``path`` is a result log, or a
+    directory holding exactly one.
+
+    Returns
+    -------
+    MLLogRun
+
+    Raises
+    ------
+    MultipleRunsError
+        ``path`` is a directory of several result logs (read them with
+        :func:`read_mllog_runs`).
+    """
+    check_on_invalid(on_invalid)
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        files = mllog_files(p)
+        if len(files) != 1:
+            names = ", ".join(os.path.relpath(f, p) for f in files[:5])
+            raise MultipleRunsError(f"{p}: {len(files)} MLPerf result logs ({names}{' ...' if len(files) > 5 else ''}). "
+                                    "Fix: read one file, or read_mllog_runs(path) for the list")
+        p = files[0]
+    return read_mllog_runs(p, system=system, mlperf_round=mlperf_round, on_invalid=on_invalid)[0]
 
 
 def mllog_summary(runs: MLLogRun | list[MLLogRun]) -> pa.Table:

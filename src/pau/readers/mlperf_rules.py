@@ -29,7 +29,10 @@ import operator
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, TypedDict, Union
+
+if TYPE_CHECKING:  # types only: this module imports nothing of pau when it runs
+    from pau.engine.types import MLPerfEval, MLPerfTargetPart
 
 __all__ = ["CHECKER_REPO", "EVAL_KEY", "QualityTarget", "ROUNDS", "TARGETS", "TARGETS_V5", "is_number", "judge", "meets",
            "PerTrainedModel", "time_per_trained_model", "trained_models",
@@ -268,7 +271,7 @@ def _parts_of(values: Sequence[Mapping[str, Any]]) -> list[str | None]:
 
 
 def judge(benchmark: str | None, values: Iterable[Mapping[str, Any]], *, round: str | None,
-          division: str | None, key: str = EVAL_KEY) -> dict[str, Any]:
+          division: str | None, key: str = EVAL_KEY) -> MLPerfEval:
     """A run's eval metric against its benchmark's quality target (JSON-able).
 
     Parameters
@@ -289,7 +292,7 @@ def judge(benchmark: str | None, values: Iterable[Mapping[str, Any]], *, round: 
 
     Returns
     -------
-    dict
+    MLPerfEval
         ``metric`` (the key), ``values`` (as given), ``last`` (the value at the last eval
         point, see :func:`_points`; None when it is not a number), ``best`` (the highest, or
         lowest when lower is better), ``target``, ``direction`` for a benchmark with one
@@ -313,7 +316,7 @@ def judge(benchmark: str | None, values: Iterable[Mapping[str, Any]], *, round: 
     if not ts:
         note = ("open division: the table holds the closed division's targets" if division not in (None, "closed")
                 else f"no quality target known for benchmark {benchmark!r} in round {round}")
-    parts = []
+    parts: list[MLPerfTargetPart] = []
     rows: list[tuple[str | None, QualityTarget | None]] = (
         [(t.part, t) for t in ts] if ts else [(n, None) for n in (_parts_of(vals) or [None])])
     points = _points(vals)

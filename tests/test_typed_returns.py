@@ -1,0 +1,145 @@
+"""Typed results (issue 39, item 4): no public function or method returns a loose type.
+
+Every function in the ``__all__`` of a public module (no leading underscore in its
+dotted name), and every public method and property of a class there, is looked at
+through ``typing.get_type_hints``. Its return type is loose when it is ``Any``, a bare
+``dict``, ``dict[..., Any]``, a bare ``tuple`` or a tuple of more than three (or a union
+holding one of them): such a result says nothing of its keys or parts. Give it a
+TypedDict, a dataclass or a NamedTuple (``pau.engine.types`` holds the shared ones).
+
+``LOOSE`` lists the ones left when the gate came in: debt, which may only shrink (a new
+loose return fails, and so does a listed one that is typed now: take it off).
+``BY_DESIGN`` lists the ones whose shape another library defines."""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import inspect
+import pkgutil
+import types
+import typing
+from typing import Any
+
+import pytest
+
+import pau
+
+#: Loose returns today, each a debt to pay (all in the fleet's modules, or over them).
+LOOSE = {
+    "pau.fleet.archive.Fleet.jobs_summary",
+    "pau.fleet.archive.figure_values",
+    "pau.fleet.changes.accelerators_gained",
+    "pau.fleet.rollup.Rollup.overall",
+    "pau.fleet.sums.Acc.result",
+    "pau.views.fleet_text.figures",   # a Rollup's figures: holds Rollup.overall's
+}
+
+#: Returns whose shape is another library's: ml-goodput-measurement's
+#: ``get_job_goodput_interval`` returns a 5-tuple, which pau's mirror keeps.
+BY_DESIGN = {
+    "pau.compat.mlg_library.get_job_goodput_interval",
+}
+
+
+class _Unknown(type):
+    """A class standing for a name only type checkers import (its attributes, as
+    ``pandas.DataFrame``, and its subscripts too)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Unknown(f"{cls.__name__}.{name}", (), {})
+
+    def __getitem__(cls, args: Any) -> Any:   # Iterator[...] of a TYPE_CHECKING import
+        return cls
+
+
+class _Names(dict):  # type: ignore[type-arg]
+    """A function's globals in which a name imported only for type checkers (``if
+    TYPE_CHECKING``) resolves to a class of that name: such a name is never ``Any`` or
+    a dict."""
+
+    def __missing__(self, key: str) -> Any:
+        if hasattr(builtins, key):
+            return getattr(builtins, key)
+        if key.startswith("__"):   # pytest looks up __tracebackhide__ in frames' locals
+            raise KeyError(key)
+        return _Unknown(key, (), {})
+
+
+def loose(h: Any) -> str | None:
+    """Why a return type is loose, or None."""
+    if h is Any:
+        return "Any"
+    if h is dict or h is typing.Dict:
+        return "a bare dict"
+    if h is tuple or h is typing.Tuple:
+        return "a bare tuple"
+    origin, args = typing.get_origin(h), typing.get_args(h)
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        return next((w for w in map(loose, args) if w), None)
+    if origin is dict and len(args) == 2 and args[1] is Any:
+        return "dict[..., Any]"
+    if origin is tuple and len(args) > 3 and args[-1] is not Ellipsis:
+        return f"a tuple of {len(args)}"
+    return None
+
+
+def public_modules() -> list[str]:
+    names = ["pau"]
+    for m in pkgutil.walk_packages(pau.__path__, "pau."):
+        if not any(part.startswith("_") for part in m.name.split(".")[1:]):
+            names.append(m.name)
+    return sorted(names)
+
+
+def _callables(obj: Any) -> list[tuple[str, Any]]:
+    """The function, or a class's public methods and properties, with dotted names."""
+    if inspect.isfunction(obj):
+        return [(f"{obj.__module__}.{obj.__qualname__}", obj)]
+    if not (inspect.isclass(obj) and obj.__module__.startswith("pau")):
+        return []
+    out = []
+    for k, v in vars(obj).items():
+        f = v.fget if isinstance(v, property) else v.__func__ if isinstance(v, (classmethod, staticmethod)) else v
+        if not k.startswith("_") and inspect.isfunction(f):
+            out.append((f"{obj.__module__}.{obj.__qualname__}.{k}", f))
+    return out
+
+
+def returns() -> dict[str, Any]:
+    """Every public function's and method's return type, by dotted name."""
+    out: dict[str, Any] = {}
+    for name in public_modules():
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as exc:   # an optional extra not installed
+            if exc.name is not None and exc.name.split(".")[0] == "pau":
+                raise
+            continue
+        for attr in getattr(mod, "__all__", ()):
+            for q, f in _callables(getattr(mod, attr, None)):   # a subpackage may list its modules
+                if q not in out:
+                    out[q] = typing.get_type_hints(f, localns=_Names(f.__globals__)).get("return")
+    return out
+
+
+@pytest.fixture(scope="module")
+def found() -> dict[str, str]:
+    return {q: why for q, h in returns().items() if (why := loose(h))}
+
+
+def test_the_check_sees_loose_returns():
+    assert loose(Any) == "Any" and loose(dict) == "a bare dict" and loose(typing.Optional[dict[str, Any]])
+    assert loose(tuple[int, int, int, int]) == "a tuple of 4" and loose(tuple) == "a bare tuple"
+    assert loose(dict[str, int]) is None and loose(tuple[int, ...]) is None and loose(tuple[int, int, int]) is None
+    assert loose(pau.Run) is None and loose(typing.Optional[pau.engine.types.RunSummary]) is None
+    assert "pau.run.Run.summary" in returns() and "pau.readers.mllog.read_mllog" in returns()
+
+
+def test_no_public_function_returns_a_loose_type_but_the_listed_ones(found):
+    new = sorted(f"{q}: {why}" for q, why in found.items() if q not in LOOSE | BY_DESIGN)
+    assert not new, f"public functions returning a loose type (give them a TypedDict or a dataclass): {new}"
+    paid = sorted((LOOSE | BY_DESIGN) - set(found))
+    assert not paid, f"typed now: take them off LOOSE / BY_DESIGN in tests/test_typed_returns.py: {paid}"
