@@ -74,10 +74,11 @@ def add_cells(cells, lookup, hours, table, columns):  # type: ignore[no-untyped-
         s = lookup.state[cells.state[i]]
         d = cells.duration[i]
         h = cells.hour[i]
-        if g < 0 or s < 0 or d < 0 or h % _NS_PER_HOUR != 0:
+        q = h // _NS_PER_HOUR
+        if g < 0 or s < 0 or d < 0 or q * _NS_PER_HOUR != h:
             return BAD_ROW, i, 0
         f = lookup.flags[cells.run[i]]
-        row = hours.row[h // _NS_PER_HOUR - hours.first]
+        row = hours.row[q - hours.first]
         if (f & KEPT) == 0 or row < 0:
             continue
         at = row * width + g * columns
