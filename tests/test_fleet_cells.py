@@ -82,6 +82,7 @@ def test_a_rollup_through_the_kernel_is_one_through_numpy(fleet_archive, monkeyp
     fleet = fleet_archive
     if kw.get("cost_model") == "model":  # runs not measured: allocated not measured, priced at nominal power
         kw = dict(kw, cost_model=fleet_costs.cost_model(fleet_costs.tomllib.loads(MODEL)))
+    monkeypatch.setattr(fleet_cellsums, "KERNEL_AFTER", 0)  # the kernel from the first cell
     real, calls = _cells.add_cells, []
     monkeypatch.setattr(_cells, "add_cells", lambda *a: calls.append(1) or real(*a))
     through_kernel = fleet.rollup(**kw)
@@ -97,3 +98,16 @@ def test_a_rollup_through_the_kernel_is_one_through_numpy(fleet_archive, monkeyp
 @pytest.fixture(scope="module")
 def fleet_archive(tmp_path_factory):
     return build_fleet(tmp_path_factory.mktemp("cells"))
+
+
+def test_numba_is_loaded_only_past_a_few_million_cells(fleet_archive, monkeypatch):
+    """A process that has not loaded Numba sums its first KERNEL_AFTER cells by NumPy,
+    then by the kernel (one that has: by the kernel from the first cell)."""
+    real, calls = _cells.add_cells, []
+    monkeypatch.setattr(_cells, "add_cells", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(fleet_cellsums._jit, "loaded", lambda: False)
+    small = fleet_archive.rollup(by="cluster", every="1w")
+    assert not calls
+    monkeypatch.setattr(fleet_cellsums, "KERNEL_AFTER", 1)  # past the first batch
+    assert fleet_archive.rollup(by="cluster", every="1w").table.equals(small.table)
+    assert calls

@@ -82,6 +82,11 @@ def _materialize() -> None:
         _READY = True
 
 
+def loaded() -> bool:
+    """Whether this process has loaded Numba and pau's kernels (their first call did)."""
+    return _READY
+
+
 def kernel(fn: Callable[..., Any]) -> Any:
     """Compile ``fn`` with pau's options (lazily, on first call)."""
     return _Lazy(fn, {})

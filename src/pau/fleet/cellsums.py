@@ -19,12 +19,13 @@ import pyarrow.parquet as pq
 
 from pau.engine.vocab import STATES
 from pau.errors import PauError, SchemaError
+import pau.engine._jit as _jit
 import pau.fleet._cells as _cells
 import pau.fleet.groups as _groups
 import pau.fleet.sums as _sums
 from pau.fleet.periods import NS_PER_HOUR, Period, period_starts
 
-__all__ = ["BATCH_ROWS", "KERNEL_HOURS", "READ_AHEAD", "add_cells", "cell_batches", "inside"]
+__all__ = ["BATCH_ROWS", "KERNEL_AFTER", "KERNEL_HOURS", "READ_AHEAD", "add_cells", "cell_batches", "inside"]
 
 #: Cells per batch read from the archive.
 BATCH_ROWS = 1 << 20
@@ -81,21 +82,31 @@ def add_cells(acc: _sums.Acc, cells: Any, runs: pa.Table, g: _groups.Groups, run
     """The cells, a batch at a time, into ``acc`` (columns: the states, allocated, and
     with ``measured`` (whether each run's energy was) allocated of runs not measured):
     by the kernel of :mod:`pau.fleet._cells` into the dense sums, or by NumPy
-    (:func:`_add_batch`: sparse sums, a batch the kernel does not take, and a batch with
-    a bad row, which it refuses naming it)."""
+    (:func:`_add_batch`: sparse sums, a batch the kernel does not take, a batch with a
+    bad row, which it refuses naming it, and the first :data:`KERNEL_AFTER` cells of a
+    process that has not loaded Numba yet)."""
     index = _groups.KeyIndex(runs["run"])
     alone = ~runs_with_job
     flags = (run_keep * _cells.KEPT | alone * _cells.ALONE).astype(np.int8)
     if measured is not None:
         flags |= (alone & ~measured).astype(np.int8) * np.int8(_cells.UNMEASURED)
+    seen = 0
     for b in cell_batches(cells):
         if b.num_rows == 0:
             continue
         for c in ("run", "hour_ns", "state", "duration_ns"):
             if c not in b.schema.names:
                 raise SchemaError("cells", c, "is missing", "give the fleet's hourly cells (pau.fleet.CELLS_SCHEMA)")
-        if acc.rows is None or not _summed_by_kernel(acc, b, index, g, flags, p, lo, hi):
+        kernel = acc.rows is not None and (seen >= KERNEL_AFTER or _jit.loaded())
+        if not kernel or not _summed_by_kernel(acc, b, index, g, flags, p, lo, hi):
             _add_batch(acc, b, index, g, flags, p, lo, hi)
+        seen += b.num_rows
+
+
+#: Cells a process sums by NumPy before it loads Numba for the kernel: loading it (once a
+#: process) takes about 0.7 s and 120 MiB, what the kernel saves on about 20 M cells; a
+#: process that has loaded it uses the kernel from the first cell.
+KERNEL_AFTER = 1 << 22
 
 
 #: The widest batch (in hours from its first to its last) the kernel takes: its table of
