@@ -31,7 +31,6 @@ LOOSE = {
     "pau.fleet.archive.figure_values",
     "pau.fleet.changes.accelerators_gained",
     "pau.fleet.rollup.Rollup.overall",
-    "pau.fleet.sums.Acc.result",
     "pau.views.fleet_text.figures",   # a Rollup's figures: holds Rollup.overall's
 }
 

@@ -536,7 +536,8 @@ def _add_counts(runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray, p: Peri
 
 
 def _assemble(keys: list[str], g: _groups.Groups, p: Period, lo: int | None, hi: int | None, runs: pa.Table,
-              has_jobs: bool, pricing: _pricing.Pricing, parts: dict[str, _pricing.Sparse], ends: _Ends, fails: _Fails) -> pa.Table:
+              has_jobs: bool, pricing: _pricing.Pricing, parts: dict[str, _sums.Sparse], ends: _Ends,
+              fails: _Fails) -> pa.Table:
     """The rollup's table from the sums per fine group and period (``parts``: time,
     counts, queue): one row per user group and period with time, a run ended or a job
     started (a failure's period is a row even when its run had no time there: its
@@ -547,22 +548,22 @@ def _assemble(keys: list[str], g: _groups.Groups, p: Period, lo: int | None, hi:
     order = sorted(set(gkey), key=lambda k: tuple((x is None, "" if x is None else x) for x in k))
     rank = {k: i for i, k in enumerate(order)}
     ug = np.array([rank[k] for k in gkey] if user else [0] * g.count, np.int64)
-    started = parts["queue"][2] == 1
-    live = [_sums.pair(ug[parts["time"][1]], parts["time"][0]), _sums.pair(ug[parts["counts"][1]], parts["counts"][0]),
-            _sums.pair(ug[parts["queue"][1][started]], parts["queue"][0][started])]
+    time, counts, queue = parts["time"], parts["counts"], parts["queue"]
+    started = queue.column == 1
+    live = [_sums.pair(ug[time.group], time.start), _sums.pair(ug[counts.group], counts.start),
+            _sums.pair(ug[queue.group[started]], queue.start[started])]
     row_keys = np.unique(np.concatenate(live))
     n_rows = len(row_keys)
     row_group, row_start = _sums.unpair(row_keys)
     dense = {}
-    for name, (st, f, col_, v) in parts.items():
-        inside = np.isin(_sums.pair(ug[f], st), row_keys)  # counts and queue of a row with none: not a row
-        dense[name] = _sums.rows(row_keys, st[inside], ug[f][inside], col_[inside], v[inside], n_rows,
-                                 {"time": n_time, "counts": len(_COUNTS) + 1, "queue": 2}[name])
+    for name, sp in parts.items():
+        inside = np.isin(_sums.pair(ug[sp.group], sp.start), row_keys)  # counts and queue of a row with none: not a row
+        dense[name] = _sums.rows(row_keys, sp.start[inside], ug[sp.group][inside], sp.column[inside], sp.value[inside],
+                                 n_rows, {"time": n_time, "counts": len(_COUNTS) + 1, "queue": 2}[name])
     cost = energy_cost = None
     if pricing.model is not None:
-        cost = _pricing.cost_rows(pricing, g, user, ug, row_keys, parts["time"])
-        energy_cost = _pricing.energy_cost_rows(pricing, g, user, ug, row_keys, runs, ends.idx, ends.start,
-                                                  parts["time"])
+        cost = _pricing.cost_rows(pricing, g, user, ug, row_keys, time)
+        energy_cost = _pricing.energy_cost_rows(pricing, g, user, ug, row_keys, runs, ends.idx, ends.start, time)
     energy = _energy_rows(runs, ends.idx, row_keys, _sums.pair(ug[g.run[ends.idx]], ends.start))
     energy.update(_flops_rows(runs, ends.idx, np.searchsorted(row_keys, _sums.pair(ug[g.run[ends.idx]], ends.start)),
                               n_rows))
