@@ -29,9 +29,8 @@ import pau
 LOOSE = {
     "pau.fleet.archive.Fleet.jobs_summary",
     "pau.fleet.archive.figure_values",
-    "pau.fleet.changes.accelerators_gained",
     "pau.fleet.rollup.Rollup.overall",
-    "pau.views.fleet_text.figures",   # a Rollup's figures: holds Rollup.overall's
+    "pau.views.fleet_text.figures",
 }
 
 #: Returns whose shape is another library's: ml-goodput-measurement's
@@ -142,3 +141,34 @@ def test_no_public_function_returns_a_loose_type_but_the_listed_ones(found):
     assert not new, f"public functions returning a loose type (give them a TypedDict or a dataclass): {new}"
     paid = sorted((LOOSE | BY_DESIGN) - set(found))
     assert not paid, f"typed now: take them off LOOSE / BY_DESIGN in tests/test_typed_returns.py: {paid}"
+
+
+# ---------------------------------------------------------------------------
+# the types say what the functions return: each result checked against its type
+
+
+def returned(f: Any) -> Any:
+    return typing.get_type_hints(f)["return"]
+
+
+def test_accelerators_gained_gives_what_its_overloads_say():
+    import numpy as np
+
+    from pau.fleet.changes import accelerators_gained
+    assert type(accelerators_gained(10, 11.5, 3)) is float and type(accelerators_gained(np.float64(1), 4, 3)) is float
+    for args in (([0, 24], 24, 24), (0, np.array([24.0]), 24), (0, 24, [24, 12]), (np.array(0.0), 24, 24)):
+        got = accelerators_gained(*args)
+        assert isinstance(got, np.ndarray) and got.shape == np.broadcast(*map(np.asarray, args)).shape
+    np.testing.assert_array_equal(accelerators_gained(0, 24, [24, 12]), [1.0, 2.0])
+
+
+def test_sparse_sums_are_one_named_tuple():
+    import numpy as np
+
+    from pau.fleet import periods, pricing, sums
+    assert pricing.Sparse is sums.Sparse is returned(sums.Acc.result)
+    acc = sums.Acc(2, 3, periods.parse_every("1d"), 4)
+    acc.add(np.array([1, 0, 1]), np.zeros(3, np.int64), np.array([2, 0, 2]), np.array([5, 7, 6], np.int64))
+    got = acc.result()
+    assert isinstance(got, sums.Sparse) and got.group.tolist() == [0, 1] and got.column.tolist() == [0, 2]
+    assert got.value.tolist() == [7, 11] and got.start.tolist() == [0, 0]
