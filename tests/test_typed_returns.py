@@ -29,8 +29,6 @@ import pau
 LOOSE = {
     "pau.fleet.archive.Fleet.jobs_summary",
     "pau.fleet.archive.figure_values",
-    "pau.fleet.rollup.Rollup.overall",
-    "pau.views.fleet_text.figures",
 }
 
 #: Returns whose shape is another library's: ml-goodput-measurement's
@@ -147,8 +145,80 @@ def test_no_public_function_returns_a_loose_type_but_the_listed_ones(found):
 # the types say what the functions return: each result checked against its type
 
 
+def conforms(v: Any, tp: Any) -> bool:
+    """Whether ``v`` is of type ``tp`` (a TypedDict checked key by key: its required keys
+    there, no key it does not name; a float is a float, not an int)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return v is None
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        return any(conforms(v, a) for a in args)
+    if hasattr(tp, "__required_keys__"):   # a TypedDict
+        hints = typing.get_type_hints(tp)
+        return (isinstance(v, dict) and tp.__required_keys__ <= v.keys() <= set(hints)
+                and all(conforms(v[k], hints[k]) for k in v))
+    if origin is list:
+        return isinstance(v, list) and all(conforms(x, args[0]) for x in v)
+    if origin is tuple:
+        return isinstance(v, tuple) and len(v) == len(args) and all(map(conforms, v, args))
+    if origin is dict:
+        return isinstance(v, dict) and all(conforms(k, args[0]) and conforms(x, args[1]) for k, x in v.items())
+    if tp in (int, float):
+        return type(v) is tp
+    assert origin is None and isinstance(tp, type), f"conforms: no rule for {tp!r}"
+    return isinstance(v, tp)
+
+
 def returned(f: Any) -> Any:
     return typing.get_type_hints(f)["return"]
+
+
+def test_conforms_checks_typed_dicts_key_by_key():
+    class TD(typing.TypedDict):
+        a: int
+        b: typing.Optional[float]
+
+    assert conforms({"a": 1, "b": None}, TD) and conforms({"a": 1, "b": 2.5}, TD)
+    assert not conforms({"a": 1}, TD) and not conforms({"a": 1, "b": 2}, TD)
+    assert not conforms({"a": 1, "b": None, "c": 0}, TD) and not conforms({"a": True, "b": None}, TD)
+    assert conforms([("x", 1)], typing.List[typing.Tuple[str, int]]) and not conforms([("x", 1.0)], typing.List[
+        typing.Tuple[str, int]])
+
+
+COST_MODEL = {"accelerator": {"H100": {"contract_rate_per_accelerator_hour": 2.0},
+                              "A100": {"contract_rate_per_accelerator_hour": 1.0}}}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    build_fleet = importlib.import_module("test_fleet_rollup").build_fleet   # a fleet with jobs, of two clusters
+    return build_fleet(tmp_path_factory.mktemp("typed"))
+
+
+def test_a_rollups_figures_are_of_their_typed_dict(fleet):
+    from pau.fleet.rollup import RollupCosts, RollupFigures
+    from pau.views import fleet_text
+    assert returned(pau.fleet.rollup.Rollup.overall) is RollupFigures
+    assert returned(fleet_text.figures) is fleet_text.FleetFigures
+    for cost_model in (None, COST_MODEL):
+        r = fleet.rollup(by=["cluster"], every="1d", cost_model=cost_model)
+        starts = sorted(set(r.table["period_start_ns"].to_pylist()))
+        assert len(starts) > 2
+        for o in (r.overall(), r.overall(starts[1]), r.overall(starts[-1] + 1)):   # the last: no row
+            assert conforms(o, RollupFigures), o
+            # the cost keys exactly with a cost model: pau fleet's JSON has none without one
+            assert (RollupCosts.__optional_keys__ <= o.keys()) == (cost_model is not None)
+            assert o.keys() - RollupCosts.__optional_keys__ == RollupFigures.__required_keys__
+        figures = fleet_text.figures(r)
+        assert conforms(figures, fleet_text.FleetFigures)
+        assert figures["last_period"] is not None and figures["last_period"]["period_start_ns"] == starts[-1]
+        assert conforms(figures["last_period"], fleet_text.PeriodFigures)
+    # the rollup's state columns are RollupFigures' ns keys
+    state_ns = {k for k in RollupFigures.__required_keys__ if k.endswith("_ns")}
+    assert state_ns - {"allocated_ns", "accountable_ns", "badput_ns", "queue_ns"} == set(
+        pau.fleet.rollup._STATE_COLS)
 
 
 def test_accelerators_gained_gives_what_its_overloads_say():
