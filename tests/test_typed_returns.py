@@ -25,15 +25,8 @@ import pytest
 
 import pau
 
-#: Loose returns today, each a debt to pay (all in the fleet's modules, or over them).
-LOOSE = {
-    "pau.fleet.archive.Fleet.jobs_summary",
-    "pau.fleet.archive.figure_values",
-    "pau.fleet.changes.accelerators_gained",
-    "pau.fleet.rollup.Rollup.overall",
-    "pau.fleet.sums.Acc.result",
-    "pau.views.fleet_text.figures",   # a Rollup's figures: holds Rollup.overall's
-}
+#: Loose returns today, each a debt to pay: none left (the fleet's were the last).
+LOOSE: set[str] = set()
 
 #: Returns whose shape is another library's: ml-goodput-measurement's
 #: ``get_job_goodput_interval`` returns a 5-tuple, which pau's mirror keeps.
@@ -143,3 +136,125 @@ def test_no_public_function_returns_a_loose_type_but_the_listed_ones(found):
     assert not new, f"public functions returning a loose type (give them a TypedDict or a dataclass): {new}"
     paid = sorted((LOOSE | BY_DESIGN) - set(found))
     assert not paid, f"typed now: take them off LOOSE / BY_DESIGN in tests/test_typed_returns.py: {paid}"
+
+
+# ---------------------------------------------------------------------------
+# the types say what the functions return: each result checked against its type
+
+
+def conforms(v: Any, tp: Any) -> bool:
+    """Whether ``v`` is of type ``tp`` (a TypedDict checked key by key: its required keys
+    there, no key it does not name; a float is a float, not an int)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return v is None
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        return any(conforms(v, a) for a in args)
+    if hasattr(tp, "__required_keys__"):   # a TypedDict
+        hints = typing.get_type_hints(tp)
+        return (isinstance(v, dict) and tp.__required_keys__ <= v.keys() <= set(hints)
+                and all(conforms(v[k], hints[k]) for k in v))
+    if origin is list:
+        return isinstance(v, list) and all(conforms(x, args[0]) for x in v)
+    if origin is tuple:
+        return isinstance(v, tuple) and len(v) == len(args) and all(map(conforms, v, args))
+    if origin is dict:
+        return isinstance(v, dict) and all(conforms(k, args[0]) and conforms(x, args[1]) for k, x in v.items())
+    if tp in (int, float):
+        return type(v) is tp
+    assert origin is None and isinstance(tp, type), f"conforms: no rule for {tp!r}"
+    return isinstance(v, tp)
+
+
+def returned(f: Any) -> Any:
+    return typing.get_type_hints(f)["return"]
+
+
+def test_conforms_checks_typed_dicts_key_by_key():
+    class TD(typing.TypedDict):
+        a: int
+        b: typing.Optional[float]
+
+    assert conforms({"a": 1, "b": None}, TD) and conforms({"a": 1, "b": 2.5}, TD)
+    assert not conforms({"a": 1}, TD) and not conforms({"a": 1, "b": 2}, TD)
+    assert not conforms({"a": 1, "b": None, "c": 0}, TD) and not conforms({"a": True, "b": None}, TD)
+    assert conforms([("x", 1)], typing.List[typing.Tuple[str, int]]) and not conforms([("x", 1.0)], typing.List[
+        typing.Tuple[str, int]])
+
+
+COST_MODEL = {"accelerator": {"H100": {"contract_rate_per_accelerator_hour": 2.0},
+                              "A100": {"contract_rate_per_accelerator_hour": 1.0}}}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    build_fleet = importlib.import_module("test_fleet_rollup").build_fleet   # a fleet with jobs, of two clusters
+    return build_fleet(tmp_path_factory.mktemp("typed"))
+
+
+def test_a_rollups_figures_are_of_their_typed_dict(fleet):
+    from pau.fleet.rollup import RollupCosts, RollupFigures
+    from pau.views import fleet_text
+    assert returned(pau.fleet.rollup.Rollup.overall) is RollupFigures
+    assert returned(fleet_text.figures) is fleet_text.FleetFigures
+    for cost_model in (None, COST_MODEL):
+        r = fleet.rollup(by=["cluster"], every="1d", cost_model=cost_model)
+        starts = sorted(set(r.table["period_start_ns"].to_pylist()))
+        assert len(starts) > 2
+        for o in (r.overall(), r.overall(starts[1]), r.overall(starts[-1] + 1)):   # the last: no row
+            assert conforms(o, RollupFigures), o
+            # the cost keys exactly with a cost model: pau fleet's JSON has none without one
+            assert (RollupCosts.__optional_keys__ <= o.keys()) == (cost_model is not None)
+            assert o.keys() - RollupCosts.__optional_keys__ == RollupFigures.__required_keys__
+        figures = fleet_text.figures(r)
+        assert conforms(figures, fleet_text.FleetFigures)
+        assert figures["last_period"] is not None and figures["last_period"]["period_start_ns"] == starts[-1]
+        assert conforms(figures["last_period"], fleet_text.PeriodFigures)
+    # the rollup's state columns are RollupFigures' ns keys
+    state_ns = {k for k in RollupFigures.__required_keys__ if k.endswith("_ns")}
+    assert state_ns - {"allocated_ns", "accountable_ns", "badput_ns", "queue_ns"} == set(
+        pau.fleet.rollup._STATE_COLS)
+
+
+def test_jobs_summary_is_its_typed_dict(fleet):
+    from pau.fleet.archive import JobsSummary
+    got = fleet.jobs_summary()
+    assert returned(pau.fleet.archive.Fleet.jobs_summary) is JobsSummary and conforms(got, JobsSummary)
+    assert got["jobs"] == fleet.jobs.num_rows and got["runs"] == fleet.runs.num_rows > 0
+
+
+def test_figure_values_are_figure_values_by_runs_column(fleet):
+    from pau.fleet import archive
+    fv = archive.figure_values(fleet.run(fleet.keys()[0]).summary())
+    assert conforms(fv, returned(archive.figure_values))
+    assert all(conforms(v, archive.FigureValue) for v in fv.values())
+    assert {type(v) for v in fv.values()} >= {int, float, list, type(None)}   # the check saw each kind
+    # its keys: the runs table's columns made of a summary (FIGURES' and those after them)
+    assert set(fv) == {c for c, _, _ in archive.FIGURES} | {
+        "badput_by_cause_ns", "failure_ns", "recovery_ns", "energy_metric", "energy_j", "energy_productive_j",
+        "failures_by_cause"} and set(fv) <= set(archive.RUNS_SCHEMA.names)
+
+
+def test_accelerators_gained_gives_what_its_overloads_say():
+    import numpy as np
+
+    from pau.fleet.changes import accelerators_gained
+    assert type(accelerators_gained(10, 11.5, 3)) is float and type(accelerators_gained(np.float64(1), 4, 3)) is float
+    for args in (([0, 24], 24, 24), (0, np.array([24.0]), 24), (0, 24, [24, 12]), (np.array(0.0), 24, 24)):
+        got = accelerators_gained(*args)
+        assert isinstance(got, np.ndarray) and got.shape == np.broadcast(*map(np.asarray, args)).shape
+    np.testing.assert_array_equal(accelerators_gained(0, 24, [24, 12]), [1.0, 2.0])
+
+
+def test_sparse_sums_are_one_named_tuple():
+    import numpy as np
+
+    from pau.fleet import periods, pricing, sums
+    assert pricing.Sparse is sums.Sparse is returned(sums.Acc.result)
+    acc = sums.Acc(2, 3, periods.parse_every("1d"), 4)
+    acc.add(np.array([1, 0, 1]), np.zeros(3, np.int64), np.array([2, 0, 2]), np.array([5, 7, 6], np.int64))
+    got = acc.result()
+    assert isinstance(got, sums.Sparse) and got.group.tolist() == [0, 1] and got.column.tolist() == [0, 2]
+    assert got.value.tolist() == [7, 11] and got.start.tolist() == [0, 0]

@@ -28,7 +28,7 @@ import math
 import os
 import shutil
 import uuid
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, Sequence, Tuple, TypedDict, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,8 +43,9 @@ import pau.fleet.reliability as _reliability
 import pau.fleet.rollup as _rollup
 from pau.run import Run, read
 
-__all__ = ["CELLS_SCHEMA", "ENERGY_METRICS", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "Fleet", "KEY_VERSION", "LAYOUT_VERSION",
-           "REFUSALS_SCHEMA", "RUNS_SCHEMA", "energy_values", "failure_causes", "figure_values", "flops_values", "read_fleet", "run_key"]
+__all__ = ["CELLS_SCHEMA", "ENERGY_METRICS", "FIGURES", "FLEET_FILE", "FLEET_JOBS_SCHEMA", "FigureValue", "Fleet",
+           "JobsSummary", "KEY_VERSION", "LAYOUT_VERSION", "REFUSALS_SCHEMA", "RUNS_SCHEMA", "energy_values",
+           "failure_causes", "figure_values", "flops_values", "read_fleet", "run_key"]
 
 #: The file naming a folder as a fleet archive, and the layout's version.
 FLEET_FILE = "pau-fleet.json"
@@ -129,11 +130,23 @@ REFUSALS_SCHEMA = pa.schema([("key", pa.string()), ("source", pa.string()), ("fo
 FLEET_JOBS_SCHEMA = JOBS_SCHEMA.append(pa.field("run", pa.string()))
 
 
-def figure_values(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The :data:`FIGURES` of a run's summary (``Run.summary()``), by column; a figure
-    the run does not have (no ledger, no requests) is None, an activity its ledger does
-    not hold 0."""
-    out: dict[str, Any] = {}
+#: A value :func:`figure_values` gives a column of the runs table: a figure of
+#: :data:`FIGURES` (int, float, or ``mlperf_status``'s str), a list of instants
+#: (``failure_ns``, ``recovery_ns``), (name, count) pairs of a map column
+#: (``badput_by_cause_ns``, ``failures_by_cause``), or None where the run has none.
+FigureValue = Union[int, float, str, List[int], List[Tuple[str, int]], None]
+
+
+def figure_values(summary: Mapping[str, Any]) -> Dict[str, FigureValue]:
+    """The :data:`FIGURES` of a run's summary (``Run.summary()``), by column, and the
+    runs table's columns made of it (``badput_by_cause_ns``, :func:`failure_lists`,
+    :func:`energy_values`, :func:`failure_causes`); a figure the run does not have (no
+    ledger, no requests) is None, an activity its ledger does not hold 0.
+
+    A dict by column name, not a TypedDict: its keys are :data:`FIGURES`' (a column per
+    state and per activity of ``pau.engine.vocab``) and :data:`RUNS_SCHEMA` is their
+    one list; a TypedDict would be a second one to keep in step."""
+    out: Dict[str, FigureValue] = {}
     for column, path, _ in FIGURES:
         v: Any = summary
         for k in path:
@@ -570,6 +583,22 @@ def _read_folder(path: str, schema: pa.Schema) -> pa.Table:
     return table.sort_by(keys)
 
 
+class JobsSummary(TypedDict):
+    """What :meth:`Fleet.jobs_summary` returns: counts of the join of jobs and runs
+    (exact ints; its docstring says what each counts)."""
+
+    jobs: int
+    jobs_with_run: int
+    jobs_without_run: int
+    jobs_with_several_runs: int
+    runs: int
+    runs_with_job: int
+    runs_without_job: int
+    job_records_superseded: int
+    unattributed_accelerator_ns: int
+    jobs_without_run_allocation_unknown: int
+
+
 class Fleet:
     """A fleet archive (``pau ingest``), opened by :func:`read_fleet`.
 
@@ -650,7 +679,7 @@ class Fleet:
                 for k in zip(t["cluster"].to_pylist(), t["job"].to_pylist())]
         return t.append_column(FLEET_JOBS_SCHEMA.field("run"), pa.array(keys, pa.string())), superseded
 
-    def jobs_summary(self) -> dict[str, Any]:
+    def jobs_summary(self) -> JobsSummary:
         """Counts of the join of jobs and runs (DESIGN §7: both are counted):
 
         ``jobs`` (rows of :attr:`jobs`), ``jobs_with_run``, ``jobs_without_run``,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Union, overload
 
 import numpy as np
 import pyarrow as pa
@@ -565,14 +565,32 @@ def group_changes(table: Any, metric: str, *, by: Any = (), period: str = "perio
 # efficiency as capacity
 
 
-def accelerators_gained(productive_hours_a: Any, productive_hours_b: Any, period_hours: Any) -> Any:
+#: Hours given to :func:`accelerators_gained` as an array (a NumPy array, a list).
+_Hours = Union[np.ndarray, Sequence[float]]
+
+
+@overload
+def accelerators_gained(productive_hours_a: float, productive_hours_b: float, period_hours: float) -> float: ...
+@overload
+def accelerators_gained(productive_hours_a: _Hours, productive_hours_b: _Hours | float,
+                        period_hours: _Hours | float) -> np.ndarray: ...
+@overload
+def accelerators_gained(productive_hours_a: float, productive_hours_b: _Hours,
+                        period_hours: _Hours | float) -> np.ndarray: ...
+@overload
+def accelerators_gained(productive_hours_a: float, productive_hours_b: float, period_hours: _Hours) -> np.ndarray: ...
+
+
+def accelerators_gained(productive_hours_a: float | _Hours, productive_hours_b: float | _Hours,
+                        period_hours: float | _Hours) -> float | np.ndarray:
     """Efficiency as capacity: productive accelerator-hours gained from period a to
     period b, over the hours in a period, in accelerators' worth.
 
     ``(productive_hours_b - productive_hours_a) / period_hours``: a fleet that does 1,680
     more productive accelerator-hours in a week (168 h) than the week before gained
-    the work of 10 accelerators running all week. Negative when it lost. Scalars give a
-    float; arrays broadcast.
+    the work of 10 accelerators running all week. Negative when it lost. Three numbers
+    give a float; an array (a NumPy array, of any shape, or a list) among them gives a
+    NumPy array, the three broadcast.
     """
     a = np.asarray(productive_hours_a, dtype=np.float64)
     b = np.asarray(productive_hours_b, dtype=np.float64)
@@ -585,5 +603,6 @@ def accelerators_gained(productive_hours_a: Any, productive_hours_b: Any, period
             i = int(np.flatnonzero(~ok.reshape(-1))[0])
             where = f"[{i}]" if v.ndim else ""
             raise PauError(f"{name}{where} = {float(v.reshape(-1)[i])!r}. Fix: {fix}")
-    out = (b - a) / p
-    return float(out) if out.ndim == 0 else out
+    out = np.asarray((b - a) / p)  # an array of 0-d arrays too (NumPy gives a scalar)
+    given = (productive_hours_a, productive_hours_b, period_hours)
+    return out if any(isinstance(v, np.ndarray) or np.ndim(v) for v in given) else float(out)

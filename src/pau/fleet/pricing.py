@@ -19,8 +19,8 @@ from pau.fleet.periods import NS_PER_HOUR
 
 __all__ = ["Pricing", "Sparse", "cost_rows", "energy_cost_rows"]
 
-#: Sums as :meth:`pau.fleet.sums.Acc.result` gives them: (period start, fine group, column, sum).
-Sparse = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: Sums as :meth:`pau.fleet.sums.Acc.result` gives them (the one type, :class:`pau.fleet.sums.Sparse`).
+Sparse = _sums.Sparse
 
 
 class Pricing:
@@ -63,9 +63,8 @@ def cost_rows(pricing: Pricing, g: _groups.Groups, user: int, ug: np.ndarray, ro
                time: Sparse) -> np.ndarray:
     """The seven cost parts per row: each fine group and period priced at its rate, then
     summed per row."""
-    st, f, col_, v = time
-    fine_keys = np.unique(_sums.pair(f, st))
-    fine = _sums.rows(fine_keys, st, f, col_, v, len(fine_keys), len(STATES) + 2)
+    fine_keys = np.unique(_sums.pair(time.group, time.start))
+    fine = _sums.rows(fine_keys, time.start, time.group, time.column, time.value, len(fine_keys), len(STATES) + 2)
     fine_g, fine_st = _sums.unpair(fine_keys)
     cost = np.zeros((len(row_keys), 7))
     at = np.searchsorted(row_keys, _sums.pair(ug[fine_g], fine_st))
@@ -88,7 +87,7 @@ def energy_cost_rows(pricing: Pricing, g: _groups.Groups, user: int, ug: np.ndar
     hour = np.full(g.count, np.nan)
     ended = g.run[ends_idx][~np.isnan(runs["energy_j"].to_numpy(zero_copy_only=False)[ends_idx])] \
         if "energy_j" in runs.column_names else np.zeros(0, np.int64)
-    for fg in np.unique(np.concatenate([time[1], ended])).tolist():  # the groups with time or energy
+    for fg in np.unique(np.concatenate([time.group, ended])).tolist():  # the groups with time or energy
         rate = pricing.rate(g.values[user][fg], g.values[user + 1][fg])
         if rate.joule_price is not None:
             joule[fg] = rate.joule_price
@@ -106,10 +105,9 @@ def energy_cost_rows(pricing: Pricing, g: _groups.Groups, user: int, ug: np.ndar
         out += np.bincount(rows, weights=np.nan_to_num(j[has] * price), minlength=n_rows)
         unknown[rows[np.isnan(price)]] = True
         basis[rows, 0] = True
-    st, f, col_, v = time
-    nominal = col_ == len(STATES) + 1
+    nominal = time.column == len(STATES) + 1
     if nominal.any():
-        f, st, v = f[nominal], st[nominal], v[nominal]
+        f, st, v = time.group[nominal], time.start[nominal], time.value[nominal]
         rows = np.searchsorted(row_keys, _sums.pair(ug[f], st))
         price = hour[f]
         out += np.bincount(rows, weights=np.nan_to_num(v / NS_PER_HOUR * price), minlength=n_rows)

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -57,6 +57,8 @@ __all__ = [
     "ROLLUP_SCHEMA_BASE",
     "Period",
     "Rollup",
+    "RollupCosts",
+    "RollupFigures",
     "capacity",
     "changes",
     "local_edges",
@@ -118,6 +120,91 @@ _FAILURE_LISTS = ("failure_ns", "recovery_ns")
 
 # ---------------------------------------------------------------------------
 # the result
+
+
+class RollupCosts(TypedDict, total=False):
+    """The keys of :class:`RollupFigures` a rollup with a cost model has (none without
+    one: ``pau fleet --format json`` prints no cost key then, never a 0)."""
+
+    cost: float
+    cost_productive: float
+    cost_rolled_back: float
+    cost_recovery: float
+    cost_idle: float
+    cost_overhead: float
+    cost_unaccounted: float
+    cost_per_productive_h: Optional[float]  # None: no productive time
+    energy_cost: Optional[float]  # None: no energy priced, or some of it without a price
+
+
+class RollupFigures(RollupCosts):
+    """What :meth:`Rollup.overall` returns: the figures of every group together, by the
+    rollup table's column names (``docs/fleet.md``, "Rollups"). ns and counts are exact
+    ints (sums of the rows); hours, ratios, seconds and joules floats; None where a figure
+    has nothing to be of (a zero denominator, no jobs table, no energy or FLOPs known).
+    The cost keys (:class:`RollupCosts`) only with a cost model."""
+
+    allocated_ns: int
+    accountable_ns: int
+    productive_ns: int
+    rolled_back_ns: int
+    badput_ns: int
+    pending_ns: int
+    checkpoint_ns: int
+    checkpoint_lost_ns: int
+    checkpoint_unused_ns: int
+    initialization_ns: int
+    recovery_outage_ns: int
+    recovery_reinit_ns: int
+    recovery_restore_ns: int
+    eval_ns: int
+    data_wait_ns: int
+    custom_ns: int
+    unattributed_ns: int
+    failures: int
+    recoveries: int
+    jobs_started: int
+    runs_ended: int
+    preserved_steps: int
+    queue_ns: Optional[int]  # None: no jobs table (allocated from the runs)
+    allocated_h: float
+    accountable_h: float
+    productive_h: float
+    rolled_back_h: float
+    badput_h: float
+    goodput: Optional[float]
+    goodput_allocated: Optional[float]
+    failures_per_1000_accelerator_hours: Optional[float]
+    mtbf_accelerator_h: Optional[float]
+    queue_mean_s: Optional[float]
+    energy_j: Optional[float]
+    energy_productive_j: Optional[float]
+    energy_per_preserved_step_j: Optional[float]
+    useful_flops: Optional[float]
+    peak_flop_productive: Optional[float]
+    mfu: Optional[float]
+
+
+def _known_sum(column: pa.ChunkedArray) -> float | None:
+    """The exact float sum (``math.fsum``) of a column's values, None when it has none
+    (never 0 for unknown)."""
+    known = [v for v in column.to_pylist() if v is not None]
+    return math.fsum(known) if known else None
+
+
+def _cost_figures(t: pa.Table, productive_h: float) -> RollupCosts:
+    """The cost keys of :meth:`Rollup.overall` over the rows of ``t`` (a cost model's
+    rollup)."""
+    cost = {c: float(sum(t[c].to_pylist())) for c in ("cost", "cost_productive", "cost_rolled_back", "cost_recovery",
+                                                       "cost_idle", "cost_overhead", "cost_unaccounted")}
+    # the energy's cost: null when none, or when some of it had no price (never 0 for unknown)
+    priced = [v for v, b in zip(t["energy_cost"].to_pylist(), t["energy_cost_basis"].to_pylist()) if b]
+    return {"cost": cost["cost"], "cost_productive": cost["cost_productive"],
+            "cost_rolled_back": cost["cost_rolled_back"], "cost_recovery": cost["cost_recovery"],
+            "cost_idle": cost["cost_idle"], "cost_overhead": cost["cost_overhead"],
+            "cost_unaccounted": cost["cost_unaccounted"],
+            "cost_per_productive_h": cost["cost"] / productive_h if productive_h else None,
+            "energy_cost": None if not priced or None in priced else math.fsum(priced)}
 
 
 @dataclass
@@ -183,51 +270,55 @@ class Rollup:
         return pa.table(out)
 
 
-    def overall(self, period_start_ns: int | None = None) -> dict[str, Any]:
+    def overall(self, period_start_ns: int | None = None) -> RollupFigures:
         """The figures of every group together (of one period, by its start, when given):
         the int64 ns columns and counts summed (Python integers), hours, and the ratios of
-        those sums. What ``pau fleet``'s JSON calls ``total`` and ``last_period``, and
-        what its ``--gate`` checks."""
+        those sums (:class:`RollupFigures`). What ``pau fleet``'s JSON calls ``total`` and
+        ``last_period``, and what its ``--gate`` checks."""
         t = self.table
         if period_start_ns is not None:
             t = t.filter(pc.equal(t["period_start_ns"], period_start_ns))
-        ns_cols = ["allocated_ns", "accountable_ns", "productive_ns", "rolled_back_ns", "badput_ns",
-                   *(c for c in _STATE_COLS if c not in ("productive_ns", "rolled_back_ns"))]
-        out: dict[str, Any] = {c: sum(v or 0 for v in t[c].to_pylist()) for c in ns_cols}
-        for c in ("failures", "recoveries", "jobs_started", "runs_ended", "preserved_steps"):
-            out[c] = sum(t[c].to_pylist())
-        out["queue_ns"] = sum(v or 0 for v in t["queue_ns"].to_pylist()) if self.allocated_from == "jobs" else None
-        for h in ("allocated", "accountable", "productive", "rolled_back", "badput"):
-            out[f"{h}_h"] = out[f"{h}_ns"] / NS_PER_HOUR
-        acc, alloc, prod = out["accountable_ns"], out["allocated_ns"], out["productive_ns"]
-        out["goodput"] = prod / acc if acc else None
-        out["goodput_allocated"] = prod / alloc if alloc else None
-        out["failures_per_1000_accelerator_hours"] = out["failures"] / (acc / NS_PER_HOUR) * 1000 if acc else None
-        out["mtbf_accelerator_h"] = acc / NS_PER_HOUR / out["failures"] if out["failures"] else None
-        out["queue_mean_s"] = (out["queue_ns"] / out["jobs_started"] / NS_PER_S
-                               if out["jobs_started"] and out["queue_ns"] is not None else None)
-        for c in _ENERGY:  # null when no row has energy, never 0 J for unknown
-            known = [v for v in t[c].to_pylist() if v is not None]
-            out[c] = math.fsum(known) if known else None
-        out["energy_per_preserved_step_j"] = (out["energy_j"] / out["preserved_steps"]
-                                              if out["energy_j"] is not None and out["preserved_steps"] else None)
+        ns = {c: sum(v or 0 for v in t[c].to_pylist()) for c in (*_STATE_COLS, "allocated_ns", "accountable_ns",
+                                                                 "badput_ns")}
+        n = {c: sum(t[c].to_pylist()) for c in ("failures", "recoveries", "jobs_started", "runs_ended",
+                                                "preserved_steps")}
+        queue = sum(v or 0 for v in t["queue_ns"].to_pylist()) if self.allocated_from == "jobs" else None
+        acc, alloc, prod = ns["accountable_ns"], ns["allocated_ns"], ns["productive_ns"]
+        energy = _known_sum(t["energy_j"])  # null when no row has energy, never 0 J for unknown
         # MFU of the selection: a ratio of sums, the rows' MFU numerators (MFU x capacity)
         # over their capacities (peak FLOPs of the productive time)
         pairs = [(m * c, c) for m, c in zip(t["mfu"].to_pylist(), t["peak_flop_productive"].to_pylist())
                  if m is not None and c]
-        for c in ("useful_flops", "peak_flop_productive"):
-            known = [v for v in t[c].to_pylist() if v is not None]
-            out[c] = math.fsum(known) if known else None
-        out["mfu"] = math.fsum(u for u, _ in pairs) / math.fsum(c for _, c in pairs) if pairs else None
-        if "cost" in t.column_names:
-            for c in ("cost", "cost_productive", "cost_rolled_back", "cost_recovery", "cost_idle", "cost_overhead",
-                      "cost_unaccounted"):
-                out[c] = float(sum(t[c].to_pylist()))
-            out["cost_per_productive_h"] = out["cost"] / out["productive_h"] if prod else None
-            # the energy's cost: null when none, or when some of it had no price (never 0 for unknown)
-            priced = [v for v, b in zip(t["energy_cost"].to_pylist(), t["energy_cost_basis"].to_pylist()) if b]
-            out["energy_cost"] = None if not priced or None in priced else math.fsum(priced)
-        return out
+        out: RollupFigures = {
+            "allocated_ns": alloc, "accountable_ns": acc, "productive_ns": prod,
+            "rolled_back_ns": ns["rolled_back_ns"], "badput_ns": ns["badput_ns"],
+            "pending_ns": ns["pending_ns"], "checkpoint_ns": ns["checkpoint_ns"],
+            "checkpoint_lost_ns": ns["checkpoint_lost_ns"], "checkpoint_unused_ns": ns["checkpoint_unused_ns"],
+            "initialization_ns": ns["initialization_ns"], "recovery_outage_ns": ns["recovery_outage_ns"],
+            "recovery_reinit_ns": ns["recovery_reinit_ns"], "recovery_restore_ns": ns["recovery_restore_ns"],
+            "eval_ns": ns["eval_ns"], "data_wait_ns": ns["data_wait_ns"], "custom_ns": ns["custom_ns"],
+            "unattributed_ns": ns["unattributed_ns"],
+            "failures": n["failures"], "recoveries": n["recoveries"], "jobs_started": n["jobs_started"],
+            "runs_ended": n["runs_ended"], "preserved_steps": n["preserved_steps"],
+            "queue_ns": queue,
+            "allocated_h": alloc / NS_PER_HOUR, "accountable_h": acc / NS_PER_HOUR, "productive_h": prod / NS_PER_HOUR,
+            "rolled_back_h": ns["rolled_back_ns"] / NS_PER_HOUR, "badput_h": ns["badput_ns"] / NS_PER_HOUR,
+            "goodput": prod / acc if acc else None,
+            "goodput_allocated": prod / alloc if alloc else None,
+            "failures_per_1000_accelerator_hours": n["failures"] / (acc / NS_PER_HOUR) * 1000 if acc else None,
+            "mtbf_accelerator_h": acc / NS_PER_HOUR / n["failures"] if n["failures"] else None,
+            "queue_mean_s": queue / n["jobs_started"] / NS_PER_S if n["jobs_started"] and queue is not None else None,
+            "energy_j": energy,
+            "energy_productive_j": _known_sum(t["energy_productive_j"]),
+            "energy_per_preserved_step_j": (energy / n["preserved_steps"]
+                                            if energy is not None and n["preserved_steps"] else None),
+            "useful_flops": _known_sum(t["useful_flops"]),
+            "peak_flop_productive": _known_sum(t["peak_flop_productive"]),
+            "mfu": math.fsum(u for u, _ in pairs) / math.fsum(c for _, c in pairs) if pairs else None,
+        }
+        if "cost" not in t.column_names:
+            return out
+        return {**out, **_cost_figures(t, out["productive_h"])}
 
 
 # ---------------------------------------------------------------------------
@@ -536,7 +627,8 @@ def _add_counts(runs: pa.Table, g: _groups.Groups, run_keep: np.ndarray, p: Peri
 
 
 def _assemble(keys: list[str], g: _groups.Groups, p: Period, lo: int | None, hi: int | None, runs: pa.Table,
-              has_jobs: bool, pricing: _pricing.Pricing, parts: dict[str, _pricing.Sparse], ends: _Ends, fails: _Fails) -> pa.Table:
+              has_jobs: bool, pricing: _pricing.Pricing, parts: dict[str, _sums.Sparse], ends: _Ends,
+              fails: _Fails) -> pa.Table:
     """The rollup's table from the sums per fine group and period (``parts``: time,
     counts, queue): one row per user group and period with time, a run ended or a job
     started (a failure's period is a row even when its run had no time there: its
@@ -547,22 +639,22 @@ def _assemble(keys: list[str], g: _groups.Groups, p: Period, lo: int | None, hi:
     order = sorted(set(gkey), key=lambda k: tuple((x is None, "" if x is None else x) for x in k))
     rank = {k: i for i, k in enumerate(order)}
     ug = np.array([rank[k] for k in gkey] if user else [0] * g.count, np.int64)
-    started = parts["queue"][2] == 1
-    live = [_sums.pair(ug[parts["time"][1]], parts["time"][0]), _sums.pair(ug[parts["counts"][1]], parts["counts"][0]),
-            _sums.pair(ug[parts["queue"][1][started]], parts["queue"][0][started])]
+    time, counts, queue = parts["time"], parts["counts"], parts["queue"]
+    started = queue.column == 1
+    live = [_sums.pair(ug[time.group], time.start), _sums.pair(ug[counts.group], counts.start),
+            _sums.pair(ug[queue.group[started]], queue.start[started])]
     row_keys = np.unique(np.concatenate(live))
     n_rows = len(row_keys)
     row_group, row_start = _sums.unpair(row_keys)
     dense = {}
-    for name, (st, f, col_, v) in parts.items():
-        inside = np.isin(_sums.pair(ug[f], st), row_keys)  # counts and queue of a row with none: not a row
-        dense[name] = _sums.rows(row_keys, st[inside], ug[f][inside], col_[inside], v[inside], n_rows,
-                                 {"time": n_time, "counts": len(_COUNTS) + 1, "queue": 2}[name])
+    for name, sp in parts.items():
+        inside = np.isin(_sums.pair(ug[sp.group], sp.start), row_keys)  # counts and queue of a row with none: not a row
+        dense[name] = _sums.rows(row_keys, sp.start[inside], ug[sp.group][inside], sp.column[inside], sp.value[inside],
+                                 n_rows, {"time": n_time, "counts": len(_COUNTS) + 1, "queue": 2}[name])
     cost = energy_cost = None
     if pricing.model is not None:
-        cost = _pricing.cost_rows(pricing, g, user, ug, row_keys, parts["time"])
-        energy_cost = _pricing.energy_cost_rows(pricing, g, user, ug, row_keys, runs, ends.idx, ends.start,
-                                                  parts["time"])
+        cost = _pricing.cost_rows(pricing, g, user, ug, row_keys, time)
+        energy_cost = _pricing.energy_cost_rows(pricing, g, user, ug, row_keys, runs, ends.idx, ends.start, time)
     energy = _energy_rows(runs, ends.idx, row_keys, _sums.pair(ug[g.run[ends.idx]], ends.start))
     energy.update(_flops_rows(runs, ends.idx, np.searchsorted(row_keys, _sums.pair(ug[g.run[ends.idx]], ends.start)),
                               n_rows))

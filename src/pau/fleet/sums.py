@@ -5,13 +5,15 @@ refused naming it."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from pau.errors import PauError
 import pau.fleet.periods as _periods
 from pau.fleet.periods import NS_PER_HOUR, Period
 
-__all__ = ["INT64_MAX", "Acc", "pair", "refuse_overflow", "rows", "sum_by", "unpair"]
+__all__ = ["INT64_MAX", "Acc", "Sparse", "pair", "refuse_overflow", "rows", "sum_by", "unpair"]
 
 #: The largest int64: a sum beyond it is refused (292 accelerator-years in one group and
 #: period). Sums are checked exactly (Python integers) where their float64 estimate
@@ -79,6 +81,17 @@ def sum_by(codes: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     if max(exact) > INT64_MAX:
         raise PauError(f"a rollup sum of {max(exact):,} ns {TOO_BIG}")
     return np.array(exact, np.int64)
+
+
+class Sparse(NamedTuple):
+    """Sums kept sparse, as :meth:`Acc.result` gives them: four int64 arrays of one
+    length, an entry per (period start, fine group, column) key, each key once, each
+    sum non-zero."""
+
+    start: np.ndarray   #: the period's start (ns)
+    group: np.ndarray   #: the fine group's code
+    column: np.ndarray  #: the column summed (its index among the accumulator's columns)
+    value: np.ndarray   #: the sum
 
 
 class Acc:
@@ -195,8 +208,8 @@ class Acc:
         self.parts = [(st[new], gc[new], sum_by(inv, v, int(new.sum())))]
         self.pending = self.compacted = len(self.parts[0][2])
 
-    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(period start, fine group, column, sum), each key once, sums non-zero."""
+    def result(self) -> Sparse:
+        """The sums: (period start, fine group, column, sum), each key once, sums non-zero."""
         if self.rows:  # the dense periods as sparse entries, with those added sparse
             for p_, r in self.rows.items():
                 nz = np.flatnonzero(self.table[r])
@@ -206,9 +219,9 @@ class Acc:
         self._compact()
         if not self.parts:
             z = np.zeros(0, np.int64)
-            return z, z, z, z
+            return Sparse(z, z, z, z)
         st, gc, v = self.parts[0]
-        return st, gc // self.C, gc % self.C, v
+        return Sparse(st, gc // self.C, gc % self.C, v)
 
 
 

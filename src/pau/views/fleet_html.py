@@ -158,7 +158,7 @@ def render(r: Rollup, *, title: str) -> str:
     ]
     if "cost" in o:
         cards.append(_html._card(f"cost ({r.currency})", f"{o['cost']:,.2f}"))
-    if o.get("mfu") is not None:  # over productive time, of the runs that know their FLOPs (docs/fleet.md)
+    if o["mfu"] is not None:  # over productive time, of the runs that know their FLOPs (docs/fleet.md)
         cards.append(_html._card("MFU (model FLOPs / peak, productive time)", f"{100 * o['mfu']:.1f}%"))
     cards += _energy_cards(r, o)
     body = [f'<div class="cards">{"".join(cards)}</div>']

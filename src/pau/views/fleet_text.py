@@ -4,17 +4,46 @@ prints and its ``--gate`` checks."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Dict, List, Optional, TypedDict, Union
 
 from pau.engine._format import duration, pct
 from pau.engine.vocab import STATES
-from pau.fleet.rollup import Rollup
+from pau.fleet.rollup import Rollup, RollupFigures
 from pau.views import console as _console
 
-__all__ = ["figures", "render"]
+__all__ = ["FleetFigures", "PeriodFigures", "RowValue", "figures", "render"]
+
+#: A value in a row of a rollup's table: its columns are strings, int64 and float64 (None where null).
+RowValue = Optional[Union[str, int, float]]
 
 
-def figures(r: Rollup) -> dict[str, Any]:
+class PeriodFigures(RollupFigures):
+    """``last_period`` of :class:`FleetFigures`: the period's start (ns), then the
+    figures of every group together in it (:meth:`pau.fleet.rollup.Rollup.overall`)."""
+
+    period_start_ns: int
+
+
+class FleetFigures(TypedDict):
+    """What :func:`figures` returns (``pau fleet --format json``, ``docs/fleet.md``):
+    the rollup's settings, its figures over the selection (``total``) and over its last
+    period, and its table's rows (one per group and period, by column name)."""
+
+    by: List[str]
+    every: str
+    since_ns: Optional[int]
+    until_ns: Optional[int]
+    allocated_from: str
+    warnings: List[str]
+    total: RollupFigures
+    last_period: Optional[PeriodFigures]  # None: no row
+    currency: Optional[str]
+    cost_basis: Dict[str, str]
+    rows: List[Dict[str, RowValue]]
+
+
+def figures(r: Rollup) -> FleetFigures:
     """What ``pau fleet --format json`` prints and ``--gate`` checks: the selection's
     ``total`` and ``last_period`` (every group together), then one row per group and period."""
     starts = r.table["period_start_ns"].to_pylist()
@@ -67,7 +96,8 @@ def render(r: Rollup) -> str:
                         f"{'the jobs table' if r.allocated_from == 'jobs' else 'the runs (no jobs table)'})", "",
                         _console.table(head, rows, justify=just, total=total), ""]
     acc = o["accountable_ns"]
-    causes = [(s, o[s.replace(".", "_") + "_ns"]) for s in STATES if s != "productive"]
+    by_name: Mapping[str, Any] = o  # the state columns, named from STATES (not literal keys)
+    causes = [(s, by_name[s.replace(".", "_") + "_ns"]) for s in STATES if s != "productive"]
     items += ["badput by cause (accountable accelerator-hours)",
               _console.table(["state", "hours", "of accountable"],
                              [[s, _h(v), pct(v, acc)] for s, v in sorted(causes, key=lambda c: -c[1]) if v])]
