@@ -169,6 +169,7 @@ def test_energy_cost_is_measured_joules_else_nominal_draw(fleet, every):
     its basis says which. Computed again here from the runs table and the cells."""
     f, _ = fleet
     r = f.rollup(by="cluster", every=every, cost_model=_PRICED)
+    assert len(r.cost_basis) > 1 and list(r.cost_basis) == sorted(r.cost_basis)  # the same order for the same data
     per_j = 1.25 * 0.2 / 3.6e6
     runs = f.runs.to_pylist()
     cluster_of = {x["run"]: x["cluster"] for x in runs}

@@ -536,7 +536,8 @@ def rollup(runs: pa.Table, cells: Any, jobs: pa.Table | None = None, *, by: str 
     if jobs is None:
         warnings.insert(0, "the archive holds no jobs table: allocated is the runs' accountable time (jobs with no "
                            "run are not counted)")
-    return Rollup(table, keys, p, lo, hi, "runs" if jobs is None else "jobs", pricing.currency, pricing.basis,
+    return Rollup(table, keys, p, lo, hi, "runs" if jobs is None else "jobs", pricing.currency,
+                  dict(sorted(pricing.basis.items())),  # by type and cluster: the same for the same data
                   warnings)
 
 
