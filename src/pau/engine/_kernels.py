@@ -199,13 +199,11 @@ class _Run(NamedTuple):
     cause: int
 
 
-class _Seen(NamedTuple):
+class _Seen(NamedTuple):  # of the steps of this rank (a new rank starts from _NO_SEEN)
     p_row: int   # the previous step
-    p_rank: int
     p_att: int
     p_step: int
     f_row: int   # the last non-empty step
-    f_rank: int
     f_end: int
 
 
@@ -320,19 +318,20 @@ def _check(seen, q, i, s, e, sn):
         return 2, -1
     # Half-open: an empty step overlaps nothing, and it does not hide the
     # previous non-empty step from the next one.
-    if e > s and seen.f_row >= 0 and seen.f_rank == q.rd and s < seen.f_end:
+    if e > s and seen.f_row >= 0 and s < seen.f_end:
         return 3, seen.f_row
-    if seen.p_row >= 0 and seen.p_rank == q.rd and seen.p_att == q.a and sn <= seen.p_step:
+    if seen.p_row >= 0 and seen.p_att == q.a and sn <= seen.p_step:
         return 4, seen.p_row
     return 0, -1
 
 
 @helper
 def _seen(seen, q, i, s, e, sn):
-    """What the checks remember after row ``i`` passed them."""
+    """What the checks remember after row ``i`` passed them (on the same rank: the
+    passes start each rank from :data:`_NO_SEEN`, so no rank is kept per step)."""
     if e > s:
-        return _Seen(np.int64(i), q.rd, q.a, np.int64(sn), np.int64(i), q.rd, np.int64(e))
-    return _Seen(np.int64(i), q.rd, q.a, np.int64(sn), seen.f_row, seen.f_rank, seen.f_end)
+        return _Seen(np.int64(i), q.a, np.int64(sn), np.int64(i), np.int64(e))
+    return _Seen(np.int64(i), q.a, np.int64(sn), seen.f_row, seen.f_end)
 
 
 @helper
@@ -354,7 +353,7 @@ def _run(rank, att_id, rd, a, ms, me, po, base, head, on, pend, cause):
                 np.int64(po), np.int64(base), h, on and h != _NULL, pend != 0, np.int64(cause))
 
 
-_NO_SEEN = _Seen(-1, -1, -1, 0, -1, -1, 0)
+_NO_SEEN = _Seen(-1, -1, 0, -1, 0)
 _NO_RUN = _Run(-2, _NULL, 0, 0, _NULL, _NULL, 0, _NULL, _NULL, False, False, -1)  # no (rank, attempt) yet
 _NO_CURSOR = _Cursor(-1, 0, 0, 0, 0, 0, -1)  # nothing loaded yet: the first turn loads visit 0
 
@@ -371,7 +370,7 @@ def steps_pass(order, rows, atts, rank_values):
     lab = StepLabels(np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int8),
                      np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int16))
     tok = 0
-    seen = _NO_SEEN
+    seen, q = _NO_SEEN, _NO_RUN
     code = 0
     bad = -1
     other = -1
@@ -380,6 +379,7 @@ def steps_pass(order, rows, atts, rank_values):
         r = np.int64(rows.rank[i])
         a = np.int64(rows.att[i])
         k = atts.m_row[a] + r
+        seen = seen if r == q.rank else _NO_SEEN  # the rows come rank by rank
         q = _run(r, a, r, a, atts.m_start[k], atts.m_end[k], 0, atts.base[a], atts.head[a], atts.on[a], atts.pend[a],
                  atts.cause[a])
         s = rows.start[i]
@@ -532,20 +532,8 @@ def attribute_pass(back, over, rows, visits, ranks, atts, out):
     last_layer, last_row, last_rank, last_end = -1, -1, np.int64(-1), np.int64(0)  # the last output piece
     bits = (np.uint8(0), np.uint8(0), np.uint8(0))
     ib, r, t, be = -1, np.int64(-1), np.int64(0), np.int64(0)  # background piece ib ends at be; on rank r at t
+    b_sv, b_av, b_pv = np.int64(0), np.int64(-1), np.int64(_NULL)  # its state, attempt and step
     while True:
-        if t >= be:  # the next background piece, maybe of the next rank
-            ib += 1
-            if ib < nb:
-                ip = ib & _POS
-                r, t, new = _background(r, t, np.int64(b_rank[ip]), np.int64(b_start[ip]))
-                if new:
-                    acc_rank[nr & _POS] = r
-                    nr += 1
-                be = np.int64(b_end[ip])
-                if be > t:
-                    acc_ns[(nr - 1) & _POS] += be - t
-            else:
-                r, t = np.int64(_DONE), np.int64(_DONE)  # check the steps the layering never reached
         # Move the cursor past steps before (r, t); with r = _DONE, past all.
         while cur.rank < r or (cur.rank == r and cur.rank != _DONE and cur.end <= t):
             j += 1
@@ -561,6 +549,7 @@ def attribute_pass(back, over, rows, visits, ranks, atts, out):
             ra = np.int64(att[i])
             if rv != q.rank or ra != q.att_id:  # what the step's (rank, attempt) decides, once per run
                 rd, a = ranks.table[rv - ranks.lo], atts.lut.table[ra - atts.lut.lo]
+                seen = seen if rv == q.rank else _NO_SEEN  # the visits come rank by rank
                 k = m_row[a] + rd
                 q = _run(rv, ra, rd, a, m_start[k], m_end[k], pres_off[a] if pres.size else 0, base[a], head[a], on[a],
                          pend[a], cause[a])
@@ -598,7 +587,7 @@ def attribute_pass(back, over, rows, visits, ranks, atts, out):
                 elif lay == 1:
                     sv, av, pv, cv = cur.state, cur.att, cur.step, cur.cause
                 else:
-                    sv, av, pv, cv = np.int64(b_state[ro]), np.int64(b_att[ro]), np.int64(b_step[ro]), np.int64(-1)
+                    sv, av, pv, cv = b_sv, b_av, b_pv, np.int64(-1)
                 r_rank[mu], r_start[mu], r_end[mu], r_state[mu] = r, t, nxt, sv
                 r_att[mu] = att_ids[av] if av >= 0 else 0
                 r_step[mu] = pv
@@ -610,6 +599,20 @@ def attribute_pass(back, over, rows, visits, ranks, atts, out):
                 last_layer, last_row, last_rank = lay, row, r
                 m += 1
             last_end, t = nxt, nxt
+        if t >= be:  # the next background piece, maybe of the next rank
+            ib += 1
+            if ib < nb:
+                ip = ib & _POS
+                r, t, new = _background(r, t, np.int64(b_rank[ip]), np.int64(b_start[ip]))
+                if new:
+                    acc_rank[nr & _POS] = r
+                    nr += 1
+                be = np.int64(b_end[ip])
+                b_sv, b_av, b_pv = np.int64(b_state[ip]), np.int64(b_att[ip]), np.int64(b_step[ip])
+                if be > t:
+                    acc_ns[(nr - 1) & _POS] += be - t
+            else:
+                r, t = np.int64(_DONE), np.int64(_DONE)  # check the steps the layering never reached
     if m & 7:
         v_att[m >> 3], v_step[m >> 3], v_cause[m >> 3] = bits
     if code:  # the outputs are incomplete: none
