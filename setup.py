@@ -7,9 +7,10 @@ Opt-in environment variables:
 """
 
 import os
+import platform
 from glob import glob
 
-from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext, has_flag
 from setuptools import setup
 
 VERSION = "0.1.0"
@@ -36,4 +37,20 @@ ext = Pybind11Extension(
     depends=sorted(glob("csrc/core/*.hpp") + glob("csrc/bindings/*.hpp")),
 )
 
-setup(version=VERSION, ext_modules=[ext], cmdclass={"build_ext": build_ext})
+#: On x86-64, no jump crosses or ends at a 32-byte boundary: Intel's microcode for the
+#: JCC erratum (Skylake to Cascade Lake and their Xeons) runs such jumps from the legacy
+#: decoder, so a hot loop's speed depended on where the linker happened to put it (the
+#: step scan lost 12 % from a move of 48 bytes). The assembler pads instead (GNU as 2.34
+#: and later; skipped where the compiler does not take the flag).
+JCC_FLAG = "-Wa,-mbranches-within-32B-boundaries"
+
+
+class BuildExt(build_ext):
+    def build_extensions(self) -> None:
+        if platform.machine().lower() in ("x86_64", "amd64") and has_flag(self.compiler, JCC_FLAG):
+            for e in self.extensions:
+                e.extra_compile_args.append(JCC_FLAG)
+        super().build_extensions()
+
+
+setup(version=VERSION, ext_modules=[ext], cmdclass={"build_ext": BuildExt})
