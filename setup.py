@@ -29,7 +29,7 @@ if os.environ.get("PAU_SANITIZE") == "1":
 
 ext = Pybind11Extension(
     "pau._core",
-    sorted(glob("csrc/*.cpp") + glob("csrc/bindings/*.cpp")),  # sorted: reproducible builds
+    sorted(glob("csrc/*.cpp") + glob("csrc/bindings/*.cpp") + glob("csrc/core/*.cpp")),  # sorted: reproducible builds
     cxx_std=17,
     define_macros=[("PAU_VERSION", f'"{VERSION}"')],
     extra_compile_args=compile_args,

@@ -10,9 +10,8 @@
 #include <vector>
 
 #include "../core/crossing.hpp"
-#include "../core/exclusive.hpp"
 #include "../core/parts.hpp"
-#include "../core/sweep.hpp"
+#include "../core/sweep_api.hpp"
 #include "common.hpp"
 #include "exported.hpp"
 
@@ -81,7 +80,7 @@ class CrossingSweep {
         }
         if (kernel < 0 || kernel > 3) throw std::invalid_argument("kernel: 0 (best), 1 (scalar), 2 (AVX-512) or 3 (AVX2)");
         kernel_ = static_cast<LeanKernel>(kernel);
-        if (lean_) ExclusiveSweep(nullptr, nullptr, nullptr, 0, levels_, kernel_);  // checks levels and kernel
+        if (lean_) check_levels(levels_, kernel_);
         bool ok = true;
         for (const auto& b : events_.batches) {
             ev_.emplace_back();
@@ -165,72 +164,21 @@ class CrossingSweep {
         for (int64_t i = 0; i < w; ++i) wrow_[static_cast<size_t>(i)] = i;
     }
 
-    template <typename SweepT>
-    bool feed(SweepT& sw, const std::vector<RankPart::Piece>& pieces) const {
-        for (const RankPart::Piece& p : pieces) {
-            const EventBatch& b = ev_[p.batch];
-            const FeedResult r = with_index_type(b.kind_type, [&](auto type) {
-                using IdxT = decltype(type);
-                return sw.template feed<IdxT>(b.rank + p.lo, b.start + p.lo, b.end + p.lo,
-                                     static_cast<const IdxT*>(b.kind) + p.lo, b.kind_map.data(),
-                                     static_cast<int64_t>(b.kind_map.size()), p.hi - p.lo);
-            });
-            if (r.code != Code::ok) return false;
-        }
-        return true;
-    }
-
-    int64_t start_of(const RankPart::Row& r) const { return ev_[r.batch].start[r.row]; }
-
-    // One part: its sweep (a chunk: see RankPart), the full one or, with levels,
-    // the exclusive-time one. A chunk but the last has the span [lo, hi) of both
-    // ends given (the last: from lo on), begins with what its lead leaves running,
-    // and declines when its rows reach past hi (the next chunk would miss them).
+    // One part (sweep_rank_part, compiled with the sweeps in bindings/sweep.cpp): the
+    // full sweep over the cuts or, with levels, the exclusive-time one.
     void run(size_t i) {
         std::call_once(once_, [this] { windows(); });
         if (declined_) return;
-        const RankPart& part = parts_[i];
-        const int32_t rank = part.lo;
-        const bool fixed = part.chunk && !part.last;  // a span of both ends given
-        const int64_t lo = part.chunk ? start_of(part.from) : 0;
-        const int64_t hi = fixed ? start_of(part.to) : lean_ ? std::numeric_limits<int64_t>::max() : 0;
-        if (fixed && hi < lo) return;  // starts decrease: the exact way names the row
-        if (lean_) {
-            ExclusiveSweep sw(&rank, &lo, &hi, part.chunk ? 1 : 0, levels_, kernel_, cuts_.data(),
-                              static_cast<int64_t>(cuts_.size()));
-            sweep_part(sw, i, rank, fixed, hi);
-        } else {
-            const int64_t w = static_cast<int64_t>(wrank_.size());
-            Sweep sw(wrank_.data(), cuts_.data(), cuts_.data() + 1, wrow_.data(), w, &rank, &lo, &hi, fixed ? 1 : 0);
-            if (part.chunk && part.last) sw.start_at(rank, lo);
-            sweep_part(sw, i, rank, fixed, hi);
-        }
-    }
-
-    static void open_lead(Sweep& sw, int32_t rank, const int64_t* ends, int64_t last_start) {
-        sw.open_kinds(rank, ends, last_start);
-    }
-    static void open_lead(ExclusiveSweep& sw, int32_t rank, const int64_t* ends, int64_t last_start) {
-        sw.open_levels(rank, ends, last_start);
-    }
-    static int64_t reach(Sweep& sw, int32_t rank) { return sw.latest_open_end(rank); }
-    static int64_t reach(ExclusiveSweep& sw, int32_t rank) { return sw.latest_end(rank); }
-
-    template <typename SweepT>
-    void sweep_part(SweepT& sw, size_t i, int32_t rank, bool fixed, int64_t hi) {
-        const RankPart& part = parts_[i];
-        if (!part.lead.empty()) {
-            int64_t ends[kNumKinds], last_start = 0;
-            lead_ends(ev_, part.lead, ends, last_start);
-            open_lead(sw, rank, ends, last_start);
-        }
-        if (!feed(sw, part.pieces)) return;
-        if (fixed) {
-            if (reach(sw, rank) > hi) return;  // the next chunk would miss it
-            if (!feed(sw, part.head)) return;
-        }
-        results_[i].hist = sw.finish();
-        results_[i].fed = true;
+        RankPartSweep job;
+        job.events = &ev_;
+        job.part = &parts_[i];
+        job.cuts = cuts_.data();
+        job.n_cuts = static_cast<int64_t>(cuts_.size());
+        job.win_rank = wrank_.data();
+        job.win_row = wrow_.data();
+        job.levels = lean_ ? levels_ : nullptr;
+        job.kernel = kernel_;
+        results_[i].fed = sweep_rank_part(job, results_[i].hist);
     }
 
     // False when a part holds a rank outside its range or a rank is in two parts

@@ -2,7 +2,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "../core/exclusive.hpp"
@@ -200,6 +202,85 @@ py::tuple feed_exclusive(pau::core::ExclusiveSweep& sw, const carray<int32_t>& r
 }
 
 }  // namespace
+
+// The sweeps' entry points for the other translation units (core/sweep_api.hpp):
+// compiled here, with the sweeps this file binds, so that each sweep's code is
+// compiled once.
+namespace pau::core {
+
+void check_levels(const int8_t* levels, LeanKernel kernel) {
+    ExclusiveSweep(nullptr, nullptr, nullptr, 0, levels, kernel);  // its constructor checks both
+}
+
+namespace {
+
+// Feed the rows of `pieces` to `sw` (either sweep: the same feed): false at the first problem.
+template <typename SweepT>
+bool feed_part(SweepT& sw, const std::vector<EventBatch>& ev, const std::vector<RankPart::Piece>& pieces) {
+    for (const RankPart::Piece& p : pieces) {
+        const EventBatch& b = ev[p.batch];
+        const FeedResult r = with_index_type(b.kind_type, [&](auto type) {
+            using IdxT = decltype(type);
+            return sw.template feed<IdxT>(b.rank + p.lo, b.start + p.lo, b.end + p.lo,
+                                          static_cast<const IdxT*>(b.kind) + p.lo, b.kind_map.data(),
+                                          static_cast<int64_t>(b.kind_map.size()), p.hi - p.lo);
+        });
+        if (r.code != Code::ok) return false;
+    }
+    return true;
+}
+
+void open_lead(Sweep& sw, int32_t rank, const int64_t* ends, int64_t last_start) {
+    sw.open_kinds(rank, ends, last_start);
+}
+void open_lead(ExclusiveSweep& sw, int32_t rank, const int64_t* ends, int64_t last_start) {
+    sw.open_levels(rank, ends, last_start);
+}
+int64_t reach(Sweep& sw, int32_t rank) { return sw.latest_open_end(rank); }
+int64_t reach(ExclusiveSweep& sw, int32_t rank) { return sw.latest_end(rank); }
+
+// The lead opened, the part's rows fed, and (a span of both ends given) the check
+// that none reaches past hi and the next chunk's head: the histogram, or false.
+template <typename SweepT>
+bool sweep_part(SweepT& sw, const RankPartSweep& job, bool fixed, int64_t hi, Histogram& out) {
+    const RankPart& part = *job.part;
+    const int32_t rank = part.lo;
+    if (!part.lead.empty()) {
+        int64_t ends[kNumKinds], last_start = 0;
+        lead_ends(*job.events, part.lead, ends, last_start);
+        open_lead(sw, rank, ends, last_start);
+    }
+    if (!feed_part(sw, *job.events, part.pieces)) return false;
+    if (fixed) {
+        if (reach(sw, rank) > hi) return false;  // the next chunk would miss it
+        if (!feed_part(sw, *job.events, part.head)) return false;
+    }
+    out = sw.finish();
+    return true;
+}
+
+}  // namespace
+
+bool sweep_rank_part(const RankPartSweep& job, Histogram& out) {
+    const RankPart& part = *job.part;
+    const std::vector<EventBatch>& ev = *job.events;
+    auto start_of = [&](const RankPart::Row& r) { return ev[r.batch].start[r.row]; };
+    const int32_t rank = part.lo;
+    const bool fixed = part.chunk && !part.last;  // a span of both ends given
+    const int64_t lo = part.chunk ? start_of(part.from) : 0;
+    const int64_t hi = fixed ? start_of(part.to) : job.levels ? std::numeric_limits<int64_t>::max() : 0;
+    if (fixed && hi < lo) return false;  // starts decrease: the exact way names the row
+    if (job.levels) {
+        ExclusiveSweep sw(&rank, &lo, &hi, part.chunk ? 1 : 0, job.levels, job.kernel, job.cuts, job.n_cuts);
+        return sweep_part(sw, job, fixed, hi, out);
+    }
+    const int64_t w = std::max<int64_t>(0, job.n_cuts - 1);
+    Sweep sw(job.win_rank, job.cuts, job.cuts + 1, job.win_row, w, &rank, &lo, &hi, fixed ? 1 : 0);
+    if (part.chunk && part.last) sw.start_at(rank, lo);
+    return sweep_part(sw, job, fixed, hi, out);
+}
+
+}  // namespace pau::core
 
 void bind_sweep(py::module_& m) {
     py::class_<Sweep>(m, "Sweep")

@@ -186,7 +186,7 @@ struct Utf8 {
 };
 
 // Integer dictionary indices: the type code of pau's sweep (with_index_type in
-// sweep.hpp), or -1 for another format.
+// sweep_api.hpp), or -1 for another format.
 inline int index_type(const char* format) {
     static const char* const codes[] = {"c", "s", "i", "l", "C", "S", "I"};
     for (int i = 0; i < 7; ++i)

@@ -4,7 +4,7 @@
 // attributes the lifecycle. The sweep's windows are the **cuts**: every instant at
 // which some rank's lifecycle state may change, read from the lifecycle table
 // before any attribution (cut_times). The events are read in place and split at
-// rank boundaries into parts (rank_parts, split.hpp), a rank of many events further
+// rank boundaries into parts (rank_parts, sweep_api.hpp), a rank of many events further
 // into chunks (chunked), one sweep each. Both tables are read as record batches through
 // the Arrow C data interface (arrow_c.hpp), and a layout not read zero-copy is
 // declined: the caller then takes the exact way.
@@ -20,9 +20,8 @@
 #include <vector>
 
 #include "arrow_c.hpp"
-#include "life_checks.hpp"
-#include "split.hpp"
-#include "sweep.hpp"
+#include "life_null.hpp"
+#include "sweep_api.hpp"
 
 namespace pau::core {
 
@@ -224,31 +223,6 @@ inline std::vector<RankPart> chunked(std::vector<RankPart> parts, int64_t chunk_
         }
     }
     return out;
-}
-
-// Rows [lo, hi) of one batch into lead_ends's maxima.
-template <typename IdxT>
-void kind_ends(const EventBatch& b, int64_t lo, int64_t hi, int64_t* ends, int64_t& last_start) {
-    const IdxT* idx = static_cast<const IdxT*>(b.kind);
-    const int64_t map_size = static_cast<int64_t>(b.kind_map.size());
-    for (int64_t i = lo; i < hi; ++i) {
-        const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
-        const int k = ki < static_cast<uint64_t>(map_size) ? b.kind_map[ki] : -1;
-        if (k >= 0 && b.end[i] > ends[k]) ends[k] = b.end[i];
-        if (b.start[i] > last_start) last_start = b.start[i];
-    }
-}
-
-// The latest end of each kind among the rows of `pieces` (INT64_MIN for a kind
-// none has; rows of no known kind are skipped), and their latest start.
-inline void lead_ends(const std::vector<EventBatch>& batches, const std::vector<RankPart::Piece>& pieces,
-                      int64_t* ends, int64_t& last_start) {
-    for (int k = 0; k < kNumKinds; ++k) ends[k] = std::numeric_limits<int64_t>::min();
-    last_start = std::numeric_limits<int64_t>::min();
-    for (const RankPart::Piece& p : pieces) {
-        const EventBatch& b = batches[p.batch];
-        with_index_type(b.kind_type, [&](auto type) { kind_ends<decltype(type)>(b, p.lo, p.hi, ends, last_start); });
-    }
 }
 
 // The runs of state intervals (sorted by rank and start): intervals of one rank

@@ -60,12 +60,9 @@
 #include "lanes.hpp"
 #include "split.hpp"
 #include "sweep.hpp"
+#include "sweep_api.hpp"
 
 namespace pau::core {
-
-// Which kernel sweeps: the best available (AVX-512, else AVX2, else scalar), the
-// scalar one, AVX-512 or AVX2 (an error where the CPU lacks it).
-enum class LeanKernel : int { best = 0, scalar = 1, avx512 = 2, avx2 = 3 };
 
 inline bool avx512_available() {
 #if PAU_HAVE_X86_KERNELS
@@ -122,8 +119,8 @@ class ExclusiveSweep {
     }
 
     // Windows only: before rank r's first event, what the events before them (a
-    // chunk's lead, crossing.hpp) leave: ends[c] the latest end among those of
-    // kind code c (INT64_MIN: none), last_start the latest start (the next event
+    // chunk's lead: lead_ends, split.hpp) leave: ends[c] the latest end among
+    // those of kind code c (INT64_MIN: none), last_start the latest start (the next event
     // may not start earlier). Their union inside each window is carried as above.
     void open_levels(int32_t r, const int64_t* ends, int64_t last_start) {
         if (!windows_) throw std::logic_error("ExclusiveSweep::open_levels: a windowed sweep only");

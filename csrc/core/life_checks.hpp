@@ -9,9 +9,9 @@
 #include <limits>
 #include <vector>
 
-namespace pau::core::life {
+#include "life_null.hpp"
 
-constexpr int64_t kNull = std::numeric_limits<int64_t>::min();
+namespace pau::core::life {
 
 // Per row, the first problem visible in the row alone: 0 none, else 1 + its index
 // in pau.engine._lifecycle._ROW_CHECKS. `acc` is the code of accountable records;

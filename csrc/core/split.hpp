@@ -4,8 +4,9 @@
 // Events are read in place, either from record batches through the Arrow C data
 // interface (EventBatch::read, the full ledger's early sweep in crossing.hpp) or
 // from arrays the caller already holds (EventBatch::of, pau.engine._sweep's in-memory
-// sweep). rank_parts splits them at rank boundaries without reading every row;
-// sweep_split sweeps each part on its own thread and checks afterwards that the
+// sweep). rank_parts splits them at rank boundaries without reading every row
+// (EventBatch, RankPart and rank_parts are in sweep_api.hpp, compiled once in
+// sweep_api.cpp: the full ledger's translation unit uses them too); sweep_split sweeps each part on its own thread and checks afterwards that the
 // split's assumption (ranks sorted) held, sweeping again on one thread when not.
 #pragma once
 
@@ -17,192 +18,11 @@
 #include <utility>
 #include <vector>
 
-#include "arrow_c.hpp"
 #include "parts.hpp"
 #include "sweep.hpp"
+#include "sweep_api.hpp"
 
 namespace pau::core {
-
-// The event columns the sweep reads, of one batch, in place.
-struct EventBatch {
-    const int32_t* rank = nullptr;
-    const int64_t *start = nullptr, *end = nullptr;
-    const void* kind = nullptr;  // dictionary indices
-    int kind_type = -1;          // arrow::index_type
-    std::vector<int8_t> kind_map;  // dictionary position -> kind code, -1 if unknown
-    int64_t rows = 0;
-
-    // Arrays the caller holds: `kind` of arrow::index_type `kind_type`, indexing
-    // `map` (kind codes, -1 for unknown).
-    static EventBatch of(const int32_t* rank, const int64_t* start, const int64_t* end, const void* kind,
-                         int kind_type, const int8_t* map, int64_t map_size, int64_t rows) {
-        EventBatch b;
-        b.rank = rank;
-        b.start = start;
-        b.end = end;
-        b.kind = kind;
-        b.kind_type = kind_type;
-        b.kind_map.assign(map, map + map_size);
-        b.rows = rows;
-        return b;
-    }
-
-    // False unless rank is int32, the times int64 ns, kind a dictionary of utf8
-    // strings, and no column has nulls.
-    bool read(const arrow::Batch& batch, const std::vector<std::string>& kinds) {
-        if (!batch.ok()) return false;
-        rows = batch.rows();
-        const arrow::Column r = batch.column("rank"), s = batch.column("start_ns"), e = batch.column("end_ns"),
-                            k = batch.column("kind");
-        if (!r || !s || !e || !k || r.has_nulls() || s.has_nulls() || e.has_nulls() || k.has_nulls()) return false;
-        rank = r.int32();
-        start = s.int64_ns();
-        end = e.int64_ns();
-        if (!rank || !start || !end) return false;
-        const ArrowSchema* dict_schema = k.schema->dictionary;
-        const ArrowArray* dict = k.array->dictionary;
-        kind_type = arrow::index_type(k.schema->format);
-        if (!dict_schema || !dict || kind_type < 0 || std::string(dict_schema->format) != "u") return false;
-        const arrow::Column values{dict_schema, dict};
-        kind_map.assign(static_cast<size_t>(values.length()), -1);
-        for (int64_t j = 0; j < values.length(); ++j) {
-            if (!values.valid(j)) continue;
-            int32_t len = 0;
-            const char* p = values.utf8(j, len);
-            for (size_t c = 0; c < kinds.size(); ++c)
-                if (kinds[c].size() == static_cast<size_t>(len) && std::memcmp(kinds[c].data(), p, len) == 0)
-                    kind_map[static_cast<size_t>(j)] = static_cast<int8_t>(c);
-        }
-        const int width[] = {1, 2, 4, 8, 1, 2, 4};
-        kind = static_cast<const char*>(k.array->buffers[1]) + k.array->offset * width[kind_type];
-        return true;
-    }
-};
-
-// A part of the events: row ranges of batches, and its ranks (lo..hi, first and
-// last row's) as the split assumed them.
-//
-// A part of many rows of one rank is cut further into **chunks** of consecutive
-// rows, so that the last parts to run are short and the threads end together. A
-// chunk c > 0 begins its span at H_c, the start of its row `head` rows in. Its
-// first rows, the head (`lead`), only open the kinds that run on at H_c (the
-// latest end of each kind among them: lead_ends); their time is accounted by
-// chunk c - 1, which sweeps them after its own rows, and checks them. Chunk 0
-// begins at its first row's start; the last chunk ends at the rank's last end.
-// Chunk c accounts [H_c, H_{c+1}) exactly when no event before its first row
-// reaches past H_c: chunk c - 1 checks that, and when it fails the caller takes
-// the exact way.
-struct RankPart {
-    struct Piece {
-        size_t batch;
-        int64_t lo, hi;
-    };
-    struct Row {
-        size_t batch;
-        int64_t row;
-    };
-    std::vector<Piece> pieces;
-    int32_t lo = 0, hi = 0;
-    // Chunks only:
-    bool chunk = false;
-    bool last = true;          // the rank's last chunk (its span ends at the last end)
-    std::vector<Piece> lead;   // but the first: its own head, before its span
-    std::vector<Piece> head;   // but the last: the next chunk's head, swept after `pieces`
-    Row from{}, to{};          // the span: [start of `from`, start of `to`) (the last: open)
-};
-
-// The rows seq[a, b) of a part's pieces, as pieces.
-inline std::vector<RankPart::Piece> piece_range(const std::vector<RankPart::Piece>& seq, int64_t a, int64_t b) {
-    std::vector<RankPart::Piece> out;
-    int64_t at = 0;
-    for (const auto& p : seq) {
-        const int64_t n = p.hi - p.lo, x = std::max(a, at), z = std::min(b, at + n);
-        if (x < z) out.push_back({p.batch, p.lo + (x - at), p.lo + (z - at)});
-        at += n;
-    }
-    return out;
-}
-
-inline RankPart::Row row_at(const std::vector<RankPart::Piece>& seq, int64_t i) {
-    for (const auto& p : seq) {
-        if (i < p.hi - p.lo) return {p.batch, p.lo + i};
-        i -= p.hi - p.lo;
-    }
-    return {seq.back().batch, seq.back().hi - 1};
-}
-
-
-// Split the events into about `parts` row ranges at rank boundaries, each cut at
-// the rank boundary nearest an equal share of the rows, assuming the rank column
-// sorted (not read whole: the caller checks afterwards that no rank is in two
-// parts). Empty when a sample of 65 rows shows it unsorted.
-inline std::vector<RankPart> rank_parts(const std::vector<EventBatch>& batches, int64_t parts) {
-    std::vector<int64_t> offset{0};
-    for (const EventBatch& b : batches) offset.push_back(offset.back() + b.rows);
-    const int64_t n = offset.back();
-    std::vector<RankPart> out;
-    if (n == 0 || parts < 1) return out;
-    auto rank_at = [&](int64_t i) {
-        const size_t b = static_cast<size_t>(std::upper_bound(offset.begin(), offset.end(), i) - offset.begin() - 1);
-        return batches[b].rank[i - offset[b]];
-    };
-    for (int64_t j = 0, prev = rank_at(0); j <= 64; ++j) {
-        const int32_t r = rank_at(std::min(n - 1, j * n / 64));
-        if (r < prev) return out;
-        prev = r;
-    }
-    auto first_at_least = [&](int64_t v) {  // over the (assumed) sorted ranks
-        int64_t lo = 0, hi = n;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (rank_at(mid) < v) lo = mid + 1;
-            else hi = mid;
-        }
-        return lo;
-    };
-    std::vector<int64_t> cuts{0, n};
-    for (int64_t j = 1; j < parts; ++j) {
-        const int64_t i = j * n / parts;
-        const int64_t v = rank_at(i), lo = first_at_least(v), hi = first_at_least(v + 1);
-        cuts.push_back(i - lo <= hi - i ? lo : hi);
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
-        RankPart p;
-        p.lo = rank_at(cuts[c]);
-        p.hi = rank_at(cuts[c + 1] - 1);
-        for (size_t b = 0; b < batches.size(); ++b) {
-            const int64_t x = std::max(cuts[c], offset[b]), z = std::min(cuts[c + 1], offset[b + 1]);
-            if (x < z) p.pieces.push_back({b, x - offset[b], z - offset[b]});
-        }
-        out.push_back(std::move(p));
-    }
-    return out;
-}
-
-
-// The windows and spans of a sweep, as Sweep's constructor takes them.
-struct SweepPlan {
-    const int32_t* win_rank = nullptr;
-    const int64_t *win_start = nullptr, *win_end = nullptr, *win_row = nullptr;
-    int64_t n_windows = 0;
-    const int32_t* span_rank = nullptr;
-    const int64_t *span_start = nullptr, *span_end = nullptr;
-    int64_t n_spans = 0;
-    int64_t bucket = 0;
-    int64_t max_buckets = 0;  // Sweep::set_max_buckets, per part
-};
-
-// What sweep_split gives: the histogram, or the first problem a feed met (by
-// batch, then row; `row` within its batch).
-struct SplitResult {
-    bool ok = false;
-    Code code = Code::ok;
-    int64_t row = 0;
-    size_t batch = 0;
-    Histogram hist;
-};
 
 namespace detail {
 
@@ -269,6 +89,31 @@ void append(std::vector<T>& to, const std::vector<T>& from) {
 }
 
 }  // namespace detail
+
+// Rows [lo, hi) of one batch into lead_ends's maxima.
+template <typename IdxT>
+void kind_ends(const EventBatch& b, int64_t lo, int64_t hi, int64_t* ends, int64_t& last_start) {
+    const IdxT* idx = static_cast<const IdxT*>(b.kind);
+    const int64_t map_size = static_cast<int64_t>(b.kind_map.size());
+    for (int64_t i = lo; i < hi; ++i) {
+        const uint64_t ki = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
+        const int k = ki < static_cast<uint64_t>(map_size) ? b.kind_map[ki] : -1;
+        if (k >= 0 && b.end[i] > ends[k]) ends[k] = b.end[i];
+        if (b.start[i] > last_start) last_start = b.start[i];
+    }
+}
+
+// The latest end of each kind among the rows of `pieces` (INT64_MIN for a kind
+// none has; rows of no known kind are skipped), and their latest start.
+inline void lead_ends(const std::vector<EventBatch>& batches, const std::vector<RankPart::Piece>& pieces,
+                      int64_t* ends, int64_t& last_start) {
+    for (int k = 0; k < kNumKinds; ++k) ends[k] = std::numeric_limits<int64_t>::min();
+    last_start = std::numeric_limits<int64_t>::min();
+    for (const RankPart::Piece& p : pieces) {
+        const EventBatch& b = batches[p.batch];
+        with_index_type(b.kind_type, [&](auto type) { kind_ends<decltype(type)>(b, p.lo, p.hi, ends, last_start); });
+    }
+}
 
 // Sweep the events of `batches` (in memory, sorted by start within each rank; an
 // `order`, a permutation of the one batch, to read it through otherwise) into one

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "order.hpp"
+#include "sweep_api.hpp"
 
 namespace pau::core {
 
@@ -36,25 +37,6 @@ namespace pau::core {
 // with many instantiations GCC's growth limits otherwise leave them out of line
 // (measured: 215 against 265 M events/s).
 #define PAU_HOT inline __attribute__((always_inline))
-
-constexpr int kNumKinds = 6;  // compute, communication, memcpy, memset, sync, other
-constexpr int kNumMasks = 1 << kNumKinds;
-constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();
-
-// Why a feed stopped. Rows are 0-based positions in the fed arrays.
-enum class Code : int32_t {
-    ok = 0,
-    negative_rank = 1,
-    too_long = 2,  // end_ns - start_ns does not fit in int64
-    end_before_start = 3,
-    unknown_kind = 4,
-    unsorted = 5,  // start_ns decreased within a rank: the caller re-feeds in order
-};
-
-struct FeedResult {
-    Code code = Code::ok;
-    int64_t row = -1;
-};
 
 // The exclusive sweep's vector kernels (exclusive.hpp) prefetch the row this far
 // ahead in each of the four columns, once per block of 8 rows. On a virtual machine
@@ -72,20 +54,6 @@ inline void prefetch_rows(const int32_t* rank, const int64_t* start, const int64
     __builtin_prefetch(rank + a);
     __builtin_prefetch(kind_idx + a);
 }
-
-// The sparse output: one row per (rank, window, mask) with non-zero time.
-// window == -1 is "outside every window" (or the whole span when the sweep has
-// no windows); otherwise it is an index into the windows given to the Sweep.
-struct Histogram {
-    std::vector<int32_t> rank;
-    std::vector<int64_t> window;
-    std::vector<uint8_t> mask;
-    std::vector<int64_t> duration;
-    // The accounted span of every rank, in the order ranks were first seen.
-    std::vector<int32_t> span_rank;
-    std::vector<int64_t> span_start;
-    std::vector<int64_t> span_end;
-};
 
 // Per-rank states of a sweep, kept in the order they were made: found through a
 // table for ranks below kDirect (the common, dense case) and a map above.
@@ -798,22 +766,5 @@ class Sweep {
     RankState* last_state_ = nullptr;
     Histogram hist_;
 };
-
-// The integer types a feed's kind indices may have, by code: 0 int8, 1 int16,
-// 2 int32, 3 int64, 4 uint8, 5 uint16, 6 uint32 (arrow::index_type reads the
-// same codes off an Arrow format). Calls f(T{}) with the code's type T.
-template <typename F>
-decltype(auto) with_index_type(int code, F&& f) {
-    switch (code) {
-        case 0: return f(int8_t{});
-        case 1: return f(int16_t{});
-        case 2: return f(int32_t{});
-        case 3: return f(int64_t{});
-        case 4: return f(uint8_t{});
-        case 5: return f(uint16_t{});
-        case 6: return f(uint32_t{});
-        default: throw std::invalid_argument("kind: dictionary indices must be an integer array");
-    }
-}
 
 }  // namespace pau::core

@@ -12,7 +12,7 @@ __version__: str
 class FeedError(ValueError):
     """The first row a sweep of event batches could not take (pau.engine._native turns it into pau.errors)."""
 
-    code: int  # the core's FeedResult code (csrc/core/sweep.hpp)
+    code: int  # the core's FeedResult code (csrc/core/sweep_api.hpp)
     row: int  # within its batch
     batch: int
 
