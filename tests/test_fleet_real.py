@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
 from shared_data import ROOT as SHARED
+from test_fleet_rollup import assert_rollup_equals_pandas
 
 import pau
 from pau import cli
@@ -87,3 +88,13 @@ def test_plain_tools_open_the_archive(fleet):
     cells = pl.read_parquet(os.path.join(p, "cells", "*.parquet"))
     assert cells["duration_ns"].sum() == pc.sum(fleet.cells["duration_ns"]).as_py() == acc
     assert isinstance(fleet.cells, pa.Table)
+
+
+@pytest.mark.parametrize("by", [["cluster"], ["accelerator_type", "labels.format"]])
+def test_rollups_of_the_real_archive_equal_pandas(fleet, by):
+    """Issue 41's done-when on the archive of the real samples: the rollup's allocated,
+    accountable and state columns per group and week equal the pandas computation of
+    ``tests/test_fleet_rollup.py`` from the runs, cells and jobs tables (jobs of Philly,
+    sacct and Alibaba cut at the week boundaries)."""
+    assert fleet.jobs is not None and fleet.jobs.num_rows > 0 and fleet.cells.num_rows > 0
+    assert_rollup_equals_pandas(fleet, by, "1w")

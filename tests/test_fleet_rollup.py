@@ -137,7 +137,11 @@ def _expected(f, by: list[str], every: str, since=None, until=None, tz=None) -> 
     """allocated, accountable and each state per group and period, with pandas."""
     runs = f.runs.select(["run", "job", "cluster", "team", "accelerator_type", "end_ns", "start_ns", "failures",
                           "labels"]).to_pandas()
-    runs["labels.campaign"] = [dict(x)["campaign"] for x in runs["labels"]]
+    for k in by:  # labels.K: the runs table's column K where it has one, else the labels' K
+        if k.startswith("labels."):
+            sub = k[len("labels."):]
+            runs[k] = (f.runs[sub].to_pylist() if sub in f.runs.column_names
+                       else [dict(x or ()).get(sub) for x in runs["labels"]])
     cells = f.cells.to_pandas()
     lo = -(2**62) if since is None else since
     hi = 2**62 if until is None else until
@@ -152,24 +156,29 @@ def _expected(f, by: list[str], every: str, since=None, until=None, tz=None) -> 
         parts.append(x)
     alone = c[~c.run.isin(with_job)].groupby(by + ["period"], dropna=False).duration_ns.sum().rename("alloc_runs")
     pieces = []
+    keys_of = runs.set_index("run")[by]
     for j in jobs:
-        if j["end_ns"] is None or j["start_ns"] is None:
+        s0, e0, a = j["start_ns"], j["end_ns"], j["allocated_accelerator_ns"]
+        if e0 is None or s0 is None or a is None or a <= 0 or e0 <= s0:
             continue
-        s, e = max(j["start_ns"], lo), min(j["end_ns"], hi)
+        s, e = max(s0, lo), min(e0, hi)
         if e <= s:
             continue
         if j["run"] is not None:
-            keys = runs.set_index("run").loc[j["run"], by].tolist()
+            keys = keys_of.loc[j["run"]].tolist()
         else:
             keys = [j[k] if k in ("cluster", "team", "accelerator_type") else None for k in by]
         b = _boundaries(s, e, every, tz)
-        for x, y in zip(b[:-1], b[1:]):
-            pieces.append([*keys, int(_period(pd.Series([x]), every, tz)[0]), int(j["accelerators"]) * (y - x),
-                           j["run"] is None])
-    jp = pd.DataFrame(pieces, columns=by + ["period", "alloc", "alone"])
+        for x, y in zip(b[:-1], b[1:]):  # the allocation up to t: a * (t - start) // (end - start), Python ints
+            piece = a * (y - s0) // (e0 - s0) - a * (x - s0) // (e0 - s0)
+            pieces.append([*keys, int(_period(pd.Series([x]), every, tz)[0]), piece, j["run"] is None])
+    jp = pd.DataFrame(pieces, columns=by + ["period", "alloc", "alone"]).astype({"alloc": object})
     alloc_jobs = jp.groupby(by + ["period"], dropna=False).alloc.sum().rename("alloc_jobs")
     unatt_jobs = jp[jp.alone.astype(bool)].groupby(by + ["period"], dropna=False).alloc.sum().rename("unatt_jobs")
-    out = pd.concat(parts + [alone, alloc_jobs, unatt_jobs], axis=1).fillna(0).astype("int64")
+    # Python integers throughout (object columns): a float64 step on the way (NaN where a
+    # part has no row) would round sums past 2**53 ns
+    out = pd.concat([x.astype(object) for x in (*parts, alone, alloc_jobs, unatt_jobs)], axis=1)
+    out = out.astype(object).where(out.notna(), 0).astype("int64")
     out[STATE_COL["unattributed"]] += out["unatt_jobs"]
     out["allocated_ns"] = out["alloc_runs"] + out["alloc_jobs"]
     out["accountable_ns"] = out[[STATE_COL[s] for s in STATES]].sum(axis=1)
@@ -187,6 +196,12 @@ def _got(r) -> pd.DataFrame:
 @pytest.mark.parametrize("every", ["1h", "1d", "1w", "1mo"])
 @pytest.mark.parametrize("by", [["cluster", "team"], ["labels.campaign"], []])
 def test_rollup_equals_pandas(fleet, every, by):
+    assert_rollup_equals_pandas(fleet, by, every)
+
+
+def assert_rollup_equals_pandas(fleet, by: list[str], every: str) -> None:
+    """``fleet.rollup(by, every)``'s time columns against :func:`_expected`, and its
+    ratios against its own sums."""
     r = fleet.rollup(by=by, every=every)
     runs_by = by or ["cluster"]
     exp = _expected(fleet, runs_by, every)
@@ -194,7 +209,8 @@ def test_rollup_equals_pandas(fleet, every, by):
         exp = exp.groupby(level="period").sum()
     got = _got(r)
     if by:  # a job with no run has no labels: its group's key is null
-        got, exp = (x.reset_index().fillna({k: "-" for k in by}).set_index(by + ["period"]) for x in (got, exp))
+        got, exp = (x.reset_index().astype({k: object for k in by}).fillna({k: "-" for k in by})
+                    .set_index(by + ["period"]) for x in (got, exp))
     cols = ["allocated_ns", "accountable_ns", *STATE_COL.values()]
     exp = exp[cols].sort_index()
     got = got[cols].sort_index()
