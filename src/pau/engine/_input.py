@@ -190,6 +190,11 @@ class KindColumn:
     #: indexing from the end reads it), -1 past the dictionary: ``codes[indices]``
     #: needs no pass over the indices (see :func:`kind_column`).
     codes: np.ndarray
+    #: The first entries of :attr:`codes` that the native sweep reads (it reads any
+    #: other index as an unknown kind): the dictionary positions an index reaches. A
+    #: dictionary of up to 16 kinds keeps the exclusive sweep's byte-shuffle path
+    #: (``csrc/core/exclusive.hpp``).
+    core_codes: np.ndarray
 
 
 def kind_column(arr: pa.Array, table: str) -> KindColumn:
@@ -220,9 +225,10 @@ def kind_column(arr: pa.Array, table: str) -> KindColumn:
         # An index outside the dictionary (pyarrow reads a Parquet file's without a
         # check) finds -1 in the table of every value, an unknown kind, so that the
         # row is refused or set aside by its number (raise_first names it); the core
-        # reads the same table. No pass over the indices (a full one costs about 3 %
-        # of classify(threads=1)).
-        return KindColumn(idx, dictionary, _code_table(codes, idx.dtype))
+        # reads the table's first entries and any other index as unknown. No pass over
+        # the indices (a full one cost about 3 % of classify(threads=1)).
+        full, reach = _code_table(codes, idx.dtype)
+        return KindColumn(idx, dictionary, full, full[:reach])
     if not encoded and idx.size and _outside(idx, len(dictionary)):
         # Wider indices: an index outside the dictionary through a code of its own past
         # the dictionary's.
@@ -232,20 +238,20 @@ def kind_column(arr: pa.Array, table: str) -> KindColumn:
         idx[bad] = n
         idx = idx.astype(np.int32)
         codes = np.append(codes, np.int8(-1))
-    return KindColumn(idx, dictionary, codes)
+    return KindColumn(idx, dictionary, codes, codes)
 
 
-def _code_table(codes: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def _code_table(codes: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, int]:
     """``codes`` (dictionary position -> kind code) as a table of every value of the
     8- or 16-bit index type ``dtype``, read as unsigned: the dictionary's positions an
     index reaches keep their code, every other value (past the dictionary, or a
-    negative index of a signed type: at least 2**(bits-1) read as unsigned) is -1."""
+    negative index of a signed type: at least 2**(bits-1) read as unsigned) is -1.
+    With the table, how many of its first entries are the dictionary's."""
     bits = 8 * dtype.itemsize
-    reach = 1 << (bits - 1 if dtype.kind == "i" else bits)
+    m = min(codes.size, 1 << (bits - 1 if dtype.kind == "i" else bits))
     table = np.full(1 << bits, -1, np.int8)
-    m = min(codes.size, reach)
     table[:m] = codes[:m]
-    return table
+    return table, m
 
 
 def _outside(idx: np.ndarray, n: int) -> bool:
