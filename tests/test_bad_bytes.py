@@ -239,22 +239,25 @@ def test_every_index_type_outside_the_dictionary_is_an_invalid_row(dtype, size):
     for v in sorted({-1, -2, info.min, info.max, size, size - 1, 127, 1 << 7, 1 << 15}):
         if not info.min <= v <= info.max or (0 <= v < size and names[v] in KINDS):
             continue
-        kinds = pa.DictionaryArray.from_arrays(pa.array(np.array([0, 1, v, 0], dtype)), pa.array(names), safe=False)
-        events = pa.table({"rank": pa.array([0, 0, 0, 0], pa.int32()), "start_ns": [0, 10, 20, 30],
-                           "end_ns": [5, 15, 25, 35], "kind": kinds})
+        idx = np.zeros(40, dtype)  # blocks of 8 rows: the vector kernels' paths, not only the row-by-row one
+        idx[1], idx[20] = 1, v
+        kinds = pa.DictionaryArray.from_arrays(pa.array(idx), pa.array(names), safe=False)
+        start = np.arange(40, dtype=np.int64) * 10
+        events = pa.table({"rank": pa.array(np.zeros(40, np.int32)), "start_ns": start, "end_ns": start + 5,
+                           "kind": kinds})
         want = (f"unknown kind '{names[v]}'" if 0 <= v < size
                 else f"dictionary index {v} is outside the column's dictionary of {size} strings")
         for windows in (None, 100):
-            with pytest.raises(InvalidRowError, match=r"column 'kind', row 2: ") as err:
+            with pytest.raises(InvalidRowError, match=r"column 'kind', row 20: ") as err:
                 pau.core.classify(events, windows=windows)
             assert want in str(err.value), (dtype, v, windows, str(err.value))
             out = pau.core.classify(events, windows=windows, on_invalid="quarantine")
-            assert out.quarantine.column("row").to_pylist() == [2], (dtype, v, windows)
+            assert out.quarantine.column("row").to_pylist() == [20], (dtype, v, windows)
             assert out.quarantine.column("reason").to_pylist() == ["unknown kind"]
             busy: dict[str, int] = {}
             for a, d in zip(*out.result.select(["activity", "duration_ns"]).to_pydict().values()):
                 busy[a] = busy.get(a, 0) + d
-            assert busy["compute"] == 10 and busy["memcpy"] == 5, (dtype, v, windows, busy)
+            assert busy["compute"] == 5 * 38 and busy["memcpy"] == 5, (dtype, v, windows, busy)
 
 # --- what pyarrow's reader requires of a page, which the decoder now requires too ----
 
