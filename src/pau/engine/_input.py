@@ -6,6 +6,7 @@ numpy views of Arrow buffers (zero-copy where the layout allows it).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -76,7 +77,7 @@ def as_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     nulls, a read-only view of its data buffer made by numpy alone (a chunked one's
     chunks joined). pyarrow's own conversion imports pandas on its first use (see
     ``pau.engine.vocab.NUMPY_OF``)."""
-    dtype = NUMPY_OF.get(arr.type)
+    dtype = _NUMPY_BY_ID.get(arr.type.id)
     if dtype is None or arr.null_count:
         return arr.to_numpy(zero_copy_only=False)
     if isinstance(arr, pa.ChunkedArray):
@@ -87,7 +88,13 @@ def as_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     n = len(arr)
     if n == 0:
         return np.empty(0, dtype)
-    return np.frombuffer(arr.buffers()[1], dtype, n, arr.offset * np.dtype(dtype).itemsize)
+    return np.frombuffer(arr.buffers()[1], dtype, n, arr.offset * dtype.itemsize)
+
+
+#: :data:`NUMPY_OF` by Arrow type id (its types have no parameters: one type an id), as
+#: numpy dtypes: a type id is read without hashing the Arrow type (a few tenths of a
+#: microsecond a column, on every batch of every sweep).
+_NUMPY_BY_ID = {t.id: np.dtype(d) for t, d in NUMPY_OF.items()}
 
 
 def _first_true(mask: np.ndarray) -> int:
@@ -246,11 +253,19 @@ def _code_table(codes: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, int]:
     8- or 16-bit index type ``dtype``, read as unsigned: the dictionary's positions an
     index reaches keep their code, every other value (past the dictionary, or a
     negative index of a signed type: at least 2**(bits-1) read as unsigned) is -1.
-    With the table, how many of its first entries are the dictionary's."""
-    bits = 8 * dtype.itemsize
-    m = min(codes.size, 1 << (bits - 1 if dtype.kind == "i" else bits))
+    With the table (read-only: shared by the columns of one dictionary), how many of
+    its first entries are the dictionary's."""
+    return _code_table_of(codes.tobytes(), dtype.str)
+
+
+@functools.lru_cache(maxsize=64)
+def _code_table_of(codes: bytes, dtype: str) -> tuple[np.ndarray, int]:
+    t = np.dtype(dtype)
+    bits = 8 * t.itemsize
+    m = min(len(codes), 1 << (bits - 1 if t.kind == "i" else bits))
     table = np.full(1 << bits, -1, np.int8)
-    table[:m] = codes[:m]
+    table[:m] = np.frombuffer(codes, np.int8, m)
+    table.setflags(write=False)
     return table, m
 
 
