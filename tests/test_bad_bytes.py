@@ -19,6 +19,7 @@ import pau
 import pau.core
 from pau import _core
 from pau.engine import _input, _parquet
+from pau.engine.vocab import KINDS
 from pau.errors import InvalidRowError, PauError
 
 import parquet_reference as ref
@@ -222,6 +223,41 @@ def test_an_in_memory_dictionary_index_out_of_range_is_an_invalid_row():
     busy = {a: d for a, d in zip(*out.result.select(["activity", "duration_ns"]).to_pydict().values())}
     assert busy["compute"] == 10 and busy["memcpy"] == 5
 
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"])
+@pytest.mark.parametrize("size", [2, 300])
+def test_every_index_type_outside_the_dictionary_is_an_invalid_row(dtype, size):
+    """Each index type's extreme values, negative ones and those just past the dictionary
+    (of 2 strings, and of 300, longer than a signed byte reaches, its positions from 128
+    on naming compute, where a negative byte read as unsigned would land) are refused by
+    their row on both sweeps (exclusive time alone, and the full one that windows take),
+    and set aside as unknown kinds; an index inside the dictionary naming no kind is an
+    unknown kind."""
+    info = np.iinfo(dtype)
+    names = ["compute", "memcpy"] + [f"x{i}" for i in range(2, min(size, 128))] + ["compute"] * (size - 128)
+    for v in sorted({-1, -2, info.min, info.max, size, size - 1, 127, 1 << 7, 1 << 15}):
+        if not info.min <= v <= info.max or (0 <= v < size and names[v] in KINDS):
+            continue
+        idx = np.zeros(40, dtype)  # blocks of 8 rows: the vector kernels' paths, not only the row-by-row one
+        idx[1], idx[20] = 1, v
+        kinds = pa.DictionaryArray.from_arrays(pa.array(idx), pa.array(names), safe=False)
+        start = np.arange(40, dtype=np.int64) * 10
+        events = pa.table({"rank": pa.array(np.zeros(40, np.int32)), "start_ns": start, "end_ns": start + 5,
+                           "kind": kinds})
+        want = (f"unknown kind '{names[v]}'" if 0 <= v < size
+                else f"dictionary index {v} is outside the column's dictionary of {size} strings")
+        for windows in (None, 100):
+            with pytest.raises(InvalidRowError, match=r"column 'kind', row 20: ") as err:
+                pau.core.classify(events, windows=windows)
+            assert want in str(err.value), (dtype, v, windows, str(err.value))
+            out = pau.core.classify(events, windows=windows, on_invalid="quarantine")
+            assert out.quarantine.column("row").to_pylist() == [20], (dtype, v, windows)
+            assert out.quarantine.column("reason").to_pylist() == ["unknown kind"]
+            busy: dict[str, int] = {}
+            for a, d in zip(*out.result.select(["activity", "duration_ns"]).to_pydict().values()):
+                busy[a] = busy.get(a, 0) + d
+            assert busy["compute"] == 5 * 38 and busy["memcpy"] == 5, (dtype, v, windows, busy)
 
 # --- what pyarrow's reader requires of a page, which the decoder now requires too ----
 

@@ -490,7 +490,10 @@ class ExclusiveSweep {
                                    (!Clip || (start[j] >= v.lo_s && L::inside(end, j, v)));
                 if constexpr (sizeof(IdxT) == 1) {
                     uint64_t mm = 0;
-                    if (byte_masks && plain && lanes::byte_entries(mtab16, kind_idx + j, mm)) {
+                    // Expected here, at the branch: the hint inside byte_entries does not
+                    // reach it, and GCC then moved this block out of the loop's line (two
+                    // more taken jumps per block, about 1.5 % of classify(threads=1)).
+                    if (__builtin_expect(byte_masks && plain && lanes::byte_entries(mtab16, kind_idx + j, mm), 1)) {
 #pragma GCC unroll 8  // as GCC unrolled each kernel's copy before: the loop carries no branch
                         for (int64_t i = j; i < j + 8; ++i, mm >>= 8)
                             L::template add_event<false>(v, L::of_byte(mask, mm & 0xFF), start[i], end[i]);

@@ -318,7 +318,7 @@ def feed_batches(sweep, batches: Iterable, on_invalid: str, quarantine: list, *,
         cols = event_columns(batch, row0=row0)
         if cols is None:
             raise_first(batch, row_reasons(batch), row0)
-        code, row = _feed(sweep, cols.rank, cols.start, cols.end, cols.kind.indices, cols.kind.codes)
+        code, row = _feed(sweep, cols.rank, cols.start, cols.end, cols.kind.indices, cols.kind.core_codes)
         if code == _native.UNSORTED:
             if reorder_ok:
                 raise Reorder()
@@ -345,7 +345,7 @@ def merge_hists(hists: list) -> dict:
 def batch_arrays(cols: list) -> list:
     """Event columns as the native sweep takes them: (rank, start, end, kind
     indices, kind map) per batch."""
-    return [(c.rank, c.start, c.end, c.kind.indices, c.kind.codes) for c in cols]
+    return [(c.rank, c.start, c.end, c.kind.indices, c.kind.core_codes) for c in cols]
 
 
 def levels_of(priority: Sequence[str] | None) -> np.ndarray:
