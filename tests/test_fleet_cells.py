@@ -5,11 +5,14 @@ int64 included; and a rollup through the kernel equal to one through NumPy alone
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pau.fleet.cellsums as fleet_cellsums
+import pau.fleet.rollup as fleet_rollup
+from pau.errors import PauError
 from pau.fleet import _cells
 from pau.fleet import costs as fleet_costs
 import reference_fleet
@@ -111,3 +114,36 @@ def test_numba_is_loaded_only_past_a_few_million_cells(fleet_archive, monkeypatc
     monkeypatch.setattr(fleet_cellsums, "KERNEL_AFTER", 1)  # past the first batch
     assert fleet_archive.rollup(by="cluster", every="1w").table.equals(small.table)
     assert calls
+
+
+@pytest.mark.parametrize("bad, match", [("duration", "column 'duration_ns': negative"),
+                                        ("hour", "column 'hour_ns': not on an hour"),
+                                        ("state", "column 'state': 'lunch'"),
+                                        ("run", "column 'run': 'nobody'")])
+def test_a_bad_row_in_the_kernel_path_is_refused_as_numpy_refuses_it(fleet_archive, monkeypatch, bad, match):
+    """Cells as dictionaries (the kernel's way) with one bad row: the NumPy checks' error,
+    naming the column and the value; a row the kernel refuses but NumPy would not (a bug)
+    is an error too, never summed twice."""
+    monkeypatch.setattr(fleet_cellsums, "KERNEL_AFTER", 0)
+    cells = fleet_archive.cells
+    i = cells.num_rows // 2
+    cols = {c: cells[c].to_pylist() for c in ("run", "hour_ns", "state", "duration_ns")}
+    if bad == "duration":
+        cols["duration_ns"][i] = -1
+    elif bad == "hour":
+        cols["hour_ns"][i] += 1
+    elif bad == "state":
+        cols["state"][i] = "lunch"
+    else:
+        cols["run"][i] = "nobody"
+    table = pa.table({"run": pa.array(cols["run"]).dictionary_encode(), "hour_ns": pa.array(cols["hour_ns"], pa.int64()),
+                      "state": pa.array(cols["state"]).dictionary_encode(),
+                      "duration_ns": pa.array(cols["duration_ns"], pa.int64())})
+    real, calls = _cells.add_cells, []
+    monkeypatch.setattr(_cells, "add_cells", lambda *a: calls.append(1) or real(*a))
+    with pytest.raises(PauError, match=match):
+        fleet_rollup.rollup(fleet_archive.runs, table, every="1w")
+    assert calls  # the kernel met the row first
+    monkeypatch.setattr(fleet_cellsums, "_checked", lambda b, index: None)
+    with pytest.raises(PauError, match="a bug in pau"):
+        fleet_rollup.rollup(fleet_archive.runs, table, every="1w")

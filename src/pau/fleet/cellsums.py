@@ -122,9 +122,10 @@ def _state_names() -> pa.Array:
 
 def _summed_by_kernel(acc: _sums.Acc, b: pa.RecordBatch, index: _groups.KeyIndex, g: _groups.Groups,
                       flags: np.ndarray, p: Period, lo: int | None, hi: int | None) -> bool:
-    """The batch summed into ``acc``'s dense table by :func:`pau.fleet._cells.add_cells`;
-    False (nothing summed, or a bad row met: NumPy then refuses the batch) when the kernel
-    does not take it: nulls, ``run``/``state`` not dictionaries, hours too far apart."""
+    """The batch summed into ``acc``'s dense table by :func:`pau.fleet._cells.add_cells`
+    (True), or False (nothing summed) when the kernel does not take it: nulls, ``run`` or
+    ``state`` not dictionaries, hours too far apart. A bad row is refused as NumPy refuses
+    it (:func:`_checked`)."""
     rcol, scol, hcol, dcol = (b.column(c) for c in ("run", "state", "hour_ns", "duration_ns"))
     if not (pa.types.is_dictionary(rcol.type) and pa.types.is_dictionary(scol.type)) or any(
             c.null_count for c in (rcol, scol, hcol, dcol)):
@@ -152,24 +153,17 @@ def _summed_by_kernel(acc: _sums.Acc, b: pa.RecordBatch, index: _groups.KeyIndex
     if code == _cells.OVERFLOW:
         total = int(acc.table.reshape(-1)[at]) + int(cells.duration[i])
         raise PauError(f"a rollup sum of {total:,} ns {_sums.TOO_BIG}")
-    return bool(code == 0)
+    if code == _cells.BAD_ROW:  # refused by the NumPy checks, which name the column, a value and the count
+        _checked(b, index)
+        raise PauError(f"cells: row {i} of a batch failed the rollup kernel's checks but none of NumPy's (a bug "
+                       "in pau). Fix: report it with the archive")
+    return True
 
 
 def _add_batch(acc: _sums.Acc, b: pa.RecordBatch, index: _groups.KeyIndex, g: _groups.Groups, flags: np.ndarray,
                p: Period, lo: int | None, hi: int | None) -> None:
-    """A batch of cells checked (each refusal naming the column, a value and the count)
-    and summed into ``acc`` by NumPy."""
-    rcol, scol = b.column("run"), b.column("state")
-    r = index.rows(rcol)
-    s = np.asarray(pc.index_in(scol.cast(pa.string()) if pa.types.is_dictionary(scol.type) else scol,
-                               value_set=_state_names()).fill_null(-1), np.int64)
-    for what, arr, src in (("run", r, rcol), ("state", s, scol)):
-        if (arr < 0).any():
-            bad = src[int(np.flatnonzero(arr < 0)[0])].as_py()
-            fix = ("no run of the runs table. Fix: read the archive with pau.read_fleet" if what == "run"
-                   else f"not a lifecycle state. Fix: one of {', '.join(STATES)}")
-            raise PauError(f"cells: column '{what}': {bad!r} ({int((arr < 0).sum())} rows): {fix}")
-    hour, d = _hours_durations(b)
+    """A batch of cells checked (:func:`_checked`) and summed into ``acc`` by NumPy."""
+    r, s, hour, d = _checked(b, index)
     f = flags[r]
     keep = (f & _cells.KEPT) != 0
     keep &= inside(hour, lo, hi)
@@ -186,6 +180,23 @@ def _add_batch(acc: _sums.Acc, b: pa.RecordBatch, index: _groups.KeyIndex, g: _g
     unmeasured = (f & _cells.UNMEASURED) != 0
     if unmeasured.any():
         acc.add(fine[unmeasured], start[unmeasured], np.full(int(unmeasured.sum()), alloc_col + 1), d[unmeasured])
+
+
+def _checked(b: pa.RecordBatch, index: _groups.KeyIndex) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A batch of cells' run rows, state indices, hours and durations, each refusal naming
+    the column, a value and the count."""
+    rcol, scol = b.column("run"), b.column("state")
+    r = index.rows(rcol)
+    s = np.asarray(pc.index_in(scol.cast(pa.string()) if pa.types.is_dictionary(scol.type) else scol,
+                               value_set=_state_names()).fill_null(-1), np.int64)
+    for what, arr, src in (("run", r, rcol), ("state", s, scol)):
+        if (arr < 0).any():
+            bad = src[int(np.flatnonzero(arr < 0)[0])].as_py()
+            fix = ("no run of the runs table. Fix: read the archive with pau.read_fleet" if what == "run"
+                   else f"not a lifecycle state. Fix: one of {', '.join(STATES)}")
+            raise PauError(f"cells: column '{what}': {bad!r} ({int((arr < 0).sum())} rows): {fix}")
+    hour, d = _hours_durations(b)
+    return r, s, hour, d
 
 
 def _hours_durations(b: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
