@@ -230,6 +230,11 @@ def _preserved_marks(P: Any, st: Any, sc: Any) -> tuple[np.ndarray, np.ndarray, 
     if not (heads.size and len(st)):
         return pres_off, pres, True  # nothing can be productive
     lows = np.where(L.base[heads] == NULL, sc.step_min, L.base[heads] + 1)
+    if P.job_att.size == 2:  # one job: its range alone, from offset 0 (the general way below, without its arrays)
+        lo, hi = int(lows.min()), int(L.head[heads].max())
+        if lo <= hi and hi - lo + 1 < 1 << 26:
+            return np.full(P.A.ids.size, lo, np.int64), np.zeros(hi - lo + 1, np.uint8), True
+        return pres_off, pres, False
     a_job = np.repeat(np.arange(P.job_att.size - 1), np.diff(P.job_att))
     h_job = a_job[heads]
     lo_j = np.full(P.job_att.size - 1, NULL_MAX, np.int64)
