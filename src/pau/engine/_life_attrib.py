@@ -205,7 +205,7 @@ def _plan(P: Any, st: Any, sc: Any, threads, jobs: Any) -> tuple[bool, Visits, n
     by_rank = (len(st) > 0 and sc.neg_rank == len(st) and sc.ordered and not P.dense and jobs is None
                and (parts == 1 or (threads is None and parts <= BY_RANK_MAX_CORES)))
     if by_rank:
-        return True, _IN_ORDER._replace(all_ranks=P.rank_values), _lowest_member(P.members, P.A.ids, P.rank_lut,
+        return True, Visits(_IN_ORDER.order, _NO_RANKS, _NO_COPY, P.rank_values), _lowest_member(P.members, P.A.ids, P.rank_lut,
                                                                                   P.r_lo)
     return False, _visit_list(P, st, sc), _NO_RANKS
 
@@ -230,6 +230,11 @@ def _preserved_marks(P: Any, st: Any, sc: Any) -> tuple[np.ndarray, np.ndarray, 
     if not (heads.size and len(st)):
         return pres_off, pres, True  # nothing can be productive
     lows = np.where(L.base[heads] == NULL, sc.step_min, L.base[heads] + 1)
+    if P.job_att.size == 2:  # one job: its range alone, from offset 0 (the general way below, without its arrays)
+        lo, hi = int(lows.min()), int(L.head[heads].max())
+        if lo <= hi and hi - lo + 1 < 1 << 26:
+            return np.full(P.A.ids.size, lo, np.int64), np.zeros(hi - lo + 1, np.uint8), True
+        return pres_off, pres, False
     a_job = np.repeat(np.arange(P.job_att.size - 1), np.diff(P.job_att))
     h_job = a_job[heads]
     lo_j = np.full(P.job_att.size - 1, NULL_MAX, np.int64)
@@ -270,10 +275,12 @@ def _pass(P: Any, st: Any, visits: Visits, atts: Attempts, pres: np.ndarray, thr
     def run(part) -> _Part:
         (b_lo, b_hi), (o_lo, o_hi), (v_lo, v_hi) = part
         cap = 2 * ((b_hi - b_lo) + (v_hi - v_lo) + (o_hi - o_lo)) + 1
-        out = PassOut._make((*(_pool_empty(cap, t) for t in _OUT_TYPES),
-                             *(_pool_empty((cap + 7) // 8, np.uint8) for _ in range(3)),  # written in whole bytes
-                             np.empty(b_hi - b_lo, np.int32), np.zeros(b_hi - b_lo, np.int64),
-                             pres if len(ranges) == 1 else np.zeros_like(pres)))
+        t, nv = _OUT_TYPES, (cap + 7) // 8  # the validity bitmaps are written in whole bytes
+        out = PassOut(_pool_empty(cap, t[0]), _pool_empty(cap, t[1]), _pool_empty(cap, t[2]), _pool_empty(cap, t[3]),
+                      _pool_empty(cap, t[4]), _pool_empty(cap, t[5]), _pool_empty(cap, t[6]),
+                      _pool_empty(nv, np.uint8), _pool_empty(nv, np.uint8), _pool_empty(nv, np.uint8),
+                      np.empty(b_hi - b_lo, np.int32), np.zeros(b_hi - b_lo, np.int64),
+                      pres if len(ranges) == 1 else np.zeros_like(pres))
         if order.size:  # visits index the rows: the rows stay whole
             v, r, shift = visits._replace(order=order[v_lo:v_hi], rank=visits.rank[v_lo:v_hi],
                                           copy=visits.copy[v_lo:v_hi]), rows, 0
@@ -383,7 +390,8 @@ def _attribute(P: Any, st: Any, sc: Any, as_of: int, strict: list, threads=1, jo
     cause_names, att_cause = _causes(A)
     pres_off, pres, counted = _preserved_marks(P, st, sc)
     pend = np.zeros(A.ids.size, bool)  # the last attempt of each job, still running: its steps are pending
-    lasts = P.job_att[1:][np.diff(P.job_att) > 0] - 1
+    ja = P.job_att  # one job: its last attempt, when it has attempts (no diff of one pair)
+    lasts = ja[1:][ja[1:] > ja[:-1]] - 1
     pend[lasts] = A.running[lasts]
     atts = Attempts(Lut(P.att_lo, P.att_lut), (A.ids if jobs is None else jobs.att_orig[A.ids]).astype(np.int32),
                     P.m_start, P.m_end, P.m_row, L.base, L.head, L.on, pend, att_cause, pres_off, first_member)

@@ -672,8 +672,8 @@ def _setup(x: _Rows, st: _Steps, sc: _Scan, as_of: int, ranks, strict: list, job
                               phase_state=_PHASE_STATE, st_codes=_ST_CODES, row_job=by_job[0], rank_job=by_job[1],
                               att_job=by_job[2])
     status = P.status
-    errors = (P.e_row, P.e_rank, P.e_ms, P.e_me)
     if status:
+        errors = (P.e_row, P.e_rank, P.e_ms, P.e_me)
         codes = P.error_codes if by_job[0].size else np.full(max(P.e_row.size, 1), status)
         for code in sorted(set(codes.tolist())):
             if code == E_STEP_NO_ATTEMPT:  # a step's attempt is unknown; the first such step
