@@ -461,7 +461,6 @@ class ExclusiveSweep {
         alignas(16) uint8_t mtab[16] = {0};
         if (byte_masks)
             for (int64_t q = 0; q < map_size; ++q) mtab[q] = lv[q] >= 0 ? L::byte_of(mask, lv[q]) : 0;
-        const __m128i mtab16 = _mm_load_si128(reinterpret_cast<const __m128i*>(mtab));
         Cursor<L> c{};
         L::init(c.v);
         c.s = nullptr;
@@ -474,60 +473,79 @@ class ExclusiveSweep {
             if (n > 0 && !checked<L, IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size,
                                                                   0, 1))
                 return res;
-            // The lanes in locals (registers) here; in c around the calls that take c.
-            typename L::Lanes v = c.v;
+            // The lanes in locals (registers) through the loop of blocks; in c around
+            // the calls that take c.
             int32_t cur = c.cur;
             Rank* rs = c.s;
             int64_t next = Windows && rs != nullptr ? rs->next_cut : kMax;  // the rank's next cut
             for (j = 1; j + 8 <= n; j += 8) {
-                prefetch_rows(rank, start, end, kind_idx, j, n);
-                // The common block: no problem, all 8 rows of the rank being swept, all
-                // starting in its window (starts do not decrease within the block:
-                // checked) and, when clipping, all inside its clip bounds, so that no
-                // row needs a test but its kind's.
-                const bool plain = __builtin_expect(L::rows_ok(rank, start, end, j), 1) && L::one_rank(rank, j, cur) &&
-                                   (!Windows || start[j + 7] < next) &&
-                                   (!Clip || (start[j] >= v.lo_s && L::inside(end, j, v)));
-                if constexpr (sizeof(IdxT) == 1) {
-                    uint64_t mm = 0;
-                    // Expected here, at the branch: the hint inside byte_entries does not
-                    // reach it, and GCC then moved this block out of the loop's line (two
-                    // more taken jumps per block, about 1.5 % of classify(threads=1)).
-                    if (__builtin_expect(byte_masks && plain && lanes::byte_entries(mtab16, kind_idx + j, mm), 1)) {
+                // The common blocks: an inner loop with no call in it, over lanes (and
+                // the last start) that live in it alone, copied from and to c field by
+                // field (L::copy). A copy of the whole struct moved the 256-bit lanes
+                // through general registers, and GCC then kept top and u on the stack
+                // through the loop: a store and two reloads on the lanes' dependency
+                // chain every block (the AVX2 kernel about 5 % slower than 52faf57's).
+                typename L::Lanes v;
+                L::copy(v, c.v);
+                int64_t last = c.last;
+                for (; j + 8 <= n; j += 8) {
+                    prefetch_rows(rank, start, end, kind_idx, j, n);
+                    // The common block: no problem, all 8 rows of the rank being swept, all
+                    // starting in its window (starts do not decrease within the block:
+                    // checked) and, when clipping, all inside its clip bounds, so that no
+                    // row needs a test but its kind's.
+                    const bool plain = __builtin_expect(L::rows_ok(rank, start, end, j), 1) &&
+                                       L::one_rank(rank, j, cur) && (!Windows || start[j + 7] < next) &&
+                                       (!Clip || (start[j] >= v.lo_s && L::inside(end, j, v)));
+                    if (__builtin_expect(!plain, 0)) break;
+                    if constexpr (sizeof(IdxT) == 1) {
+                        uint64_t mm = 0;
+                        // Expected here, at the branch: the hint inside byte_entries does not
+                        // reach it, and GCC then moved this block out of the loop's line (two
+                        // more taken jumps per block, about 1.5 % of classify(threads=1)).
+                        // The table loaded each block (the empty asm hides where tab
+                        // points), not held in a register through the loop: with it held,
+                        // the block's 16 AVX2 registers ran short (no gain without this).
+                        const __m128i* tab = reinterpret_cast<const __m128i*>(mtab);
+                        asm("" : "+r"(tab));
+                        if (__builtin_expect(byte_masks && lanes::byte_entries(_mm_load_si128(tab), kind_idx + j, mm),
+                                             1)) {
 #pragma GCC unroll 8  // as GCC unrolled each kernel's copy before: the loop carries no branch
-                        for (int64_t i = j; i < j + 8; ++i, mm >>= 8)
-                            L::template add_event<false>(v, L::of_byte(mask, mm & 0xFF), start[i], end[i]);
-                        c.last = start[j + 7];
+                            for (int64_t i = j; i < j + 8; ++i, mm >>= 8)
+                                L::template add_event<false>(v, L::of_byte(mask, mm & 0xFF), start[i], end[i]);
+                            last = start[j + 7];
+                            continue;
+                        }
+                    }
+                    if (!byte_masks) {
+                        for (int64_t i = j; i < j + 8; ++i) {
+                            const int64_t k = level_at(kind_idx, i, lv, map_size);
+                            if (__builtin_expect(k < 0, 0)) {
+                                res = {Code::unknown_kind, i};
+                                return res;
+                            }
+                            L::template add_event<false>(v, mask[k + 1], start[i], end[i]);
+                        }
+                        last = start[j + 7];
                         continue;
                     }
+                    break;
                 }
-                if (plain && !byte_masks) {
-                    for (int64_t i = j; i < j + 8; ++i) {
-                        const int64_t k = level_at(kind_idx, i, lv, map_size);
-                        if (__builtin_expect(k < 0, 0)) {
-                            res = {Code::unknown_kind, i};
-                            return res;
-                        }
-                        L::template add_event<false>(v, mask[k + 1], start[i], end[i]);
-                    }
-                    c.last = start[j + 7];
-                    continue;
-                }
+                L::copy(c.v, v);
+                c.last = last;
+                if (j + 8 > n) break;
                 // Any other block (a problem in it, a rank or a window begins in it, a
                 // row reaches past the clip bounds): row by row with every check, away
                 // from this loop; a problem is found there, at its first row.
-                c.v = v;
                 c.cur = cur;
                 c.s = rs;
                 if (!checked<L, IdxT, Ordered, Clip, Windows>(c, mask, rank, start, end, kind_idx, lv, map_size, j,
                                                               j + 8))
                     return res;
-                v = c.v;
                 cur = c.cur;
                 rs = c.s;
                 if (Windows) next = rs->next_cut;
             }
-            c.v = v;
             c.cur = cur;
             c.s = rs;
         }

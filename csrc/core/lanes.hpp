@@ -10,6 +10,9 @@
 //   byte_of(mask, k), of_byte(..)  a level's entry in the byte table of a block's kinds,
 //                                  and the mask of an entry (0 is an unknown kind)
 //   init, spill, fill              the lanes at the start, stored into a rank, loaded
+//   copy(d, s)                     the lanes copied field by field (a copy of the whole
+//                                  struct went through general registers, and GCC then
+//                                  kept the AVX2 lanes on the stack through the loop)
 //   add_event<Clip>(c, m, st, en)  one event [st, en) of the lanes in m
 //   rows_ok, one_rank, inside      the checks of a block of 8 rows
 // Every operation is a plain inline function with its instruction set's target: the
@@ -50,6 +53,14 @@ struct Avx512 {
         int64_t lo_s, hi_s;  // lo and hi, as scalars
     };
     using Mask = __mmask8;
+    PAU_AVX512 void copy(Lanes& d, const Lanes& s) {
+        d.top = s.top;
+        d.u = s.u;
+        d.lo = s.lo;
+        d.hi = s.hi;
+        d.lo_s = s.lo_s;
+        d.hi_s = s.hi_s;
+    }
     PAU_AVX512 void masks(Mask* mask) {
         mask[0] = 0;
         for (int k = 0; k < kLevels; ++k) mask[k + 1] = static_cast<__mmask8>((0x3Fu << k) & 0x3Fu);
@@ -123,6 +134,18 @@ struct Avx2 {
         __m256i m;
         __m128i m2;
     };
+    PAU_AVX2 void copy(Lanes& d, const Lanes& s) {
+        d.top = s.top;
+        d.u = s.u;
+        d.lo = s.lo;
+        d.hi = s.hi;
+        d.top2 = s.top2;
+        d.u2 = s.u2;
+        d.lo2 = s.lo2;
+        d.hi2 = s.hi2;
+        d.lo_s = s.lo_s;
+        d.hi_s = s.hi_s;
+    }
     PAU_AVX2 void masks(Mask* mask) {
         for (int k = -1; k < kLevels; ++k) {
             alignas(32) int64_t lanes[8];
