@@ -157,14 +157,20 @@ py::array row_checks(const carray<int8_t>& rec, const carray<int64_t>& start, co
     return to_numpy(std::move(out));
 }
 
-py::array step_codes(const carray<int64_t>& start, const carray<int64_t>& end, const py::array& rank,
-                     const py::array& attempt, const carray<int64_t>& step, const carray<int64_t>& tokens) {
-    const py::ssize_t n = start.size();
+// The step columns beside ``start`` are as long as it.
+static void check_step_columns(const carray<int64_t>& end, const py::array& rank, const py::array& attempt,
+                               const carray<int64_t>& step, const carray<int64_t>& tokens, py::ssize_t n) {
     check_len(end, n, "end", "start");
     check_len(step, n, "step", "start");
     check_len(tokens, n, "tokens", "start");
     check_len(rank, n, "rank", "start");
     check_len(attempt, n, "attempt", "start");
+}
+
+py::array step_codes(const carray<int64_t>& start, const carray<int64_t>& end, const py::array& rank,
+                     const py::array& attempt, const carray<int64_t>& step, const carray<int64_t>& tokens) {
+    const py::ssize_t n = start.size();
+    check_step_columns(end, rank, attempt, step, tokens, n);
     return with_ints(rank, "rank", [&](auto r, py::array&) {
         return with_ints(attempt, "attempt", [&](auto a, py::array&) {
             std::vector<int8_t> out;
@@ -182,11 +188,7 @@ life::StepScan scan_steps(const carray<int64_t>& start, const carray<int64_t>& e
                           int64_t cut, int64_t att_lo, int64_t att_n, const carray<uint8_t>& end_bits, int64_t end_off,
                           py::array_t<int64_t> end_out) {
     const py::ssize_t n = start.size();
-    check_len(end, n, "end", "start");
-    check_len(step, n, "step", "start");
-    check_len(tokens, n, "tokens", "start");
-    check_len(rank, n, "rank", "start");
-    check_len(attempt, n, "attempt", "start");
+    check_step_columns(end, rank, attempt, step, tokens, n);
     if (att_n < 0) throw std::invalid_argument("scan_steps: att_n must be >= 0");
     const bool fill = end_bits.size() > 0;
     int64_t* out_end = nullptr;

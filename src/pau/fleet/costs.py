@@ -109,6 +109,11 @@ class CostRate:
     def basis(self) -> str:
         return "; ".join(f"{k}: {v}" for k, v in self.parts_basis.items())
 
+    @property
+    def label(self) -> str:
+        """The rate as the figures state it: ``"2.5 USD/accelerator-hour (BASIS)"``."""
+        return f"{self.per_accelerator_hour:g} {self.currency}/accelerator-hour ({self.basis})"
+
 
 @dataclass(frozen=True)
 class CostFigure:
@@ -393,8 +398,7 @@ def _per(rate: Any, accelerator_hours: Any, outputs: Any, per: str, what: str) -
     hours = _count("accelerator_hours", accelerator_hours)
     n = _count(what, outputs)
     value = r.per_accelerator_hour * hours / n if n else None
-    return CostFigure(value, per, r.currency, f"{hours:g} accelerator-hours at {r.per_accelerator_hour:g} "
-                                              f"{r.currency}/accelerator-hour ({r.basis})")
+    return CostFigure(value, per, r.currency, f"{hours:g} accelerator-hours at {r.label}")
 
 
 def per_preserved_step(rate: CostRate, accelerator_hours: float, preserved_steps: float) -> CostFigure:
@@ -430,8 +434,7 @@ def per_million_tokens(rate: CostRate, tokens_per_accelerator_second: float) -> 
     tps = _count("tokens_per_accelerator_second", tokens_per_accelerator_second)
     value = r.per_accelerator_hour / (tps * 3600.0) * 1e6 if tps else None
     return CostFigure(value, "million delivered tokens", r.currency,
-                      f"{tps:g} delivered tokens per accelerator-second at {r.per_accelerator_hour:g} "
-                      f"{r.currency}/accelerator-hour ({r.basis})")
+                      f"{tps:g} delivered tokens per accelerator-second at {r.label}")
 
 
 def split_by_state(rate: CostRate, accelerator_ns_by_state: Any) -> CostSplit:
@@ -488,5 +491,4 @@ def split_by_state(rate: CostRate, accelerator_ns_by_state: Any) -> CostSplit:
     overhead = sum(v for s, v in by_state.items() if s not in grouped)
     total = sum(ns.values()) * per_ns
     return CostSplit(parts["productive"], parts["rolled_back"], parts["recovery"], parts["idle"], overhead,
-                     total, by_state, r.currency, f"{sum(ns.values()) / NS_PER_HOUR:g} accelerator-hours at "
-                     f"{r.per_accelerator_hour:g} {r.currency}/accelerator-hour ({r.basis})")
+                     total, by_state, r.currency, f"{sum(ns.values()) / NS_PER_HOUR:g} accelerator-hours at {r.label}")

@@ -46,8 +46,7 @@ class Pricing:
                 raise PauError(f"cost model: rates in {self.currency} and {rate.currency}. Fix: one currency")
             self.currency = rate.currency
             self.rates[k] = rate
-            self.basis[f"{accelerator_type} / {cluster}"] = (f"{rate.per_accelerator_hour:g} {rate.currency}/"
-                                                             f"accelerator-hour ({rate.basis})")
+            self.basis[f"{accelerator_type} / {cluster}"] = rate.label
         return self.rates[k]
 
     def cost(self, accelerator_type: Any, cluster: Any, time: np.ndarray) -> np.ndarray:
