@@ -561,7 +561,7 @@ def test_an_nsight_export_without_device_activity_is_refused_alone(tmp_path):
     of the refusals table (its own path and the reader's reason) and the run is the one
     export with device work; without it ingest stops naming the file. pau.read of the
     folder, or of the file, still refuses it."""
-    folder = shared("nsys", "icon_isc25")
+    folder = shared("nsys", "icon_isc25", "cpu.sqlite").parent  # tests/data holds gpu.sqlite alone: skip there
     bad = {str(folder / "cpu.sqlite"), str(folder / "rank_.sqlite")}
     with pytest.raises(IngestError, match="cpu.sqlite: no device activity"):
         pau.fleet.ingest([folder], tmp_path / "stop", workers=1, progress=False)
