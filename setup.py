@@ -37,11 +37,11 @@ ext = Pybind11Extension(
     depends=sorted(glob("csrc/core/*.hpp") + glob("csrc/bindings/*.hpp")),
 )
 
-#: On x86-64, no jump crosses or ends at a 32-byte boundary: Intel's microcode for the
-#: JCC erratum (Skylake to Cascade Lake and their Xeons) runs such jumps from the legacy
-#: decoder, so a hot loop's speed depended on where the linker happened to put it (the
-#: step scan lost 12 % from a move of 48 bytes). The assembler pads instead (GNU as 2.34
-#: and later; skipped where the compiler does not take the flag).
+#: On x86-64, no jump crosses or ends at a 32-byte boundary: on CPUs with Intel's microcode
+#: for the JCC erratum (Skylake to Cascade Lake and their Xeons) such jumps run from the
+#: legacy decoder, so a hot loop's speed would depend on where the linker put it. The
+#: assembler pads instead (GNU as 2.34 and later; skipped where the compiler does not take
+#: the flag). Newer CPUs are not affected (docs/architecture.md).
 JCC_FLAG = "-Wa,-mbranches-within-32B-boundaries"
 
 
