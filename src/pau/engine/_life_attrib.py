@@ -205,8 +205,8 @@ def _plan(P: Any, st: Any, sc: Any, threads, jobs: Any) -> tuple[bool, Visits, n
     by_rank = (len(st) > 0 and sc.neg_rank == len(st) and sc.ordered and not P.dense and jobs is None
                and (parts == 1 or (threads is None and parts <= BY_RANK_MAX_CORES)))
     if by_rank:
-        return True, Visits(_IN_ORDER.order, _NO_RANKS, _NO_COPY, P.rank_values), _lowest_member(P.members, P.A.ids, P.rank_lut,
-                                                                                  P.r_lo)
+        visits = Visits(_IN_ORDER.order, _NO_RANKS, _NO_COPY, P.rank_values)
+        return True, visits, _lowest_member(P.members, P.A.ids, P.rank_lut, P.r_lo)
     return False, _visit_list(P, st, sc), _NO_RANKS
 
 

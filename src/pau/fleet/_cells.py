@@ -9,7 +9,7 @@ allocated column when its run has no job (and to the column after when, also, it
 energy was not measured). The kernel checks every row as the NumPy path does (a run and
 a state that exist, a duration >= 0, an hour on the hour), stopping at the first that
 fails, and refuses a sum past int64 before making it. Its slow twin is
-``tests/fleet_reference.py``'s ``add_cells``.
+``tests/reference_fleet.py``'s ``add_cells``.
 """
 
 from __future__ import annotations
